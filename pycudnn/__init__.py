@@ -1,0 +1,87 @@
+"""pycudnn: NVIDIA cuDNN 9 from Python through ctypes.
+
+``import pycudnn`` loads nothing heavy: the library is found and loaded on the first call that needs
+it. Start with :func:`version`, :class:`Handle`, :class:`TensorDescriptor` and :class:`Graph`; the C
+API is in :mod:`pycudnn.raw` under its C names.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from .errors import (
+    ClosedError,
+    CudnnBadParamError,
+    CudnnError,
+    CudnnExecutionFailedError,
+    CudnnInternalError,
+    CudnnNotInitializedError,
+    CudnnNotSupportedError,
+    LibraryNotFoundError,
+    UnsupportedByLibraryError,
+)
+
+logging.getLogger(__name__).addHandler(logging.NullHandler())
+
+__version__ = "0.1.0.dev0"
+
+# Public names that live in submodules, imported on first access (PEP 562) so that importing the
+# package stays cheap.
+_LAZY: dict[str, str] = {
+    "version": "._info",
+    "version_tuple": "._info",
+    "library_path": "._info",
+    "header_version": "._info",
+    "enable_logging": ".log",
+    "disable_logging": ".log",
+    "Handle": ".handle",
+    "get_handle": ".handle",
+    "DeviceArray": "._shared.device_array",
+    "TensorDescriptor": ".tensor",
+    "FilterDescriptor": ".tensor",
+    "ConvolutionDescriptor": ".tensor",
+    "Graph": ".graph",
+    "DeviceProperties": ".deviceprops",
+}
+
+_SUBMODULES = {"raw", "layout", "errors", "tensor", "handle", "graph", "backend", "plan", "ops"}
+
+__all__ = [
+    "ClosedError",
+    "CudnnBadParamError",
+    "CudnnError",
+    "CudnnExecutionFailedError",
+    "CudnnInternalError",
+    "CudnnNotInitializedError",
+    "CudnnNotSupportedError",
+    "LibraryNotFoundError",
+    "UnsupportedByLibraryError",
+    *sorted(_LAZY),
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'pycudnn' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._info import header_version, library_path, version, version_tuple
+    from ._shared.device_array import DeviceArray
+    from .deviceprops import DeviceProperties
+    from .graph import Graph
+    from .handle import Handle, get_handle
+    from .log import disable_logging, enable_logging
+    from .tensor import ConvolutionDescriptor, FilterDescriptor, TensorDescriptor

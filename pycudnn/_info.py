@@ -1,0 +1,54 @@
+"""Versions and paths of the loaded cuDNN (these calls load the library)."""
+
+from __future__ import annotations
+
+import ctypes
+
+from . import _bindings
+from ._lib import LIB
+
+__all__ = ["cudart_version", "header_version", "library_path", "version", "version_tuple"]
+
+
+def version() -> int:
+    """``cudnnGetVersion()`` of the loaded library, e.g. 92800 for 9.28.0."""
+    major, minor, patch = LIB.version
+    return major * 10000 + minor * 100 + patch
+
+
+def version_tuple() -> tuple[int, int, int]:
+    return LIB.version
+
+
+def library_path() -> str:
+    """Absolute path of the loaded ``libcudnn.so.9``."""
+    return LIB.path
+
+
+def header_version() -> tuple[int, int, int]:
+    """The cuDNN header version the bindings were generated from."""
+    return tuple(_bindings.HEADER_VERSION)  # type: ignore[return-value]
+
+
+def cudart_version() -> int:
+    """``cudnnGetCudartVersion()``: the CUDA runtime cuDNN was built with (static), e.g. 12090."""
+    fn = LIB.function("cudnnGetCudartVersion")
+    return int(fn())
+
+
+def max_device_version() -> int:
+    """``cudnnGetMaxDeviceVersion()``: newest SM the library supports, as major*100 + minor*10."""
+    return int(LIB.function("cudnnGetMaxDeviceVersion")())
+
+
+def property_version() -> tuple[int, int, int]:
+    """``cudnnGetProperty`` for MAJOR_VERSION, MINOR_VERSION and PATCH_LEVEL."""
+    from ._lib import check
+
+    fn = LIB.function("cudnnGetProperty")
+    out = []
+    for prop in (0, 1, 2):  # libraryPropertyType: MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
+        value = ctypes.c_int(0)
+        check(fn(prop, ctypes.byref(value)), "cudnnGetProperty")
+        out.append(value.value)
+    return out[0], out[1], out[2]

@@ -1,0 +1,168 @@
+"""Any array in, one description out: pointer, shape, strides (in elements), dtype, device.
+
+Operations accept every array that speaks a standard protocol: DLPack (``__dlpack__``, tried first,
+and the only one that carries bf16/fp8), ``__cuda_array_interface__`` (CuPy, Numba, PyTorch, JAX),
+our :class:`~pycudnn.DeviceArray`, and, for host-side work only, NumPy's ``__array_interface__``.
+Device exchanges go through ``cuda.core``'s ``StridedMemoryView`` so that the producer's stream is
+synchronised with the consumer's as both protocols require.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ArrayView", "alignment_of", "as_array_view", "data_pointer"]
+
+
+def alignment_of(ptr: int, cap: int = 256) -> int:
+    """Largest power of two (at most ``cap``) dividing ``ptr``; ``cap`` for a NULL pointer."""
+    if ptr == 0:
+        return cap
+    return min(ptr & -ptr, cap)
+
+
+@dataclass(frozen=True)
+class ArrayView:
+    """What an operation needs to know about an operand. ``owner`` keeps the exporter alive."""
+
+    ptr: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]  # in elements
+    dtype: np.dtype
+    device_id: int  # -1 for host memory
+    readonly: bool
+    owner: Any
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+
+    @property
+    def itemsize(self) -> int:
+        return int(self.dtype.itemsize)
+
+    @property
+    def is_device(self) -> bool:
+        return self.device_id >= 0
+
+    @property
+    def alignment(self) -> int:
+        return alignment_of(self.ptr)
+
+    def span_bytes(self) -> int:
+        """Bytes from the lowest to one past the highest addressed element (0 when empty)."""
+        if self.size == 0:
+            return 0
+        hi = sum((n - 1) * s for n, s in zip(self.shape, self.strides) if s > 0)
+        lo = sum((n - 1) * s for n, s in zip(self.shape, self.strides) if s < 0)
+        return (hi - lo + 1) * self.itemsize
+
+
+def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(out))
+
+
+def _from_interface(obj: Any, iface: dict[str, Any], device_id: int, name: str) -> ArrayView:
+    shape = tuple(int(n) for n in iface["shape"])
+    typestr = iface["typestr"]
+    descr = iface.get("descr")
+    dtype = np.dtype(descr if descr and len(descr) > 1 else typestr)
+    if dtype.kind == "V":
+        raise TypeError(
+            f"{name}: its array interface describes the element type only as {typestr!r} (raw "
+            "bytes), which is how bfloat16 and fp8 appear there; pass the array through DLPack "
+            "instead (most libraries: the array itself works once cuda.core is installed)"
+        )
+    ptr, readonly = iface["data"]
+    strides_b = iface.get("strides")
+    if strides_b is None:
+        strides = _c_strides(shape)
+    else:
+        if any(s % dtype.itemsize for s in strides_b):
+            raise ValueError(f"{name}: byte strides {tuple(strides_b)} are not whole elements of {dtype}")
+        strides = tuple(int(s) // dtype.itemsize for s in strides_b)
+    return ArrayView(int(ptr or 0), shape, strides, dtype, device_id, bool(readonly), obj)
+
+
+def _from_memory_view(obj: Any, smv: Any) -> ArrayView:
+    shape = tuple(int(n) for n in smv.shape)
+    strides = tuple(int(s) for s in smv.strides) if smv.strides is not None else _c_strides(shape)
+    device_id = int(smv.device_id) if smv.is_device_accessible else -1
+    return ArrayView(int(smv.ptr), shape, strides, np.dtype(smv.dtype), device_id,
+                     bool(smv.readonly), (obj, smv))
+
+
+def as_array_view(obj: Any, *, name: str = "array", stream_ptr: int | None = None) -> ArrayView:
+    """Describe ``obj`` (see the module docstring for what is accepted).
+
+    ``stream_ptr`` is the consumer stream (the one the operation will run on); ``None`` opts out of
+    stream synchronisation, for host-side inspection only.
+    """
+    if isinstance(obj, ArrayView):
+        return obj
+    view_method = getattr(obj, "_array_view", None)  # DeviceArray: no protocol round trip needed
+    if view_method is not None:
+        return view_method()  # type: ignore[no-any-return]
+    if isinstance(obj, np.ndarray):
+        iface = obj.__array_interface__
+        return _from_interface(obj, iface, -1, name)
+    consumer = -1 if stream_ptr is None else int(stream_ptr)
+    has_dlpack = hasattr(obj, "__dlpack__")
+    has_cai = hasattr(obj, "__cuda_array_interface__")
+    if has_dlpack or has_cai:
+        try:
+            from cuda.core.utils import StridedMemoryView
+        except Exception:
+            StridedMemoryView = None  # noqa: N806 - a class, looked up lazily
+        if StridedMemoryView is not None:
+            if has_dlpack:
+                try:
+                    return _from_memory_view(obj, StridedMemoryView.from_dlpack(obj, consumer))
+                except (BufferError, TypeError, NotImplementedError):
+                    if not has_cai:
+                        raise
+            return _from_memory_view(
+                obj, StridedMemoryView.from_cuda_array_interface(obj, consumer)
+            )
+        if has_cai:
+            iface = obj.__cuda_array_interface__
+            if iface.get("stream") not in (None, consumer) and stream_ptr is not None:
+                raise ImportError(
+                    f"{name}: synchronising with the array's stream needs cuda.core; install the "
+                    "cu12 or cu13 extra"
+                )
+            return _from_interface(obj, iface, _cai_device(iface), name)
+    iface = getattr(obj, "__array_interface__", None)
+    if iface is not None:
+        return _from_interface(obj, iface, -1, name)
+    raise TypeError(
+        f"{name} must be an array exposing DLPack or __cuda_array_interface__ (CuPy, PyTorch, JAX, "
+        f"Numba, pycudnn.DeviceArray) or a NumPy array, not {type(obj).__name__}"
+    )
+
+
+def _cai_device(iface: dict[str, Any]) -> int:
+    # Without cuda.core the device of a CAI pointer cannot be queried; assume the current one (0).
+    return 0
+
+
+def data_pointer(obj: Any) -> int:
+    """The data pointer of ``obj`` without full validation: the cheap path for cached plans."""
+    ptr = getattr(obj, "ptr", None)
+    if isinstance(ptr, int) and hasattr(obj, "_array_view"):
+        return ptr
+    iface = getattr(obj, "__cuda_array_interface__", None)
+    if iface is not None:
+        return int(iface["data"][0] or 0)
+    return as_array_view(obj).ptr

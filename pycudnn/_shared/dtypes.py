@@ -1,0 +1,130 @@
+"""Element types: NumPy and ml_dtypes on one side, cuDNN's and CUDA's enumerators on the other.
+
+Names, not numbers, are kept here: each package turns them into values through its own generated
+enums (``cudnnDataType_t[name]`` / ``cudaDataType_t``-style ``cutensorDataType_t[name]``), so the
+numbers always come from the headers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "CUDA_DATA_TYPE_NAMES",
+    "CUDNN_DATA_TYPE_NAMES",
+    "as_numpy_dtype",
+    "dtype_name",
+]
+
+try:  # optional: bf16 and the fp8/fp4 types
+    import ml_dtypes as _ml
+except ImportError:  # pragma: no cover - ml_dtypes is a base dependency
+    _ml = None
+
+
+def _ml_dtype(name: str) -> np.dtype | None:
+    t = getattr(_ml, name, None) if _ml is not None else None
+    return np.dtype(t) if t is not None else None
+
+
+def _table(pairs: list[tuple[Any, str]]) -> dict[np.dtype, str]:
+    out: dict[np.dtype, str] = {}
+    for dt, name in pairs:
+        dt = _ml_dtype(dt) if isinstance(dt, str) else np.dtype(dt)
+        if dt is not None:
+            out[dt] = name
+    return out
+
+
+#: NumPy dtype -> ``cudnnDataType_t`` member name (prefix ``CUDNN_DATA_`` stripped).
+CUDNN_DATA_TYPE_NAMES: dict[np.dtype, str] = _table(
+    [
+        (np.float32, "FLOAT"),
+        (np.float64, "DOUBLE"),
+        (np.float16, "HALF"),
+        (np.int8, "INT8"),
+        (np.int32, "INT32"),
+        (np.uint8, "UINT8"),
+        (np.int64, "INT64"),
+        (np.bool_, "BOOLEAN"),
+        (np.uint32, "UINT32"),
+        (np.complex64, "COMPLEX_FP32"),
+        (np.complex128, "COMPLEX_FP64"),
+        ("bfloat16", "BFLOAT16"),
+        ("float8_e4m3fn", "FP8_E4M3"),
+        ("float8_e5m2", "FP8_E5M2"),
+        ("float8_e8m0fnu", "FP8_E8M0"),
+        ("float4_e2m1fn", "FP4_E2M1"),
+        ("int4", "INT4"),
+        ("uint4", "UINT4"),
+    ]
+)
+
+#: NumPy dtype -> ``cudaDataType_t`` name as cuTENSOR spells it (``CUTENSOR_`` stripped).
+CUDA_DATA_TYPE_NAMES: dict[np.dtype, str] = _table(
+    [
+        (np.float16, "R_16F"),
+        (np.float32, "R_32F"),
+        (np.float64, "R_64F"),
+        (np.complex64, "C_32F"),
+        (np.complex128, "C_64F"),
+        (np.int8, "R_8I"),
+        (np.uint8, "R_8U"),
+        (np.int16, "R_16I"),
+        (np.uint16, "R_16U"),
+        (np.int32, "R_32I"),
+        (np.uint32, "R_32U"),
+        (np.int64, "R_64I"),
+        (np.uint64, "R_64U"),
+        ("bfloat16", "R_16BF"),
+        ("complex32", "C_16F"),
+        ("bcomplex32", "C_16BF"),
+        ("int4", "R_4I"),
+        ("uint4", "R_4U"),
+    ]
+)
+
+# Spellings people use for types NumPy itself does not name.
+_ALIASES = {
+    "half": np.dtype(np.float16),
+    "fp16": np.dtype(np.float16),
+    "float": np.dtype(np.float32),
+    "fp32": np.dtype(np.float32),
+    "double": np.dtype(np.float64),
+    "fp64": np.dtype(np.float64),
+    "bf16": _ml_dtype("bfloat16"),
+    "bfloat16": _ml_dtype("bfloat16"),
+    "fp8_e4m3": _ml_dtype("float8_e4m3fn"),
+    "float8_e4m3": _ml_dtype("float8_e4m3fn"),
+    "e4m3": _ml_dtype("float8_e4m3fn"),
+    "fp8_e5m2": _ml_dtype("float8_e5m2"),
+    "e5m2": _ml_dtype("float8_e5m2"),
+    "float8_e4m3fn": _ml_dtype("float8_e4m3fn"),
+    "float8_e5m2": _ml_dtype("float8_e5m2"),
+    "float8_e8m0fnu": _ml_dtype("float8_e8m0fnu"),
+    "float4_e2m1fn": _ml_dtype("float4_e2m1fn"),
+    "int4": _ml_dtype("int4"),
+    "uint4": _ml_dtype("uint4"),
+    "complex32": _ml_dtype("complex32"),
+}
+
+
+def as_numpy_dtype(dtype: Any, *, name: str = "dtype") -> np.dtype:
+    """Normalise a dtype given as a NumPy/ml_dtypes type, a ``np.dtype`` or a string."""
+    if dtype is None:
+        raise TypeError(f"{name} must be a data type, not None")
+    if isinstance(dtype, str):
+        alias = _ALIASES.get(dtype.lower())
+        if alias is not None:
+            return alias
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{name}={dtype!r} is not a data type NumPy or ml_dtypes knows") from None
+
+
+def dtype_name(dtype: np.dtype) -> str:
+    """A short readable name (``float16``, ``bfloat16``, ``float8_e4m3fn``)."""
+    return str(np.dtype(dtype).name)

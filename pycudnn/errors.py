@@ -1,0 +1,113 @@
+"""Exceptions raised for cuDNN failures.
+
+Every non-success ``cudnnStatus_t`` becomes a :class:`CudnnError` carrying the exact ``status``, its
+enumerator name, the C ``function`` that returned it and cuDNN's own explanation (read with
+``cudnnGetLastErrorString`` right after the failing call, on the same thread). The class is chosen by
+the status *category* (``status // 1000 * 1000``), so codes added by future cuDNN releases still map.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._shared.ffi import LibraryNotFoundError, UnsupportedByLibraryError
+from ._shared.resource import ClosedError
+
+__all__ = [
+    "ClosedError",
+    "CudnnBadParamError",
+    "CudnnError",
+    "CudnnExecutionFailedError",
+    "CudnnInternalError",
+    "CudnnNotInitializedError",
+    "CudnnNotSupportedError",
+    "LibraryNotFoundError",
+    "UnsupportedByLibraryError",
+    "error_class_for_status",
+    "status_name",
+]
+
+
+class CudnnError(RuntimeError):
+    """A cuDNN call returned a status other than ``CUDNN_STATUS_SUCCESS``."""
+
+    category = 0
+
+    def __init__(self, status: int, function: str = "", message: str = "") -> None:
+        self.status = int(status)
+        self.function = function
+        self.message = message
+        super().__init__(self._text())
+
+    @property
+    def status_name(self) -> str:
+        return status_name(self.status)
+
+    def _text(self) -> str:
+        where = f"{self.function}: " if self.function else ""
+        text = f"{where}{self.status_name} ({self.status})"
+        return f"{text}: {self.message}" if self.message else text
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (error_from_status, (self.status, self.function, self.message))
+
+
+class CudnnNotInitializedError(CudnnError):
+    """Category 1000: not initialized, sub-library loading or version mismatch, licence, runtime."""
+
+    category = 1000
+
+
+class CudnnBadParamError(CudnnError, ValueError):
+    """Category 2000: a parameter was rejected (also a ``ValueError``)."""
+
+    category = 2000
+
+
+class CudnnNotSupportedError(CudnnError):
+    """Category 3000: valid, but no engine, architecture or library supports it."""
+
+    category = 3000
+
+
+class CudnnInternalError(CudnnError):
+    """Category 4000: internal failure, including host/device allocation and compilation."""
+
+    category = 4000
+
+
+class CudnnExecutionFailedError(CudnnError):
+    """Category 5000: a kernel or a CUDA library call failed while executing."""
+
+    category = 5000
+
+
+_BY_CATEGORY: dict[int, type[CudnnError]] = {
+    cls.category: cls
+    for cls in (
+        CudnnNotInitializedError,
+        CudnnBadParamError,
+        CudnnNotSupportedError,
+        CudnnInternalError,
+        CudnnExecutionFailedError,
+    )
+}
+
+
+def error_class_for_status(status: int) -> type[CudnnError]:
+    """The exception class for ``status`` by its category (``CUDNN_STATUS_CATEGORY``)."""
+    return _BY_CATEGORY.get(int(status) // 1000 * 1000, CudnnError)
+
+
+def error_from_status(status: int, function: str = "", message: str = "") -> CudnnError:
+    return error_class_for_status(status)(status, function, message)
+
+
+def status_name(status: int) -> str:
+    """The ``cudnnStatus_t`` enumerator name of ``status`` (from the generated bindings)."""
+    from . import _bindings
+
+    try:
+        return "CUDNN_STATUS_" + _bindings.cudnnStatus_t(int(status)).name
+    except ValueError:
+        return "CUDNN_UNKNOWN_STATUS"

@@ -1,0 +1,154 @@
+"""Route cuDNN's own log into Python's ``logging`` (``logging.getLogger("pycudnn.cudnn")``).
+
+Opt in with :func:`enable_logging`. It registers a callback with ``cudnnSetCallback``; cuDNN calls it
+synchronously on the thread that made the API call, with a message of several NUL-separated lines
+(ended by a double NUL) which is joined here into one record. While the callback is registered cuDNN
+stops writing to ``CUDNN_LOGDEST_DBG``; :func:`disable_logging` unregisters it, after which the
+``CUDNN_LOGLEVEL_DBG`` / ``CUDNN_LOGDEST_DBG`` environment variables apply again.
+
+:func:`capture` collects the records emitted on the current thread inside a ``with`` block, which is
+how the graph API attaches cuDNN's explanation to a failed plan.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from . import _bindings
+from ._lib import LIB, check
+
+__all__ = ["LogRecord", "capture", "disable_logging", "enable_logging", "is_enabled"]
+
+logger = logging.getLogger("pycudnn.cudnn")
+
+# cudnnSeverity_t -> logging level. INFO entries are written for every API call, so they go to DEBUG.
+_LEVELS = {0: logging.CRITICAL, 1: logging.ERROR, 2: logging.WARNING, 3: logging.DEBUG}
+_MAX_LINES = 4096  # guards against a malformed message without its double NUL
+
+
+class LogRecord(tuple):  # type: ignore[type-arg]
+    """``(severity, status, message)`` of one cuDNN log entry, as collected by :func:`capture`."""
+
+    __slots__ = ()
+
+    def __new__(cls, severity: int, status: int, message: str) -> LogRecord:
+        return super().__new__(cls, (severity, status, message))
+
+    severity = property(lambda self: self[0])
+    status = property(lambda self: self[1])
+    message = property(lambda self: self[2])
+
+
+def _read_message(address: int | None) -> str:
+    if not address:
+        return ""
+    lines = []
+    for _ in range(_MAX_LINES):
+        line = ctypes.string_at(address)
+        if not line:
+            break
+        lines.append(line.decode("utf-8", "replace"))
+        address += len(line) + 1
+    return "\n".join(lines)
+
+
+_state = threading.local()
+_lock = threading.Lock()
+_registered: dict[str, Any] = {}
+
+
+def _on_message(severity: int, _udata: Any, dbg: Any, msg: int | None) -> None:
+    try:
+        text = _read_message(msg)
+        status = int(dbg.contents.cudnnStatus) if dbg else 0
+        sinks = getattr(_state, "sinks", None)
+        if sinks:
+            for sink in sinks:
+                sink.append(LogRecord(int(severity), status, text))
+        if _registered.get("forward", True):
+            logger.log(_LEVELS.get(int(severity), logging.DEBUG), "%s", text)
+    except Exception:  # pragma: no cover - never let an exception cross back into C
+        pass
+
+
+_CALLBACK = _bindings.cudnnCallback_t(_on_message)  # module-level: must outlive registration
+
+
+def _mask_for(level: int) -> int:
+    mask = _bindings.CUDNN_SEV_ERROR_EN
+    if level <= logging.WARNING:
+        mask |= _bindings.CUDNN_SEV_WARNING_EN
+    if level <= logging.DEBUG:
+        mask |= _bindings.CUDNN_SEV_INFO_EN
+    return int(mask)
+
+
+def _register(mask: int) -> None:
+    check(LIB.function("cudnnSetCallback")(mask, None, _CALLBACK), "cudnnSetCallback")
+    _registered["mask"] = mask
+
+
+def enable_logging(level: int = logging.WARNING) -> None:
+    """Forward cuDNN's log entries at ``level`` and above to ``logging.getLogger("pycudnn.cudnn")``.
+
+    Wraps ``cudnnSetCallback``. ``logging.DEBUG`` includes cuDNN's per-call INFO entries.
+    """
+    with _lock:
+        _registered["forward"] = True
+        _registered["level"] = level
+        _register(_mask_for(level) | _registered.get("capture_mask", 0))
+
+
+def disable_logging() -> None:
+    """Unregister the callback (``cudnnSetCallback(0, NULL, NULL)``)."""
+    with _lock:
+        _registered.pop("level", None)
+        if _registered.get("capture_mask"):
+            _registered["forward"] = False
+            _register(_registered["capture_mask"])
+        else:
+            check(LIB.function("cudnnSetCallback")(0, None, None), "cudnnSetCallback")
+            _registered.pop("mask", None)
+
+
+def is_enabled() -> bool:
+    return "level" in _registered
+
+
+@contextlib.contextmanager
+def capture(level: int = logging.WARNING) -> Iterator[list[LogRecord]]:
+    """Collect the cuDNN log entries this thread produces inside the block.
+
+    Registers the callback for the duration when logging is not enabled, without forwarding those
+    entries to ``logging`` unless :func:`enable_logging` is on.
+    """
+    sink: list[LogRecord] = []
+    sinks = getattr(_state, "sinks", None)
+    if sinks is None:
+        sinks = _state.sinks = []
+    sinks.append(sink)
+    with _lock:
+        _registered["captures"] = _registered.get("captures", 0) + 1
+        _registered["capture_mask"] = _registered.get("capture_mask", 0) | _mask_for(level)
+        if "level" not in _registered:
+            _registered["forward"] = False
+        _register(_registered["capture_mask"] | _mask_for(_registered.get("level", logging.ERROR)))
+    try:
+        yield sink
+    finally:
+        sinks.remove(sink)
+        with _lock:
+            _registered["captures"] -= 1
+            if _registered["captures"] == 0:
+                _registered.pop("capture_mask", None)
+                if "level" in _registered:
+                    _registered["forward"] = True
+                    _register(_mask_for(_registered["level"]))
+                else:
+                    check(LIB.function("cudnnSetCallback")(0, None, None), "cudnnSetCallback")
+                    _registered.pop("mask", None)

@@ -1,0 +1,45 @@
+"""Every cuDNN C function under its C name, arguments as in C, status checked.
+
+>>> from pycudnn import raw
+>>> import ctypes
+>>> desc = ctypes.c_void_p()
+>>> raw.cudnnCreateTensorDescriptor(ctypes.byref(desc))
+>>> raw.cudnnSetTensorNdDescriptor(desc, raw.CUDNN_DATA_FLOAT, 4, dims, strides)
+
+A failing call raises the :class:`~pycudnn.CudnnError` subclass of its status category, with the text
+of ``cudnnGetLastErrorString``. Enums, constants and structs of the headers are here too
+(``raw.CUDNN_DATA_FLOAT``, ``raw.cudnnDataType_t.FLOAT``, ``raw.cudnnDebug_t``). The library loads on
+the first call, not on import.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _bindings
+from ._shared.rawlayer import make_checked
+
+__all__ = sorted(_bindings.FUNCTIONS)  # noqa: PLE0605 - computed from the generated table
+
+
+def _raise_status(status: int, function: str) -> None:
+    from ._lib import check
+
+    check(status, function)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _bindings.FUNCTIONS:
+        from ._lib import LIB
+
+        wrapper = make_checked(LIB, name, _raise_status)
+        globals()[name] = wrapper
+        return wrapper
+    if not name.startswith("_") and hasattr(_bindings, name):
+        return getattr(_bindings, name)
+    raise AttributeError(f"module 'pycudnn.raw' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    public = [n for n in vars(_bindings) if not n.startswith("_")]
+    return sorted(set(public) | set(_bindings.FUNCTIONS))

@@ -1,0 +1,122 @@
+"""Checks run by ``python -m pycudnn smoke``: real cuDNN work, or a plain account of what could not run.
+
+Each check returns a summary (and data for ``--json``) or raises ``SkipCheck`` with the reason.
+Feature modules contribute their own checks through ``smoke_checks()`` functions, listed in
+:func:`checks`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from typing import Any
+
+from ._shared.cuda import driver_status
+from ._shared.smoke import SkipCheck
+
+__all__ = ["checks"]
+
+
+def _library() -> dict[str, Any]:
+    from . import _info
+
+    v = _info.version_tuple()
+    return {
+        "summary": f"cuDNN {'.'.join(map(str, v))} at {_info.library_path()} "
+        f"(bindings from headers {'.'.join(map(str, _info.header_version()))}, "
+        f"built with CUDA runtime {_info.cudart_version()}, "
+        f"newest SM {_info.max_device_version()})",
+        "version": _info.version(),
+        "path": _info.library_path(),
+        "header_version": list(_info.header_version()),
+        "cudart_version": _info.cudart_version(),
+    }
+
+
+def _driver() -> dict[str, Any]:
+    st = driver_status()
+    if not st.library_found:
+        raise SkipCheck(st.reason)
+    devices = ", ".join(
+        f"{d['ordinal']}: {d['name']} (sm_{d['compute_capability'][0]}{d['compute_capability'][1]}, "
+        f"{d['total_memory'] / 2**30:.0f} GiB)"
+        for d in st.devices
+    )
+    return {
+        "summary": f"driver CUDA {st.driver_version_text}; "
+        + (devices if st.usable else f"no CUDA device ({st.reason})"),
+        "driver_version": st.driver_version,
+        "devices": list(st.devices),
+    }
+
+
+def _legacy_descriptor() -> str:
+    from . import raw
+
+    desc = ctypes.c_void_p()
+    raw.cudnnCreateTensorDescriptor(ctypes.byref(desc))
+    try:
+        dims = (ctypes.c_int * 4)(2, 3, 8, 8)
+        raw.cudnnSetTensorNdDescriptorEx(desc, raw.CUDNN_TENSOR_NHWC, raw.CUDNN_DATA_FLOAT, 4, dims)
+        size = ctypes.c_size_t()
+        raw.cudnnGetTensorSizeInBytes(desc, ctypes.byref(size))
+        n, dt = ctypes.c_int(), ctypes.c_int()
+        got_dims, got_strides = (ctypes.c_int * 4)(), (ctypes.c_int * 4)()
+        raw.cudnnGetTensorNdDescriptor(desc, 4, ctypes.byref(dt), ctypes.byref(n), got_dims, got_strides)
+    finally:
+        raw.cudnnDestroyTensorDescriptor(desc)
+    expected = [192, 1, 24, 3]  # NHWC strides of a [2,3,8,8] tensor, in NCHW order
+    if list(got_strides) != expected or size.value != 2 * 3 * 8 * 8 * 4:
+        raise AssertionError(f"unexpected strides {list(got_strides)} / size {size.value}")
+    return f"legacy NHWC tensor descriptor [2,3,8,8]: strides {list(got_strides)}, {size.value} bytes"
+
+
+def _backend_tensor() -> str:
+    from . import raw
+
+    st = driver_status()
+    if not st.library_found:
+        raise SkipCheck("cuDNN's backend needs libcuda.so.1 (Debian: libcuda1), not installed")
+    desc = ctypes.c_void_p()
+    raw.cudnnBackendCreateDescriptor(raw.CUDNN_BACKEND_TENSOR_DESCRIPTOR, ctypes.byref(desc))
+    try:
+        i64 = raw.CUDNN_TYPE_INT64
+
+        def set_i64(attr: int, *values: int) -> None:
+            arr = (ctypes.c_int64 * len(values))(*values)
+            raw.cudnnBackendSetAttribute(desc, attr, i64, len(values), arr)
+
+        set_i64(raw.CUDNN_ATTR_TENSOR_DIMENSIONS, 1, 32, 16, 16)
+        set_i64(raw.CUDNN_ATTR_TENSOR_STRIDES, 8192, 1, 512, 32)
+        set_i64(raw.CUDNN_ATTR_TENSOR_UNIQUE_ID, 1)
+        set_i64(raw.CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, 16)
+        dtype = ctypes.c_int(raw.CUDNN_DATA_HALF)
+        raw.cudnnBackendSetAttribute(
+            desc, raw.CUDNN_ATTR_TENSOR_DATA_TYPE, raw.CUDNN_TYPE_DATA_TYPE, 1, ctypes.byref(dtype)
+        )
+        raw.cudnnBackendFinalize(desc)
+    finally:
+        raw.cudnnBackendDestroyDescriptor(desc)
+    return "backend TENSOR descriptor (fp16 NHWC 1x32x16x16) finalized"
+
+
+def _handle() -> str:
+    ok, reason = driver_status().usable, driver_status().reason
+    if not ok:
+        raise SkipCheck(f"cudnnCreate needs a GPU: {reason}", needs_gpu=True)
+    from .handle import Handle
+
+    with Handle() as handle:
+        return f"cudnnCreate on device {handle.device_id}"
+
+
+def checks() -> list[tuple[str, Callable[[], Any]]]:
+    """The smoke checks in the order they run."""
+    out: list[tuple[str, Callable[[], Any]]] = [
+        ("library", _library),
+        ("driver", _driver),
+        ("legacy tensor descriptor", _legacy_descriptor),
+        ("backend tensor descriptor", _backend_tensor),
+        ("handle", _handle),
+    ]
+    return out

@@ -1,0 +1,81 @@
+"""pycutensor: NVIDIA cuTENSOR 2 from Python through ctypes.
+
+``import pycutensor`` loads nothing heavy. Start with :func:`einsum`, :class:`Handle` and the
+operations in :mod:`pycutensor.operations`; the C API is in :mod:`pycutensor.raw`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from .errors import (
+    ClosedError,
+    CutensorArchMismatchError,
+    CutensorError,
+    CutensorInsufficientWorkspaceError,
+    CutensorInvalidValueError,
+    CutensorNotSupportedError,
+    LibraryNotFoundError,
+    UnsupportedByLibraryError,
+)
+
+logging.getLogger(__name__).addHandler(logging.NullHandler())
+
+__version__ = "0.1.0.dev0"
+
+_LAZY: dict[str, str] = {
+    "version": "._info",
+    "version_tuple": "._info",
+    "library_path": "._info",
+    "header_version": "._info",
+    "enable_logging": ".log",
+    "disable_logging": ".log",
+    "Handle": ".handle",
+    "get_handle": ".handle",
+    "DeviceArray": "pycudnn._shared.device_array",
+    "TensorDescriptor": ".tensor",
+    "einsum": ".einsum",
+    "parse_einsum": ".einsum",
+}
+
+_SUBMODULES = {"raw", "errors", "tensor", "handle", "operations", "plan", "einsum"}
+
+__all__ = [
+    "ClosedError",
+    "CutensorArchMismatchError",
+    "CutensorError",
+    "CutensorInsufficientWorkspaceError",
+    "CutensorInvalidValueError",
+    "CutensorNotSupportedError",
+    "LibraryNotFoundError",
+    "UnsupportedByLibraryError",
+    *sorted(_LAZY),
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is not None:
+        package = None if not module.startswith(".") else __name__
+        value = getattr(importlib.import_module(module, package), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'pycutensor' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pycudnn._shared.device_array import DeviceArray
+
+    from ._info import header_version, library_path, version, version_tuple
+    from .einsum import einsum, parse_einsum
+    from .handle import Handle, get_handle
+    from .log import disable_logging, enable_logging
+    from .tensor import TensorDescriptor

@@ -1,0 +1,93 @@
+"""Lazy loading of ``libcutensor.so.2`` (through ``cuda.pathfinder`` or ``PYCUTENSOR_LIBRARY``)."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+from pycudnn._shared.ffi import NativeLibrary
+
+from . import _bindings
+from .errors import error_from_status
+
+__all__ = ["LIB", "check", "compute_descriptor", "take_last_error"]
+
+ENV_VAR = "PYCUTENSOR_LIBRARY"
+INSTALL_HINT = (
+    "Install cuTENSOR 2 with `pip install 'cudnn-cutensor-ctypes[cu12]'` (CUDA 12) or "
+    "`pip install 'cudnn-cutensor-ctypes[cu13]'` (CUDA 13); it also needs cuBLAS, which the "
+    "cuTENSOR wheel does not declare"
+)
+
+
+def _read_version(cdll: ctypes.CDLL) -> tuple[int, int, int]:
+    fn = cdll.cutensorGetVersion
+    fn.restype, fn.argtypes = ctypes.c_size_t, []
+    v = int(fn())
+    return v // 10000, v % 10000 // 100, v % 100
+
+
+class _CutensorLibrary(NativeLibrary):
+    def _load(self) -> ctypes.CDLL:
+        first = not self.is_loaded
+        cdll = super()._load()
+        if first:
+            from .log import install_error_capture
+
+            install_error_capture()
+        return cdll
+
+
+LIB = _CutensorLibrary(
+    display_name="cuTENSOR",
+    pathfinder_name="cutensor",
+    env_var=ENV_VAR,
+    install_hint=INSTALL_HINT,
+    expected_major=_bindings.HEADER_VERSION[0],
+    functions=_bindings.FUNCTIONS,
+    read_version=_read_version,
+)
+
+# The last error line cuTENSOR logged on each thread (filled by pycutensor.log's callback).
+_errors = threading.local()
+
+
+def record_error(function: str, message: str) -> None:
+    _errors.last = (function, message)
+
+
+def take_last_error() -> str:
+    last = getattr(_errors, "last", None)
+    _errors.last = None
+    if last is None:
+        return ""
+    function, message = last
+    return f"{message} (logged by {function})" if function else message
+
+
+def clear_last_error() -> None:
+    _errors.last = None
+
+
+def check(status: int, function: str) -> None:
+    """Raise the :class:`~pycutensor.CutensorError` subclass for a non-zero ``status``."""
+    if status:
+        raise error_from_status(status, function, take_last_error())
+
+
+_compute_descriptors: dict[str, int] = {}
+
+
+def compute_descriptor(name: str) -> int:
+    """The pointer stored in the exported data symbol ``CUTENSOR_COMPUTE_DESC_<name>``."""
+    ptr = _compute_descriptors.get(name)
+    if ptr is None:
+        symbol = f"CUTENSOR_COMPUTE_DESC_{name}"
+        if symbol not in _bindings.COMPUTE_DESCRIPTOR_SYMBOLS:
+            known = ", ".join(s.rsplit("_", 1)[-1] for s in _bindings.COMPUTE_DESCRIPTOR_SYMBOLS)
+            raise ValueError(f"unknown compute descriptor {name!r}; cuTENSOR has: {known}")
+        value = ctypes.c_void_p.in_dll(LIB.cdll(), symbol).value
+        if not value:
+            raise RuntimeError(f"{symbol} is NULL in {LIB.path}")
+        ptr = _compute_descriptors[name] = int(value)
+    return ptr

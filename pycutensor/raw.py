@@ -1,0 +1,54 @@
+"""Every cuTENSOR C function under its C name, arguments as in C, status checked.
+
+A failing call raises the :class:`~pycutensor.CutensorError` subclass of its status, with the error
+line cuTENSOR logged for it. Enums and data-type constants are here too (``raw.CUTENSOR_R_32F``,
+``raw.cutensorOperator_t.IDENTITY``); compute descriptors are exported *data* symbols, read with
+:func:`compute_descriptor` (``raw.compute_descriptor("32F")``). The library loads on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pycudnn._shared.rawlayer import make_checked
+
+from . import _bindings
+
+__all__ = sorted(_bindings.FUNCTIONS)  # noqa: PLE0605 - computed from the generated table
+
+
+def _raise_status(status: int, function: str) -> None:
+    from ._lib import check
+
+    check(status, function)
+
+
+def compute_descriptor(name: str) -> int:
+    """Value of ``CUTENSOR_COMPUTE_DESC_<name>`` (e.g. ``"32F"``), for ``cutensorComputeDescriptor_t``."""
+    from ._lib import compute_descriptor as _cd
+
+    return _cd(name)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _bindings.FUNCTIONS:
+        from ._lib import LIB, clear_last_error
+
+        checked = make_checked(LIB, name, _raise_status)
+
+        def call(*args: Any) -> Any:
+            clear_last_error()  # an error line logged earlier must not be attached to this call
+            return checked(*args)
+
+        call.__name__ = call.__qualname__ = name
+        call.__doc__ = checked.__doc__
+        globals()[name] = call
+        return call
+    if not name.startswith("_") and hasattr(_bindings, name):
+        return getattr(_bindings, name)
+    raise AttributeError(f"module 'pycutensor.raw' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    public = [n for n in vars(_bindings) if not n.startswith("_")]
+    return sorted(set(public) | set(_bindings.FUNCTIONS) | {"compute_descriptor"})

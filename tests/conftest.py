@@ -1,0 +1,78 @@
+"""Shared fixtures and the tiers.
+
+CPU tier: everything the real libraries do without a GPU; tests needing a part that is absent skip
+with a reason naming it. GPU tier: tests marked ``gpu``, skipped with the driver's reason when no
+device is usable, selected with ``pytest -m gpu``.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+DEVICEPROPS_DIR = DATA / "deviceprops"
+
+
+def _gpu_status() -> tuple[bool, str]:
+    from pycudnn._shared.cuda import driver_status
+
+    st = driver_status()
+    return st.usable, st.reason
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    usable, reason = _gpu_status()
+    if usable:
+        return
+    skip = pytest.mark.skip(reason=f"needs a CUDA GPU: {reason}")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def libcuda() -> None:
+    """Skip unless the NVIDIA driver library is present (cuDNN's backend needs it to finalize)."""
+    from pycudnn._shared.cuda import driver_status
+
+    if not driver_status().library_found:
+        pytest.skip(
+            "cuDNN's backend API needs libcuda.so.1 (Debian: libcuda1 from non-free; "
+            "scripts/install_libcuda.sh installs it)"
+        )
+
+
+@pytest.fixture(scope="session")
+def gpu_device() -> int:
+    """Ordinal 0 when a GPU is usable, else skip."""
+    usable, reason = _gpu_status()
+    if not usable:
+        pytest.skip(f"needs a CUDA GPU: {reason}")
+    return 0
+
+
+def deviceprops_files() -> list[Path]:
+    """Device-properties JSON files captured on real GPUs (``python -m pycudnn deviceprops``)."""
+    return sorted(DEVICEPROPS_DIR.glob("*.json")) if DEVICEPROPS_DIR.is_dir() else []
+
+
+@pytest.fixture(scope="session")
+def deviceprops_json(libcuda: None) -> dict[str, Any]:
+    """A device-properties JSON captured on a real GPU, or skip until one is committed."""
+    files = deviceprops_files()
+    if not files:
+        pytest.skip(
+            f"no device-properties JSON captured on a real GPU in {DEVICEPROPS_DIR.relative_to(DATA.parent.parent)} "
+            "(capture one with `python -m pycudnn deviceprops --save FILE` on the target GPU)"
+        )
+    return json.loads(files[0].read_text())
+
+
+def has_library(name: str) -> bool:
+    return ctypes.util.find_library(name) is not None or os.path.exists(name)

@@ -1,0 +1,58 @@
+"""The command line entry points (CPU tier: they must say plainly what needs a GPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pycudnn._shared.cuda import driver_status
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_module(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", *args], capture_output=True, text=True, env=env, timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("package", ["pycudnn", "pycutensor"])
+def test_info_json(package: str) -> None:
+    out = run_module(package, "info", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    key = "cudnn_version" if package == "pycudnn" else "cutensor_version"
+    assert report[key].split(".")[0] == ("9" if package == "pycudnn" else "2")
+    assert "devices" in report and "cuda_driver" in report
+
+
+@pytest.mark.parametrize("package", ["pycudnn", "pycutensor"])
+def test_smoke_reports_and_require_gpu_fails_without_gpu(package: str) -> None:
+    out = run_module(package, "smoke", "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    report = json.loads(out.stdout)
+    statuses = {c["name"]: c["status"] for c in report["checks"]}
+    assert statuses["library"] == "ok"
+    assert "failed" not in statuses.values(), report
+    if driver_status().usable:
+        pytest.skip("GPU present: --require-gpu would pass")
+    assert any(c["needs_gpu"] and c["status"] == "skipped" for c in report["checks"])
+    strict = run_module(package, "smoke", "--require-gpu")
+    assert strict.returncode == 1
+    assert "needed a GPU" in strict.stdout
+
+
+def test_deviceprops_without_gpu_fails_cleanly(tmp_path: Path) -> None:
+    if driver_status().usable:
+        pytest.skip("GPU present")
+    out = run_module("pycudnn", "deviceprops", "--save", str(tmp_path / "p.json"))
+    assert out.returncode != 0
+    assert "Traceback" not in out.stderr, out.stderr
+    assert not (tmp_path / "p.json").exists()

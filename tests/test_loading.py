@@ -1,0 +1,188 @@
+"""Loading, versions, the lazy import and the missing-library errors (CPU tier)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import pycudnn
+import pycutensor
+from pycudnn._shared.ffi import FunctionSpec, NativeLibrary, UnsupportedByLibraryError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_import_loads_no_shared_library() -> None:
+    out = run_python(
+        """
+        import sys
+        import pycudnn, pycutensor, pycudnn.layout, pycudnn.raw, pycutensor.raw
+        maps = open("/proc/self/maps").read()
+        print("cudnn" in maps, "cutensor" in maps, "cuda.core" in sys.modules)
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False", "False"]
+
+
+def _independent_version(libname: str, symbol: str) -> int:
+    from cuda import pathfinder
+
+    lib = ctypes.CDLL(pathfinder.load_nvidia_dynamic_lib(libname).abs_path)
+    fn = getattr(lib, symbol)
+    fn.restype = ctypes.c_size_t
+    return int(fn())
+
+
+def test_cudnn_version_and_path() -> None:
+    v = pycudnn.version()
+    assert v == _independent_version("cudnn", "cudnnGetVersion")
+    assert v // 10000 == 9
+    path = pycudnn.library_path()
+    assert os.path.isfile(path) and os.path.basename(path).startswith("libcudnn.so.9")
+
+
+def test_cutensor_version_and_path() -> None:
+    v = pycutensor.version()
+    assert v == _independent_version("cutensor", "cutensorGetVersion")
+    assert v // 10000 == 2
+    assert os.path.basename(pycutensor.library_path()).startswith("libcutensor.so.2")
+
+
+def _macro(header: Path, name: str) -> int:
+    m = re.search(rf"#define\s+{name}\s+(\d+)", header.read_text())
+    assert m, f"{name} not in {header}"
+    return int(m.group(1))
+
+
+def test_header_versions_recorded() -> None:
+    from cuda import pathfinder
+
+    inc = Path(pathfinder.find_nvidia_header_directory("cudnn"))
+    expected = tuple(
+        _macro(inc / "cudnn_version.h", n) for n in ("CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL")
+    )
+    assert pycudnn.header_version() == expected
+    inc_t = Path(pathfinder.find_nvidia_header_directory("cutensor"))
+    text = (inc_t / "cutensor.h").read_text()
+    expected_t = tuple(
+        int(re.search(rf"#define\s+{n}\s+(\d+)", text).group(1))  # type: ignore[union-attr]
+        for n in ("CUTENSOR_MAJOR", "CUTENSOR_MINOR", "CUTENSOR_PATCH")
+    )
+    assert pycutensor.header_version() == expected_t
+
+
+@pytest.mark.parametrize(
+    ("package", "env_var", "extra"),
+    [("pycudnn", "PYCUDNN_LIBRARY", "cu12"), ("pycutensor", "PYCUTENSOR_LIBRARY", "cu12")],
+)
+def test_override_to_missing_file_raises_library_not_found(
+    package: str, env_var: str, extra: str
+) -> None:
+    out = run_python(
+        f"""
+        import {package}
+        try:
+            {package}.version()
+        except {package}.LibraryNotFoundError as exc:
+            assert isinstance(exc, ImportError)
+            print("MSG", exc)
+        """,
+        **{env_var: "/nonexistent/libnothing.so"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert "MSG" in out.stdout and env_var in out.stdout and f"[{extra}]" in out.stdout
+
+
+def test_override_to_a_file_that_is_not_a_library(tmp_path: Path) -> None:
+    bogus = tmp_path / "libcudnn.so.9"
+    bogus.write_text("not an ELF file")
+    out = run_python(
+        """
+        import pycudnn
+        try:
+            pycudnn.version()
+        except pycudnn.LibraryNotFoundError as exc:
+            print("MSG", exc)
+        """,
+        PYCUDNN_LIBRARY=str(bogus),
+    )
+    assert out.returncode == 0, out.stderr
+    assert "could not be loaded" in out.stdout
+
+
+def test_override_to_another_library_is_refused() -> None:
+    # libcutensor exports no cudnnGetVersion: the loader must say it is not cuDNN.
+    out = run_python(
+        """
+        import pycudnn, pycutensor
+        path = pycutensor.library_path()
+        import os
+        os.environ["PYCUDNN_LIBRARY"] = path
+        try:
+            pycudnn.version()
+        except pycudnn.LibraryNotFoundError as exc:
+            print("MSG", exc)
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert "does not look like cuDNN" in out.stdout
+
+
+def test_override_to_the_real_library_works() -> None:
+    out = run_python("import pycudnn; print(pycudnn.library_path())",
+                     PYCUDNN_LIBRARY=pycudnn.library_path())
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == pycudnn.library_path()
+
+
+def test_function_newer_than_loaded_library_names_the_version() -> None:
+    # A loader whose table claims cudnnGetVersion appeared in cuDNN 99.1.0: the real 9.x library
+    # must be refused for that symbol, naming the version needed.
+    spec = FunctionSpec(
+        "cudnnGetVersion", ctypes.c_size_t, (), (), (99, 1, 0), False, False, "cudnn_graph.h"
+    )
+    lib = NativeLibrary(
+        display_name="cuDNN",
+        pathfinder_name="cudnn",
+        env_var="PYCUDNN_LIBRARY_UNUSED_IN_THIS_TEST",
+        install_hint="install it",
+        expected_major=9,
+        functions={"cudnnGetVersion": spec},
+        read_version=lambda c: pycudnn.version_tuple(),
+    )
+    with pytest.raises(UnsupportedByLibraryError, match=r"needs cuDNN >= 99\.1\.0"):
+        lib.function("cudnnGetVersion")
+    assert isinstance(UnsupportedByLibraryError("x"), NotImplementedError)
+
+
+def test_every_declared_function_resolves_in_the_loaded_library() -> None:
+    from pycudnn import _bindings as cb
+    from pycudnn._lib import LIB as CUDNN
+    from pycutensor import _bindings as tb
+    from pycutensor._lib import LIB as CUTENSOR
+
+    for lib, table in ((CUDNN, cb.FUNCTIONS), (CUTENSOR, tb.FUNCTIONS)):
+        missing = [n for n in table if not hasattr(lib.cdll(), n)]
+        assert missing == [], f"{lib.display_name} does not export {missing}"
+        for name in table:
+            lib.function(name)  # binds argtypes/restype without error

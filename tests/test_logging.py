@@ -1,0 +1,83 @@
+"""cuDNN and cuTENSOR log entries reach Python's logging (CPU tier)."""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+
+import pytest
+
+import pycudnn
+import pycutensor
+from pycudnn import raw
+
+
+def _fail_a_descriptor() -> None:
+    desc = ctypes.c_void_p()
+    raw.cudnnCreateTensorDescriptor(ctypes.byref(desc))
+    try:
+        with pytest.raises(pycudnn.CudnnBadParamError):
+            raw.cudnnSetTensorNdDescriptor(
+                desc, raw.CUDNN_DATA_FLOAT, 1, (ctypes.c_int * 1)(4), (ctypes.c_int * 1)(1)
+            )
+    finally:
+        raw.cudnnDestroyTensorDescriptor(desc)
+
+
+def test_cudnn_error_reaches_python_logger_with_whole_message(caplog: pytest.LogCaptureFixture) -> None:
+    from pycudnn import log
+
+    caplog.set_level(logging.DEBUG, logger="pycudnn")
+    pycudnn.enable_logging(logging.WARNING)
+    try:
+        assert log.is_enabled()
+        _fail_a_descriptor()
+    finally:
+        pycudnn.disable_logging()
+    assert not log.is_enabled()
+    errors = [r for r in caplog.records if r.name == "pycudnn.cudnn" and r.levelno == logging.ERROR]
+    assert errors, "cuDNN's error entry did not reach logging"
+    text = errors[-1].getMessage()
+    # cuDNN's message is several NUL-separated lines: all of them must be kept.
+    assert "cudnnSetTensorNdDescriptor" in text and "CUDNN_STATUS_BAD_PARAM" in text
+    assert text.count("\n") >= 2
+
+
+def test_cudnn_info_entries_only_at_debug(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="pycudnn")
+    pycudnn.enable_logging(logging.DEBUG)
+    try:
+        pycudnn.raw.cudnnGetVersion()
+        desc = ctypes.c_void_p()
+        raw.cudnnCreateTensorDescriptor(ctypes.byref(desc))
+        raw.cudnnDestroyTensorDescriptor(desc)
+    finally:
+        pycudnn.disable_logging()
+    infos = [r for r in caplog.records if r.name == "pycudnn.cudnn" and r.levelno == logging.DEBUG]
+    assert any("cudnnCreateTensorDescriptor" in r.getMessage() for r in infos)
+
+
+def test_capture_collects_this_threads_entries_without_forwarding(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from pycudnn.log import capture
+
+    caplog.set_level(logging.DEBUG, logger="pycudnn")
+    with capture() as records:
+        _fail_a_descriptor()
+    assert any(r.status == 2000 and "nbDims" in r.message for r in records)
+    assert not [r for r in caplog.records if r.name == "pycudnn.cudnn"]
+
+
+def test_cutensor_error_reaches_python_logger(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="pycutensor")
+    pycutensor.enable_logging(1)
+    try:
+        with pytest.raises(pycutensor.CutensorInvalidValueError):
+            pycutensor.raw.cutensorCreatePlanPreference(None, ctypes.byref(ctypes.c_void_p()), -1, 0)
+    finally:
+        pycutensor.disable_logging()
+    records = [r for r in caplog.records if r.name == "pycutensor.cutensor"]
+    assert any("cutensorCreatePlanPreference" in r.getMessage() for r in records)
+    with pytest.raises(ValueError, match="level"):
+        pycutensor.enable_logging(9)

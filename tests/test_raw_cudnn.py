@@ -1,0 +1,155 @@
+"""The raw cuDNN layer against the real library (CPU tier)."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import pytest
+
+import pycudnn
+from pycudnn import raw
+from pycudnn._shared.cuda import driver_status
+from pycudnn._shared.resource import CResource
+
+
+def test_cudnn_create_without_gpu_raises_not_initialized_with_cudnn_message() -> None:
+    if driver_status().usable:
+        pytest.skip("this machine has a GPU: cudnnCreate succeeds")
+    handle = ctypes.c_void_p()
+    with pytest.raises(pycudnn.CudnnNotInitializedError) as info:
+        raw.cudnnCreate(ctypes.byref(handle))
+    err = info.value
+    assert err.status == 1001 and err.status_name == "CUDNN_STATUS_NOT_INITIALIZED"
+    assert err.function == "cudnnCreate"
+    assert err.message, "cuDNN's own explanation (cudnnGetLastErrorString) must be attached"
+    assert "cudaGetDeviceCount" in err.message or "device" in err.message.lower()
+
+
+def test_legacy_tensor_descriptor_round_trip() -> None:
+    desc = ctypes.c_void_p()
+    raw.cudnnCreateTensorDescriptor(ctypes.byref(desc))
+    try:
+        dims = (ctypes.c_int * 4)(2, 3, 8, 8)
+        strides = (ctypes.c_int * 4)(192, 64, 8, 1)
+        raw.cudnnSetTensorNdDescriptor(desc, raw.CUDNN_DATA_HALF, 4, dims, strides)
+        dt, nb = ctypes.c_int(), ctypes.c_int()
+        got_d, got_s = (ctypes.c_int * 8)(), (ctypes.c_int * 8)()
+        raw.cudnnGetTensorNdDescriptor(desc, 8, ctypes.byref(dt), ctypes.byref(nb), got_d, got_s)
+        assert (dt.value, nb.value) == (int(raw.cudnnDataType_t.HALF), 4)
+        assert list(got_d[:4]) == [2, 3, 8, 8] and list(got_s[:4]) == [192, 64, 8, 1]
+        size = ctypes.c_size_t()
+        raw.cudnnGetTensorSizeInBytes(desc, ctypes.byref(size))
+        assert size.value == 2 * 3 * 8 * 8 * 2
+        # NHWC through the format-only setter: strides in NCHW order are [HWC, 1, WC, C].
+        raw.cudnnSetTensorNdDescriptorEx(desc, raw.CUDNN_TENSOR_NHWC, raw.CUDNN_DATA_FLOAT, 4, dims)
+        raw.cudnnGetTensorNdDescriptor(desc, 8, ctypes.byref(dt), ctypes.byref(nb), got_d, got_s)
+        assert list(got_s[:4]) == [8 * 8 * 3, 1, 8 * 3, 3]
+    finally:
+        raw.cudnnDestroyTensorDescriptor(desc)
+
+
+def test_bad_descriptor_reports_cudnn_reason() -> None:
+    desc = ctypes.c_void_p()
+    raw.cudnnCreateTensorDescriptor(ctypes.byref(desc))
+    try:
+        dims = (ctypes.c_int * 1)(4)
+        strides = (ctypes.c_int * 1)(1)
+        with pytest.raises(pycudnn.CudnnBadParamError) as info:
+            raw.cudnnSetTensorNdDescriptor(desc, raw.CUDNN_DATA_FLOAT, 1, dims, strides)
+        assert info.value.status == 2000
+        assert "nbDims" in info.value.message
+        assert isinstance(info.value, ValueError)
+        # Nine dimensions exceed CUDNN_DIM_MAX (8): a not-supported status.
+        dims9 = (ctypes.c_int * 9)(*[2] * 9)
+        strides9 = (ctypes.c_int * 9)(*[2**i for i in range(8, -1, -1)])
+        with pytest.raises(pycudnn.CudnnNotSupportedError):
+            raw.cudnnSetTensorNdDescriptor(desc, raw.CUDNN_DATA_FLOAT, 9, dims9, strides9)
+        assert raw.CUDNN_DIM_MAX == 8
+    finally:
+        raw.cudnnDestroyTensorDescriptor(desc)
+
+
+def test_last_error_text_is_per_thread() -> None:
+    # A failure on another thread must not leak its explanation into this thread's exception.
+    def fail_elsewhere() -> None:
+        d = ctypes.c_void_p()
+        raw.cudnnCreateTensorDescriptor(ctypes.byref(d))
+        lib = pycudnn._lib.LIB.function("cudnnSetTensorNdDescriptor")  # unchecked: leave text set
+        lib(d, 0, 1, (ctypes.c_int * 1)(4), (ctypes.c_int * 1)(1))
+        raw.cudnnDestroyTensorDescriptor(d)
+
+    from pycudnn._lib import last_error_string
+
+    last_error_string()  # start from a clean slate on this thread
+    t = threading.Thread(target=fail_elsewhere)
+    t.start()
+    t.join()
+    assert last_error_string() == ""
+
+
+def test_wrong_argument_types_name_the_parameter() -> None:
+    with pytest.raises(TypeError, match=r"cudnnSetTensorNdDescriptor: argument 3 \(nbDims\)"):
+        raw.cudnnSetTensorNdDescriptor(None, raw.CUDNN_DATA_FLOAT, "four", None, None)
+
+
+def test_closed_object_never_reaches_c() -> None:
+    destroyed: list[int] = []
+    obj = CResource(0x1234, destroyed.append)
+    obj.close()
+    assert destroyed == [0x1234]
+    with pytest.raises(pycudnn.ClosedError, match="closed"):
+        raw.cudnnDestroyTensorDescriptor(obj)
+    assert isinstance(pycudnn.ClosedError("x"), ValueError)
+
+
+def test_constants_and_enums_are_exposed() -> None:
+    assert raw.CUDNN_STATUS_BAD_PARAM == raw.cudnnStatus_t.BAD_PARAM == 2000
+    assert raw.CUDNN_BACKEND_TENSOR_DESCRIPTOR == 17
+    assert "cudnnBackendExecute" in dir(raw)
+    with pytest.raises(AttributeError):
+        raw.cudnnNoSuchFunction  # noqa: B018
+
+
+def test_backend_tensor_finalize(libcuda: None) -> None:
+    desc = ctypes.c_void_p()
+    raw.cudnnBackendCreateDescriptor(raw.CUDNN_BACKEND_TENSOR_DESCRIPTOR, ctypes.byref(desc))
+    try:
+        def set_i64(attr: int, *values: int) -> None:
+            arr = (ctypes.c_int64 * len(values))(*values)
+            raw.cudnnBackendSetAttribute(desc, attr, raw.CUDNN_TYPE_INT64, len(values), arr)
+
+        set_i64(raw.CUDNN_ATTR_TENSOR_DIMENSIONS, 8, 64, 32, 32)
+        set_i64(raw.CUDNN_ATTR_TENSOR_STRIDES, 65536, 1, 2048, 64)
+        set_i64(raw.CUDNN_ATTR_TENSOR_UNIQUE_ID, 7)
+        set_i64(raw.CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, 16)
+        dt = ctypes.c_int(raw.CUDNN_DATA_FLOAT)
+        raw.cudnnBackendSetAttribute(
+            desc, raw.CUDNN_ATTR_TENSOR_DATA_TYPE, raw.CUDNN_TYPE_DATA_TYPE, 1, ctypes.byref(dt)
+        )
+        raw.cudnnBackendFinalize(desc)
+        count = ctypes.c_int64()
+        out = (ctypes.c_int64 * 8)()
+        raw.cudnnBackendGetAttribute(
+            desc, raw.CUDNN_ATTR_TENSOR_DIMENSIONS, raw.CUDNN_TYPE_INT64, 8, ctypes.byref(count), out
+        )
+        assert list(out[: count.value]) == [8, 64, 32, 32]
+        # Setting after finalize is refused by cuDNN.
+        with pytest.raises(pycudnn.CudnnBadParamError):
+            set_i64(raw.CUDNN_ATTR_TENSOR_UNIQUE_ID, 8)
+    finally:
+        raw.cudnnBackendDestroyDescriptor(desc)
+
+
+def test_backend_wrong_attribute_type_is_reported(libcuda: None) -> None:
+    desc = ctypes.c_void_p()
+    raw.cudnnBackendCreateDescriptor(raw.CUDNN_BACKEND_TENSOR_DESCRIPTOR, ctypes.byref(desc))
+    try:
+        arr = (ctypes.c_int32 * 4)(1, 2, 3, 4)
+        with pytest.raises(pycudnn.CudnnBadParamError) as info:
+            raw.cudnnBackendSetAttribute(
+                desc, raw.CUDNN_ATTR_TENSOR_DIMENSIONS, raw.CUDNN_TYPE_INT32, 4, arr
+            )
+        assert info.value.status == 2010  # CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE
+    finally:
+        raw.cudnnBackendDestroyDescriptor(desc)

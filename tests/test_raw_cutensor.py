@@ -1,0 +1,69 @@
+"""The raw cuTENSOR layer against the real library (CPU tier)."""
+
+from __future__ import annotations
+
+import ctypes
+
+import pytest
+
+import pycutensor
+from pycudnn._shared.cuda import driver_status
+from pycutensor import _bindings, raw
+
+
+def test_compute_descriptors_are_readable_and_distinct() -> None:
+    names = [s.removeprefix("CUTENSOR_COMPUTE_DESC_") for s in _bindings.COMPUTE_DESCRIPTOR_SYMBOLS]
+    assert {"16F", "16BF", "TF32", "3XTF32", "32F", "64F"} <= set(names)
+    ptrs = [raw.compute_descriptor(n) for n in names]
+    assert all(ptrs) and len(set(ptrs)) == len(ptrs)
+    # The value is what the exported data symbol holds (read independently with in_dll).
+    from pycutensor._lib import LIB
+
+    assert raw.compute_descriptor("32F") == ctypes.c_void_p.in_dll(
+        LIB.cdll(), "CUTENSOR_COMPUTE_DESC_32F"
+    ).value
+    with pytest.raises(ValueError, match="unknown compute descriptor"):
+        raw.compute_descriptor("12F")
+
+
+def test_null_handle_is_invalid_value_with_the_logged_reason() -> None:
+    desc = ctypes.c_void_p()
+    extent = (ctypes.c_int64 * 2)(4, 4)
+    with pytest.raises(pycutensor.CutensorInvalidValueError) as info:
+        raw.cutensorCreateTensorDescriptor(None, ctypes.byref(desc), 2, extent, None, raw.CUTENSOR_R_32F, 128)
+    err = info.value
+    assert err.status == int(raw.cutensorStatus_t.INVALID_VALUE) == 7
+    assert err.function == "cutensorCreateTensorDescriptor"
+    assert "nullptr" in err.message  # cuTENSOR logs "handle must not be nullptr."
+    assert desc.value is None
+
+
+def test_create_without_gpu_raises_cuda_error_with_reason() -> None:
+    if driver_status().usable:
+        pytest.skip("this machine has a GPU: cutensorCreate succeeds")
+    handle = ctypes.c_void_p()
+    with pytest.raises(pycutensor.CutensorError) as info:
+        raw.cutensorCreate(ctypes.byref(handle))
+    assert info.value.status == int(raw.cutensorStatus_t.CUDA_ERROR) == 18
+    assert "CUDA" in info.value.message
+
+
+def test_destroy_null_is_success() -> None:
+    raw.cutensorDestroyTensorDescriptor(None)
+    raw.cutensorDestroyPlan(None)
+
+
+def test_stale_error_line_is_not_attached_to_a_later_failure() -> None:
+    from pycutensor._lib import LIB, record_error
+
+    record_error("cutensorSomethingEarlier", "old message")
+    with pytest.raises(pycutensor.CutensorError) as info:
+        raw.cutensorCreatePlanPreference(None, ctypes.byref(ctypes.c_void_p()), -1, 0)
+    assert "old message" not in info.value.message
+    assert LIB.is_loaded
+
+
+def test_version_and_constants() -> None:
+    assert raw.CUTENSOR_R_16BF == _bindings.cutensorDataType_t.R_16BF == 14
+    assert raw.CUTENSOR_OP_IDENTITY == 1
+    assert raw.cutensorGetVersion() == pycutensor.version()
