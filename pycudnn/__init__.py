@@ -50,15 +50,28 @@ _SUBMODULES = {"raw", "layout", "errors", "tensor", "handle", "graph", "backend"
 
 __all__ = [
     "ClosedError",
+    "ConvolutionDescriptor",
     "CudnnBadParamError",
     "CudnnError",
     "CudnnExecutionFailedError",
     "CudnnInternalError",
     "CudnnNotInitializedError",
     "CudnnNotSupportedError",
+    "DeviceArray",
+    "DeviceProperties",
+    "FilterDescriptor",
+    "Graph",
+    "Handle",
     "LibraryNotFoundError",
+    "TensorDescriptor",
     "UnsupportedByLibraryError",
-    *sorted(_LAZY),
+    "disable_logging",
+    "enable_logging",
+    "get_handle",
+    "header_version",
+    "library_path",
+    "version",
+    "version_tuple",
 ]
 
 

@@ -71,7 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._shared.smoke import run_checks
         from .smoke import checks
 
-        return run_checks("pycudnn smoke", checks(), as_json=args.json, require_gpu=args.require_gpu)
+        return run_checks(
+            "pycudnn smoke", checks(), as_json=args.json, require_gpu=args.require_gpu
+        )
     if args.command == "deviceprops":
         from ._shared.cuda import driver_status
 

@@ -37,7 +37,7 @@ class Handle(CResource):
     _kind = "cuDNN handle"
 
     def __init__(self, device: Any = None, stream: Any = None) -> None:
-        global _created_once
+        global _created_once  # noqa: PLW0603 - one process-wide flag, guarded by the lock
         dev = get_device(device)
         dev.set_current()
         out = ctypes.c_void_p()

@@ -31,7 +31,7 @@ _LEVELS = {0: logging.CRITICAL, 1: logging.ERROR, 2: logging.WARNING, 3: logging
 _MAX_LINES = 4096  # guards against a malformed message without its double NUL
 
 
-class LogRecord(tuple):  # type: ignore[type-arg]
+class LogRecord(tuple):  # type: ignore[type-arg,unused-ignore]
     """``(severity, status, message)`` of one cuDNN log entry, as collected by :func:`capture`."""
 
     __slots__ = ()

@@ -62,13 +62,17 @@ def _legacy_descriptor() -> str:
         raw.cudnnGetTensorSizeInBytes(desc, ctypes.byref(size))
         n, dt = ctypes.c_int(), ctypes.c_int()
         got_dims, got_strides = (ctypes.c_int * 4)(), (ctypes.c_int * 4)()
-        raw.cudnnGetTensorNdDescriptor(desc, 4, ctypes.byref(dt), ctypes.byref(n), got_dims, got_strides)
+        raw.cudnnGetTensorNdDescriptor(
+            desc, 4, ctypes.byref(dt), ctypes.byref(n), got_dims, got_strides
+        )
     finally:
         raw.cudnnDestroyTensorDescriptor(desc)
     expected = [192, 1, 24, 3]  # NHWC strides of a [2,3,8,8] tensor, in NCHW order
     if list(got_strides) != expected or size.value != 2 * 3 * 8 * 8 * 4:
         raise AssertionError(f"unexpected strides {list(got_strides)} / size {size.value}")
-    return f"legacy NHWC tensor descriptor [2,3,8,8]: strides {list(got_strides)}, {size.value} bytes"
+    return (
+        f"legacy NHWC tensor descriptor [2,3,8,8]: strides {list(got_strides)}, {size.value} bytes"
+    )
 
 
 def _backend_tensor() -> str:

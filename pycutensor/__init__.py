@@ -49,9 +49,20 @@ __all__ = [
     "CutensorInsufficientWorkspaceError",
     "CutensorInvalidValueError",
     "CutensorNotSupportedError",
+    "DeviceArray",
+    "Handle",
     "LibraryNotFoundError",
+    "TensorDescriptor",
     "UnsupportedByLibraryError",
-    *sorted(_LAZY),
+    "disable_logging",
+    "einsum",
+    "enable_logging",
+    "get_handle",
+    "header_version",
+    "library_path",
+    "parse_einsum",
+    "version",
+    "version_tuple",
 ]
 
 

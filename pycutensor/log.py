@@ -24,7 +24,13 @@ __all__ = ["disable_logging", "enable_logging", "install_error_capture", "is_ena
 logger = logging.getLogger("pycutensor.cutensor")
 
 # cuTENSOR levels: 1 errors, 2 performance trace, 3 performance hints, 4 heuristics trace, 5 API trace
-_TO_LOGGING = {1: logging.ERROR, 2: logging.DEBUG, 3: logging.INFO, 4: logging.DEBUG, 5: logging.DEBUG}
+_TO_LOGGING = {
+    1: logging.ERROR,
+    2: logging.DEBUG,
+    3: logging.INFO,
+    4: logging.DEBUG,
+    5: logging.DEBUG,
+}
 _ENV = ("CUTENSOR_LOG_LEVEL", "CUTENSOR_LOG_MASK", "CUTENSOR_LOG_FILE")
 
 _lock = threading.Lock()
@@ -63,7 +69,9 @@ def enable_logging(level: int = 1) -> None:
     Wraps ``cutensorLoggerSetLevel``; ``level`` is cuTENSOR's scale, not Python's.
     """
     if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= 5:
-        raise ValueError(f"level must be a cuTENSOR log level from 1 (errors) to 5 (API trace), got {level!r}")
+        raise ValueError(
+            f"level must be a cuTENSOR log level from 1 (errors) to 5 (API trace), got {level!r}"
+        )
     LIB.cdll()
     with _lock:
         _state["forward"] = True

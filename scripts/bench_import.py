@@ -28,8 +28,9 @@ def measure(code: str, repeats: int) -> list[float]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = []
     for _ in range(repeats):
-        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             env=env, check=True)
+        res = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+        )
         out.append(float(res.stdout.strip()))
     return out
 
@@ -45,8 +46,12 @@ def main() -> int:
     result = {
         "benchmark": "import pycudnn, pycutensor",
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "machine": {"platform": platform.platform(), "processor": platform.processor(),
-                    "cpu_count": os.cpu_count(), "python": sys.version.split()[0]},
+        "machine": {
+            "platform": platform.platform(),
+            "processor": platform.processor(),
+            "cpu_count": os.cpu_count(),
+            "python": sys.version.split()[0],
+        },
         "repeats": args.repeats,
         "median_ms": statistics.median(samples) * 1e3,
         "max_ms": max(samples) * 1e3,

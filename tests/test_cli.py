@@ -18,7 +18,11 @@ ROOT = Path(__file__).resolve().parent.parent
 def run_module(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", *args], capture_output=True, text=True, env=env, timeout=300,
+        [sys.executable, "-m", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
         check=False,
     )
 

@@ -57,7 +57,11 @@ def test_errors_pickle() -> None:
     err = pycudnn.CudnnBadParamError(2002, "cudnnBackendFinalize", "NULL descriptor")
     back = pickle.loads(pickle.dumps(err))
     assert type(back) is pycudnn.CudnnBadParamError
-    assert (back.status, back.function, back.message) == (2002, "cudnnBackendFinalize", "NULL descriptor")
+    assert (back.status, back.function, back.message) == (
+        2002,
+        "cudnnBackendFinalize",
+        "NULL descriptor",
+    )
     terr = pycutensor.CutensorInvalidValueError(7, "cutensorCreatePlan", "bad")
     back2 = pickle.loads(pickle.dumps(terr))
     assert type(back2) is pycutensor.CutensorInvalidValueError and back2.message == "bad"

@@ -79,7 +79,8 @@ def test_header_versions_recorded() -> None:
 
     inc = Path(pathfinder.find_nvidia_header_directory("cudnn"))
     expected = tuple(
-        _macro(inc / "cudnn_version.h", n) for n in ("CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL")
+        _macro(inc / "cudnn_version.h", n)
+        for n in ("CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL")
     )
     assert pycudnn.header_version() == expected
     inc_t = Path(pathfinder.find_nvidia_header_directory("cutensor"))
@@ -149,8 +150,9 @@ def test_override_to_another_library_is_refused() -> None:
 
 
 def test_override_to_the_real_library_works() -> None:
-    out = run_python("import pycudnn; print(pycudnn.library_path())",
-                     PYCUDNN_LIBRARY=pycudnn.library_path())
+    out = run_python(
+        "import pycudnn; print(pycudnn.library_path())", PYCUDNN_LIBRARY=pycudnn.library_path()
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == pycudnn.library_path()
 

@@ -24,7 +24,9 @@ def _fail_a_descriptor() -> None:
         raw.cudnnDestroyTensorDescriptor(desc)
 
 
-def test_cudnn_error_reaches_python_logger_with_whole_message(caplog: pytest.LogCaptureFixture) -> None:
+def test_cudnn_error_reaches_python_logger_with_whole_message(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     from pycudnn import log
 
     caplog.set_level(logging.DEBUG, logger="pycudnn")
@@ -74,7 +76,9 @@ def test_cutensor_error_reaches_python_logger(caplog: pytest.LogCaptureFixture) 
     pycutensor.enable_logging(1)
     try:
         with pytest.raises(pycutensor.CutensorInvalidValueError):
-            pycutensor.raw.cutensorCreatePlanPreference(None, ctypes.byref(ctypes.c_void_p()), -1, 0)
+            pycutensor.raw.cutensorCreatePlanPreference(
+                None, ctypes.byref(ctypes.c_void_p()), -1, 0
+            )
     finally:
         pycutensor.disable_logging()
     records = [r for r in caplog.records if r.name == "pycutensor.cutensor"]

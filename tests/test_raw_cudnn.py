@@ -115,6 +115,7 @@ def test_backend_tensor_finalize(libcuda: None) -> None:
     desc = ctypes.c_void_p()
     raw.cudnnBackendCreateDescriptor(raw.CUDNN_BACKEND_TENSOR_DESCRIPTOR, ctypes.byref(desc))
     try:
+
         def set_i64(attr: int, *values: int) -> None:
             arr = (ctypes.c_int64 * len(values))(*values)
             raw.cudnnBackendSetAttribute(desc, attr, raw.CUDNN_TYPE_INT64, len(values), arr)
@@ -131,7 +132,12 @@ def test_backend_tensor_finalize(libcuda: None) -> None:
         count = ctypes.c_int64()
         out = (ctypes.c_int64 * 8)()
         raw.cudnnBackendGetAttribute(
-            desc, raw.CUDNN_ATTR_TENSOR_DIMENSIONS, raw.CUDNN_TYPE_INT64, 8, ctypes.byref(count), out
+            desc,
+            raw.CUDNN_ATTR_TENSOR_DIMENSIONS,
+            raw.CUDNN_TYPE_INT64,
+            8,
+            ctypes.byref(count),
+            out,
         )
         assert list(out[: count.value]) == [8, 64, 32, 32]
         # Setting after finalize is refused by cuDNN.

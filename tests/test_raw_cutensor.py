@@ -19,9 +19,10 @@ def test_compute_descriptors_are_readable_and_distinct() -> None:
     # The value is what the exported data symbol holds (read independently with in_dll).
     from pycutensor._lib import LIB
 
-    assert raw.compute_descriptor("32F") == ctypes.c_void_p.in_dll(
-        LIB.cdll(), "CUTENSOR_COMPUTE_DESC_32F"
-    ).value
+    assert (
+        raw.compute_descriptor("32F")
+        == ctypes.c_void_p.in_dll(LIB.cdll(), "CUTENSOR_COMPUTE_DESC_32F").value
+    )
     with pytest.raises(ValueError, match="unknown compute descriptor"):
         raw.compute_descriptor("12F")
 
@@ -30,7 +31,9 @@ def test_null_handle_is_invalid_value_with_the_logged_reason() -> None:
     desc = ctypes.c_void_p()
     extent = (ctypes.c_int64 * 2)(4, 4)
     with pytest.raises(pycutensor.CutensorInvalidValueError) as info:
-        raw.cutensorCreateTensorDescriptor(None, ctypes.byref(desc), 2, extent, None, raw.CUTENSOR_R_32F, 128)
+        raw.cutensorCreateTensorDescriptor(
+            None, ctypes.byref(desc), 2, extent, None, raw.CUTENSOR_R_32F, 128
+        )
     err = info.value
     assert err.status == int(raw.cutensorStatus_t.INVALID_VALUE) == 7
     assert err.function == "cutensorCreateTensorDescriptor"

@@ -60,8 +60,8 @@ class ArrayView:
         """Bytes from the lowest to one past the highest addressed element (0 when empty)."""
         if self.size == 0:
             return 0
-        hi = sum((n - 1) * s for n, s in zip(self.shape, self.strides) if s > 0)
-        lo = sum((n - 1) * s for n, s in zip(self.shape, self.strides) if s < 0)
+        hi = sum((n - 1) * s for n, s in zip(self.shape, self.strides, strict=True) if s > 0)
+        lo = sum((n - 1) * s for n, s in zip(self.shape, self.strides, strict=True) if s < 0)
         return (hi - lo + 1) * self.itemsize
 
 
@@ -90,7 +90,9 @@ def _from_interface(obj: Any, iface: dict[str, Any], device_id: int, name: str) 
         strides = _c_strides(shape)
     else:
         if any(s % dtype.itemsize for s in strides_b):
-            raise ValueError(f"{name}: byte strides {tuple(strides_b)} are not whole elements of {dtype}")
+            raise ValueError(
+                f"{name}: byte strides {tuple(strides_b)} are not whole elements of {dtype}"
+            )
         strides = tuple(int(s) // dtype.itemsize for s in strides_b)
     return ArrayView(int(ptr or 0), shape, strides, dtype, device_id, bool(readonly), obj)
 
@@ -99,8 +101,9 @@ def _from_memory_view(obj: Any, smv: Any) -> ArrayView:
     shape = tuple(int(n) for n in smv.shape)
     strides = tuple(int(s) for s in smv.strides) if smv.strides is not None else _c_strides(shape)
     device_id = int(smv.device_id) if smv.is_device_accessible else -1
-    return ArrayView(int(smv.ptr), shape, strides, np.dtype(smv.dtype), device_id,
-                     bool(smv.readonly), (obj, smv))
+    return ArrayView(
+        int(smv.ptr), shape, strides, np.dtype(smv.dtype), device_id, bool(smv.readonly), (obj, smv)
+    )
 
 
 def as_array_view(obj: Any, *, name: str = "array", stream_ptr: int | None = None) -> ArrayView:
@@ -113,7 +116,8 @@ def as_array_view(obj: Any, *, name: str = "array", stream_ptr: int | None = Non
         return obj
     view_method = getattr(obj, "_array_view", None)  # DeviceArray: no protocol round trip needed
     if view_method is not None:
-        return view_method()  # type: ignore[no-any-return]
+        view: ArrayView = view_method()
+        return view
     if isinstance(obj, np.ndarray):
         iface = obj.__array_interface__
         return _from_interface(obj, iface, -1, name)
@@ -124,7 +128,7 @@ def as_array_view(obj: Any, *, name: str = "array", stream_ptr: int | None = Non
         try:
             from cuda.core.utils import StridedMemoryView
         except Exception:
-            StridedMemoryView = None  # noqa: N806 - a class, looked up lazily
+            StridedMemoryView = None
         if StridedMemoryView is not None:
             if has_dlpack:
                 try:
@@ -143,9 +147,9 @@ def as_array_view(obj: Any, *, name: str = "array", stream_ptr: int | None = Non
                     "cu12 or cu13 extra"
                 )
             return _from_interface(obj, iface, _cai_device(iface), name)
-    iface = getattr(obj, "__array_interface__", None)
-    if iface is not None:
-        return _from_interface(obj, iface, -1, name)
+    host_iface = getattr(obj, "__array_interface__", None)
+    if host_iface is not None:
+        return _from_interface(obj, host_iface, -1, name)
     raise TypeError(
         f"{name} must be an array exposing DLPack or __cuda_array_interface__ (CuPy, PyTorch, JAX, "
         f"Numba, pycudnn.DeviceArray) or a NumPy array, not {type(obj).__name__}"

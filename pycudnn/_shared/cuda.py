@@ -130,7 +130,9 @@ def get_device(device: Any = None) -> Any:
     if isinstance(device, core.Device):
         return device
     if isinstance(device, bool) or not isinstance(device, int):
-        raise TypeError(f"device must be None, an int ordinal or a cuda.core.Device, not {device!r}")
+        raise TypeError(
+            f"device must be None, an int ordinal or a cuda.core.Device, not {device!r}"
+        )
     if device < 0:
         raise ValueError(f"device must be a non-negative ordinal, got {device}")
     return core.Device(device)

@@ -18,7 +18,8 @@ __all__ = [
     "dtype_name",
 ]
 
-try:  # optional: bf16 and the fp8/fp4 types
+_ml: Any
+try:  # bf16 and the fp8/fp4 types
     import ml_dtypes as _ml
 except ImportError:  # pragma: no cover - ml_dtypes is a base dependency
     _ml = None
@@ -31,8 +32,8 @@ def _ml_dtype(name: str) -> np.dtype | None:
 
 def _table(pairs: list[tuple[Any, str]]) -> dict[np.dtype, str]:
     out: dict[np.dtype, str] = {}
-    for dt, name in pairs:
-        dt = _ml_dtype(dt) if isinstance(dt, str) else np.dtype(dt)
+    for spec, name in pairs:
+        dt = _ml_dtype(spec) if isinstance(spec, str) else np.dtype(spec)
         if dt is not None:
             out[dt] = name
     return out
@@ -87,7 +88,7 @@ CUDA_DATA_TYPE_NAMES: dict[np.dtype, str] = _table(
 )
 
 # Spellings people use for types NumPy itself does not name.
-_ALIASES = {
+_ALIASES: dict[str, np.dtype | None] = {
     "half": np.dtype(np.float16),
     "fp16": np.dtype(np.float16),
     "float": np.dtype(np.float32),

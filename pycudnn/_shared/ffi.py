@@ -49,7 +49,7 @@ class AttributeSpec(NamedTuple):
     name: str
     value: int
     attr_type: int | None
-    count: int | None
+    count: int | None  # type: ignore[assignment]  # shadows tuple.count on purpose
     descriptor_type: int | None  # the backend descriptor type whose docs list this attribute
     access: str  # "required", "optional", "read-only" or "" when the header does not say
     since: tuple[int, int, int] | None
@@ -179,7 +179,9 @@ class NativeLibrary:
         try:
             return self._specs[name]
         except KeyError:
-            raise AttributeError(f"{self.display_name} declares no function named {name!r}") from None
+            raise AttributeError(
+                f"{self.display_name} declares no function named {name!r}"
+            ) from None
 
     def function(self, name: str) -> Any:
         """The ctypes function ``name`` with its prototype bound (no status checking)."""

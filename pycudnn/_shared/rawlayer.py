@@ -13,16 +13,23 @@ from collections.abc import Callable
 from typing import Any
 
 from .ffi import FunctionSpec, NativeLibrary
-from .resource import ClosedError
+from .resource import ClosedError, CResource
 
 __all__ = ["make_checked", "translate_argument_error"]
 
 
-def translate_argument_error(name: str, spec: FunctionSpec, exc: ctypes.ArgumentError) -> Exception:
-    """Turn ctypes' ``ArgumentError`` into an exception that names the C parameter."""
-    cause = exc.__context__
-    if isinstance(cause, ClosedError):
-        return ClosedError(f"{name}: {cause}")
+def translate_argument_error(
+    name: str, spec: FunctionSpec, exc: ctypes.ArgumentError, args: tuple[Any, ...] = ()
+) -> Exception:
+    """Turn ctypes' ``ArgumentError`` into an exception that names the C parameter.
+
+    A closed object among the arguments becomes ``ClosedError`` (ctypes reports the error raised by
+    its ``_as_parameter_`` only as text).
+    """
+    for index, arg in enumerate(args):
+        if isinstance(arg, CResource) and arg.closed:
+            param = spec.argnames[index] if index < len(spec.argnames) else f"argument {index + 1}"
+            return ClosedError(f"{name}: {param} is a closed {arg._kind}")
     text = str(exc)
     # ctypes says "argument 3: TypeError: wrong type"; name the parameter too.
     index_text = text.split(":", 1)[0].removeprefix("argument ").strip()
@@ -52,7 +59,7 @@ def make_checked(
         try:
             result = fn(*args)
         except ctypes.ArgumentError as exc:
-            raise translate_argument_error(name, spec, exc) from None
+            raise translate_argument_error(name, spec, exc, args) from None
         if spec.returns_status:
             if result:
                 raise_status(result, name)

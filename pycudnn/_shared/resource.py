@@ -25,7 +25,9 @@ class ClosedError(ValueError):
     """An operation was attempted on a closed object."""
 
 
-def _release(destroy: Callable[[int], Any], handle: int, what: str, parents: tuple[Any, ...]) -> None:
+def _release(
+    destroy: Callable[[int], Any], handle: int, what: str, parents: tuple[Any, ...]
+) -> None:
     # Runs from close(), from garbage collection or at exit. Never raises: an exception here would
     # surface as an unraisable warning at best; a leak is better than a crash at shutdown.
     del parents  # kept alive until now so they outlive the child

@@ -46,13 +46,19 @@ def _run_one(name: str, check: Check) -> CheckResult:
     try:
         out = check()
     except SkipCheck as skip:
-        return CheckResult(name, "skipped", skip.reason, needs_gpu=skip.needs_gpu,
-                           seconds=time.perf_counter() - start)
+        return CheckResult(
+            name,
+            "skipped",
+            skip.reason,
+            needs_gpu=skip.needs_gpu,
+            seconds=time.perf_counter() - start,
+        )
     except Exception as exc:
         detail = f"{type(exc).__name__}: {exc}"
         tb = traceback.format_exc(limit=4)
-        return CheckResult(name, "failed", detail, {"traceback": tb},
-                           seconds=time.perf_counter() - start)
+        return CheckResult(
+            name, "failed", detail, {"traceback": tb}, seconds=time.perf_counter() - start
+        )
     elapsed = time.perf_counter() - start
     if isinstance(out, dict):
         detail = str(out.pop("summary", ""))
@@ -85,13 +91,22 @@ def run_checks(
     gpu_skipped = [r for r in results if r.status == "skipped" and r.needs_gpu]
     code = 1 if failed or (require_gpu and gpu_skipped) else 0
     if as_json:
-        json.dump({"title": title, "exit_code": code, "checks": [asdict(r) for r in results]},
-                  out, indent=2, default=str)
+        json.dump(
+            {"title": title, "exit_code": code, "checks": [asdict(r) for r in results]},
+            out,
+            indent=2,
+            default=str,
+        )
         print(file=out)
     else:
         counts = {s: sum(r.status == s for r in results) for s in ("ok", "skipped", "failed")}
-        print(f"  {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed", file=out)
+        print(
+            f"  {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed", file=out
+        )
         if require_gpu and gpu_skipped:
-            print("  --require-gpu: these checks needed a GPU and did not run: "
-                  + ", ".join(r.name for r in gpu_skipped), file=out)
+            print(
+                "  --require-gpu: these checks needed a GPU and did not run: "
+                + ", ".join(r.name for r in gpu_skipped),
+                file=out,
+            )
     return code
