@@ -4,6 +4,9 @@ A handle is bound to the device that was current when ``cudnnCreate`` ran and ke
 (cuDNN core concepts). :class:`Handle` makes its device current before creating, remembers it, and
 owns the C handle. :func:`get_handle` returns the calling thread's handle for a device, created on
 first use, which is how operations pick a handle when none is given.
+
+cuDNN is thread-safe as long as threads do not use one handle at the same time, hence one handle
+per thread: share :class:`Handle` objects between threads only with your own locking.
 """
 
 from __future__ import annotations
@@ -12,19 +15,42 @@ import ctypes
 import threading
 from typing import Any
 
-from ._lib import LIB, check
-from ._shared.cuda import get_device, stream_handle
+from ._lib import LIB, check, last_error_string
+from ._shared.cuda import driver_status, get_device, stream_handle
 from ._shared.resource import CResource
+from .errors import error_from_status
 
 __all__ = ["Handle", "get_handle"]
 
 # cuDNN's documentation asks for one synchronous cudnnCreate before threads create their own.
 _first_create = threading.Lock()
-_created_once = False
+_created_once = threading.Event()
 
 
 def _destroy(ptr: int) -> None:
     LIB.function("cudnnDestroy")(ptr)
+
+
+def _no_device_error(exc: BaseException) -> BaseException:
+    """The error for "cuDNN cannot start here": cuDNN's own, with the driver's reason added.
+
+    Without a usable GPU cuda.core fails before cuDNN is reached (CUDA_ERROR_NO_DEVICE); calling
+    ``cudnnCreate`` anyway gives the exception users of cuDNN expect (CudnnNotInitializedError,
+    status 1001, with cuDNN's explanation) instead of a cuda.core internals error.
+    """
+    reason = driver_status().reason or f"{type(exc).__name__}: {exc}"
+    out = ctypes.c_void_p()
+    status = int(LIB.function("cudnnCreate")(ctypes.byref(out)))
+    if status == 0:  # cuDNN found a device after all; do not leak the handle
+        _destroy(int(out.value or 0))
+        return RuntimeError(f"cannot select a CUDA device for the cuDNN handle: {reason}")
+    message = last_error_string()
+    detail = (
+        f"{message} (no usable CUDA device: {reason})"
+        if message
+        else f"no usable CUDA device: {reason}"
+    )
+    return error_from_status(status, "cudnnCreate", detail)
 
 
 class Handle(CResource):
@@ -32,20 +58,27 @@ class Handle(CResource):
 
     ``device``: None (the current device), an ordinal or a ``cuda.core.Device``.
     ``stream``: a ``cuda.core.Stream``, any object with ``__cuda_stream__``, or a raw handle int.
+
+    Without a usable GPU the constructor raises :class:`~pycudnn.CudnnNotInitializedError` (what
+    ``cudnnCreate`` returns there) with cuDNN's message and the driver's reason.
     """
 
     _kind = "cuDNN handle"
 
     def __init__(self, device: Any = None, stream: Any = None) -> None:
-        global _created_once  # noqa: PLW0603 - one process-wide flag, guarded by the lock
-        dev = get_device(device)
-        dev.set_current()
+        try:
+            dev = get_device(device)
+            dev.set_current()
+        except (TypeError, ValueError, ImportError):
+            raise
+        except Exception as exc:  # CUDA_ERROR_NO_DEVICE, no driver library, ...
+            raise _no_device_error(exc) from exc
         out = ctypes.c_void_p()
         create = LIB.function("cudnnCreate")
-        if not _created_once:
+        if not _created_once.is_set():
             with _first_create:
                 check(create(ctypes.byref(out)), "cudnnCreate")
-                _created_once = True
+                _created_once.set()
         else:
             check(create(ctypes.byref(out)), "cudnnCreate")
         super().__init__(int(out.value or 0), _destroy)
@@ -55,6 +88,30 @@ class Handle(CResource):
         self._stream_ptr = 0
         if stream is not None:
             self.stream = stream
+
+    @classmethod
+    def from_handle(cls, pointer: int, device: Any = None) -> Handle:
+        """Wrap a ``cudnnHandle_t`` created elsewhere (not destroyed here), bound to ``device``.
+
+        ``device`` must be the device that was current when that handle was created (None: the
+        current device); cuDNN cannot be asked.
+        """
+        if isinstance(pointer, bool) or not isinstance(pointer, int):
+            raise TypeError(
+                f"pointer must be an int (a cudnnHandle_t address), not {type(pointer).__name__}"
+            )
+        if pointer <= 0:
+            raise ValueError(f"pointer must be a non-NULL cudnnHandle_t address, got {pointer}")
+        dev = get_device(device)
+        self = cls.__new__(cls)
+        CResource.__init__(self, pointer, None, owned=False)
+        self.device_id = int(dev.device_id)
+        self._device = dev
+        self._stream_obj = None
+        out = ctypes.c_void_p()
+        check(LIB.function("cudnnGetStream")(self, ctypes.byref(out)), "cudnnGetStream")
+        self._stream_ptr = int(out.value or 0)
+        return self
 
     @property
     def device(self) -> Any:
@@ -75,6 +132,12 @@ class Handle(CResource):
         self._stream_obj = stream  # keep a stream object alive while it is set
         self._stream_ptr = ptr
 
+    @property
+    def stream_ptr(self) -> int:
+        """The stream last set through this object, without asking cuDNN (the fast path)."""
+        self._check_open()
+        return self._stream_ptr
+
     def use_stream(self, stream: Any) -> int:
         """Set ``stream`` only when it differs from the last one set here; returns its handle.
 
@@ -86,6 +149,11 @@ class Handle(CResource):
             self.stream = stream
         return ptr
 
+    def make_current(self) -> None:
+        """Make this handle's device the current one (cuDNN assumes it stays current)."""
+        self._check_open()
+        self._device.set_current()
+
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"0x{self.ptr:x}"
         return f"<pycudnn.Handle {state} device={getattr(self, 'device_id', '?')}>"
@@ -96,8 +164,18 @@ _per_thread = threading.local()
 
 def get_handle(device: Any = None) -> Handle:
     """The calling thread's handle for ``device`` (None: the current device), created on first use."""
-    dev = get_device(device)
-    handles: dict[int, Handle] | None = getattr(_per_thread, "handles", None)
+    if isinstance(device, int) and not isinstance(device, bool) and device >= 0:
+        handles: dict[int, Handle] | None = getattr(_per_thread, "handles", None)
+        cached = handles.get(device) if handles else None
+        if cached is not None and not cached.closed:
+            return cached  # the common case, without a cuda.core lookup
+    try:
+        dev = get_device(device)
+    except (TypeError, ValueError, ImportError):
+        raise
+    except Exception as exc:
+        raise _no_device_error(exc) from exc
+    handles = getattr(_per_thread, "handles", None)
     if handles is None:
         handles = _per_thread.handles = {}
     handle = handles.get(int(dev.device_id))

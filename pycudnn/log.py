@@ -141,7 +141,9 @@ def capture(level: int = logging.WARNING) -> Iterator[list[LogRecord]]:
     try:
         yield sink
     finally:
-        sinks.remove(sink)
+        # By identity: list.remove compares with ==, and an enclosing capture's sink can be equal
+        # (two empty lists), which would remove the wrong one when captures nest.
+        sinks[:] = [s for s in sinks if s is not sink]
         with _lock:
             _registered["captures"] -= 1
             if _registered["captures"] == 0:

@@ -123,4 +123,7 @@ def checks() -> list[tuple[str, Callable[[], Any]]]:
         ("backend tensor descriptor", _backend_tensor),
         ("handle", _handle),
     ]
+    from .ops import smoke_checks as ops_checks  # late: importing smoke stays light
+
+    out.extend(ops_checks())
     return out

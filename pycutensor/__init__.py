@@ -38,29 +38,65 @@ _LAZY: dict[str, str] = {
     "TensorDescriptor": ".tensor",
     "einsum": ".einsum",
     "parse_einsum": ".einsum",
+    "EinsumSpec": ".einsum",
+    "TensorSpec": ".tensor",
+    "ModeMap": ".tensor",
+    "Plan": ".plan",
+    "PlanPreference": ".plan",
+    "autotune": ".plan",
+    "Contraction": ".operations",
+    "ContractionTrinary": ".operations",
+    "Reduction": ".operations",
+    "ElementwiseBinary": ".operations",
+    "ElementwiseTrinary": ".operations",
+    "Permutation": ".operations",
+    "contract": ".operations",
+    "contract_trinary": ".operations",
+    "reduce": ".operations",
+    "elementwise_binary": ".operations",
+    "elementwise_trinary": ".operations",
+    "permute": ".operations",
 }
 
 _SUBMODULES = {"raw", "errors", "tensor", "handle", "operations", "plan", "einsum"}
 
 __all__ = [
     "ClosedError",
+    "Contraction",
+    "ContractionTrinary",
     "CutensorArchMismatchError",
     "CutensorError",
     "CutensorInsufficientWorkspaceError",
     "CutensorInvalidValueError",
     "CutensorNotSupportedError",
     "DeviceArray",
+    "EinsumSpec",
+    "ElementwiseBinary",
+    "ElementwiseTrinary",
     "Handle",
     "LibraryNotFoundError",
+    "ModeMap",
+    "Permutation",
+    "Plan",
+    "PlanPreference",
+    "Reduction",
     "TensorDescriptor",
+    "TensorSpec",
     "UnsupportedByLibraryError",
+    "autotune",
+    "contract",
+    "contract_trinary",
     "disable_logging",
     "einsum",
+    "elementwise_binary",
+    "elementwise_trinary",
     "enable_logging",
     "get_handle",
     "header_version",
     "library_path",
     "parse_einsum",
+    "permute",
+    "reduce",
     "version",
     "version_tuple",
 ]
@@ -86,7 +122,22 @@ if TYPE_CHECKING:  # pragma: no cover
     from pycudnn._shared.device_array import DeviceArray
 
     from ._info import header_version, library_path, version, version_tuple
-    from .einsum import einsum, parse_einsum
+    from .einsum import EinsumSpec, einsum, parse_einsum
     from .handle import Handle, get_handle
     from .log import disable_logging, enable_logging
-    from .tensor import TensorDescriptor
+    from .operations import (
+        Contraction,
+        ContractionTrinary,
+        ElementwiseBinary,
+        ElementwiseTrinary,
+        Permutation,
+        Reduction,
+        contract,
+        contract_trinary,
+        elementwise_binary,
+        elementwise_trinary,
+        permute,
+        reduce,
+    )
+    from .plan import Plan, PlanPreference, autotune
+    from .tensor import ModeMap, TensorDescriptor, TensorSpec
