@@ -44,6 +44,9 @@ _LAZY: dict[str, str] = {
     "ConvolutionDescriptor": ".tensor",
     "Graph": ".graph",
     "DeviceProperties": ".deviceprops",
+    "Plan": ".plan",
+    "PlanCache": ".plan",
+    "GraphNotSupportedError": ".plan",
 }
 
 _SUBMODULES = {"raw", "layout", "errors", "tensor", "handle", "graph", "backend", "plan", "ops"}
@@ -61,8 +64,11 @@ __all__ = [
     "DeviceProperties",
     "FilterDescriptor",
     "Graph",
+    "GraphNotSupportedError",
     "Handle",
     "LibraryNotFoundError",
+    "Plan",
+    "PlanCache",
     "TensorDescriptor",
     "UnsupportedByLibraryError",
     "disable_logging",
@@ -97,4 +103,5 @@ if TYPE_CHECKING:  # pragma: no cover
     from .graph import Graph
     from .handle import Handle, get_handle
     from .log import disable_logging, enable_logging
+    from .plan import GraphNotSupportedError, Plan, PlanCache
     from .tensor import ConvolutionDescriptor, FilterDescriptor, TensorDescriptor

@@ -126,4 +126,7 @@ def checks() -> list[tuple[str, Callable[[], Any]]]:
     from .ops import smoke_checks as ops_checks  # late: importing smoke stays light
 
     out.extend(ops_checks())
+    from .plan import smoke_checks as graph_checks
+
+    out.extend(graph_checks())
     return out

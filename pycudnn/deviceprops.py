@@ -1,0 +1,327 @@
+"""Device properties for deviceless ("ahead-of-time") planning: ``CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR``.
+
+cuDNN 9.8+ can run heuristics and build execution plans for a GPU it cannot see, from a JSON
+description of that GPU. The description must be captured on the real device:
+
+    python -m pycudnn deviceprops --save h100.json          # on the target GPU
+
+and can then be used anywhere (the NVIDIA driver library ``libcuda.so.1`` must still be installed,
+cuDNN loads it, but no GPU is needed)::
+
+    props = pycudnn.DeviceProperties.load("h100.json")
+    plan = graph.build(device_properties=props)
+    plan.save("conv.plan.json")                             # later loaded on an H100
+
+The JSON is validated in Python before cuDNN sees it (a missing key is named), because cuDNN's own
+message for it is an opaque ``BAD_PARAM``. Values are never invented here: a JSON that did not come
+from ``cudnnBackendGetAttribute(DEVICEPROP_JSON_REPRESENTATION)`` on a device is the caller's
+responsibility.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["REQUIRED_KEYS", "DeviceProperties"]
+
+#: Keys cuDNN requires in a device-properties JSON (a missing one fails finalize with
+#: ``!json_object.HasMember(key)``). The two grid/block entries are 3-element integer lists and
+#: ``deviceName`` is a string; every other value is an integer.
+REQUIRED_KEYS: tuple[str, ...] = (
+    "maxGridSize",
+    "maxBlockSize",
+    "regsPerBlock",
+    "multiProcessorCount",
+    "warpSize",
+    "maxSharedMemoryPerBlock",
+    "maxSharedMemoryPerBlockOptin",
+    "reservedSharedMemoryPerBlock",
+    "maxRegistersPerSM",
+    "maxCtasPerSM",
+    "maxThreadsPerBlock",
+    "maxThreadsPerSM",
+    "pciDeviceId",
+    "isTccDriver",
+    "supportCoopLaunch",
+    "totalGlobalMem",
+    "smClockRateKHz",
+    "memClockRateKHz",
+    "memoryBusWidth",
+    "l2CacheSize",
+    "cudaDeviceId",
+    "deviceVer",
+    "driverVer",
+    "deviceName",
+)
+_TRIPLES = ("maxGridSize", "maxBlockSize")
+_STRINGS = ("deviceName",)
+# Keys that identify *which* device of a machine, not what it is: left out of the fingerprint so
+# that two identical GPUs share cached plans.
+_NOT_IN_FINGERPRINT = ("cudaDeviceId",)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int)  # bool is accepted: a JSON true is how some writers spell 1
+
+
+def validate_json(data: Mapping[str, Any]) -> None:
+    """Check the keys and value types cuDNN needs; raise ``ValueError`` naming the first problem."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"device properties must be a JSON object, not {type(data).__name__}")
+    missing = [k for k in REQUIRED_KEYS if k not in data]
+    if missing:
+        raise ValueError(
+            f"device-properties JSON lacks the key {missing[0]!r}"
+            + (
+                f" (and {len(missing) - 1} more: {', '.join(missing[1:])})"
+                if len(missing) > 1
+                else ""
+            )
+            + "; capture a complete one on the target GPU with `python -m pycudnn deviceprops "
+            "--save FILE`"
+        )
+    for key in REQUIRED_KEYS:
+        v = data[key]
+        if key in _TRIPLES:
+            if not (isinstance(v, list) and len(v) == 3 and all(_is_int(x) and x > 0 for x in v)):
+                raise ValueError(
+                    f"device-properties key {key!r} must be a list of 3 positive ints, got {v!r}"
+                )
+        elif key in _STRINGS:
+            if not isinstance(v, str):
+                raise ValueError(f"device-properties key {key!r} must be a string, got {v!r}")
+        elif not _is_int(v) or v < 0:
+            raise ValueError(f"device-properties key {key!r} must be a non-negative int, got {v!r}")
+    if data["deviceVer"] < 100 or data["deviceVer"] % 10:
+        raise ValueError(
+            f"device-properties key 'deviceVer' must be SM major*100 + minor*10 (e.g. 900 for sm_90), "
+            f"got {data['deviceVer']!r}"
+        )
+
+
+class DeviceProperties:
+    """A GPU's properties as cuDNN sees them, and the finalized DEVICEPROP descriptor built from them.
+
+    Create with :meth:`from_device` (on the GPU), :meth:`from_json` or :meth:`load`. Pass to
+    ``Graph.build(device_properties=...)`` / ``Plan.from_json(..., device_properties=...)``. The
+    object owns its descriptor: ``close()`` (or ``with``) releases it; plans built with it keep it
+    alive.
+    """
+
+    def __init__(self, data: Mapping[str, Any], *, _descriptor: Any = None) -> None:
+        validate_json(data)
+        self._data: dict[str, Any] = dict(data)
+        self._text = json.dumps(self._data, separators=(",", ":"))
+        self._descriptor = _descriptor
+        self._lock = threading.Lock()
+
+    # -- constructors ------------------------------------------------------------------------
+    @classmethod
+    def from_device(cls, ordinal: int = 0) -> DeviceProperties:
+        """Query GPU ``ordinal`` (``DEVICEPROP_DEVICE_ID``, finalize, read the JSON). Needs the GPU."""
+        if isinstance(ordinal, bool) or not isinstance(ordinal, int):
+            raise TypeError(f"ordinal must be an int, not {ordinal!r}")
+        if ordinal < 0:
+            raise ValueError(f"ordinal must be non-negative, got {ordinal}")
+        from ._shared.cuda import driver_status
+
+        st = driver_status()
+        if not st.usable:
+            raise RuntimeError(
+                f"capturing device properties needs the GPU itself: {st.reason}. Capture them on the "
+                "target machine with `python -m pycudnn deviceprops --save FILE` and load the file "
+                "here with DeviceProperties.load(FILE)"
+            )
+        if ordinal >= st.device_count:
+            raise ValueError(f"no CUDA device {ordinal}: this machine has {st.device_count}")
+        from .backend import BackendDescriptor
+
+        desc = BackendDescriptor("DEVICEPROP")
+        try:
+            desc.set("DEVICEPROP_DEVICE_ID", ordinal, attr_type="INT32")
+            desc.finalize()
+            text = desc.get("DEVICEPROP_JSON_REPRESENTATION", attr_type="CHAR")
+        except BaseException:
+            desc.close()
+            raise
+        return cls(json.loads(text), _descriptor=desc)
+
+    @classmethod
+    def for_device(cls, ordinal: int = 0) -> DeviceProperties:
+        """Like :meth:`from_device`, cached per process (device properties do not change)."""
+        return _for_device(ordinal)
+
+    @classmethod
+    def from_json(cls, source: str | bytes | Mapping[str, Any]) -> DeviceProperties:
+        """From a JSON text or an already parsed dict (validated; the descriptor is built lazily)."""
+        if isinstance(source, (str, bytes, bytearray)):
+            try:
+                data = json.loads(source)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"device-properties JSON does not parse: {exc}") from None
+        elif isinstance(source, Mapping):
+            data = source
+        else:
+            raise TypeError(f"from_json takes a JSON string or a dict, not {type(source).__name__}")
+        return cls(data)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> DeviceProperties:
+        """Read a JSON file written by :meth:`save` (or ``python -m pycudnn deviceprops``)."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise OSError(f"cannot read device properties from {os.fspath(path)!r}: {exc}") from exc
+        try:
+            return cls.from_json(text)
+        except ValueError as exc:
+            raise ValueError(f"{os.fspath(path)}: {exc}") from None
+
+    # -- output ------------------------------------------------------------------------------
+    def to_json(self, *, indent: int | None = None) -> str:
+        """The JSON text (as cuDNN wrote it, re-serialised)."""
+        return self._text if indent is None else json.dumps(self._data, indent=indent)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self._data)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the JSON (indented, UTF-8) to ``path``."""
+        Path(path).write_text(self.to_json(indent=2) + "\n", encoding="utf-8")
+
+    # -- the descriptor ----------------------------------------------------------------------
+    @property
+    def descriptor(self) -> Any:
+        """The finalized ``CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR`` (built from the JSON on first use)."""
+        with self._lock:
+            desc = self._descriptor
+            if desc is None or desc.closed:
+                desc = self._descriptor = self._build_descriptor()
+            return desc
+
+    def _build_descriptor(self) -> Any:
+        import logging
+
+        from . import log
+        from .backend import BackendDescriptor
+        from .errors import CudnnError
+
+        desc = BackendDescriptor("DEVICEPROP")
+        try:
+            desc.set("DEVICEPROP_JSON_REPRESENTATION", self._text, attr_type="CHAR")
+            with log.capture(logging.ERROR) as records:
+                try:
+                    desc.finalize()
+                except CudnnError as exc:
+                    lines = _error_lines(records)
+                    extra = ("; cuDNN log: " + " | ".join(lines)) if lines else ""
+                    raise type(exc)(
+                        exc.status,
+                        exc.function,
+                        f"device properties for {self.device_name!r} were refused: {exc.message}{extra}",
+                    ) from None
+        except BaseException:
+            desc.close()
+            raise
+        return desc
+
+    def close(self) -> None:
+        """Release the DEVICEPROP descriptor (plans that use it keep their own reference)."""
+        desc, self._descriptor = self._descriptor, None
+        if desc is not None:
+            desc.close()
+
+    def __enter__(self) -> DeviceProperties:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- properties --------------------------------------------------------------------------
+    @property
+    def device_name(self) -> str:
+        return str(self._data["deviceName"])
+
+    @property
+    def compute_capability(self) -> tuple[int, int]:
+        """``(major, minor)`` from ``deviceVer`` (major*100 + minor*10)."""
+        v = int(self._data["deviceVer"])
+        return v // 100, v % 100 // 10
+
+    @property
+    def sm_version(self) -> int:
+        """E.g. 90 for compute capability 9.0."""
+        major, minor = self.compute_capability
+        return major * 10 + minor
+
+    @property
+    def multiprocessor_count(self) -> int:
+        return int(self._data["multiProcessorCount"])
+
+    @property
+    def total_memory(self) -> int:
+        """Bytes of device memory (``totalGlobalMem``)."""
+        return int(self._data["totalGlobalMem"])
+
+    @property
+    def driver_version(self) -> int:
+        """``driverVer``, e.g. 12090 for CUDA 12.9."""
+        return int(self._data["driverVer"])
+
+    @property
+    def l2_cache_size(self) -> int:
+        return int(self._data["l2CacheSize"])
+
+    @property
+    def max_shared_memory_per_block_optin(self) -> int:
+        return int(self._data["maxSharedMemoryPerBlockOptin"])
+
+    @property
+    def fingerprint(self) -> str:
+        """A short hash of everything that can change a plan (not the device ordinal)."""
+        data = {k: v for k, v in self._data.items() if k not in _NOT_IN_FINGERPRINT}
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeviceProperties):
+            return NotImplemented
+        return self._data == other._data
+
+    def __hash__(self) -> int:
+        return hash(self.fingerprint)
+
+    def __repr__(self) -> str:
+        major, minor = self.compute_capability
+        return (
+            f"<pycudnn.DeviceProperties {self.device_name!r} sm_{major}{minor} "
+            f"{self.multiprocessor_count} SMs>"
+        )
+
+
+@functools.cache
+def _for_device(ordinal: int) -> DeviceProperties:
+    return DeviceProperties.from_device(ordinal)
+
+
+def _error_lines(records: Any, limit: int = 6) -> list[str]:
+    """The explanatory lines (``Error:``, ``Warning:``, ``Reason:``) of captured cuDNN log records,
+    de-duplicated, at most ``limit`` of them (the first ones: they name the failure)."""
+    out: list[str] = []
+    for rec in records:
+        for raw in str(rec.message).splitlines():
+            line = raw.strip()
+            explains = line.startswith(("Error:", "Warning:")) or "Reason:" in line
+            if explains and line not in out:
+                out.append(line)
+    return out[:limit]

@@ -1,0 +1,150 @@
+"""pycudnn.DeviceProperties: validation (anywhere), the DEVICEPROP descriptor (libcuda.so.1), and
+the full round trip with a device-properties JSON captured on a real GPU (``deviceprops_json``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pycudnn
+from pycudnn._shared.cuda import driver_status
+from pycudnn.deviceprops import REQUIRED_KEYS, DeviceProperties
+
+
+def test_public_name() -> None:
+    assert pycudnn.DeviceProperties is DeviceProperties
+
+
+def test_required_keys_are_the_documented_set() -> None:
+    # cuDNN's finalize fails with !json_object.HasMember(key) for each of these (reference notes).
+    assert len(REQUIRED_KEYS) == len(set(REQUIRED_KEYS)) == 24
+    for key in ("maxGridSize", "multiProcessorCount", "deviceVer", "driverVer", "deviceName"):
+        assert key in REQUIRED_KEYS
+
+
+@pytest.mark.parametrize(
+    ("source", "exc", "fragment"),
+    [
+        ("{not json", ValueError, "does not parse"),
+        ("[1, 2]", TypeError, "JSON object"),
+        (42, TypeError, "JSON string or a dict"),
+        ({}, ValueError, "lacks the key 'maxGridSize' (and 23 more"),
+        ({"maxGridSize": [1, 2, 3]}, ValueError, "lacks the key 'maxBlockSize'"),
+    ],
+)
+def test_incomplete_or_malformed_json_is_refused_before_cudnn(
+    source: Any, exc: type, fragment: str
+) -> None:
+    with pytest.raises(exc) as info:
+        DeviceProperties.from_json(source)
+    assert fragment in str(info.value)
+
+
+def test_load_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(OSError, match="cannot read device properties"):
+        DeviceProperties.load(tmp_path / "absent.json")
+
+
+def test_load_names_the_file_on_bad_content(tmp_path: Path) -> None:
+    path = tmp_path / "partial.json"
+    path.write_text('{"deviceName": "partial"}')
+    with pytest.raises(ValueError, match=r"partial\.json: device-properties JSON lacks the key"):
+        DeviceProperties.load(path)
+
+
+def test_from_device_without_gpu_says_how_to_capture() -> None:
+    if driver_status().usable:
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(RuntimeError, match="deviceprops --save"):
+        DeviceProperties.from_device(0)
+
+
+@pytest.mark.parametrize(
+    ("ordinal", "exc"), [(-1, ValueError), (True, TypeError), ("0", TypeError)]
+)
+def test_from_device_argument_checks(ordinal: Any, exc: type) -> None:
+    with pytest.raises(exc):
+        DeviceProperties.from_device(ordinal)
+
+
+# -- with a captured JSON --------------------------------------------------------------------------
+
+
+def test_properties_and_descriptor(deviceprops_json: dict[str, Any]) -> None:
+    props = DeviceProperties.from_json(deviceprops_json)
+    ver = deviceprops_json["deviceVer"]
+    assert props.device_name == deviceprops_json["deviceName"]
+    assert props.compute_capability == (ver // 100, ver % 100 // 10)
+    assert props.sm_version == props.compute_capability[0] * 10 + props.compute_capability[1]
+    assert props.multiprocessor_count == deviceprops_json["multiProcessorCount"]
+    assert props.total_memory == deviceprops_json["totalGlobalMem"]
+    desc = props.descriptor
+    assert desc.is_finalized and props.descriptor is desc  # built once
+    # cuDNN hands the description back through the same attribute
+    back = json.loads(desc.get("DEVICEPROP_JSON_REPRESENTATION", attr_type="CHAR"))
+    assert back["deviceName"] == props.device_name
+    assert back["multiProcessorCount"] == props.multiprocessor_count
+    props.close()
+    assert desc.closed
+    assert props.descriptor.is_finalized  # rebuilt on demand
+
+
+def test_json_round_trips(tmp_path: Path, deviceprops_json: dict[str, Any]) -> None:
+    props = DeviceProperties.from_json(json.dumps(deviceprops_json))
+    assert json.loads(props.to_json()) == deviceprops_json
+    path = tmp_path / "props.json"
+    props.save(path)
+    again = DeviceProperties.load(path)
+    assert again == props and again.as_dict() == deviceprops_json
+    assert again.fingerprint == props.fingerprint
+
+
+def test_fingerprint_ignores_the_ordinal_but_not_the_device(
+    deviceprops_json: dict[str, Any],
+) -> None:
+    base = DeviceProperties.from_json(deviceprops_json)
+    other_ordinal = DeviceProperties.from_json({**deviceprops_json, "cudaDeviceId": 7})
+    fewer_sms = DeviceProperties.from_json(
+        {**deviceprops_json, "multiProcessorCount": deviceprops_json["multiProcessorCount"] - 1}
+    )
+    assert other_ordinal.fingerprint == base.fingerprint
+    assert fewer_sms.fingerprint != base.fingerprint
+
+
+@pytest.mark.parametrize("key", REQUIRED_KEYS)
+def test_each_missing_key_is_named(key: str, deviceprops_json: dict[str, Any]) -> None:
+    partial = {k: v for k, v in deviceprops_json.items() if k != key}
+    with pytest.raises(ValueError, match=f"lacks the key '{key}'"):
+        DeviceProperties.from_json(partial)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("maxGridSize", [1, 2]), ("deviceName", 5), ("warpSize", -32), ("deviceVer", 95)],
+)
+def test_wrong_value_types_are_named(
+    key: str, value: Any, deviceprops_json: dict[str, Any]
+) -> None:
+    with pytest.raises(ValueError, match=key):
+        DeviceProperties.from_json({**deviceprops_json, key: value})
+
+
+# -- GPU -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_from_device_captures_this_gpu(tmp_path: Path, gpu_device: int) -> None:
+    props = DeviceProperties.from_device(gpu_device)
+    st = driver_status()
+    assert props.device_name == st.devices[gpu_device]["name"]
+    assert props.compute_capability == tuple(st.devices[gpu_device]["compute_capability"])
+    assert props.multiprocessor_count > 0
+    for key in REQUIRED_KEYS:
+        assert key in props.as_dict()
+    path = tmp_path / "captured.json"
+    props.save(path)
+    assert DeviceProperties.load(path) == props
+    assert DeviceProperties.for_device(gpu_device) is DeviceProperties.for_device(gpu_device)
