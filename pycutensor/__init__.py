@@ -36,9 +36,9 @@ _LAZY: dict[str, str] = {
     "get_handle": ".handle",
     "DeviceArray": "pycudnn._shared.device_array",
     "TensorDescriptor": ".tensor",
-    "einsum": ".einsum",
-    "parse_einsum": ".einsum",
-    "EinsumSpec": ".einsum",
+    "einsum": "._einsum",
+    "parse_einsum": "._einsum",
+    "EinsumSpec": "._einsum",
     "TensorSpec": ".tensor",
     "ModeMap": ".tensor",
     "Plan": ".plan",
@@ -58,7 +58,7 @@ _LAZY: dict[str, str] = {
     "permute": ".operations",
 }
 
-_SUBMODULES = {"raw", "errors", "tensor", "handle", "operations", "plan", "einsum"}
+_SUBMODULES = {"raw", "errors", "tensor", "handle", "operations", "plan"}
 
 __all__ = [
     "ClosedError",
@@ -121,8 +121,8 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover
     from pycudnn._shared.device_array import DeviceArray
 
+    from ._einsum import EinsumSpec, einsum, parse_einsum
     from ._info import header_version, library_path, version, version_tuple
-    from .einsum import EinsumSpec, einsum, parse_einsum
     from .handle import Handle, get_handle
     from .log import disable_logging, enable_logging
     from .operations import (

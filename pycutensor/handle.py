@@ -1,0 +1,383 @@
+"""cuTENSOR handles: one per host thread per device, with the handle's plan cache.
+
+A handle (``cutensorCreate``) belongs to the device that was current when it was created; cuTENSOR
+plans are created for, and must execute on, that device ("executing with another active device
+returns ``CUTENSOR_STATUS_ARCH_MISMATCH``"). :class:`Handle` makes its device current before
+creating the C handle and, around every plan creation and execute, makes it current again when
+another device is active (restoring the caller's context afterwards). :func:`get_handle` returns the
+calling thread's handle for a device, created on first use: creating one costs milliseconds, so
+operations share it.
+
+Every handle owns cuTENSOR's **plan cache** (an LRU of plans, 64 entries by default): the methods
+below resize it and write it to or read it from a file, and write or read the library-wide cache of
+just-in-time compiled kernels.
+
+cuTENSOR reads these environment variables **when a handle is created** (changing them later affects
+only handles created later):
+
+``CUTENSOR_DISABLE_PLAN_CACHE=1``
+    no plan cache (and so no incremental autotuning, and nothing to write to a cache file).
+``NVIDIA_TF32_OVERRIDE=0``
+    never use TF32 tensor cores for FP32 work, whatever the compute descriptor says (a debugging
+    switch shared by NVIDIA's libraries).
+``CUTENSOR_LOG_LEVEL`` / ``CUTENSOR_LOG_MASK`` / ``CUTENSOR_LOG_FILE``
+    cuTENSOR's own logging (level 0 off ... 5 API trace; mask bits 1 errors, 2 trace, 4 hints,
+    8 heuristics, 16 API; a file name may contain ``%i`` for the process id). When any of them is
+    set, :mod:`pycutensor.log` leaves cuTENSOR's output where they send it.
+``CUTENSOR_NVTX_LEVEL=1``
+    NVTX ranges around selected API calls, for Nsight Systems.
+
+Besides cuTENSOR's cache, a handle keeps a small Python-side LRU of ready-to-run operations (the
+plans behind :func:`pycutensor.einsum` and the functions of :mod:`pycutensor.operations`), so that
+repeating a call costs only its execute. Handles are not meant to be shared between threads; use
+:func:`get_handle` in each thread.
+"""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import os
+import threading
+from typing import Any
+
+from pycudnn._shared.cuda import driver_status, get_device
+from pycudnn._shared.resource import CResource
+
+from . import _bindings
+from ._lib import LIB, check, clear_last_error, take_last_error
+from .errors import error_from_status
+
+__all__ = ["DEFAULT_PLAN_CACHE_SIZE", "Handle", "get_handle"]
+
+#: cuTENSOR's default plan-cache capacity (``cutensorCreate`` documentation).
+DEFAULT_PLAN_CACHE_SIZE = 64
+
+_UINT32_MAX = 2**32 - 1
+
+
+def _destroy(ptr: int) -> None:
+    LIB.function("cutensorDestroy")(ptr)
+
+
+# -- the current device, straight from the driver ----------------------------------------------
+# Executes run on the hot path, so the check "is my device current?" is one ctypes call into
+# libcuda (cuCtxGetDevice) rather than a round trip through cuda.core.
+class _Driver:
+    def __init__(self) -> None:
+        lib = ctypes.CDLL("libcuda.so.1")
+        self.get_device = lib.cuCtxGetDevice
+        self.get_device.argtypes = [ctypes.POINTER(ctypes.c_int)]
+        self.get_device.restype = ctypes.c_int
+        self.get_current = lib.cuCtxGetCurrent
+        self.get_current.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+        self.get_current.restype = ctypes.c_int
+        self.set_current = lib.cuCtxSetCurrent
+        self.set_current.argtypes = [ctypes.c_void_p]
+        self.set_current.restype = ctypes.c_int
+        self.stream_synchronize = lib.cuStreamSynchronize
+        self.stream_synchronize.argtypes = [ctypes.c_void_p]
+        self.stream_synchronize.restype = ctypes.c_int
+
+
+_driver_lock = threading.Lock()
+_driver_state: dict[str, _Driver] = {}
+
+
+def _driver() -> _Driver:
+    drv = _driver_state.get("driver")
+    if drv is None:
+        with _driver_lock:
+            drv = _driver_state.get("driver")
+            if drv is None:
+                drv = _driver_state["driver"] = _Driver()
+    return drv
+
+
+def current_device_ordinal() -> int:
+    """The ordinal of the device whose context is current on this thread, or -1 if none is."""
+    dev = ctypes.c_int(-1)
+    if _driver().get_device(ctypes.byref(dev)) != 0:
+        return -1
+    return int(dev.value)
+
+
+def synchronize_stream(stream_ptr: int) -> None:
+    """``cuStreamSynchronize`` (0 is the legacy default stream)."""
+    status = _driver().stream_synchronize(stream_ptr or None)
+    if status != 0:
+        raise RuntimeError(f"cuStreamSynchronize failed with CUresult {status}")
+
+
+def _no_device_error(exc: BaseException) -> BaseException:
+    """The error for "cuTENSOR cannot start here": cuTENSOR's own, with the driver's reason.
+
+    Without a usable GPU cuda.core fails before cuTENSOR is reached (CUDA_ERROR_NO_DEVICE);
+    calling ``cutensorCreate`` anyway gives the exception cuTENSOR users expect
+    (``CUTENSOR_STATUS_CUDA_ERROR`` with the line cuTENSOR logged) rather than cuda.core's.
+    """
+    reason = driver_status().reason or f"{type(exc).__name__}: {exc}"
+    out = ctypes.c_void_p()
+    clear_last_error()
+    status = int(LIB.function("cutensorCreate")(ctypes.byref(out)))
+    if status == 0:  # cuTENSOR found a device after all; do not leak the handle
+        _destroy(int(out.value or 0))
+        return RuntimeError(f"cannot select a CUDA device for the cuTENSOR handle: {reason}")
+    message = take_last_error()
+    detail = f"{message} (no usable CUDA device: {reason})" if message else reason
+    return error_from_status(status, "cutensorCreate", detail)
+
+
+def _device(device: Any) -> Any:
+    try:
+        return get_device(device)
+    except (TypeError, ValueError, ImportError):
+        raise
+    except Exception as exc:  # CUDA_ERROR_NO_DEVICE, no driver library, ...
+        raise _no_device_error(exc) from exc
+
+
+class Handle(CResource):
+    """A ``cutensorHandle_t`` bound to one device (``cutensorCreate`` / ``cutensorDestroy``).
+
+    ``device``: None (the current device), an ordinal or a ``cuda.core.Device``. The device is
+    made current before ``cutensorCreate`` runs, since the handle binds to the current device.
+    Without a usable GPU this raises :class:`~pycutensor.CutensorError` with status
+    ``CUTENSOR_STATUS_CUDA_ERROR`` (what ``cutensorCreate`` returns there), cuTENSOR's message
+    and the driver's reason.
+    """
+
+    _kind = "cuTENSOR handle"
+
+    def __init__(self, device: Any = None) -> None:
+        dev = _device(device)
+        previous = ctypes.c_void_p()
+        _driver().get_current(ctypes.byref(previous))
+        dev.set_current()  # cutensorCreate binds the handle to the current device
+        out = ctypes.c_void_p()
+        try:
+            clear_last_error()
+            status = LIB.function("cutensorCreate")(ctypes.byref(out))
+        finally:
+            self.restore(previous.value)  # leave the caller's current device as it was
+        check(status, "cutensorCreate")
+        super().__init__(int(out.value or 0), _destroy)
+        self.device_id: int = int(dev.device_id)
+        self._device = dev
+        self._lock = threading.Lock()  # cutensorHandleResizePlanCache is not thread-safe
+        self._plan_cache_size = DEFAULT_PLAN_CACHE_SIZE
+        self._operations: collections.OrderedDict[Any, Any] = collections.OrderedDict()
+        self.max_cached_operations = 128
+        self._compute_capability: tuple[int, int] | None = None
+
+    @property
+    def device(self) -> Any:
+        """The ``cuda.core.Device`` this handle is bound to."""
+        return self._device
+
+    @property
+    def compute_capability(self) -> tuple[int, int]:
+        """``(major, minor)`` of the handle's device."""
+        cc = self._compute_capability
+        if cc is None:
+            c = self._device.compute_capability
+            cc = self._compute_capability = (int(c[0]), int(c[1]))
+        return cc
+
+    # -- device activation (used around plan creation and executes) ----------------------------
+    def activate(self) -> int | None:
+        """Make the handle's device current if it is not; return the context to restore, or None.
+
+        Pass the returned value to :meth:`restore` once the cuTENSOR call returned.
+        """
+        dev = ctypes.c_int(-1)
+        drv = _driver()
+        if drv.get_device(ctypes.byref(dev)) == 0 and dev.value == self.device_id:
+            return None
+        previous = ctypes.c_void_p()
+        drv.get_current(ctypes.byref(previous))
+        self._device.set_current()
+        return int(previous.value or 0)
+
+    @staticmethod
+    def restore(previous: int | None) -> None:
+        """Make ``previous`` (a value returned by :meth:`activate`) current again; None or 0 (no
+        context was current) leaves the current context alone."""
+        if previous:
+            _driver().set_current(previous)
+
+    # -- cuTENSOR's plan cache ----------------------------------------------------------------
+    @property
+    def plan_cache_size(self) -> int:
+        """The capacity last given to :meth:`resize_plan_cache` (64, cuTENSOR's default, before)."""
+        return self._plan_cache_size
+
+    def resize_plan_cache(self, entries: int) -> None:
+        """Set the plan cache's capacity (``cutensorHandleResizePlanCache``).
+
+        Resizing empties the cache. Not thread-safe in cuTENSOR, so it is serialised here.
+        """
+        if isinstance(entries, bool) or not isinstance(entries, int):
+            raise TypeError(f"entries must be an int, not {type(entries).__name__}")
+        if not 0 <= entries <= _UINT32_MAX:
+            raise ValueError(
+                f"entries must be between 0 and {_UINT32_MAX} (a uint32_t), got {entries}"
+            )
+        self._check_open()
+        with self._lock:
+            clear_last_error()
+            check(
+                LIB.function("cutensorHandleResizePlanCache")(self, entries),
+                "cutensorHandleResizePlanCache",
+            )
+            self._plan_cache_size = entries
+
+    def write_plan_cache(self, path: str | os.PathLike[str]) -> None:
+        """Write the plan cache to ``path``, overwriting it (``cutensorHandleWritePlanCacheToFile``).
+
+        cuTENSOR returns INVALID_VALUE when the handle has no cache
+        (``CUTENSOR_DISABLE_PLAN_CACHE=1``) and IO_ERROR when the file cannot be written.
+        """
+        name = _path_bytes(path, "path")
+        self._check_open()
+        clear_last_error()
+        check(
+            LIB.function("cutensorHandleWritePlanCacheToFile")(self, name),
+            "cutensorHandleWritePlanCacheToFile",
+        )
+
+    def read_plan_cache(self, path: str | os.PathLike[str]) -> int:
+        """Fill the plan cache from ``path``; returns the number of entries read.
+
+        ``cutensorHandleReadPlanCacheFromFile`` overwrites the cache. A file written by another
+        cuTENSOR or CUDA version, or on another GPU (SM count included), is refused by cuTENSOR
+        with INVALID_VALUE. When the file holds more entries than the cache can take, cuTENSOR
+        answers INSUFFICIENT_WORKSPACE with the count it needs: the cache is then resized to that
+        count (resizing empties it, which is why it happens *before* the successful read) and the
+        file is read again.
+        """
+        name = _path_bytes(path, "path")
+        if not os.path.isfile(os.fsdecode(name)):
+            raise FileNotFoundError(f"no plan-cache file at {os.fsdecode(name)!r}")
+        self._check_open()
+        read = LIB.function("cutensorHandleReadPlanCacheFromFile")
+        count = ctypes.c_uint32(0)
+        with self._lock:
+            clear_last_error()
+            status = read(self, name, ctypes.byref(count))
+            if status == int(_bindings.CUTENSOR_STATUS_INSUFFICIENT_WORKSPACE):
+                needed = int(count.value)
+                clear_last_error()
+                check(
+                    LIB.function("cutensorHandleResizePlanCache")(self, needed),
+                    "cutensorHandleResizePlanCache",
+                )
+                self._plan_cache_size = needed
+                count.value = 0
+                clear_last_error()
+                status = read(self, name, ctypes.byref(count))
+            check(status, "cutensorHandleReadPlanCacheFromFile")
+        return int(count.value)
+
+    def write_kernel_cache(self, path: str | os.PathLike[str]) -> None:
+        """Write the library's just-in-time compiled kernels to ``path``
+        (``cutensorWriteKernelCacheToFile``; NOT_SUPPORTED where JIT is unavailable)."""
+        name = _path_bytes(path, "path")
+        self._check_open()
+        clear_last_error()
+        check(
+            LIB.function("cutensorWriteKernelCacheToFile")(self, name),
+            "cutensorWriteKernelCacheToFile",
+        )
+
+    def read_kernel_cache(self, path: str | os.PathLike[str]) -> None:
+        """Add the kernels stored in ``path`` to the library's JIT kernel cache
+        (``cutensorReadKernelCacheFromFile``; the file must come from the same cuTENSOR, CUDA
+        version and GPU)."""
+        name = _path_bytes(path, "path")
+        if not os.path.isfile(os.fsdecode(name)):
+            raise FileNotFoundError(f"no kernel-cache file at {os.fsdecode(name)!r}")
+        self._check_open()
+        clear_last_error()
+        check(
+            LIB.function("cutensorReadKernelCacheFromFile")(self, name),
+            "cutensorReadKernelCacheFromFile",
+        )
+
+    # -- the Python-side cache of ready operations -------------------------------------------
+    def cached(self, key: Any) -> Any:
+        """The cached entry for ``key`` (moved to the most-recently-used end), or None."""
+        entries = self._operations
+        entry = entries.get(key)
+        if entry is not None:
+            entries.move_to_end(key)
+        return entry
+
+    def cache(self, key: Any, entry: Any) -> None:
+        """Remember ``entry`` under ``key``; the least recently used entries beyond
+        :attr:`max_cached_operations` are closed."""
+        entries = self._operations
+        entries[key] = entry
+        entries.move_to_end(key)
+        while len(entries) > max(self.max_cached_operations, 1):
+            _, old = entries.popitem(last=False)
+            close = getattr(old, "close", None)
+            if close is not None:
+                close()
+
+    def clear_cached_operations(self) -> None:
+        """Close every entry of the Python-side operation cache."""
+        entries = self._operations
+        while entries:
+            _, old = entries.popitem(last=False)
+            close = getattr(old, "close", None)
+            if close is not None:
+                close()
+
+    def close(self) -> None:
+        """Close the cached operations, then destroy the handle (``cutensorDestroy``)."""
+        if self.closed:
+            return
+        self.clear_cached_operations()
+        super().close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"0x{self.ptr:x}"
+        return f"<pycutensor.Handle {state} device={getattr(self, 'device_id', '?')}>"
+
+
+def _path_bytes(path: Any, name: str) -> bytes:
+    if isinstance(path, (bytes, str, os.PathLike)):
+        raw = os.fsencode(path)
+    else:
+        raise TypeError(f"{name} must be a str, bytes or os.PathLike, not {type(path).__name__}")
+    if not raw:
+        raise ValueError(f"{name} must not be empty")
+    if b"\0" in raw:
+        raise ValueError(f"{name} must not contain a NUL character")
+    return raw
+
+
+_per_thread = threading.local()
+
+
+def get_handle(device: Any = None) -> Handle:
+    """The calling thread's handle for ``device`` (None: the current device), created on first use.
+
+    An int ordinal is looked up without touching cuda.core, which keeps repeated calls cheap.
+    """
+    handles: dict[int, Handle] | None = getattr(_per_thread, "handles", None)
+    if handles is None:
+        handles = _per_thread.handles = {}
+    if isinstance(device, int) and not isinstance(device, bool):
+        if device < 0:
+            raise ValueError(f"device must be a non-negative ordinal, got {device}")
+        handle = handles.get(device)
+        if handle is not None and not handle.closed:
+            return handle
+    dev = _device(device)
+    ordinal = int(dev.device_id)
+    handle = handles.get(ordinal)
+    if handle is None or handle.closed:
+        handle = handles[ordinal] = Handle(dev)
+    return handle
