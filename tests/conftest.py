@@ -18,6 +18,10 @@ import pytest
 DATA = Path(__file__).parent / "data"
 DEVICEPROPS_DIR = DATA / "deviceprops"
 
+# JAX (imported by a few GPU interop tests) grabs 75% of the GPU's memory on first use by default,
+# which would starve the cuDNN and cuTENSOR tests that run after it in the same process.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
 
 def _gpu_status() -> tuple[bool, str]:
     from pycudnn._shared.cuda import driver_status

@@ -18,11 +18,36 @@ def test_public_name() -> None:
     assert pycudnn.DeviceProperties is DeviceProperties
 
 
+# The keys cuDNN 9 requires in a device-properties JSON: finalize fails with
+# "!json_object.HasMember(key)" for each one missing (cuDNN's debug log names it). Written out
+# here from that observation, not from pycudnn.deviceprops.
+DOCUMENTED_KEYS = {
+    "maxGridSize", "maxBlockSize", "regsPerBlock", "multiProcessorCount", "warpSize",
+    "maxSharedMemoryPerBlock", "maxSharedMemoryPerBlockOptin", "reservedSharedMemoryPerBlock",
+    "maxRegistersPerSM", "maxCtasPerSM", "maxThreadsPerBlock", "maxThreadsPerSM", "pciDeviceId",
+    "isTccDriver", "supportCoopLaunch", "totalGlobalMem", "smClockRateKHz", "memClockRateKHz",
+    "memoryBusWidth", "l2CacheSize", "cudaDeviceId", "deviceVer", "driverVer", "deviceName",
+}  # fmt: skip
+
+
+@pytest.fixture
+def complete_json() -> dict[str, Any]:
+    """A syntactically complete description for the checks done in Python only.
+
+    The values are NOT a real GPU's: nothing built from this dict may reach cuDNN (a DEVICEPROP
+    descriptor must come from a capture on the device). Validation, JSON round trips and
+    fingerprints need no more than a complete dict, so they run on every machine.
+    """
+    data: dict[str, Any] = {key: 1 for key in DOCUMENTED_KEYS}
+    data.update(
+        maxGridSize=[2, 3, 4], maxBlockSize=[5, 6, 7], deviceVer=900, deviceName="not a real GPU"
+    )
+    return data
+
+
 def test_required_keys_are_the_documented_set() -> None:
-    # cuDNN's finalize fails with !json_object.HasMember(key) for each of these (reference notes).
-    assert len(REQUIRED_KEYS) == len(set(REQUIRED_KEYS)) == 24
-    for key in ("maxGridSize", "multiProcessorCount", "deviceVer", "driverVer", "deviceName"):
-        assert key in REQUIRED_KEYS
+    assert len(REQUIRED_KEYS) == len(set(REQUIRED_KEYS))
+    assert set(REQUIRED_KEYS) == DOCUMENTED_KEYS
 
 
 @pytest.mark.parametrize(
@@ -92,31 +117,35 @@ def test_properties_and_descriptor(deviceprops_json: dict[str, Any]) -> None:
     assert props.descriptor.is_finalized  # rebuilt on demand
 
 
-def test_json_round_trips(tmp_path: Path, deviceprops_json: dict[str, Any]) -> None:
-    props = DeviceProperties.from_json(json.dumps(deviceprops_json))
-    assert json.loads(props.to_json()) == deviceprops_json
+# -- Python-side checks (a complete but synthetic dict: no cuDNN call) ---------------------------
+
+
+def test_json_round_trips(tmp_path: Path, complete_json: dict[str, Any]) -> None:
+    props = DeviceProperties.from_json(json.dumps(complete_json))
+    assert json.loads(props.to_json()) == complete_json
     path = tmp_path / "props.json"
     props.save(path)
     again = DeviceProperties.load(path)
-    assert again == props and again.as_dict() == deviceprops_json
+    assert again == props and again.as_dict() == complete_json
     assert again.fingerprint == props.fingerprint
+    assert props.compute_capability == (9, 0) and props.sm_version == 90  # deviceVer 900
 
 
 def test_fingerprint_ignores_the_ordinal_but_not_the_device(
-    deviceprops_json: dict[str, Any],
+    complete_json: dict[str, Any],
 ) -> None:
-    base = DeviceProperties.from_json(deviceprops_json)
-    other_ordinal = DeviceProperties.from_json({**deviceprops_json, "cudaDeviceId": 7})
-    fewer_sms = DeviceProperties.from_json(
-        {**deviceprops_json, "multiProcessorCount": deviceprops_json["multiProcessorCount"] - 1}
+    base = DeviceProperties.from_json(complete_json)
+    other_ordinal = DeviceProperties.from_json({**complete_json, "cudaDeviceId": 7})
+    more_sms = DeviceProperties.from_json(
+        {**complete_json, "multiProcessorCount": complete_json["multiProcessorCount"] + 1}
     )
     assert other_ordinal.fingerprint == base.fingerprint
-    assert fewer_sms.fingerprint != base.fingerprint
+    assert more_sms.fingerprint != base.fingerprint
 
 
-@pytest.mark.parametrize("key", REQUIRED_KEYS)
-def test_each_missing_key_is_named(key: str, deviceprops_json: dict[str, Any]) -> None:
-    partial = {k: v for k, v in deviceprops_json.items() if k != key}
+@pytest.mark.parametrize("key", sorted(DOCUMENTED_KEYS))
+def test_each_missing_key_is_named(key: str, complete_json: dict[str, Any]) -> None:
+    partial = {k: v for k, v in complete_json.items() if k != key}
     with pytest.raises(ValueError, match=f"lacks the key '{key}'"):
         DeviceProperties.from_json(partial)
 
@@ -125,11 +154,9 @@ def test_each_missing_key_is_named(key: str, deviceprops_json: dict[str, Any]) -
     ("key", "value"),
     [("maxGridSize", [1, 2]), ("deviceName", 5), ("warpSize", -32), ("deviceVer", 95)],
 )
-def test_wrong_value_types_are_named(
-    key: str, value: Any, deviceprops_json: dict[str, Any]
-) -> None:
+def test_wrong_value_types_are_named(key: str, value: Any, complete_json: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=key):
-        DeviceProperties.from_json({**deviceprops_json, key: value})
+        DeviceProperties.from_json({**complete_json, key: value})
 
 
 # -- GPU -------------------------------------------------------------------------------------------
@@ -142,8 +169,7 @@ def test_from_device_captures_this_gpu(tmp_path: Path, gpu_device: int) -> None:
     assert props.device_name == st.devices[gpu_device]["name"]
     assert props.compute_capability == tuple(st.devices[gpu_device]["compute_capability"])
     assert props.multiprocessor_count > 0
-    for key in REQUIRED_KEYS:
-        assert key in props.as_dict()
+    assert set(props.as_dict()) >= DOCUMENTED_KEYS  # what cuDNN itself wrote
     path = tmp_path / "captured.json"
     props.save(path)
     assert DeviceProperties.load(path) == props

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import pickle
 
 import pytest
@@ -99,4 +98,3 @@ def test_cutensor_specific_classes() -> None:
 def test_library_not_found_is_an_import_error() -> None:
     assert issubclass(pycudnn.LibraryNotFoundError, ImportError)
     assert pycudnn.LibraryNotFoundError is pycutensor.LibraryNotFoundError
-    assert ctypes.sizeof(ctypes.c_int) == 4  # C enums are passed as 4-byte ints

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import statistics
 from pathlib import Path
 from typing import Any
 
@@ -368,10 +367,9 @@ def test_reduction_per_channel(op: str, fn: Any) -> None:
     y = g.reduction(x, op=op, axes=[0, 2, 3])
     xh = host(x.dims, np.float32)
     yd = empty(y)
-    try:
-        plan = g.build()
-    except GraphNotSupportedError as exc:
-        pytest.skip(f"no engine for this reduction on this GPU: {exc}")
+    # No skip on GraphNotSupportedError: cuDNN 9 has engines for this per-channel NHWC reduction
+    # (the CPU tier plans it from device properties), so a refusal here is a failure to look at.
+    plan = g.build()
     plan.execute({x: device(xh, x), y: yd})
     check_close(yd, fn(f64(xh), axis=(0, 2, 3), keepdims=True), np.float32, f"reduce {op}")
 
@@ -431,7 +429,7 @@ def _conv_graph() -> tuple[Graph, Tensor, Tensor, Tensor]:
 
 def test_variant_pack_is_reused_for_the_same_pointers() -> None:
     g, x, w, y = _conv_graph()
-    plan = g.build(cache=False)
+    plan = g.build(cache=False, deterministic=True)  # y1 and y2 are compared bit for bit
     xd, wd = device(host(x.dims, np.float16), x), device(host(w.dims, np.float16), w)
     y1, y2 = empty(y), empty(y)
     for _ in range(3):
@@ -476,6 +474,9 @@ def test_execute_on_a_stream_with_a_user_workspace() -> None:
     xd, wd, yd = device(xh, x), device(wh, w), empty(y)
     stream = Device().create_stream()
     ws = allocate(max(plan.workspace_size, 1))
+    # yd and ws come from the pool in the default stream's order; `stream` may only use them
+    # once that order is established.
+    Device().sync()
     plan.execute({x: xd, w: wd, y: yd}, stream=stream, workspace=ws)
     stream.sync()
     check_close(yd, conv_ref(xh, wh, [1, 1], [1, 1], [1, 1]), np.float16, "on a stream")
@@ -525,43 +526,29 @@ def test_plan_reloaded_from_disk_gives_identical_results(tmp_path: Path) -> None
     assert np.array_equal(y1.to_numpy(), y2.to_numpy())
 
 
-def _median_ms(plan: Any, arrays: dict, repeats: int = 30) -> float:
-    from cuda.core import Device, EventOptions
-
-    stream = Device().default_stream
-    opts = EventOptions(timing_enabled=True)
-    for _ in range(5):
-        plan.execute(arrays, stream=stream)
-    times = []
-    for _ in range(repeats):
-        e0 = stream.record(options=opts)
-        plan.execute(arrays, stream=stream)
-        e1 = stream.record(options=opts)
-        e1.sync()
-        times.append(e1 - e0)
-    return statistics.median(times)
-
-
-def test_autotuned_plan_is_at_least_as_fast_as_the_first_heuristic_plan() -> None:
+def test_autotune_times_candidates_and_returns_the_fastest() -> None:
+    # No timing assertion here (the project measures speed with benchmarks in scripts/, never
+    # with timed asserts): the table must be ordered, name the winner, and the winner must compute
+    # the convolution correctly.
     g = Graph("bigger_conv")
     x = g.tensor([8, 64, 56, 56], fmt="NHWC", dtype="float16")
     w = g.tensor([64, 64, 3, 3], fmt="NHWC", dtype="float16")
     y = g.conv_fprop(x, w, padding=1)
-    arrays = {
-        x: device(host(x.dims, np.float16), x),
-        w: device(host(w.dims, np.float16, scale=0.1), w),
-        y: empty(y),
-    }
-    first = g.build(cache=False)
+    xh, wh = host(x.dims, np.float16), host(w.dims, np.float16, scale=0.1)
+    arrays = {x: device(xh, x), w: device(wh, w), y: empty(y)}
     tuned = g.autotune(arrays, candidates=8, warmup=2, repeats=10, cache=False, progress=False)
     table = tuned.autotune_results
-    assert table is not None and table.best is not None and len(table) >= 1
+    assert table is not None and table.best is not None and 1 <= len(table) <= 8
     assert table.best.engine_id == tuned.engine_id
     assert "median ms" in str(table)
-    t_first, t_tuned = _median_ms(first, arrays), _median_ms(tuned, arrays)
-    # The tuned plan was the fastest of candidates that include the first heuristic choice;
-    # allow 15% and 5 us for timing noise.
-    assert t_tuned <= t_first * 1.15 + 0.005, (t_tuned, t_first)
+    times = [r.time_ms for r in table if r.time_ms is not None]
+    assert times == sorted(times) and table.best.time_ms == times[0]
+    assert all(len(r.times_ms) == 10 for r in table if r.time_ms is not None)
+    yd = empty(y)
+    tuned.execute({x: arrays[x], w: arrays[w], y: yd})
+    # The reference for the first image only keeps NumPy's share of the test short.
+    ref = conv_ref(xh[:1], wh, [1, 1], [1, 1], [1, 1])
+    check_close(yd.to_numpy()[:1], ref, np.float16, "autotuned plan")
 
 
 # -- other libraries' arrays ------------------------------------------------------------------------------
@@ -571,6 +558,7 @@ def test_execute_with_pytorch_tensors() -> None:
     torch = pytest.importorskip("torch")
     g, x, w, y = _conv_graph()
     plan = g.build(cache=False)
+    torch.manual_seed(0)
     xt = torch.randn(x.dims, device="cuda", dtype=torch.float16).contiguous(
         memory_format=torch.channels_last
     )
@@ -593,10 +581,14 @@ def test_execute_with_cupy_arrays() -> None:
     g, x, w, y = _conv_graph()
     plan = g.build(cache=False)
     xh, wh = host(x.dims, np.float16), host(w.dims, np.float16, scale=0.2)
-    xc = cp.asarray(laid_out(xh, x.strides))
-    wc = cp.asarray(laid_out(wh, w.strides))
-    yc = cp.empty(tuple(y.dims[i] for i in (0, 2, 3, 1)), dtype=cp.float16).transpose(0, 3, 1, 2)
-    assert tuple(s // 2 for s in yc.strides) == y.strides
+    # cp.asarray copies a NumPy array that is neither C- nor F-contiguous (such as an NHWC view
+    # of NCHW dims) into C order: send the NHWC bytes and transpose the CuPy view instead.
+    nhwc, nchw = (0, 2, 3, 1), (0, 3, 1, 2)
+    xc = cp.asarray(np.ascontiguousarray(xh.transpose(nhwc))).transpose(nchw)
+    wc = cp.asarray(np.ascontiguousarray(wh.transpose(nhwc))).transpose(nchw)
+    yc = cp.empty(tuple(y.dims[i] for i in nhwc), dtype=cp.float16).transpose(nchw)
+    for arr, t in ((xc, x), (wc, w), (yc, y)):
+        assert tuple(st // 2 for st in arr.strides) == t.strides
     stream = cp.cuda.get_current_stream()
     plan.execute({x: xc, w: wc, y: yc}, stream=stream.ptr)
     stream.synchronize()

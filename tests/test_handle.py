@@ -117,9 +117,14 @@ def test_stream_round_trips(gpu_device: int) -> None:
 
 @pytest.mark.gpu
 def test_get_handle_is_per_thread(gpu_device: int) -> None:
+    from cuda.core import Device
+
     mine = get_handle(gpu_device)
     assert get_handle(gpu_device) is mine
-    assert get_handle() is mine or get_handle().device_id != gpu_device
+    # No argument means the current device: the same handle as asking for it by ordinal.
+    current = int(Device().device_id)
+    assert get_handle() is get_handle(current)
+    assert get_handle().device_id == current
     theirs: list[Handle] = []
     t = threading.Thread(
         target=lambda: theirs.extend([get_handle(gpu_device), get_handle(gpu_device)])

@@ -45,18 +45,39 @@ def test_cudnn_error_reaches_python_logger_with_whole_message(
     assert text.count("\n") >= 2
 
 
+def _create_and_destroy_a_descriptor() -> None:
+    desc = ctypes.c_void_p()
+    raw.cudnnCreateTensorDescriptor(ctypes.byref(desc))
+    raw.cudnnDestroyTensorDescriptor(desc)
+
+
 def test_cudnn_info_entries_only_at_debug(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="pycudnn")
+
+    def infos() -> list[logging.LogRecord]:
+        return [
+            r
+            for r in caplog.records
+            if r.name == "pycudnn.cudnn"
+            and r.levelno == logging.DEBUG
+            and "cudnnCreateTensorDescriptor" in r.getMessage()
+        ]
+
+    # At WARNING cuDNN's per-call INFO entries must not be forwarded ...
+    pycudnn.enable_logging(logging.WARNING)
+    try:
+        _create_and_destroy_a_descriptor()
+    finally:
+        pycudnn.disable_logging()
+    assert infos() == []
+    # ... at DEBUG they are.
     pycudnn.enable_logging(logging.DEBUG)
     try:
         pycudnn.raw.cudnnGetVersion()
-        desc = ctypes.c_void_p()
-        raw.cudnnCreateTensorDescriptor(ctypes.byref(desc))
-        raw.cudnnDestroyTensorDescriptor(desc)
+        _create_and_destroy_a_descriptor()
     finally:
         pycudnn.disable_logging()
-    infos = [r for r in caplog.records if r.name == "pycudnn.cudnn" and r.levelno == logging.DEBUG]
-    assert any("cudnnCreateTensorDescriptor" in r.getMessage() for r in infos)
+    assert infos()
 
 
 def test_capture_collects_this_threads_entries_without_forwarding(

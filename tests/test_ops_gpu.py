@@ -175,10 +175,14 @@ def dev(a: np.ndarray, fmt: str | None = None) -> DeviceArray:
 
 
 def skip_if_unsupported(call: Callable[[], Any], what: str) -> Any:
-    """Run ``call``; a configuration cuDNN refuses on this GPU is a skip that names it."""
+    """Run ``call``; a configuration cuDNN reports NOT_SUPPORTED on this GPU is a skip naming it.
+
+    Only NOT_SUPPORTED: a BAD_PARAM means the binding passed cuDNN something wrong, which is a
+    failure, not a property of the GPU.
+    """
     try:
         return call()
-    except (pycudnn.CudnnNotSupportedError, pycudnn.CudnnBadParamError) as exc:
+    except pycudnn.CudnnNotSupportedError as exc:
         pytest.skip(f"cuDNN does not support {what} here: {exc}")
 
 
@@ -193,10 +197,13 @@ def test_convolution_matches_numpy(gpu_device: int, dtype: np.dtype, fmt: str) -
     w = rand((16, 8, 3, 3), dtype, 2)
     pads, strides, dilations = (1, 2), (2, 1), (1, 2)
     conv = ConvolutionDescriptor(pads, strides, dilations)
-    y = skip_if_unsupported(
-        lambda: ops.convolution_forward(dev(x, fmt), dev(w, fmt), conv),
-        f"{dtype} {fmt} convolution",
-    )
+
+    def run() -> DeviceArray:
+        return ops.convolution_forward(dev(x, fmt), dev(w, fmt), conv)
+
+    # float32 and float16 convolutions run on every GPU cuDNN 9 supports; bfloat16 needs
+    # compute capability 8.0, so only there may cuDNN's refusal be a skip.
+    y = skip_if_unsupported(run, f"{dtype} {fmt} convolution") if dtype == BF16 else run()
     ref = conv_ref(x, w, pads, strides, dilations)
     assert y.shape == ref.shape and y.dtype == dtype
     if fmt == "NHWC":  # the output follows the input's memory order

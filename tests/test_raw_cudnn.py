@@ -22,8 +22,8 @@ def test_cudnn_create_without_gpu_raises_not_initialized_with_cudnn_message() ->
     err = info.value
     assert err.status == 1001 and err.status_name == "CUDNN_STATUS_NOT_INITIALIZED"
     assert err.function == "cudnnCreate"
-    assert err.message, "cuDNN's own explanation (cudnnGetLastErrorString) must be attached"
-    assert "cudaGetDeviceCount" in err.message or "device" in err.message.lower()
+    # cuDNN's own explanation (cudnnGetLastErrorString) names the call that failed.
+    assert "cudaGetDeviceCount" in err.message
 
 
 def test_legacy_tensor_descriptor_round_trip() -> None:
@@ -72,19 +72,25 @@ def test_bad_descriptor_reports_cudnn_reason() -> None:
 
 def test_last_error_text_is_per_thread() -> None:
     # A failure on another thread must not leak its explanation into this thread's exception.
+    from pycudnn._lib import last_error_string
+
+    seen_there: list[str] = []
+
     def fail_elsewhere() -> None:
         d = ctypes.c_void_p()
         raw.cudnnCreateTensorDescriptor(ctypes.byref(d))
         lib = pycudnn._lib.LIB.function("cudnnSetTensorNdDescriptor")  # unchecked: leave text set
-        lib(d, 0, 1, (ctypes.c_int * 1)(4), (ctypes.c_int * 1)(1))
+        status = lib(d, 0, 1, (ctypes.c_int * 1)(4), (ctypes.c_int * 1)(1))
+        seen_there.append(f"{status} {last_error_string()}")
         raw.cudnnDestroyTensorDescriptor(d)
-
-    from pycudnn._lib import last_error_string
 
     last_error_string()  # start from a clean slate on this thread
     t = threading.Thread(target=fail_elsewhere)
     t.start()
     t.join()
+    # The other thread did fail with an explanation (else this test would prove nothing) ...
+    assert seen_there and seen_there[0].startswith("2000 ") and "nbDims" in seen_there[0]
+    # ... and none of it is visible here.
     assert last_error_string() == ""
 
 
