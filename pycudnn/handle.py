@@ -121,12 +121,16 @@ class Handle(CResource):
     @property
     def stream(self) -> int:
         """The ``cudaStream_t`` set on this handle (``cudnnGetStream``); 0 is the default stream."""
+        # Checked here: ctypes would report a closed handle as ctypes.ArgumentError, which is not
+        # the ClosedError (a ValueError) that every closed object raises.
+        self._check_open()
         out = ctypes.c_void_p()
         check(LIB.function("cudnnGetStream")(self, ctypes.byref(out)), "cudnnGetStream")
         return int(out.value or 0)
 
     @stream.setter
     def stream(self, stream: Any) -> None:
+        self._check_open()  # ClosedError, not ctypes.ArgumentError (see the getter)
         ptr = stream_handle(stream)
         check(LIB.function("cudnnSetStream")(self, ptr), "cudnnSetStream")
         self._stream_obj = stream  # keep a stream object alive while it is set
@@ -144,6 +148,8 @@ class Handle(CResource):
         ``cudnnSetStream`` costs a few microseconds even when nothing changes, so execute paths
         call this instead of the property.
         """
+        # A closed handle must raise even when the stream is unchanged (no C call would tell).
+        self._check_open()
         ptr = stream_handle(stream)
         if ptr != self._stream_ptr:
             self.stream = stream

@@ -79,6 +79,17 @@ def _on_message(severity: int, _udata: Any, dbg: Any, msg: int | None) -> None:
 _CALLBACK = _bindings.cudnnCallback_t(_on_message)  # module-level: must outlive registration
 
 
+def _check_level(level: Any) -> int:
+    # Checked before any state changes: a bad level used to leave capture()'s counters raised and
+    # enable_logging()'s level stored, which broke every later capture on every thread.
+    if isinstance(level, bool) or not isinstance(level, int):
+        raise TypeError(
+            f"level must be a logging level int (logging.DEBUG, logging.WARNING, ...), "
+            f"got {type(level).__name__} {level!r}"
+        )
+    return level
+
+
 def _mask_for(level: int) -> int:
     mask = _bindings.CUDNN_SEV_ERROR_EN
     if level <= logging.WARNING:
@@ -98,10 +109,11 @@ def enable_logging(level: int = logging.WARNING) -> None:
 
     Wraps ``cudnnSetCallback``. ``logging.DEBUG`` includes cuDNN's per-call INFO entries.
     """
+    mask = _mask_for(_check_level(level))
     with _lock:
+        _register(mask | _registered.get("capture_mask", 0))
         _registered["forward"] = True
         _registered["level"] = level
-        _register(_mask_for(level) | _registered.get("capture_mask", 0))
 
 
 def disable_logging() -> None:
@@ -127,17 +139,26 @@ def capture(level: int = logging.WARNING) -> Iterator[list[LogRecord]]:
     Registers the callback for the duration when logging is not enabled, without forwarding those
     entries to ``logging`` unless :func:`enable_logging` is on.
     """
+    mask = _mask_for(_check_level(level))
     sink: list[LogRecord] = []
     sinks = getattr(_state, "sinks", None)
     if sinks is None:
         sinks = _state.sinks = []
-    sinks.append(sink)
     with _lock:
+        before = dict(_registered)
         _registered["captures"] = _registered.get("captures", 0) + 1
-        _registered["capture_mask"] = _registered.get("capture_mask", 0) | _mask_for(level)
+        _registered["capture_mask"] = _registered.get("capture_mask", 0) | mask
         if "level" not in _registered:
             _registered["forward"] = False
-        _register(_registered["capture_mask"] | _mask_for(_registered.get("level", logging.ERROR)))
+        try:
+            _register(
+                _registered["capture_mask"] | _mask_for(_registered.get("level", logging.ERROR))
+            )
+        except BaseException:  # e.g. cuDNN missing: leave no capture counted
+            _registered.clear()
+            _registered.update(before)
+            raise
+    sinks.append(sink)
     try:
         yield sink
     finally:

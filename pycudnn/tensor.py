@@ -121,7 +121,10 @@ def _real(value: Any, name: str) -> float:
         value, (int, float, np.integer, np.floating)
     ):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    v = float(value)
+    try:
+        v = float(value)
+    except OverflowError:  # an int beyond the double range: say which argument, as for inf
+        raise ValueError(f"{name} must be finite, got {value!r}, beyond the double range") from None
     if not math.isfinite(v):
         raise ValueError(f"{name} must be finite, got {v}")
     return v
@@ -237,6 +240,18 @@ def _check_dims(dims: Any, name: str = "dims", what: str = "TensorDescriptor") -
     return d
 
 
+def _too_large_text(what: str, span: int, unit: str) -> str:
+    # Probed on cuDNN 9.28: cudnnSetTensorNdDescriptor(Ex) returns CUDNN_STATUS_NOT_SUPPORTED when
+    # a tensor spans 2**31 or more elements (counted with strides; whole vectors for NC/xHWx), and
+    # the reason ("exceeds the maximum supported ... enable large tensor support") only reaches
+    # cuDNN's log, not cudnnGetLastErrorString.
+    return (
+        f"{what} span {span} {unit}; cuDNN's legacy tensor descriptors address at most "
+        f"2**31 - 1 = {_INT_MAX} (32-bit indexing). Split the tensor, or use the graph API "
+        "(pycudnn.Graph), whose tensors take 64-bit dims and strides"
+    )
+
+
 def _check_strides(strides: Any, dims: tuple[int, ...]) -> tuple[int, ...]:
     s = _ints(strides, "strides")
     if len(s) != len(dims):
@@ -290,6 +305,8 @@ class TensorDescriptor(CResource):
         output: bool = False,
     ) -> None:
         d = _check_dims(dims)
+        if not isinstance(output, (bool, np.bool_)):  # output="no" would read as True
+            raise TypeError(f"output must be a bool, got {type(output).__name__} {output!r}")
         vector: int | None = None
         elem: str | None = None
         if isinstance(dtype, str) and dtype.strip().lower() in _VECTOR_DTYPE_STRINGS:
@@ -337,8 +354,10 @@ class TensorDescriptor(CResource):
         for i, st in enumerate(s):
             _int(st, f"strides[{i}]")
         span = layout.min_buffer_size(d, s)
-        if span * dt.itemsize > 2**63:
-            raise ValueError(f"a tensor of dims {d} and strides {s} spans more memory than exists")
+        if span > _INT_MAX:
+            # cuDNN 9 refuses this with CUDNN_STATUS_NOT_SUPPORTED and no error text (the reason
+            # only reaches its log), so say it here.
+            raise ValueError(_too_large_text(f"dims {d} with strides {s}", span, "elements"))
         ptr = self._create()
         try:
             tensor_format = _EX_FORMATS.get(f.name) if f is not None else None
@@ -399,6 +418,9 @@ class TensorDescriptor(CResource):
             raise ValueError(
                 f"fmt {f.name!r} needs C (dims[1]) to be a multiple of {f.vector}, got C = {d[1]}"
             )
+        vectors = math.prod(d) // int(f.vector or 1)
+        if vectors > _INT_MAX:  # cuDNN counts the span in vectors here; see _too_large_text
+            raise ValueError(_too_large_text(f"dims {d} in {f.name}", vectors, "vectors"))
         cudnn_type = _data_type_value(cudnn_name)
         ptr = self._create()
         try:
@@ -474,6 +496,7 @@ class TensorDescriptor(CResource):
     @property
     def fmt(self) -> str | None:
         """The format string the descriptor was made with (None for explicit strides)."""
+        self._check_open()  # like every other property of a closed descriptor
         return self._fmt
 
     @property
@@ -605,6 +628,13 @@ class FilterDescriptor(CResource):
                 f"fmt={fmt!r}: filters are packed either NCHW (KCRS) or NHWC (KRSC, channels last)"
             )
         dt, cudnn_type = legacy_data_type(dtype)
+        if math.prod(d) * dt.itemsize >= 2**63:
+            # cuDNN accepts such dims, and cudnnGetFilterSizeInBytes then wraps around (a filter
+            # of 2**64 bytes reports 0).
+            raise ValueError(
+                f"a filter of dims {d} and dtype {dtype_name(dt)} spans "
+                f"{math.prod(d) * dt.itemsize} bytes, more memory than exists"
+            )
         out = ctypes.c_void_p()
         _call("cudnnCreateFilterDescriptor", ctypes.byref(out))
         ptr = int(out.value or 0)
@@ -853,6 +883,7 @@ class ConvolutionDescriptor(CResource):
                 f"w has K = {wd[0]} output channels, not a multiple of groups = {groups}"
             )
         for i in range(self._spatial):
+            _check_padded_extent(xd[2 + i], pads[i], i)
             extent = dils[i] * (wd[2 + i] - 1) + 1
             if extent > xd[2 + i] + 2 * pads[i]:
                 raise ValueError(
@@ -942,6 +973,16 @@ class ConvolutionDescriptor(CResource):
             f"<pycudnn.ConvolutionDescriptor pads={p} strides={s} dilations={d} "
             f"mode={_name_of(mode, _CONV_MODES)} compute={dtype_name(_dtype_of_value(ctype))} "
             f"math={_name_of(math_type, _MATH_TYPES)} groups={g}>"
+        )
+
+
+def _check_padded_extent(extent: int, pad: int, i: int) -> None:
+    # cuDNN computes extent + 2 * pad in a C int: beyond 2**31 - 1 it overflows and
+    # cudnnGet*NdForwardOutputDim returns CUDNN_STATUS_BAD_PARAM with no error text.
+    if extent + 2 * pad > _INT_MAX:
+        raise ValueError(
+            f"spatial dim {i}: x extent {extent} plus twice the pad {pad} is {extent + 2 * pad}, "
+            f"beyond the 32-bit range of cuDNN's legacy API ({_INT_MAX})"
         )
 
 
@@ -1080,6 +1121,7 @@ class PoolingDescriptor(CResource):
         if len(xd) != k + 2:
             raise ValueError(f"a {k}-D pooling window needs a {k + 2}-D x, got dims {xd}")
         for i in range(k):
+            _check_padded_extent(xd[2 + i], self._key[3][i], i)
             if self._key[2][i] > xd[2 + i] + 2 * self._key[3][i]:
                 raise ValueError(
                     f"window[{i}] = {self._key[2][i]} exceeds the padded input extent "
@@ -1386,6 +1428,8 @@ def check_operand(
     CUDA-array-interface producers are synchronised with it.
     """
     view = as_array_view(obj, name=name, stream_ptr=stream_ptr)
+    if view.itemsize == 0:  # the alignment and size checks below divide by it
+        raise TypeError(f"{name} has an element type of no size ({view.dtype})")
     if view.device_id < 0:
         raise ValueError(
             f"{name} is host memory; copy it to the GPU first, e.g. with "

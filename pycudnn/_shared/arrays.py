@@ -73,22 +73,65 @@ def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
+def _interface_ints(values: Any, what: str, name: str, *, minimum: int | None) -> tuple[int, ...]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, (tuple, list)):
+        raise TypeError(
+            f"{name}: its array interface's {what} must be a tuple of ints, got {values!r}"
+        )
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name}: its array interface's {what} must hold ints, got {values!r}")
+        if minimum is not None and v < minimum:
+            raise ValueError(
+                f"{name}: its array interface's {what} {tuple(values)} has {v} < {minimum}"
+            )
+        out.append(int(v))
+    return tuple(out)
+
+
 def _from_interface(obj: Any, iface: dict[str, Any], device_id: int, name: str) -> ArrayView:
-    shape = tuple(int(n) for n in iface["shape"])
+    # The interface comes from any object at all: check its parts before they describe memory
+    # that C will read (a negative extent or pointer would otherwise travel on unnoticed).
+    if not isinstance(iface, dict) or not {"shape", "typestr", "data"} <= iface.keys():
+        raise TypeError(
+            f"{name}: its array interface must be a dict with 'shape', 'typestr' and 'data', "
+            f"got {iface!r}"
+        )
+    shape = _interface_ints(iface["shape"], "shape", name, minimum=0)
     typestr = iface["typestr"]
     descr = iface.get("descr")
-    dtype = np.dtype(descr if descr and len(descr) > 1 else typestr)
+    try:
+        dtype = np.dtype(descr if descr and len(descr) > 1 else typestr)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name}: its array interface's typestr {typestr!r}: {exc}") from None
+    if dtype.itemsize == 0:  # sizes and alignments divide by it
+        raise TypeError(f"{name}: its element type {dtype} has no size")
     if dtype.kind == "V":
         raise TypeError(
             f"{name}: its array interface describes the element type only as {typestr!r} (raw "
             "bytes), which is how bfloat16 and fp8 appear there; pass the array through DLPack "
             "instead (most libraries: the array itself works once cuda.core is installed)"
         )
-    ptr, readonly = iface["data"]
+    data = iface["data"]
+    if not (isinstance(data, (tuple, list)) and len(data) == 2):
+        raise TypeError(
+            f"{name}: its array interface's data must be (pointer, read_only), got {data!r}"
+        )
+    ptr, readonly = data
+    if ptr is None:
+        ptr = 0
+    if isinstance(ptr, bool) or not isinstance(ptr, (int, np.integer)) or not 0 <= ptr < 2**64:
+        raise ValueError(f"{name}: its array interface's data pointer {ptr!r} is not an address")
     strides_b = iface.get("strides")
     if strides_b is None:
         strides = _c_strides(shape)
     else:
+        strides_b = _interface_ints(strides_b, "strides", name, minimum=None)
+        if len(strides_b) != len(shape):
+            raise ValueError(
+                f"{name}: its array interface has {len(strides_b)} strides for {len(shape)} dims"
+            )
         if any(s % dtype.itemsize for s in strides_b):
             raise ValueError(
                 f"{name}: byte strides {tuple(strides_b)} are not whole elements of {dtype}"
@@ -116,7 +159,12 @@ def as_array_view(obj: Any, *, name: str = "array", stream_ptr: int | None = Non
         return obj
     view_method = getattr(obj, "_array_view", None)  # DeviceArray: no protocol round trip needed
     if view_method is not None:
-        view: ArrayView = view_method()
+        view = view_method()
+        if not isinstance(view, ArrayView):  # a duck that only looks like a DeviceArray
+            raise TypeError(
+                f"{name}: {type(obj).__name__}._array_view() returned {type(view).__name__}, not "
+                "an ArrayView"
+            )
         return view
     if isinstance(obj, np.ndarray):
         iface = obj.__array_interface__

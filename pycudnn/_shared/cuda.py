@@ -161,23 +161,25 @@ def stream_handle(stream: Any) -> int:
     if isinstance(stream, bool):
         raise TypeError("stream must be a stream object or a handle int, not a bool")
     if isinstance(stream, int):
-        if stream < 0:
-            raise ValueError(f"stream handle must be non-negative, got {stream}")
+        # Beyond 64 bits ctypes would mask the value silently (2**64 becomes the default stream).
+        if not 0 <= stream < 2**64:
+            raise ValueError(f"stream handle must be an address from 0 to 2**64 - 1, got {stream}")
         return stream
     proto = getattr(stream, "__cuda_stream__", None)
     if proto is not None:
         value = proto() if callable(proto) else proto
         try:
             _version, handle = value
+            handle = int(handle)
         except (TypeError, ValueError):
             raise TypeError(
                 f"{type(stream).__name__}.__cuda_stream__() must return (version, handle), "
                 f"got {value!r}"
             ) from None
-        return int(handle)
+        return stream_handle(handle)  # the range check of a plain int
     torch_handle = getattr(stream, "cuda_stream", None)
-    if isinstance(torch_handle, int):
-        return torch_handle
+    if isinstance(torch_handle, int) and not isinstance(torch_handle, bool):
+        return stream_handle(torch_handle)
     raise TypeError(
         f"stream must be None, a handle int or an object with __cuda_stream__, "
         f"not {type(stream).__name__}"

@@ -32,6 +32,7 @@ from .resource import ClosedError
 __all__ = ["DeviceArray"]
 
 _MAX_NDIM = 32
+_INT64_MAX = 2**63 - 1  # DLPack, the CUDA array interface and NumPy hold extents in int64
 
 
 # -- validation helpers ----------------------------------------------------------------------
@@ -50,6 +51,8 @@ def _check_shape(shape: Any, name: str = "shape") -> tuple[int, ...]:
             raise TypeError(f"{name}[{i}] must be an int, got {type(n).__name__} {n!r}")
         if n < 0:
             raise ValueError(f"{name}[{i}] = {n}: extents must be non-negative")
+        if n > _INT64_MAX:  # a zero stride lets such an extent fit any buffer
+            raise ValueError(f"{name}[{i}] = {n}: extents must fit in int64 (<= 2**63 - 1)")
         out.append(int(n))
     if len(out) > _MAX_NDIM:
         raise ValueError(f"{name} has {len(out)} dims; at most {_MAX_NDIM} are supported")
@@ -80,6 +83,8 @@ def _check_strides(
             raise TypeError(f"strides[{i}] must be an int, got {type(s).__name__} {s!r}")
         if s < 0 and not allow_negative:
             raise ValueError(f"strides[{i}] = {s}: negative strides are not supported here")
+        if abs(s) > _INT64_MAX:
+            raise ValueError(f"strides[{i}] = {s}: strides must fit in int64 (|s| <= 2**63 - 1)")
         out.append(int(s))
     return tuple(out)
 
@@ -193,41 +198,84 @@ _exports_lock = threading.Lock()
 def _release(address: int | None) -> None:
     if address:
         with _exports_lock:
-            _exports.pop(int(address), None)
+            entry = _exports.pop(int(address), None)
+        # Dropped outside the lock: the owner's teardown can release another export (an owner
+        # that is itself a consumer's view of one of ours), which would deadlock on the lock.
+        del entry
+
+
+def _python_api(name: str, restype: Any, *argtypes: Any) -> Any:
+    # A private prototype: the function objects of ctypes.pythonapi are shared with every other
+    # user, who may set their argtypes/restype (tests and user code do, e.g. PyCapsule_GetPointer
+    # with a py_object argument), which silently broke the release of unconsumed exports.
+    return ctypes.PYFUNCTYPE(restype, *argtypes)((name, ctypes.pythonapi))
+
+
+# Python code cannot run while an exception is pending: the first call it makes fails (SystemError,
+# or ctypes raising the pending exception) and the exception is lost. A capsule dies with one
+# pending whenever a consumer refuses it (NumPy: "Unsupported device in DLTensor"), so the callbacks
+# below first move it aside with PyErr_Fetch, through arguments built here and without argtypes:
+# building them, or converting them, would be such a call. Their last act puts it back with
+# PyErr_Restore, which hands it to sys.unraisablehook (ctypes callbacks cannot raise into C): the
+# consumer's call then fails with SystemError, but the export is released and the cause reported.
+_PyErr_Fetch = _python_api("PyErr_Fetch", None)  # no argtypes: no converter may run first
+_PyErr_Restore = _python_api("PyErr_Restore", None, *(ctypes.c_void_p,) * 3)
+_PENDING = (ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p())
+_FETCH_ARGS = tuple(ctypes.byref(p) for p in _PENDING)
+
+
+_pending_lock = threading.Lock()
+
+
+def _take_pending() -> tuple[int | None, int | None, int | None]:
+    # Read and cleared under a lock, so that two threads never restore the same references (a
+    # thread switch right after the fetch could at worst make one report go missing).
+    with _pending_lock:
+        pending = (_PENDING[0].value, _PENDING[1].value, _PENDING[2].value)
+        _PENDING[0].value = _PENDING[1].value = _PENDING[2].value = None
+    return pending
 
 
 @_Deleter
 def _deleter(address: int | None) -> None:  # called by the consumer, from C
+    _PyErr_Fetch(*_FETCH_ARGS)  # first, see above
+    pending = _take_pending()
     try:
         _release(address)
     except Exception:  # pragma: no cover - never raise into C
         pass
+    if pending[0]:
+        _PyErr_Restore(*pending)
 
 
 _NAME = b"dltensor"
 _NAME_VERSIONED = b"dltensor_versioned"
-_PyCapsule_New = ctypes.pythonapi.PyCapsule_New
-_PyCapsule_New.restype = ctypes.py_object
-_PyCapsule_New.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
-_PyCapsule_IsValid = ctypes.pythonapi.PyCapsule_IsValid
-_PyCapsule_IsValid.restype = ctypes.c_int
-_PyCapsule_IsValid.argtypes = (ctypes.c_void_p, ctypes.c_char_p)
-_PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
-_PyCapsule_GetPointer.restype = ctypes.c_void_p
-_PyCapsule_GetPointer.argtypes = (ctypes.c_void_p, ctypes.c_char_p)
+_PyCapsule_New = _python_api(
+    "PyCapsule_New", ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p
+)
+_PyCapsule_IsValid = _python_api(
+    "PyCapsule_IsValid", ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p
+)
+_PyCapsule_GetPointer = _python_api(
+    "PyCapsule_GetPointer", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p
+)
 
 
 @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 def _capsule_destructor(capsule: int | None) -> None:
     # A consumer renames the capsule ("used_dltensor") and owns the tensor from then on; only a
     # capsule that was never consumed still carries our name and must release the export here.
+    _PyErr_Fetch(*_FETCH_ARGS)  # first, see above _PyErr_Fetch
+    pending = _take_pending()
     try:
         for name in (_NAME, _NAME_VERSIONED):
             if _PyCapsule_IsValid(capsule, name):
                 _release(_PyCapsule_GetPointer(capsule, name))
-                return
+                break
     except Exception:  # pragma: no cover - never raise into C
         pass
+    if pending[0]:
+        _PyErr_Restore(*pending)
 
 
 def dlpack_dtype(dtype: np.dtype) -> tuple[int, int]:
@@ -267,6 +315,12 @@ def export_dlpack(
             "the consumer should ask with max_version=(1, 0) or later"
         )
     ndim = len(shape)
+    # ctypes masks an int to 64 bits without a word (2**64 + 5 becomes 5), and the consumer would
+    # then read a tensor of the wrong size.
+    if any(not 0 <= n <= _INT64_MAX for n in shape) or any(
+        not -_INT64_MAX <= st <= _INT64_MAX for st in strides
+    ):
+        raise BufferError(f"shape {shape} or strides {strides} do not fit DLPack's int64 fields")
     shape_arr = (ctypes.c_int64 * max(ndim, 1))(*shape)
     strides_arr = (ctypes.c_int64 * max(ndim, 1))(*strides)
     managed: Any = _DLManagedTensorVersioned() if versioned else _DLManagedTensor()
@@ -456,8 +510,13 @@ class DeviceArray:
         shp = _check_shape(shape)
         dt = _check_dtype(dtype)
         st = _layout_strides(shp, strides, fmt)
-        dev = _device_or_raise(device, "DeviceArray.empty")
         _, span = _extent(shp, st)
+        if span * dt.itemsize > _INT64_MAX:  # refused here rather than by the allocator
+            raise ValueError(
+                f"shape {shp} of {dtype_name(dt)} spans {span * dt.itemsize} bytes, more memory "
+                "than exists"
+            )
+        dev = _device_or_raise(device, "DeviceArray.empty")
         s = stream_object(stream, dev)
         buf = allocate(span * dt.itemsize, device=dev, stream=s)
         return cls._new(buf, int(buf.handle), shp, st, dt, int(dev.device_id), stream=s)

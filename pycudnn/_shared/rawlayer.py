@@ -12,6 +12,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from .ffi import FunctionSpec, NativeLibrary
 from .resource import ClosedError, CResource
 
@@ -39,12 +41,54 @@ def translate_argument_error(
     return TypeError(f"{name}: {text.split(':', 1)[0]}{param}: {text.split(':', 1)[-1].strip()}")
 
 
+def _integer_bounds(ctype: Any) -> tuple[int, int] | None:
+    """``(lowest, highest)`` value of an integer or pointer ctypes type; None for other types."""
+    if ctype is ctypes.c_void_p:
+        return 0, 2 ** (8 * ctypes.sizeof(ctypes.c_void_p)) - 1
+    code = getattr(ctype, "_type_", None)
+    if not (isinstance(ctype, type) and issubclass(ctype, ctypes._SimpleCData)):
+        return None
+    if not isinstance(code, str) or code not in "bBhHiIlLqQ":
+        return None
+    bits = 8 * ctypes.sizeof(ctype)
+    if code.isupper():  # unsigned
+        return 0, 2**bits - 1
+    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+
+def _check_arguments(
+    name: str, spec: FunctionSpec, bounds: tuple[tuple[int, int, int], ...], args: tuple[Any, ...]
+) -> None:
+    # ctypes converts a Python int to a C integer or pointer by masking it to the C width: 2**32 + 4
+    # becomes 4 for an ``int`` and 2**64 a NULL pointer, silently. Refuse what does not fit instead.
+    for index, low, high in bounds:
+        value = args[index]
+        if isinstance(value, (str, bytes, bool)) and spec.argtypes[index] is ctypes.c_void_p:
+            # ctypes passes the address of the str's (or bytes') own immutable buffer for a void*:
+            # a descriptor or handle parameter given a string made cuDNN write into Python's heap.
+            # A bool would become the address 0x1.
+            raise TypeError(
+                f"{name}: argument {index + 1} ({spec.argnames[index]}) is a pointer (void *); "
+                f"got {type(value).__name__} {value!r:.40}. Pass an int address, a ctypes object "
+                "(ctypes.byref, an array, ctypes.create_string_buffer) or a pycudnn object"
+            )
+        if isinstance(value, (int, np.integer)) and not low <= value <= high:
+            raise ValueError(
+                f"{name}: argument {index + 1} ({spec.argnames[index]}) = {int(value)} does not "
+                f"fit its C type {spec.argtypes[index].__name__} (range {low} to {high})"
+            )
+
+
 def make_checked(
     lib: NativeLibrary, name: str, raise_status: Callable[[int, str], None]
 ) -> Callable[..., Any]:
     """A wrapper around C function ``name`` that checks its status with ``raise_status``."""
     spec = lib.spec(name)
     state: dict[str, Any] = {}
+    nargs = len(spec.argtypes)
+    bounds = tuple(
+        (i, *b) for i, b in enumerate(map(_integer_bounds, spec.argtypes)) if b is not None
+    )
 
     @functools.wraps(_doc_stub(spec))
     def call(*args: Any) -> Any:
@@ -56,6 +100,13 @@ def make_checked(
                 warnings.warn(
                     f"{name} is deprecated in {lib.display_name}", DeprecationWarning, stacklevel=2
                 )
+        if len(args) != nargs:
+            # ctypes passes surplus arguments on to a cdecl function without complaint.
+            raise TypeError(
+                f"{name}() takes {nargs} argument{'s' if nargs != 1 else ''} "
+                f"({', '.join(spec.argnames)}), got {len(args)}"
+            )
+        _check_arguments(name, spec, bounds, args)
         try:
             result = fn(*args)
         except ctypes.ArgumentError as exc:

@@ -57,6 +57,8 @@ class CResource:
     ) -> None:
         if not pointer:
             raise ValueError(f"cannot wrap a NULL {self._kind}")
+        if not 0 < int(pointer) < 2**64:  # ctypes would mask it into some other address
+            raise ValueError(f"{pointer!r} is not an address, so cannot be a {self._kind}")
         self._ptr: int | None = int(pointer)
         self._c_ptr = ctypes.c_void_p(pointer)
         self._parents = tuple(parents)
