@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import weakref
 
 import ml_dtypes
 import numpy as np
@@ -506,3 +507,42 @@ def test_dlpack_export_errors(gpu_device: int) -> None:
     with pytest.raises(BufferError):
         d.__dlpack__(stream=0)  # ambiguous per the DLPack spec
     assert d.__dlpack__(dl_device=(2, gpu_device), stream=-1) is not None
+
+
+def test_close_defers_the_free_while_a_dlpack_export_is_alive() -> None:
+    # DLPack: the producer's memory must stay valid until the consumer calls the deleter. close()
+    # on an exported array therefore closes the array but hands the buffer's release to the
+    # export. (The export is made with the same registry DeviceArray.__dlpack__ uses; asking the
+    # array itself needs a device for its __dlpack_device__.)
+    buf, _backing = host_buffer(64)
+    a = DeviceArray(buf, (4,), np.float32)
+    capsule = da.export_dlpack(a.ptr, (4,), (1,), np.dtype(np.float32), (1, 0), owner=a)
+    a.close()
+    assert a.closed
+    assert not buf.is_closed, "memory freed while a consumer still holds an export"
+    ref = weakref.ref(a)
+    del a
+    gc.collect()
+    assert ref() is not None, "the export must keep the array (and its buffer) alive"
+    del capsule  # an unconsumed capsule releases its export when it dies
+    gc.collect()
+    assert ref() is None
+
+
+def test_close_frees_at_once_without_exports() -> None:
+    buf, _backing = host_buffer(64)
+    a = DeviceArray(buf, (4,), np.float32)
+    a.close()
+    assert buf.is_closed
+
+
+@pytest.mark.gpu
+def test_consumer_view_survives_producer_close() -> None:
+    torch = pytest.importorskip("torch")
+    a = np.arange(1024, dtype=np.float32)
+    d = DeviceArray.from_numpy(a)
+    t = torch.from_dlpack(d)
+    d.close()  # the memory must stay valid until torch drops its view
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(t.cpu().numpy(), a)
+    del t

@@ -204,6 +204,12 @@ def _release(address: int | None) -> None:
         del entry
 
 
+def _has_live_exports(owner: Any) -> bool:
+    """Whether a DLPack export of ``owner`` has not been released by its consumer yet."""
+    with _exports_lock:
+        return any(entry[3] is owner for entry in _exports.values())
+
+
 def _python_api(name: str, restype: Any, *argtypes: Any) -> Any:
     # A private prototype: the function objects of ctypes.pythonapi are shared with every other
     # user, who may set their argtypes/restype (tests and user code do, e.g. PyCapsule_GetPointer
@@ -376,6 +382,7 @@ class DeviceArray:
     __slots__ = (
         "__weakref__",
         "_buffer",
+        "_deferred_buffer",
         "_device_id",
         "_dtype",
         "_owner",
@@ -850,6 +857,12 @@ class DeviceArray:
         self._view = None
         buf, self._buffer = self._buffer, None
         self._owner = None
+        if buf is not None and _has_live_exports(self):
+            # A DLPack consumer still uses this memory: freeing it now would hand the consumer
+            # freed memory. The export keeps this object (and so the buffer) alive; the memory
+            # goes back to the pool when the consumer releases its last export.
+            self._deferred_buffer = buf
+            return
         if buf is not None:
             if stream is not None:
                 dev = get_device(self.device_id)
