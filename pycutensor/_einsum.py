@@ -32,6 +32,7 @@ memory comes from that library's allocator, so pass ``stream`` = that library's 
 
 from __future__ import annotations
 
+import numbers
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +45,7 @@ from pycudnn._shared.arrays import ArrayView, alignment_of, as_array_view
 from pycudnn._shared.cuda import stream_handle
 
 from .handle import get_handle
-from .operations import _check_device_view, _coerce_scalar, _span
+from .operations import _check_device_view, _coerce_scalar, _span, _table_scalar_dtype
 from .tensor import MAX_ALIGNMENT, TensorSpec, column_major_strides
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -109,6 +110,9 @@ def _parse_term(term: str, where: str) -> tuple[list[str], bool, list[str]]:
     i = 0
     while i < len(term):
         ch = term[i]
+        if ch == " ":  # NumPy skips spaces (and only spaces) between labels
+            i += 1
+            continue
         if ch == ".":
             if term[i : i + 3] != _ELLIPSIS:
                 raise ValueError(
@@ -142,6 +146,8 @@ def _check_shape(shape: Any, index: int) -> tuple[int, ...]:
             raise TypeError(f"shape of operand {index} must hold ints, got {n!r}")
         if n < 0:
             raise ValueError(f"shape of operand {index} has a negative extent {n}")
+        if n > 2**63 - 1:  # no array has it, and no int64_t extent can hold it
+            raise ValueError(f"shape of operand {index} has an extent {n} beyond int64")
         out.append(int(n))
     return tuple(out)
 
@@ -155,13 +161,16 @@ def parse_einsum(subscripts: str, *shapes: Sequence[int]) -> EinsumSpec:
     """
     if not isinstance(subscripts, str):
         raise TypeError(f"subscripts must be a str, not {type(subscripts).__name__}")
-    text = "".join(subscripts.split())
-    if text.count("->") > 1:
+    # Like NumPy, find "->" and the ellipses in the string as written and skip only the spaces
+    # between labels: "i - > j", ". .." and tabs or other whitespace are refused as NumPy refuses
+    # them (removing all whitespace first would accept them).
+    text = subscripts.replace(" ", "")
+    if subscripts.count("->") > 1:
         raise ValueError("einsum subscripts contain '->' more than once")
-    if "->" in text:
-        lhs, rhs = text.split("->")
+    if "->" in subscripts:
+        lhs, rhs = subscripts.split("->")
     else:
-        lhs, rhs = text, None
+        lhs, rhs = subscripts, None
     for part in (lhs, rhs or ""):
         if "-" in part or ">" in part:
             raise ValueError("einsum subscripts contain a '-' or '>' that is not part of '->'")
@@ -356,6 +365,11 @@ class _Program:
             step.plan._call(ptrs, values, stream_ptr, ws_ptr, self.workspace_size)
 
 
+def _check_number(value: Any, name: str) -> None:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Number):
+        raise TypeError(f"{name} must be a number, not {type(value).__name__}")
+
+
 def _round_up(n: int, to: int = 256) -> int:
     return (n + to - 1) // to * to
 
@@ -528,7 +542,9 @@ def _compile(  # noqa: PLR0917 - private
     elif len(user) == 2:
         x, y = user
         chosen = None
-        if beta_zero:
+        # The elementwise table is narrower than the contraction one (float32 data: 32F compute
+        # only, no TF32/3XTF32/16BF/...), so take that route only where it supports the request.
+        if beta_zero and _table_allows("elementwise_binary", dtype, compute_type):
             chosen = _elementwise_pair(x, y, out_tensor)
         if chosen is not None:
             other, same = chosen
@@ -584,6 +600,21 @@ def _compile(  # noqa: PLR0917 - private
     program.workspace_size = need
     program.block = offset + need
     return program
+
+
+def _table_allows(kind: str, dtype: np.dtype, compute_type: Any) -> bool:
+    """Whether cuTENSOR's table for ``kind`` lists ``dtype`` for every tensor with
+    ``compute_type`` (None: the table's default)."""
+    from .operations import _KINDS, _check_types, compute_type_name
+    from .tensor import data_type_name
+
+    info = _KINDS[kind]
+    types = (data_type_name(dtype),) * len(info.tensors)
+    try:
+        _check_types(info, types, compute_type_name(compute_type))
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _elementwise_pair(x: _Tensor, y: _Tensor, out: _Tensor) -> tuple[_Tensor, _Tensor] | None:
@@ -663,14 +694,18 @@ def einsum(
         as_array_view(x, name=f"operand {i}", stream_ptr=stream_ptr) for i, x in enumerate(operands)
     ]
     out_view = None if out is None else as_array_view(out, name="out", stream_ptr=stream_ptr)
-    beta_zero = beta is None or (beta == 0 and not isinstance(beta, (bool, np.bool_)))
+    if beta is not None and beta.__class__ is not float and beta.__class__ is not int:
+        # before comparing it with 0: an array or another object may not compare to a bool
+        _check_number(beta, "beta")
+    beta_zero = beta is None or bool(beta == 0)
     if not beta_zero and out_view is None:
         raise ValueError("beta other than 0 scales out, so it needs out=")
     compute_key = (
         compute_type if compute_type is None or isinstance(compute_type, str) else str(compute_type)
     )
+    out_align = 0 if out_view is None else alignment_of(out_view.ptr, MAX_ALIGNMENT)
     out_key = None if out_view is None else (out_view.shape, out_view.strides, out_view.dtype,
-                                             alignment_of(out_view.ptr, MAX_ALIGNMENT))  # fmt: skip
+                                             out_align)  # fmt: skip
     key = (
         "einsum", subscripts, compute_key, beta_zero, out_key,
         tuple((v.shape, v.strides, v.dtype, alignment_of(v.ptr, MAX_ALIGNMENT)) for v in views),
@@ -685,7 +720,9 @@ def einsum(
         handle = get_handle(device)
         program = handle.cached(key)
     if program is None:
-        program, handle = _first_call(subscripts, views, out_view, compute_type, beta_zero, key)
+        program, handle = _first_call(
+            subscripts, views, out_view, compute_type, beta_zero, key, alpha, beta
+        )
         if program is None:  # an empty output: nothing to compute
             return _empty_result(operands[0], views, out, out_view, subscripts, stream)
     assert handle is not None
@@ -697,7 +734,9 @@ def einsum(
         if out_view.strides != _c_strides(out_view.shape):
             raise RuntimeError("the new output array is not C-contiguous")
     assert out_view is not None
-    if out_ptr_alignment(out_view) < program.out_alignment:
+    if fresh:
+        out_align = alignment_of(out_view.ptr, MAX_ALIGNMENT)
+    if out_align < program.out_alignment:
         # The program was planned for 256-byte aligned outputs; this allocation is less aligned,
         # so plan (once, cached) for an out of this alignment.
         return einsum(subscripts, *operands, out=out, alpha=alpha, beta=0.0,
@@ -731,6 +770,8 @@ def _first_call(  # noqa: PLR0917 - private
     compute_type: Any,
     beta_zero: bool,
     key: Any,
+    alpha: Any = 1.0,
+    beta: Any = 0.0,
 ) -> tuple[_Program | None, Handle | None]:
     """Parse, validate and plan; returns None for an empty output. Everything that can be checked
     without a GPU is checked before the devices are looked at."""
@@ -739,14 +780,23 @@ def _first_call(  # noqa: PLR0917 - private
 
     spec = parse_einsum(subscripts, *(v.shape for v in views))
     dtype = _common_dtype(views)
-    data_type_name(dtype, name="operands' dtype")
+    type_name = data_type_name(dtype, name="operands' dtype")
     compute_type_name(compute_type)
+    # The scalars' type follows the data (the user guide's scalar-type table: complex data take
+    # complex scalars, real data real ones); refuse a complex alpha for real data before planning.
+    scalar_dtype = _table_scalar_dtype(type_name)
+    if scalar_dtype is not None:
+        _coerce_scalar(alpha, scalar_dtype, "alpha")
+        if beta is not None:
+            _coerce_scalar(beta, scalar_dtype, "beta")
     out_shape = spec.output_shape
     if out_view is not None:
         if tuple(out_view.shape) != out_shape:
             raise ValueError(f"out has shape {tuple(out_view.shape)}, the result has {out_shape}")
         if np.dtype(out_view.dtype) != dtype:
             raise TypeError(f"out has dtype {out_view.dtype}, the result has {dtype}")
+        if out_view.readonly:  # known before planning; the execute path checks it again
+            raise ValueError("out is read-only")
     if any(n == 0 for n in out_shape):
         _check_devices(views, out_view)
         return None, None
@@ -836,7 +886,3 @@ def _empty_result(  # noqa: PLR0917 - private
     return _new_output(
         template, spec.output_shape, _common_dtype(views), views[0].device_id, stream
     )
-
-
-def out_ptr_alignment(view: ArrayView) -> int:
-    return alignment_of(view.ptr, MAX_ALIGNMENT)

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import ctypes
 import numbers
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
@@ -57,7 +57,7 @@ from pycudnn._shared.cuda import stream_handle
 from pycudnn._shared.resource import CResource
 
 from . import _bindings
-from .handle import get_handle
+from .handle import Handle, get_handle
 from .tensor import (
     MAX_ALIGNMENT,
     ModeMap,
@@ -70,7 +70,6 @@ from .tensor import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .handle import Handle
     from .plan import Plan, PlanPreference
 
 __all__ = [
@@ -347,6 +346,12 @@ _KINDS: dict[str, _Kind] = {
 }  # fmt: skip
 
 
+#: Argument names of the array functions per kind ("a", "b", "c"), for messages.
+_ARRAY_NAMES: dict[str, tuple[str, ...]] = {
+    name: tuple(t.lower() for t in k.tensors) for name, k in _KINDS.items()
+}
+
+
 def _format_rows(rows: Sequence[tuple[str, ...]], tensors: Sequence[str]) -> str:
     grouped: dict[tuple[str, ...], list[str]] = {}
     for row in rows:
@@ -604,6 +609,15 @@ def lower_layouts(
 
 
 # -- scalars ------------------------------------------------------------------------------------------
+def _table_scalar_dtype(output_type: str) -> np.dtype | None:
+    """The scalar dtype the user guide's table gives for an output type, None where it has no row
+    (the type tables refuse those operations anyway)."""
+    try:
+        return dtype_of_data_type(expected_scalar_type(output_type, ""))
+    except TypeError:
+        return None
+
+
 def _coerce_scalar(value: Any, dtype: np.dtype, name: str) -> Any:
     if value.__class__ is float or value.__class__ is int:
         return value
@@ -683,6 +697,10 @@ class Operation(CResource):
         )
         if handle is None:
             handle = descriptors[0].handle
+        if not isinstance(handle, Handle):
+            raise TypeError(
+                f"handle must be a pycutensor.Handle or None, not {type(handle).__name__}"
+            )
         handle._check_open()
         for d, name in zip(descriptors, info.tensors, strict=False):
             if d.handle.device_id != handle.device_id:
@@ -1117,12 +1135,19 @@ def _prepare(  # noqa: PLR0917 - private
     unary: Sequence[Any],
     binary: Sequence[Any],
     compute_type: Any,
+    scalars: Mapping[str, Any],
 ) -> _Prepared:
     """Everything that can be checked without a GPU, from the arrays' layouts."""
     names = [t.lower() for t in info.tensors]
     for view, tensor_labels, name in zip(views, labels, names, strict=False):
         check_modes(tensor_labels, view.ndim, f"modes_{name}")
         data_type_name(view.dtype, name=f"{name}.dtype")
+    # The scalars' types are known before any plan exists: refuse them here, not after a plan
+    # was built (the execute path checks them again per call).
+    scalar_dtype = _table_scalar_dtype(data_type_name(views[-1].dtype))
+    for scalar_name, value in scalars.items():
+        if value is not None and scalar_dtype is not None:
+            _coerce_scalar(value, scalar_dtype, scalar_name)
     lowered, _ = lower_layouts(
         labels,
         [v.shape for v in views],
@@ -1155,6 +1180,10 @@ def _prepare(  # noqa: PLR0917 - private
         specs.append(TensorSpec(low.extents, low.strides, dt, alignment))
     check_operation(info.name, specs, [low.labels for low in lowered], unary=unary,
                     binary=binary, compute_type=compute_type)  # fmt: skip
+    # Known before any plan exists too (the execute path checks it again per call).
+    target = out_view if out_view is not None else views[-1]
+    if target.readonly:
+        raise ValueError(f"the output {'out' if out_view is not None else out_name} is read-only")
     layouts = [(tuple(v.shape), tuple(v.strides)) for v in views]
     return _Prepared(specs, lowered, layouts)
 
@@ -1206,7 +1235,7 @@ def _run(  # noqa: PLR0917 - private, called from the public functions only
     workspace: Any,
 ) -> Any:
     info = _KINDS[kind]
-    names = [t.lower() for t in info.tensors]
+    names = _ARRAY_NAMES[kind]  # built once, not per call
     stream_ptr = stream_handle(stream)
     views = [
         as_array_view(x, name=n, stream_ptr=stream_ptr) for x, n in zip(arrays, names, strict=False)
@@ -1217,7 +1246,7 @@ def _run(  # noqa: PLR0917 - private, called from the public functions only
     all_names = [*names, "out"] if out_view is not None else names
     if any(not v.is_device for v in all_views):
         _prepare(
-            info, views, labels, out_view, unary, binary, compute_type
+            info, views, labels, out_view, unary, binary, compute_type, scalars
         )  # the specific error first
     device = _common_device(all_views, all_names)
     handle = get_handle(device)
@@ -1228,10 +1257,14 @@ def _run(  # noqa: PLR0917 - private, called from the public functions only
                                        alignment_of(out_view.ptr, MAX_ALIGNMENT)),
         unary, binary, compute_type, preference,
     )  # fmt: skip
-    ready: _Ready | None = handle.cached(key)
+    try:
+        ready: _Ready | None = handle.cached(key)
+    except TypeError:  # an unhashable label or operator: _prepare names the argument
+        _prepare(info, views, labels, out_view, unary, binary, compute_type, scalars)
+        raise
     if ready is None:
         ready = _build(
-            handle, info, views, labels, out_view, unary, binary, compute_type, preference
+            handle, info, views, labels, out_view, unary, binary, compute_type, preference, scalars
         )
         handle.cache(key, ready)
     target = out_view if out_view is not None else views[-1]
@@ -1271,10 +1304,11 @@ def _build(  # noqa: PLR0917 - private
     binary: tuple[Any, ...],
     compute_type: Any,
     preference: PlanPreference | None,
+    scalars: Mapping[str, Any],
 ) -> _Ready:
     from .plan import Plan
 
-    prepared = _prepare(info, views, labels, out_view, unary, binary, compute_type)
+    prepared = _prepare(info, views, labels, out_view, unary, binary, compute_type, scalars)
     descriptors: list[TensorDescriptor] = []
     try:
         for spec in prepared.specs:

@@ -207,6 +207,12 @@ class PlanPreferenceObject(CResource):
     _kind = "cuTENSOR plan preference"
 
     def __init__(self, handle: Handle, preference: PlanPreference) -> None:
+        from .handle import Handle
+
+        if not isinstance(handle, Handle):
+            raise TypeError(f"handle must be a pycutensor.Handle, not {type(handle).__name__}")
+        if not isinstance(preference, PlanPreference):
+            raise TypeError(f"preference must be a PlanPreference, not {type(preference).__name__}")
         handle._check_open()
         out = ctypes.c_void_p()
         clear_last_error()
@@ -260,15 +266,24 @@ def estimate_workspace(
     ``workspace``: ``"min"`` (at least one algorithm is available), ``"default"`` or ``"max"``
     (every algorithm is available).
     """
+    from .operations import Operation
+
     kind = _workspace_preference(workspace)
+    if not isinstance(operation, Operation):
+        raise TypeError(f"operation must be a pycutensor Operation, not {type(operation).__name__}")
+    if not isinstance(preference, (PlanPreference, PlanPreferenceObject, type(None))):
+        # Anything else would reach C as a pointer: ctypes passes a str as a wchar_t* there.
+        raise TypeError(
+            f"preference must be a PlanPreference or None, not {type(preference).__name__}"
+        )
     operation._check_open()
     handle = operation.handle
     own = None
-    if preference is None or isinstance(preference, PlanPreference):
+    if isinstance(preference, PlanPreferenceObject):
+        pref_obj = preference
+    else:
         own = (preference or PlanPreference()).create(handle)
         pref_obj = own
-    else:
-        pref_obj = preference
     try:
         out = ctypes.c_uint64(0)
         previous = handle.activate()
@@ -358,6 +373,21 @@ class Plan(CResource):
         *,
         workspace: str | int = "default",
     ) -> None:
+        from .operations import Operation
+
+        if not isinstance(operation, Operation):
+            raise TypeError(
+                f"operation must be a pycutensor Operation, not {type(operation).__name__}"
+            )
+        if not isinstance(preference, (PlanPreference, PlanPreferenceObject, type(None))):
+            raise TypeError(
+                f"preference must be a PlanPreference or None, not {type(preference).__name__}"
+            )
+        # before any C object exists (a bad value used to surface after the preference was made)
+        if isinstance(workspace, str):
+            _workspace_preference(workspace)
+        else:
+            _int_option(workspace, "workspace", 0, 2**64 - 1)
         operation._check_open()
         handle = operation.handle
         handle._check_open()
@@ -368,12 +398,8 @@ class Plan(CResource):
         elif isinstance(preference, PlanPreference):
             own_pref = pref_obj = preference.create(handle)
             options = preference
-        elif isinstance(preference, PlanPreferenceObject):
-            pref_obj, options = preference, preference.preference
         else:
-            raise TypeError(
-                f"preference must be a PlanPreference or None, not {type(preference).__name__}"
-            )
+            pref_obj, options = preference, preference.preference
         if options.tag is not None:
             operation.tag = int(options.tag)
         if operation.takes_workspace:
@@ -461,6 +487,8 @@ class Plan(CResource):
         ``workspace``: None (a reusable buffer from the pool) or a device buffer/array of at least
         :attr:`required_workspace` bytes, 256-byte aligned.
         """
+        if self._ptr is None:  # before any array inspection or workspace allocation
+            raise ClosedError("this cuTENSOR plan is closed")
         op = self.operation
         names = op.operand_names
         if op.output_shares_descriptor and len(arrays) == len(names) - 1 and arrays:
@@ -527,6 +555,16 @@ class Plan(CResource):
         operation was described for; the caller vouches for everything else (device memory of
         the plan's device, layouts, a 256-byte aligned workspace of ``workspace_size`` bytes).
         """
+        # Only the types are checked: ctypes would pass a str as a wchar_t* and wrap negative or
+        # oversized ints into other addresses.
+        n = len(self.operation.operand_names)
+        if len(pointers) != n:
+            raise TypeError(f"launch takes {n} pointers, got {len(pointers)}")
+        for value, what in (*((p, "pointers") for p in pointers),
+                            (stream_ptr or 0, "stream_ptr"), (workspace_ptr or 0, "workspace_ptr"),
+                            (workspace_size, "workspace_size")):  # fmt: skip
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
+                raise TypeError(f"{what} must hold 64-bit unsigned ints, got {value!r}")
         previous = self.handle.activate()
         try:
             self._call(pointers, scalars, stream_ptr, workspace_ptr, workspace_size)

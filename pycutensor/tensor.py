@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import ctypes
 import operator
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +59,9 @@ __all__ = [
 MAX_MODES = 64
 #: ``cudaMalloc``'s alignment, the largest alignment requirement worth declaring.
 MAX_ALIGNMENT = 256
+# Extents and strides travel as int64_t; ctypes wraps larger Python ints silently (2**64 + 5
+# would reach cuTENSOR as 5), so they are refused here instead.
+_INT64_MAX = 2**63 - 1
 
 _TENSOR_TYPE_NAMES = (
     "R_16F", "R_16BF", "R_32F", "R_64F",
@@ -132,6 +136,10 @@ def check_extents(extents: Any, name: str = "extents") -> tuple[int, ...]:
                 f"{name}[{i}] is {n}: cuTENSOR requires every extent to be larger than zero "
                 "(empty tensors cannot be described)"
             )
+        if n > _INT64_MAX:
+            raise ValueError(
+                f"{name}[{i}] is {n}: cuTENSOR extents are int64_t (at most 2**63 - 1)"
+            )
     return ext
 
 
@@ -158,6 +166,10 @@ def check_strides(strides: Any, extents: Sequence[int], name: str = "strides") -
             )
         if s < 0:
             raise ValueError(f"{name}[{i}] is {s}: cuTENSOR does not support negative strides")
+        if s > _INT64_MAX:
+            raise ValueError(
+                f"{name}[{i}] is {s}: cuTENSOR strides are int64_t (at most 2**63 - 1)"
+            )
     return st
 
 
@@ -181,6 +193,24 @@ class TensorSpec:
     strides: tuple[int, ...]  # in elements, always explicit
     dtype: np.dtype
     alignment: int
+
+    def __post_init__(self) -> None:
+        # A spec is valid by construction, however it was made: TensorDescriptor.from_spec passes
+        # it straight to C, so a spec built directly (TensorSpec((2**64,), ...)) must not get there
+        # unchecked. Planning-time cost only; executes never build specs.
+        ext = check_extents(self.extents)
+        st = check_strides(self.strides, ext)
+        dt = _DTYPE_BY_NAME[data_type_name(self.dtype)]
+        span = (sum((n - 1) * s for n, s in zip(ext, st, strict=True)) + 1) * dt.itemsize
+        if span > _INT64_MAX:
+            raise ValueError(
+                f"a tensor with extents {ext} and strides {st} spans {span} bytes, more than "
+                "cuTENSOR's int64_t offsets can address"
+            )
+        object.__setattr__(self, "extents", ext)
+        object.__setattr__(self, "strides", st)
+        object.__setattr__(self, "dtype", dt)
+        object.__setattr__(self, "alignment", check_alignment(self.alignment))
 
     @classmethod
     def create(
@@ -237,6 +267,8 @@ def check_pointer(ptr: int, itemsize: int, name: str) -> None:
     """Refuse NULL pointers and pointers that are not aligned to the element size."""
     if not ptr:
         raise ValueError(f"{name} has a NULL data pointer")
+    if not 0 < ptr < 2**64:  # ctypes would wrap it into some other address
+        raise ValueError(f"{name}'s data pointer {ptr} is not a 64-bit address")
     if ptr % itemsize:
         raise ValueError(
             f"{name}'s data pointer 0x{ptr:x} is not aligned to its {itemsize}-byte elements"
@@ -253,7 +285,9 @@ class ModeMap:
 
     One-character strings get their code point (cuTENSOR's samples write modes as chars, and its
     logs then stay readable); ints in the int32 range keep their value; other labels get fresh
-    ids. Two different labels never share an id.
+    ids. Two different labels never share an id. Labels compare as Python compares dict keys, as
+    everywhere else in pycutensor: ``1``, ``1.0``, ``np.int64(1)`` and ``True`` are one label,
+    ``"1"`` is another.
     """
 
     def __init__(self, labels: Iterable[Hashable] = ()) -> None:
@@ -264,8 +298,7 @@ class ModeMap:
             self[label]
 
     def __getitem__(self, label: Hashable) -> int:
-        key = _label_key(label)
-        found = self._ids.get(key)
+        found = self._ids.get(label)
         if found is not None:
             return found
         wanted: int | None = None
@@ -279,7 +312,7 @@ class ModeMap:
             while self._next in self._labels:
                 self._next += 1
             wanted = self._next
-        self._ids[key] = wanted
+        self._ids[label] = wanted
         self._labels[wanted] = label
         return wanted
 
@@ -290,7 +323,7 @@ class ModeMap:
         return self._labels[mode_id]
 
     def __contains__(self, label: object) -> bool:
-        return isinstance(label, Hashable) and _label_key(label) in self._ids
+        return isinstance(label, Hashable) and label in self._ids
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -302,23 +335,17 @@ class ModeMap:
         return f"ModeMap({dict(self.items())!r})"
 
 
-def _label_key(label: Hashable) -> Hashable:
-    # 1, 1.0 and True hash alike; keep labels of different kinds apart ("1" and 1 too).
-    if isinstance(label, str):
-        return ("str", str(label))
-    if isinstance(label, (int, np.integer)) and not isinstance(label, (bool, np.bool_)):
-        return ("int", int(label))
-    return (type(label).__name__, label)
-
-
 def check_modes(modes: Any, ndim: int, name: str = "modes") -> tuple[Hashable, ...]:
     """Validate the mode labels of one tensor: one per dimension, hashable, all distinct.
 
-    A string is read as one label per character (``"mhkn"``).
+    A string is read as one label per character (``"mhkn"``). Labels compare as dict keys do
+    (``1``, ``1.0`` and ``True`` are one label), which is how every check and the
+    :class:`ModeMap` see them.
     """
     if isinstance(modes, str):
         labels: tuple[Any, ...] = tuple(modes)
-    elif isinstance(modes, Iterable) and not isinstance(modes, (bytes, dict)):
+    elif isinstance(modes, Iterable) and not isinstance(modes, (bytes, Mapping, AbstractSet)):
+        # sets are refused: their order is arbitrary, and labels pair with dimensions by position
         labels = tuple(modes)
     else:
         raise TypeError(
@@ -330,13 +357,16 @@ def check_modes(modes: Any, ndim: int, name: str = "modes") -> tuple[Hashable, .
     for label in labels:
         if not isinstance(label, Hashable):
             raise TypeError(f"{name}: mode label {label!r} is not hashable")
-        key = _label_key(label)
-        if key in seen:
+        try:
+            duplicate = label in seen
+        except TypeError:  # isinstance(Hashable) passes for e.g. a tuple holding a list
+            raise TypeError(f"{name}: mode label {label!r} is not hashable") from None
+        if duplicate:
             raise ValueError(
                 f"{name}: mode {label!r} appears twice; cuTENSOR requires each mode at most once "
                 "per tensor (traces and diagonals are not supported)"
             )
-        seen.add(key)
+        seen.add(label)
     return labels
 
 
@@ -382,10 +412,14 @@ class TensorDescriptor(CResource):
 
     def _init(self, handle: Any, spec: TensorSpec) -> None:
         from ._lib import LIB, check, clear_last_error
-        from .handle import get_handle
+        from .handle import Handle, get_handle
 
         if handle is None:
             handle = get_handle()
+        elif not isinstance(handle, Handle):
+            raise TypeError(
+                f"handle must be a pycutensor.Handle or None, not {type(handle).__name__}"
+            )
         handle._check_open()
         n = spec.ndim
         extents = (ctypes.c_int64 * n)(*spec.extents)
