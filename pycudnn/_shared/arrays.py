@@ -9,8 +9,8 @@ synchronised with the consumer's as both protocols require.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import math
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -24,9 +24,12 @@ def alignment_of(ptr: int, cap: int = 256) -> int:
     return min(ptr & -ptr, cap)
 
 
-@dataclass(frozen=True)
-class ArrayView:
-    """What an operation needs to know about an operand. ``owner`` keeps the exporter alive."""
+class ArrayView(NamedTuple):
+    """What an operation needs to know about an operand. ``owner`` keeps the exporter alive.
+
+    A named tuple rather than a frozen dataclass: one is built per operand per call on the execute
+    paths, and a frozen dataclass costs several times more to construct.
+    """
 
     ptr: int
     shape: tuple[int, ...]
@@ -42,7 +45,7 @@ class ArrayView:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        return math.prod(self.shape)
 
     @property
     def itemsize(self) -> int:
@@ -140,9 +143,23 @@ def _from_interface(obj: Any, iface: dict[str, Any], device_id: int, name: str) 
     return ArrayView(int(ptr or 0), shape, strides, dtype, device_id, bool(readonly), obj)
 
 
+_SMV: list[Any] = []  # cuda.core's StridedMemoryView once looked up ([None] if unavailable)
+
+
+def _memory_view_class() -> Any:
+    # Looked up once: an import statement costs over a microsecond per call even when cached.
+    if not _SMV:
+        try:
+            from cuda.core.utils import StridedMemoryView
+        except Exception:
+            StridedMemoryView = None
+        _SMV.append(StridedMemoryView)
+    return _SMV[0]
+
+
 def _from_memory_view(obj: Any, smv: Any) -> ArrayView:
-    shape = tuple(int(n) for n in smv.shape)
-    strides = tuple(int(s) for s in smv.strides) if smv.strides is not None else _c_strides(shape)
+    shape = tuple(map(int, smv.shape))
+    strides = tuple(map(int, smv.strides)) if smv.strides is not None else _c_strides(shape)
     device_id = int(smv.device_id) if smv.is_device_accessible else -1
     return ArrayView(
         int(smv.ptr), shape, strides, np.dtype(smv.dtype), device_id, bool(smv.readonly), (obj, smv)
@@ -173,10 +190,7 @@ def as_array_view(obj: Any, *, name: str = "array", stream_ptr: int | None = Non
     has_dlpack = hasattr(obj, "__dlpack__")
     has_cai = hasattr(obj, "__cuda_array_interface__")
     if has_dlpack or has_cai:
-        try:
-            from cuda.core.utils import StridedMemoryView
-        except Exception:
-            StridedMemoryView = None
+        StridedMemoryView = _memory_view_class()
         if StridedMemoryView is not None:
             if has_dlpack:
                 try:
