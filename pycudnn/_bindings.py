@@ -4306,6 +4306,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=False,
         header="cudnn_graph.h",
+        nonnull=("message",),
     ),
     "cudnnQueryRuntimeError": FunctionSpec(
         name="cudnnQueryRuntimeError",
@@ -4316,6 +4317,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_graph.h",
+        nonnull=("rstatus",),
     ),
     "cudnnGetProperty": FunctionSpec(
         name="cudnnGetProperty",
@@ -4326,6 +4328,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_graph.h",
+        nonnull=("value",),
     ),
     "cudnnCreate": FunctionSpec(
         name="cudnnCreate",
@@ -4336,6 +4339,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_graph.h",
+        nonnull=("handle",),
     ),
     "cudnnDestroy": FunctionSpec(
         name="cudnnDestroy",
@@ -4366,6 +4370,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_graph.h",
+        nonnull=("streamId",),
     ),
     "cudnnSetCallback": FunctionSpec(
         name="cudnnSetCallback",
@@ -4390,6 +4395,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_graph.h",
+        nonnull=("mask", "udata", "fptr"),
     ),
     "cudnnGraphVersionCheck": FunctionSpec(
         name="cudnnGraphVersionCheck",
@@ -4410,6 +4416,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_graph.h",
+        nonnull=("descriptor",),
     ),
     "cudnnBackendDestroyDescriptor": FunctionSpec(
         name="cudnnBackendDestroyDescriptor",
@@ -4486,6 +4493,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_graph.h",
+        nonnull=("elementCount",),
     ),
     "cudnnGetExecutionPlanWorkspaceSize": FunctionSpec(
         name="cudnnGetExecutionPlanWorkspaceSize",
@@ -4501,6 +4509,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_graph.h",
+        nonnull=("workspaceSizeInBytes",),
     ),
     "cudnnBackendExecute": FunctionSpec(
         name="cudnnBackendExecute",
@@ -4541,6 +4550,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("tensorDesc",),
     ),
     "cudnnSetTensor4dDescriptor": FunctionSpec(
         name="cudnnSetTensor4dDescriptor",
@@ -4623,6 +4633,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("dataType", "n", "c", "h", "w", "nStride", "cStride", "hStride", "wStride"),
     ),
     "cudnnSetTensorNdDescriptor": FunctionSpec(
         name="cudnnSetTensorNdDescriptor",
@@ -4672,6 +4683,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("dataType", "nbDims", "dimA", "strideA"),
     ),
     "cudnnGetTensorSizeInBytes": FunctionSpec(
         name="cudnnGetTensorSizeInBytes",
@@ -4682,6 +4694,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("size",),
     ),
     "cudnnDestroyTensorDescriptor": FunctionSpec(
         name="cudnnDestroyTensorDescriptor",
@@ -4707,6 +4720,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("destSizeInBytes",),
     ),
     "cudnnCreateTensorTransformDescriptor": FunctionSpec(
         name="cudnnCreateTensorTransformDescriptor",
@@ -4717,6 +4731,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("transformDesc",),
     ),
     "cudnnSetTensorTransformDescriptor": FunctionSpec(
         name="cudnnSetTensorTransformDescriptor",
@@ -4769,6 +4784,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("destFormat", "padBeforeA", "padAfterA", "foldA", "direction"),
     ),
     "cudnnDestroyTensorTransformDescriptor": FunctionSpec(
         name="cudnnDestroyTensorTransformDescriptor",
@@ -4853,6 +4869,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("opTensorDesc",),
     ),
     "cudnnSetOpTensorDescriptor": FunctionSpec(
         name="cudnnSetOpTensorDescriptor",
@@ -4878,6 +4895,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("opTensorOp", "opTensorCompType", "opTensorNanOpt"),
     ),
     "cudnnDestroyOpTensorDescriptor": FunctionSpec(
         name="cudnnDestroyOpTensorDescriptor",
@@ -4932,6 +4950,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("reduceTensorDesc",),
     ),
     "cudnnSetReduceTensorDescriptor": FunctionSpec(
         name="cudnnSetReduceTensorDescriptor",
@@ -4980,6 +4999,13 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=(
+            "reduceTensorOp",
+            "reduceTensorCompType",
+            "reduceTensorNanOpt",
+            "reduceTensorIndices",
+            "reduceTensorIndicesType",
+        ),
     ),
     "cudnnDestroyReduceTensorDescriptor": FunctionSpec(
         name="cudnnDestroyReduceTensorDescriptor",
@@ -5006,6 +5032,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("sizeInBytes",),
     ),
     "cudnnGetReductionWorkspaceSize": FunctionSpec(
         name="cudnnGetReductionWorkspaceSize",
@@ -5022,6 +5049,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("sizeInBytes",),
     ),
     "cudnnReduceTensor": FunctionSpec(
         name="cudnnReduceTensor",
@@ -5088,6 +5116,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("filterDesc",),
     ),
     "cudnnSetFilter4dDescriptor": FunctionSpec(
         name="cudnnSetFilter4dDescriptor",
@@ -5124,6 +5153,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("dataType", "format", "k", "c", "h", "w"),
     ),
     "cudnnSetFilterNdDescriptor": FunctionSpec(
         name="cudnnSetFilterNdDescriptor",
@@ -5157,6 +5187,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("dataType", "format", "nbDims", "filterDimA"),
     ),
     "cudnnGetFilterSizeInBytes": FunctionSpec(
         name="cudnnGetFilterSizeInBytes",
@@ -5167,6 +5198,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("size",),
     ),
     "cudnnTransformFilter": FunctionSpec(
         name="cudnnTransformFilter",
@@ -5235,6 +5267,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("poolingDesc",),
     ),
     "cudnnSetPooling2dDescriptor": FunctionSpec(
         name="cudnnSetPooling2dDescriptor",
@@ -5295,6 +5328,16 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=(
+            "mode",
+            "maxpoolingNanOpt",
+            "windowHeight",
+            "windowWidth",
+            "verticalPadding",
+            "horizontalPadding",
+            "verticalStride",
+            "horizontalStride",
+        ),
     ),
     "cudnnSetPoolingNdDescriptor": FunctionSpec(
         name="cudnnSetPoolingNdDescriptor",
@@ -5349,6 +5392,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("mode", "maxpoolingNanOpt", "nbDims", "windowDimA", "paddingA", "strideA"),
     ),
     "cudnnGetPoolingNdForwardOutputDim": FunctionSpec(
         name="cudnnGetPoolingNdForwardOutputDim",
@@ -5364,6 +5408,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("outputTensorDimA",),
     ),
     "cudnnGetPooling2dForwardOutputDim": FunctionSpec(
         name="cudnnGetPooling2dForwardOutputDim",
@@ -5381,6 +5426,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("n", "c", "h", "w"),
     ),
     "cudnnDestroyPoolingDescriptor": FunctionSpec(
         name="cudnnDestroyPoolingDescriptor",
@@ -5420,6 +5466,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("activationDesc",),
     ),
     "cudnnSetActivationDescriptor": FunctionSpec(
         name="cudnnSetActivationDescriptor",
@@ -5445,6 +5492,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("mode", "reluNanOpt", "coef"),
     ),
     "cudnnSetActivationDescriptorSwishBeta": FunctionSpec(
         name="cudnnSetActivationDescriptorSwishBeta",
@@ -5465,6 +5513,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("swish_beta",),
     ),
     "cudnnDestroyActivationDescriptor": FunctionSpec(
         name="cudnnDestroyActivationDescriptor",
@@ -5504,6 +5553,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("normDesc",),
     ),
     "cudnnSetLRNDescriptor": FunctionSpec(
         name="cudnnSetLRNDescriptor",
@@ -5536,6 +5586,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("lrnN", "lrnAlpha", "lrnBeta", "lrnK"),
     ),
     "cudnnDestroyLRNDescriptor": FunctionSpec(
         name="cudnnDestroyLRNDescriptor",
@@ -5738,6 +5789,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("stDesc",),
     ),
     "cudnnSetSpatialTransformerNdDescriptor": FunctionSpec(
         name="cudnnSetSpatialTransformerNdDescriptor",
@@ -5809,6 +5861,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("dropoutDesc",),
     ),
     "cudnnDestroyDropoutDescriptor": FunctionSpec(
         name="cudnnDestroyDropoutDescriptor",
@@ -5829,6 +5882,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("sizeInBytes",),
     ),
     "cudnnDropoutGetReserveSpaceSize": FunctionSpec(
         name="cudnnDropoutGetReserveSpaceSize",
@@ -5839,6 +5893,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("sizeInBytes",),
     ),
     "cudnnSetDropoutDescriptor": FunctionSpec(
         name="cudnnSetDropoutDescriptor",
@@ -5889,6 +5944,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("dropout", "states", "seed"),
     ),
     "cudnnDropoutForward": FunctionSpec(
         name="cudnnDropoutForward",
@@ -6141,6 +6197,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("sizeInBytes",),
     ),
     "cudnnGetBatchNormalizationBackwardExWorkspaceSize": FunctionSpec(
         name="cudnnGetBatchNormalizationBackwardExWorkspaceSize",
@@ -6175,6 +6232,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("sizeInBytes",),
     ),
     "cudnnGetBatchNormalizationTrainingExReserveSpaceSize": FunctionSpec(
         name="cudnnGetBatchNormalizationTrainingExReserveSpaceSize",
@@ -6192,6 +6250,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("sizeInBytes",),
     ),
     "cudnnBatchNormalizationForwardTraining": FunctionSpec(
         name="cudnnBatchNormalizationForwardTraining",
@@ -6458,6 +6517,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("sizeInBytes",),
     ),
     "cudnnGetNormalizationBackwardWorkspaceSize": FunctionSpec(
         name="cudnnGetNormalizationBackwardWorkspaceSize",
@@ -6498,6 +6558,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("sizeInBytes",),
     ),
     "cudnnGetNormalizationTrainingReserveSpaceSize": FunctionSpec(
         name="cudnnGetNormalizationTrainingReserveSpaceSize",
@@ -6526,6 +6587,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("sizeInBytes",),
     ),
     "cudnnNormalizationForwardTraining": FunctionSpec(
         name="cudnnNormalizationForwardTraining",
@@ -6765,6 +6827,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("rnnDesc",),
     ),
     "cudnnDestroyRNNDescriptor": FunctionSpec(
         name="cudnnDestroyRNNDescriptor",
@@ -6859,6 +6922,22 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=(
+            "algo",
+            "cellMode",
+            "biasMode",
+            "dirMode",
+            "inputMode",
+            "dataType",
+            "mathPrec",
+            "mathType",
+            "inputSize",
+            "hiddenSize",
+            "projSize",
+            "numLayers",
+            "dropoutDesc",
+            "auxFlags",
+        ),
     ),
     "cudnnRNNSetClip_v8": FunctionSpec(
         name="cudnnRNNSetClip_v8",
@@ -6901,6 +6980,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("clipMode", "clipNanOpt", "lclip", "rclip"),
     ),
     "cudnnRNNGetClip_v9": FunctionSpec(
         name="cudnnRNNGetClip_v9",
@@ -6916,6 +6996,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("clipMode", "lclip", "rclip"),
     ),
     "cudnnBuildRNNDynamic": FunctionSpec(
         name="cudnnBuildRNNDynamic",
@@ -6943,6 +7024,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("workSpaceSize", "reserveSpaceSize"),
     ),
     "cudnnGetRNNWeightSpaceSize": FunctionSpec(
         name="cudnnGetRNNWeightSpaceSize",
@@ -6953,6 +7035,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("weightSpaceSize",),
     ),
     "cudnnGetRNNWeightParams": FunctionSpec(
         name="cudnnGetRNNWeightParams",
@@ -6985,6 +7068,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("mAddr", "bAddr"),
     ),
     "cudnnCreateRNNDataDescriptor": FunctionSpec(
         name="cudnnCreateRNNDataDescriptor",
@@ -6995,6 +7079,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("rnnDataDesc",),
     ),
     "cudnnDestroyRNNDataDescriptor": FunctionSpec(
         name="cudnnDestroyRNNDataDescriptor",
@@ -7063,6 +7148,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("dataType", "layout", "maxSeqLength", "batchSize", "vectorSize", "seqLengthArray"),
     ),
     "cudnnRNNForward": FunctionSpec(
         name="cudnnRNNForward",
@@ -7125,6 +7211,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("seqDataDesc",),
     ),
     "cudnnDestroySeqDataDescriptor": FunctionSpec(
         name="cudnnDestroySeqDataDescriptor",
@@ -7195,6 +7282,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("dataType", "nbDims", "dimA", "axes", "seqLengthArraySize", "seqLengthArray"),
     ),
     "cudnnCreateAttnDescriptor": FunctionSpec(
         name="cudnnCreateAttnDescriptor",
@@ -7205,6 +7293,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("attnDesc",),
     ),
     "cudnnDestroyAttnDescriptor": FunctionSpec(
         name="cudnnDestroyAttnDescriptor",
@@ -7319,6 +7408,27 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=(
+            "attnMode",
+            "nHeads",
+            "smScaler",
+            "dataType",
+            "computePrec",
+            "mathType",
+            "attnDropoutDesc",
+            "postDropoutDesc",
+            "qSize",
+            "kSize",
+            "vSize",
+            "qProjSize",
+            "kProjSize",
+            "vProjSize",
+            "oProjSize",
+            "qoMaxSeqLength",
+            "kvMaxSeqLength",
+            "maxBatchSize",
+            "maxBeamSize",
+        ),
     ),
     "cudnnGetMultiHeadAttnBuffers": FunctionSpec(
         name="cudnnGetMultiHeadAttnBuffers",
@@ -7341,6 +7451,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("weightSizeInBytes", "workSpaceSizeInBytes", "reserveSpaceSizeInBytes"),
     ),
     "cudnnGetMultiHeadAttnWeights": FunctionSpec(
         name="cudnnGetMultiHeadAttnWeights",
@@ -7359,6 +7470,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("wAddr",),
     ),
     "cudnnMultiHeadAttnForward": FunctionSpec(
         name="cudnnMultiHeadAttnForward",
@@ -7641,6 +7753,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("ctcLossDesc",),
     ),
     "cudnnSetCTCLossDescriptor": FunctionSpec(
         name="cudnnSetCTCLossDescriptor",
@@ -7691,6 +7804,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("compType",),
     ),
     "cudnnGetCTCLossDescriptorEx": FunctionSpec(
         name="cudnnGetCTCLossDescriptorEx",
@@ -7706,6 +7820,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("compType", "normMode", "gradMode"),
     ),
     "cudnnGetCTCLossDescriptor_v8": FunctionSpec(
         name="cudnnGetCTCLossDescriptor_v8",
@@ -7722,6 +7837,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("compType", "normMode", "gradMode", "maxLabelLength"),
     ),
     "cudnnGetCTCLossDescriptor_v9": FunctionSpec(
         name="cudnnGetCTCLossDescriptor_v9",
@@ -7738,6 +7854,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("compType", "normMode", "ctcGradMode", "maxLabelLength"),
     ),
     "cudnnDestroyCTCLossDescriptor": FunctionSpec(
         name="cudnnDestroyCTCLossDescriptor",
@@ -7854,6 +7971,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("sizeInBytes",),
     ),
     "cudnnGetCTCLossWorkspaceSize_v8": FunctionSpec(
         name="cudnnGetCTCLossWorkspaceSize_v8",
@@ -7871,6 +7989,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("sizeInBytes",),
     ),
     "cudnnCreateConvolutionDescriptor": FunctionSpec(
         name="cudnnCreateConvolutionDescriptor",
@@ -7881,6 +8000,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("convDesc",),
     ),
     "cudnnDestroyConvolutionDescriptor": FunctionSpec(
         name="cudnnDestroyConvolutionDescriptor",
@@ -7911,6 +8031,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("mathType",),
     ),
     "cudnnSetConvolutionGroupCount": FunctionSpec(
         name="cudnnSetConvolutionGroupCount",
@@ -7931,6 +8052,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("groupCount",),
     ),
     "cudnnSetConvolutionReorderType": FunctionSpec(
         name="cudnnSetConvolutionReorderType",
@@ -7951,6 +8073,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("reorderType",),
     ),
     "cudnnSetConvolution2dDescriptor": FunctionSpec(
         name="cudnnSetConvolution2dDescriptor",
@@ -8011,6 +8134,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("pad_h", "pad_w", "u", "v", "dilation_h", "dilation_w", "mode", "computeType"),
     ),
     "cudnnSetConvolutionNdDescriptor": FunctionSpec(
         name="cudnnSetConvolutionNdDescriptor",
@@ -8065,6 +8189,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("arrayLength", "padA", "strideA", "dilationA", "mode", "computeType"),
     ),
     "cudnnGetConvolution2dForwardOutputDim": FunctionSpec(
         name="cudnnGetConvolution2dForwardOutputDim",
@@ -8083,6 +8208,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("n", "c", "h", "w"),
     ),
     "cudnnGetConvolutionNdForwardOutputDim": FunctionSpec(
         name="cudnnGetConvolutionNdForwardOutputDim",
@@ -8099,6 +8225,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("tensorOuputDimA",),
     ),
     "cudnnGetConvolutionForwardAlgorithmMaxCount": FunctionSpec(
         name="cudnnGetConvolutionForwardAlgorithmMaxCount",
@@ -8109,6 +8236,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("count",),
     ),
     "cudnnGetConvolutionForwardAlgorithm_v7": FunctionSpec(
         name="cudnnGetConvolutionForwardAlgorithm_v7",
@@ -8137,6 +8265,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("returnedAlgoCount", "perfResults"),
     ),
     "cudnnFindConvolutionForwardAlgorithm": FunctionSpec(
         name="cudnnFindConvolutionForwardAlgorithm",
@@ -8165,6 +8294,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("returnedAlgoCount", "perfResults"),
     ),
     "cudnnFindConvolutionForwardAlgorithmEx": FunctionSpec(
         name="cudnnFindConvolutionForwardAlgorithmEx",
@@ -8203,6 +8333,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("returnedAlgoCount", "perfResults"),
     ),
     "cudnnIm2Col": FunctionSpec(
         name="cudnnIm2Col",
@@ -8266,6 +8397,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("sizeInBytes",),
     ),
     "cudnnConvolutionForward": FunctionSpec(
         name="cudnnConvolutionForward",
@@ -8362,6 +8494,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("count",),
     ),
     "cudnnFindConvolutionBackwardDataAlgorithm": FunctionSpec(
         name="cudnnFindConvolutionBackwardDataAlgorithm",
@@ -8390,6 +8523,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("returnedAlgoCount", "perfResults"),
     ),
     "cudnnFindConvolutionBackwardDataAlgorithmEx": FunctionSpec(
         name="cudnnFindConvolutionBackwardDataAlgorithmEx",
@@ -8428,6 +8562,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("returnedAlgoCount", "perfResults"),
     ),
     "cudnnGetConvolutionBackwardDataAlgorithm_v7": FunctionSpec(
         name="cudnnGetConvolutionBackwardDataAlgorithm_v7",
@@ -8456,6 +8591,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("returnedAlgoCount", "perfResults"),
     ),
     "cudnnGetConvolutionBackwardDataWorkspaceSize": FunctionSpec(
         name="cudnnGetConvolutionBackwardDataWorkspaceSize",
@@ -8474,6 +8610,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("sizeInBytes",),
     ),
     "cudnnConvolutionBackwardData": FunctionSpec(
         name="cudnnConvolutionBackwardData",
@@ -8572,6 +8709,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("count",),
     ),
     "cudnnFindConvolutionBackwardFilterAlgorithm": FunctionSpec(
         name="cudnnFindConvolutionBackwardFilterAlgorithm",
@@ -8600,6 +8738,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("returnedAlgoCount", "perfResults"),
     ),
     "cudnnFindConvolutionBackwardFilterAlgorithmEx": FunctionSpec(
         name="cudnnFindConvolutionBackwardFilterAlgorithmEx",
@@ -8638,6 +8777,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("returnedAlgoCount", "perfResults"),
     ),
     "cudnnGetConvolutionBackwardFilterAlgorithm_v7": FunctionSpec(
         name="cudnnGetConvolutionBackwardFilterAlgorithm_v7",
@@ -8666,6 +8806,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("returnedAlgoCount", "perfResults"),
     ),
     "cudnnGetConvolutionBackwardFilterWorkspaceSize": FunctionSpec(
         name="cudnnGetConvolutionBackwardFilterWorkspaceSize",
@@ -8684,6 +8825,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("sizeInBytes",),
     ),
     "cudnnConvolutionBackwardFilter": FunctionSpec(
         name="cudnnConvolutionBackwardFilter",
@@ -8750,6 +8892,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("constPack",),
     ),
     "cudnnDestroyFusedOpsConstParamPack": FunctionSpec(
         name="cudnnDestroyFusedOpsConstParamPack",
@@ -8795,6 +8938,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("varPack",),
     ),
     "cudnnDestroyFusedOpsVariantParamPack": FunctionSpec(
         name="cudnnDestroyFusedOpsVariantParamPack",
@@ -8835,6 +8979,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("plan",),
     ),
     "cudnnDestroyFusedOpsPlan": FunctionSpec(
         name="cudnnDestroyFusedOpsPlan",
@@ -8860,6 +9005,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("workspaceSizeInBytes",),
     ),
     "cudnnFusedOpsExecute": FunctionSpec(
         name="cudnnFusedOpsExecute",
@@ -9198,6 +9344,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_subquadratic_ops.h",
+        nonnull=("workspaceSizeInBytes", "reserveSpaceSizeInBytes"),
     ),
     "cudnnLongFFTCausalConv1dForward": FunctionSpec(
         name="cudnnLongFFTCausalConv1dForward",

@@ -275,6 +275,14 @@ TRAILING_COMMENT_RE = re.compile(r"\s*,?\s*(/\*[*!]<.*?\*/|//[/!]<[^\n]*)", re.D
 
 Version = tuple[int, int, int]
 
+PARAM_DOC_RE = re.compile(r"@param(?:\[[^\]]*\])?\s+(\w+)\s+([^@]*)")
+NULL_ALLOWED_RE = re.compile(r"\bNULL\b|nullptr|\boptional", re.IGNORECASE)
+
+
+def param_docs(comment: str | None) -> dict[str, str]:
+    """``@param name text`` entries of a doc comment, by parameter name."""
+    return {m.group(1): m.group(2) for m in PARAM_DOC_RE.finditer(comment or "")}
+
 
 @dataclass(frozen=True)
 class SinceTag:
@@ -377,6 +385,7 @@ class Function:
     deprecated: bool
     returns_status: bool
     header: str
+    nonnull: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -675,6 +684,9 @@ class ModelBuilder:
         named = result.get_named_type() if result.kind == kinds.ELABORATED else result
         returns_status = named.kind == kinds.TYPEDEF and named.spelling == self.status_type
         since = parse_since(cursor.raw_comment) or SinceTag()
+        # cuTENSOR checks its pointers itself (no crash was found with NULL); cuDNN does not always.
+        cudnn = self.status_type == "cudnnStatus_t"
+        nonnull = self._nonnull_out_parameters(cursor, argnames) if cudnn else []
         self.model.functions.append(
             Function(
                 name=cursor.spelling,
@@ -686,8 +698,46 @@ class ModelBuilder:
                 deprecated=cursor.availability == self.ci.AvailabilityKind.DEPRECATED,
                 returns_status=returns_status,
                 header=header,
+                nonnull=nonnull,
             )
         )
+
+    def _nonnull_out_parameters(self, cursor: Any, argnames: list[str]) -> list[str]:
+        """Parameters cuDNN writes through and whose ``@param`` text does not allow NULL.
+
+        An out-parameter is a pointer (or array) to a non-const, complete type: ``size_t *``,
+        ``int[]``, ``cudnnTensorDescriptor_t *``, a result struct. Opaque handles (pointers to
+        incomplete structs) and ``void *`` are not: they are passed through, not written. Some
+        cuDNN functions dereference such out-parameters without a NULL check (observed: a crash,
+        not a status), so the raw layer refuses NULL unless the docs say NULL is allowed.
+        """
+        kinds = self.ci.TypeKind
+        docs = param_docs(cursor.raw_comment)
+        out: list[str] = []
+        for arg, name in zip(cursor.get_arguments(), argnames, strict=True):
+            t = arg.type.get_canonical()
+            if t.kind == kinds.POINTER:
+                pointee = t.get_pointee()
+            elif t.kind == kinds.INCOMPLETEARRAY:
+                pointee = t.element_type
+            else:
+                continue
+            # libclang drops the qualifier of an array parameter's element (``const int dimA[]``
+            # reports a non-const ``int``): the declared spelling says it.
+            declared_const = t.kind == kinds.INCOMPLETEARRAY and arg.type.spelling.startswith(
+                "const"
+            )
+            if declared_const or pointee.is_const_qualified():
+                continue
+            # void* is passed through, not written; a callback may be NULL (it unregisters).
+            if pointee.kind in (kinds.VOID, kinds.FUNCTIONPROTO, kinds.FUNCTIONNOPROTO):
+                continue
+            if pointee.kind == kinds.RECORD and pointee.get_size() < 0:  # opaque handle
+                continue
+            if NULL_ALLOWED_RE.search(docs.get(name, "")):
+                continue
+            out.append(name)
+        return out
 
     def _note_stub_enum(self, t: Any) -> None:
         """Remember stub-header enums that prototypes name directly (``libraryPropertyType``)."""
@@ -1239,6 +1289,7 @@ def function_spec(fn: Function) -> Group:
         deprecated=str(fn.deprecated),
         returns_status=str(fn.returns_status),
         header=repr_str(fn.header),
+        **({"nonnull": tuple_of(repr_str(n) for n in fn.nonnull)} if fn.nonnull else {}),
     )
 
 

@@ -165,3 +165,30 @@ def test_backend_wrong_attribute_type_is_reported(libcuda: None) -> None:
         assert info.value.status == 2010  # CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE
     finally:
         raw.cudnnBackendDestroyDescriptor(desc)
+
+
+def test_null_for_an_out_parameter_is_refused_before_c() -> None:
+    # cudnnGetFilterSizeInBytes writes through `size` without checking it: NULL there crashed the
+    # process. The header documents no NULL for it, so the raw layer refuses it.
+    assert "size" in raw.cudnnGetFilterSizeInBytes.__doc__
+    from pycudnn import _bindings
+
+    assert _bindings.FUNCTIONS["cudnnGetFilterSizeInBytes"].nonnull == ("size",)
+    desc = ctypes.c_void_p()
+    raw.cudnnCreateFilterDescriptor(ctypes.byref(desc))
+    try:
+        for null in (None, 0, ctypes.POINTER(ctypes.c_size_t)()):
+            with pytest.raises(ValueError, match=r"argument 2 \(size\) receives a result"):
+                raw.cudnnGetFilterSizeInBytes(desc, null)
+    finally:
+        raw.cudnnDestroyFilterDescriptor(desc)
+
+
+def test_null_stays_allowed_where_the_header_allows_it() -> None:
+    from pycudnn import _bindings
+
+    # "Runtime tag (unused, may be NULL)" in cudnn_graph.h; cudnnSetCallback(0, NULL, NULL)
+    # unregisters the callback.
+    assert "tag" not in _bindings.FUNCTIONS["cudnnQueryRuntimeError"].nonnull
+    assert _bindings.FUNCTIONS["cudnnSetCallback"].nonnull == ()
+    raw.cudnnSetCallback(0, None, None)

@@ -37,6 +37,9 @@ class FunctionSpec(NamedTuple):
     deprecated: bool
     returns_status: bool  # restype is the library's status enum
     header: str  # header file the declaration came from
+    # Out-parameters (C writes through them) whose documentation does not allow NULL: the raw layer
+    # refuses None there, since some cuDNN functions dereference them without checking.
+    nonnull: tuple[str, ...] = ()
 
 
 class AttributeSpec(NamedTuple):

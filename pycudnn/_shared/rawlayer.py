@@ -79,6 +79,14 @@ def _check_arguments(
             )
 
 
+def _is_null(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, (ctypes._Pointer, ctypes.c_void_p)):
+        return not value  # a NULL pointer instance
+    return isinstance(value, (int, np.integer)) and int(value) == 0
+
+
 def make_checked(
     lib: NativeLibrary, name: str, raise_status: Callable[[int, str], None]
 ) -> Callable[..., Any]:
@@ -89,6 +97,7 @@ def make_checked(
     bounds = tuple(
         (i, *b) for i, b in enumerate(map(_integer_bounds, spec.argtypes)) if b is not None
     )
+    nonnull = tuple(spec.argnames.index(p) for p in spec.nonnull)
 
     @functools.wraps(_doc_stub(spec))
     def call(*args: Any) -> Any:
@@ -107,6 +116,16 @@ def make_checked(
                 f"({', '.join(spec.argnames)}), got {len(args)}"
             )
         _check_arguments(name, spec, bounds, args)
+        for index, arg in enumerate(args):
+            if isinstance(arg, CResource) and arg.closed:
+                raise ClosedError(f"{name}: {spec.argnames[index]} is a closed {arg._kind}")
+        for index in nonnull:
+            if _is_null(args[index]):
+                # cuDNN writes its result there; some functions do so without a NULL check.
+                raise ValueError(
+                    f"{name}: argument {index + 1} ({spec.argnames[index]}) receives a result and "
+                    "must not be NULL; pass ctypes.byref(...) or an array"
+                )
         try:
             result = fn(*args)
         except ctypes.ArgumentError as exc:
