@@ -5227,6 +5227,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("srcDesc", "destDesc"),
     ),
     "cudnnDestroyFilterDescriptor": FunctionSpec(
         name="cudnnDestroyFilterDescriptor",
@@ -9016,6 +9017,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("plan",),
     ),
     "cudnnSubquadraticOpsVersionCheck": FunctionSpec(
         name="cudnnSubquadraticOpsVersionCheck",

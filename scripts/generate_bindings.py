@@ -275,6 +275,14 @@ TRAILING_COMMENT_RE = re.compile(r"\s*,?\s*(/\*[*!]<.*?\*/|//[/!]<[^\n]*)", re.D
 
 Version = tuple[int, int, int]
 
+# Input parameters that cuDNN dereferences without a NULL check, found by calling each function
+# with NULL in one parameter at a time (cuDNN 9.28: a segmentation fault instead of a status). The
+# headers cannot tell these apart from the many handle parameters that cuDNN does check.
+NULL_CRASHES: dict[str, tuple[str, ...]] = {
+    "cudnnFusedOpsExecute": ("plan",),
+    "cudnnTransformFilter": ("srcDesc", "destDesc"),
+}
+
 PARAM_DOC_RE = re.compile(r"@param(?:\[[^\]]*\])?\s+(\w+)\s+([^@]*)")
 NULL_ALLOWED_RE = re.compile(r"\bNULL\b|nullptr|\boptional", re.IGNORECASE)
 
@@ -737,7 +745,8 @@ class ModelBuilder:
             if NULL_ALLOWED_RE.search(docs.get(name, "")):
                 continue
             out.append(name)
-        return out
+        crashes = NULL_CRASHES.get(cursor.spelling, ())
+        return out + [name for name in argnames if name in crashes and name not in out]
 
     def _note_stub_enum(self, t: Any) -> None:
         """Remember stub-header enums that prototypes name directly (``libraryPropertyType``)."""

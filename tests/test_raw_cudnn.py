@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import ctypes
+import os
+import subprocess
+import sys
+import textwrap
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -192,3 +197,36 @@ def test_null_stays_allowed_where_the_header_allows_it() -> None:
     assert "tag" not in _bindings.FUNCTIONS["cudnnQueryRuntimeError"].nonnull
     assert _bindings.FUNCTIONS["cudnnSetCallback"].nonnull == ()
     raw.cudnnSetCallback(0, None, None)
+
+
+def test_no_cudnn_function_crashes_when_every_argument_is_null() -> None:
+    # Each function with NULL for every parameter: cuDNN must answer with a status (or the raw
+    # layer refuse first). Run in a child process, so that a crash fails this test instead of
+    # killing the test run; cudnnCreate is left out (it needs a device and is tested above).
+    code = textwrap.dedent(
+        """
+        import warnings
+        warnings.simplefilter("ignore")
+        from pycudnn import _bindings, raw
+        for name, spec in sorted(_bindings.FUNCTIONS.items()):
+            if name == "cudnnCreate":
+                continue
+            print(name, flush=True)
+            try:
+                getattr(raw, name)(*[None] * len(spec.argtypes))
+            except Exception:
+                pass
+        print("DONE")
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    last = proc.stdout.strip().splitlines()[-1:] or ["<nothing>"]
+    assert proc.returncode == 0 and last == ["DONE"], f"crashed in {last[0]} ({proc.returncode})"
