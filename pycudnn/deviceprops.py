@@ -62,6 +62,7 @@ REQUIRED_KEYS: tuple[str, ...] = (
 )
 _TRIPLES = ("maxGridSize", "maxBlockSize")
 _STRINGS = ("deviceName",)
+_MAX_NAME_BYTES = 255  # + the NUL: cudaDeviceProp::name is char[256]
 # Keys that identify *which* device of a machine, not what it is: left out of the fingerprint so
 # that two identical GPUs share cached plans.
 _NOT_IN_FINGERPRINT = ("cudaDeviceId",)
@@ -97,6 +98,13 @@ def validate_json(data: Mapping[str, Any]) -> None:
         elif key in _STRINGS:
             if not isinstance(v, str):
                 raise ValueError(f"device-properties key {key!r} must be a string, got {v!r}")
+            # cuDNN copies the name into a fixed 256-byte buffer (cudaDeviceProp::name) without a
+            # bound: a longer one corrupts memory and aborts or crashes the process (observed, 9.28).
+            if len(v.encode("utf-8")) > _MAX_NAME_BYTES:
+                raise ValueError(
+                    f"device-properties key {key!r} must be at most {_MAX_NAME_BYTES} bytes "
+                    f"(UTF-8), got {len(v.encode('utf-8'))}"
+                )
         elif not _is_int(v) or v < 0:
             raise ValueError(f"device-properties key {key!r} must be a non-negative int, got {v!r}")
     if data["deviceVer"] < 100 or data["deviceVer"] % 10:

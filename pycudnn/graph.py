@@ -23,6 +23,14 @@ and the operation's name.
 
 Planning, execution, autotuning and caching are in :mod:`pycudnn.plan`; :meth:`Graph.build` and
 :meth:`Graph.autotune` are the entry points.
+
+Threads: cuDNN is thread-safe as long as threads do not use one handle at the same time, and
+promises nothing about sharing descriptors or plans. So build, finalize and plan a graph on one
+thread (several threads may each build their own graphs at once); share a
+:class:`~pycudnn.DeviceProperties` or a :class:`~pycudnn.plan.PlanCache` freely (both lock); keep
+a :class:`~pycudnn.Plan` to one thread at a time (the default plan cache is per thread for that
+reason). Backend descriptors and plans cannot be copied (a copy would be a second owner of the
+same cuDNN object): build another one.
 """
 
 from __future__ import annotations
@@ -63,6 +71,9 @@ MAX_RANK = int(getattr(_bindings, "CUDNN_DIM_MAX", 8))
 PointwiseMode: Any = _bindings.cudnnPointwiseMode_t
 ReduceOp: Any = _bindings.cudnnReduceTensorOp_t
 DataType: Any = _bindings.cudnnDataType_t
+
+
+_CONV_OPS = frozenset({"conv_fprop", "conv_dgrad", "conv_wgrad"})
 
 
 class GraphError(ValueError):
@@ -179,6 +190,23 @@ def _broadcast(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | None:
             return None
         out.append(max(x, y))
     return tuple(out)
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _check_extent(
+    dims: Sequence[int], strides: Sequence[int], dtype: np.dtype | None, label: str
+) -> None:
+    """Refuse tensors whose byte extent does not fit in int64: cuDNN takes dims and strides as
+    int64 and computes byte offsets from them (values past 2**63 would wrap)."""
+    itemsize = np.dtype(dtype).itemsize if dtype is not None else 1
+    span = (sum((d - 1) * s for d, s in zip(dims, strides, strict=True)) + 1) * itemsize
+    if span > _INT64_MAX:
+        raise GraphError(
+            f"{label}: dims {_dims_text(dims)} with strides {_dims_text(strides)} span {span} "
+            "bytes, more than an int64 can address"
+        )
 
 
 def _format_of(dims: Sequence[int], strides: Sequence[int]) -> str:
@@ -505,6 +533,7 @@ class Graph:
         dt = as_numpy_dtype(dtype, name=f"dtype of {label}")
         _cudnn_dtype(dt, label)
         strides_t = self._check_strides(dims_t, strides, fmt, label)
+        _check_extent(dims_t, strides_t, dt, label)
         if not isinstance(virtual, bool):
             raise TypeError(f"{label}: virtual must be a bool, not {virtual!r}")
         if isinstance(alignment, bool) or not isinstance(alignment, int):
@@ -630,10 +659,18 @@ class Graph:
         out: Tensor | None,
         out_dtype: Any,
         strides: tuple[int, ...] | None = None,
+        inputs: Iterable[Tensor] = (),
     ) -> Tensor:
         if out is not None:
             if not isinstance(out, Tensor) or out.graph is not self:
                 raise GraphError(f"{op_label}: out must be a Tensor of this graph")
+            if any(out is t for t in inputs):
+                # An operation that writes its own input is a cycle; cuDNN only refuses it later,
+                # with "outputGraph.buildDAG()".
+                raise GraphError(
+                    f"{op_label}: out ('{out.name}') is also an input of the operation; an "
+                    "operation cannot write the tensor it reads"
+                )
             if out.producer is not None:
                 raise GraphError(
                     f"{op_label}: out ('{out.name}') is already written by {out.producer.label}"
@@ -682,6 +719,20 @@ class Graph:
         self._op_names.add(name)
         return op
 
+    def _check_kind_mix(self, kind: str, label: str) -> None:
+        # cuDNN (9.28) has no engine for a graph holding both a convolution and a matmul, and its
+        # heuristics crash the process on some of them (side by side, or a matmul reading a
+        # convolution's output) as soon as engine configs can be materialized (on a GPU, or with
+        # DEVICEPROP). Refused here, before cuDNN sees such a graph.
+        clash = (lambda k: k == "matmul") if kind in _CONV_OPS else (lambda k: k in _CONV_OPS)
+        for op in self._ops:
+            if clash(op.kind):
+                raise GraphError(
+                    f"{label}: graph '{self.name}' already has {op.label}; cuDNN cannot run "
+                    "convolutions and matmuls in one graph (its heuristics crash on such graphs): "
+                    "build one graph for each"
+                )
+
     def _compute(self, compute_dtype: Any, op_label: str) -> np.dtype:
         if compute_dtype is None:
             return self.compute_dtype
@@ -723,6 +774,8 @@ class Graph:
                 if v < low:
                     rule = "non-negative" if low == 0 else "positive"
                     raise GraphError(f"{label}: {what}[{i}] is {v}; it must be {rule}")
+                if v > _INT64_MAX:
+                    raise GraphError(f"{label}: {what}[{i}] is {v}; it must fit in an int64")
         if not isinstance(mode, str) or mode.lower() not in ("cross_correlation", "convolution"):
             raise GraphError(
                 f"{label}: mode must be 'cross_correlation' (the deep-learning convolution) or "
@@ -808,6 +861,7 @@ class Graph:
         op_name = self._op_name(kind, name)
         label = f"{kind} '{op_name}'"
         self._check_mutable()
+        self._check_kind_mix(kind, label)
         x, w = self._own(x, label, "X"), self._own(w, label, "W")
         spatial = self._check_conv_rank(label, x=x, w=w)
         self._check_conv_dtypes(label, ("X", x), ("W", w))
@@ -841,7 +895,9 @@ class Graph:
                     f"{list(s['dilation'])}): the filter does not fit"
                 )
         y_dims = (x.dims[0], w.dims[0], *out_sp)
-        y = self._output(label, op_name, "y", y_dims, x, out=out, out_dtype=out_dtype)
+        y = self._output(
+            label, op_name, "y", y_dims, x, out=out, out_dtype=out_dtype, inputs=(x, w)
+        )
         attrs = dict(
             s,
             compute_dtype=self._compute(compute_dtype, label),
@@ -887,6 +943,7 @@ class Graph:
         op_name = self._op_name(kind, name)
         label = f"{kind} '{op_name}'"
         self._check_mutable()
+        self._check_kind_mix(kind, label)
         dy, w = self._own(dy, label, "DY"), self._own(w, label, "W")
         spatial = self._check_conv_rank(label, dy=dy, w=w)
         self._check_conv_dtypes(label, ("DY", dy), ("W", w))
@@ -937,7 +994,9 @@ class Graph:
                 f"{label}: a forward convolution of DX {_dims_text(dxd)} with W {_dims_text(w.dims)} "
                 f"gives spatial dims {_dims_text(fwd)}, but DY has {_dims_text(dy.dims[2:])}"
             )
-        dx = self._output(label, op_name, "dx", dxd, dy, out=out, out_dtype=out_dtype)
+        dx = self._output(
+            label, op_name, "dx", dxd, dy, out=out, out_dtype=out_dtype, inputs=(dy, w)
+        )
         attrs = dict(
             s,
             compute_dtype=self._compute(compute_dtype, label),
@@ -975,6 +1034,7 @@ class Graph:
         op_name = self._op_name(kind, name)
         label = f"{kind} '{op_name}'"
         self._check_mutable()
+        self._check_kind_mix(kind, label)
         x, dy = self._own(x, label, "X"), self._own(dy, label, "DY")
         spatial = self._check_conv_rank(label, x=x, dy=dy)
         self._check_conv_dtypes(label, ("X", x), ("DY", dy))
@@ -1029,7 +1089,9 @@ class Graph:
                 f"{_dims_text(dwd)} filter gives spatial dims {_dims_text(fwd)}, but DY has "
                 f"{_dims_text(dy.dims[2:])}"
             )
-        dw = self._output(label, op_name, "dw", dwd, x, out=out, out_dtype=out_dtype)
+        dw = self._output(
+            label, op_name, "dw", dwd, x, out=out, out_dtype=out_dtype, inputs=(x, dy)
+        )
         attrs = dict(
             s,
             compute_dtype=self._compute(compute_dtype, label),
@@ -1059,6 +1121,7 @@ class Graph:
         op_name = self._op_name(kind, name)
         label = f"{kind} '{op_name}'"
         self._check_mutable()
+        self._check_kind_mix(kind, label)
         a, b = self._own(a, label, "A"), self._own(b, label, "B")
         if a.ndim != b.ndim:
             raise GraphError(
@@ -1087,7 +1150,15 @@ class Graph:
         c_dims = (*batch, a.dims[-2], b.dims[-1])
         row_major = tuple(layout.packed_strides(c_dims, "ABCDEFGH"[: len(c_dims)]))
         c = self._output(
-            label, op_name, "c", c_dims, a, out=out, out_dtype=out_dtype, strides=row_major
+            label,
+            op_name,
+            "c",
+            c_dims,
+            a,
+            out=out,
+            out_dtype=out_dtype,
+            strides=row_major,
+            inputs=(a, b),
         )
         attrs = {"compute_dtype": self._compute(compute_dtype, label)}
         self._add_op(kind, op_name, {"a": a, "b": b}, {"c": c}, attrs)
@@ -1190,7 +1261,16 @@ class Graph:
                 raise GraphError(f"{label}: axis {axis} is out of range for rank {len(dims)}")
             attrs["axis"] = axis
         role_out = "dx" if backward else "y"
-        y = self._output(label, op_name, role_out, dims, like, out=out, out_dtype=out_dtype)
+        y = self._output(
+            label,
+            op_name,
+            role_out,
+            dims,
+            like,
+            out=out,
+            out_dtype=out_dtype,
+            inputs=roles_in.values(),
+        )
         self._add_op(kind, op_name, roles_in, {role_out: y}, attrs)
         return y
 
@@ -1346,7 +1426,7 @@ class Graph:
             if not isinstance(deterministic, bool):
                 raise TypeError(f"{label}: deterministic must be a bool, not {deterministic!r}")
             attrs["deterministic"] = deterministic
-        y = self._output(label, op_name, "y", od, x, out=out, out_dtype=out_dtype)
+        y = self._output(label, op_name, "y", od, x, out=out, out_dtype=out_dtype, inputs=(x,))
         self._add_op(kind, op_name, {"x": x}, {"y": y}, attrs)
         return y
 
@@ -1375,6 +1455,7 @@ class Graph:
             return
         if not self._ops:
             raise GraphError(f"graph '{self.name}' has no operations")
+        decided: list[tuple[Tensor, bool, np.dtype]] = []
         for t in self._tensors:
             if t.producer is None:
                 if t.is_virtual:
@@ -1385,18 +1466,30 @@ class Graph:
                 if not t.consumers:
                     raise GraphError(f"tensor '{t.name}' is not used by any operation")
                 continue
-            if t._virtual is None:
-                t._virtual = not t.is_output
-            if t._dtype is None:
-                if t._virtual:
-                    t._dtype = self.intermediate_dtype
+            # Decided here but stored only once every check passed: a refused graph stays as
+            # the caller built it, so that the mistake can be fixed (e.g. with set_output()).
+            virtual = (not t.is_output) if t._virtual is None else t._virtual
+            dtype = t._dtype
+            if dtype is None:
+                if virtual:
+                    dtype = self.intermediate_dtype
                 else:
-                    t._dtype = self.io_dtype or self._source_dtype(t) or self.intermediate_dtype
-            if not t._virtual and layout.is_overlapping(t.dims, t.strides):
+                    dtype = self.io_dtype or self._source_dtype(t) or self.intermediate_dtype
+            if virtual and not t.consumers:
+                # cuDNN accepts such a graph and then finds no engine for it ("NOT_SUPPORTED_LAYOUT").
+                raise GraphError(
+                    f"{t.producer.label}: output '{t.name}' is virtual and read by no operation, "
+                    "so the graph computes nothing with it; make it a graph output (set_output())"
+                )
+            _check_extent(t.dims, t.strides, dtype, f"{t.producer.label}: output '{t.name}'")
+            if not virtual and layout.is_overlapping(t.dims, t.strides):
                 raise GraphError(
                     f"{t.producer.label}: output '{t.name}' has overlapping strides "
                     f"{_dims_text(t.strides)} for dims {_dims_text(t.dims)}: outputs may not overlap"
                 )
+            decided.append((t, virtual, dtype))
+        for t, virtual, dtype in decided:
+            t._virtual, t._dtype = virtual, dtype
         self._resolved = True
 
     def signature(self) -> dict[str, Any]:

@@ -49,7 +49,7 @@ from ._lib import LIB, check
 from ._shared.arrays import as_array_view
 from ._shared.dtypes import CUDNN_DATA_TYPE_NAMES, dtype_name
 from ._shared.resource import ClosedError
-from .backend import BackendDescriptor
+from .backend import BackendDescriptor, check_plan_json
 from .deviceprops import DeviceProperties, _error_lines
 from .errors import CudnnError, CudnnNotSupportedError
 from .graph import Graph, Tensor
@@ -117,6 +117,13 @@ class GraphNotSupportedError(CudnnNotSupportedError):
 
 class PlanVersionError(ValueError):
     """A serialized plan was written by another cuDNN version (plans load only in the exact one)."""
+
+
+def _check_graph(graph: Any) -> None:
+    # The planning functions are public; anything but a Graph would fail deep inside with an
+    # AttributeError instead of saying what is wrong.
+    if not isinstance(graph, Graph):
+        raise TypeError(f"graph must be a pycudnn.Graph, not {type(graph).__name__}")
 
 
 def _heur_mode(mode: Any) -> Any:
@@ -308,6 +315,7 @@ def run_heuristics(
     cuDNN may return fewer configs than it counted (those that cannot be materialized here are
     dropped; without a GPU and without ``device_properties`` that is usually all of them).
     """
+    _check_graph(graph)
     hm = _heur_mode(mode)
     if device_properties is not None and not isinstance(device_properties, DeviceProperties):
         raise TypeError(
@@ -432,6 +440,7 @@ def engine_configs(
     engines with the RUNTIME_COMPILATION behaviour note; ``max_workspace`` (bytes) drops configs
     that need more. Duplicates across modes are kept once.
     """
+    _check_graph(graph)
     filters = _check_filters(
         {
             "deterministic": deterministic,
@@ -559,7 +568,9 @@ def _slots_from_json(data: Mapping[str, Any]) -> list[_Slot]:
     out = []
     produced: set[str] = set()
     for node in data.get("operationGraph", {}).get("nodes", []):
-        for key in ("Y", "DX", "DW", "C"):  # output roles as cuDNN names them in the JSON
+        # Output roles as cuDNN spells them in the JSON: "Y" for pointwise/conv forward, "dX"
+        # and "dW" for the convolution gradients, "matC" for matmul.
+        for key in _OUTPUT_ROLE_KEYS:
             if isinstance(node.get(key), str):
                 produced.add(node[key])
     for t in data.get("operationGraph", {}).get("tensors", []):
@@ -588,6 +599,10 @@ def _slots_from_json(data: Mapping[str, Any]) -> list[_Slot]:
         )
     out.sort(key=lambda s: s.uid)
     return out
+
+
+# Roles an operation writes (the graph's outputs among the tensors a plan JSON lists).
+_OUTPUT_ROLE_KEYS = ("Y", "DX", "DW", "C", "dX", "dW", "matC")
 
 
 def _check_json_matches_graph(data: Mapping[str, Any], graph: Graph) -> None:
@@ -832,6 +847,14 @@ class Plan:
         view.numerical_notes, view.behavior_notes = self.numerical_notes, self.behavior_notes
         return view
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # A copy would share the execution plan and the variant packs with the original while
+        # tracking their state apart: after one is closed the other would execute destroyed
+        # descriptors. Serialize with to_json() instead.
+        raise TypeError(
+            "a Plan owns cuDNN objects and cannot be copied or pickled; use to_json()/from_json()"
+        )
+
     def __enter__(self) -> Plan:
         return self
 
@@ -880,6 +903,11 @@ class Plan:
         if not isinstance(data, dict) or "cudnnVersion" not in data:
             raise ValueError("this is not a cuDNN execution-plan JSON (no 'cudnnVersion' key)")
         written, loaded = data["cudnnVersion"], _version()
+        if isinstance(written, bool) or not isinstance(written, int):
+            raise ValueError(
+                f"not a valid cuDNN execution-plan JSON: 'cudnnVersion' must be an int, got "
+                f"{written!r}"
+            )
         if written != loaded:
             shown = _version_text(written) if isinstance(written, int) else repr(written)
             raise PlanVersionError(
@@ -887,6 +915,7 @@ class Plan:
                 f"library is cuDNN {_version_text(loaded)}: cuDNN loads plans only in the exact "
                 "version that wrote them; rebuild it"
             )
+        check_plan_json(data)  # before cuDNN sees it: some malformed plans crash it
         if graph is not None:
             if not isinstance(graph, Graph):
                 raise TypeError(f"graph must be a pycudnn.Graph, not {type(graph).__name__}")
@@ -1016,7 +1045,13 @@ class Plan:
         """
         if self._closed or self._desc._ptr is None:  # the descriptor may be shared (cache views)
             raise ClosedError("this execution plan is closed")
-        values = tensors.values()
+        try:
+            values = tensors.values()
+        except AttributeError:  # free on the hot path, unlike an isinstance(Mapping) check
+            raise TypeError(
+                "tensors must be a mapping of graph tensors (or names, or unique ids) to arrays, "
+                f"not {type(tensors).__name__}"
+            ) from None
         keys = tuple(tensors)
         if keys != self._keys:  # tuple comparison checks identity first: cheap when unchanged
             self._bind(keys, values)
@@ -1058,42 +1093,85 @@ class Plan:
 
     def execute_raw(
         self,
-        pointers: Sequence[int],
+        pointers: Sequence[int | None],
         workspace: int = 0,
         *,
         handle: Any = None,
         stream: Any = None,
     ) -> None:
-        """Run the plan with raw device pointers in :attr:`uids` order (no validation at all).
+        """Run the plan with raw device pointers in :attr:`uids` order (no array validation).
 
-        By-value scalars take None (their buffer here) or a host pointer. ``workspace`` is a device
-        pointer to at least :attr:`workspace_size` bytes. The variant pack is cached per pointer set.
+        ``pointers`` are device pointers (ints) in :attr:`uids` order; by-value scalars take None
+        and use the plan's own host buffer (set with :meth:`set_scalar`): a raw host pointer is
+        not accepted, since cuDNN reads it on the host and a wrong one crashes the process.
+        ``workspace`` is a device pointer to at least :attr:`workspace_size` bytes. The variant
+        pack is cached per pointer set; the pointers are checked (count, ints) only when a new set
+        is seen.
         """
         if self._closed or self._desc._ptr is None:
             raise ClosedError("this execution plan is closed")
         key = (tuple(pointers), workspace)
         entry = self._vpacks.get(key)
+        ptrs: list[Any] = []
+        if entry is None:
+            # Checked before a handle is needed, so that mistakes are reported the same with or
+            # without a GPU.
+            ptrs = self._raw_pointers(key[0], workspace)
         if handle is None:
             handle = self._handles.get(_get_ident())
             if handle is None:
                 from .handle import get_handle
 
                 handle = self._handles[_get_ident()] = get_handle(self._device_id)
+        elif not isinstance(handle, _Handle()):
+            # anything else would reach cudnnBackendExecute as a garbage cudnnHandle_t
+            raise TypeError(f"handle must be a pycudnn.Handle, not {type(handle).__name__}")
         if stream is not None:
             handle.use_stream(stream)
         if entry is None:
-            ptrs = list(key[0])
-            if len(ptrs) != len(self._slots):
-                raise ValueError(
-                    f"execute_raw takes {len(self._slots)} pointers (uids {list(self.uids)}), got {len(ptrs)}"
-                )
-            for i, s in enumerate(self._slots):
-                if s.by_value and not ptrs[i]:
-                    ptrs[i] = int(s.scalar.ctypes.data)
-            entry = self._store_variant_pack(key, ptrs, int(workspace), handle.device_id)
+            entry = self._store_variant_pack(key, ptrs, workspace, handle.device_id)
+        elif entry[1] != handle.device_id:
+            self._wrong_device(handle, entry[1])
         status = self._exec(handle._as_parameter_, self._ptr, entry[0])
         if status:
             check(status, "cudnnBackendExecute")
+
+    def _raw_pointers(self, pointers: tuple[Any, ...], workspace: Any) -> list[Any]:
+        """Check the pointers given to :meth:`execute_raw`; by-value slots get the plan's buffer."""
+        if len(pointers) != len(self._slots):
+            raise ValueError(
+                f"execute_raw takes {len(self._slots)} pointers (uids {list(self.uids)}), got "
+                f"{len(pointers)}"
+            )
+        ptrs = list(pointers)
+        for i, s in enumerate(self._slots):
+            p = ptrs[i]
+            if s.by_value:
+                if p is not None and p != 0:
+                    raise ValueError(
+                        f"execute_raw: tensor '{s.name}' (uid {s.uid}) is a by-value scalar: pass "
+                        "None and set its value with plan.set_scalar()"
+                    )
+                ptrs[i] = int(s.scalar.ctypes.data)
+            elif isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < 2**64:
+                raise TypeError(
+                    f"execute_raw: pointer {i} (tensor '{s.name}', uid {s.uid}) must be a device "
+                    f"address as a non-negative 64-bit int, got {p!r}"
+                )
+        if (
+            isinstance(workspace, bool)
+            or not isinstance(workspace, int)
+            or not 0 <= workspace < 2**64
+        ):
+            raise TypeError(
+                f"execute_raw: workspace must be a device address as a non-negative 64-bit int "
+                f"(0 for none), got {workspace!r}"
+            )
+        if self.workspace_size and not workspace:
+            raise ValueError(
+                f"execute_raw: the plan needs a workspace of {self.workspace_size} bytes"
+            )
+        return ptrs
 
     def _wrong_device(self, handle: Any, device_id: int) -> None:
         raise ValueError(
@@ -1365,6 +1443,7 @@ def build_all(
     Options as for :func:`build`; ``limit`` stops after that many plans. Raises
     :class:`GraphNotSupportedError` when none finalizes.
     """
+    _check_graph(graph)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit must be a positive int or None, got {limit!r}")
     target = _target(device_properties, device)
@@ -1397,6 +1476,7 @@ def build(
     Filters as in :func:`engine_configs`. Raises :class:`GraphNotSupportedError` with the modes
     tried, the configs each returned, and cuDNN's own explanation when no plan can be built.
     """
+    _check_graph(graph)
     options = {
         "heuristics": heuristics,
         "deterministic": deterministic,
@@ -1641,6 +1721,7 @@ def autotune(
     (an :class:`AutotuneResults` table). A progress bar (tqdm, if installed) appears when the
     run takes more than a second, unless ``progress=False``. The result is cached like ``build``.
     """
+    _check_graph(graph)
     from ._shared.cuda import driver_status, require_cuda_core
     from ._shared.memory import stream_object
 
