@@ -3,8 +3,10 @@
 Opt in with :func:`enable_logging`. It registers a callback with ``cudnnSetCallback``; cuDNN calls it
 synchronously on the thread that made the API call, with a message of several NUL-separated lines
 (ended by a double NUL) which is joined here into one record. While the callback is registered cuDNN
-stops writing to ``CUDNN_LOGDEST_DBG``; :func:`disable_logging` unregisters it, after which the
-``CUDNN_LOGLEVEL_DBG`` / ``CUDNN_LOGDEST_DBG`` environment variables apply again.
+stops writing to ``CUDNN_LOGDEST_DBG``. :func:`disable_logging` hands logging back: when one of
+cuDNN's logging environment variables is set it unregisters the callback, after which those
+variables apply again; otherwise it keeps the callback registered with nothing forwarded, because an
+unregistered cuDNN (``cudnnSetCallback(0, NULL, NULL)``) goes on to print every error to stderr.
 
 :func:`capture` collects the records emitted on the current thread inside a ``with`` block, which is
 how the graph API attaches cuDNN's explanation to a failed plan.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
+import os
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -104,6 +107,31 @@ def _register(mask: int) -> None:
     _registered["mask"] = mask
 
 
+# cuDNN's own logging switches (the legacy three still work in cuDNN 9).
+_ENV = (
+    "CUDNN_LOGLEVEL_DBG",
+    "CUDNN_LOGDEST_DBG",
+    "CUDNN_LOGERR_DBG",
+    "CUDNN_LOGWARN_DBG",
+    "CUDNN_LOGINFO_DBG",
+)
+
+
+def _release() -> None:
+    """Stop forwarding and collecting; called with the lock held when nobody needs the callback."""
+    _registered["forward"] = False
+    if any(
+        os.environ.get(v, "0").strip() not in ("", "0") for v in _ENV if v != "CUDNN_LOGDEST_DBG"
+    ):
+        # The user configured cuDNN's own logging: unregister so that it applies again.
+        check(LIB.function("cudnnSetCallback")(0, None, None), "cudnnSetCallback")
+        _registered.pop("mask", None)
+    else:
+        # Unregistering would make cuDNN print every error record to stderr from then on (its
+        # default destination); a silent callback keeps the library quiet, as it was at start.
+        _register(_mask_for(logging.ERROR))
+
+
 def enable_logging(level: int = logging.WARNING) -> None:
     """Forward cuDNN's log entries at ``level`` and above to ``logging.getLogger("pycudnn.cudnn")``.
 
@@ -117,15 +145,14 @@ def enable_logging(level: int = logging.WARNING) -> None:
 
 
 def disable_logging() -> None:
-    """Unregister the callback (``cudnnSetCallback(0, NULL, NULL)``)."""
+    """Stop forwarding cuDNN's log (see the module docstring for what happens to the callback)."""
     with _lock:
         _registered.pop("level", None)
         if _registered.get("capture_mask"):
             _registered["forward"] = False
             _register(_registered["capture_mask"])
         else:
-            check(LIB.function("cudnnSetCallback")(0, None, None), "cudnnSetCallback")
-            _registered.pop("mask", None)
+            _release()
 
 
 def is_enabled() -> bool:
@@ -173,5 +200,4 @@ def capture(level: int = logging.WARNING) -> Iterator[list[LogRecord]]:
                     _registered["forward"] = True
                     _register(_mask_for(_registered["level"]))
                 else:
-                    check(LIB.function("cudnnSetCallback")(0, None, None), "cudnnSetCallback")
-                    _registered.pop("mask", None)
+                    _release()

@@ -106,3 +106,52 @@ def test_cutensor_error_reaches_python_logger(caplog: pytest.LogCaptureFixture) 
     assert any("cutensorCreatePlanPreference" in r.getMessage() for r in records)
     with pytest.raises(ValueError, match="level"):
         pycutensor.enable_logging(9)
+
+
+_PROBE = """
+import ctypes, sys
+from pycudnn import raw, log
+
+def fail():
+    d = ctypes.c_void_p()
+    raw.cudnnCreateTensorDescriptor(ctypes.byref(d))
+    try:
+        raw.cudnnSetTensorNdDescriptor(d, 0, 1, (ctypes.c_int * 1)(4), (ctypes.c_int * 1)(1))
+    except Exception:
+        pass
+    raw.cudnnDestroyTensorDescriptor(d)
+
+with log.capture():
+    fail()
+print("AFTER", file=sys.stderr, flush=True)
+fail()
+"""
+
+
+@pytest.mark.parametrize(
+    ("env", "prints_after"), [({}, False), ({"CUDNN_LOGLEVEL_DBG": "1"}, True)]
+)
+def test_releasing_the_callback_keeps_cudnn_quiet_unless_its_env_asks(
+    env: dict[str, str], prints_after: bool
+) -> None:
+    # Unregistering (cudnnSetCallback(0, NULL, NULL)) makes cuDNN print every later error to
+    # stderr; with none of cuDNN's logging variables set it must stay as quiet as it started, and
+    # with them set their output must come back once the callback is released.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CUDNN_LOG")}
+    full_env = {**clean, "PYTHONPATH": str(Path(__file__).resolve().parent.parent), **env}
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    after = proc.stderr.split("AFTER", 1)[1]
+    assert ("CUDNN_STATUS_BAD_PARAM" in after) is prints_after, proc.stderr
