@@ -94,7 +94,8 @@ class Handle(CResource):
         """Wrap a ``cudnnHandle_t`` created elsewhere (not destroyed here), bound to ``device``.
 
         ``device`` must be the device that was current when that handle was created (None: the
-        current device); cuDNN cannot be asked.
+        current device); cuDNN cannot be asked. The address is trusted as in C: one that is not a
+        live ``cudnnHandle_t`` is undefined behaviour (``cudnnGetStream`` is called on it here).
         """
         if isinstance(pointer, bool) or not isinstance(pointer, int):
             raise TypeError(

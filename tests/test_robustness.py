@@ -1605,3 +1605,16 @@ def test_regression_exporter_does_not_share_ctypes_pythonapi_prototypes() -> Non
     )
     assert proc.returncode == 0, proc.stderr
     assert "exports: 0" in proc.stdout and "theirs: True" in proc.stdout
+
+
+def test_owned_c_objects_cannot_be_copied_or_pickled() -> None:
+    # Regression: copy.copy(TensorDescriptor) gave a second owner of one cudnnTensorDescriptor_t;
+    # closing either left the other pointing at a destroyed descriptor.
+    import copy
+    import pickle
+
+    with TensorDescriptor((2, 3, 4)) as desc:
+        for clone in (copy.copy, copy.deepcopy, pickle.dumps):
+            with pytest.raises(TypeError, match="cannot be"):
+                clone(desc)
+        assert not desc.closed

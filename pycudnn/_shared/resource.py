@@ -103,6 +103,17 @@ class CResource:
             finalizer()
         self._parents = ()
 
+    # A copy (or a pickle round trip) would be a second owner of the same C pointer: closing one
+    # would leave the other pointing at freed memory, a use after free inside the library.
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError(f"a {self._kind} owns a C object and cannot be copied or pickled")
+
+    def __copy__(self) -> Any:
+        return self.__reduce_ex__(4)  # raises, with the subclass's own message if it has one
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        return self.__reduce_ex__(4)
+
     def __enter__(self) -> Any:
         self._check_open()
         return self
