@@ -8,41 +8,16 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ._shared.report import print_report
+
 __all__ = ["info", "main"]
 
 
 def info() -> dict[str, Any]:
     """Versions, paths, driver and devices (what ``python -m pycudnn info`` prints)."""
-    from . import __version__
-    from ._shared.cuda import driver_status
+    from ._shared.report import info_report
 
-    report: dict[str, Any] = {"pycudnn": __version__}
-    try:
-        from . import _info
-
-        report.update(
-            cudnn_version=".".join(map(str, _info.version_tuple())),
-            cudnn_path=_info.library_path(),
-            cudnn_cudart_version=_info.cudart_version(),
-            bindings_header_version=".".join(map(str, _info.header_version())),
-        )
-    except ImportError as exc:
-        report["cudnn_error"] = str(exc)
-    st = driver_status()
-    report["cuda_driver"] = st.driver_version_text if st.library_found else "not installed"
-    report["devices"] = list(st.devices) if st.usable else f"no CUDA device: {st.reason}"
-    return report
-
-
-def _print_report(report: dict[str, Any]) -> None:
-    width = max(len(k) for k in report)
-    for key, value in report.items():
-        if isinstance(value, list):
-            print(f"{key:<{width}}  {len(value)} device(s)")
-            for dev in value:
-                print(f"{'':<{width}}    {dev}")
-        else:
-            print(f"{key:<{width}}  {value}")
+    return info_report("pycudnn", "cudnn")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -65,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.json:
             print(json.dumps(report, indent=2, default=str))
         else:
-            _print_report(report)
+            print_report(report)
         return 1 if "cudnn_error" in report else 0
     if args.command == "smoke":
         from ._shared.smoke import run_checks

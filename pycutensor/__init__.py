@@ -6,9 +6,10 @@ operations in :mod:`pycutensor.operations`; the C API is in :mod:`pycutensor.raw
 
 from __future__ import annotations
 
-import importlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pycudnn._shared.lazy import lazy_module_attributes
 
 from .errors import (
     ClosedError,
@@ -102,20 +103,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is not None:
-        package = None if not module.startswith(".") else __name__
-        value = getattr(importlib.import_module(module, package), name)
-        globals()[name] = value
-        return value
-    if name in _SUBMODULES:
-        return importlib.import_module(f".{name}", __name__)
-    raise AttributeError(f"module 'pycutensor' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
+__getattr__, __dir__ = lazy_module_attributes(__name__, globals(), _LAZY, _SUBMODULES)
 
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -8,36 +8,19 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from pycudnn._shared.report import print_report
+
 __all__ = ["info", "main"]
 
 
 def info() -> dict[str, Any]:
     """Versions, paths, driver and devices (what ``python -m pycutensor info`` prints)."""
-    from pycudnn._shared.cuda import driver_status
+    from pycudnn._shared.report import info_report
 
-    from . import __version__
-
-    report: dict[str, Any] = {"pycutensor": __version__}
-    try:
-        from . import _info
-
-        report.update(
-            cutensor_version=".".join(map(str, _info.version_tuple())),
-            cutensor_path=_info.library_path(),
-            cutensor_cudart_version=_info.cudart_version(),
-            bindings_header_version=".".join(map(str, _info.header_version())),
-        )
-    except ImportError as exc:
-        report["cutensor_error"] = str(exc)
-    st = driver_status()
-    report["cuda_driver"] = st.driver_version_text if st.library_found else "not installed"
-    report["devices"] = list(st.devices) if st.usable else f"no CUDA device: {st.reason}"
-    return report
+    return info_report("pycutensor", "cutensor")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from pycudnn.cli import _print_report
-
     parser = argparse.ArgumentParser(prog="python -m pycutensor", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p_info = sub.add_parser("info", help="versions, library paths, driver and devices")
@@ -53,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.json:
             print(json.dumps(report, indent=2, default=str))
         else:
-            _print_report(report)
+            print_report(report)
         return 1 if "cutensor_error" in report else 0
     if args.command == "smoke":
         from pycudnn._shared.smoke import run_checks
