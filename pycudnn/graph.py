@@ -719,6 +719,17 @@ class Graph:
         self._op_names.add(name)
         return op
 
+    def _begin_op(self, kind: str, name: str | None) -> tuple[str, str]:
+        """Name a new convolution or matmul operation and check it may join this graph.
+
+        Returns ``(op_name, label)``; ``label`` prefixes every error message about the operation.
+        """
+        op_name = self._op_name(kind, name)
+        label = f"{kind} '{op_name}'"
+        self._check_mutable()
+        self._check_kind_mix(kind, label)
+        return op_name, label
+
     def _check_kind_mix(self, kind: str, label: str) -> None:
         # cuDNN (9.28) has no engine for a graph holding both a convolution and a matmul, and its
         # heuristics crash the process on some of them (side by side, or a matmul reading a
@@ -820,6 +831,30 @@ class Graph:
                 )
         return ranks.pop() - 2
 
+    def _conv_operands(
+        self, label: str, a: tuple[str, Any], b: tuple[str, Any], groups: Any
+    ) -> tuple[Tensor, Tensor, int, int]:
+        """Check a convolution's two operands (given as ``(role, tensor)``) and its ``groups``.
+
+        Returns the two tensors, the number of spatial dims and the group count.
+        """
+        (ra, ta), (rb, tb) = a, b
+        ta, tb = self._own(ta, label, ra), self._own(tb, label, rb)
+        spatial = self._check_conv_rank(label, **{ra.lower(): ta, rb.lower(): tb})
+        self._check_conv_dtypes(label, (ra, ta), (rb, tb))
+        return ta, tb, spatial, self._groups(groups, label)
+
+    def _conv_attrs(
+        self, label: str, s: dict[str, Any], compute_dtype: Any, alpha: Any, beta: Any
+    ) -> dict[str, Any]:
+        """The attributes every convolution records: its settings, compute type and scales."""
+        return dict(
+            s,
+            compute_dtype=self._compute(compute_dtype, label),
+            alpha=self._real(alpha, f"{label}: alpha"),
+            beta=self._real(beta, f"{label}: beta"),
+        )
+
     def _check_conv_dtypes(self, label: str, a: tuple[str, Tensor], b: tuple[str, Tensor]) -> None:
         (ra, ta), (rb, tb) = a, b
         for role, t in (a, b):
@@ -858,14 +893,8 @@ class Graph:
         ``padding`` is the pre-padding (and the post-padding unless ``post_padding`` is given).
         """
         kind = "conv_fprop"
-        op_name = self._op_name(kind, name)
-        label = f"{kind} '{op_name}'"
-        self._check_mutable()
-        self._check_kind_mix(kind, label)
-        x, w = self._own(x, label, "X"), self._own(w, label, "W")
-        spatial = self._check_conv_rank(label, x=x, w=w)
-        self._check_conv_dtypes(label, ("X", x), ("W", w))
-        g = self._groups(groups, label)
+        op_name, label = self._begin_op(kind, name)
+        x, w, spatial, g = self._conv_operands(label, ("X", x), ("W", w), groups)
         if x.dims[1] != w.dims[1] * g:
             expect = w.dims[1] * g
             raise GraphError(
@@ -898,12 +927,7 @@ class Graph:
         y = self._output(
             label, op_name, "y", y_dims, x, out=out, out_dtype=out_dtype, inputs=(x, w)
         )
-        attrs = dict(
-            s,
-            compute_dtype=self._compute(compute_dtype, label),
-            alpha=self._real(alpha, f"{label}: alpha"),
-            beta=self._real(beta, f"{label}: beta"),
-        )
+        attrs = self._conv_attrs(label, s, compute_dtype, alpha, beta)
         self._add_op(kind, op_name, {"x": x, "w": w}, {"y": y}, attrs)
         return y
 
@@ -940,14 +964,8 @@ class Graph:
         spatial dims; give it when ``stride > 1`` and the forward input was larger.
         """
         kind = "conv_dgrad"
-        op_name = self._op_name(kind, name)
-        label = f"{kind} '{op_name}'"
-        self._check_mutable()
-        self._check_kind_mix(kind, label)
-        dy, w = self._own(dy, label, "DY"), self._own(w, label, "W")
-        spatial = self._check_conv_rank(label, dy=dy, w=w)
-        self._check_conv_dtypes(label, ("DY", dy), ("W", w))
-        g = self._groups(groups, label)
+        op_name, label = self._begin_op(kind, name)
+        dy, w, spatial, g = self._conv_operands(label, ("DY", dy), ("W", w), groups)
         if dy.dims[1] != w.dims[0]:
             raise GraphError(
                 f"{label}: DY has {dy.dims[1]} channels but W has {w.dims[0]} output channels "
@@ -997,12 +1015,7 @@ class Graph:
         dx = self._output(
             label, op_name, "dx", dxd, dy, out=out, out_dtype=out_dtype, inputs=(dy, w)
         )
-        attrs = dict(
-            s,
-            compute_dtype=self._compute(compute_dtype, label),
-            alpha=self._real(alpha, f"{label}: alpha"),
-            beta=self._real(beta, f"{label}: beta"),
-        )
+        attrs = self._conv_attrs(label, s, compute_dtype, alpha, beta)
         self._add_op(kind, op_name, {"dy": dy, "w": w}, {"dx": dx}, attrs)
         return dx
 
@@ -1031,14 +1044,8 @@ class Graph:
         ``dY`` exactly; give it when ``stride > 1``.
         """
         kind = "conv_wgrad"
-        op_name = self._op_name(kind, name)
-        label = f"{kind} '{op_name}'"
-        self._check_mutable()
-        self._check_kind_mix(kind, label)
-        x, dy = self._own(x, label, "X"), self._own(dy, label, "DY")
-        spatial = self._check_conv_rank(label, x=x, dy=dy)
-        self._check_conv_dtypes(label, ("X", x), ("DY", dy))
-        g = self._groups(groups, label)
+        op_name, label = self._begin_op(kind, name)
+        x, dy, spatial, g = self._conv_operands(label, ("X", x), ("DY", dy), groups)
         if x.dims[0] != dy.dims[0]:
             raise GraphError(f"{label}: X has batch {x.dims[0]} but DY has batch {dy.dims[0]}")
         if x.dims[1] % g:
@@ -1092,12 +1099,7 @@ class Graph:
         dw = self._output(
             label, op_name, "dw", dwd, x, out=out, out_dtype=out_dtype, inputs=(x, dy)
         )
-        attrs = dict(
-            s,
-            compute_dtype=self._compute(compute_dtype, label),
-            alpha=self._real(alpha, f"{label}: alpha"),
-            beta=self._real(beta, f"{label}: beta"),
-        )
+        attrs = self._conv_attrs(label, s, compute_dtype, alpha, beta)
         self._add_op(kind, op_name, {"x": x, "dy": dy}, {"dw": dw}, attrs)
         return dw
 
@@ -1118,10 +1120,7 @@ class Graph:
         strides. Tensors have rank 3 or more (a batch dimension of 1 for a single product).
         """
         kind = "matmul"
-        op_name = self._op_name(kind, name)
-        label = f"{kind} '{op_name}'"
-        self._check_mutable()
-        self._check_kind_mix(kind, label)
+        op_name, label = self._begin_op(kind, name)
         a, b = self._own(a, label, "A"), self._own(b, label, "B")
         if a.ndim != b.ndim:
             raise GraphError(

@@ -485,6 +485,31 @@ def convolution_forward(
     return y
 
 
+def _transform(  # noqa: PLR0917 - the C API's argument order
+    h: Handle,
+    alpha: Any,
+    x_desc: TensorDescriptor,
+    xv: ArrayView,
+    beta: Any,
+    y_desc: TensorDescriptor,
+    yv: ArrayView,
+) -> None:
+    """``y = alpha*x + beta*y``, converting layouts (``cudnnTransformTensor``).
+
+    ``alpha`` and ``beta`` are the ctypes scalars from :func:`_scalars`.
+    """
+    _call(
+        "cudnnTransformTensor",
+        h,
+        ctypes.byref(alpha),
+        x_desc,
+        xv.ptr,
+        ctypes.byref(beta),
+        y_desc,
+        yv.ptr,
+    )
+
+
 # -- element-wise and reductions --------------------------------------------------------------
 
 
@@ -563,16 +588,7 @@ def activation_forward(
         scale = _scalar_type(xv.dtype)(float(al.value) + float(be.value))
         _call("cudnnScaleTensor", h, y_desc, yv.ptr, ctypes.byref(scale))
     else:
-        _call(
-            "cudnnTransformTensor",
-            h,
-            ctypes.byref(al),
-            x_desc,
-            xv.ptr,
-            ctypes.byref(be),
-            y_desc,
-            yv.ptr,
-        )
+        _transform(h, al, x_desc, xv, be, y_desc, yv)
     return y
 
 
@@ -732,16 +748,7 @@ def transform_tensor(
                 f"{dtype_name(xv.dtype)}"
             )
         y_desc = _tensor_desc(yv, "y")
-    _call(
-        "cudnnTransformTensor",
-        h,
-        ctypes.byref(al),
-        x_desc,
-        xv.ptr,
-        ctypes.byref(be),
-        y_desc,
-        yv.ptr,
-    )
+    _transform(h, al, x_desc, xv, be, y_desc, yv)
     return y
 
 

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["ArrayView", "alignment_of", "as_array_view", "data_pointer"]
+__all__ = ["ArrayView", "alignment_of", "as_array_view", "data_pointer", "element_extent"]
 
 
 def alignment_of(ptr: int, cap: int = 256) -> int:
@@ -22,6 +22,19 @@ def alignment_of(ptr: int, cap: int = 256) -> int:
     if ptr == 0:
         return cap
     return min(ptr & -ptr, cap)
+
+
+def element_extent(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int]:
+    """``(lo, span)`` in elements for a strided array (strides in elements, any sign).
+
+    Element 0 sits ``-lo`` elements above the lowest element reached, and ``span`` elements cover
+    everything reached (``(0, 0)`` for an empty array).
+    """
+    if math.prod(shape) == 0:
+        return 0, 0
+    lo = sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s < 0)
+    hi = sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s > 0)
+    return lo, hi - lo + 1
 
 
 class ArrayView(NamedTuple):
@@ -61,11 +74,7 @@ class ArrayView(NamedTuple):
 
     def span_bytes(self) -> int:
         """Bytes from the lowest to one past the highest addressed element (0 when empty)."""
-        if self.size == 0:
-            return 0
-        hi = sum((n - 1) * s for n, s in zip(self.shape, self.strides, strict=True) if s > 0)
-        lo = sum((n - 1) * s for n, s in zip(self.shape, self.strides, strict=True) if s < 0)
-        return (hi - lo + 1) * self.itemsize
+        return element_extent(self.shape, self.strides)[1] * self.itemsize
 
 
 def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import ArrayView, as_array_view
+from .arrays import ArrayView, as_array_view, element_extent
 from .cuda import driver_status, get_device, stream_handle
 from .dtypes import as_numpy_dtype, dtype_name
 from .memory import allocate, stream_object
@@ -95,16 +95,6 @@ def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
         out.append(acc)
         acc *= max(n, 1)
     return tuple(reversed(out))
-
-
-def _extent(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int]:
-    """``(lo, span)`` in elements: element 0 sits ``-lo`` elements above the lowest one reached,
-    and ``span`` elements cover everything reached (0 for an empty array)."""
-    if math.prod(shape) == 0:
-        return 0, 0
-    lo = sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s < 0)
-    hi = sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s > 0)
-    return lo, hi - lo + 1
 
 
 def _overlaps(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
@@ -419,7 +409,7 @@ class DeviceArray:
         )
         if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)) or offset < 0:
             raise ValueError(f"offset must be a non-negative int (bytes), got {offset!r}")
-        lo, span = _extent(shp, st)
+        lo, span = element_extent(shp, st)
         first = int(offset) + lo * dt.itemsize
         if span and (first < 0 or first + span * dt.itemsize > int(buffer.size)):
             raise ValueError(
@@ -517,7 +507,7 @@ class DeviceArray:
         shp = _check_shape(shape)
         dt = _check_dtype(dtype)
         st = _layout_strides(shp, strides, fmt)
-        _, span = _extent(shp, st)
+        _, span = element_extent(shp, st)
         if span * dt.itemsize > _INT64_MAX:  # refused here rather than by the allocator
             raise ValueError(
                 f"shape {shp} of {dtype_name(dt)} spans {span * dt.itemsize} bytes, more memory "
@@ -563,13 +553,13 @@ class DeviceArray:
         )
         if keep:
             st = tuple(s // item for s in a.strides)
-            keep = _extent(shp, st)[1] <= 2 * a.size
+            keep = element_extent(shp, st)[1] <= 2 * a.size
         if not keep:
             a = np.ascontiguousarray(a)
         st = tuple(s // item for s in a.strides) if a.size else _c_strides(shp)
         dev = _device_or_raise(device, "DeviceArray.from_numpy")
         s = stream_object(stream, dev)
-        _, span = _extent(shp, st)
+        _, span = element_extent(shp, st)
         buf = allocate(span * item, device=dev, stream=s)
         out = cls._new(buf, int(buf.handle), shp, st, dt, int(dev.device_id), stream=s)
         if span:
@@ -774,7 +764,7 @@ class DeviceArray:
     # -- host transfers ------------------------------------------------------------------
     def _span(self) -> tuple[int, int]:
         """``(address of the lowest element, bytes spanned)``."""
-        lo, span = _extent(self._shape, self._strides)
+        lo, span = element_extent(self._shape, self._strides)
         return self.ptr + lo * self.itemsize, span * self.itemsize
 
     def _copy_stream(self, stream: Any) -> tuple[Any, Any]:
