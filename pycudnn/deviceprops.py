@@ -29,11 +29,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["REQUIRED_KEYS", "DeviceProperties"]
+__all__ = ["KNOWN_KEYS", "REQUIRED_KEYS", "VERSION_KEY", "DeviceProperties"]
 
-#: Keys cuDNN requires in a device-properties JSON (a missing one fails finalize with
-#: ``!json_object.HasMember(key)``). The two grid/block entries are 3-element integer lists and
-#: ``deviceName`` is a string; every other value is an integer.
+#: Keys every cuDNN with DEVICEPROP writes and requires (cuDNN 9.19 writes exactly these 23; a
+#: missing one fails finalize with ``!json_object.HasMember(key)``). The two grid/block entries
+#: are 3-element integer lists and ``deviceName`` is a string; every other value is an integer.
+#: The set a cuDNN version needs is that version's: later versions require more (cuDNN 9.27 also
+#: needs ``memoryBusWidth``), so a file missing a key the *loaded* cuDNN needs is found by asking
+#: it (see :meth:`DeviceProperties.descriptor`), never by one version's list.
 REQUIRED_KEYS: tuple[str, ...] = (
     "maxGridSize",
     "maxBlockSize",
@@ -53,19 +56,24 @@ REQUIRED_KEYS: tuple[str, ...] = (
     "totalGlobalMem",
     "smClockRateKHz",
     "memClockRateKHz",
-    "memoryBusWidth",
     "l2CacheSize",
     "cudaDeviceId",
     "deviceVer",
     "driverVer",
     "deviceName",
 )
+#: Keys some cuDNN versions require beyond :data:`REQUIRED_KEYS` (integers).
+_LATER_KEYS: tuple[str, ...] = ("memoryBusWidth",)
+KNOWN_KEYS: tuple[str, ...] = REQUIRED_KEYS + _LATER_KEYS
+#: The key under which a saved file records the cuDNN version that wrote it (e.g. 91900). It is
+#: this library's, not cuDNN's: it is removed from the JSON cuDNN is given.
+VERSION_KEY = "cudnnVersion"
 _TRIPLES = ("maxGridSize", "maxBlockSize")
 _STRINGS = ("deviceName",)
 _MAX_NAME_BYTES = 255  # + the NUL: cudaDeviceProp::name is char[256]
 # Keys that identify *which* device of a machine, not what it is: left out of the fingerprint so
 # that two identical GPUs share cached plans.
-_NOT_IN_FINGERPRINT = ("cudaDeviceId",)
+_NOT_IN_FINGERPRINT = ("cudaDeviceId", VERSION_KEY)
 
 
 def _is_int(v: Any) -> bool:
@@ -88,7 +96,15 @@ def validate_json(data: Mapping[str, Any]) -> None:
             + "; capture a complete one on the target GPU with `python -m pycudnn deviceprops "
             "--save FILE`"
         )
-    for key in REQUIRED_KEYS:
+    written = data.get(VERSION_KEY)
+    if written is not None and (
+        isinstance(written, bool) or not isinstance(written, int) or written < 90000
+    ):
+        raise ValueError(
+            f"device-properties key {VERSION_KEY!r} must be the cuDNN version that wrote the file "
+            f"(e.g. 91900), got {written!r}"
+        )
+    for key in (k for k in KNOWN_KEYS if k in data):
         v = data[key]
         if key in _TRIPLES:
             if not (isinstance(v, list) and len(v) == 3 and all(_is_int(x) and x > 0 for x in v)):
@@ -126,7 +142,10 @@ class DeviceProperties:
     def __init__(self, data: Mapping[str, Any], *, _descriptor: Any = None) -> None:
         validate_json(data)
         self._data: dict[str, Any] = dict(data)
-        self._text = json.dumps(self._data, separators=(",", ":"))
+        # What cuDNN is given: its own keys, without the version this library records.
+        self._text = json.dumps(
+            {k: v for k, v in self._data.items() if k != VERSION_KEY}, separators=(",", ":")
+        )
         self._descriptor = _descriptor
         self._lock = threading.Lock()
 
@@ -159,7 +178,9 @@ class DeviceProperties:
         except BaseException:
             desc.close()
             raise
-        return cls(json.loads(text), _descriptor=desc)
+        data = json.loads(text)
+        data[VERSION_KEY] = _loaded_version()
+        return cls(data, _descriptor=desc)
 
     @classmethod
     def for_device(cls, ordinal: int = 0) -> DeviceProperties:
@@ -200,6 +221,12 @@ class DeviceProperties:
     def as_dict(self) -> dict[str, Any]:
         return dict(self._data)
 
+    @property
+    def cudnn_version(self) -> int | None:
+        """The cuDNN version that wrote these properties (e.g. 91900), when the file says."""
+        v = self._data.get(VERSION_KEY)
+        return int(v) if v is not None else None
+
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the JSON (indented, UTF-8) to ``path``."""
         Path(path).write_text(self.to_json(indent=2) + "\n", encoding="utf-8")
@@ -228,6 +255,9 @@ class DeviceProperties:
                 try:
                     desc.finalize()
                 except CudnnError as exc:
+                    missing = self._missing_key() if exc.status // 1000 == 2 else None
+                    if missing is not None:
+                        raise ValueError(self._missing_key_message(missing)) from None
                     lines = _error_lines(records)
                     extra = ("; cuDNN log: " + " | ".join(lines)) if lines else ""
                     raise type(exc)(
@@ -239,6 +269,48 @@ class DeviceProperties:
             desc.close()
             raise
         return desc
+
+    def _missing_key(self) -> str | None:
+        """The key the loaded cuDNN needs that these properties lack, found by asking cuDNN.
+
+        cuDNN's refusal of a missing key names no key (``!json_object.HasMember(key)``), and the
+        keys it requires differ by version. So each known key the JSON lacks is added with a
+        placeholder value to a throw-away copy: the one whose addition cuDNN accepts is the one
+        it needs. The placeholder never reaches a descriptor that is kept.
+        """
+        from .backend import BackendDescriptor
+        from .errors import CudnnError
+
+        absent = [k for k in KNOWN_KEYS if k not in self._data]
+        base = {k: v for k, v in self._data.items() if k != VERSION_KEY}
+        for key in absent:
+            probe = BackendDescriptor("DEVICEPROP")
+            try:
+                probe.set(
+                    "DEVICEPROP_JSON_REPRESENTATION", json.dumps({**base, key: 1}), attr_type="CHAR"
+                )
+                probe.finalize()
+                return key
+            except CudnnError:
+                continue
+            finally:
+                probe.close()
+        return None
+
+    def _missing_key_message(self, key: str) -> str:
+        loaded = _version_text(_loaded_version())
+        written = self.cudnn_version
+        writer = (
+            f"cuDNN {_version_text(written)}"
+            if written is not None
+            else "a cuDNN version it does not record"
+        )
+        return (
+            f"device properties for {self.device_name!r} lack the key {key!r}, which the loaded "
+            f"cuDNN {loaded} requires; the file was written by {writer}. Capture it again on the "
+            f"target GPU under cuDNN {loaded} (`python -m pycudnn deviceprops --save FILE`), or add "
+            f"{key!r} with the value cudaGetDeviceProperties reports for that GPU"
+        )
 
     def close(self) -> None:
         """Release the DEVICEPROP descriptor (plans that use it keep their own reference)."""
@@ -315,6 +387,16 @@ class DeviceProperties:
             f"<pycudnn.DeviceProperties {self.device_name!r} sm_{major}{minor} "
             f"{self.multiprocessor_count} SMs>"
         )
+
+
+def _loaded_version() -> int:
+    from ._info import version
+
+    return version()
+
+
+def _version_text(v: int) -> str:
+    return f"{v // 10000}.{v % 10000 // 100}.{v % 100}"
 
 
 @functools.cache

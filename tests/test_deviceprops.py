@@ -11,22 +11,23 @@ import pytest
 
 import pycudnn
 from pycudnn._shared.cuda import driver_status
-from pycudnn.deviceprops import REQUIRED_KEYS, DeviceProperties
+from pycudnn.deviceprops import REQUIRED_KEYS, VERSION_KEY, DeviceProperties
 
 
 def test_public_name() -> None:
     assert pycudnn.DeviceProperties is DeviceProperties
 
 
-# The keys cuDNN 9 requires in a device-properties JSON: finalize fails with
-# "!json_object.HasMember(key)" for each one missing (cuDNN's debug log names it). Written out
-# here from that observation, not from pycudnn.deviceprops.
+# The 23 keys cuDNN 9.19 wrote for an H100 (the raw capture of 2026-11-24); every cuDNN with
+# DEVICEPROP requires them, and finalize fails with "!json_object.HasMember(key)" for one missing.
+# Written out here from that capture, not from pycudnn.deviceprops. Later versions require more
+# (cuDNN 9.27: memoryBusWidth), which is why the loaded cuDNN is asked (tests below).
 DOCUMENTED_KEYS = {
     "maxGridSize", "maxBlockSize", "regsPerBlock", "multiProcessorCount", "warpSize",
     "maxSharedMemoryPerBlock", "maxSharedMemoryPerBlockOptin", "reservedSharedMemoryPerBlock",
     "maxRegistersPerSM", "maxCtasPerSM", "maxThreadsPerBlock", "maxThreadsPerSM", "pciDeviceId",
     "isTccDriver", "supportCoopLaunch", "totalGlobalMem", "smClockRateKHz", "memClockRateKHz",
-    "memoryBusWidth", "l2CacheSize", "cudaDeviceId", "deviceVer", "driverVer", "deviceName",
+    "l2CacheSize", "cudaDeviceId", "deviceVer", "driverVer", "deviceName",
 }  # fmt: skip
 
 
@@ -56,7 +57,7 @@ def test_required_keys_are_the_documented_set() -> None:
         ("{not json", ValueError, "does not parse"),
         ("[1, 2]", TypeError, "JSON object"),
         (42, TypeError, "JSON string or a dict"),
-        ({}, ValueError, "lacks the key 'maxGridSize' (and 23 more"),
+        ({}, ValueError, "lacks the key 'maxGridSize' (and 22 more"),
         ({"maxGridSize": [1, 2, 3]}, ValueError, "lacks the key 'maxBlockSize'"),
     ],
 )
@@ -159,6 +160,52 @@ def test_wrong_value_types_are_named(key: str, value: Any, complete_json: dict[s
         DeviceProperties.from_json({**complete_json, key: value})
 
 
+def test_the_writing_version_is_recorded_but_not_given_to_cudnn(
+    complete_json: dict[str, Any], tmp_path: Path
+) -> None:
+    props = DeviceProperties.from_json({**complete_json, VERSION_KEY: 91900})
+    assert props.cudnn_version == 91900
+    assert VERSION_KEY not in json.loads(props._text)  # what cuDNN is given
+    # the same GPU captured under another cuDNN keys the same plans
+    assert props.fingerprint == DeviceProperties.from_json(complete_json).fingerprint
+    path = tmp_path / "p.json"
+    props.save(path)
+    assert DeviceProperties.load(path).cudnn_version == 91900
+    assert DeviceProperties.from_json(complete_json).cudnn_version is None
+
+
+@pytest.mark.parametrize("bad", ["9.19", 919, True, -1])
+def test_a_bad_writing_version_is_refused(bad: Any, complete_json: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=VERSION_KEY):
+        DeviceProperties.from_json({**complete_json, VERSION_KEY: bad})
+
+
+def test_the_committed_h100_file_says_which_cudnn_wrote_it(
+    deviceprops_json: dict[str, Any],
+) -> None:
+    assert deviceprops_json[VERSION_KEY] == 91900
+    assert set(deviceprops_json) == DOCUMENTED_KEYS | {"memoryBusWidth", VERSION_KEY}
+
+
+def test_a_key_the_loaded_cudnn_needs_is_named_with_both_versions(
+    deviceprops_json: dict[str, Any],
+) -> None:
+    """The file as cuDNN 9.19 wrote it (no memoryBusWidth): accepted by 9.19 (measured on the
+    H100), refused by 9.27 and later (measured here) with the key and both versions named."""
+    as_written = {k: v for k, v in deviceprops_json.items() if k != "memoryBusWidth"}
+    props = DeviceProperties.from_json(as_written)
+    loaded = pycudnn.version()
+    if loaded < 92700:
+        assert props.descriptor.is_finalized
+        return
+    with pytest.raises(ValueError) as info:
+        props.descriptor  # noqa: B018 - building the descriptor is the point
+    text = str(info.value)
+    assert "'memoryBusWidth'" in text
+    assert "written by cuDNN 9.19.0" in text
+    assert f"loaded cuDNN {loaded // 10000}.{loaded % 10000 // 100}.{loaded % 100}" in text
+
+
 # -- GPU -------------------------------------------------------------------------------------------
 
 
@@ -173,4 +220,5 @@ def test_from_device_captures_this_gpu(tmp_path: Path, gpu_device: int) -> None:
     path = tmp_path / "captured.json"
     props.save(path)
     assert DeviceProperties.load(path) == props
+    assert props.cudnn_version == pycudnn.version()
     assert DeviceProperties.for_device(gpu_device) is DeviceProperties.for_device(gpu_device)
