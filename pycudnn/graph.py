@@ -39,6 +39,7 @@ import enum
 import hashlib
 import json
 import numbers
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +54,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .plan import EngineConfig, HeuristicsResult, Plan
 
 __all__ = [
+    "CURRENT_GPU",
     "MAX_RANK",
     "MIN_RANK",
     "POINTWISE_ARITY",
@@ -74,6 +76,43 @@ DataType: Any = _bindings.cudnnDataType_t
 
 
 _CONV_OPS = frozenset({"conv_fprop", "conv_dgrad", "conv_wgrad"})
+
+
+class _CurrentGpu:
+    """The type of :data:`CURRENT_GPU`."""
+
+    def __repr__(self) -> str:
+        return "pycudnn.graph.CURRENT_GPU"
+
+
+#: The default planning target of :meth:`Graph.finalize`: the calling thread's handle for the
+#: current GPU when one is usable, else no handle (deviceless).
+CURRENT_GPU: Any = _CurrentGpu()
+
+
+def _resolve_handle(handle: Any) -> Any:
+    """A :class:`pycudnn.Handle` or None for ``Graph.finalize(handle=...)``."""
+    if handle is CURRENT_GPU:
+        from ._shared.cuda import driver_status
+
+        if not driver_status().usable:
+            return None
+        from .handle import get_handle
+
+        return get_handle()
+    if handle is not None:
+        from .handle import Handle
+
+        if not isinstance(handle, Handle):
+            raise TypeError(
+                f"handle must be a pycudnn.Handle, None (deviceless) or CURRENT_GPU, not "
+                f"{type(handle).__name__}"
+            )
+        if handle.closed:
+            from ._shared.resource import ClosedError
+
+            raise ClosedError("handle: this cuDNN handle is closed")
+    return handle
 
 
 class GraphError(ValueError):
@@ -429,7 +468,10 @@ class Graph:
         self._next_uid = 1
         self._resolved = False
         self._signature: str | None = None
-        self._descriptors: dict[str, Any] | None = None
+        # Backend descriptors, one set per planning target (see finalize) and per description
+        # variant (see pycudnn.rewrites): {(id(handle) or None, variant): descriptor set}.
+        self._descriptor_sets: dict[tuple[int | None, str], dict[str, Any]] = {}
+        self._descriptor_lock = threading.Lock()
 
     @staticmethod
     def _dtype_arg(dtype: Any, what: str) -> np.dtype:
@@ -458,7 +500,14 @@ class Graph:
 
     @property
     def is_finalized(self) -> bool:
-        return self._descriptors is not None
+        """True once backend descriptors were built for some target (see :meth:`finalize`)."""
+        return bool(self._descriptor_sets)
+
+    @property
+    def _descriptors(self) -> dict[str, Any] | None:
+        # The descriptor set most recently built (for tests and debugging).
+        sets = list(self._descriptor_sets.values())
+        return sets[-1] if sets else None
 
     def _check_mutable(self) -> None:
         if self._resolved:
@@ -1543,21 +1592,49 @@ class Graph:
         )
 
     # -- cuDNN descriptors ----------------------------------------------------------------------
-    def finalize(self) -> Any:
-        """Build and finalize every backend descriptor; returns the OPERATIONGRAPH descriptor.
+    def finalize(self, handle: Any = CURRENT_GPU) -> BackendDescriptor:
+        """Build and finalize the backend descriptors for one planning target; returns the
+        ``CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR``.
 
-        Idempotent. cuDNN's refusals are raised as its :class:`~pycudnn.CudnnError` subclass with
-        the operation's name and cuDNN's reason.
+        A graph is planned for a target. ``handle``, a :class:`pycudnn.Handle`, binds the
+        operation graph to that handle's GPU (``OPERATIONGRAPH_HANDLE``): cuDNN needs it to plan for
+        a real device. ``None`` builds the unbound descriptors used for deviceless planning, where
+        the target is a :class:`~pycudnn.DeviceProperties` given to the heuristics and the plan.
+        The default, :data:`CURRENT_GPU`, is the calling thread's handle for the current GPU when
+        one is usable, else unbound. Each target gets its own descriptor set, built once and
+        kept until :meth:`close`. cuDNN's refusals are raised as its
+        :class:`~pycudnn.CudnnError` subclass with the operation's name and cuDNN's reason.
         """
-        if self._descriptors is not None:
-            return self._descriptors["graph"]
+        return self._descriptors_for(_resolve_handle(handle))["graph"]
+
+    def _descriptors_for(
+        self,
+        handle: Any,
+        variant: str = "",
+        views: Mapping[int, tuple[tuple[int, ...], tuple[int, ...]]] | None = None,
+    ) -> dict[str, Any]:
+        """The descriptor set for (``handle`` or unbound, description ``variant``), built once.
+
+        ``variant`` names an equivalent description of the tensors (``views``, uid -> (dims,
+        strides)) that cuDNN is shown instead of the graph's own; "" is the graph as described.
+        """
+        from .lowering import build_descriptors  # lowering imports this module
+
         self._resolve()
-        self._descriptors = _build_operation_graph(self)
-        return self._descriptors["graph"]
+        key = (None if handle is None else id(handle), variant)
+        with self._descriptor_lock:
+            found = self._descriptor_sets.get(key)
+            if found is not None and not found["graph"].closed:
+                return found
+            # The set keeps its handle alive, so id(handle) is not reused while the key exists.
+            made = build_descriptors(self, handle=handle, views=views)
+            self._descriptor_sets[key] = made
+            return made
 
     @property
     def operation_graph(self) -> BackendDescriptor:
-        """The finalized ``CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR`` (built on first use)."""
+        """The finalized ``CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR`` for the default target
+        (see :meth:`finalize`; built on first use)."""
         return self.finalize()
 
     @property
@@ -1566,11 +1643,12 @@ class Graph:
         return int(self.operation_graph.get("OPERATIONGRAPH_ENGINE_GLOBAL_COUNT"))
 
     def close(self) -> None:
-        """Drop the graph's backend descriptors: they are destroyed as soon as no plan, engine
-        config or heuristic built from them needs them any more (never before: cuDNN objects
-        that point at them must not outlive them). The graph stays frozen; ``finalize`` builds
-        new descriptors."""
-        self._descriptors = None
+        """Drop the graph's backend descriptors (every target's): they are destroyed as soon as
+        no plan, engine config or heuristic built from them needs them any more (never before:
+        cuDNN objects that point at them must not outlive them). The graph stays frozen;
+        ``finalize`` builds new descriptors."""
+        with self._descriptor_lock:
+            self._descriptor_sets = {}
 
     # -- planning (pycudnn.plan) -----------------------------------------------------------------
     def heuristics(
@@ -1614,178 +1692,3 @@ class Graph:
         from .plan import Plan
 
         return Plan.load(source, graph=self, **options)
-
-
-# --------------------------------------------------------------------------------------------------
-# Graph -> backend descriptors
-# --------------------------------------------------------------------------------------------------
-
-
-def _scalar_type(compute: np.dtype) -> str:
-    # Scaling factors and activation parameters are FLOAT, or DOUBLE for double-precision math.
-    return "DOUBLE" if np.dtype(compute) == np.float64 else "FLOAT"
-
-
-def _build_operation_graph(graph: Graph) -> dict[str, Any]:
-    """Create and finalize the TENSOR, op-config, OPERATION_* and OPERATIONGRAPH descriptors."""
-    from .backend import BackendDescriptor
-    from .errors import CudnnError
-
-    made: list[BackendDescriptor] = []
-
-    def new(kind: str) -> BackendDescriptor:
-        d = BackendDescriptor(kind)
-        made.append(d)
-        return d
-
-    def finalize(desc: BackendDescriptor, what: str) -> None:
-        try:
-            desc.finalize()
-        except CudnnError as exc:
-            raise type(exc)(exc.status, exc.function, f"{what}: {exc.message}") from None
-
-    try:
-        tensors: dict[int, BackendDescriptor] = {}
-        for t in graph._tensors:
-            d = new("TENSOR")
-            assert t.dtype is not None
-            d.set("TENSOR_UNIQUE_ID", t.uid, attr_type="INT64")
-            d.set("TENSOR_DATA_TYPE", _cudnn_dtype(t.dtype, t.name), attr_type="DATA_TYPE")
-            d.set("TENSOR_BYTE_ALIGNMENT", t.alignment, attr_type="INT64")
-            d.set("TENSOR_DIMENSIONS", t.dims, attr_type="INT64")
-            d.set("TENSOR_STRIDES", t.strides, attr_type="INT64")
-            if t.is_virtual:
-                d.set("TENSOR_IS_VIRTUAL", True, attr_type="BOOLEAN")
-            if t.by_value:
-                d.set("TENSOR_IS_BY_VALUE", True, attr_type="BOOLEAN")
-            finalize(d, f"tensor '{t.name}' {_dims_text(t.dims)}")
-            tensors[t.uid] = d
-
-        ops: list[BackendDescriptor] = []
-        for op in graph._ops:
-            ops.append(_build_op(op, tensors, new, finalize))
-
-        g = new("OPERATIONGRAPH")
-        g.set("OPERATIONGRAPH_OPS", ops, attr_type="BACKEND_DESCRIPTOR")
-        finalize(g, f"graph '{graph.name}'")
-    except BaseException:
-        for d in reversed(made):
-            d.close()
-        raise
-    return {"graph": g, "tensors": tensors, "ops": ops, "all": made[::-1]}
-
-
-_CONV_KINDS = {
-    "conv_fprop": (
-        "OPERATION_CONVOLUTION_FORWARD",
-        "OPERATION_CONVOLUTION_FORWARD_",
-        {"x": "X", "w": "W", "y": "Y"},
-    ),
-    "conv_dgrad": (
-        "OPERATION_CONVOLUTION_BACKWARD_DATA",
-        "OPERATION_CONVOLUTION_BWD_DATA_",
-        {"dy": "DY", "w": "W", "dx": "DX"},
-    ),
-    "conv_wgrad": (
-        "OPERATION_CONVOLUTION_BACKWARD_FILTER",
-        "OPERATION_CONVOLUTION_BWD_FILTER_",
-        {"x": "X", "dy": "DY", "dw": "DW"},
-    ),
-}
-
-_PW_PARAMS = {
-    "relu_lower_clip": "POINTWISE_RELU_LOWER_CLIP",
-    "relu_upper_clip": "POINTWISE_RELU_UPPER_CLIP",
-    "relu_lower_clip_slope": "POINTWISE_RELU_LOWER_CLIP_SLOPE",
-    "elu_alpha": "POINTWISE_ELU_ALPHA",
-    "softplus_beta": "POINTWISE_SOFTPLUS_BETA",
-    "swish_beta": "POINTWISE_SWISH_BETA",
-}
-
-
-def _build_op(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) -> Any:
-    a = op.attrs
-    compute = _cudnn_dtype(a["compute_dtype"], op.label)
-    scalar = _scalar_type(a["compute_dtype"])
-    if op.kind in _CONV_KINDS:
-        op_type, prefix, roles = _CONV_KINDS[op.kind]
-        conv = new("CONVOLUTION")
-        conv.set("CONVOLUTION_COMP_TYPE", compute, attr_type="DATA_TYPE")
-        conv.set(
-            "CONVOLUTION_CONV_MODE",
-            "CROSS_CORRELATION" if a["mode"] == "cross_correlation" else "CONVOLUTION",
-            attr_type="CONVOLUTION_MODE",
-        )
-        conv.set("CONVOLUTION_SPATIAL_DIMS", len(a["stride"]), attr_type="INT64")
-        conv.set("CONVOLUTION_DILATIONS", a["dilation"], attr_type="INT64")
-        conv.set("CONVOLUTION_FILTER_STRIDES", a["stride"], attr_type="INT64")
-        conv.set("CONVOLUTION_PRE_PADDINGS", a["pre_padding"], attr_type="INT64")
-        conv.set("CONVOLUTION_POST_PADDINGS", a["post_padding"], attr_type="INT64")
-        finalize(conv, f"{op.label} (convolution settings)")
-        d = new(op_type)
-        for role, attr in roles.items():
-            t = op.inputs.get(role) or op.outputs[role]
-            d.set(prefix + attr, tensors[t.uid], attr_type="BACKEND_DESCRIPTOR")
-        d.set(prefix + "CONV_DESC", conv, attr_type="BACKEND_DESCRIPTOR")
-        d.set(prefix + "ALPHA", a["alpha"], attr_type=scalar)
-        d.set(prefix + "BETA", a["beta"], attr_type=scalar)
-    elif op.kind == "matmul":
-        mm = new("MATMUL")
-        mm.set("MATMUL_COMP_TYPE", compute, attr_type="DATA_TYPE")
-        finalize(mm, f"{op.label} (matmul settings)")
-        d = new("OPERATION_MATMUL")
-        d.set("OPERATION_MATMUL_ADESC", tensors[op.inputs["a"].uid], attr_type="BACKEND_DESCRIPTOR")
-        d.set("OPERATION_MATMUL_BDESC", tensors[op.inputs["b"].uid], attr_type="BACKEND_DESCRIPTOR")
-        d.set(
-            "OPERATION_MATMUL_CDESC", tensors[op.outputs["c"].uid], attr_type="BACKEND_DESCRIPTOR"
-        )
-        d.set("OPERATION_MATMUL_DESC", mm, attr_type="BACKEND_DESCRIPTOR")
-    elif op.kind == "pointwise":
-        pw = new("POINTWISE")
-        pw.set("POINTWISE_MODE", a["mode"], attr_type="POINTWISE_MODE")
-        pw.set("POINTWISE_MATH_PREC", compute, attr_type="DATA_TYPE")
-        for key, attr in _PW_PARAMS.items():
-            if key in a:
-                pw.set(attr, a[key], attr_type=scalar)
-        if "axis" in a:
-            pw.set("POINTWISE_AXIS", a["axis"], attr_type="INT64")
-        finalize(pw, f"{op.label} (pointwise settings)")
-        d = new("OPERATION_POINTWISE")
-        d.set("OPERATION_POINTWISE_PW_DESCRIPTOR", pw, attr_type="BACKEND_DESCRIPTOR")
-        slots = {
-            "x": "XDESC",
-            "b": "BDESC",
-            "t": "TDESC",
-            "dy": "DYDESC",
-            "y": "YDESC",
-            "dx": "DXDESC",
-        }
-        for role, t in (*op.inputs.items(), *op.outputs.items()):
-            d.set(
-                "OPERATION_POINTWISE_" + slots[role], tensors[t.uid], attr_type="BACKEND_DESCRIPTOR"
-            )
-        if "alpha1" in a:
-            d.set("OPERATION_POINTWISE_ALPHA1", a["alpha1"], attr_type=scalar)
-        if "alpha2" in a:
-            d.set("OPERATION_POINTWISE_ALPHA2", a["alpha2"], attr_type=scalar)
-    elif op.kind == "reduction":
-        red = new("REDUCTION")
-        red.set("REDUCTION_OPERATOR", a["op"], attr_type="REDUCTION_OPERATOR_TYPE")
-        red.set("REDUCTION_COMP_TYPE", compute, attr_type="DATA_TYPE")
-        if "deterministic" in a:
-            red.set("REDUCTION_IS_DETERMINISTIC", a["deterministic"], attr_type="BOOLEAN")
-        finalize(red, f"{op.label} (reduction settings: operator {a['op'].name.lower()})")
-        d = new("OPERATION_REDUCTION")
-        d.set(
-            "OPERATION_REDUCTION_XDESC", tensors[op.inputs["x"].uid], attr_type="BACKEND_DESCRIPTOR"
-        )
-        d.set(
-            "OPERATION_REDUCTION_YDESC",
-            tensors[op.outputs["y"].uid],
-            attr_type="BACKEND_DESCRIPTOR",
-        )
-        d.set("OPERATION_REDUCTION_DESC", red, attr_type="BACKEND_DESCRIPTOR")
-    else:  # pragma: no cover - every kind the Graph creates is handled above
-        raise GraphError(f"{op.label}: unknown operation kind {op.kind!r}")
-    finalize(d, op.label)
-    return d

@@ -1,0 +1,213 @@
+"""Lowering a :class:`~pycudnn.Graph` to cuDNN's backend descriptors.
+
+One function, :func:`build_descriptors`, turns the graph's tensors and operations into finalized
+``CUDNN_BACKEND_TENSOR_DESCRIPTOR``, operation-config (CONVOLUTION, MATMUL, POINTWISE, REDUCTION),
+``OPERATION_*`` and ``OPERATIONGRAPH`` descriptors. The graph owns the result, one set per planning
+target (see :meth:`pycudnn.Graph.finalize`): a set bound to a GPU's handle, or an unbound one for
+deviceless planning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .graph import GraphError, _cudnn_dtype, _dims_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .graph import Graph, Operation
+
+__all__ = ["build_descriptors"]
+
+
+def _scalar_type(compute: np.dtype) -> str:
+    # Scaling factors and activation parameters are FLOAT, or DOUBLE for double-precision math.
+    return "DOUBLE" if np.dtype(compute) == np.float64 else "FLOAT"
+
+
+def build_descriptors(
+    graph: Graph,
+    *,
+    handle: Any = None,
+    views: Mapping[int, tuple[tuple[int, ...], tuple[int, ...]]] | None = None,
+) -> dict[str, Any]:
+    """Create and finalize the TENSOR, op-config, OPERATION_* and OPERATIONGRAPH descriptors.
+
+    ``handle`` (a :class:`pycudnn.Handle`) is set as ``OPERATIONGRAPH_HANDLE``: cuDNN plans a graph
+    for the device of that handle. Without one (deviceless planning, where the target is described
+    by DEVICEPROP on the heuristics and the plan), cuDNN plans for a device whose properties are all
+    zero unless DEVICEPROP is given later: engine configs then read ``"smVersion":0`` and fail at
+    execute with ``NOT_SUPPORTED_ARCH_MISMATCH`` (measured on an H100, cuDNN 9.19).
+
+    ``views`` maps tensor uids to the (dims, strides) cuDNN is shown instead of the graph's own (an
+    equivalent description cuDNN has engines for, from :mod:`pycudnn.rewrites`); the data pointers
+    and unique ids stay the same, so the variant pack does not change.
+    """
+    from .backend import BackendDescriptor
+    from .errors import CudnnError
+
+    made: list[BackendDescriptor] = []
+    views = views or {}
+
+    def new(kind: str) -> BackendDescriptor:
+        d = BackendDescriptor(kind)
+        made.append(d)
+        return d
+
+    def finalize(desc: BackendDescriptor, what: str) -> None:
+        try:
+            desc.finalize()
+        except CudnnError as exc:
+            raise type(exc)(exc.status, exc.function, f"{what}: {exc.message}") from None
+
+    try:
+        tensors: dict[int, BackendDescriptor] = {}
+        for t in graph._tensors:
+            d = new("TENSOR")
+            assert t.dtype is not None
+            dims, strides = views.get(t.uid, (t.dims, t.strides))
+            d.set("TENSOR_UNIQUE_ID", t.uid, attr_type="INT64")
+            d.set("TENSOR_DATA_TYPE", _cudnn_dtype(t.dtype, t.name), attr_type="DATA_TYPE")
+            d.set("TENSOR_BYTE_ALIGNMENT", t.alignment, attr_type="INT64")
+            d.set("TENSOR_DIMENSIONS", dims, attr_type="INT64")
+            d.set("TENSOR_STRIDES", strides, attr_type="INT64")
+            if t.is_virtual:
+                d.set("TENSOR_IS_VIRTUAL", True, attr_type="BOOLEAN")
+            if t.by_value:
+                d.set("TENSOR_IS_BY_VALUE", True, attr_type="BOOLEAN")
+            finalize(d, f"tensor '{t.name}' {_dims_text(dims)}")
+            tensors[t.uid] = d
+
+        ops: list[BackendDescriptor] = []
+        for op in graph._ops:
+            ops.append(_build_op(op, tensors, new, finalize))
+
+        g = new("OPERATIONGRAPH")
+        g.set("OPERATIONGRAPH_OPS", ops, attr_type="BACKEND_DESCRIPTOR")
+        if handle is not None:
+            g.set("OPERATIONGRAPH_HANDLE", handle, attr_type="HANDLE")
+            g.keep_alive(handle)  # cuDNN keeps the pointer: the handle must outlive the graph
+        finalize(g, f"graph '{graph.name}'")
+    except BaseException:
+        for d in reversed(made):
+            d.close()
+        raise
+    return {"graph": g, "tensors": tensors, "ops": ops, "all": made[::-1], "handle": handle}
+
+
+_CONV_KINDS = {
+    "conv_fprop": (
+        "OPERATION_CONVOLUTION_FORWARD",
+        "OPERATION_CONVOLUTION_FORWARD_",
+        {"x": "X", "w": "W", "y": "Y"},
+    ),
+    "conv_dgrad": (
+        "OPERATION_CONVOLUTION_BACKWARD_DATA",
+        "OPERATION_CONVOLUTION_BWD_DATA_",
+        {"dy": "DY", "w": "W", "dx": "DX"},
+    ),
+    "conv_wgrad": (
+        "OPERATION_CONVOLUTION_BACKWARD_FILTER",
+        "OPERATION_CONVOLUTION_BWD_FILTER_",
+        {"x": "X", "dy": "DY", "dw": "DW"},
+    ),
+}
+
+_PW_PARAMS = {
+    "relu_lower_clip": "POINTWISE_RELU_LOWER_CLIP",
+    "relu_upper_clip": "POINTWISE_RELU_UPPER_CLIP",
+    "relu_lower_clip_slope": "POINTWISE_RELU_LOWER_CLIP_SLOPE",
+    "elu_alpha": "POINTWISE_ELU_ALPHA",
+    "softplus_beta": "POINTWISE_SOFTPLUS_BETA",
+    "swish_beta": "POINTWISE_SWISH_BETA",
+}
+
+
+def _build_op(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) -> Any:
+    a = op.attrs
+    compute = _cudnn_dtype(a["compute_dtype"], op.label)
+    scalar = _scalar_type(a["compute_dtype"])
+    if op.kind in _CONV_KINDS:
+        op_type, prefix, roles = _CONV_KINDS[op.kind]
+        conv = new("CONVOLUTION")
+        conv.set("CONVOLUTION_COMP_TYPE", compute, attr_type="DATA_TYPE")
+        conv.set(
+            "CONVOLUTION_CONV_MODE",
+            "CROSS_CORRELATION" if a["mode"] == "cross_correlation" else "CONVOLUTION",
+            attr_type="CONVOLUTION_MODE",
+        )
+        conv.set("CONVOLUTION_SPATIAL_DIMS", len(a["stride"]), attr_type="INT64")
+        conv.set("CONVOLUTION_DILATIONS", a["dilation"], attr_type="INT64")
+        conv.set("CONVOLUTION_FILTER_STRIDES", a["stride"], attr_type="INT64")
+        conv.set("CONVOLUTION_PRE_PADDINGS", a["pre_padding"], attr_type="INT64")
+        conv.set("CONVOLUTION_POST_PADDINGS", a["post_padding"], attr_type="INT64")
+        finalize(conv, f"{op.label} (convolution settings)")
+        d = new(op_type)
+        for role, attr in roles.items():
+            t = op.inputs.get(role) or op.outputs[role]
+            d.set(prefix + attr, tensors[t.uid], attr_type="BACKEND_DESCRIPTOR")
+        d.set(prefix + "CONV_DESC", conv, attr_type="BACKEND_DESCRIPTOR")
+        d.set(prefix + "ALPHA", a["alpha"], attr_type=scalar)
+        d.set(prefix + "BETA", a["beta"], attr_type=scalar)
+    elif op.kind == "matmul":
+        mm = new("MATMUL")
+        mm.set("MATMUL_COMP_TYPE", compute, attr_type="DATA_TYPE")
+        finalize(mm, f"{op.label} (matmul settings)")
+        d = new("OPERATION_MATMUL")
+        d.set("OPERATION_MATMUL_ADESC", tensors[op.inputs["a"].uid], attr_type="BACKEND_DESCRIPTOR")
+        d.set("OPERATION_MATMUL_BDESC", tensors[op.inputs["b"].uid], attr_type="BACKEND_DESCRIPTOR")
+        d.set(
+            "OPERATION_MATMUL_CDESC", tensors[op.outputs["c"].uid], attr_type="BACKEND_DESCRIPTOR"
+        )
+        d.set("OPERATION_MATMUL_DESC", mm, attr_type="BACKEND_DESCRIPTOR")
+    elif op.kind == "pointwise":
+        pw = new("POINTWISE")
+        pw.set("POINTWISE_MODE", a["mode"], attr_type="POINTWISE_MODE")
+        pw.set("POINTWISE_MATH_PREC", compute, attr_type="DATA_TYPE")
+        for key, attr in _PW_PARAMS.items():
+            if key in a:
+                pw.set(attr, a[key], attr_type=scalar)
+        if "axis" in a:
+            pw.set("POINTWISE_AXIS", a["axis"], attr_type="INT64")
+        finalize(pw, f"{op.label} (pointwise settings)")
+        d = new("OPERATION_POINTWISE")
+        d.set("OPERATION_POINTWISE_PW_DESCRIPTOR", pw, attr_type="BACKEND_DESCRIPTOR")
+        slots = {
+            "x": "XDESC",
+            "b": "BDESC",
+            "t": "TDESC",
+            "dy": "DYDESC",
+            "y": "YDESC",
+            "dx": "DXDESC",
+        }
+        for role, t in (*op.inputs.items(), *op.outputs.items()):
+            d.set(
+                "OPERATION_POINTWISE_" + slots[role], tensors[t.uid], attr_type="BACKEND_DESCRIPTOR"
+            )
+        if "alpha1" in a:
+            d.set("OPERATION_POINTWISE_ALPHA1", a["alpha1"], attr_type=scalar)
+        if "alpha2" in a:
+            d.set("OPERATION_POINTWISE_ALPHA2", a["alpha2"], attr_type=scalar)
+    elif op.kind == "reduction":
+        red = new("REDUCTION")
+        red.set("REDUCTION_OPERATOR", a["op"], attr_type="REDUCTION_OPERATOR_TYPE")
+        red.set("REDUCTION_COMP_TYPE", compute, attr_type="DATA_TYPE")
+        if "deterministic" in a:
+            red.set("REDUCTION_IS_DETERMINISTIC", a["deterministic"], attr_type="BOOLEAN")
+        finalize(red, f"{op.label} (reduction settings: operator {a['op'].name.lower()})")
+        d = new("OPERATION_REDUCTION")
+        d.set(
+            "OPERATION_REDUCTION_XDESC", tensors[op.inputs["x"].uid], attr_type="BACKEND_DESCRIPTOR"
+        )
+        d.set(
+            "OPERATION_REDUCTION_YDESC",
+            tensors[op.outputs["y"].uid],
+            attr_type="BACKEND_DESCRIPTOR",
+        )
+        d.set("OPERATION_REDUCTION_DESC", red, attr_type="BACKEND_DESCRIPTOR")
+    else:  # pragma: no cover - every kind the Graph creates is handled above
+        raise GraphError(f"{op.label}: unknown operation kind {op.kind!r}")
+    finalize(d, op.label)
+    return d
