@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _bindings
+from . import _bindings, known_bad, rewrites
 from ._lib import LIB, check
 from ._shared.arrays import as_array_view
 from ._shared.dtypes import CUDNN_DATA_TYPE_NAMES, dtype_name
@@ -53,6 +53,7 @@ from .backend import BackendDescriptor, check_plan_json
 from .deviceprops import DeviceProperties, _error_lines
 from .errors import CudnnError, CudnnNotSupportedError
 from .graph import Graph, Tensor
+from .rewrites import Variant as _Variant
 
 __all__ = [
     "HEURISTIC_MODES",
@@ -272,6 +273,13 @@ class PlanningReport:
     failed: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     log: list[str] = dataclasses.field(default_factory=list)
     device: str = ""
+    #: Known-bad table entries that removed an engine config (see :mod:`pycudnn.known_bad`).
+    known_bad: list[known_bad.KnownBadEngine] = dataclasses.field(default_factory=list)
+    #: Equivalent descriptions tried because the graph as described had no engine, and how each
+    #: went (see :mod:`pycudnn.rewrites`).
+    rewrites: list[str] = dataclasses.field(default_factory=list)
+    #: What would work instead, when nothing did.
+    advice: list[str] = dataclasses.field(default_factory=list)
 
     def describe(self) -> str:
         lines = ["heuristics tried: " + "; ".join(h.describe() for h in self.heuristics)]
@@ -289,10 +297,16 @@ class PlanningReport:
                 + (" ..." if len(self.failed) > 6 else "")
                 + ")"
             )
+        for entry in dict.fromkeys(self.known_bad):
+            lines.append("excluded as known to give wrong results: " + entry.describe())
+        for line in self.rewrites:
+            lines.append("rewrite: " + line)
         if self.log:
             lines.append("cuDNN said: " + " | ".join(self.log[-8:]))
         if self.device:
             lines.append(self.device)
+        for line in self.advice:
+            lines.append("what would work: " + line)
         return "\n".join(lines)
 
 
@@ -309,31 +323,40 @@ def run_heuristics(
     *,
     device_properties: DeviceProperties | None = None,
     sm_count: int | None = None,
+    device: Any = None,
 ) -> HeuristicsResult:
     """``CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR`` for one mode: count query, then the configs.
 
-    cuDNN may return fewer configs than it counted (those that cannot be materialized here are
-    dropped; without a GPU and without ``device_properties`` that is usually all of them).
+    The target is ``device_properties`` (deviceless: the unbound operation graph, DEVICEPROP on
+    the heuristics), else the GPU ``device`` (None: the current one; the operation graph is bound
+    to the calling thread's handle for it). cuDNN may return fewer configs than it counted (those
+    that cannot be materialized for the target are dropped; with neither a GPU nor
+    ``device_properties`` that is usually all of them).
     """
     _check_graph(graph)
     hm = _heur_mode(mode)
-    if device_properties is not None and not isinstance(device_properties, DeviceProperties):
-        raise TypeError(
-            f"device_properties must be a pycudnn.DeviceProperties, not {type(device_properties).__name__}"
-        )
     if sm_count is not None and (
         isinstance(sm_count, bool) or not isinstance(sm_count, int) or sm_count < 1
     ):
         raise ValueError(f"sm_count must be a positive int, got {sm_count!r}")
-    op_graph = graph.finalize()
+    return _run_heuristics(graph, hm, _target(device_properties, device), sm_count)
+
+
+def _run_heuristics(
+    graph: Graph, hm: Any, target: _Target, sm_count: int | None, variant: _Variant | None = None
+) -> HeuristicsResult:
     name = _MODE_NAMES[hm]
+    if variant is None:
+        op_graph = graph._descriptors_for(target.handle)["graph"]
+    else:
+        op_graph = graph._descriptors_for(target.handle, variant.name, variant.views)["graph"]
     with _capture() as records:
         heur = BackendDescriptor("ENGINEHEUR")
         try:
             heur.set("ENGINEHEUR_OPERATION_GRAPH", op_graph)
             heur.set("ENGINEHEUR_MODE", hm)
-            if device_properties is not None:
-                heur.set("ENGINEHEUR_DEVICEPROP", device_properties.descriptor)
+            if target.props is not None:
+                heur.set("ENGINEHEUR_DEVICEPROP", target.props.descriptor)
             if sm_count is not None:
                 heur.set("ENGINEHEUR_SM_COUNT_TARGET", sm_count, attr_type="INT32")
             heur.finalize()
@@ -385,8 +408,14 @@ def _check_filters(options: dict[str, Any]) -> dict[str, Any]:
         "allow_reduced_precision": options.pop("allow_reduced_precision", True),
         "allow_runtime_compilation": options.pop("allow_runtime_compilation", True),
         "max_workspace": options.pop("max_workspace", None),
+        "allow_known_bad": options.pop("allow_known_bad", False),
     }
-    for key in ("deterministic", "allow_reduced_precision", "allow_runtime_compilation"):
+    for key in (
+        "deterministic",
+        "allow_reduced_precision",
+        "allow_runtime_compilation",
+        "allow_known_bad",
+    ):
         if not isinstance(out[key], bool):
             raise TypeError(f"{key} must be a bool, not {out[key]!r}")
     mw = out["max_workspace"]
@@ -399,22 +428,31 @@ def _collect(
     graph: Graph,
     *,
     heuristics: Any,
-    device_properties: DeviceProperties | None,
+    target: _Target,
     sm_count: int | None,
     filters: dict[str, Any],
     report: PlanningReport,
+    variant: _Variant | None = None,
 ) -> list[EngineConfig]:
     seen: set[Any] = set()
     out: list[EngineConfig] = []
+    exclusions = [] if filters["allow_known_bad"] else known_bad.exclusions_for(graph, _version())
     for hm in _heur_modes(heuristics):
-        res = run_heuristics(graph, hm, device_properties=device_properties, sm_count=sm_count)
+        res = _run_heuristics(graph, hm, target, sm_count, variant)
         report.heuristics.append(res)
         report.log.extend(line for line in res.log if line not in report.log)
         for cfg in res.configs:
             if cfg.identity in seen:
                 continue  # dropped: released once unreferenced
             seen.add(cfg.identity)
-            why = _filter_reason(cfg, **filters)
+            why = _filter_reason(
+                cfg, **{k: v for k, v in filters.items() if k != "allow_known_bad"}
+            )
+            if not why:
+                entry = known_bad.match(exclusions, cfg.engine_id)
+                if entry is not None:
+                    why = "known to give wrong results: " + entry.describe()
+                    report.known_bad.append(entry)
             if why:
                 report.filtered.append((f"engine {cfg.engine_id}", why))
                 continue
@@ -428,17 +466,22 @@ def engine_configs(
     heuristics: Any = DEFAULT_HEURISTICS,
     device_properties: DeviceProperties | None = None,
     sm_count: int | None = None,
+    device: Any = None,
     deterministic: bool = False,
     allow_reduced_precision: bool = True,
     allow_runtime_compilation: bool = True,
     max_workspace: int | None = None,
+    allow_known_bad: bool = False,
 ) -> list[EngineConfig]:
     """Engine configs from the heuristic ``heuristics`` (a mode or a list tried in order), filtered.
 
+    The target is ``device_properties`` or the GPU ``device``, as in :func:`run_heuristics`.
     ``deterministic=True`` drops NONDETERMINISTIC engines; ``allow_reduced_precision=False`` drops
     REDUCED_PRECISION_REDUCTION and DOWN_CONVERT_INPUTS; ``allow_runtime_compilation=False`` drops
     engines with the RUNTIME_COMPILATION behaviour note; ``max_workspace`` (bytes) drops configs
-    that need more. Duplicates across modes are kept once.
+    that need more. Engines in the known-bad table (:mod:`pycudnn.known_bad`) for this graph and
+    cuDNN version are dropped unless ``allow_known_bad=True``. Duplicates across modes are kept
+    once.
     """
     _check_graph(graph)
     filters = _check_filters(
@@ -447,12 +490,13 @@ def engine_configs(
             "allow_reduced_precision": allow_reduced_precision,
             "allow_runtime_compilation": allow_runtime_compilation,
             "max_workspace": max_workspace,
+            "allow_known_bad": allow_known_bad,
         }
     )
     return _collect(
         graph,
         heuristics=heuristics,
-        device_properties=device_properties,
+        target=_target(device_properties, device),
         sm_count=sm_count,
         filters=filters,
         report=PlanningReport(),
@@ -470,6 +514,9 @@ class _Target:
     device_id: int | None  # the GPU plans are built on, when there is one
     fingerprint: str  # what identifies the target in cache keys
     note: str  # for error messages
+    # The calling thread's handle for device_id: bound to the operation graph (cuDNN plans an
+    # unbound graph without DEVICEPROP for an all-zero device: smVersion 0, ARCH_MISMATCH).
+    handle: Any = None
 
 
 def _target(device_properties: Any, device: Any) -> _Target:
@@ -497,16 +544,18 @@ def _target(device_properties: Any, device: Any) -> _Target:
             "(DeviceProperties.load(FILE), captured on the target GPU) to plan devicelessly",
         )
     from ._shared.cuda import device_id_of, get_device
+    from .handle import get_handle
 
     ordinal = device_id_of(device)
     get_device(ordinal).set_current()
+    handle = get_handle(ordinal)
     try:
         fp = "device:" + DeviceProperties.for_device(ordinal).fingerprint
     except Exception as exc:  # fall back to what the driver says
         _log.debug("device properties of GPU %d unavailable (%s); keying by name", ordinal, exc)
         d = st.devices[ordinal] if ordinal < len(st.devices) else {}
         fp = f"gpu:{d.get('name')}:{d.get('compute_capability')}:{st.driver_version}"
-    return _Target(None, ordinal, fp, "")
+    return _Target(None, ordinal, fp, "", handle)
 
 
 def _deserialize_props(device_properties: Any, device: Any) -> tuple[DeviceProperties, int | None]:
@@ -605,31 +654,43 @@ def _slots_from_json(data: Mapping[str, Any]) -> list[_Slot]:
 _OUTPUT_ROLE_KEYS = ("Y", "DX", "DW", "C", "dX", "dW", "matC")
 
 
-def _check_json_matches_graph(data: Mapping[str, Any], graph: Graph) -> None:
+def _check_json_matches_graph(data: Mapping[str, Any], graph: Graph) -> str:
+    """Check that a plan JSON was built for ``graph`` (as described, or as one of its equivalent
+    descriptions from :mod:`pycudnn.rewrites`); returns the rewrite's note ("" for none)."""
     by_uid = {}
     for t in data.get("operationGraph", {}).get("tensors", []):
         try:
             by_uid[int(t["name"])] = t
         except (KeyError, TypeError, ValueError):
-            return  # unknown naming: nothing to compare
-    for t in graph.tensors:
-        j = by_uid.get(t.uid)
-        if j is None:
-            raise ValueError(
-                f"the plan has no tensor {t.uid} ('{t.name}'): it was built for another graph"
-            )
-        jd, js = tuple(j.get("dim", ())), tuple(j.get("stride", ()))
-        if jd != t.dims or (not t.is_virtual and js != t.strides):
-            raise ValueError(
-                f"the plan was built for another graph: tensor {t.uid} ('{t.name}') is "
-                f"{list(jd)} strides {list(js)} in the plan but {list(t.dims)} strides "
-                f"{list(t.strides)} in the graph"
-            )
+            return ""  # unknown naming: nothing to compare
     if len(by_uid) != len(graph.tensors):
         raise ValueError(
             f"the plan has {len(by_uid)} tensors but the graph has {len(graph.tensors)}: it was "
             "built for another graph"
         )
+    mismatch = first = ""
+    for variant in [None, *rewrites.variants(graph)]:
+        mismatch = ""
+        for t in graph.tensors:
+            j = by_uid.get(t.uid)
+            if j is None:
+                raise ValueError(
+                    f"the plan has no tensor {t.uid} ('{t.name}'): it was built for another graph"
+                )
+            dims, strides = (t.dims, t.strides) if variant is None else variant.views[t.uid]
+            jd, js = tuple(j.get("dim", ())), tuple(j.get("stride", ()))
+            if jd != dims or (not t.is_virtual and js != strides):
+                mismatch = (
+                    f"the plan was built for another graph: tensor {t.uid} ('{t.name}') is "
+                    f"{list(jd)} strides {list(js)} in the plan but {list(t.dims)} strides "
+                    f"{list(t.strides)} in the graph"
+                )
+                break
+        if not mismatch:
+            return "" if variant is None else variant.note
+        if variant is None:
+            first = mismatch
+    raise ValueError(first)
 
 
 def _version() -> int:
@@ -696,6 +757,10 @@ class Plan:
         self.device_properties = device_properties
         self.source = source
         self.autotune_results: AutotuneResults | None = None
+        #: The :class:`PlanningReport` of the build that made this plan (None when loaded).
+        self.report: PlanningReport | None = None
+        #: The equivalent description cuDNN planned instead of the graph's own ("" if none).
+        self.rewrite = ""
         self.workspace_size = int(descriptor.get("EXECUTION_PLAN_WORKSPACE_SIZE"))
         if config is None and json_data is not None:
             # A deserialized plan: its engine config reads back like a heuristic one, which gives
@@ -808,10 +873,11 @@ class Plan:
         knobs = ", ".join(f"{k}={v}" for k, v in self.knobs.items()) or "no knobs"
         notes = ", ".join(self.numerical_notes + self.behavior_notes) or "no notes"
         g = f"graph '{self.graph.name}'" if self.graph is not None else "no graph"
-        return (
+        text = (
             f"plan for {g}: engine {self.engine_id} ({knobs}; {notes}), workspace "
             f"{self.workspace_size} B, from {self.source}"
         )
+        return text + (f"; cuDNN was shown the {self.rewrite}" if self.rewrite else "")
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"engine {self.engine_id}"
@@ -919,7 +985,9 @@ class Plan:
         if graph is not None:
             if not isinstance(graph, Graph):
                 raise TypeError(f"graph must be a pycudnn.Graph, not {type(graph).__name__}")
-            _check_json_matches_graph(data, graph)
+            rewrite = _check_json_matches_graph(data, graph)
+        else:
+            rewrite = ""
         props, ordinal = _deserialize_props(device_properties, device)
         desc = BackendDescriptor("EXECUTION_PLAN")
         try:
@@ -935,7 +1003,7 @@ class Plan:
                         exc.status, exc.function, f"loading a serialized plan: {exc.message}{extra}"
                     ) from None
             desc.keep_alive(props)
-            return cls(
+            plan = cls(
                 desc,
                 graph=graph,
                 device_properties=props,
@@ -943,6 +1011,8 @@ class Plan:
                 json_data=data,
                 source="json",
             )
+            plan.rewrite = rewrite
+            return plan
         except BaseException:
             desc.close()
             raise
@@ -1357,15 +1427,71 @@ def _plans(
         raise TypeError(f"unexpected option(s): {', '.join(sorted(options))}")
     if target.device_id is None and target.props is None and report is not None:
         report.device = target.note
+        return _plans_for(
+            graph,
+            target,
+            heuristics=heuristics,
+            sm_count=sm_count,
+            filters=filters,
+            report=report,
+            limit=limit,
+            variant=None,
+        )
+    plans = _plans_for(
+        graph,
+        target,
+        heuristics=heuristics,
+        sm_count=sm_count,
+        filters=filters,
+        report=report,
+        limit=limit,
+        variant=None,
+    )
+    if plans:
+        return plans
+    # No engine for the graph as described: try the equivalent descriptions cuDNN has engines for.
+    for variant in rewrites.variants(graph):
+        plans = _plans_for(
+            graph,
+            target,
+            heuristics=heuristics,
+            sm_count=sm_count,
+            filters=filters,
+            report=report,
+            limit=limit,
+            variant=variant,
+        )
+        if plans:
+            report.rewrites.append(f"planned the {variant.note}")
+            for p in plans:
+                p.rewrite = variant.note
+            _log.info("graph '%s': %s", graph.name, variant.note)
+            return plans
+        report.rewrites.append(f"tried the {variant.note}: no engine either")
+    return []
+
+
+def _plans_for(
+    graph: Graph,
+    target: _Target,
+    *,
+    heuristics: Any,
+    sm_count: int | None,
+    filters: dict[str, Any],
+    report: PlanningReport,
+    limit: int | None,
+    variant: _Variant | None,
+) -> list[Plan]:
     plans: list[Plan] = []
     with _capture() as records:
         configs = _collect(
             graph,
             heuristics=heuristics,
-            device_properties=target.props,
+            target=target,
             sm_count=sm_count,
             filters=filters,
             report=report,
+            variant=variant,
         )
         if target.props is None and target.device_id is None:
             # No GPU and no DEVICEPROP: cuDNN cannot finalize plans here (and configs are empty).
@@ -1392,6 +1518,7 @@ def _plans(
                 )
                 plan.close()
                 continue
+            plan.report = report
             plans.append(plan)
     for line in _error_lines(records, limit=12):
         if line not in report.log:
@@ -1400,6 +1527,12 @@ def _plans(
 
 
 def _not_supported(graph: Graph, report: PlanningReport) -> GraphNotSupportedError:
+    for entry in dict.fromkeys(report.known_bad):
+        if entry.advice and entry.advice not in report.advice:
+            report.advice.append(entry.advice)
+    for line in rewrites.advice(graph):
+        if line not in report.advice:
+            report.advice.append(line)
     message = f"no engine supports graph '{graph.name}'\n" + report.describe()
     return GraphNotSupportedError(3000, "cudnnBackendFinalize", message, report)
 
@@ -1415,11 +1548,14 @@ def _cache_key(
             ("allow_runtime_compilation", True),
             ("max_workspace", None),
             ("sm_count", None),
+            ("allow_known_bad", False),
         )
     }
     modes = [_MODE_NAMES[m] for m in _heur_modes(options.get("heuristics", DEFAULT_HEURISTICS))]
     payload = {
         "graph": graph.key(),
+        # Entries that apply change which plan is chosen: a table edit must not serve old plans.
+        "known_bad": [dataclasses.astuple(e) for e in known_bad.exclusions_for(graph, _version())],
         "cudnn": _version(),
         "target": target.fingerprint,
         "heuristics": modes,
@@ -1464,6 +1600,7 @@ def build(
     max_workspace: int | None = None,
     allow_reduced_precision: bool = True,
     allow_runtime_compilation: bool = True,
+    allow_known_bad: bool = False,
     sm_count: int | None = None,
     cache: PlanCache | bool | None = None,
 ) -> Plan:
@@ -1473,8 +1610,12 @@ def build(
     ``device_properties``: plan for that GPU without one (deviceless); else the GPU ``device``
     (None: the current one). ``cache``: None (this thread's in-memory cache), a
     :class:`PlanCache` (memory and, if it has a directory, disk), or False (no caching).
-    Filters as in :func:`engine_configs`. Raises :class:`GraphNotSupportedError` with the modes
-    tried, the configs each returned, and cuDNN's own explanation when no plan can be built.
+    Filters as in :func:`engine_configs` (engines in the known-bad table are dropped unless
+    ``allow_known_bad``). When the graph as described has no engine, equivalent descriptions
+    cuDNN has engines for are tried (:mod:`pycudnn.rewrites`; ``plan.rewrite`` says which). The
+    plan's ``report`` is the :class:`PlanningReport`. Raises :class:`GraphNotSupportedError` with
+    the modes tried, the configs each returned, what was excluded and why, cuDNN's own
+    explanation and what would work instead, when no plan can be built.
     """
     _check_graph(graph)
     options = {
@@ -1483,6 +1624,7 @@ def build(
         "max_workspace": max_workspace,
         "allow_reduced_precision": allow_reduced_precision,
         "allow_runtime_compilation": allow_runtime_compilation,
+        "allow_known_bad": allow_known_bad,
         "sm_count": sm_count,
     }
     target = _target(device_properties, device)
@@ -1738,7 +1880,15 @@ def autotune(
             f"autotuning times plans on the GPU, and none is usable here: {st.reason}"
         )
     options = {"heuristics": heuristics, **filters}
+    if handle is not None:
+        from .handle import Handle
+
+        if not isinstance(handle, Handle):
+            raise TypeError(f"handle must be a pycudnn.Handle, not {type(handle).__name__}")
+        device = handle.device_id if device is None else device
     target = _target(None, device)
+    if handle is not None:
+        target.handle = handle  # plan with the handle the plans will be timed on
     pc = _resolve_cache(cache)
     key = None
     if pc is not None and not isinstance(candidates, Sequence):

@@ -1,0 +1,220 @@
+"""Equivalent descriptions of a graph that cuDNN has engines for, and advice when there is none.
+
+cuDNN's engines accept fewer layouts than the operations allow. Two cases matter in practice
+(measured on an H100 with cuDNN 9.19, and reproduced by deviceless planning with 9.27 and 9.28):
+
+- **Pointwise-only graphs on channels-first (NCHW-packed) tensors** have no engine: the
+  runtime-fusion engines refuse them with ``NOT_SUPPORTED_LAYOUT``, same shape or broadcast. But an
+  elementwise operation does not care how the axes are named: the same memory described as a
+  rank-3, row-major ``[outer, middle, inner]`` view (axes permuted into memory order, then adjacent
+  axes merged) is planned by engine 1, ``[N, C, H*W] + [1, C, 1]`` included.
+- **Matmul takes rank-3 operands only** (``[B, M, K] x [B, K, N]``): rank-4 operands are refused
+  ("matmul tensor B invalid dimensions"). Batch dimensions that collapse into one stride (packed
+  ``[3, 2, M, K]`` is ``[6, M, K]``) are folded; a broadcast across two batch dimensions
+  (``[3, 1, ...] x [1, 2, ...]``) cannot be one stride, and :func:`advice` says so.
+
+A rewrite changes only the dims and strides cuDNN is shown (``views``: uid -> (dims, strides));
+unique ids and data pointers stay, so a plan for the rewritten description executes with the
+graph's own arrays. Planning tries the graph as described first and a rewrite only when that has
+no engine, and the planning report says which description was planned.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .graph import _dims_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .graph import Graph, Tensor
+
+__all__ = ["Variant", "advice", "variants"]
+
+View = tuple[tuple[int, ...], tuple[int, ...]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """An equivalent description of a graph's tensors: ``views`` maps uid -> (dims, strides)."""
+
+    name: str
+    views: dict[int, View]
+    note: str
+
+    def describe(self) -> str:
+        return self.note
+
+
+def _row_major(dims: Sequence[int]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for d in reversed(dims):
+        out.append(acc)
+        acc *= d
+    return tuple(reversed(out))
+
+
+def _mergeable(tensors: Sequence[Tensor], shape: Sequence[int], outer: int, inner: int) -> bool:
+    """Can axes ``outer`` and ``inner`` (adjacent in memory order) become one axis for every
+    tensor? Each tensor must either broadcast over both, or span both with
+    ``stride[outer] == stride[inner] * extent[inner]`` (virtual tensors have no memory: only their
+    broadcast pattern counts)."""
+    for t in tensors:
+        b_outer = t.dims[outer] == 1 and shape[outer] != 1
+        b_inner = t.dims[inner] == 1 and shape[inner] != 1
+        if b_outer != b_inner:
+            return False
+        if not (b_outer or t.is_virtual) and t.strides[outer] != t.strides[inner] * shape[inner]:
+            return False
+    return True
+
+
+def _fold(
+    tensors: Sequence[Tensor], groups: list[list[int]], shape: Sequence[int]
+) -> dict[int, View]:
+    """Views of ``tensors`` with each group of axes (outer to inner) merged into one axis."""
+    views: dict[int, View] = {}
+    for t in tensors:
+        dims = tuple(
+            1 if all(t.dims[a] == 1 for a in g) else math.prod(shape[a] for a in g) for g in groups
+        )
+        packed = _row_major(dims)
+        strides = tuple(
+            packed[k] if (t.is_virtual or dims[k] == 1) else t.strides[g[-1]]
+            for k, g in enumerate(groups)
+        )
+        views[t.uid] = (dims, strides)
+    return views
+
+
+def _groups(
+    tensors: Sequence[Tensor], shape: Sequence[int], axes: Sequence[int]
+) -> list[list[int]]:
+    groups: list[list[int]] = []
+    for a in axes:
+        if groups and _mergeable(tensors, shape, groups[-1][-1], a):
+            groups[-1].append(a)
+        else:
+            groups.append([a])
+    return groups
+
+
+def _pad_to_rank3(views: dict[int, View]) -> dict[int, View]:
+    out = {}
+    for uid, (dims, strides) in views.items():
+        extra = 3 - len(dims)
+        if extra < 0:
+            raise AssertionError("a folded view has more than 3 dims")
+        top = (dims[0] * strides[0]) if dims else 1
+        out[uid] = ((1,) * extra + dims, (top,) * extra + strides)
+    return out
+
+
+def _pointwise_variant(graph: Graph) -> Variant | None:
+    tensors = list(graph._tensors)
+    rank = tensors[0].ndim
+    if any(t.ndim != rank for t in tensors):
+        return None
+    shape = tuple(max(t.dims[i] for t in tensors) for i in range(rank))
+    ref = next((t for t in tensors if not t.is_virtual and t.dims == shape), None)
+    if ref is None:
+        return None
+    # Memory order of the reference tensor, outermost first; size-1 axes carry nothing.
+    axes = sorted((i for i in range(rank) if shape[i] != 1), key=lambda i: (-ref.strides[i], i))
+    groups = _groups(tensors, shape, axes)
+    if len(groups) > 3 or not groups:
+        return None
+    views = _pad_to_rank3(_fold(tensors, groups, shape))
+    if all(views[t.uid] == (t.dims, t.strides) for t in tensors):
+        return None
+    ref_dims = views[ref.uid][0]
+    return Variant(
+        "rank3",
+        views,
+        f"elementwise graph described as a rank-3 row-major view {_dims_text(ref_dims)} "
+        f"of its {_dims_text(shape)} tensors (same memory, axes merged in memory order)",
+    )
+
+
+def _matmul_variant(graph: Graph) -> Variant | None:
+    tensors = list(graph._tensors)
+    rank = tensors[0].ndim
+    if rank <= 3 or any(t.ndim != rank for t in tensors):
+        return None
+    shape = tuple(max(t.dims[i] for t in tensors) for i in range(rank))
+    batch = [a for a in range(rank - 2) if shape[a] != 1]
+    groups = _groups(tensors, shape, batch) if batch else []
+    if len(groups) > 1:
+        return None
+    groups = (groups or [[0]]) + [[rank - 2], [rank - 1]]
+    # Matrix axes keep their own extents (M, K, N differ between operands).
+    views: dict[int, View] = {}
+    for t in tensors:
+        b = 1 if all(t.dims[a] == 1 for a in groups[0]) else math.prod(shape[a] for a in groups[0])
+        dims = (b, t.dims[-2], t.dims[-1])
+        packed = _row_major(dims)
+        bstride = packed[0] if (t.is_virtual or b == 1) else t.strides[groups[0][-1]]
+        strides = (
+            bstride,
+            packed[1] if t.is_virtual else t.strides[-2],
+            packed[2] if t.is_virtual else t.strides[-1],
+        )
+        views[t.uid] = (dims, strides)
+    return Variant(
+        "batch-folded",
+        views,
+        f"matmul batch dims {_dims_text(shape[:-2])} folded into one (cuDNN's matmul takes "
+        "rank-3 operands)",
+    )
+
+
+def variants(graph: Graph) -> list[Variant]:
+    """Equivalent descriptions to try when the graph as described has no engine (maybe none)."""
+    kinds = {op.kind for op in graph._ops}
+    found: Variant | None = None
+    if kinds == {"pointwise"}:
+        found = _pointwise_variant(graph)
+    elif "matmul" in kinds and kinds <= {"matmul", "pointwise"}:
+        found = _matmul_variant(graph)
+    return [found] if found is not None else []
+
+
+def _channels_first(t: Tensor) -> bool:
+    # Channel axis (1) not the innermost of the spatial/channel axes: NCHW-like.
+    if t.ndim < 4 or t.dims[1] == 1 or t.is_virtual:
+        return False
+    return any(t.strides[1] > t.strides[a] for a in range(2, t.ndim) if t.dims[a] != 1)
+
+
+def advice(graph: Graph) -> list[str]:
+    """What would work instead, for a graph that has no engine (from what has been measured)."""
+    kinds = {op.kind for op in graph._ops}
+    tensors = [t for t in graph._tensors if not t.is_virtual]
+    out: list[str] = []
+    if kinds == {"pointwise"} and any(_channels_first(t) for t in tensors):
+        out.append(
+            "cuDNN's fusion engines take elementwise graphs on channels-last tensors "
+            "(fmt='NHWC'/'NDHWC') or on views that merge into rank-3 row-major ones; for NCHW "
+            "broadcasts that do not merge, the legacy API (pycudnn.ops.op_tensor, add_tensor) "
+            "takes NCHW"
+        )
+    if "matmul" in kinds and any(t.ndim > 3 for t in tensors):
+        out.append(
+            "cuDNN's matmul takes rank-3 operands [B, M, K] x [B, K, N]: batch dims are folded "
+            "into one when every operand's batch dims merge into a single stride; a broadcast "
+            "across two batch dims (e.g. [3, 1, M, K] x [1, 2, K, N]) cannot be, so loop over one "
+            "of them or make the operand dense"
+        )
+    conv_first = any(
+        op.kind in ("conv_fprop", "conv_dgrad", "conv_wgrad")
+        and any(_channels_first(t) for t in (*op.inputs.values(), *op.outputs.values()))
+        for op in graph._ops
+    )
+    if conv_first and len(graph._ops) > 1:
+        out.append(
+            "on Hopper, cuDNN 9.19 had no engine for NCHW convolutions fused with ReLU (they ran "
+            "with a bias, or alone); describe the tensors channels-last (fmt='NHWC')"
+        )
+    return out
