@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .graph import GraphError, _cudnn_dtype, _dims_text
+from .common import GraphError, _cudnn_dtype, _dims_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .graph import Graph, Operation
+    from .core import GraphCore as Graph
+    from .tensors import Operation
 
 __all__ = ["build_descriptors"]
 
@@ -45,8 +46,8 @@ def build_descriptors(
     equivalent description cuDNN has engines for, from :mod:`pycudnn.rewrites`); the data pointers
     and unique ids stay the same, so the variant pack does not change.
     """
-    from .backend import BackendDescriptor
-    from .errors import CudnnError
+    from ..backend import BackendDescriptor
+    from ..errors import CudnnError
 
     made: list[BackendDescriptor] = []
     views = views or {}
