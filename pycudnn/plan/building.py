@@ -259,7 +259,7 @@ def build(
     :class:`PlanCache` (memory and, if it has a directory, disk), or False (no caching).
     Filters as in :func:`engine_configs` (engines in the known-bad table are dropped unless
     ``allow_known_bad``). When the graph as described has no engine, equivalent descriptions
-    cuDNN has engines for are tried (:mod:`pycudnn.rewrites`; ``plan.rewrite`` says which). The
+    cuDNN has engines for are tried (:mod:`pycudnn.graph.rewrites`; ``plan.rewrite`` says which). The
     plan's ``report`` is the :class:`PlanningReport`. Raises :class:`GraphNotSupportedError` with
     the modes tried, the configs each returned, what was excluded and why, cuDNN's own
     explanation and what would work instead, when no plan can be built.

@@ -322,7 +322,7 @@ def engine_configs(
     ``deterministic=True`` drops NONDETERMINISTIC engines; ``allow_reduced_precision=False`` drops
     REDUCED_PRECISION_REDUCTION and DOWN_CONVERT_INPUTS; ``allow_runtime_compilation=False`` drops
     engines with the RUNTIME_COMPILATION behaviour note; ``max_workspace`` (bytes) drops configs
-    that need more. Engines in the known-bad table (:mod:`pycudnn.known_bad`) for this graph and
+    that need more. Engines in the known-bad table (:mod:`pycudnn.plan.known_bad`) for this graph and
     cuDNN version are dropped unless ``allow_known_bad=True``. Duplicates across modes are kept
     once.
     """

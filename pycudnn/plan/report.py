@@ -77,10 +77,10 @@ class PlanningReport:
     failed: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     log: list[str] = dataclasses.field(default_factory=list)
     device: str = ""
-    #: Known-bad table entries that removed an engine config (see :mod:`pycudnn.known_bad`).
+    #: Known-bad table entries that removed an engine config (see :mod:`pycudnn.plan.known_bad`).
     known_bad: list[known_bad.KnownBadEngine] = dataclasses.field(default_factory=list)
     #: Equivalent descriptions tried because the graph as described had no engine, and how each
-    #: went (see :mod:`pycudnn.rewrites`).
+    #: went (see :mod:`pycudnn.graph.rewrites`).
     rewrites: list[str] = dataclasses.field(default_factory=list)
     #: What would work instead, when nothing did.
     advice: list[str] = dataclasses.field(default_factory=list)

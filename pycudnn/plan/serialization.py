@@ -15,7 +15,7 @@ _log = logging.getLogger("pycudnn")
 
 def _check_json_matches_graph(data: Mapping[str, Any], graph: Graph) -> str:
     """Check that a plan JSON was built for ``graph`` (as described, or as one of its equivalent
-    descriptions from :mod:`pycudnn.rewrites`); returns the rewrite's note ("" for none)."""
+    descriptions from :mod:`pycudnn.graph.rewrites`); returns the rewrite's note ("" for none)."""
     by_uid = {}
     for t in data.get("operationGraph", {}).get("tensors", []):
         try:
