@@ -105,10 +105,12 @@ def test_default_plan_cache_size_is_cutensors() -> None:
 def test_importing_loads_no_library() -> None:
     code = (
         "import sys, pycutensor, pycutensor.operations, pycutensor.plan, pycutensor._einsum, "
-        "pycutensor.tensor, pycutensor.handle\n"
+        "pycutensor.tensor, pycutensor.handle, pycutensor.tables, pycutensor.checks, "
+        "pycutensor.operation, pycutensor.preference\n"
         "from pycutensor._lib import LIB\n"
         "assert not LIB.is_loaded, 'libcutensor loaded at import'\n"
         "assert 'cuda.core' not in sys.modules, 'cuda.core imported at import'\n"
+        "assert 'cuda.bindings.driver' not in sys.modules, 'cuda.bindings imported at import'\n"
         "print('ok')\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
@@ -123,3 +125,42 @@ def test_einsum_is_the_function_whatever_is_imported_first() -> None:
 
     assert pycutensor.einsum is module.einsum
     assert pycutensor.parse_einsum is module.parse_einsum
+
+
+# -- the driver calls a handle makes (cuda.bindings.driver, no private libcuda binding) ----------
+@pytest.mark.skipif(not NO_GPU, reason="needs a machine without a GPU")
+def test_without_a_gpu_no_device_is_current() -> None:
+    from pycutensor.handle import current_device_ordinal
+
+    # cuCtxGetDevice answers CUDA_ERROR_NOT_INITIALIZED (or NO_DEVICE): no context, so -1
+    assert current_device_ordinal() == -1
+    pycutensor.Handle.restore(None)  # nothing was made current: nothing to restore
+    pycutensor.Handle.restore(0)
+
+
+@pytest.mark.skipif(not NO_GPU, reason="needs a machine without a GPU")
+def test_synchronize_stream_raises_the_drivers_error() -> None:
+    from cuda.bindings import driver
+
+    from pycutensor.handle import synchronize_stream
+
+    (status,) = driver.cuStreamSynchronize(0)  # what the driver itself answers here
+    assert status != 0
+    with pytest.raises(RuntimeError, match=f"CUresult {int(status)}"):
+        synchronize_stream(0)
+
+
+@pytest.mark.gpu
+def test_handles_restore_the_callers_context(gpu_device: int) -> None:
+    from cuda.bindings import driver
+
+    from pycutensor.handle import current_device_ordinal
+
+    handle = pycutensor.Handle(gpu_device)
+    assert current_device_ordinal() == gpu_device  # cuda.core's Device.set_current left it current
+    assert handle.activate() is None  # already current: nothing to do, nothing to restore
+    status, ctx = driver.cuCtxGetCurrent()
+    assert status == 0 and int(ctx) != 0
+    handle.restore(int(ctx))
+    assert current_device_ordinal() == gpu_device
+    handle.close()
