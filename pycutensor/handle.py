@@ -36,6 +36,7 @@ repeating a call costs only its execute. Handles are not meant to be shared betw
 from __future__ import annotations
 
 import collections
+import contextlib
 import ctypes
 import functools
 import os
@@ -50,7 +51,7 @@ from . import _bindings
 from ._lib import LIB, check, clear_last_error, take_last_error
 from .errors import error_from_status
 
-__all__ = ["DEFAULT_PLAN_CACHE_SIZE", "Handle", "get_handle"]
+__all__ = ["DEFAULT_PLAN_CACHE_SIZE", "Handle", "get_handle", "write_atomically"]
 
 #: cuTENSOR's default plan-cache capacity (``cutensorCreate`` documentation).
 DEFAULT_PLAN_CACHE_SIZE = 64
@@ -245,15 +246,19 @@ class Handle(CResource):
         """Write the plan cache to ``path``, overwriting it (``cutensorHandleWritePlanCacheToFile``).
 
         cuTENSOR returns INVALID_VALUE when the handle has no cache
-        (``CUTENSOR_DISABLE_PLAN_CACHE=1``) and IO_ERROR when the file cannot be written.
+        (``CUTENSOR_DISABLE_PLAN_CACHE=1``) and IO_ERROR when the file cannot be written. cuTENSOR
+        writes a temporary file beside ``path`` that replaces it only once complete, so a failed
+        or interrupted write leaves an existing file as it was.
         """
         name = _path_bytes(path, "path")
         self._check_open()
-        clear_last_error()
-        check(
-            LIB.function("cutensorHandleWritePlanCacheToFile")(self, name),
-            "cutensorHandleWritePlanCacheToFile",
-        )
+        write = LIB.function("cutensorHandleWritePlanCacheToFile")
+
+        def write_to(temporary: bytes) -> None:
+            clear_last_error()
+            check(write(self, temporary), "cutensorHandleWritePlanCacheToFile")
+
+        write_atomically(name, write_to)
 
     def read_plan_cache(self, path: str | os.PathLike[str]) -> int:
         """Fill the plan cache from ``path``; returns the number of entries read.
@@ -290,14 +295,17 @@ class Handle(CResource):
 
     def write_kernel_cache(self, path: str | os.PathLike[str]) -> None:
         """Write the library's just-in-time compiled kernels to ``path``
-        (``cutensorWriteKernelCacheToFile``; NOT_SUPPORTED where JIT is unavailable)."""
+        (``cutensorWriteKernelCacheToFile``; NOT_SUPPORTED where JIT is unavailable), through a
+        temporary file beside it as :meth:`write_plan_cache` does."""
         name = _path_bytes(path, "path")
         self._check_open()
-        clear_last_error()
-        check(
-            LIB.function("cutensorWriteKernelCacheToFile")(self, name),
-            "cutensorWriteKernelCacheToFile",
-        )
+        write = LIB.function("cutensorWriteKernelCacheToFile")
+
+        def write_to(temporary: bytes) -> None:
+            clear_last_error()
+            check(write(self, temporary), "cutensorWriteKernelCacheToFile")
+
+        write_atomically(name, write_to)
 
     def read_kernel_cache(self, path: str | os.PathLike[str]) -> None:
         """Add the kernels stored in ``path`` to the library's JIT kernel cache
@@ -369,6 +377,31 @@ def _path_bytes(path: Any, name: str) -> bytes:
     if b"\0" in raw:
         raise ValueError(f"{name} must not contain a NUL character")
     return raw
+
+
+def write_atomically(path: bytes, write: Callable[[bytes], None]) -> None:
+    """Have ``write`` create a temporary file in ``path``'s directory, then move it onto ``path``
+    (``os.replace``, atomic on POSIX). When ``write`` raises, the temporary file is removed and an
+    existing ``path`` is left untouched; readers never see a half-written file.
+
+    The temporary name carries the process and thread ids, so concurrent writers never share one;
+    the file is created by ``write`` itself, so it gets the permissions the umask gives.
+    """
+    directory, base = os.path.split(os.path.abspath(path))
+    temporary = os.path.join(
+        directory, b".%s.%d-%d.tmp" % (base, os.getpid(), threading.get_ident())
+    )
+    try:
+        write(temporary)
+        if not os.path.exists(temporary):
+            raise OSError(
+                f"the write reported success but created no file for {os.fsdecode(path)!r}"
+            )
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 _per_thread = threading.local()

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -164,3 +167,62 @@ def test_handles_restore_the_callers_context(gpu_device: int) -> None:
     handle.restore(int(ctx))
     assert current_device_ordinal() == gpu_device
     handle.close()
+
+
+# -- cache files are written atomically ------------------------------------------------------------
+def test_cache_files_replace_the_old_one_only_when_complete(tmp_path: Path) -> None:
+    from pycutensor.handle import write_atomically
+
+    target = tmp_path / "plans.bin"
+    target.write_bytes(b"old")
+
+    def writes(data: bytes) -> Any:
+        def write(temporary: bytes) -> None:
+            assert os.path.dirname(temporary) == os.fsencode(tmp_path)  # same file system
+            assert target.read_bytes() == b"old"  # the old file is intact while writing
+            Path(os.fsdecode(temporary)).write_bytes(data)
+
+        return write
+
+    write_atomically(os.fsencode(target), writes(b"new"))
+    assert target.read_bytes() == b"new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plans.bin"]
+
+    def fails(temporary: bytes) -> None:
+        Path(os.fsdecode(temporary)).write_bytes(b"half")
+        raise CutensorError(21, "cutensorHandleWritePlanCacheToFile", "disk full")
+
+    with pytest.raises(CutensorError, match="disk full"):
+        write_atomically(os.fsencode(target), fails)
+    assert target.read_bytes() == b"new"  # untouched, and no temporary file left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plans.bin"]
+    with pytest.raises(OSError, match="created no file"):
+        write_atomically(os.fsencode(target), lambda temporary: None)
+    assert target.read_bytes() == b"new"
+
+
+@pytest.mark.gpu
+def test_a_failed_plan_cache_write_keeps_the_old_file(gpu_device: int, tmp_path: Path) -> None:
+    import threading
+
+    from pycutensor.operations import Contraction
+    from pycutensor.tensor import TensorDescriptor
+
+    if os.environ.get("CUTENSOR_DISABLE_PLAN_CACHE"):
+        pytest.skip("CUTENSOR_DISABLE_PLAN_CACHE is set: there is no plan cache to write")
+    target = tmp_path / "plans.bin"
+    target.write_bytes(b"an older cache")
+    # A directory where the temporary file would go: cuTENSOR cannot open it, even as root.
+    blocker = tmp_path / f".plans.bin.{os.getpid()}-{threading.get_ident()}.tmp"
+    blocker.mkdir()
+    with pycutensor.Handle(gpu_device) as handle:
+        a, b = TensorDescriptor(handle, (32, 16)), TensorDescriptor(handle, (16, 8))
+        plan = Contraction(a, "mk", b, "kn", TensorDescriptor(handle, (32, 8)), "mn").plan()
+        with pytest.raises((CutensorError, OSError)):
+            handle.write_plan_cache(target)
+        assert target.read_bytes() == b"an older cache"
+        blocker.rmdir()
+        handle.write_plan_cache(target)  # and once it can, the file is replaced
+        plan.close()
+    assert target.read_bytes() != b"an older cache"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plans.bin"]
