@@ -34,15 +34,14 @@ from pycudnn._shared.cuda import stream_handle
 from pycudnn._shared.resource import ClosedError, CResource
 
 from . import _bindings
-from ._lib import LIB, check, clear_last_error, take_last_error
-from .errors import error_from_status
+from ._lib import LIB, check, clear_last_error
 from .handle import Handle
 from .operation import Operation
 from .preference import (
     ALGORITHMS,
     PlanPreference,
     PlanPreferenceObject,
-    algorithm_note,
+    check_planning,
     default_preference,
     int_option,
 )
@@ -65,7 +64,6 @@ WORKSPACE_PREFERENCES: dict[str, int] = {
     "max": int(_bindings.CUTENSOR_WORKSPACE_MAX),
 }
 _WORKSPACE_ALIGNMENT = 256  # cutensorContract/Reduce: "the workspace must be aligned to 256 bytes"
-_NOT_SUPPORTED = int(_bindings.CUTENSOR_STATUS_NOT_SUPPORTED)
 
 
 def _workspace_preference(value: Any) -> int:
@@ -75,14 +73,6 @@ def _workspace_preference(value: Any) -> int:
         f"workspace must be one of {', '.join(map(repr, WORKSPACE_PREFERENCES))} or a byte count, "
         f"got {value!r}"
     )
-
-
-def _check_planning(status: int, function: str, preference: PlanPreference) -> None:
-    """``check`` for the planning calls: a NOT_SUPPORTED caused by an algorithm number says so."""
-    if status:
-        message = take_last_error()
-        note = algorithm_note(preference) if status == _NOT_SUPPORTED else ""
-        raise error_from_status(status, function, f"{message}; {note}" if note else message)
 
 
 def _preference_object(
@@ -132,7 +122,7 @@ def estimate_workspace(
             )
         finally:
             handle.restore(previous)
-        _check_planning(status, "cutensorEstimateWorkspaceSize", pref_obj.preference)
+        check_planning(status, "cutensorEstimateWorkspaceSize", pref_obj.preference)
         return int(out.value)
     finally:
         if own is not None:
@@ -162,7 +152,7 @@ def _create_plan(
         )
     finally:
         handle.restore(previous)
-    _check_planning(status, "cutensorCreatePlan", preference.preference)
+    check_planning(status, "cutensorCreatePlan", preference.preference)
     return int(out.value or 0)
 
 

@@ -20,7 +20,8 @@ import numpy as np
 from pycudnn._shared.resource import CResource
 
 from . import _bindings
-from ._lib import LIB, check, clear_last_error
+from ._lib import LIB, check, clear_last_error, take_last_error
+from .errors import error_from_status
 from .handle import Handle
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "PlanPreference",
     "PlanPreferenceObject",
     "algorithm_note",
+    "check_planning",
     "default_preference",
 ]
 
@@ -55,6 +57,7 @@ _JIT = {
 # CUTENSOR_PLAN_PREFERENCE_GPU_ARCH: "Currently only SM versions 80, 90 and 100 are supported".
 _GPU_ARCHS = (80, 90, 100)
 _INT32_MAX = 2**31 - 1
+_NOT_SUPPORTED = int(_bindings.CUTENSOR_STATUS_NOT_SUPPORTED)
 
 
 def int_option(value: Any, name: str, low: int, high: int = _INT32_MAX) -> int:
@@ -197,11 +200,12 @@ class PlanPreferenceObject(CResource):
         handle._check_open()
         out = ctypes.c_void_p()
         clear_last_error()
-        check(
+        check_planning(
             LIB.function("cutensorCreatePlanPreference")(
                 handle, ctypes.byref(out), preference.algo_value, _JIT[str(preference.jit)]
             ),
             "cutensorCreatePlanPreference",
+            preference,
         )
         ptr = int(out.value or 0)
         if owned_by_handle:
@@ -268,3 +272,13 @@ def algorithm_note(preference: PlanPreference) -> str:
         f"2.8 refused the numbers 0-3 for every contraction measured on an H100 (only the named "
         f"algorithms work there): use one of {named}"
     )
+
+
+def check_planning(status: int, function: str, preference: PlanPreference) -> None:
+    """``check`` for the calls that plan with ``preference`` (creating the preference, estimating
+    the workspace, creating the plan): a NOT_SUPPORTED where an algorithm number was asked for
+    carries :func:`algorithm_note`."""
+    if status:
+        message = take_last_error()
+        note = algorithm_note(preference) if status == _NOT_SUPPORTED else ""
+        raise error_from_status(status, function, f"{message}; {note}" if note else message)

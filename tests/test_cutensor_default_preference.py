@@ -21,7 +21,7 @@ import pytest
 import pycutensor
 from pycutensor import _bindings, plan
 from pycutensor.errors import CutensorInvalidValueError, CutensorNotSupportedError
-from pycutensor.preference import ALGORITHMS, PlanPreference, algorithm_note
+from pycutensor.preference import ALGORITHMS, PlanPreference, algorithm_note, check_planning
 
 ROOT = Path(__file__).resolve().parent.parent / "pycutensor"
 
@@ -150,17 +150,17 @@ def test_explicit_algorithm_numbers_that_fail_say_what_works(algo: int) -> None:
     assert all(repr(name) in note for name in ALGORITHMS)
     status = int(_bindings.CUTENSOR_STATUS_NOT_SUPPORTED)
     with pytest.raises(CutensorNotSupportedError) as info:
-        plan._check_planning(status, "cutensorCreatePlan", PlanPreference(algo=algo))
+        check_planning(status, "cutensorCreatePlan", PlanPreference(algo=algo))
     assert info.value.function == "cutensorCreatePlan" and "named algorithms" in info.value.message
     # other statuses, and the named algorithms, get cuTENSOR's message alone
     invalid = int(_bindings.CUTENSOR_STATUS_INVALID_VALUE)
     with pytest.raises(CutensorInvalidValueError) as other:
-        plan._check_planning(invalid, "cutensorCreatePlan", PlanPreference(algo=algo))
+        check_planning(invalid, "cutensorCreatePlan", PlanPreference(algo=algo))
     assert "named algorithms" not in other.value.message
     with pytest.raises(CutensorNotSupportedError) as named:
-        plan._check_planning(status, "cutensorCreatePlan", PlanPreference(algo="gett"))
+        check_planning(status, "cutensorCreatePlan", PlanPreference(algo="gett"))
     assert "named algorithms" not in named.value.message
-    plan._check_planning(0, "cutensorCreatePlan", PlanPreference(algo=algo))  # success: no error
+    check_planning(0, "cutensorCreatePlan", PlanPreference(algo=algo))  # success: no error
 
 
 # -- GPU tier ------------------------------------------------------------------------------------------
