@@ -45,8 +45,8 @@ def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
 
     def visit(node: ast.AST) -> None:
         if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.orelse:
-                visit(child)
+            for statement in node.orelse:
+                visit(statement)
             return
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             found.append(node)

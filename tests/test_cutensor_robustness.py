@@ -575,10 +575,12 @@ def test_workspace_preferences_are_checked_before_c(
 @pytest.mark.parametrize(
     ("call", "error", "match"),
     [
-        (lambda: autotune(object()), TypeError, "operation must be a pycutensor Operation"),
+        (lambda: autotune(object()), TypeError,  # type: ignore[arg-type]
+         "operation must be a pycutensor Operation"),
         (lambda: autotune(_closed(Contraction), preference=PlanPreference()), ValueError,
          "autotune='incremental'"),
-        (lambda: autotune(_closed(Contraction), preference="incremental"), TypeError,
+        (lambda: autotune(_closed(Contraction), preference="incremental"),  # type: ignore[arg-type]
+         TypeError,
          "preference must be a PlanPreference"),
         (lambda: autotune(_closed(Contraction)), ClosedError, "closed"),
     ],

@@ -113,3 +113,36 @@ def test_compute_descriptor_names_load_nothing_at_import() -> None:
     assert out.returncode == 0, out.stderr
     count = len(_bindings.COMPUTE_DESCRIPTOR_SYMBOLS)
     assert out.stdout.split() == [str(count), "False", "True", "True"]
+
+
+@pytest.mark.gpu
+def test_c_code_with_a_c_named_compute_descriptor_runs(gpu_device: int) -> None:
+    # What a port of C code writes: a permutation B[j,i] = A[i,j] created with the C global.
+    handle = pycutensor.get_handle(gpu_device)
+    desc, op = ctypes.c_void_p(), ctypes.c_void_p()
+    extent = (ctypes.c_int64 * 2)(4, 6)
+    raw.cutensorCreateTensorDescriptor(
+        handle, ctypes.byref(desc), 2, extent, None, raw.CUTENSOR_R_32F, 128
+    )
+    modes_a = (ctypes.c_int32 * 2)(ord("i"), ord("j"))
+    modes_b = (ctypes.c_int32 * 2)(ord("j"), ord("i"))
+    out = ctypes.c_void_p()
+    try:
+        out_extent = (ctypes.c_int64 * 2)(6, 4)
+        raw.cutensorCreateTensorDescriptor(
+            handle, ctypes.byref(out), 2, out_extent, None, raw.CUTENSOR_R_32F, 128
+        )
+        raw.cutensorCreatePermutation(
+            handle, ctypes.byref(op), desc, modes_a, raw.CUTENSOR_OP_IDENTITY, out, modes_b,
+            raw.CUTENSOR_COMPUTE_DESC_32F,
+        )  # fmt: skip
+        scalar = ctypes.c_int32(-1)
+        raw.cutensorOperationDescriptorGetAttribute(
+            handle, op, raw.CUTENSOR_OPERATION_DESCRIPTOR_SCALAR_TYPE,
+            ctypes.byref(scalar), ctypes.sizeof(scalar),
+        )  # fmt: skip
+        assert scalar.value == raw.CUTENSOR_R_32F  # the guide's table: 32F data, 32F scalars
+    finally:
+        raw.cutensorDestroyOperationDescriptor(op)
+        raw.cutensorDestroyTensorDescriptor(out)
+        raw.cutensorDestroyTensorDescriptor(desc)
