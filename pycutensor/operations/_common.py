@@ -78,7 +78,7 @@ class _Prepared(NamedTuple):
     layouts: list[tuple[tuple[int, ...], tuple[int, ...]]]
 
 
-def prepare(  # noqa: PLR0917 - shared by the kinds and einsum
+def prepare(  # noqa: PLR0917 - internal, one argument per part of the request
     info: Kind,
     views: Sequence[ArrayView],
     labels: Sequence[tuple[Hashable, ...]],
