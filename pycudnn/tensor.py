@@ -601,6 +601,10 @@ def _packed_in(dims: tuple[int, ...], perm: Sequence[int]) -> tuple[int, ...]:
     return tuple(strides)
 
 
+# Legacy tensor types that filters refuse (see FilterDescriptor).
+_NO_FILTER_TYPES = frozenset({"int32"})
+
+
 def channels_last_perm(ndim: int) -> tuple[int, ...]:
     """Memory order of a channels-last layout: ``(0, 2, ..., ndim-1, 1)`` (NHWC, NDHWC, KRSC)."""
     return (0, *range(2, ndim), 1)
@@ -628,6 +632,14 @@ class FilterDescriptor(CResource):
                 f"fmt={fmt!r}: filters are packed either NCHW (KCRS) or NHWC (KRSC, channels last)"
             )
         dt, cudnn_type = legacy_data_type(dtype)
+        if dtype_name(dt) in _NO_FILTER_TYPES:
+            # cudnnSetFilterNdDescriptor answers a bare CUDNN_STATUS_BAD_PARAM with no error text
+            # for these (probed on cuDNN 9.19 and 9.28, both filter formats), so say why here.
+            raise TypeError(
+                f"dtype={dtype_name(dt)}: cuDNN's filter descriptors (cudnnSetFilterNdDescriptor) "
+                "take float32, float64, float16, bfloat16, int8 and uint8 weights, not "
+                f"{dtype_name(dt)} (int32 is an accumulator type: the output's, never a filter's)"
+            )
         if math.prod(d) * dt.itemsize >= 2**63:
             # cuDNN accepts such dims, and cudnnGetFilterSizeInBytes then wraps around (a filter
             # of 2**64 bytes reports 0).

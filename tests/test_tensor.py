@@ -314,6 +314,21 @@ def test_filter_errors() -> None:
         _ = w.dims
 
 
+@pytest.mark.parametrize("fmt", ["NCHW", "NHWC"])
+def test_int32_filters_are_refused_with_the_rule(fmt: str) -> None:
+    # cuDNN refuses them with a bare CUDNN_STATUS_BAD_PARAM and no text; the refusal says why.
+    with pytest.raises(TypeError, match=r"dtype=int32: cuDNN's filter descriptors .*not int32"):
+        FilterDescriptor((8, 3, 3, 3), "int32", fmt=fmt)
+    # The same type stays a valid tensor (and output) type.
+    assert TensorDescriptor((2, 8, 3, 3), dtype=np.int32).dtype == np.int32
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int8", "uint8"])
+def test_every_other_legacy_type_makes_a_filter(dtype: str) -> None:
+    with FilterDescriptor((8, 4, 3, 3), dtype, fmt="NHWC") as w:
+        assert pycudnn.layout.is_fully_packed(w.dims, w.strides, "NHWC")
+
+
 def test_deprecated_descriptors_warn_once_per_process() -> None:
     tensor._warned.discard("pycudnn.FilterDescriptor")
     with warnings.catch_warnings(record=True) as caught:
