@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pycudnn
-from pycudnn import layout, tensor
+from pycudnn import layout
 from pycudnn._shared.arrays import ArrayView
 from pycudnn.tensor import (
     ActivationDescriptor,
@@ -29,6 +29,7 @@ from pycudnn.tensor import (
     TensorDescriptor,
     check_operand,
 )
+from pycudnn.tensor import _common as tensor_common
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -330,7 +331,7 @@ def test_every_other_legacy_type_makes_a_filter(dtype: str) -> None:
 
 
 def test_deprecated_descriptors_warn_once_per_process() -> None:
-    tensor._warned.discard("pycudnn.FilterDescriptor")
+    tensor_common._warned.discard("pycudnn.FilterDescriptor")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         FilterDescriptor((8, 3, 3, 3))
