@@ -13,6 +13,7 @@ import pytest
 import pycudnn
 import pycutensor
 from pycudnn import DeviceArray, layout
+from pycudnn._shared import array_checks
 from pycudnn._shared import device_array as da
 from pycudnn._shared import dlpack as dl
 from pycudnn._shared.arrays import as_array_view
@@ -590,11 +591,11 @@ def test_staged_host_view_names_every_type(dtype: object) -> None:
 
 
 def test_layout_strides_of_a_vector_of_one_or_of_c() -> None:
-    assert da._layout_strides((2, 8, 3, 5), None, "NC/1HW1") == layout.packed_strides(
+    assert array_checks._layout_strides((2, 8, 3, 5), None, "NC/1HW1") == layout.packed_strides(
         (2, 8, 3, 5), "NCHW"
     )
-    assert da._layout_strides((2, 8, 3, 5), None, "NC/8HW8") == layout.packed_strides(
+    assert array_checks._layout_strides((2, 8, 3, 5), None, "NC/8HW8") == layout.packed_strides(
         (2, 8, 3, 5), "NHWC"
     )
     with pytest.raises(ValueError, match=r"DeviceArray.empty\(\(2, 2, 3, 5, 4\)"):
-        da._layout_strides((2, 8, 3, 5), None, "NC/4HW4")
+        array_checks._layout_strides((2, 8, 3, 5), None, "NC/4HW4")

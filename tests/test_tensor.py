@@ -315,6 +315,15 @@ def test_filter_errors() -> None:
         _ = w.dims
 
 
+@pytest.mark.parametrize(("vectorized", "plain"), [("NC/1HW1", "NCHW"), ("NC/1DHW1", "NCDHW")])
+def test_a_vector_of_one_is_the_plain_format(vectorized: str, plain: str) -> None:
+    dims = (2, 3, 4, 5) if plain == "NCHW" else (2, 3, 4, 5, 6)
+    for dtype in (np.float32, np.int8):
+        with TensorDescriptor(dims, dtype=dtype, fmt=vectorized) as desc:
+            assert desc.strides == layout.packed_strides(dims, plain)
+            assert desc.vector_count == 1 and desc.array_shape == dims
+
+
 @pytest.mark.parametrize("fmt", ["NCHW", "NHWC"])
 def test_int32_filters_are_refused_with_the_rule(fmt: str) -> None:
     # cuDNN refuses them with a bare CUDNN_STATUS_BAD_PARAM and no text; the refusal says why.

@@ -120,6 +120,9 @@ class TensorDescriptor(CResource):
             if fmt is None:
                 fmt = f"NC/{vector}HW{vector}" if len(d) == 4 else f"NC/{vector}DHW{vector}"
         f = layout.parse_format(fmt) if fmt is not None else None
+        if f is not None and f.vector == 1 and vector is None:
+            # Seed 002: NC/1HW1 "is the same as NCHW format"; cuDNN has no vector type of 1.
+            f = layout.parse_format(f.logical)
         if f is not None and f.is_vectorized:
             self._init_vectorized(d, strides, dtype, f, vector, elem)
         else:
