@@ -15,6 +15,7 @@ import numpy as np
 from .._shared.arrays import ArrayView, as_array_view
 from .._shared.device_array import DeviceArray
 from .._shared.dtypes import dtype_name
+from .._shared.strides import packed_strides_in_order
 from ..handle import Handle, get_handle
 from ..tensor import (
     TensorDescriptor,
@@ -154,12 +155,7 @@ def _strides_like(like: ArrayView, shape: tuple[int, ...]) -> tuple[int, ...]:
         if len(like.shape) == len(shape)
         else range(len(shape))
     )
-    strides = [0] * len(shape)
-    step = 1
-    for axis in reversed(tuple(order)):
-        strides[axis] = step
-        step *= shape[axis]
-    return tuple(strides)
+    return packed_strides_in_order(shape, order)
 
 
 def _output(

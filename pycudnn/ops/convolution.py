@@ -13,6 +13,7 @@ from .. import _bindings as _b
 from .._shared.arrays import ArrayView
 from .._shared.device_array import DeviceArray
 from .._shared.memory import workspace
+from .._shared.strides import packed_strides_in_order
 from ..errors import error_from_status
 from ..handle import Handle
 from ..tensor import (
@@ -34,8 +35,6 @@ from ._common import (
     _tensor_desc,
 )
 
-# -- convolution -----------------------------------------------------------------------------
-
 _FWD_ALGOS = {
     name.lower(): int(v)
     for name, v in _b.cudnnConvolutionFwdAlgo_t.__members__.items()
@@ -56,20 +55,13 @@ def _default_compute(dtype: np.dtype) -> Any:
 def _filter_format(wv: ArrayView) -> str:
     n = len(wv.shape)
 
-    def packed(perm: Sequence[int]) -> tuple[int, ...]:
-        strides = [0] * n
-        step = 1
-        for axis in reversed(tuple(perm)):
-            strides[axis] = step
-            step *= wv.shape[axis]
-        return tuple(strides)
-
-    def matches(expected: tuple[int, ...]) -> bool:
+    def matches(order: Sequence[int]) -> bool:
+        expected = packed_strides_in_order(wv.shape, order)
         return all(d == 1 or a == b for d, a, b in zip(wv.shape, wv.strides, expected, strict=True))
 
-    if matches(packed(range(n))):
+    if matches(range(n)):
         return "NCHW"
-    if matches(packed(channels_last_perm(n))):
+    if matches(channels_last_perm(n)):
         return "NHWC"
     raise ValueError(
         f"w has strides {wv.strides}: filters must be packed KCRS (NCHW) or KRSC (NHWC, channels "

@@ -17,8 +17,6 @@ from ..tensor import (
 from .activation import softmax_forward
 from .convolution import convolution_forward
 
-# -- smoke checks ------------------------------------------------------------------------------
-
 
 def _require_gpu() -> None:
     usable, reason = gpu_available()

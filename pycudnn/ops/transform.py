@@ -34,8 +34,6 @@ from ._common import (
     _transform,
 )
 
-# -- element-wise and reductions --------------------------------------------------------------
-
 
 def add_tensor(
     a: Any,

@@ -32,8 +32,6 @@ from ._common import (
 from .descriptor import TensorDescriptor
 from .filter import FilterDescriptor, channels_last_perm
 
-# -- convolution descriptor ------------------------------------------------------------------
-
 _CONV_MODES = {
     "cross_correlation": int(_b.CUDNN_CROSS_CORRELATION),
     "convolution": int(_b.CUDNN_CONVOLUTION),

@@ -30,8 +30,6 @@ from ._common import (
     legacy_data_type,
 )
 
-# -- tensor descriptor -----------------------------------------------------------------------
-
 
 def _check_dims(dims: Any, name: str = "dims", what: str = "TensorDescriptor") -> tuple[int, ...]:
     d = _ints(dims, name)

@@ -24,8 +24,6 @@ from ._common import (
 )
 from .descriptor import _check_dims
 
-# -- filter descriptor -----------------------------------------------------------------------
-
 _FILTER_FORMATS: dict[str, int] = {
     "nchw": int(_b.CUDNN_TENSOR_NCHW),
     "kcrs": int(_b.CUDNN_TENSOR_NCHW),

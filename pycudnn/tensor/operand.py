@@ -15,8 +15,6 @@ from ._common import (
 from .descriptor import TensorDescriptor
 from .filter import FilterDescriptor
 
-# -- operand validation ----------------------------------------------------------------------
-
 
 def check_operand(
     obj: Any,

@@ -22,8 +22,6 @@ from ._common import (
 )
 from .descriptor import TensorDescriptor
 
-# -- pooling descriptor ----------------------------------------------------------------------
-
 _POOLING_MODES = {
     "max": int(_b.CUDNN_POOLING_MAX),
     "avg": int(_b.CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING),
