@@ -50,7 +50,8 @@ def test_split_descriptions_address_the_vectorised_layout(
     view_shape, _ = layout.vectorized_dims_strides(dims, f)
     packed = layout.to_format(logical, f).reshape(view_shape)
     xv, yv = as_array_view(x), as_array_view(packed)
-    split_dims = (dims[0], dims[1] // f.vector, f.vector, *dims[2:])
+    # Packed spatial dims fold into one on both sides: 4-D for 2-D and 3-D images alike.
+    split_dims = (dims[0], dims[1] // f.vector, f.vector, math.prod(dims[2:]))
     # Into the vectorised layout (x plain, y the packed view) and out of it.
     (xd, xs), (yd, ys) = split_descriptions(xv, None, yv, f)
     assert xd == yd == split_dims
@@ -69,6 +70,25 @@ def test_cudnn_accepts_the_split_descriptors(fmt: str, dims: tuple[int, ...], dt
     for d, s in split_descriptions(as_array_view(x), None, as_array_view(y), f):
         with TensorDescriptor(d, s, dtype) as desc:
             assert desc.dims == d and desc.size_in_bytes <= x.nbytes
+
+
+def test_spatial_dims_fold_only_where_both_sides_are_contiguous() -> None:
+    dims = (2, 8, 3, 5)
+    f = layout.parse_format("NC/4HW4")
+    logical = np.arange(math.prod(dims), dtype=np.int16).reshape(dims)
+    padded = np.zeros((2, 8, 3, 7), np.int16)  # rows padded to 7: H and W cannot merge
+    padded[..., :5] = logical
+    x = padded[..., :5]
+    view_shape, _ = layout.vectorized_dims_strides(dims, f)
+    packed = layout.to_format(logical, f).reshape(view_shape)
+    (xd, xs), (yd, ys) = split_descriptions(as_array_view(x), None, as_array_view(packed), f)
+    assert xd == yd == (2, 2, 4, 3, 5)
+    np.testing.assert_array_equal(_strided(padded.ravel(), xd, xs), _strided(packed, yd, ys))
+    # Extent-1 dims merge whatever their strides.
+    one = as_array_view(np.zeros((2, 8, 1, 5), np.int16)[:, :, :, :])
+    one_view = as_array_view(np.zeros((2, 2, 1, 5, 4), np.int16))
+    (od, _), (pd, _) = split_descriptions(one, None, one_view, f)
+    assert od == pd == (2, 2, 4, 5)
 
 
 def test_two_different_vector_widths_are_refused() -> None:

@@ -157,7 +157,9 @@ def split_descriptions(
 
     A plain side ``(N, C, *S)`` with strides ``(sN, sC, *sS)`` becomes ``(N, C/x, x, *S)`` with
     strides ``(sN, x*sC, sC, *sS)``; a packed view ``[N, C/x, *S, x]`` becomes the same dims with
-    its own strides moved to match. Both sides then address element ``(n, c, *s)`` alike.
+    its own strides moved to match. Both sides then address element ``(n, c, *s)`` alike. Spatial
+    dims that both sides lay out contiguously are then merged (H, W -> HW), so packed tensors
+    reach cuDNN as 4-D ``[N, C/x, x, HW]`` (or ``DHW``), the rank every legacy routine takes.
     """
     widths = {int(f.vector or 1) for f in (x_vec, y_vec) if f is not None}
     if len(widths) != 1:
@@ -166,7 +168,9 @@ def split_descriptions(
             "group channels differently; transform through NCHW in two calls"
         )
     (x,) = widths
-    return _split_side(xv, x_vec is not None, x), _split_side(yv, y_vec is not None, x)
+    return _fold_spatial(
+        _split_side(xv, x_vec is not None, x), _split_side(yv, y_vec is not None, x)
+    )
 
 
 def _split_side(view: ArrayView, is_view: bool, x: int) -> Description:
@@ -176,6 +180,22 @@ def _split_side(view: ArrayView, is_view: bool, x: int) -> Description:
     if shape[1] % x:
         raise ValueError(f"C = {shape[1]} is not a multiple of the vector width {x}")
     return (shape[0], shape[1] // x, x, *shape[2:]), (st[0], st[1] * x, st[1], *st[2:])
+
+
+def _fold_spatial(a: Description, b: Description) -> tuple[Description, Description]:
+    """Merge adjacent spatial dims (index 3 on, after N, C/x, x) where both descriptions allow."""
+    sides = [(list(a[0]), list(a[1])), (list(b[0]), list(b[1]))]
+    i = len(sides[0][0]) - 2
+    while i >= 3:
+        # Dims i and i+1 act as one dim when stepping i is stepping i+1 all the way (or either
+        # has extent 1, whose stride addresses nothing).
+        if all(d[i] == 1 or d[i + 1] == 1 or s[i] == d[i + 1] * s[i + 1] for d, s in sides):
+            for d, s in sides:
+                s[i : i + 2] = [s[i] if d[i + 1] == 1 else s[i + 1]]
+                d[i : i + 2] = [d[i] * d[i + 1]]
+        i -= 1
+    (ad, as_), (bd, bs) = sides
+    return (tuple(ad), tuple(as_)), (tuple(bd), tuple(bs))
 
 
 def op_tensor(
