@@ -61,7 +61,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._shared.strides import element_extent, packed_strides_in_order
+from ._shared.strides import (
+    OVERLAP_ENUMERATION_LIMIT,
+    element_extent,
+    overlapping,
+    packed_strides_in_order,
+)
 
 __all__ = [
     "OVERLAP_ENUMERATION_LIMIT",
@@ -80,8 +85,6 @@ __all__ = [
     "vectorized_dims_strides",
 ]
 
-#: Largest element count :func:`is_overlapping` enumerates when cheaper tests cannot decide.
-OVERLAP_ENUMERATION_LIMIT = 2**20
 
 # Logical letter order of every accepted letter set. A format is a permutation of one of these; the
 # set of letters (not their order) says which logical order the dims are given in.
@@ -492,46 +495,7 @@ def is_overlapping(dims: Sequence[int], strides: Sequence[int]) -> bool:
     """
     d = _check_dims(dims)
     s = _check_strides(strides, d, allow_negative=True)
-    axes = sorted((abs(st), n) for n, st in zip(d, s, strict=True) if n > 1)
-    if not axes:
-        return False
-    if axes[0][0] == 0:
-        return True  # two indices along this dim land on the same address
-
-    # reach[k]: the largest offset dims 0..k-1 (smaller strides) can produce together.
-    reach = [0]
-    for st, n in axes:
-        reach.append(reach[-1] + (n - 1) * st)
-    # Set aside the outermost dims whose stride exceeds everything below them: they place disjoint
-    # copies of the inner block, so they cannot create an overlap. axes[0] always passes (stride > 0
-    # = reach[0]), so what remains is empty or has at least two dims.
-    core = len(axes)
-    while core > 0 and axes[core - 1][0] > reach[core - 1]:
-        core -= 1
-    if core == 0:
-        return False
-    inner = axes[:core]
-
-    count = math.prod(n for _, n in inner)
-    if count > reach[core] + 1:
-        return True  # more elements than distinct addresses in their span (pigeonhole)
-    for i, (si, ni) in enumerate(inner):
-        for sj, _ in inner[i + 1 :]:
-            # sj == k * si with k < ni: index k along i and index 1 along j meet.
-            if sj % si == 0 and sj // si <= ni - 1:
-                return True
-    if len(inner) == 2:
-        # a*s1 == b*s2 has the smallest non-zero solution a = s2/g, b = s1/g (g = gcd).
-        (s1, n1), (s2, n2) = inner
-        g = math.gcd(s1, s2)
-        return s2 // g <= n1 - 1 and s1 // g <= n2 - 1
-    if count <= OVERLAP_ENUMERATION_LIMIT and reach[core] < 2**62:
-        addresses = np.zeros(1, dtype=np.int64)
-        for st, n in inner:
-            step = np.arange(n, dtype=np.int64) * st
-            addresses = (addresses[:, None] + step[None, :]).ravel()
-        return bool(np.unique(addresses).size < addresses.size)
-    return True  # undecided: report the conservative answer
+    return overlapping(d, s, limit=OVERLAP_ENUMERATION_LIMIT)  # this module's, which users may set
 
 
 # --- host-side reorders --------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import numpy as np
 from .cuda import driver_status, get_device
 from .dtypes import as_numpy_dtype
 from .strides import c_strides as _c_strides
+from .strides import overlapping
 
 _MAX_NDIM = 32
 _INT64_MAX = 2**63 - 1  # DLPack, the CUDA array interface and NumPy hold extents in int64
@@ -75,11 +76,7 @@ def _check_strides(
 
 
 def _overlaps(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
-    if math.prod(shape) <= 1:
-        return False
-    from .. import layout  # pycudnn.layout is pure Python; imported late to keep this module light
-
-    return layout.is_overlapping(shape, strides)
+    return math.prod(shape) > 1 and overlapping(shape, strides)
 
 
 def _device_or_raise(device: Any, what: str) -> Any:
