@@ -7,6 +7,7 @@ the GPU tier repeats what matters with torch and CuPy tensors.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 from typing import Any
 
@@ -193,3 +194,60 @@ def test_cupy_negative_strides_through_from_dlpack(gpu_device: int) -> None:
     d = DeviceArray.from_dlpack(c)
     assert d.strides == tuple(s // 4 for s in c.strides) == (20, 10, -1)
     np.testing.assert_array_equal(d.to_numpy(), cp.asnumpy(c))
+
+
+class DamagedProducer(HostProducer):
+    """Exports a valid tensor, then damages one field of it as a buggy producer might."""
+
+    def __init__(self, a: np.ndarray, damage: str) -> None:
+        super().__init__(a)
+        self.damage = damage
+
+    def __dlpack__(self, *, stream: Any = None, **kwargs: Any) -> Any:
+        capsule = super().__dlpack__(stream=stream, **kwargs)
+        get = ctypes.pythonapi.PyCapsule_GetPointer
+        get.restype, get.argtypes = ctypes.c_void_p, (ctypes.py_object, ctypes.c_char_p)
+        managed = dl._DLManagedTensorVersioned.from_address(get(capsule, b"dltensor_versioned"))
+        t = managed.dl_tensor
+        if self.damage == "null shape":
+            t.shape = None
+        elif self.damage == "ndim":
+            t.ndim = -3
+        elif self.damage == "lanes":
+            t.dtype.lanes = 2
+        elif self.damage == "version":
+            managed.version.major = 7
+        elif self.damage == "extent":
+            t.shape[0] = -5
+        return capsule
+
+
+@pytest.mark.parametrize(
+    ("damage", "match"),
+    [
+        ("null shape", "no shape array"),
+        ("ndim", "claims -3 dims"),
+        ("lanes", "lanes=2"),
+        ("version", "DLPack 7"),
+        ("extent", "negative extent"),
+    ],
+)
+def test_damaged_dlpack_tensors_are_refused_and_released(damage: str, match: str) -> None:
+    a = np.arange(6, dtype=np.float32).astype(ml_dtypes.float8_e5m2).reshape(2, 3)
+    gc.collect()
+    before = len(dl._exports)
+    # Our reader, directly: cuda.core 1.2's view dereferences a NULL shape array (a crash).
+    with pytest.raises((BufferError, TypeError), match=match):
+        dl.import_dlpack(DamagedProducer(a, damage), -1, "x")
+    gc.collect()
+    assert len(dl._exports) == before  # the consumed tensor's deleter still ran
+
+
+@pytest.mark.parametrize("device", [None, (1,), ("1", 0), (True, 0)])
+def test_a_malformed_dlpack_device_is_refused(device: Any) -> None:
+    class Odd(HostProducer):
+        def __dlpack_device__(self) -> Any:
+            return device
+
+    with pytest.raises(BufferError, match="__dlpack_device__"):
+        dl.import_dlpack(Odd(np.zeros(3, np.float32)), -1, "x")

@@ -351,7 +351,14 @@ def import_dlpack(obj: Any, consumer_stream: int, name: str = "array") -> Import
     The producer is asked for DLPack 1.1 (falling back to a legacy call), with the consumer's
     stream so that it orders its work before ours, as the protocol requires.
     """
-    device_type, device_ordinal = obj.__dlpack_device__()
+    device = obj.__dlpack_device__()
+    if not (
+        isinstance(device, tuple)
+        and len(device) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in device)
+    ):
+        raise BufferError(f"{name}.__dlpack_device__() returned {device!r}, not (type, id) ints")
+    device_type, device_ordinal = device
     if device_type == _KDL_CPU:
         stream: int | None = None
     elif device_type in (_KDL_CUDA, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED):
@@ -383,6 +390,8 @@ def import_dlpack(obj: Any, consumer_stream: int, name: str = "array") -> Import
     ndim = int(t.ndim)
     if not 0 <= ndim <= 64:
         raise BufferError(f"{name}: DLPack tensor claims {ndim} dims")
+    if ndim and not t.shape:  # reading it would dereference NULL
+        raise BufferError(f"{name}: DLPack tensor of {ndim} dims has no shape array")
     dtype = numpy_dtype(int(t.dtype.code), int(t.dtype.bits), int(t.dtype.lanes))
     shape = tuple(int(t.shape[i]) for i in range(ndim))
     if any(n < 0 for n in shape):
