@@ -14,6 +14,7 @@ import numpy as np
 
 from .._shared.arrays import ArrayView, as_array_view
 from .._shared.device_array import DeviceArray
+from .._shared.dlpack import _KDL_CPU, _KDL_CUDA
 from .._shared.dtypes import dtype_name
 from .._shared.strides import packed_strides_in_order
 from ..handle import Handle, get_handle
@@ -25,7 +26,6 @@ from ..tensor._common import _real
 from ..tensor._common import call as _call
 
 _GRAPH = "the graph API (pycudnn.Graph)"
-_KDL_CUDA, _KDL_CPU = 2, 1
 
 
 # -- handle, stream, device ------------------------------------------------------------------
