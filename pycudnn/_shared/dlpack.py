@@ -300,8 +300,9 @@ def repair_strides(strides: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     into ``(2**64 - k * itemsize) // itemsize``; for a power-of-two item size that product wraps
     back to the true byte stride modulo 2**64, which is what is returned (in elements).
     """
-    if all(-_INT64_MAX <= s * itemsize <= _INT64_MAX for s in strides):
-        return strides
+    bound = _INT64_MAX // max(itemsize, 1)
+    if not strides or (max(strides) <= bound and min(strides) >= -bound):
+        return strides  # every array in the wild: checked in two C loops (this is an execute path)
     out = []
     for stride in strides:
         b = stride * itemsize
