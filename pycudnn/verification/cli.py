@@ -57,13 +57,13 @@ def _progress(total: int, enabled: bool) -> Any:
 
 def _run_case(case: Case, *, allow_known_bad: bool, seed: int) -> dict[str, Any]:
     from ..errors import CudnnError
-    from ..plan import GraphNotSupportedError, build_all
+    from ..plan.report import GraphNotSupportedError
     from .run import verify_plans
 
     graph = case.build()
     entry: dict[str, Any] = {"name": case.name, "family": case.family, "plans": [], "excluded": []}
     try:
-        plans = build_all(graph, allow_known_bad=allow_known_bad)
+        plans = graph.build_all(allow_known_bad=allow_known_bad)
     except GraphNotSupportedError as exc:
         report = exc.report
         entry["status"] = "no plan"
@@ -97,7 +97,7 @@ def run_suite(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Verify every plan of every case; the report as plain data (``passed`` says it all)."""
-    from ..plan import _version
+    from .._info import version
 
     selected = [c for c in cases(quick) if name_filter in c.name]
     bar = _progress(len(selected), progress)
@@ -112,7 +112,7 @@ def run_suite(
     runs = sum(len(c["plans"]) for c in out)
     wrong = sum(1 for c in out for p in c["plans"] if p["status"] in ("fail", "error"))
     return {
-        "cudnn": _version(),
+        "cudnn": version(),
         "quick": quick,
         "known_bad_table": not allow_known_bad,
         "seed": seed,

@@ -59,10 +59,10 @@ def initial_outputs(graph: Graph, seed: int = 0) -> dict[int, np.ndarray]:
 
 def known_bad_note(graph: Graph, engine_id: int | None) -> str:
     """The known-bad table entry that covers ``engine_id`` for ``graph`` (loaded cuDNN), or ""."""
-    from .. import known_bad
-    from ..plan import _version
+    from .._info import version
+    from ..plan import known_bad
 
-    entry = known_bad.match(known_bad.exclusions_for(graph, _version()), engine_id)
+    entry = known_bad.match(known_bad.exclusions_for(graph, version()), engine_id)
     return entry.describe() if entry is not None else ""
 
 
@@ -104,9 +104,8 @@ def _execute(
 
 def _reference_plan(plan: Plan, graph: Graph) -> Plan | None:
     """Another engine's plan for ``graph``, the plainest one first (None if there is none)."""
-    from ..plan import build_all
-
-    others = [p for p in build_all(graph, device=plan.device_id) if p.engine_id != plan.engine_id]
+    # Graph.build_all, not pycudnn.plan: planning imports this module, never the reverse.
+    others = [p for p in graph.build_all(device=plan.device_id) if p.engine_id != plan.engine_id]
     if not others:
         return None
     others.sort(
