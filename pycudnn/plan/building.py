@@ -28,6 +28,7 @@ from .heuristics import (
 from .report import GraphNotSupportedError, PlanningReport, _capture, _check_graph
 from .serialization import _version
 from .targets import _Target, _target
+from .verifying import check_verify, verified
 
 __all__ = ["build", "build_all"]
 
@@ -185,7 +186,12 @@ def _not_supported(graph: Graph, report: PlanningReport) -> GraphNotSupportedErr
 
 
 def _cache_key(
-    graph: Graph, target: _Target, options: Mapping[str, Any], *, autotuned: bool
+    graph: Graph,
+    target: _Target,
+    options: Mapping[str, Any],
+    *,
+    autotuned: bool,
+    verified: bool = False,
 ) -> str:
     filters = {
         k: options.get(k, d)
@@ -209,6 +215,8 @@ def _cache_key(
         "filters": filters,
         "autotuned": autotuned,
     }
+    if verified:  # only when set, so that the keys of unverified plans stay as they were
+        payload["verified"] = True
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -219,19 +227,24 @@ def build_all(
     device_properties: DeviceProperties | None = None,
     device: Any = None,
     limit: int | None = None,
+    verify: bool = False,
     **options: Any,
 ) -> list[Plan]:
     """Every execution plan that finalizes, in heuristic order (for autotuning or inspection).
 
-    Options as for :func:`build`; ``limit`` stops after that many plans. Raises
-    :class:`GraphNotSupportedError` when none finalizes.
+    Options as for :func:`build`; ``limit`` stops after that many plans; ``verify=True`` keeps
+    only the plans whose results agree with a reference (:mod:`pycudnn.plan.verifying`). Raises
+    :class:`GraphNotSupportedError` when none finalizes (or none is right).
     """
     _check_graph(graph)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit must be a positive int or None, got {limit!r}")
+    verify = check_verify(verify, device_properties)
     target = _target(device_properties, device)
     report = PlanningReport()
     plans = _plans(graph, target, dict(options), report, limit=limit)
+    if verify:
+        plans = verified(plans, report, first=False)
     if not plans:
         raise _not_supported(graph, report)
     return plans
@@ -250,6 +263,7 @@ def build(
     allow_known_bad: bool = False,
     sm_count: int | None = None,
     cache: PlanCache | bool | None = None,
+    verify: bool = False,
 ) -> Plan:
     """The execution plan for ``graph``: from the plan cache, else the first heuristic config
     (modes ``heuristics`` tried in order) that passes the filters and finalizes.
@@ -263,8 +277,14 @@ def build(
     plan's ``report`` is the :class:`PlanningReport`. Raises :class:`GraphNotSupportedError` with
     the modes tried, the configs each returned, what was excluded and why, cuDNN's own
     explanation and what would work instead, when no plan can be built.
+
+    ``verify=True`` (on the GPU the plan is for) executes the candidates in heuristic order on
+    seeded inputs and returns the first whose results agree with a reference computed without
+    cuDNN (:mod:`pycudnn.verification`); wrong ones are closed and listed in the report
+    (``report.verification``). The plan carries its verdict as ``plan.verification``.
     """
     _check_graph(graph)
+    verify = check_verify(verify, device_properties)
     options = {
         "heuristics": heuristics,
         "deterministic": deterministic,
@@ -278,12 +298,14 @@ def build(
     pc = _resolve_cache(cache)
     key = None
     if pc is not None:
-        key = _cache_key(graph, target, options, autotuned=False)
+        key = _cache_key(graph, target, options, autotuned=False, verified=verify)
         plan = pc._lookup(key, graph, target)
         if plan is not None:
             return plan
     report = PlanningReport()
-    plans = _plans(graph, target, dict(options), report, limit=1)
+    plans = _plans(graph, target, dict(options), report, limit=None if verify else 1)
+    if verify:
+        plans = verified(plans, report, first=True)
     if not plans:
         raise _not_supported(graph, report)
     plan = plans[0]
