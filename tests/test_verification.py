@@ -34,7 +34,7 @@ from pycudnn.verification import (
     write_entries,
 )
 from pycudnn.verification import reference as ref_mod
-from pycudnn.verification.run import known_bad_note
+from pycudnn.verification.run import known_bad_note, reference_candidates, uses_numpy
 from pycudnn.verification.suite import cases, conv_graph
 from pycudnn.verification.tolerance import TF32
 
@@ -107,7 +107,9 @@ def _tf32(a: np.ndarray, *, truncate: bool = False) -> np.ndarray:
 
 
 @pytest.mark.parametrize("truncate", [False, True], ids=["rn", "rz"])
-def test_tf32_results_pass_on_tensor_core_engines_and_not_on_plain_fp32(truncate: bool) -> None:
+def test_tf32_results_pass_on_tensor_core_engines_and_not_on_plain_fp32(
+    truncate: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The first sweep marked TF32 plans wrong with an fp32 tolerance; the rules know better."""
     g, y = conv("float32")
     x, w = (t for t in g.inputs)
@@ -122,6 +124,9 @@ def test_tf32_results_pass_on_tensor_core_engines_and_not_on_plain_fp32(truncate
     tc = compare("y", got, ref, tolerance_for(y, ["TENSOR_CORE"]))
     assert tc.passed, tc.describe()
     assert 1e-5 < tc.max_rel_error < 4e-3  # about 1e-3: right for TF32
+    monkeypatch.delenv("NVIDIA_TF32_OVERRIDE", raising=False)
+    assert compare("y", got, ref, tolerance_for(y, [])).passed  # TF32 is cuDNN's default
+    monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "0")  # ... unless forbidden: then it is wrong
     plain = compare("y", got, ref, tolerance_for(y, []))
     assert not plain.passed
 
@@ -236,16 +241,34 @@ def test_engine_70_is_the_only_plan_for_nchw_fp16_wgrad_and_the_table_names_it(p
     assert known_bad_note(nhwc, 70) == ""
 
 
-def test_tolerances_follow_the_notes_of_real_fp32_plans(props: Any) -> None:
+def test_tolerances_follow_the_notes_of_real_fp32_plans(
+    props: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     g = conv_graph("fprop", "NHWC", "float32", "float32", "3x3")
     plans = g.build_all(device_properties=props, limit=12)
     (y,) = g.outputs
+    monkeypatch.delenv("NVIDIA_TF32_OVERRIDE", raising=False)
+    assert all(tolerance_for(y, p.numerical_notes).rtol >= 4 * 2 * TF32 for p in plans)
+    monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "0")
     tols = {
         ("TENSOR_CORE" in p.numerical_notes): tolerance_for(y, p.numerical_notes) for p in plans
     }
     assert set(tols) == {True, False}, "expected TF32 and plain fp32 engines among the plans"
-    assert tols[True].rtol >= 4 * 2 * TF32
+    assert tols[True].rtol >= 4 * 2 * TF32  # the note says tensor cores: TF32 whatever the switch
     assert tols[False].rtol < 1e-4
+
+
+def test_the_reference_is_numpy_for_small_graphs_else_the_plainest_other_engine(
+    props: Any,
+) -> None:
+    g = conv_graph("fprop", "NHWC", "float32", "float32", "3x3")
+    assert uses_numpy(g) and not uses_numpy(g, max_reference_cost=reference_cost(g) - 1)
+    plans = g.build_all(device_properties=props, limit=12)
+    tested = next(p for p in plans if "TENSOR_CORE" in p.numerical_notes)
+    ranked = reference_candidates(plans, tested.engine_id)
+    assert ranked and all(p.engine_id != tested.engine_id for p in ranked)
+    assert "TENSOR_CORE" not in ranked[0].numerical_notes  # exact fp32 math, not TF32
+    assert {p.engine_id for p in ranked} == {p.engine_id for p in plans} - {tested.engine_id}
 
 
 def test_a_wrong_engine_becomes_a_table_entry_that_planning_applies(

@@ -29,6 +29,8 @@ __all__ = [
     "DEFAULT_MAX_REFERENCE_COST",
     "initial_outputs",
     "known_bad_note",
+    "reference_candidates",
+    "uses_numpy",
     "verify_plan",
     "verify_plans",
 ]
@@ -70,6 +72,7 @@ def _execute(
     plan: Plan, graph: Graph, inputs: Mapping[int, np.ndarray], initial: Mapping[int, np.ndarray]
 ) -> dict[int, np.ndarray]:
     """Run ``plan`` once on copies of ``inputs``; the outputs, copied back, by uid."""
+    from .._shared.cuda import require_cuda_core
     from .._shared.device_array import DeviceArray
 
     arrays: dict[int, Any] = {}
@@ -95,6 +98,8 @@ def _execute(
             arrays[t.uid] = d
             d.copy_from_numpy(host)
         plan.execute({uid: a for uid, a in arrays.items() if a is not None})
+        # The plan ran on the handle's stream; the copies back use the arrays' stream.
+        require_cuda_core().Device(arrays[graph.outputs[0].uid].device_id).sync()
         return {t.uid: arrays[t.uid].to_numpy() for t in graph.outputs}
     finally:
         for a in arrays.values():
@@ -102,21 +107,34 @@ def _execute(
                 a.close()
 
 
-def _reference_plan(plan: Plan, graph: Graph) -> Plan | None:
-    """Another engine's plan for ``graph``, the plainest one first (None if there is none)."""
-    # Graph.build_all, not pycudnn.plan: planning imports this module, never the reverse.
-    others = [p for p in graph.build_all(device=plan.device_id) if p.engine_id != plan.engine_id]
-    if not others:
-        return None
-    others.sort(
+def uses_numpy(graph: Graph, max_reference_cost: int = DEFAULT_MAX_REFERENCE_COST) -> bool:
+    """Is ``graph`` small enough for the host reference (else another engine is the reference)?"""
+    return reference_cost(graph) <= max_reference_cost
+
+
+def reference_candidates(plans: Sequence[Plan], engine_id: int | None) -> list[Plan]:
+    """The plans of engines other than ``engine_id`` that may serve as its reference, plainest
+    first: fewest of tensor cores, reduced precision, down-conversion, FFT and Winograd, then
+    without runtime compilation (an engine least likely to share a fast engine's fault)."""
+    others = [p for p in plans if p.engine_id != engine_id]
+    return sorted(
+        others,
         key=lambda p: (
             len(_PLAIN_UNFRIENDLY.intersection(p.numerical_notes)),
             "RUNTIME_COMPILATION" in p.behavior_notes,
-        )
+        ),
     )
-    for p in others[1:]:
-        p.close()
-    return others[0]
+
+
+def _reference_plan(plan: Plan, graph: Graph) -> Plan | None:
+    """Another engine's plan for ``graph``, the plainest one (None if there is none)."""
+    # Graph.build_all, not pycudnn.plan: planning imports this module, never the reverse.
+    plans = graph.build_all(device=plan.device_id)
+    ranked = reference_candidates(plans, plan.engine_id)
+    for p in plans:
+        if not ranked or p is not ranked[0]:
+            p.close()
+    return ranked[0] if ranked else None
 
 
 def verify_plan(
@@ -172,7 +190,7 @@ def verify_plan(
         if reference_values is not None:
             refs = dict(reference_values)
             result.reference = "NumPy (float64)"
-        elif reference_plan is None and reference_cost(graph) <= max_reference_cost:
+        elif reference_plan is None and uses_numpy(graph, max_reference_cost):
             refs = evaluate(graph, inputs, initial)
             result.reference = "NumPy (float64)"
         else:
@@ -224,7 +242,7 @@ def verify_plans(
     values = None
     if graph is not None and all(p.graph is graph for p in plans):
         graph.signature()
-        if reference_cost(graph) <= max_reference_cost:
+        if uses_numpy(graph, max_reference_cost):
             try:
                 values = evaluate(graph, make_inputs(graph, seed), initial_outputs(graph, seed))
             except (NoReferenceError, KeyError):
