@@ -300,3 +300,56 @@ def test_reduction_length_and_cost_follow_the_operations() -> None:
     (op,) = g.operations
     assert reference.reduction_length(op) == 2 * 5 * 5  # N * output pixels per dW element
     assert reference.reference_cost(g) == 16 * 8 * 3 * 3 * 50
+
+
+def _batch_graphs() -> dict[str, Graph]:
+    g1 = Graph("cbr")
+    x = g1.tensor([3, 4, 6, 6], fmt="NHWC", dtype="float32", name="x")
+    w = g1.tensor([3, 4, 3, 3], fmt="NHWC", dtype="float32", name="w")  # K == N: not a batch dim
+    b = g1.tensor([1, 3, 1, 1], fmt="NHWC", dtype="float32", name="b")
+    g1.relu(g1.add(g1.conv_fprop(x, w, padding=1), b))
+    g2 = Graph("dgrad")
+    dy = g2.tensor([2, 4, 5, 5], dtype="float32", name="dy")
+    w2 = g2.tensor([4, 3, 3, 3], dtype="float32", name="w")
+    g2.conv_dgrad(dy, w2, padding=1, stride=2, dx_dims=[2, 3, 9, 9])
+    g3 = Graph("mm")
+    a = g3.tensor([1, 5, 4], dtype="float32", name="a")
+    bb = g3.tensor([3, 4, 6], dtype="float32", name="b")
+    g3.matmul(a, bb)
+    return {"cbr": g1, "dgrad": g2, "mm": g3}
+
+
+@pytest.mark.parametrize("name", ["cbr", "dgrad", "mm"])
+def test_batch_element_0_of_a_separable_graph_is_its_own_reference(name: str) -> None:
+    from pycudnn.verification.inputs import make_inputs
+    from pycudnn.verification.slicing import batch_slice, slice_arrays
+
+    g = _batch_graphs()[name]
+    g.signature()
+    dims = batch_slice(g)
+    assert dims is not None
+    assert all(d[0] == 1 for d in dims.values())
+    assert not any(t.name in ("w", "a") and t.uid in dims for t in g.tensors)
+    ins = make_inputs(g)
+    full = evaluate(g, ins)
+    part = evaluate(g, slice_arrays(ins, dims), dims=dims)
+    for uid, v in part.items():
+        np.testing.assert_allclose(v, full[uid][:1] if uid in dims else full[uid], rtol=1e-12)
+
+
+def test_graphs_that_sum_over_the_batch_are_not_sliced() -> None:
+    from pycudnn.verification.slicing import batch_slice
+
+    g = Graph("wgrad")
+    x = g.tensor([2, 3, 5, 5], dtype="float32", name="x")
+    dy = g.tensor([2, 4, 5, 5], dtype="float32", name="dy")
+    g.conv_wgrad(x, dy, padding=1)
+    r = Graph("red")
+    rx = r.tensor([4, 3, 5], dtype="float32", name="x")
+    r.reduction(rx, axes=[0])
+    one = Graph("one")
+    ox = one.tensor([1, 3, 5], dtype="float32", name="x")
+    one.relu(ox)
+    for graph in (g, r, one):
+        graph.signature()
+        assert batch_slice(graph) is None, graph.name

@@ -72,6 +72,17 @@ def test_another_engine_is_the_reference_for_large_graphs(gpu_device: int) -> No
     assert result.passed, result.describe()
 
 
+def test_batch_element_0_is_the_reference_when_only_that_fits(gpu_device: int) -> None:
+    from pycudnn.verification import reference_cost
+
+    graph = conv_graph("fprop", "NHWC", "float16", "float16", "3x3")  # batch 2
+    plan = graph.build(cache=False)
+    graph.signature()
+    result = verify_plan(plan, max_reference_cost=reference_cost(graph) // 2)
+    assert result.reference.startswith("NumPy (float64) on batch element 0"), result.reference
+    assert result.passed, result.describe()
+
+
 def test_build_and_build_all_with_verify(gpu_device: int) -> None:
     graph = conv_graph("dgrad", "NHWC", "float16", "float16", "strided")
     plan = graph.build(verify=True, cache=False)

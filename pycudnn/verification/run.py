@@ -4,8 +4,10 @@
 the GPU with the strides the graph describes, fills every output with NaN (so an element the
 engine never writes shows up), executes the plan, and compares each output with the reference
 under the tolerance of :mod:`.tolerance`. The reference is NumPy in float64 (:mod:`.reference`)
-when the graph is small enough (``max_reference_cost`` multiply-adds), else the same graph run by
-another engine, preferring one without tensor cores, reduced precision or runtime compilation.
+when the graph is small enough (``max_reference_cost`` multiply-adds); else NumPy on batch element
+0 when the graph is separable by batch element and that slice is small enough (:mod:`.slicing`);
+else the same graph run by another engine, preferring one without tensor cores, reduced precision
+or runtime compilation.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 from .inputs import make_inputs, strided_array
 from .reference import NoReferenceError, evaluate, reference_cost
 from .result import VerifyResult, compare
+from .slicing import batch_slice, slice_arrays
 from .tolerance import SAFETY, Tolerance, tolerance_for
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -112,6 +115,14 @@ def uses_numpy(graph: Graph, max_reference_cost: int = DEFAULT_MAX_REFERENCE_COS
     return reference_cost(graph) <= max_reference_cost
 
 
+def _fits_sliced(graph: Graph, max_reference_cost: int) -> bool:
+    # One batch element of a separable graph costs 1/N of the whole.
+    sliced = batch_slice(graph)
+    return sliced is not None and reference_cost(graph) // graph.outputs[0].dims[0] <= (
+        max_reference_cost
+    )
+
+
 def reference_candidates(plans: Sequence[Plan], engine_id: int | None) -> list[Plan]:
     """The plans of engines other than ``engine_id`` that may serve as its reference, plainest
     first: fewest of tensor cores, reduced precision, down-conversion, FFT and Winograd, then
@@ -148,8 +159,9 @@ def verify_plan(
     """Execute ``plan`` on seeded inputs and compare every output with a reference.
 
     The reference is NumPy (float64) unless the graph costs more than ``max_reference_cost``
-    multiply-adds, or ``reference_plan`` is given; then it is that plan (or another engine's
-    plan for the graph) run on the same inputs, and the tolerance is the sum of both engines'.
+    multiply-adds: then NumPy on batch element 0 where the graph allows (the outputs of that
+    element are compared), else another engine's plan for the graph (or ``reference_plan``, when
+    given) run on the same inputs, with the sum of both engines' tolerances.
     ``reference_values`` (uid -> float64 array, from :func:`~.reference.evaluate` on the same
     seed's inputs) skips recomputing the NumPy reference when several plans of one graph are
     verified.
@@ -186,6 +198,7 @@ def verify_plan(
     inputs = make_inputs(graph, seed)
     initial = initial_outputs(graph, seed)
     extra: dict[int, float] = {}
+    sliced: dict[int, tuple[int, ...]] = {}
     try:
         if reference_values is not None:
             refs = dict(reference_values)
@@ -193,6 +206,12 @@ def verify_plan(
         elif reference_plan is None and uses_numpy(graph, max_reference_cost):
             refs = evaluate(graph, inputs, initial)
             result.reference = "NumPy (float64)"
+        elif reference_plan is None and _fits_sliced(graph, max_reference_cost):
+            sliced = batch_slice(graph) or {}
+            refs = evaluate(
+                graph, slice_arrays(inputs, sliced), slice_arrays(initial, sliced), dims=sliced
+            )
+            result.reference = f"NumPy (float64) on batch element 0 of {graph.outputs[0].dims[0]}"
         else:
             ref_plan = (
                 reference_plan if reference_plan is not None else _reference_plan(plan, graph)
@@ -224,7 +243,8 @@ def verify_plan(
         if t.uid in extra:
             ref_term = ("reference engine's tolerance / SAFETY", extra[t.uid] / SAFETY)
             tol = Tolerance(tol.rtol + extra[t.uid], tol.exact, (*tol.terms, ref_term))
-        result.outputs.append(compare(t.name, got[t.uid], refs[t.uid], tol))
+        out = got[t.uid][:1] if t.uid in sliced else got[t.uid]
+        result.outputs.append(compare(t.name, out, refs[t.uid], tol))
     result.seconds = time.perf_counter() - start
     return result.finish()
 
