@@ -27,14 +27,48 @@ def graph() -> pycudnn.Graph:
 
 
 @pytest.mark.parametrize("how", ["build", "build_all"])
-def test_verify_refuses_deviceless_targets_before_planning(how: str, props: Any) -> None:
+def test_verify_needs_a_gpu_and_is_refused_before_planning(how: str, props: Any) -> None:
+    from pycudnn._shared.cuda import driver_status
+
     g = graph()
-    with pytest.raises(ValueError, match="deviceless"):
-        getattr(g, how)(device_properties=props, verify=True)
     with pytest.raises(TypeError, match="verify must be a bool"):
         getattr(g, how)(device_properties=props, verify="yes")
+    if driver_status().usable:
+        pytest.skip("a GPU is usable here (tests/test_verify_gpu.py covers it)")
+    with pytest.raises(RuntimeError, match="none is usable here"):
+        getattr(g, how)(device_properties=props, verify=True)
     # The same graph plans without verify (nothing was spoiled by the refusal).
     assert getattr(g, how)(device_properties=props) is not None
+
+
+def test_a_wrong_first_candidate_is_closed_and_the_next_right_one_returned(
+    props: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The planning logic of verify=True with real H100 plans; executing them needs a GPU, so
+    the verdicts here are stand-ins (the first candidate wrong, the rest right)."""
+    from pycudnn.plan import verifying
+
+    seen: list[Any] = []
+
+    def verdict(plan: Any, seed: int = 0) -> VerifyResult:
+        seen.append((plan.engine_id, dict(plan.knobs)))
+        r = VerifyResult("g", plan.engine_id, plan.knobs, (), "stand-in", seed)
+        r.status = "fail" if len(seen) == 1 else "pass"
+        return r
+
+    monkeypatch.setattr(verifying, "_gpu_reason", lambda: "")
+    monkeypatch.setattr(verifying, "verify_plan", verdict)
+    first = graph().build(device_properties=props, cache=False)
+    plan = graph().build(device_properties=props, cache=False, verify=True)
+    assert seen[0] == (first.engine_id, first.knobs)
+    assert (plan.engine_id, plan.knobs) != (first.engine_id, first.knobs)
+    assert plan.verification.passed and plan.report is not None
+    assert [r.status for r in plan.report.verification] == ["fail", "pass"]
+    assert "verification: " in plan.report.describe()
+    seen.clear()
+    kept = graph().build_all(device_properties=props, verify=True, limit=4)
+    assert len(seen) == 4 and len(kept) == 3
+    assert all(p.verification.passed for p in kept)
 
 
 def test_verified_plans_have_their_own_cache_keys(props: Any) -> None:

@@ -16,7 +16,7 @@ from .cache import PlanCache, _resolve_cache
 from .execution import Plan
 from .report import PlanningReport, _check_graph
 from .targets import _target
-from .verifying import verify_row
+from .verifying import check_verify, verify_row
 
 __all__ = ["AutotuneResult", "AutotuneResults", "autotune"]
 
@@ -116,8 +116,7 @@ def autotune(
         raise RuntimeError(
             f"autotuning times plans on the GPU, and none is usable here: {st.reason}"
         )
-    if not isinstance(verify, bool):
-        raise TypeError(f"verify must be a bool, not {verify!r}")
+    verify = check_verify(verify)
     options = {"heuristics": heuristics, **filters}
     if handle is not None:
         from ..handle import Handle

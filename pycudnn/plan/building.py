@@ -239,7 +239,7 @@ def build_all(
     _check_graph(graph)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit must be a positive int or None, got {limit!r}")
-    verify = check_verify(verify, device_properties)
+    verify = check_verify(verify)
     target = _target(device_properties, device)
     report = PlanningReport()
     plans = _plans(graph, target, dict(options), report, limit=limit)
@@ -248,6 +248,27 @@ def build_all(
     if not plans:
         raise _not_supported(graph, report)
     return plans
+
+
+def _verified_rest(
+    graph: Graph,
+    target: _Target,
+    options: Mapping[str, Any],
+    report: PlanningReport,
+    wrong: Plan,
+) -> tuple[PlanningReport, list[Plan]]:
+    """For ``build(verify=True)`` once the first candidate (``wrong``) failed: every candidate
+    planned again (in a fresh report that keeps the verdicts so far), ``wrong``'s engine config
+    left out, the first right one kept."""
+    full = PlanningReport(verification=list(report.verification))
+    same = (wrong.engine_id, wrong.knobs)
+    rest = []
+    for p in _plans(graph, target, dict(options), full, limit=None):
+        if (p.engine_id, p.knobs) == same:
+            p.close()
+        else:
+            rest.append(p)
+    return full, verified(rest, full, first=True)
 
 
 def build(
@@ -284,7 +305,7 @@ def build(
     (``report.verification``). The plan carries its verdict as ``plan.verification``.
     """
     _check_graph(graph)
-    verify = check_verify(verify, device_properties)
+    verify = check_verify(verify)
     options = {
         "heuristics": heuristics,
         "deterministic": deterministic,
@@ -303,9 +324,12 @@ def build(
         if plan is not None:
             return plan
     report = PlanningReport()
-    plans = _plans(graph, target, dict(options), report, limit=None if verify else 1)
-    if verify:
+    plans = _plans(graph, target, dict(options), report, limit=1)
+    if verify and plans:
+        first = plans[0]
         plans = verified(plans, report, first=True)
+        if not plans:  # the first candidate was wrong: plan the others, and check them in order
+            report, plans = _verified_rest(graph, target, options, report, first)
     if not plans:
         raise _not_supported(graph, report)
     plan = plans[0]

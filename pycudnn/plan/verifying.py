@@ -4,8 +4,10 @@
 results agree with the reference (:mod:`pycudnn.verification`); ``build_all`` keeps the plans that
 agree; ``autotune`` times only those, and its table shows the others as wrong. Every verdict is
 kept in the planning report (``report.verification``), and a wrong plan is closed, never returned.
-Verification executes plans, so it needs the GPU the plans are for: plans built for
-``device_properties`` (deviceless) are refused with ``verify=True``.
+Verification executes plans, so it needs a GPU: without one, ``verify=True`` is refused before
+anything is planned. Plans built for ``device_properties`` are verified on the GPU present (they
+execute there when it is the GPU the properties describe; elsewhere they fail to execute, and are
+reported and dropped as such).
 """
 
 from __future__ import annotations
@@ -24,15 +26,23 @@ __all__ = ["check_verify", "verified", "verify_row"]
 _log = logging.getLogger("pycudnn")
 
 
-def check_verify(verify: Any, device_properties: Any) -> bool:
-    """The ``verify=`` option, checked: a bool, and no deviceless target."""
+def _gpu_reason() -> str:
+    """Why no GPU can execute plans here ("" when one can)."""
+    from .._shared.cuda import driver_status
+
+    st = driver_status()
+    return "" if st.usable else st.reason or "no usable GPU"
+
+
+def check_verify(verify: Any) -> bool:
+    """The ``verify=`` option, checked: a bool, and a GPU to execute the plans on."""
     if not isinstance(verify, bool):
         raise TypeError(f"verify must be a bool, not {verify!r}")
-    if verify and device_properties is not None:
-        raise ValueError(
-            "verify=True executes the plans on a GPU; plans for device_properties (deviceless) "
-            "cannot be verified here: build them without verify=, and verify them on the target "
-            "GPU with plan.verify()"
+    reason = _gpu_reason() if verify else ""
+    if reason:
+        raise RuntimeError(
+            f"verify=True executes the plans on a GPU, and none is usable here: {reason}; build "
+            "without verify= (deviceless plans too) and call plan.verify() on the target GPU"
         )
     return verify
 
