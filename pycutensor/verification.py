@@ -249,7 +249,8 @@ def _compute_roundoff(compute: str | None, data: np.dtype) -> tuple[float, str]:
 
 
 def tolerance(spec: OpSpec) -> Tolerance:
-    """``SAFETY * (u(out) + 2*u(inputs as the compute type reads them) + u(acc)*K + approx)``;
+    """``SAFETY * (u(out) + (2+sqrt(K))*u(inputs as the compute type reads them) + u(acc)*K +
+    approx)``, as in :mod:`pycudnn.verification.tolerance`;
     ``K`` (the contracted or reduced length) grows linearly: cuTENSOR's kernels use tensor cores."""
     out = _dtype(spec.dtypes[-1])
     real = np.dtype(out.char.lower()) if out.kind == "c" else out
@@ -262,7 +263,7 @@ def tolerance(spec: OpSpec) -> Tolerance:
         k = 1
     terms = [
         (f"{real.name} output", unit_roundoff(real)),
-        (f"inputs as {how} 2x", 2 * u_in),
+        (f"inputs as {how} (2+sqrt({k}))x", u_in * (2 + math.sqrt(k))),
         (f"accumulation x {k}", acc * k if k > 1 else 0.0),
     ]
     approx = sum(APPROX for op in spec.unary if op not in _EXACT_UNARY)
