@@ -83,7 +83,8 @@ def _new_output(
     if module == "torch":
         import torch
 
-        return torch.empty(shape, dtype=template.dtype, device=template.device)
+        # the result dtype (NumPy's promotion), which may be wider than the template's
+        return torch.empty(shape, dtype=getattr(torch, dtype.name), device=template.device)
     if module == "cupy":
         import cupy
 

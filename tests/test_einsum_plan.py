@@ -151,7 +151,7 @@ def problems(draw: st.DrawFn) -> tuple[str, list[np.ndarray], Any]:
         x = rng.integers(-3, 4, size=shape).astype(np.float64)
         if np.dtype(dtype).kind == "c":
             x = x + 1j * rng.integers(-3, 4, size=shape)
-        arrays.append(x.astype(dtype))
+        arrays.append(np.asarray(x.astype(dtype)))
     optimize = draw(st.sampled_from(OPTIMIZE))
     if optimize == "path":  # an explicit path, as numpy.einsum_path returns it
         optimize = "path-of-numpy"
