@@ -29,11 +29,16 @@ CPU_OUTPUT = {
     "raw_c_api": ["NHWC: dims [2, 3, 8, 8], strides [192, 1, 24, 3]"],
     "einsum": ["bii->b", "-> (8,)", "ii->i", "-> (5,)", "-> (4, 7, 2, 5)"],
     "cutensor_contraction": ["3XTF32: allowed", "refused before cuTENSOR"],
+    "cuda_graph_capture": ["z[m,p] = y[m,n] v[n,p]: valid"],
 }
 # Parts that need the NVIDIA driver library (deviceless planning), not a GPU.
 LIBCUDA_OUTPUT = {
     "graph_conv_bias_relu": ["plan for NVIDIA H100 80GB HBM3 without a GPU: engine"],
     "deviceless_plan": ["target: NVIDIA H100 80GB HBM3", "reloaded: engine"],
+    "training_step": ["fprop: engine", "dgrad: engine", "wgrad: engine"],
+    # the second cache on the same directory finds the plan the first one stored
+    "matmul_autotune": ["'misses': 1, 'stores': 1", "'disk_hits': 1, 'misses': 0"],
+    "cuda_graph_capture": ["cuDNN plan for NVIDIA H100 80GB HBM3: engine"],
 }
 
 
