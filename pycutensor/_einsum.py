@@ -230,8 +230,9 @@ def _first_call(  # noqa: PLR0917 - private
     from .operations import compute_type_name
     from .tensor import data_type_name
 
-    spec = parse_einsum(subscripts, *(v.shape for v in views))
-    dtype = result_dtype([v.dtype for v in views])
+    # Parsing, promotion and the decomposition into steps: pure Python, no GPU.
+    plan = plan_einsum(subscripts, [v.shape for v in views], [v.dtype for v in views], optimize)
+    spec, dtype = plan.spec, plan.dtype
     type_name = data_type_name(dtype, name="the result dtype")
     compute_type_name(compute_type)
     # The scalars' type follows the data (the user guide's scalar-type table: complex data take
@@ -261,7 +262,6 @@ def _first_call(  # noqa: PLR0917 - private
                 f"label {label!r} is summed over extent 0; cuTENSOR requires extents larger than "
                 "zero (the sum of nothing is 0: compute it without einsum)"
             )
-    plan = plan_einsum(subscripts, [v.shape for v in views], [v.dtype for v in views], optimize)
     out_alignment = MAX_ALIGNMENT if out_view is None else alignment_of(out_view.ptr, MAX_ALIGNMENT)
     out_layout = (out_shape, _c_strides(out_shape), out_alignment) if out_view is None else (
         tuple(out_view.shape), tuple(out_view.strides), out_alignment)  # fmt: skip
