@@ -42,12 +42,39 @@ LIBCUDA_OUTPUT = {
 }
 
 
-def run(path: Path) -> subprocess.CompletedProcess[str]:
+def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return env
+
+
+def run(path: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(path)], capture_output=True, text=True, timeout=600, env=env, cwd=REPO
-    )
+        [sys.executable, str(path)], capture_output=True, text=True, timeout=600, env=_env(),
+        cwd=REPO,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cpu_runs() -> dict[str, subprocess.CompletedProcess[str]]:
+    """Every example at once, each in its own child process (they spend most time starting)."""
+    if driver_status().usable:
+        pytest.skip("a GPU is usable here: test_example_on_a_gpu runs each example to the end")
+    procs = {}
+    for p in EXAMPLES:
+        procs[p.stem] = subprocess.Popen(
+            [sys.executable, str(p)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_env(),
+            cwd=REPO,
+        )
+    done = {}
+    for name, proc in procs.items():
+        out, err = proc.communicate(timeout=600)
+        done[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return done
 
 
 def test_every_named_example_exists() -> None:
@@ -56,18 +83,17 @@ def test_every_named_example_exists() -> None:
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=NAMES)
-def test_example_runs_up_to_the_gpu(path: Path) -> None:
-    status = driver_status()
-    if status.usable:
-        pytest.skip("a GPU is usable here: test_example_on_a_gpu runs this example to the end")
-    done = run(path)
+def test_example_runs_up_to_the_gpu(
+    path: Path, cpu_runs: dict[str, subprocess.CompletedProcess[str]]
+) -> None:
+    done = cpu_runs[path.stem]
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines and lines[-1].startswith("needs a"), done.stdout
     assert "GPU" in lines[-1]
     for text in CPU_OUTPUT.get(path.stem, []):
         assert text in done.stdout, (text, done.stdout)
-    if status.library_found:
+    if driver_status().library_found:
         for text in LIBCUDA_OUTPUT.get(path.stem, []):
             assert text in done.stdout, (text, done.stdout)
 
