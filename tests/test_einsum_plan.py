@@ -158,10 +158,41 @@ def problems(draw: st.DrawFn) -> tuple[str, list[np.ndarray], Any]:
     return subscripts, arrays, optimize
 
 
+def to_sublists(subscripts: str, arrays: list[np.ndarray]) -> list[Any]:
+    """The same expression in NumPy's sublist form (A-Z are 0-25, a-z are 26-51)."""
+
+    def sublist(term: str) -> list[Any]:
+        out: list[Any] = []
+        for part in term.split("..."):
+            out += [ord(c) - ord("A") if c.isupper() else ord(c) - ord("a") + 26 for c in part]
+            out.append(Ellipsis)
+        return out[:-1]
+
+    lhs, _, rhs = subscripts.partition("->")
+    args: list[Any] = []
+    for array, term in zip(arrays, lhs.split(","), strict=True):
+        args += [array, sublist(term)]
+    if "->" in subscripts:
+        args.append(sublist(rhs))
+    return args
+
+
 @settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(problems())
-def test_decomposition_matches_numpy(problem: tuple[str, list[np.ndarray], Any]) -> None:
+@given(problems(), st.booleans())
+def test_decomposition_matches_numpy(
+    problem: tuple[str, list[np.ndarray], Any], sublists: bool
+) -> None:
     subscripts, arrays, optimize = problem
+    if sublists:  # NumPy's sublist form: converted as NumPy converts it
+        args = to_sublists(subscripts, arrays)
+        subscripts, operands = subscripts_from_sublists(args)
+        assert all(x is y for x, y in zip(operands, arrays, strict=True))
+        try:
+            want_shape = np.einsum(*args).shape
+        except ValueError:
+            want_shape = None
+        if want_shape is not None:
+            assert np.einsum(subscripts, *arrays).shape == want_shape
     try:
         np.einsum(subscripts, *arrays)
     except ValueError:  # e.g. ellipsis dimensions that do not broadcast: refused alike
