@@ -34,7 +34,7 @@ def gpu_missing() -> str | None:
     return None
 
 
-extent = {"m": 96, "u": 64, "n": 48, "v": 32, "h": 24, "k": 16}
+extent = {"m": 32, "u": 24, "n": 16, "v": 12, "h": 8, "k": 10}
 shape = {name: tuple(extent[c] for c in name) for name in ("mhkn", "ukvh", "munv")}
 
 # What cuTENSOR's documentation requires, checked in Python (no GPU, no library call):

@@ -201,8 +201,10 @@ def build_program(  # noqa: PLR0917 - private
     beta_zero: bool,
 ) -> _Program:
     """The cuTENSOR program of ``plan`` for operands of the given (shape, element strides,
-    alignment) and the output's. ``handle=None``: validate every step in Python only (no
-    descriptor, no GPU); the program then has no steps."""
+    alignment) and the output's: per step ``cutensorCreateTensorDescriptor``, then
+    ``cutensorCreatePermutation``, ``cutensorCreateReduction``, ``cutensorCreateContraction`` or
+    ``cutensorCreateElementwiseBinary``, and ``cutensorCreatePlan``. ``handle=None``: validate
+    every step in Python only (no descriptor, no GPU); the program then has no steps."""
     from .operations import Contraction, ElementwiseBinary, Permutation, Reduction, check_operation
     from .plan import Plan
     from .tensor import TensorDescriptor
