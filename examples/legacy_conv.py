@@ -75,7 +75,8 @@ raw.cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w_desc, y_desc, conv, x
                                                  ctypes.byref(size))  # fmt: skip
 ws = pycudnn.DeviceArray.empty(max(size.value, 1), np.uint8)
 raw.cudnnConvolutionBackwardData(handle, ctypes.byref(one), w_desc, w.ptr, y_desc, dy.ptr, conv,
-                                 bwd, ws.ptr, size.value, ctypes.byref(zero), x_desc, dx.ptr)  # fmt: skip
+                                 bwd, ws.ptr, size.value, ctypes.byref(zero), x_desc,
+                                 dx.ptr)  # fmt: skip
 Device().sync()
 
 # NumPy references in float64: cross-correlation, and its adjoint with respect to x

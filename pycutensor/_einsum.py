@@ -5,8 +5,10 @@ Semantics are :func:`numpy.einsum`'s: the subscripts string or the sublist form
 alphabetical order, after the broadcast dimensions) or explicit ``->``; ``...`` broadcasting;
 size-1 dimensions broadcast against larger ones; labels absent from the output summed; a label
 repeated within one operand takes the diagonal (``ii->i``) and, when summed, the trace (``ii``);
-NumPy's dtype promotion (:func:`numpy.result_type`). The result is
-``alpha * einsum(...) + beta * out`` (``beta`` needs ``out``).
+NumPy's dtype promotion (:func:`numpy.result_type`), ``dtype=`` to compute in a wider type and
+an ``out`` of the result's dtype or one it casts to safely (``casting="safe"``, NumPy's default).
+The result is ``alpha * einsum(...) + beta * out`` (``beta`` needs ``out``). Unlike NumPy, the
+result is always a new array (or ``out``), never a view of an operand.
 
 How it runs (:mod:`._einsum_plan` decomposes the expression without a GPU; the CPU tests run the
 same steps with NumPy kernels against ``numpy.einsum``):
@@ -25,16 +27,17 @@ same steps with NumPy kernels against ``numpy.einsum``):
 Data types cuTENSOR computes: float16, bfloat16, float32, float64, complex64, complex128. Refused
 with ``TypeError`` before anything runs: integer and bool operands (cuTENSOR has no integer
 contraction), a result type outside that list, mixed real and complex operands and bfloat16
-mixed with another type (cuTENSOR's permutation cannot convert them; cast first), and an ``out``
-whose dtype is not the result type (NumPy would cast safely into it). A label of extent 0 that
-is summed raises ``ValueError`` (cuTENSOR has no empty tensors); an empty output is returned as
-it is.
+mixed with another type (cuTENSOR's permutation cannot convert them; cast first), an ``out`` or
+``dtype=`` that NumPy's ``casting="safe"`` refuses, or that only a real-to-complex conversion
+would reach; ``beta`` other than 0 with an ``out`` wider than the result (``ValueError``: no
+cuTENSOR operation widens while adding). A label of extent 0 that is summed raises
+``ValueError`` (cuTENSOR has no empty tensors); an empty output is returned as it is.
 
 Repeating a call is cheap: the program (descriptors, operations, plans, intermediate layout) is
 cached in the calling thread's handle under a key of the subscripts, shapes, strides, dtypes,
-pointer alignments, ``optimize``, compute type and whether ``beta`` is zero, so a repeated call
-only inspects its arrays and executes. :func:`parse_einsum` does the parsing alone and needs no
-GPU.
+pointer alignments, ``optimize``, ``dtype``, compute type and whether ``beta`` is zero, so a
+repeated call only inspects its arrays and executes. :func:`parse_einsum` does the parsing alone
+and needs no GPU.
 
 When ``out`` is not given, the result is allocated by the library of the first operand (CuPy,
 PyTorch) on the device of the operands, or as a :class:`pycutensor.DeviceArray` otherwise; its
@@ -75,7 +78,7 @@ def _check_number(value: Any, name: str) -> None:
         raise TypeError(f"{name} must be a number, not {type(value).__name__}")
 
 
-# -- output allocation --------------------------------------------------------------------------------
+# -- output allocation ---------------------------------------------------------------------------
 def _new_output(
     template: Any, shape: tuple[int, ...], dtype: np.dtype, device: int, stream: Any
 ) -> Any:
@@ -113,6 +116,7 @@ def einsum(
     subscripts: Any,
     *operands: Any,
     out: Any = None,
+    dtype: Any = None,
     optimize: Any = "greedy",
     alpha: Any = 1.0,
     beta: Any = 0.0,
@@ -125,8 +129,10 @@ def einsum(
     (``einsum(a, [0, 1], b, [1, 2], [0, 2])``). ``operands``: device arrays (DLPack or
     ``__cuda_array_interface__``: CuPy, PyTorch, JAX, :class:`pycutensor.DeviceArray`) on one
     device; their dtypes promote as in NumPy (see the module docstring for the ones cuTENSOR
-    cannot compute, which are refused). ``out``: a device array of the result's shape and dtype
-    (it may not overlap an operand); ``beta`` other than 0 needs it. ``optimize``: the
+    cannot compute, which are refused). ``out``: a device array of the result's shape, of the
+    result's dtype or one it casts to safely (it may not overlap an operand); ``beta`` other than
+    0 needs it, with the result's dtype. ``dtype``: compute in this dtype (the operands must
+    cast to it safely, as NumPy's ``casting="safe"``). ``optimize``: the
     contraction order for three operands or more (``"greedy"``, ``True``, ``"optimal"``,
     ``False``, an opt_einsum strategy, or an explicit path). ``compute_type``: a cuTENSOR compute
     descriptor name (``"32F"``, ``"TF32"``, ``"3XTF32"``, ``"16BF"``, ``"16F"``, ``"64F"``, ...);
@@ -159,6 +165,7 @@ def einsum(
                                              out_align)  # fmt: skip
     key = (
         "einsum", subscripts, compute_key, beta_zero, out_key, _optimize_key(optimize),
+        None if dtype is None else str(dtype),
         tuple((v.shape, v.strides, v.dtype, alignment_of(v.ptr, MAX_ALIGNMENT)) for v in views),
     )  # fmt: skip
     device = views[0].device_id
@@ -172,15 +179,14 @@ def einsum(
         program = handle.cached(key)
     if program is None:
         program, handle = _first_call(
-            subscripts, views, out_view, compute_type, beta_zero, key, alpha, beta, optimize
+            subscripts, views, out_view, compute_type, beta_zero, key, alpha, beta, optimize, dtype
         )
         if program is None:  # an empty output: nothing to compute
-            return _empty_result(operands[0], views, out, subscripts, stream)
+            return _empty_result(operands[0], views, out, subscripts, stream, dtype)
     assert handle is not None
-    dtype = program.dtype
     fresh = out is None
     if fresh:
-        out = _new_output(operands[0], program.out_shape, dtype, device, stream)
+        out = _new_output(operands[0], program.out_shape, program.dtype, device, stream)
         out_view = as_array_view(out, name="out", stream_ptr=stream_ptr)
         if out_view.strides != _c_strides(out_view.shape):
             raise RuntimeError("the new output array is not C-contiguous")
@@ -190,8 +196,8 @@ def einsum(
     if out_align < program.out_alignment:
         # The program was planned for 256-byte aligned outputs; this allocation is less aligned,
         # so plan (once, cached) for an out of this alignment.
-        return einsum(subscripts, *operands, out=out, optimize=optimize, alpha=alpha, beta=0.0,
-                      compute_type=compute_type, stream=stream)  # fmt: skip
+        return einsum(subscripts, *operands, out=out, dtype=dtype, optimize=optimize, alpha=alpha,
+                      beta=0.0, compute_type=compute_type, stream=stream)  # fmt: skip
     if out_view.readonly:
         raise ValueError("out is read-only")
     pointers = [v.ptr for v in views]
@@ -224,6 +230,7 @@ def _first_call(  # noqa: PLR0917 - private
     alpha: Any = 1.0,
     beta: Any = 0.0,
     optimize: Any = "greedy",
+    dtype: Any = None,
 ) -> tuple[_Program | None, Handle | None]:
     """Parse, validate and plan; returns None for an empty output. Everything that can be checked
     without a GPU is checked before the devices are looked at."""
@@ -231,9 +238,12 @@ def _first_call(  # noqa: PLR0917 - private
     from .tensor import data_type_name
 
     # Parsing, promotion and the decomposition into steps: pure Python, no GPU.
-    plan = plan_einsum(subscripts, [v.shape for v in views], [v.dtype for v in views], optimize)
-    spec, dtype = plan.spec, plan.dtype
-    type_name = data_type_name(dtype, name="the result dtype")
+    plan = plan_einsum(
+        subscripts, [v.shape for v in views], [v.dtype for v in views], optimize, dtype=dtype,
+        out_dtype=None if out_view is None else out_view.dtype,
+    )  # fmt: skip
+    spec, out_dtype = plan.spec, plan.tensors[-1].dtype
+    type_name = data_type_name(out_dtype, name="the result dtype")
     compute_type_name(compute_type)
     # The scalars' type follows the data (the user guide's scalar-type table: complex data take
     # complex scalars, real data real ones); refuse a complex alpha for real data before planning.
@@ -246,11 +256,6 @@ def _first_call(  # noqa: PLR0917 - private
     if out_view is not None:
         if tuple(out_view.shape) != out_shape:
             raise ValueError(f"out has shape {tuple(out_view.shape)}, the result has {out_shape}")
-        if np.dtype(out_view.dtype) != dtype:
-            raise TypeError(
-                f"out has dtype {out_view.dtype}, the result has {dtype} (NumPy's result type of "
-                "the operands); casting into out is not supported"
-            )
         if out_view.readonly:  # known before planning; the execute path checks it again
             raise ValueError("out is read-only")
     if any(n == 0 for n in out_shape):
@@ -276,7 +281,7 @@ def _first_call(  # noqa: PLR0917 - private
     program.out_shape = out_shape
     program.out_alignment = out_alignment
     program.spans = [_span(0, v.shape, v.strides, v.itemsize) for v in views]
-    program.out_span = _span(0, out_layout[0], out_layout[1], dtype.itemsize)
+    program.out_span = _span(0, out_layout[0], out_layout[1], out_dtype.itemsize)
     handle.cache(key, program)
     return program, handle
 
@@ -292,11 +297,11 @@ def _check_devices(views: Sequence[ArrayView], out_view: ArrayView | None) -> in
     return device
 
 
-def _empty_result(
-    template: Any, views: Sequence[ArrayView], out: Any, subscripts: str, stream: Any
+def _empty_result(  # noqa: PLR0917 - private
+    template: Any, views: Sequence[ArrayView], out: Any, subscripts: str, stream: Any, dtype: Any
 ) -> Any:
     if out is not None:
         return out
     spec = parse_einsum(subscripts, *(v.shape for v in views))
-    dtype = result_dtype([v.dtype for v in views])
-    return _new_output(template, spec.output_shape, dtype, views[0].device_id, stream)
+    result = result_dtype([v.dtype for v in views], dtype)
+    return _new_output(template, spec.output_shape, result, views[0].device_id, stream)

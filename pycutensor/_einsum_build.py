@@ -25,7 +25,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .plan import Plan
     from .tensor import TensorDescriptor
 
-# A tensor in a program: a user operand ("in", i), an intermediate ("tmp", j) or the output ("out",).
+# Where a tensor of a program lives: a user operand ("in", i), an intermediate ("tmp", j), or the
+# output ("out",).
 _Source = tuple[Any, ...]
 # The compute type of a cast (a permutation into the wider type): the one its table row lists.
 _CAST_COMPUTE = {"float32": "32F", "float64": "64F", "complex128": "64F"}
@@ -211,7 +212,7 @@ def build_program(  # noqa: PLR0917 - private
 
     dtype = plan.dtype
     program = _Program()
-    program.dtype = dtype
+    program.dtype = plan.tensors[-1].dtype  # the output's
     program.device = None if handle is None else handle.device
     tensors: dict[int, _Tensor] = {}
     alignment: dict[_Source, int] = {("out",): out_layout[2]}
@@ -225,7 +226,7 @@ def build_program(  # noqa: PLR0917 - private
         """The output, or a new packed intermediate in the block."""
         t = plan.tensors[k]
         if k == plan.output:
-            return _Tensor(t.labels, out_layout[0], out_layout[1], ("out",), dtype)
+            return _Tensor(t.labels, out_layout[0], out_layout[1], ("out",), t.dtype)
         size = t.dtype.itemsize
         for n in t.shape:
             size *= n
@@ -279,8 +280,19 @@ def build_program(  # noqa: PLR0917 - private
             final = target.source == ("out",)
             if isinstance(step, Cast):
                 a = tensors[step.source]
-                add("permutation", [a, target], [a.source, target.source], ("one",),
-                    compute=_CAST_COMPUTE[target.dtype.name])  # fmt: skip
+                compute = _CAST_COMPUTE[target.dtype.name]
+                if not final:
+                    add("permutation", [a, target], [a.source, target.source], ("one",),
+                        compute=compute)  # fmt: skip
+                elif beta_zero:  # the result widened into out
+                    add("permutation", [a, target], [a.source, ("out",)], ("alpha",),
+                        compute=compute)  # fmt: skip
+                else:
+                    raise ValueError(
+                        f"beta other than 0 needs out of the computed dtype ({dtype}), not "
+                        f"{target.dtype}: cuTENSOR has no operation that widens into out while "
+                        "adding beta * out"
+                    )
             elif isinstance(step, Reduce):
                 _add_reduce(add, tensors[step.source], target, final, beta_zero)
             else:

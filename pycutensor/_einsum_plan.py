@@ -7,7 +7,8 @@ operands, views of them, intermediates and the output) and of the steps that pro
 * :class:`Diagonal`: a label repeated within one operand (``ii``) becomes one dimension whose
   stride is the sum of the repeated ones: a strided view, no copy and no kernel;
 * :class:`Cast`: an operand whose dtype is narrower than the result's (NumPy's
-  :func:`numpy.result_type`) is converted by a cuTENSOR permutation into an intermediate;
+  :func:`numpy.result_type`, or ``dtype=``) is converted by a cuTENSOR permutation into an
+  intermediate, and so is the result when ``out`` has a wider dtype;
 * :class:`Reduce`: one tensor, summed over the labels its target lacks and permuted into the
   target's order (cuTENSOR's reduction, or a permutation when nothing is summed);
 * :class:`Contract`: two tensors, summed over the labels the target lacks (cuTENSOR's contraction).
@@ -74,7 +75,8 @@ class Diagonal:
 
 @dataclass(frozen=True)
 class Cast:
-    """``target`` = ``source`` converted to ``target``'s dtype (a cuTENSOR permutation)."""
+    """``target`` = ``source`` converted to ``target``'s dtype, in ``target``'s label order (a
+    cuTENSOR permutation)."""
 
     source: int
     target: int
@@ -90,7 +92,7 @@ class Reduce:
 
 @dataclass(frozen=True)
 class Contract:
-    """``target`` = the product of ``left`` and ``right`` summed over the labels ``target`` lacks."""
+    """``target`` = ``left`` times ``right``, summed over the labels ``target`` lacks."""
 
     left: int
     right: int
@@ -102,7 +104,8 @@ Step = Diagonal | Cast | Reduce | Contract
 
 @dataclass(frozen=True)
 class EinsumPlan:
-    """What :func:`pycutensor.einsum` runs, in order; the output is the last tensor."""
+    """What :func:`pycutensor.einsum` runs, in order; the output is the last tensor. ``dtype``:
+    the dtype computed in (the output's may be wider: ``out_dtype``)."""
 
     spec: EinsumSpec
     dtype: np.dtype
@@ -120,26 +123,41 @@ def diagonal_strides(strides: Sequence[int], axes: Sequence[Sequence[int]]) -> t
     return tuple(sum(int(strides[a]) for a in group) for group in axes)
 
 
-def result_dtype(dtypes: Sequence[Any]) -> np.dtype:
-    """NumPy's result type of the operands (:func:`numpy.result_type`), refused with a
-    ``TypeError`` when cuTENSOR cannot compute in it (integers, bool, float128, ...)."""
+def result_dtype(dtypes: Sequence[Any], dtype: Any = None) -> np.dtype:
+    """The dtype einsum computes in: NumPy's result type of the operands
+    (:func:`numpy.result_type`), or ``dtype`` when given (each operand must cast to it safely, as
+    NumPy's ``casting="safe"`` requires). Refused with a ``TypeError`` when cuTENSOR cannot
+    compute in it (integers, bool, float128, ...)."""
     if not dtypes:
         raise ValueError("einsum needs at least one operand")
-    try:
-        dtype = np.result_type(*dtypes)
-    except TypeError as e:
-        raise TypeError(f"einsum operands have no common dtype: {e}") from None
-    if dtype.name not in SUPPORTED_DTYPES:
+    if dtype is not None:
+        try:
+            forced = np.dtype(dtype)
+        except TypeError as e:
+            raise TypeError(f"dtype={dtype!r} is not a dtype: {e}") from None
+        for i, d in enumerate(dtypes):
+            if not np.can_cast(d, forced, "safe"):
+                raise TypeError(
+                    f"operand {i} is {np.dtype(d).name}, which cannot be cast to "
+                    f"dtype={forced.name} safely (NumPy's casting='safe')"
+                )
+        result, why = forced, "the dtype asked for"
+    else:
+        try:
+            result = np.result_type(*dtypes)
+        except TypeError as e:
+            raise TypeError(f"einsum operands have no common dtype: {e}") from None
+        why = "NumPy's result type"
+    if result.name not in SUPPORTED_DTYPES:
         names = ", ".join(sorted({np.dtype(d).name for d in dtypes}))
         raise TypeError(
-            f"einsum of {names} computes in {dtype.name} (NumPy's result type), not a cuTENSOR "
-            f"data type einsum can compute in ({', '.join(SUPPORTED_DTYPES)}); cast the "
-            "operands first"
+            f"einsum of {names} computes in {result.name} ({why}), not a cuTENSOR data type "
+            f"einsum can compute in ({', '.join(SUPPORTED_DTYPES)}); cast the operands first"
         )
-    return dtype
+    return result
 
 
-def _casts(dtype: np.dtype, target: np.dtype, index: int) -> list[np.dtype]:
+def _casts(dtype: np.dtype, target: np.dtype, what: str) -> list[np.dtype]:
     """The chain of exact widenings from ``dtype`` to ``target`` (each a permutation)."""
     chain: list[np.dtype] = []
     name = dtype.name
@@ -147,18 +165,31 @@ def _casts(dtype: np.dtype, target: np.dtype, index: int) -> list[np.dtype]:
         nxt = _WIDEN.get(name)
         if nxt is None:
             raise TypeError(
-                f"operand {index} is {dtype.name} and the result type is {target.name}: cuTENSOR "
-                f"converts only float16 -> float32 -> float64 and complex64 -> complex128 (its "
-                f"permutation table); cast operand {index} to {target.name} first"
+                f"{what} is {dtype.name} and must become {target.name}: cuTENSOR converts only "
+                "float16 -> float32 -> float64 and complex64 -> complex128 (its permutation "
+                f"table); cast {what} to {target.name} first"
             )
         name = nxt
         chain.append(np.dtype(name))
     return chain
 
 
+def _out_casts(dtype: np.dtype, out_dtype: Any) -> list[np.dtype]:
+    """The widenings from the computed result into ``out``'s dtype (NumPy's casting='safe')."""
+    if out_dtype is None or np.dtype(out_dtype) == dtype:
+        return []
+    out = np.dtype(out_dtype)
+    if not np.can_cast(dtype, out, "safe"):
+        raise TypeError(
+            f"out has dtype {out.name}, the result has {dtype.name}, which cannot be cast to "
+            f"{out.name} safely (NumPy's casting='safe')"
+        )
+    return _casts(dtype, out, "the result")
+
+
 # -- contraction paths --------------------------------------------------------------------------
 def _left_to_right(n: int) -> list[tuple[int, ...]]:
-    # the running result is appended last, so "the first remaining with the last" walks left to right
+    # the running result is appended last: "the first remaining with the last" walks left to right
     path: list[tuple[int, ...]] = [(0, 1)]
     return path + [(0, m - 1) for m in range(n - 1, 1, -1)]
 
@@ -237,20 +268,26 @@ def _is_strategy_tuple(value: Any) -> bool:
     return isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)
 
 
-# -- the plan ---------------------------------------------------------------------------------------
+# -- the plan ------------------------------------------------------------------------------------
 def plan_einsum(
     subscripts: str,
     shapes: Sequence[Sequence[int]],
     dtypes: Sequence[Any],
     optimize: Any = "greedy",
+    *,
+    dtype: Any = None,
+    out_dtype: Any = None,
 ) -> EinsumPlan:
     """Decompose an einsum into :class:`Diagonal`, :class:`Cast`, :class:`Reduce` and
-    :class:`Contract` steps (see the module docstring). Raises ``ValueError``/``TypeError`` for
-    what NumPy refuses and for dtypes cuTENSOR cannot compute; needs no GPU."""
+    :class:`Contract` steps (see the module docstring). ``dtype``: compute in this dtype instead
+    of NumPy's result type; ``out_dtype``: the dtype of ``out``, into which the result is cast
+    (safely, as NumPy does). Raises ``ValueError``/``TypeError`` for what NumPy refuses and for
+    dtypes cuTENSOR cannot compute or convert; needs no GPU."""
     if len(dtypes) != len(shapes):
         raise ValueError(f"{len(shapes)} shapes but {len(dtypes)} dtypes")
     spec = parse_einsum(subscripts, *shapes)
-    dtype = result_dtype(dtypes)
+    dtype = result_dtype(dtypes, dtype)
+    out_chain = _out_casts(dtype, out_dtype)
     tensors: list[PlanTensor] = [
         PlanTensor(labels, shape, np.dtype(dt), "operand")
         for labels, shape, dt in zip(spec.inputs, spec.shapes, dtypes, strict=True)
@@ -270,7 +307,7 @@ def plan_einsum(
             shape = tuple(t.shape[group[0]] for group in axes)
             index = new(PlanTensor(labels, shape, t.dtype, "view", base=i))
             steps.append(Diagonal(i, index, axes))
-        for step_dtype in _casts(t.dtype, dtype, i):
+        for step_dtype in _casts(t.dtype, dtype, f"operand {i}"):
             src = index
             index = new(PlanTensor(tensors[src].labels, tensors[src].shape, step_dtype,
                                    "intermediate"))  # fmt: skip
@@ -294,6 +331,19 @@ def plan_einsum(
         pending.append(acc)
     (last,) = pending
     out = PlanTensor(spec.output, spec.output_shape, dtype, "output")
+    if out_chain:
+        # The result in its own dtype with the output's labels (summed if need be), then widened
+        # into out; the last widening also puts the labels in the output's order.
+        last = _combine(tensors, steps, new, [last], needed=set(spec.output), dtype=dtype)
+        for k, hop in enumerate(out_chain):
+            prev = tensors[last]
+            if k == len(out_chain) - 1:
+                target = new(PlanTensor(spec.output, spec.output_shape, hop, "output"))
+            else:
+                target = new(PlanTensor(prev.labels, prev.shape, hop, "intermediate"))
+            steps.append(Cast(last, target))
+            last = target
+        return EinsumPlan(spec, dtype, tuple(tensors), tuple(steps), tuple(path))
     produced = steps[-1] if steps else None
     if (
         isinstance(produced, (Reduce, Contract))

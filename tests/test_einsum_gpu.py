@@ -149,3 +149,45 @@ def test_torch_output_takes_the_result_dtype(gpu_device: int) -> None:
     torch.cuda.synchronize()
     ah, bh = a.cpu().numpy(), b.cpu().numpy()
     check("ii,i->i", [ah, bh], got.cpu().numpy())
+
+
+@pytest.mark.parametrize(
+    ("subscripts", "shapes", "dtype", "kwargs"),
+    [
+        ("ij,jk->ik", [(6, 5), (5, 4)], np.float32, {"out_dtype": np.float64}),
+        ("ij->ji", [(6, 5)], np.float16, {"out_dtype": np.float64}),  # two widenings, reordered
+        ("bii->b", [(3, 4, 4)], np.complex64, {"out_dtype": np.complex128}),
+        ("ij,jk->ik", [(6, 5), (5, 4)], np.float32, {"dtype": np.float64}),
+        ("ij->ji", [(6, 5)], np.float16, {"dtype": np.float32}),
+    ],
+)
+def test_dtype_and_wider_out(
+    gpu_device: int,
+    subscripts: str,
+    shapes: list[tuple[int, ...]],
+    dtype: Any,
+    kwargs: dict[str, Any],
+) -> None:
+    rng = np.random.default_rng(12)
+    arrays = [rng.uniform(-1, 1, s).astype(dtype) for s in shapes]
+    if np.dtype(dtype).kind == "c":
+        arrays = [(a + 1j * a[::-1]).astype(dtype) for a in arrays]
+    devs = [device(a) for a in arrays]
+    out_dtype = kwargs.get("out_dtype")
+    if out_dtype is not None:
+        shape = np.einsum(subscripts, *arrays).shape
+        out = device(np.zeros(shape, out_dtype))
+        got = pycutensor.einsum(subscripts, *devs, out=out, alpha=2.0)
+        assert got is out
+        want = 2.0 * np.einsum(subscripts, *(wide(a) for a in arrays))
+        bound = 2.0 * np.einsum(subscripts, *(abs(wide(a)) for a in arrays))
+        tol = TOLERANCE[np.dtype(dtype).itemsize]  # computed in the operands' type
+    else:
+        got = pycutensor.einsum(subscripts, *devs, dtype=kwargs["dtype"])
+        out_dtype = kwargs["dtype"]
+        want = np.einsum(subscripts, *(wide(a) for a in arrays))
+        bound = np.einsum(subscripts, *(abs(wide(a)) for a in arrays))
+        tol = TOLERANCE[np.dtype(out_dtype).itemsize]
+    host = got.to_numpy()
+    assert host.dtype == np.dtype(out_dtype)
+    assert np.all(abs(wide(host) - want) <= tol * (bound + 1e-30))

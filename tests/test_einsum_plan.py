@@ -55,10 +55,12 @@ def run_on_host(plan: EinsumPlan, arrays: list[np.ndarray]) -> np.ndarray:
             values[step.target] = np.lib.stride_tricks.as_strided(
                 src, target.shape, strides, writeable=False
             )
-        elif isinstance(step, Cast):
+        elif isinstance(step, Cast):  # a widening, and possibly a reordering of the labels
             src = values[step.source]
             assert np.can_cast(src.dtype, target.dtype, "safe"), (src.dtype, target.dtype)
-            values[step.target] = src.astype(target.dtype)
+            assert set(target.labels) == set(plan.tensors[step.source].labels)
+            expr = f"{term(step.source)}->{term(step.target)}"
+            values[step.target] = np.einsum(expr, src.astype(target.dtype))
         elif isinstance(step, Reduce):
             assert set(target.labels) <= set(plan.tensors[step.source].labels)
             expr = f"{term(step.source)}->{term(step.target)}"
@@ -75,11 +77,28 @@ def run_on_host(plan: EinsumPlan, arrays: list[np.ndarray]) -> np.ndarray:
     return values[plan.output]
 
 
-def assert_matches_numpy(subscripts: str, arrays: list[np.ndarray], optimize: Any) -> None:
-    plan = plan_einsum(subscripts, [a.shape for a in arrays], [a.dtype for a in arrays], optimize)
-    want = np.einsum(subscripts, *arrays)
+def assert_matches_numpy(
+    subscripts: str,
+    arrays: list[np.ndarray],
+    optimize: Any,
+    *,
+    dtype: Any = None,
+    out_dtype: Any = None,
+) -> None:
+    plan = plan_einsum(subscripts, [a.shape for a in arrays], [a.dtype for a in arrays], optimize,
+                       dtype=dtype, out_dtype=out_dtype)  # fmt: skip
+    if out_dtype is None:
+        want = np.einsum(subscripts, *arrays, dtype=dtype)
+        if dtype is None:
+            assert plan.dtype == want.dtype
+        else:  # NumPy ignores dtype= where it returns a view; pycutensor computes a new array
+            assert plan.dtype == np.dtype(dtype) == plan.tensors[-1].dtype
+            want = want.astype(dtype)
+    else:
+        shape = np.einsum(subscripts, *arrays).shape
+        want = np.einsum(subscripts, *arrays, dtype=dtype, out=np.empty(shape, out_dtype))
+        assert plan.tensors[-1].dtype == want.dtype == np.dtype(out_dtype)
     got = run_on_host(plan, arrays)
-    assert plan.dtype == want.dtype
     assert plan.spec.output_shape == want.shape == got.shape
     assert plan.tensors[-1].role == "output"
     wide = np.complex128 if want.dtype.kind == "c" else np.float64
@@ -97,12 +116,16 @@ def check_cutensor_rules(plan: EinsumPlan, arrays: list[np.ndarray]) -> None:
     """Every step of the plan passes cuTENSOR's documented rules (structure, type tables,
     layouts), for C-ordered operands, with beta 0 and not: what einsum checks before a GPU."""
     layouts = [(a.shape, c_strides(a.shape), 256) for a in arrays]
-    shape = plan.spec.output_shape
-    for beta_zero in (True, False):
-        build_program(None, plan, layouts, (shape, c_strides(shape), 256), None, beta_zero)
+    out_layout = (plan.spec.output_shape, c_strides(plan.spec.output_shape), 256)
+    build_program(None, plan, layouts, out_layout, None, True)
+    if plan.tensors[-1].dtype == plan.dtype:
+        build_program(None, plan, layouts, out_layout, None, False)
+    else:  # beta * out in another dtype: no cuTENSOR operation widens and adds
+        with pytest.raises(ValueError, match="beta other than 0 needs out of the computed dtype"):
+            build_program(None, plan, layouts, out_layout, None, False)
 
 
-# -- generated expressions --------------------------------------------------------------------------
+# -- generated expressions -----------------------------------------------------------------------
 LABELS = "abcdeAB"
 DTYPES = ["float16", "float32", "float64", "complex64", "complex128"]
 OPTIMIZE = [False, True, "greedy", "optimal", ("greedy", 10**6), "path"]
@@ -177,12 +200,18 @@ def to_sublists(subscripts: str, arrays: list[np.ndarray]) -> list[Any]:
     return args
 
 
+WIDER = {"float16": ["float32", "float64"], "float32": ["float64"], "complex64": ["complex128"]}
+
+
 @settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(problems(), st.booleans())
+@given(problems(), st.booleans(), st.sampled_from([None, None, "dtype", "out"]), st.randoms())
 def test_decomposition_matches_numpy(
-    problem: tuple[str, list[np.ndarray], Any], sublists: bool
+    problem: tuple[str, list[np.ndarray], Any], sublists: bool, cast: str | None, rand: Any
 ) -> None:
     subscripts, arrays, optimize = problem
+    # dtype= (compute in a wider type) or out= of a wider type, when the result type has one
+    result = np.result_type(*arrays).name
+    wider = rand.choice(WIDER[result]) if cast and result in WIDER else None
     if sublists:  # NumPy's sublist form: converted as NumPy converts it
         args = to_sublists(subscripts, arrays)
         subscripts, operands = subscripts_from_sublists(args)
@@ -201,7 +230,9 @@ def test_decomposition_matches_numpy(
         return
     if optimize == "path-of-numpy":
         optimize = np.einsum_path(subscripts, *arrays, optimize="greedy")[0]
-    assert_matches_numpy(subscripts, arrays, optimize)
+    dtype = wider if cast == "dtype" else None
+    out_dtype = wider if cast == "out" else None
+    assert_matches_numpy(subscripts, arrays, optimize, dtype=dtype, out_dtype=out_dtype)
 
 
 # -- named cases ----------------------------------------------------------------------------------
@@ -304,6 +335,29 @@ def test_casts_follow_permutation_table() -> None:
     assert [plan.tensors[c.target].dtype.name for c in casts] == ["float32", "float64"]
     with pytest.raises(TypeError, match="cast operand 0 to complex64 first"):
         plan_einsum("i,i->i", [(3,), (3,)], ["float32", "complex64"])
+
+
+def test_out_of_a_wider_dtype_is_a_final_widening() -> None:
+    plan = plan_einsum("ij->ji", [(2, 3)], ["float16"], out_dtype="float64")
+    assert plan.dtype == np.float16
+    assert [type(s) for s in plan.steps] == [Cast, Cast]  # float16 -> float32 -> float64
+    assert plan.tensors[-1].labels == ("j", "i") and plan.tensors[-1].dtype == np.float64
+    summed = plan_einsum("ij->i", [(2, 3)], ["float32"], out_dtype="float64")
+    assert [type(s) for s in summed.steps] == [Reduce, Cast]  # summed in float32, then widened
+    with pytest.raises(TypeError, match="cannot be cast to float16 safely"):
+        plan_einsum("ij->i", [(2, 3)], ["float32"], out_dtype="float16")
+    with pytest.raises(TypeError, match="cuTENSOR converts only"):
+        plan_einsum("ij->i", [(2, 3)], ["float32"], out_dtype="complex64")  # safe in NumPy
+
+
+def test_dtype_forces_the_computation_type() -> None:
+    plan = plan_einsum("ij,jk", [(2, 3), (3, 4)], ["float32", "float16"], dtype="float64")
+    assert plan.dtype == np.float64 and plan.tensors[-1].dtype == np.float64
+    assert sum(isinstance(s, Cast) for s in plan.steps) == 3  # 32->64, 16->32->64
+    with pytest.raises(TypeError, match="cannot be cast to dtype=float16 safely"):
+        plan_einsum("ij,jk", [(2, 3), (3, 4)], ["float32", "float32"], dtype="float16")
+    with pytest.raises(TypeError, match="not a cuTENSOR data type"):
+        plan_einsum("ij,jk", [(2, 3), (3, 4)], ["float32", "float32"], dtype="complex256")
 
 
 @pytest.mark.parametrize("dtypes", [["int32"], ["int64", "float32"], ["bool"], ["float32", "int8"]])

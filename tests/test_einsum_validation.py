@@ -33,6 +33,9 @@ S = np.ones((5, 5), np.float32)
         (("ij,jk,kl->il", A, B, B.T), {"optimize": ["einsum_path", (1, 2), (0, 1)]}),
         (("ij,jk,kl->il", A, B, B.T), {"optimize": [(0, 1, 2)]}),
         (("iij,jk->ik", np.ones((4, 4, 5), np.complex64), B.astype(np.complex128)), {}),
+        (("ij,jk->ik", A, B), {"out": np.zeros((4, 6), np.float64)}),  # widened into out
+        (("ij,jk->ik", A, B), {"dtype": np.float64}),  # computed in float64
+        (("ij->ji", A.astype(np.float16)), {"dtype": "float64", "out": np.zeros((5, 4))}),
     ],
 )
 def test_valid_requests_only_lack_a_device(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -57,6 +60,13 @@ def test_valid_requests_only_lack_a_device(args: tuple[Any, ...], kwargs: dict[s
          "refers to tensor 5"),
         (("ij,jk,kl->il", A, B, B.T), {"optimize": 3}, TypeError, "strategy name or a path"),
         (("ii", np.ones((0, 0), np.float32)), {}, ValueError, "summed over extent 0"),
+        (("ij,jk->ik", A, B), {"out": np.zeros((4, 6)), "beta": 1.0}, ValueError,
+         "beta other than 0 needs out of the computed dtype"),
+        (("ij,jk->ik", A, B), {"out": np.zeros((4, 6), np.complex64)}, TypeError,
+         "cuTENSOR converts only"),
+        (("ij,jk->ik", A, B), {"dtype": np.float16}, TypeError,
+         "cannot be cast to dtype=float16 safely"),
+        (("ij,jk->ik", A, B), {"dtype": "no-such-type"}, TypeError, "is not a dtype"),
     ],
 )  # fmt: skip
 def test_invalid_requests_name_the_rule(
