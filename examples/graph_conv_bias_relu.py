@@ -66,7 +66,10 @@ rng = np.random.default_rng(0)
 xh = rng.standard_normal(x.dims).astype(np.float16)
 wh = (0.2 * rng.standard_normal(w.dims)).astype(np.float16)
 bh = rng.standard_normal(b.dims).astype(np.float16)
-# DeviceArray.empty(..., fmt="NHWC") lays the logical NCHW dims out as NHWC in memory
+# DeviceArray.empty(..., fmt="NHWC") lays the logical NCHW dims out as NHWC in memory. The same
+# with CuPy: cupy.asarray(xh.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2); with PyTorch:
+# torch.from_numpy(xh).cuda().contiguous(memory_format=torch.channels_last). Any of them can be
+# passed to plan.execute.
 x_gpu = pycudnn.DeviceArray.empty(x.dims, np.float16, fmt="NHWC")
 w_gpu = pycudnn.DeviceArray.empty(w.dims, np.float16, fmt="NHWC")
 b_gpu = pycudnn.DeviceArray.empty(b.dims, np.float16, fmt="NHWC")
