@@ -17,9 +17,8 @@ import numpy as np
 import pytest
 
 import pycudnn
-from pycudnn import known_bad, rewrites
-from pycudnn.graph import Graph
-from pycudnn.plan import GraphNotSupportedError, Plan
+from pycudnn.graph import Graph, rewrites
+from pycudnn.plan import GraphNotSupportedError, Plan, known_bad
 
 
 @pytest.fixture

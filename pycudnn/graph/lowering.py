@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .graph import GraphError, _cudnn_dtype, _dims_text
+from .common import GraphError, _cudnn_dtype, _dims_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .graph import Graph, Operation
+    from .core import GraphCore as Graph
+    from .tensors import Operation
 
 __all__ = ["build_descriptors"]
 
@@ -42,11 +43,11 @@ def build_descriptors(
     execute with ``NOT_SUPPORTED_ARCH_MISMATCH`` (measured on an H100, cuDNN 9.19).
 
     ``views`` maps tensor uids to the (dims, strides) cuDNN is shown instead of the graph's own (an
-    equivalent description cuDNN has engines for, from :mod:`pycudnn.rewrites`); the data pointers
+    equivalent description cuDNN has engines for, from :mod:`pycudnn.graph.rewrites`); the data pointers
     and unique ids stay the same, so the variant pack does not change.
     """
-    from .backend import BackendDescriptor
-    from .errors import CudnnError
+    from ..backend import BackendDescriptor
+    from ..errors import CudnnError
 
     made: list[BackendDescriptor] = []
     views = views or {}

@@ -26,10 +26,11 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .graph import _dims_text
+from .common import _dims_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .graph import Graph, Tensor
+    from .core import GraphCore as Graph
+    from .tensors import Tensor
 
 __all__ = ["Variant", "advice", "variants"]
 

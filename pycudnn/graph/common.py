@@ -1,0 +1,117 @@
+"""What every part of a graph shares: its error type, rank limits, the enums it speaks and small
+checks (dims, dtypes, extents, broadcasting)."""
+
+from __future__ import annotations
+
+import enum
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import _bindings, layout
+from .._shared.dtypes import CUDNN_DATA_TYPE_NAMES, dtype_name
+
+__all__ = ["MAX_RANK", "MIN_RANK", "GraphError"]
+
+MIN_RANK = 3  # cuDNN's graph engines expect at least a batch dimension (BMN, NCHW, ...)
+MAX_RANK = int(getattr(_bindings, "CUDNN_DIM_MAX", 8))
+
+PointwiseMode: Any = _bindings.cudnnPointwiseMode_t
+ReduceOp: Any = _bindings.cudnnReduceTensorOp_t
+DataType: Any = _bindings.cudnnDataType_t
+
+
+_CONV_OPS = frozenset({"conv_fprop", "conv_dgrad", "conv_wgrad"})
+
+
+class GraphError(ValueError):
+    """A graph was built wrongly (shapes, dtypes, ranks, layouts): raised before cuDNN is called."""
+
+
+def _enum_member(enum_cls: type[enum.IntEnum], value: Any, prefix: str, what: str) -> Any:
+    if isinstance(value, enum_cls):
+        return value
+    if isinstance(value, str):
+        key = value.strip().upper()
+        key = key.removeprefix(prefix)
+        if key in enum_cls.__members__:
+            return enum_cls[key]
+        raise GraphError(
+            f"unknown {what} {value!r}; choose from {', '.join(m.name.lower() for m in enum_cls)}"
+        )
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        try:
+            return enum_cls(int(value))
+        except ValueError:
+            raise GraphError(f"{int(value)} is not a {enum_cls.__name__} value") from None
+    raise TypeError(f"{what} must be a name or a {enum_cls.__name__}, not {value!r}")
+
+
+# --------------------------------------------------------------------------------------------------
+# Small helpers
+# --------------------------------------------------------------------------------------------------
+
+
+def _ints(value: Any, what: str, n: int | None = None) -> tuple[int, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and n is not None:
+            return (int(value),) * n
+        raise TypeError(f"{what} must be a sequence of ints, not {value!r}")
+    items = value.tolist() if isinstance(value, np.ndarray) else list(value)
+    out = []
+    for i, v in enumerate(items):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"{what}[{i}] must be an int, not {v!r}")
+        out.append(int(v))
+    if n is not None and len(out) != n:
+        raise GraphError(f"{what} has {len(out)} entries but {n} are needed")
+    return tuple(out)
+
+
+def _cudnn_dtype(dtype: np.dtype, what: str) -> Any:
+    name = CUDNN_DATA_TYPE_NAMES.get(np.dtype(dtype))
+    if name is None or name not in DataType.__members__:
+        known = ", ".join(sorted(dtype_name(d) for d in CUDNN_DATA_TYPE_NAMES))
+        raise GraphError(f"{what}: cuDNN has no data type for {dtype_name(dtype)} (known: {known})")
+    return DataType[name]
+
+
+def _dims_text(dims: Sequence[int]) -> str:
+    return "[" + ", ".join(str(d) for d in dims) + "]"
+
+
+def _broadcast(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | None:
+    if len(a) != len(b):
+        return None
+    out = []
+    for x, y in zip(a, b, strict=True):
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(max(x, y))
+    return tuple(out)
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _check_extent(
+    dims: Sequence[int], strides: Sequence[int], dtype: np.dtype | None, label: str
+) -> None:
+    """Refuse tensors whose byte extent does not fit in int64: cuDNN takes dims and strides as
+    int64 and computes byte offsets from them (values past 2**63 would wrap)."""
+    itemsize = np.dtype(dtype).itemsize if dtype is not None else 1
+    span = (sum((d - 1) * s for d, s in zip(dims, strides, strict=True)) + 1) * itemsize
+    if span > _INT64_MAX:
+        raise GraphError(
+            f"{label}: dims {_dims_text(dims)} with strides {_dims_text(strides)} span {span} "
+            "bytes, more than an int64 can address"
+        )
+
+
+def _format_of(dims: Sequence[int], strides: Sequence[int]) -> str:
+    try:
+        return layout.strides_to_format(dims, strides)
+    except ValueError:
+        return "ABCDEFGH"[: len(dims)]

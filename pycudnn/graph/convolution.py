@@ -1,0 +1,367 @@
+"""Convolution operations: forward, backward data, backward filter (2-D and 3-D, grouped)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .._shared.dtypes import dtype_name
+from .common import (
+    _INT64_MAX,
+    GraphError,
+    _dims_text,
+    _ints,
+)
+from .core import GraphCore
+from .tensors import Tensor
+
+__all__ = ["ConvolutionOps"]
+
+
+class ConvolutionOps(GraphCore):
+    """Convolution operations: forward, backward data, backward filter (2-D and 3-D, grouped)."""
+
+    def _conv_settings(
+        self,
+        label: str,
+        spatial: int,
+        *,
+        padding: Any,
+        stride: Any,
+        dilation: Any,
+        post_padding: Any,
+        mode: str,
+    ) -> dict[str, Any]:
+        pre = _ints(padding, f"{label}: padding", spatial)
+        post = (
+            pre if post_padding is None else _ints(post_padding, f"{label}: post_padding", spatial)
+        )
+        strides = _ints(stride, f"{label}: stride", spatial)
+        dil = _ints(dilation, f"{label}: dilation", spatial)
+        for what, values, low in (
+            ("padding", pre, 0),
+            ("post_padding", post, 0),
+            ("stride", strides, 1),
+            ("dilation", dil, 1),
+        ):
+            for i, v in enumerate(values):
+                if v < low:
+                    rule = "non-negative" if low == 0 else "positive"
+                    raise GraphError(f"{label}: {what}[{i}] is {v}; it must be {rule}")
+                if v > _INT64_MAX:
+                    raise GraphError(f"{label}: {what}[{i}] is {v}; it must fit in an int64")
+        if not isinstance(mode, str) or mode.lower() not in ("cross_correlation", "convolution"):
+            raise GraphError(
+                f"{label}: mode must be 'cross_correlation' (the deep-learning convolution) or "
+                f"'convolution' (flipped filter), not {mode!r}"
+            )
+        return {
+            "pre_padding": pre,
+            "post_padding": post,
+            "stride": strides,
+            "dilation": dil,
+            "mode": mode.lower(),
+        }
+
+    @staticmethod
+    def _conv_out(in_sp: Sequence[int], k_sp: Sequence[int], s: dict[str, Any]) -> tuple[int, ...]:
+        return tuple(
+            (i + a + b - d * (k - 1) - 1) // st + 1
+            for i, k, a, b, st, d in zip(
+                in_sp,
+                k_sp,
+                s["pre_padding"],
+                s["post_padding"],
+                s["stride"],
+                s["dilation"],
+                strict=True,
+            )
+        )
+
+    def _check_conv_rank(self, label: str, **tensors: Tensor) -> int:
+        ranks = {t.ndim for t in tensors.values()}
+        first = next(iter(tensors))
+        for role, t in tensors.items():
+            if t.ndim != tensors[first].ndim:
+                raise GraphError(
+                    f"{label}: {role.upper()} ('{t.name}') has rank {t.ndim} but "
+                    f"{first.upper()} ('{tensors[first].name}') has rank {tensors[first].ndim}"
+                )
+            if not 3 <= t.ndim <= 5:
+                raise GraphError(
+                    f"{label}: {role.upper()} ('{t.name}') has rank {t.ndim}; convolutions take "
+                    "rank 3 to 5 tensors (N, C and 1 to 3 spatial dims)"
+                )
+        return ranks.pop() - 2
+
+    def _conv_operands(
+        self, label: str, a: tuple[str, Any], b: tuple[str, Any], groups: Any
+    ) -> tuple[Tensor, Tensor, int, int]:
+        """Check a convolution's two operands (given as ``(role, tensor)``) and its ``groups``.
+
+        Returns the two tensors, the number of spatial dims and the group count.
+        """
+        (ra, ta), (rb, tb) = a, b
+        ta, tb = self._own(ta, label, ra), self._own(tb, label, rb)
+        spatial = self._check_conv_rank(label, **{ra.lower(): ta, rb.lower(): tb})
+        self._check_conv_dtypes(label, (ra, ta), (rb, tb))
+        return ta, tb, spatial, self._groups(groups, label)
+
+    def _conv_attrs(
+        self, label: str, s: dict[str, Any], compute_dtype: Any, alpha: Any, beta: Any
+    ) -> dict[str, Any]:
+        """The attributes every convolution records: its settings, compute type and scales."""
+        return dict(
+            s,
+            compute_dtype=self._compute(compute_dtype, label),
+            alpha=self._real(alpha, f"{label}: alpha"),
+            beta=self._real(beta, f"{label}: beta"),
+        )
+
+    def _check_conv_dtypes(self, label: str, a: tuple[str, Tensor], b: tuple[str, Tensor]) -> None:
+        (ra, ta), (rb, tb) = a, b
+        for role, t in (a, b):
+            if t.dtype is not None and t.dtype.kind == "b":
+                raise GraphError(
+                    f"{label}: {role} ('{t.name}') is boolean; convolutions need numbers"
+                )
+        if ta.dtype is not None and tb.dtype is not None and ta.dtype != tb.dtype:
+            raise GraphError(
+                f"{label}: {ra} ('{ta.name}') is {dtype_name(ta.dtype)} but {rb} ('{tb.name}') is "
+                f"{dtype_name(tb.dtype)}; convolution operands must have the same data type"
+            )
+
+    def conv_fprop(
+        self,
+        x: Tensor,
+        w: Tensor,
+        *,
+        padding: int | Sequence[int] = 0,
+        stride: int | Sequence[int] = 1,
+        dilation: int | Sequence[int] = 1,
+        post_padding: int | Sequence[int] | None = None,
+        groups: int = 1,
+        mode: str = "cross_correlation",
+        compute_dtype: Any = None,
+        alpha: float = 1.0,
+        beta: float = 0.0,
+        name: str | None = None,
+        out: Tensor | None = None,
+        out_dtype: Any = None,
+    ) -> Tensor:
+        """Convolution forward (``OPERATION_CONVOLUTION_FORWARD``): ``Y = alpha*conv(X, W) + beta*Y``.
+
+        ``X`` is ``[N, C, spatial...]``, ``W`` is ``[K, C/groups, filter...]``, ``Y`` is
+        ``[N, K, out...]`` with ``out = (in + pre + post - dilation*(filter-1) - 1) // stride + 1``.
+        ``padding`` is the pre-padding (and the post-padding unless ``post_padding`` is given).
+        """
+        kind = "conv_fprop"
+        op_name, label = self._begin_op(kind, name)
+        x, w, spatial, g = self._conv_operands(label, ("X", x), ("W", w), groups)
+        if x.dims[1] != w.dims[1] * g:
+            expect = w.dims[1] * g
+            raise GraphError(
+                f"{label}: X has {x.dims[1]} channels but W expects {expect} "
+                f"(W dims {_dims_text(w.dims)}" + (f", {g} groups)" if g > 1 else ")")
+            )
+        if w.dims[0] % g:
+            raise GraphError(
+                f"{label}: W has {w.dims[0]} output channels, not a multiple of groups={g}"
+            )
+        s = self._conv_settings(
+            label,
+            spatial,
+            padding=padding,
+            stride=stride,
+            dilation=dilation,
+            post_padding=post_padding,
+            mode=mode,
+        )
+        out_sp = self._conv_out(x.dims[2:], w.dims[2:], s)
+        for i, v in enumerate(out_sp):
+            if v < 1:
+                raise GraphError(
+                    f"{label}: spatial dim {i} of the output would be {v} (X {_dims_text(x.dims)}, "
+                    f"W {_dims_text(w.dims)}, padding {list(s['pre_padding'])}/"
+                    f"{list(s['post_padding'])}, stride {list(s['stride'])}, dilation "
+                    f"{list(s['dilation'])}): the filter does not fit"
+                )
+        y_dims = (x.dims[0], w.dims[0], *out_sp)
+        y = self._output(
+            label, op_name, "y", y_dims, x, out=out, out_dtype=out_dtype, inputs=(x, w)
+        )
+        attrs = self._conv_attrs(label, s, compute_dtype, alpha, beta)
+        self._add_op(kind, op_name, {"x": x, "w": w}, {"y": y}, attrs)
+        return y
+
+    @staticmethod
+    def _groups(groups: Any, label: str) -> int:
+        if isinstance(groups, bool) or not isinstance(groups, int):
+            raise TypeError(f"{label}: groups must be an int, not {groups!r}")
+        if groups < 1:
+            raise GraphError(f"{label}: groups is {groups}; it must be positive")
+        return groups
+
+    def conv_dgrad(
+        self,
+        dy: Tensor,
+        w: Tensor,
+        *,
+        dx_dims: Sequence[int] | None = None,
+        padding: int | Sequence[int] = 0,
+        stride: int | Sequence[int] = 1,
+        dilation: int | Sequence[int] = 1,
+        post_padding: int | Sequence[int] | None = None,
+        groups: int = 1,
+        mode: str = "cross_correlation",
+        compute_dtype: Any = None,
+        alpha: float = 1.0,
+        beta: float = 0.0,
+        name: str | None = None,
+        out: Tensor | None = None,
+        out_dtype: Any = None,
+    ) -> Tensor:
+        """Convolution backward data (``OPERATION_CONVOLUTION_BACKWARD_DATA``): ``dX`` from ``dY``, ``W``.
+
+        ``dx_dims`` defaults to the smallest input that the forward formula maps to ``dY``'s
+        spatial dims; give it when ``stride > 1`` and the forward input was larger.
+        """
+        kind = "conv_dgrad"
+        op_name, label = self._begin_op(kind, name)
+        dy, w, spatial, g = self._conv_operands(label, ("DY", dy), ("W", w), groups)
+        if dy.dims[1] != w.dims[0]:
+            raise GraphError(
+                f"{label}: DY has {dy.dims[1]} channels but W has {w.dims[0]} output channels "
+                f"(W dims {_dims_text(w.dims)})"
+            )
+        s = self._conv_settings(
+            label,
+            spatial,
+            padding=padding,
+            stride=stride,
+            dilation=dilation,
+            post_padding=post_padding,
+            mode=mode,
+        )
+        if dx_dims is None:
+            sp = tuple(
+                (o - 1) * st - a - b + d * (k - 1) + 1
+                for o, k, a, b, st, d in zip(
+                    dy.dims[2:],
+                    w.dims[2:],
+                    s["pre_padding"],
+                    s["post_padding"],
+                    s["stride"],
+                    s["dilation"],
+                    strict=True,
+                )
+            )
+            dxd = (dy.dims[0], w.dims[1] * g, *sp)
+            for i, v in enumerate(sp):
+                if v < 1:
+                    raise GraphError(f"{label}: spatial dim {i} of DX would be {v}; check padding")
+        else:
+            dxd = self._check_dims(dx_dims, f"{label}: dx_dims")
+            if len(dxd) != dy.ndim:
+                raise GraphError(f"{label}: dx_dims has rank {len(dxd)} but DY has rank {dy.ndim}")
+            if dxd[0] != dy.dims[0] or dxd[1] != w.dims[1] * g:
+                raise GraphError(
+                    f"{label}: DX dims {_dims_text(dxd)} must be [N={dy.dims[0]}, "
+                    f"C={w.dims[1] * g}, ...] for DY {_dims_text(dy.dims)} and W {_dims_text(w.dims)}"
+                )
+        fwd = self._conv_out(dxd[2:], w.dims[2:], s)
+        if fwd != dy.dims[2:]:
+            raise GraphError(
+                f"{label}: a forward convolution of DX {_dims_text(dxd)} with W {_dims_text(w.dims)} "
+                f"gives spatial dims {_dims_text(fwd)}, but DY has {_dims_text(dy.dims[2:])}"
+            )
+        dx = self._output(
+            label, op_name, "dx", dxd, dy, out=out, out_dtype=out_dtype, inputs=(dy, w)
+        )
+        attrs = self._conv_attrs(label, s, compute_dtype, alpha, beta)
+        self._add_op(kind, op_name, {"dy": dy, "w": w}, {"dx": dx}, attrs)
+        return dx
+
+    def conv_wgrad(
+        self,
+        x: Tensor,
+        dy: Tensor,
+        *,
+        dw_dims: Sequence[int] | None = None,
+        padding: int | Sequence[int] = 0,
+        stride: int | Sequence[int] = 1,
+        dilation: int | Sequence[int] = 1,
+        post_padding: int | Sequence[int] | None = None,
+        groups: int = 1,
+        mode: str = "cross_correlation",
+        compute_dtype: Any = None,
+        alpha: float = 1.0,
+        beta: float = 0.0,
+        name: str | None = None,
+        out: Tensor | None = None,
+        out_dtype: Any = None,
+    ) -> Tensor:
+        """Convolution backward filter (``OPERATION_CONVOLUTION_BACKWARD_FILTER``): ``dW`` from ``X``, ``dY``.
+
+        ``dw_dims`` (``[K, C/groups, filter...]``) defaults to the filter size that maps ``X`` onto
+        ``dY`` exactly; give it when ``stride > 1``.
+        """
+        kind = "conv_wgrad"
+        op_name, label = self._begin_op(kind, name)
+        x, dy, spatial, g = self._conv_operands(label, ("X", x), ("DY", dy), groups)
+        if x.dims[0] != dy.dims[0]:
+            raise GraphError(f"{label}: X has batch {x.dims[0]} but DY has batch {dy.dims[0]}")
+        if x.dims[1] % g:
+            raise GraphError(f"{label}: X has {x.dims[1]} channels, not a multiple of groups={g}")
+        s = self._conv_settings(
+            label,
+            spatial,
+            padding=padding,
+            stride=stride,
+            dilation=dilation,
+            post_padding=post_padding,
+            mode=mode,
+        )
+        if dw_dims is None:
+            ks = []
+            for i, (xi, oi, a, b, st, d) in enumerate(
+                zip(
+                    x.dims[2:],
+                    dy.dims[2:],
+                    s["pre_padding"],
+                    s["post_padding"],
+                    s["stride"],
+                    s["dilation"],
+                    strict=True,
+                )
+            ):
+                span = xi + a + b - 1 - (oi - 1) * st
+                if span < 0 or span % d:
+                    raise GraphError(
+                        f"{label}: no filter size maps X {_dims_text(x.dims)} onto DY "
+                        f"{_dims_text(dy.dims)} in spatial dim {i}; pass dw_dims"
+                    )
+                ks.append(span // d + 1)
+            dwd = (dy.dims[1], x.dims[1] // g, *ks)
+        else:
+            dwd = self._check_dims(dw_dims, f"{label}: dw_dims")
+            if len(dwd) != x.ndim:
+                raise GraphError(f"{label}: dw_dims has rank {len(dwd)} but X has rank {x.ndim}")
+            if dwd[0] != dy.dims[1] or dwd[1] * g != x.dims[1]:
+                raise GraphError(
+                    f"{label}: DW dims {_dims_text(dwd)} must be [K={dy.dims[1]}, "
+                    f"C={x.dims[1] // g}, ...] for X {_dims_text(x.dims)} and DY {_dims_text(dy.dims)}"
+                )
+        fwd = self._conv_out(x.dims[2:], dwd[2:], s)
+        if fwd != dy.dims[2:]:
+            raise GraphError(
+                f"{label}: a forward convolution of X {_dims_text(x.dims)} with a "
+                f"{_dims_text(dwd)} filter gives spatial dims {_dims_text(fwd)}, but DY has "
+                f"{_dims_text(dy.dims[2:])}"
+            )
+        dw = self._output(
+            label, op_name, "dw", dwd, x, out=out, out_dtype=out_dtype, inputs=(x, dy)
+        )
+        attrs = self._conv_attrs(label, s, compute_dtype, alpha, beta)
+        self._add_op(kind, op_name, {"x": x, "dy": dy}, {"dw": dw}, attrs)
+        return dw

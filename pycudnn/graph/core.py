@@ -1,0 +1,578 @@
+"""The graph itself: its tensors, the plumbing every operation family uses, resolution of
+virtual tensors and dtypes, its key, and its backend descriptors per planning target.
+
+The operation families (:mod:`.convolution`, :mod:`.matmul`, :mod:`.pointwise`,
+:mod:`.reduction`) add their methods to this core; :class:`pycudnn.Graph` combines them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import numbers
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import layout
+from .._shared.dtypes import as_numpy_dtype, dtype_name
+from .common import (
+    _CONV_OPS,
+    MAX_RANK,
+    MIN_RANK,
+    GraphError,
+    _check_extent,
+    _cudnn_dtype,
+    _dims_text,
+    _format_of,
+    _ints,
+)
+from .targets import CURRENT_GPU, _resolve_handle
+from .tensors import Operation, Tensor, _attr_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..backend import BackendDescriptor
+
+__all__ = ["GraphCore"]
+
+
+class GraphCore:
+    """A cuDNN operation graph under construction, then finalized (``CUDNN_BACKEND_OPERATIONGRAPH``).
+
+    ``compute_dtype`` is the default math precision of operations; ``intermediate_dtype`` the type
+    of virtual tensors; ``io_dtype`` (optional) the type of graph outputs whose type is not given.
+    """
+
+    def __init__(
+        self,
+        name: str | None = None,
+        *,
+        compute_dtype: Any = "float32",
+        intermediate_dtype: Any = "float32",
+        io_dtype: Any = None,
+    ) -> None:
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"name must be a str, not {name!r}")
+        self.name = name or "graph"
+        self.compute_dtype = self._dtype_arg(compute_dtype, "compute_dtype")
+        self.intermediate_dtype = self._dtype_arg(intermediate_dtype, "intermediate_dtype")
+        self.io_dtype = None if io_dtype is None else self._dtype_arg(io_dtype, "io_dtype")
+        self._tensors: list[Tensor] = []
+        self._names: dict[str, Tensor] = {}
+        self._ops: list[Operation] = []
+        self._op_names: set[str] = set()
+        self._counters: dict[str, int] = {}
+        self._next_uid = 1
+        self._resolved = False
+        self._signature: str | None = None
+        # Backend descriptors, one set per planning target (see finalize) and per description
+        # variant (see pycudnn.graph.rewrites): {(id(handle) or None, variant): descriptor set}.
+        self._descriptor_sets: dict[tuple[int | None, str], dict[str, Any]] = {}
+        self._descriptor_lock = threading.Lock()
+
+    @staticmethod
+    def _dtype_arg(dtype: Any, what: str) -> np.dtype:
+        dt = as_numpy_dtype(dtype, name=what)
+        _cudnn_dtype(dt, what)
+        return dt
+
+    # -- state -------------------------------------------------------------------------------
+    @property
+    def tensors(self) -> list[Tensor]:
+        return list(self._tensors)
+
+    @property
+    def operations(self) -> list[Operation]:
+        return list(self._ops)
+
+    @property
+    def inputs(self) -> list[Tensor]:
+        """Tensors the caller provides (graph inputs, including by-value scalars)."""
+        return [t for t in self._tensors if t.producer is None]
+
+    @property
+    def outputs(self) -> list[Tensor]:
+        """Operation outputs kept in memory."""
+        return [t for t in self._tensors if t.producer is not None and t.is_output]
+
+    @property
+    def is_finalized(self) -> bool:
+        """True once backend descriptors were built for some target (see :meth:`finalize`)."""
+        return bool(self._descriptor_sets)
+
+    @property
+    def _descriptors(self) -> dict[str, Any] | None:
+        # The descriptor set most recently built (for tests and debugging).
+        sets = list(self._descriptor_sets.values())
+        return sets[-1] if sets else None
+
+    def _check_mutable(self) -> None:
+        if self._resolved:
+            raise GraphError(
+                f"graph '{self.name}' is finalized (it was built or its key was taken); create a "
+                "new Graph to change it"
+            )
+
+    def __getitem__(self, name: str) -> Tensor:
+        try:
+            return self._names[name]
+        except KeyError:
+            raise KeyError(f"graph '{self.name}' has no tensor named {name!r}") from None
+
+    def __contains__(self, item: object) -> bool:
+        if isinstance(item, Tensor):
+            return item.graph is self
+        return item in self._names
+
+    # -- tensors ------------------------------------------------------------------------------
+    def _unique_name(self, name: str | None, default: str) -> str:
+        if name is None:
+            name = default
+            k = 1
+            while name in self._names:
+                k += 1
+                name = f"{default}_{k}"
+            return name
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"a tensor name must be a non-empty str, not {name!r}")
+        if name in self._names:
+            raise GraphError(f"graph '{self.name}' already has a tensor named {name!r}")
+        return name
+
+    def _new_tensor(
+        self,
+        name: str,
+        dims: tuple[int, ...],
+        strides: tuple[int, ...],
+        dtype: np.dtype | None,
+        **kw: Any,
+    ) -> Tensor:
+        t = Tensor(self, self._next_uid, name, dims=dims, strides=strides, dtype=dtype, **kw)
+        self._next_uid += 1
+        self._tensors.append(t)
+        self._names[name] = t
+        return t
+
+    def tensor(
+        self,
+        dims: Sequence[int],
+        strides: Sequence[int] | None = None,
+        *,
+        fmt: str | None = None,
+        dtype: Any = "float32",
+        name: str | None = None,
+        virtual: bool = False,
+        by_value: bool | float | int = False,
+        alignment: int = 16,
+    ) -> Tensor:
+        """A graph tensor (an input, or an output to pass as ``out=`` to an operation).
+
+        ``dims`` in logical order, 3 to 8 of them; ``strides`` in elements, or ``fmt`` (``"NHWC"``,
+        ``"NCHW"``, ``"NDHWC"``, ``"BMN"``, ...), default row-major packed. ``by_value`` makes a
+        host scalar passed by value: ``True`` (value given at execute time) or the value itself;
+        its dims must all be 1. ``alignment`` is the byte alignment promised for the data pointer
+        (a power of two, a multiple of the element size).
+        """
+        self._check_mutable()
+        label = f"tensor '{name}'" if name else "tensor"
+        dims_t = self._check_dims(dims, label)
+        dt = as_numpy_dtype(dtype, name=f"dtype of {label}")
+        _cudnn_dtype(dt, label)
+        strides_t = self._check_strides(dims_t, strides, fmt, label)
+        _check_extent(dims_t, strides_t, dt, label)
+        if not isinstance(virtual, bool):
+            raise TypeError(f"{label}: virtual must be a bool, not {virtual!r}")
+        if isinstance(alignment, bool) or not isinstance(alignment, int):
+            raise TypeError(f"{label}: alignment must be an int, not {alignment!r}")
+        if alignment < 1 or alignment & (alignment - 1) or alignment % dt.itemsize:
+            raise GraphError(
+                f"{label}: alignment {alignment} must be a power of two and a multiple of the "
+                f"element size ({dt.itemsize} bytes for {dtype_name(dt)})"
+            )
+        is_scalar, value = False, None
+        if by_value is True:
+            is_scalar = True
+        elif by_value is not False:
+            if not isinstance(by_value, (numbers.Number, np.generic)):
+                raise TypeError(f"{label}: by_value must be a bool or a number, not {by_value!r}")
+            is_scalar, value = True, by_value
+        if is_scalar:
+            if any(d != 1 for d in dims_t):
+                raise GraphError(
+                    f"{label}: a by-value scalar has all dims 1, got {_dims_text(dims_t)}"
+                )
+            if virtual:
+                raise GraphError(f"{label}: a by-value scalar cannot be virtual")
+        return self._new_tensor(
+            self._unique_name(name, f"t{self._next_uid}"),
+            dims_t,
+            strides_t,
+            dt,
+            virtual=virtual,
+            by_value=is_scalar,
+            value=value,
+            alignment=alignment,
+        )
+
+    def scalar(
+        self, value: Any = None, *, dtype: Any = "float32", rank: int = 4, name: str | None = None
+    ) -> Tensor:
+        """A by-value host scalar (dims ``[1] * rank``); ``value`` None means given at execute."""
+        if isinstance(rank, bool) or not isinstance(rank, int):
+            raise TypeError(f"rank must be an int, not {rank!r}")
+        return self.tensor(
+            [1] * rank, dtype=dtype, name=name, by_value=True if value is None else value
+        )
+
+    @staticmethod
+    def _check_dims(dims: Any, label: str) -> tuple[int, ...]:
+        dims_t = _ints(dims, f"{label}: dims")
+        if not MIN_RANK <= len(dims_t) <= MAX_RANK:
+            raise GraphError(
+                f"{label}: dims {_dims_text(dims_t)} has rank {len(dims_t)}; graph tensors have "
+                f"{MIN_RANK} to {MAX_RANK} dims (use leading 1s for a batch dimension)"
+            )
+        for i, d in enumerate(dims_t):
+            if d < 1:
+                raise GraphError(f"{label}: dims[{i}] is {d}; extents must be positive")
+        return dims_t
+
+    @staticmethod
+    def _check_strides(
+        dims: tuple[int, ...], strides: Any, fmt: Any, label: str
+    ) -> tuple[int, ...]:
+        if strides is not None and fmt is not None:
+            raise GraphError(f"{label}: give strides or fmt, not both")
+        if fmt is not None:
+            try:
+                return tuple(layout.packed_strides(dims, fmt))
+            except (ValueError, TypeError) as exc:
+                raise GraphError(f"{label}: {exc}") from None
+        if strides is None:
+            return tuple(layout.packed_strides(dims, "ABCDEFGH"[: len(dims)]))
+        s = _ints(strides, f"{label}: strides")
+        if len(s) != len(dims):
+            raise GraphError(
+                f"{label}: strides {_dims_text(s)} has {len(s)} entries but dims "
+                f"{_dims_text(dims)} has {len(dims)}"
+            )
+        for i, v in enumerate(s):
+            if v < 0:
+                raise GraphError(
+                    f"{label}: strides[{i}] is {v}; cuDNN's graph API takes no negative strides"
+                )
+            if v == 0:
+                raise GraphError(
+                    f"{label}: strides[{i}] is 0; strides must be positive (broadcast with "
+                    "size-1 dims instead)"
+                )
+        return s
+
+    # -- operation plumbing ---------------------------------------------------------------------
+    def _op_name(self, kind: str, name: str | None) -> str:
+        if name is not None:
+            if not isinstance(name, str) or not name:
+                raise TypeError(f"an operation name must be a non-empty str, not {name!r}")
+            if name in self._op_names:
+                raise GraphError(f"graph '{self.name}' already has an operation named {name!r}")
+            return name
+        n = self._counters.get(kind, 0)
+        while f"{kind}{n}" in self._op_names:
+            n += 1
+        self._counters[kind] = n + 1
+        return f"{kind}{n}"
+
+    def _own(self, t: Any, op_label: str, role: str) -> Tensor:
+        if not isinstance(t, Tensor):
+            raise TypeError(
+                f"{op_label}: {role} must be a Tensor of this graph, not {type(t).__name__}"
+            )
+        if t.graph is not self:
+            raise GraphError(
+                f"{op_label}: {role} ('{t.name}') belongs to graph '{t.graph.name}', not "
+                f"'{self.name}'"
+            )
+        return t
+
+    def _output(
+        self,
+        op_label: str,
+        op_name: str,
+        role: str,
+        dims: tuple[int, ...],
+        like: Tensor,
+        *,
+        out: Tensor | None,
+        out_dtype: Any,
+        strides: tuple[int, ...] | None = None,
+        inputs: Iterable[Tensor] = (),
+    ) -> Tensor:
+        if out is not None:
+            if not isinstance(out, Tensor) or out.graph is not self:
+                raise GraphError(f"{op_label}: out must be a Tensor of this graph")
+            if any(out is t for t in inputs):
+                # An operation that writes its own input is a cycle; cuDNN only refuses it later,
+                # with "outputGraph.buildDAG()".
+                raise GraphError(
+                    f"{op_label}: out ('{out.name}') is also an input of the operation; an "
+                    "operation cannot write the tensor it reads"
+                )
+            if out.producer is not None:
+                raise GraphError(
+                    f"{op_label}: out ('{out.name}') is already written by {out.producer.label}"
+                )
+            if out.consumers:
+                raise GraphError(
+                    f"{op_label}: out ('{out.name}') is already read by {out.consumers[0].label}; "
+                    "an output must be produced before it is consumed"
+                )
+            if out.by_value:
+                raise GraphError(f"{op_label}: out ('{out.name}') is a by-value scalar")
+            if out.dims != dims:
+                raise GraphError(
+                    f"{op_label}: {role.upper()} ('{out.name}') has dims {_dims_text(out.dims)} but "
+                    f"the operation produces {_dims_text(dims)}"
+                )
+            if out_dtype is not None:
+                out.set_dtype(out_dtype)
+            if not out.is_virtual:
+                out._is_output = True
+            return out
+        if strides is None:
+            strides = tuple(layout.packed_strides(dims, _format_of(like.dims, like.strides)))
+        dt = None
+        if out_dtype is not None:
+            dt = as_numpy_dtype(out_dtype, name=f"{op_label}: out_dtype")
+            _cudnn_dtype(dt, f"{op_label}: out_dtype")
+        return self._new_tensor(
+            self._unique_name(None, f"{op_name}.{role}"), dims, strides, dt, virtual=None
+        )
+
+    def _add_op(
+        self,
+        kind: str,
+        name: str,
+        inputs: dict[str, Tensor],
+        outputs: dict[str, Tensor],
+        attrs: dict[str, Any],
+    ) -> Operation:
+        op = Operation(kind, name, inputs, outputs, attrs)
+        for t in inputs.values():
+            t.consumers.append(op)
+        for t in outputs.values():
+            t.producer = op
+        self._ops.append(op)
+        self._op_names.add(name)
+        return op
+
+    def _begin_op(self, kind: str, name: str | None) -> tuple[str, str]:
+        """Name a new convolution or matmul operation and check it may join this graph.
+
+        Returns ``(op_name, label)``; ``label`` prefixes every error message about the operation.
+        """
+        op_name = self._op_name(kind, name)
+        label = f"{kind} '{op_name}'"
+        self._check_mutable()
+        self._check_kind_mix(kind, label)
+        return op_name, label
+
+    def _check_kind_mix(self, kind: str, label: str) -> None:
+        # cuDNN (9.28) has no engine for a graph holding both a convolution and a matmul, and its
+        # heuristics crash the process on some of them (side by side, or a matmul reading a
+        # convolution's output) as soon as engine configs can be materialized (on a GPU, or with
+        # DEVICEPROP). Refused here, before cuDNN sees such a graph.
+        clash = (lambda k: k == "matmul") if kind in _CONV_OPS else (lambda k: k in _CONV_OPS)
+        for op in self._ops:
+            if clash(op.kind):
+                raise GraphError(
+                    f"{label}: graph '{self.name}' already has {op.label}; cuDNN cannot run "
+                    "convolutions and matmuls in one graph (its heuristics crash on such graphs): "
+                    "build one graph for each"
+                )
+
+    def _compute(self, compute_dtype: Any, op_label: str) -> np.dtype:
+        if compute_dtype is None:
+            return self.compute_dtype
+        dt = as_numpy_dtype(compute_dtype, name=f"{op_label}: compute_dtype")
+        _cudnn_dtype(dt, f"{op_label}: compute_dtype")
+        return dt
+
+    @staticmethod
+    def _real(value: Any, what: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{what} must be a real number, not {value!r}")
+        return float(value)
+
+    # -- resolution, key, description -----------------------------------------------------------
+    def _source_dtype(self, t: Tensor, seen: set[int] | None = None) -> np.dtype | None:
+        """The dtype of the first caller-provided tensor an op output is computed from."""
+        seen = seen if seen is not None else set()
+        if t.uid in seen:
+            return None
+        seen.add(t.uid)
+        op = t.producer
+        if op is None:
+            return None if t.by_value else t.dtype
+        for src in op.inputs.values():
+            if src.producer is None and not src.by_value and src.dtype is not None:
+                return src.dtype
+        for src in op.inputs.values():
+            dt = self._source_dtype(src, seen)
+            if dt is not None:
+                return dt
+        return None
+
+    def _resolve(self) -> None:
+        """Decide virtual flags and dtypes of op outputs; freeze the graph."""
+        if self._resolved:
+            return
+        if not self._ops:
+            raise GraphError(f"graph '{self.name}' has no operations")
+        decided: list[tuple[Tensor, bool, np.dtype]] = []
+        for t in self._tensors:
+            if t.producer is None:
+                if t.is_virtual:
+                    raise GraphError(
+                        f"tensor '{t.name}' is virtual but no operation writes it; pass it as out= "
+                        "to the operation that computes it"
+                    )
+                if not t.consumers:
+                    raise GraphError(f"tensor '{t.name}' is not used by any operation")
+                continue
+            # Decided here but stored only once every check passed: a refused graph stays as
+            # the caller built it, so that the mistake can be fixed (e.g. with set_output()).
+            virtual = (not t.is_output) if t._virtual is None else t._virtual
+            dtype = t._dtype
+            if dtype is None:
+                if virtual:
+                    dtype = self.intermediate_dtype
+                else:
+                    dtype = self.io_dtype or self._source_dtype(t) or self.intermediate_dtype
+            if virtual and not t.consumers:
+                # cuDNN accepts such a graph and then finds no engine for it ("NOT_SUPPORTED_LAYOUT").
+                raise GraphError(
+                    f"{t.producer.label}: output '{t.name}' is virtual and read by no operation, "
+                    "so the graph computes nothing with it; make it a graph output (set_output())"
+                )
+            _check_extent(t.dims, t.strides, dtype, f"{t.producer.label}: output '{t.name}'")
+            if not virtual and layout.is_overlapping(t.dims, t.strides):
+                raise GraphError(
+                    f"{t.producer.label}: output '{t.name}' has overlapping strides "
+                    f"{_dims_text(t.strides)} for dims {_dims_text(t.dims)}: outputs may not overlap"
+                )
+            decided.append((t, virtual, dtype))
+        for t, virtual, dtype in decided:
+            t._virtual, t._dtype = virtual, dtype
+        self._resolved = True
+
+    def signature(self) -> dict[str, Any]:
+        """Everything that changes a plan, as plain data (finalizes the graph's structure)."""
+        self._resolve()
+        tensors = [
+            {
+                "uid": t.uid,
+                "dims": list(t.dims),
+                "strides": list(t.strides),
+                "dtype": dtype_name(t.dtype) if t.dtype is not None else None,
+                "alignment": t.alignment,
+                "virtual": bool(t.is_virtual),
+                "by_value": t.by_value,
+            }
+            for t in self._tensors
+        ]
+        ops = [
+            {
+                "kind": op.kind,
+                "inputs": {r: t.uid for r, t in op.inputs.items()},
+                "outputs": {r: t.uid for r, t in op.outputs.items()},
+                "attrs": {k: _attr_text(v) for k, v in sorted(op.attrs.items())},
+            }
+            for op in self._ops
+        ]
+        return {"tensors": tensors, "ops": ops}
+
+    def key(self) -> str:
+        """A hash of :meth:`signature` (part of every plan-cache key)."""
+        if self._signature is None:
+            text = json.dumps(self.signature(), sort_keys=True, separators=(",", ":"))
+            self._signature = hashlib.sha256(text.encode()).hexdigest()
+        return self._signature
+
+    def describe(self) -> str:
+        """A readable account of the tensors and operations."""
+        lines = [
+            f"Graph '{self.name}': {len(self._ops)} operation(s), {len(self._tensors)} tensor(s)"
+        ]
+        lines.append("  tensors:")
+        lines.extend(f"    {t.describe()}" for t in self._tensors)
+        lines.append("  operations:")
+        lines.extend(f"    {op.describe()}" for op in self._ops)
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        state = "finalized" if self.is_finalized else "building"
+        return (
+            f"<pycudnn.Graph '{self.name}' {len(self._ops)} ops, {len(self._tensors)} tensors, "
+            f"{state}>"
+        )
+
+    # -- cuDNN descriptors ----------------------------------------------------------------------
+    def finalize(self, handle: Any = CURRENT_GPU) -> BackendDescriptor:
+        """Build and finalize the backend descriptors for one planning target; returns the
+        ``CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR``.
+
+        A graph is planned for a target. ``handle``, a :class:`pycudnn.Handle`, binds the
+        operation graph to that handle's GPU (``OPERATIONGRAPH_HANDLE``): cuDNN needs it to plan for
+        a real device. ``None`` builds the unbound descriptors used for deviceless planning, where
+        the target is a :class:`~pycudnn.DeviceProperties` given to the heuristics and the plan.
+        The default, :data:`CURRENT_GPU`, is the calling thread's handle for the current GPU when
+        one is usable, else unbound. Each target gets its own descriptor set, built once and
+        kept until :meth:`close`. cuDNN's refusals are raised as its
+        :class:`~pycudnn.CudnnError` subclass with the operation's name and cuDNN's reason.
+        """
+        return self._descriptors_for(_resolve_handle(handle))["graph"]
+
+    def _descriptors_for(
+        self,
+        handle: Any,
+        variant: str = "",
+        views: Mapping[int, tuple[tuple[int, ...], tuple[int, ...]]] | None = None,
+    ) -> dict[str, Any]:
+        """The descriptor set for (``handle`` or unbound, description ``variant``), built once.
+
+        ``variant`` names an equivalent description of the tensors (``views``, uid -> (dims,
+        strides)) that cuDNN is shown instead of the graph's own; "" is the graph as described.
+        """
+        from .lowering import build_descriptors  # lowering imports this module
+
+        self._resolve()
+        key = (None if handle is None else id(handle), variant)
+        with self._descriptor_lock:
+            found = self._descriptor_sets.get(key)
+            if found is not None and not found["graph"].closed:
+                return found
+            # The set keeps its handle alive, so id(handle) is not reused while the key exists.
+            made = build_descriptors(self, handle=handle, views=views)
+            self._descriptor_sets[key] = made
+            return made
+
+    @property
+    def operation_graph(self) -> BackendDescriptor:
+        """The finalized ``CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR`` for the default target
+        (see :meth:`finalize`; built on first use)."""
+        return self.finalize()
+
+    @property
+    def engine_count(self) -> int:
+        """``OPERATIONGRAPH_ENGINE_GLOBAL_COUNT``: engines cuDNN has that could match the graph."""
+        return int(self.operation_graph.get("OPERATIONGRAPH_ENGINE_GLOBAL_COUNT"))
+
+    def close(self) -> None:
+        """Drop the graph's backend descriptors (every target's): they are destroyed as soon as
+        no plan, engine config or heuristic built from them needs them any more (never before:
+        cuDNN objects that point at them must not outlive them). The graph stays frozen;
+        ``finalize`` builds new descriptors."""
+        with self._descriptor_lock:
+            self._descriptor_sets = {}

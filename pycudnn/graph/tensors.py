@@ -1,0 +1,194 @@
+"""The tensors and operations of a graph (``CUDNN_BACKEND_TENSOR_DESCRIPTOR`` once finalized)."""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._shared.dtypes import as_numpy_dtype, dtype_name
+from .common import GraphError, _cudnn_dtype, _dims_text, _format_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .core import GraphCore as Graph
+
+__all__ = ["Operation", "Tensor"]
+
+# --------------------------------------------------------------------------------------------------
+# Tensors
+# --------------------------------------------------------------------------------------------------
+
+
+class Tensor:
+    """A tensor of a :class:`Graph` (``CUDNN_BACKEND_TENSOR_DESCRIPTOR`` once finalized).
+
+    Created by :meth:`Graph.tensor` or as the output of an operation. Use it as the key of the
+    arrays passed to ``plan.execute``. ``dtype`` and ``virtual`` of operation outputs are decided
+    when the graph is finalized unless given.
+    """
+
+    __slots__ = (
+        "_dtype",
+        "_is_output",
+        "_virtual",
+        "alignment",
+        "by_value",
+        "consumers",
+        "dims",
+        "graph",
+        "name",
+        "producer",
+        "strides",
+        "uid",
+        "value",
+    )
+
+    def __init__(
+        self,
+        graph: Graph,
+        uid: int,
+        name: str,
+        *,
+        dims: tuple[int, ...],
+        strides: tuple[int, ...],
+        dtype: np.dtype | None,
+        virtual: bool | None = False,
+        by_value: bool = False,
+        value: Any = None,
+        alignment: int = 16,
+    ) -> None:
+        self.graph = graph
+        self.uid = uid
+        self.name = name
+        self.dims = dims
+        self.strides = strides
+        self._dtype = dtype
+        self._virtual = virtual
+        self._is_output: bool | None = None
+        self.by_value = by_value
+        self.value = value
+        self.alignment = alignment
+        self.producer: Operation | None = None
+        self.consumers: list[Operation] = []
+
+    # -- resolved properties --------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.dims
+
+    @property
+    def ndim(self) -> int:
+        return len(self.dims)
+
+    @property
+    def dtype(self) -> np.dtype | None:
+        """The element type (None for an op output whose type is decided at finalize)."""
+        return self._dtype
+
+    @property
+    def is_virtual(self) -> bool | None:
+        """True for intermediates that never exist in memory (None until decided)."""
+        return self._virtual
+
+    @property
+    def is_output(self) -> bool:
+        """True when the graph writes this tensor to memory the caller provides."""
+        if self.producer is None:
+            return False
+        if self._is_output is not None:
+            return self._is_output
+        return not self.consumers
+
+    @property
+    def format(self) -> str:
+        """The memory format its strides describe (``"NHWC"``, ``"BMN"``, ...)."""
+        return _format_of(self.dims, self.strides)
+
+    def set_output(self, is_output: bool = True, *, dtype: Any = None) -> Tensor:
+        """Mark an op output as a graph output (kept in memory even if other ops consume it)."""
+        self.graph._check_mutable()
+        if self.producer is None:
+            raise GraphError(f"tensor '{self.name}' is a graph input, not an operation output")
+        if not isinstance(is_output, bool):
+            raise TypeError(f"is_output must be a bool, not {is_output!r}")
+        if is_output and self._virtual:
+            raise GraphError(f"tensor '{self.name}' was declared virtual; it cannot be an output")
+        self._is_output = is_output
+        if dtype is not None:
+            self.set_dtype(dtype)
+        return self
+
+    def set_dtype(self, dtype: Any) -> Tensor:
+        """Choose the element type of an op output (default: see the module docstring)."""
+        self.graph._check_mutable()
+        dt = as_numpy_dtype(dtype, name=f"dtype of tensor '{self.name}'")
+        _cudnn_dtype(dt, f"tensor '{self.name}'")
+        self._dtype = dt
+        return self
+
+    def describe(self) -> str:
+        dt = dtype_name(self._dtype) if self._dtype is not None else "auto"
+        flags = []
+        if self._virtual:
+            flags.append("virtual")
+        if self.by_value:
+            flags.append(f"by value={self.value!r}" if self.value is not None else "by value")
+        if self.producer is not None and self.is_output:
+            flags.append("output")
+        extra = f" ({', '.join(flags)})" if flags else ""
+        return f"'{self.name}' #{self.uid} {_dims_text(self.dims)} {dt} {self.format}{extra}"
+
+    def __repr__(self) -> str:
+        return f"<pycudnn.graph.Tensor {self.describe()}>"
+
+
+# --------------------------------------------------------------------------------------------------
+# Operations
+# --------------------------------------------------------------------------------------------------
+
+
+class Operation:
+    """One node: its kind, name, input and output tensors by role, and its settings."""
+
+    __slots__ = ("attrs", "inputs", "kind", "name", "outputs")
+
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        inputs: dict[str, Tensor],
+        outputs: dict[str, Tensor],
+        attrs: dict[str, Any],
+    ) -> None:
+        self.kind = kind
+        self.name = name
+        self.inputs = inputs
+        self.outputs = outputs
+        self.attrs = attrs
+
+    @property
+    def label(self) -> str:
+        """How messages name the operation: ``conv_fprop 'conv1'``, ``relu_fwd 'act'``."""
+        mode = self.attrs.get("mode") if self.kind == "pointwise" else None
+        kind = mode.name.lower() if isinstance(mode, enum.Enum) else self.kind
+        return f"{kind} '{self.name}'"
+
+    def describe(self) -> str:
+        ins = ", ".join(f"{r}='{t.name}'" for r, t in self.inputs.items())
+        outs = ", ".join(f"{r}='{t.name}'" for r, t in self.outputs.items())
+        settings = ", ".join(f"{k}={_attr_text(v)}" for k, v in self.attrs.items())
+        return f"{self.label}: {ins} -> {outs}" + (f" [{settings}]" if settings else "")
+
+    def __repr__(self) -> str:
+        return f"<pycudnn.graph.Operation {self.describe()}>"
+
+
+def _attr_text(v: Any) -> str:
+    if isinstance(v, enum.Enum):
+        return v.name.lower()
+    if isinstance(v, np.dtype):
+        return dtype_name(v)
+    if isinstance(v, tuple):
+        return _dims_text(v)
+    return repr(v)

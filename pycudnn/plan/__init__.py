@@ -1,0 +1,56 @@
+"""Planning and executing cuDNN graphs: heuristics, engine configs, execution plans, autotuning, caches.
+
+The workflow (cuDNN's backend API, wrapped)::
+
+    graph.finalize()                      # OPERATIONGRAPH
+    cfgs = graph.engine_configs()         # ENGINEHEUR (one or more modes) -> ENGINECFGs, filtered
+    plan = graph.build()                  # the first config whose EXECUTION_PLAN finalizes
+    plan.execute({x: x_gpu, w: w_gpu, y: y_gpu})
+
+``build`` looks the plan up first in a plan cache (by default an in-memory LRU per thread, keyed by
+the graph's structure, dims, strides, dtypes, alignment, the target device's properties, the cuDNN
+version, the heuristic modes and the filters); ``build(cache=PlanCache("dir"))`` also keeps plans on
+disk as cuDNN's execution-plan JSON, so another process reuses them without running heuristics.
+
+Without a GPU, pass ``device_properties=DeviceProperties.load(...)`` (captured on the target GPU):
+heuristics and execution plans then build devicelessly and serialize for later use on that GPU.
+
+Executing a plan is the hot path: the variant pack (pointers + workspace) is built once per set of
+data pointers and cached, so a repeated call with the same arrays does a tuple of pointer reads, a
+dictionary lookup, the stream check and ``cudnnBackendExecute``. Arrays are validated (device,
+dtype, dims, strides, alignment) the first time a set of pointers is seen.
+
+Plans are not thread-safe (cuDNN gives no guarantee that sharing one across threads is safe): keep a
+plan per thread, which the default plan cache does.
+"""
+
+from __future__ import annotations
+
+from .autotuning import AutotuneResult, AutotuneResults, autotune
+from .building import build, build_all
+from .cache import PlanCache, default_plan_cache
+from .execution import Plan
+from .heuristics import HEURISTIC_MODES, EngineConfig, KnobInfo, engine_configs, run_heuristics
+from .report import GraphNotSupportedError, HeuristicsResult, PlanningReport, PlanVersionError
+from .smoke import smoke_checks
+
+__all__ = [
+    "HEURISTIC_MODES",
+    "AutotuneResult",
+    "AutotuneResults",
+    "EngineConfig",
+    "GraphNotSupportedError",
+    "HeuristicsResult",
+    "KnobInfo",
+    "Plan",
+    "PlanCache",
+    "PlanVersionError",
+    "PlanningReport",
+    "autotune",
+    "build",
+    "build_all",
+    "default_plan_cache",
+    "engine_configs",
+    "run_heuristics",
+    "smoke_checks",
+]

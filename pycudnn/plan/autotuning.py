@@ -1,0 +1,207 @@
+"""Autotuning: time every candidate plan on the GPU with CUDA events and keep the fastest."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import statistics
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import CudnnError, CudnnNotSupportedError
+from ..graph import Graph
+from .building import _cache_key, _not_supported, _plans
+from .cache import PlanCache, _resolve_cache
+from .execution import Plan
+from .report import PlanningReport, _check_graph
+from .targets import _target
+
+__all__ = ["AutotuneResult", "AutotuneResults", "autotune"]
+
+_log = logging.getLogger("pycudnn")
+
+
+# --------------------------------------------------------------------------------------------------
+# Autotuning
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class AutotuneResult:
+    """One timed candidate."""
+
+    engine_id: int | None
+    knobs: dict[str, int]
+    notes: tuple[str, ...]
+    workspace_size: int
+    time_ms: float | None  # median of the repeats; None when the candidate failed
+    times_ms: list[float] = dataclasses.field(default_factory=list)
+    error: str = ""
+
+
+class AutotuneResults(list[AutotuneResult]):
+    """The autotuning table, fastest first; ``print()`` it for a readable version."""
+
+    def __str__(self) -> str:
+        header = f"{'#':>3} {'engine':>6} {'median ms':>10} {'workspace':>10}  knobs / notes"
+        lines = [header, "-" * len(header)]
+        for i, r in enumerate(self):
+            t = f"{r.time_ms:10.4f}" if r.time_ms is not None else f"{'failed':>10}"
+            knobs = ",".join(f"{k}={v}" for k, v in r.knobs.items())
+            extra = r.error or " ".join(r.notes)
+            lines.append(
+                f"{i:>3} {r.engine_id!s:>6} {t} {r.workspace_size:>10}  {knobs} {extra}".rstrip()
+            )
+        return "\n".join(lines)
+
+    @property
+    def best(self) -> AutotuneResult | None:
+        return self[0] if self and self[0].time_ms is not None else None
+
+
+_PROGRESS_MIN_CANDIDATES = 16
+
+
+def _progress(total: int, progress: Any) -> Any:
+    if progress is False:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc="autotune", unit="plan", leave=False)
+
+
+def autotune(
+    graph: Graph,
+    tensors: Mapping[Any, Any],
+    *,
+    heuristics: Any = ("a", "b", "fallback"),
+    candidates: int | Sequence[Plan] | None = None,
+    warmup: int = 3,
+    repeats: int = 10,
+    stream: Any = None,
+    handle: Any = None,
+    device: Any = None,
+    progress: bool | None = None,
+    cache: PlanCache | bool | None = None,
+    **filters: Any,
+) -> Plan:
+    """Time every candidate plan on the GPU with CUDA events and return the fastest.
+
+    ``candidates``: None (every plan the heuristics give), an int (the first N), or a list of
+    plans. Each runs ``warmup`` times, then ``repeats`` times between timing events; the median
+    decides. The outputs in ``tensors`` are overwritten. The winner carries ``autotune_results``
+    (an :class:`AutotuneResults` table). A progress bar (tqdm, if installed) appears when the
+    run takes more than a second, unless ``progress=False``. The result is cached like ``build``.
+    """
+    _check_graph(graph)
+    from .._shared.cuda import driver_status, require_cuda_core
+    from .._shared.memory import stream_object
+
+    for name, v in (("warmup", warmup), ("repeats", repeats)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "warmup" else 1):
+            raise ValueError(f"{name} must be an int >= {0 if name == 'warmup' else 1}, got {v!r}")
+    if not isinstance(tensors, Mapping):
+        raise TypeError(
+            f"tensors must be a mapping of graph tensors to arrays, not {type(tensors).__name__}"
+        )
+    st = driver_status()
+    if not st.usable:
+        raise RuntimeError(
+            f"autotuning times plans on the GPU, and none is usable here: {st.reason}"
+        )
+    options = {"heuristics": heuristics, **filters}
+    if handle is not None:
+        from ..handle import Handle
+
+        if not isinstance(handle, Handle):
+            raise TypeError(f"handle must be a pycudnn.Handle, not {type(handle).__name__}")
+        device = handle.device_id if device is None else device
+    target = _target(None, device)
+    if handle is not None:
+        target.handle = handle  # plan with the handle the plans will be timed on
+    pc = _resolve_cache(cache)
+    key = None
+    if pc is not None and not isinstance(candidates, Sequence):
+        key = _cache_key(graph, target, {**options}, autotuned=True)
+        cached = pc._lookup(key, graph, target)
+        if cached is not None:
+            return cached
+    if isinstance(candidates, Sequence):
+        plans = list(candidates)
+        if not plans or not all(isinstance(p, Plan) for p in plans):
+            raise TypeError("candidates must be a non-empty list of Plan objects")
+    else:
+        if candidates is not None and (
+            isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1
+        ):
+            raise ValueError(
+                f"candidates must be a positive int, a list of plans or None, got {candidates!r}"
+            )
+        report = PlanningReport()
+        plans = _plans(graph, target, dict(options), report, limit=candidates)
+        if not plans:
+            raise _not_supported(graph, report)
+
+    core = require_cuda_core()
+    if handle is None:
+        from ..handle import get_handle
+
+        handle = get_handle(target.device_id)
+    s = stream_object(stream, handle.device)
+    event_options = core.EventOptions(timing_enabled=True)
+    results: list[tuple[AutotuneResult, Plan]] = []
+    bar = None
+    start = time.perf_counter()
+    for i, plan in enumerate(plans):
+        row = AutotuneResult(
+            plan.engine_id,
+            dict(plan.knobs),
+            plan.numerical_notes + plan.behavior_notes,
+            plan.workspace_size,
+            None,
+        )
+        try:
+            for _ in range(warmup):
+                plan.execute(tensors, stream=s, handle=handle)
+            events = []
+            for _ in range(repeats):
+                e0 = s.record(options=event_options)
+                plan.execute(tensors, stream=s, handle=handle)
+                events.append((e0, s.record(options=event_options)))
+            events[-1][1].sync()
+            row.times_ms = [float(e1 - e0) for e0, e1 in events]
+            row.time_ms = statistics.median(row.times_ms)
+        except CudnnError as exc:
+            row.error = f"{exc.status_name}: {exc.message}"
+        results.append((row, plan))
+        # A bar once the run takes more than a moment: over a second, or many candidates.
+        slow = time.perf_counter() - start > 1.0 or len(plans) > _PROGRESS_MIN_CANDIDATES
+        if bar is None and progress is not False and (progress or slow):
+            bar = _progress(len(plans), progress)
+            if bar is not None:
+                bar.update(i)
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    timed = [(r, p) for r, p in results if r.time_ms is not None]
+    if not timed:
+        raise CudnnNotSupportedError(
+            3000,
+            "cudnnBackendExecute",
+            "every candidate plan failed to execute: " + "; ".join(r.error for r, _ in results),
+        )
+    timed.sort(key=lambda rp: rp[0].time_ms)  # type: ignore[arg-type, return-value]
+    failed = [(r, p) for r, p in results if r.time_ms is None]
+    best = timed[0][1]
+    best.source = "autotune"
+    best.autotune_results = AutotuneResults([r for r, _ in timed + failed])
+    for _, p in timed[1:] + failed:
+        if p is not best and not isinstance(candidates, Sequence):
+            p.close()
+    if pc is not None and key is not None:
+        pc._store(key, best, target)
+    return best

@@ -1,0 +1,292 @@
+"""Building plans for a target: the first (or every) engine config that finalizes, with rewrites when none does."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from ..backend import BackendDescriptor
+from ..deviceprops import DeviceProperties, _error_lines
+from ..errors import CudnnError
+from ..graph import Graph, rewrites
+from ..graph.rewrites import Variant as _Variant
+from . import known_bad
+from .cache import PlanCache, _resolve_cache
+from .execution import Plan
+from .heuristics import (
+    _MODE_NAMES,
+    DEFAULT_HEURISTICS,
+    EngineConfig,
+    _check_filters,
+    _collect,
+    _heur_modes,
+)
+from .report import GraphNotSupportedError, PlanningReport, _capture, _check_graph
+from .serialization import _version
+from .targets import _Target, _target
+
+__all__ = ["build", "build_all"]
+
+_log = logging.getLogger("pycudnn")
+
+
+# --------------------------------------------------------------------------------------------------
+# Building plans
+# --------------------------------------------------------------------------------------------------
+
+
+def _finalize_plan(cfg: EngineConfig, target: _Target, graph: Graph) -> Plan:
+    desc = BackendDescriptor("EXECUTION_PLAN")
+    try:
+        desc.set("EXECUTION_PLAN_ENGINE_CONFIG", cfg.descriptor)
+        if target.props is not None:
+            desc.set("EXECUTION_PLAN_DEVICEPROP", target.props.descriptor)
+            desc.keep_alive(target.props)
+        desc.finalize()
+        return Plan(
+            desc,
+            graph=graph,
+            config=cfg,
+            device_properties=target.props,
+            device_id=target.device_id,
+        )
+    except BaseException:
+        desc.close()
+        raise
+
+
+def _plans(
+    graph: Graph,
+    target: _Target,
+    options: dict[str, Any],
+    report: PlanningReport,
+    *,
+    limit: int | None,
+) -> list[Plan]:
+    heuristics = options.pop("heuristics", DEFAULT_HEURISTICS)
+    sm_count = options.pop("sm_count", None)
+    filters = _check_filters(options)
+    if options:
+        raise TypeError(f"unexpected option(s): {', '.join(sorted(options))}")
+    if target.device_id is None and target.props is None and report is not None:
+        report.device = target.note
+        return _plans_for(
+            graph,
+            target,
+            heuristics=heuristics,
+            sm_count=sm_count,
+            filters=filters,
+            report=report,
+            limit=limit,
+            variant=None,
+        )
+    plans = _plans_for(
+        graph,
+        target,
+        heuristics=heuristics,
+        sm_count=sm_count,
+        filters=filters,
+        report=report,
+        limit=limit,
+        variant=None,
+    )
+    if plans:
+        return plans
+    # No engine for the graph as described: try the equivalent descriptions cuDNN has engines for.
+    for variant in rewrites.variants(graph):
+        plans = _plans_for(
+            graph,
+            target,
+            heuristics=heuristics,
+            sm_count=sm_count,
+            filters=filters,
+            report=report,
+            limit=limit,
+            variant=variant,
+        )
+        if plans:
+            report.rewrites.append(f"planned the {variant.note}")
+            for p in plans:
+                p.rewrite = variant.note
+            _log.info("graph '%s': %s", graph.name, variant.note)
+            return plans
+        report.rewrites.append(f"tried the {variant.note}: no engine either")
+    return []
+
+
+def _plans_for(
+    graph: Graph,
+    target: _Target,
+    *,
+    heuristics: Any,
+    sm_count: int | None,
+    filters: dict[str, Any],
+    report: PlanningReport,
+    limit: int | None,
+    variant: _Variant | None,
+) -> list[Plan]:
+    plans: list[Plan] = []
+    with _capture() as records:
+        configs = _collect(
+            graph,
+            heuristics=heuristics,
+            target=target,
+            sm_count=sm_count,
+            filters=filters,
+            report=report,
+            variant=variant,
+        )
+        if target.props is None and target.device_id is None:
+            # No GPU and no DEVICEPROP: cuDNN cannot finalize plans here (and configs are empty).
+            for cfg in configs:
+                report.failed.append((f"engine {cfg.engine_id}", "no target device"))
+            configs = []
+        for cfg in configs:
+            if limit is not None and len(plans) >= limit:
+                break
+            try:
+                plan = _finalize_plan(cfg, target, graph)
+            except CudnnError as exc:
+                report.failed.append(
+                    (f"engine {cfg.engine_id}", f"{exc.status_name}: {exc.message}")
+                )
+                continue
+            mw = filters["max_workspace"]
+            if mw is not None and plan.workspace_size > mw:
+                report.filtered.append(
+                    (
+                        f"engine {cfg.engine_id}",
+                        f"workspace {plan.workspace_size} B > max_workspace {mw} B",
+                    )
+                )
+                plan.close()
+                continue
+            plan.report = report
+            plans.append(plan)
+    for line in _error_lines(records, limit=12):
+        if line not in report.log:
+            report.log.append(line)
+    return plans
+
+
+def _not_supported(graph: Graph, report: PlanningReport) -> GraphNotSupportedError:
+    for entry in dict.fromkeys(report.known_bad):
+        if entry.advice and entry.advice not in report.advice:
+            report.advice.append(entry.advice)
+    for line in rewrites.advice(graph):
+        if line not in report.advice:
+            report.advice.append(line)
+    message = f"no engine supports graph '{graph.name}'\n" + report.describe()
+    return GraphNotSupportedError(3000, "cudnnBackendFinalize", message, report)
+
+
+def _cache_key(
+    graph: Graph, target: _Target, options: Mapping[str, Any], *, autotuned: bool
+) -> str:
+    filters = {
+        k: options.get(k, d)
+        for k, d in (
+            ("deterministic", False),
+            ("allow_reduced_precision", True),
+            ("allow_runtime_compilation", True),
+            ("max_workspace", None),
+            ("sm_count", None),
+            ("allow_known_bad", False),
+        )
+    }
+    modes = [_MODE_NAMES[m] for m in _heur_modes(options.get("heuristics", DEFAULT_HEURISTICS))]
+    payload = {
+        "graph": graph.key(),
+        # Entries that apply change which plan is chosen: a table edit must not serve old plans.
+        "known_bad": [dataclasses.astuple(e) for e in known_bad.exclusions_for(graph, _version())],
+        "cudnn": _version(),
+        "target": target.fingerprint,
+        "heuristics": modes,
+        "filters": filters,
+        "autotuned": autotuned,
+    }
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def build_all(
+    graph: Graph,
+    *,
+    device_properties: DeviceProperties | None = None,
+    device: Any = None,
+    limit: int | None = None,
+    **options: Any,
+) -> list[Plan]:
+    """Every execution plan that finalizes, in heuristic order (for autotuning or inspection).
+
+    Options as for :func:`build`; ``limit`` stops after that many plans. Raises
+    :class:`GraphNotSupportedError` when none finalizes.
+    """
+    _check_graph(graph)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit must be a positive int or None, got {limit!r}")
+    target = _target(device_properties, device)
+    report = PlanningReport()
+    plans = _plans(graph, target, dict(options), report, limit=limit)
+    if not plans:
+        raise _not_supported(graph, report)
+    return plans
+
+
+def build(
+    graph: Graph,
+    *,
+    heuristics: Any = DEFAULT_HEURISTICS,
+    device_properties: DeviceProperties | None = None,
+    device: Any = None,
+    deterministic: bool = False,
+    max_workspace: int | None = None,
+    allow_reduced_precision: bool = True,
+    allow_runtime_compilation: bool = True,
+    allow_known_bad: bool = False,
+    sm_count: int | None = None,
+    cache: PlanCache | bool | None = None,
+) -> Plan:
+    """The execution plan for ``graph``: from the plan cache, else the first heuristic config
+    (modes ``heuristics`` tried in order) that passes the filters and finalizes.
+
+    ``device_properties``: plan for that GPU without one (deviceless); else the GPU ``device``
+    (None: the current one). ``cache``: None (this thread's in-memory cache), a
+    :class:`PlanCache` (memory and, if it has a directory, disk), or False (no caching).
+    Filters as in :func:`engine_configs` (engines in the known-bad table are dropped unless
+    ``allow_known_bad``). When the graph as described has no engine, equivalent descriptions
+    cuDNN has engines for are tried (:mod:`pycudnn.graph.rewrites`; ``plan.rewrite`` says which). The
+    plan's ``report`` is the :class:`PlanningReport`. Raises :class:`GraphNotSupportedError` with
+    the modes tried, the configs each returned, what was excluded and why, cuDNN's own
+    explanation and what would work instead, when no plan can be built.
+    """
+    _check_graph(graph)
+    options = {
+        "heuristics": heuristics,
+        "deterministic": deterministic,
+        "max_workspace": max_workspace,
+        "allow_reduced_precision": allow_reduced_precision,
+        "allow_runtime_compilation": allow_runtime_compilation,
+        "allow_known_bad": allow_known_bad,
+        "sm_count": sm_count,
+    }
+    target = _target(device_properties, device)
+    pc = _resolve_cache(cache)
+    key = None
+    if pc is not None:
+        key = _cache_key(graph, target, options, autotuned=False)
+        plan = pc._lookup(key, graph, target)
+        if plan is not None:
+            return plan
+    report = PlanningReport()
+    plans = _plans(graph, target, dict(options), report, limit=1)
+    if not plans:
+        raise _not_supported(graph, report)
+    plan = plans[0]
+    if pc is not None and key is not None:
+        pc._store(key, plan, target)
+    return plan

@@ -1,0 +1,165 @@
+"""The plan cache: a bounded in-memory LRU, optionally backed by a directory of plan JSON files."""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from ..errors import CudnnError
+from ..graph import Graph
+from .execution import Plan
+from .serialization import _version, _version_text
+from .targets import _Target
+
+__all__ = ["PlanCache", "default_plan_cache"]
+
+_log = logging.getLogger("pycudnn")
+
+
+# --------------------------------------------------------------------------------------------------
+# Plan cache
+# --------------------------------------------------------------------------------------------------
+
+
+class PlanCache:
+    """Plans by key: a bounded in-memory LRU, and optionally a directory of plan JSON files.
+
+    The key covers everything that changes a plan: the graph's structure and attributes, dims,
+    strides, dtypes and alignment of every tensor, the target device's properties (the GPU's, or
+    the given :class:`DeviceProperties`), the cuDNN version, the heuristic modes and the filters.
+    In memory, plans are also tied to the GPU ordinal they were built on.
+
+    On disk each plan is cuDNN's execution-plan JSON in ``<directory>/<key>.json``: another
+    process with the same graph, library and device loads it without running heuristics. A file
+    written by another cuDNN version is refused (its ``cudnnVersion`` is read first), logged, and
+    rebuilt. ``stats`` counts memory hits, disk hits, misses, stores and refusals.
+
+    A PlanCache may be shared by threads (it locks), but the plans it hands out are not
+    thread-safe; the default cache (:func:`default_plan_cache`) is per thread.
+    """
+
+    def __init__(
+        self, directory: str | os.PathLike[str] | None = None, *, max_size: int = 128
+    ) -> None:
+        if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:
+            raise ValueError(f"max_size must be a positive int, got {max_size!r}")
+        self.directory = None if directory is None else Path(directory)
+        if self.directory is not None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        self.max_size = max_size
+        self._plans: collections.OrderedDict[str, Plan] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self.stats: dict[str, int] = dict.fromkeys(
+            ("memory_hits", "disk_hits", "misses", "stores", "version_mismatches", "disk_errors"), 0
+        )
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+    def clear(self) -> None:
+        """Forget the in-memory plans (files on disk stay)."""
+        with self._lock:
+            self._plans.clear()
+
+    def path_for(self, key: str) -> Path | None:
+        return None if self.directory is None else self.directory / f"{key}.json"
+
+    @staticmethod
+    def _memory_key(key: str, target: _Target) -> str:
+        return f"{key}@{target.device_id}"
+
+    def _lookup(self, key: str, graph: Graph, target: _Target) -> Plan | None:
+        mkey = self._memory_key(key, target)
+        with self._lock:
+            plan = self._plans.get(mkey)
+            if plan is not None and not plan.closed:
+                self._plans.move_to_end(mkey)
+                self.stats["memory_hits"] += 1
+                return plan if plan.graph is graph else plan._for_graph(graph)
+        path = self.path_for(key)
+        if path is not None and path.is_file():
+            plan = self._load_file(path, graph, target)
+            if plan is not None:
+                self.stats["disk_hits"] += 1
+                self._remember(mkey, plan)
+                return plan
+        self.stats["misses"] += 1
+        return None
+
+    def _load_file(self, path: Path, graph: Graph, target: _Target) -> Plan | None:
+        try:
+            text = path.read_text(encoding="utf-8")
+            data = json.loads(text)
+        except (OSError, ValueError) as exc:
+            self.stats["disk_errors"] += 1
+            _log.warning("plan cache: ignoring unreadable %s (%s); rebuilding", path, exc)
+            return None
+        written = data.get("cudnnVersion") if isinstance(data, dict) else None
+        if written != _version():
+            self.stats["version_mismatches"] += 1
+            _log.warning(
+                "plan cache: %s was written by cuDNN %s, this is %s; plans load only in the exact "
+                "version that wrote them: rebuilding it",
+                path,
+                _version_text(written) if isinstance(written, int) else written,
+                _version_text(_version()),
+            )
+            return None
+        try:
+            return Plan.from_json(
+                data, graph=graph, device_properties=target.props, device=target.device_id
+            )
+        except (CudnnError, ValueError) as exc:
+            self.stats["disk_errors"] += 1
+            _log.warning("plan cache: %s could not be loaded (%s); rebuilding", path, exc)
+            return None
+
+    def _remember(self, mkey: str, plan: Plan) -> None:
+        with self._lock:
+            self._plans[mkey] = plan
+            self._plans.move_to_end(mkey)
+            while len(self._plans) > self.max_size:
+                self._plans.popitem(last=False)  # the plan closes when its last user drops it
+
+    def _store(self, key: str, plan: Plan, target: _Target) -> None:
+        self._remember(self._memory_key(key, target), plan)
+        self.stats["stores"] += 1
+        path = self.path_for(key)
+        if path is not None:
+            try:
+                tmp = path.with_suffix(f".tmp{os.getpid()}")
+                tmp.write_text(plan.to_json(), encoding="utf-8")
+                os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the new
+            except (OSError, CudnnError) as exc:
+                self.stats["disk_errors"] += 1
+                _log.warning("plan cache: could not write %s: %s", path, exc)
+
+    def __repr__(self) -> str:
+        where = f" in {self.directory}" if self.directory is not None else ""
+        return f"<pycudnn.PlanCache {len(self)} plan(s){where}, max {self.max_size}>"
+
+
+_thread_caches = threading.local()
+
+
+def default_plan_cache() -> PlanCache:
+    """This thread's in-memory plan cache (used by ``build`` when no cache is given)."""
+    pc: PlanCache | None = getattr(_thread_caches, "cache", None)
+    if pc is None:
+        pc = _thread_caches.cache = PlanCache(None, max_size=256)
+    return pc
+
+
+def _resolve_cache(cache: Any) -> PlanCache | None:
+    if cache is None or cache is True:
+        return default_plan_cache()
+    if cache is False:
+        return None
+    if isinstance(cache, PlanCache):
+        return cache
+    raise TypeError(f"cache must be None, True, False or a PlanCache, not {type(cache).__name__}")

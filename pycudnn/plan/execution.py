@@ -1,0 +1,516 @@
+"""Execution plans: a finalized ``EXECUTION_PLAN`` and how to run it, save it and load it."""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._lib import LIB, check
+from .._shared.arrays import as_array_view
+from .._shared.resource import ClosedError
+from ..backend import BackendDescriptor, check_plan_json
+from ..deviceprops import DeviceProperties, _error_lines
+from ..errors import CudnnError
+from ..graph import Graph, Tensor
+from .heuristics import EngineConfig
+from .report import PlanningReport, PlanVersionError, _capture
+from .serialization import _check_json_matches_graph, _version, _version_text
+from .slots import _pointer_getter, _Slot, _slots_from_graph, _slots_from_json
+from .targets import _deserialize_props
+from .variant_pack import VariantPacks, _Handle, _stream_handle, _workspace
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .autotuning import AutotuneResults
+
+__all__ = ["Plan"]
+
+_log = logging.getLogger("pycudnn")
+
+
+_get_ident = threading.get_ident
+
+
+class Plan(VariantPacks):
+    """A finalized execution plan (``CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR``) and how to run it.
+
+    Built by :meth:`Graph.build` / :func:`build`, :func:`autotune`, or loaded with
+    :meth:`from_json` / :meth:`load`. ``engine_id``, ``knobs``, ``numerical_notes``,
+    ``behavior_notes`` describe the engine; ``workspace_size`` is
+    ``EXECUTION_PLAN_WORKSPACE_SIZE``. ``close()`` releases the plan and its variant packs.
+    """
+
+    def __init__(
+        self,
+        descriptor: BackendDescriptor,
+        *,
+        graph: Graph | None,
+        config: EngineConfig | None = None,
+        device_properties: DeviceProperties | None = None,
+        device_id: int | None = None,
+        json_data: Mapping[str, Any] | None = None,
+        source: str = "heuristics",
+    ) -> None:
+        self._desc = descriptor
+        self._ptr = descriptor._as_parameter_  # a c_void_p, for the execute call
+        self.graph = graph
+        self.config = config
+        self.device_properties = device_properties
+        self.source = source
+        self.autotune_results: AutotuneResults | None = None
+        #: The :class:`PlanningReport` of the build that made this plan (None when loaded).
+        self.report: PlanningReport | None = None
+        #: The equivalent description cuDNN planned instead of the graph's own ("" if none).
+        self.rewrite = ""
+        self.workspace_size = int(descriptor.get("EXECUTION_PLAN_WORKSPACE_SIZE"))
+        if config is None and json_data is not None:
+            # A deserialized plan: its engine config reads back like a heuristic one, which gives
+            # the same knobs and notes as the plan had when it was built.
+            try:
+                config = EngineConfig(descriptor.get("EXECUTION_PLAN_ENGINE_CONFIG"), mode=source)
+            except (CudnnError, ValueError, TypeError) as exc:
+                _log.debug("engine config of a deserialized plan unreadable: %s", exc)
+        if config is not None:
+            self.engine_id: int | None = config.engine_id
+            self.knobs: dict[str, int] = dict(config.knobs)
+            self.numerical_notes: tuple[str, ...] = config.numerical_notes
+            self.behavior_notes: tuple[str, ...] = config.behavior_notes
+        else:
+            engine = (json_data or {}).get("engine", {})
+            self.engine_id = int(engine["engineId"]) if "engineId" in engine else None
+            self.knobs = {
+                str(k).removeprefix("CUDNN_KNOB_TYPE_"): int(v)
+                for k, v in dict(engine.get("knobChoices", {})).items()
+            }
+            self.numerical_notes = ()
+            self.behavior_notes = ()
+        if graph is not None:
+            slots = _slots_from_graph(graph)
+        elif json_data is not None:
+            slots = _slots_from_json(json_data)
+        else:
+            raise ValueError("a Plan needs its graph or its JSON to know its tensors")
+        for s in slots:
+            if s.by_value:
+                s.scalar = self._scalar_buffer(s)
+        self._slots = slots
+        self.uids: tuple[int, ...] = tuple(s.uid for s in slots)
+        self._slot_by_key: dict[Any, int] = {}
+        for i, s in enumerate(slots):
+            self._slot_by_key[s.uid] = i
+            self._slot_by_key[s.name] = i
+            if s.tensor is not None:
+                self._slot_by_key[s.tensor] = i
+        self._uid_array = (ctypes.c_int64 * len(slots))(*self.uids)
+        self._device_id = device_id
+        # hot-path state
+        self._keys: tuple[Any, ...] | None = None
+        self._order: tuple[int, ...] = ()
+        self._getters: tuple[Callable[[Any], int], ...] = ()
+        self._vpacks: collections.OrderedDict[Any, tuple[Any, int, BackendDescriptor]] = (
+            collections.OrderedDict()
+        )
+        self._handles: dict[int, Any] = {}
+        self._vp_canonical: dict[Any, tuple[Any, int, BackendDescriptor]] = {}
+        self._last: tuple[Any, ...] = (None, None, None, None)  # ptrs, workspace, order, entry
+        self._exec = LIB.function("cudnnBackendExecute")
+        self.variant_pack_builds = 0
+        self._closed = False
+        self._owns_descriptor = True
+
+    # -- scalars -----------------------------------------------------------------------------
+    @staticmethod
+    def _scalar_buffer(slot: _Slot) -> Any:
+        dt = slot.dtype if slot.dtype is not None else np.dtype(np.float32)
+        buf = np.zeros(1, dtype=dt)
+        if slot.tensor is not None and slot.tensor.value is not None:
+            buf[0] = slot.tensor.value
+        return buf
+
+    def _scalar_setter(self, slot: _Slot) -> Callable[[Any], int]:
+        buf = slot.scalar
+        address = int(buf.ctypes.data)
+        name = slot.name
+
+        def set_value(value: Any) -> int:
+            if value is not None:
+                try:
+                    buf[0] = value
+                except (TypeError, ValueError):
+                    raise TypeError(
+                        f"tensor '{name}' is a by-value scalar: pass a number, not {type(value).__name__}"
+                    ) from None
+            return address
+
+        return set_value
+
+    def set_scalar(self, tensor: Any, value: Any) -> None:
+        """Set the value of a by-value scalar tensor for the following executions."""
+        slot = self._slots[self._slot_index(tensor)]
+        if not slot.by_value:
+            raise ValueError(f"tensor '{slot.name}' is not a by-value scalar")
+        self._scalar_setter(slot)(value)
+
+    # -- properties --------------------------------------------------------------------------
+    @property
+    def descriptor(self) -> BackendDescriptor:
+        return self._desc
+
+    @property
+    def closed(self) -> bool:
+        return self._closed or self._desc.closed
+
+    is_closed = closed
+
+    @property
+    def device_id(self) -> int | None:
+        """The GPU the plan executes on (set by the first execution), or None."""
+        return self._device_id
+
+    def tensor_names(self) -> list[str]:
+        return [s.name for s in self._slots]
+
+    def describe(self) -> str:
+        knobs = ", ".join(f"{k}={v}" for k, v in self.knobs.items()) or "no knobs"
+        notes = ", ".join(self.numerical_notes + self.behavior_notes) or "no notes"
+        g = f"graph '{self.graph.name}'" if self.graph is not None else "no graph"
+        text = (
+            f"plan for {g}: engine {self.engine_id} ({knobs}; {notes}), workspace "
+            f"{self.workspace_size} B, from {self.source}"
+        )
+        return text + (f"; cuDNN was shown the {self.rewrite}" if self.rewrite else "")
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"engine {self.engine_id}"
+        return f"<pycudnn.Plan {state}, workspace {getattr(self, 'workspace_size', '?')} B>"
+
+    def close(self) -> None:
+        """Release the variant packs and the execution plan. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for _, _, vp in self._vpacks.values():
+            vp.close()
+        self._vpacks.clear()
+        self._vp_canonical.clear()
+        self._last = (None, None, None, None)
+        if self._owns_descriptor:
+            self._desc.close()
+
+    def _for_graph(self, graph: Graph) -> Plan:
+        """This plan for another graph object with the same structure (a plan-cache hit): shares
+        the execution plan, maps the other graph's tensors. Closing the original closes both."""
+        view = Plan(
+            self._desc,
+            graph=graph,
+            config=self.config,
+            device_properties=self.device_properties,
+            device_id=self._device_id,
+            source=self.source,
+        )
+        view._owns_descriptor = False
+        view.autotune_results = self.autotune_results
+        view.engine_id, view.knobs = self.engine_id, dict(self.knobs)
+        view.numerical_notes, view.behavior_notes = self.numerical_notes, self.behavior_notes
+        return view
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # A copy would share the execution plan and the variant packs with the original while
+        # tracking their state apart: after one is closed the other would execute destroyed
+        # descriptors. Serialize with to_json() instead.
+        raise TypeError(
+            "a Plan owns cuDNN objects and cannot be copied or pickled; use to_json()/from_json()"
+        )
+
+    def __enter__(self) -> Plan:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- serialization -----------------------------------------------------------------------
+    def to_json(self) -> str:
+        """cuDNN's JSON of the plan (``EXECUTION_PLAN_JSON_REPRESENTATION``), with its engine,
+        knobs, device profile and, for runtime-compiled engines, the compiled kernels."""
+        self._check_open()
+        return str(self._desc.get("EXECUTION_PLAN_JSON_REPRESENTATION", attr_type="CHAR"))
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write :meth:`to_json` to ``path``."""
+        Path(path).write_text(self.to_json(), encoding="utf-8")
+
+    @classmethod
+    def from_json(
+        cls,
+        source: str | bytes | Mapping[str, Any],
+        *,
+        graph: Graph | None = None,
+        device_properties: DeviceProperties | None = None,
+        device: Any = None,
+    ) -> Plan:
+        """Deserialize a plan: set the JSON on an EXECUTION_PLAN, with DEVICEPROP, then finalize.
+
+        ``device_properties`` describe the GPU the plan will run on; without them the current GPU
+        is queried (there must be one: cuDNN crashes finalizing a deserialized plan with neither).
+        A plan written by another cuDNN version raises :class:`PlanVersionError` before cuDNN
+        sees it. With ``graph``, the plan's tensors are checked against the graph's and execute
+        accepts the graph's tensors as keys; without, keys are unique ids (``plan.uids``).
+        """
+        if isinstance(source, Mapping):
+            data = dict(source)
+            text = json.dumps(data)
+        elif isinstance(source, (str, bytes, bytearray)):
+            text = source.decode() if isinstance(source, (bytes, bytearray)) else source
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"the plan JSON does not parse: {exc}") from None
+        else:
+            raise TypeError(f"from_json takes a JSON string or a dict, not {type(source).__name__}")
+        if not isinstance(data, dict) or "cudnnVersion" not in data:
+            raise ValueError("this is not a cuDNN execution-plan JSON (no 'cudnnVersion' key)")
+        written, loaded = data["cudnnVersion"], _version()
+        if isinstance(written, bool) or not isinstance(written, int):
+            raise ValueError(
+                f"not a valid cuDNN execution-plan JSON: 'cudnnVersion' must be an int, got "
+                f"{written!r}"
+            )
+        if written != loaded:
+            shown = _version_text(written) if isinstance(written, int) else repr(written)
+            raise PlanVersionError(
+                f"this plan was serialized by cuDNN {shown} (cudnnVersion {written}) but the loaded "
+                f"library is cuDNN {_version_text(loaded)}: cuDNN loads plans only in the exact "
+                "version that wrote them; rebuild it"
+            )
+        check_plan_json(data)  # before cuDNN sees it: some malformed plans crash it
+        if graph is not None:
+            if not isinstance(graph, Graph):
+                raise TypeError(f"graph must be a pycudnn.Graph, not {type(graph).__name__}")
+            rewrite = _check_json_matches_graph(data, graph)
+        else:
+            rewrite = ""
+        props, ordinal = _deserialize_props(device_properties, device)
+        desc = BackendDescriptor("EXECUTION_PLAN")
+        try:
+            desc.set("EXECUTION_PLAN_DEVICEPROP", props.descriptor)
+            desc.set("EXECUTION_PLAN_JSON_REPRESENTATION", text, attr_type="CHAR")
+            with _capture() as records:
+                try:
+                    desc.finalize()
+                except CudnnError as exc:
+                    lines = _error_lines(records)
+                    extra = ("; cuDNN log: " + " | ".join(lines)) if lines else ""
+                    raise type(exc)(
+                        exc.status, exc.function, f"loading a serialized plan: {exc.message}{extra}"
+                    ) from None
+            desc.keep_alive(props)
+            plan = cls(
+                desc,
+                graph=graph,
+                device_properties=props,
+                device_id=ordinal,
+                json_data=data,
+                source="json",
+            )
+            plan.rewrite = rewrite
+            return plan
+        except BaseException:
+            desc.close()
+            raise
+
+    @classmethod
+    def load(cls, source: str | os.PathLike[str], **options: Any) -> Plan:
+        """:meth:`from_json` from a file path (or a JSON text)."""
+        if isinstance(source, str) and source.lstrip().startswith("{"):
+            return cls.from_json(source, **options)
+        try:
+            text = Path(source).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise OSError(f"cannot read a plan from {os.fspath(source)!r}: {exc}") from exc
+        return cls.from_json(text, **options)
+
+    # -- execution ---------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ClosedError("this execution plan is closed")
+
+    def _slot_index(self, key: Any) -> int:
+        idx = self._slot_by_key.get(key) if isinstance(key, (int, str, Tensor)) else None
+        if idx is None:
+            if isinstance(key, Tensor):
+                if self.graph is not None and key.graph is not self.graph:
+                    raise KeyError(
+                        f"tensor '{key.name}' belongs to graph '{key.graph.name}', not to this "
+                        f"plan's graph '{self.graph.name}'"
+                    )
+                raise KeyError(
+                    f"tensor '{key.name}' is virtual (an intermediate): it has no memory to pass"
+                )
+            raise KeyError(
+                f"{key!r} is not a tensor of this plan; expected one of: "
+                + ", ".join(s.name for s in self._slots)
+            )
+        return idx
+
+    def _bind(self, keys: tuple[Any, ...], values: Iterable[Any]) -> None:
+        """Map the caller's keys (in their order) to slots, check nothing is missing, and pick a
+        pointer reader per position for the array types given."""
+        order = tuple(self._slot_index(k) for k in keys)
+        if len(set(order)) != len(order):
+            dup = next(i for i in order if order.count(i) > 1)
+            raise KeyError(f"tensor '{self._slots[dup].name}' is given twice")
+        missing = [s.name for i, s in enumerate(self._slots) if i not in order and not s.by_value]
+        if missing:
+            raise KeyError("arrays are missing for tensor(s): " + ", ".join(missing))
+        self._getters = tuple(
+            self._scalar_setter(self._slots[i]) if self._slots[i].by_value else _pointer_getter(v)
+            for i, v in zip(order, values, strict=True)
+        )
+        self._order = order
+        self._keys = keys
+
+    def _thread_handle(self, values: Iterable[Any]) -> Any:
+        from ..handle import get_handle
+
+        if self._device_id is None:
+            self._device_id = self._array_device(values)
+        h = get_handle(self._device_id)
+        self._handles[_get_ident()] = h
+        return h
+
+    def _array_device(self, values: Iterable[Any]) -> int:
+        for slot_index, v in zip(self._order, values, strict=True):
+            if self._slots[slot_index].by_value:
+                continue
+            view = as_array_view(v, name=f"tensor '{self._slots[slot_index].name}'")
+            if view.device_id < 0:
+                raise ValueError(
+                    f"tensor '{self._slots[slot_index].name}': the array is in host memory; cuDNN "
+                    "executes on device arrays (CuPy, PyTorch, JAX, pycudnn.DeviceArray, ...)"
+                )
+            return view.device_id
+        from .._shared.cuda import current_device_id
+
+        return current_device_id()
+
+    def execute(
+        self,
+        tensors: Mapping[Any, Any],
+        *,
+        workspace: Any = None,
+        stream: Any = None,
+        handle: Any = None,
+    ) -> None:
+        """Run the plan (``cudnnBackendExecute``) on ``stream`` (None: the default stream).
+
+        ``tensors`` maps each non-virtual tensor (the :class:`~pycudnn.graph.Tensor`, its name or
+        its unique id) to a device array exposing ``__cuda_array_interface__`` or DLPack. By-value
+        scalars may be given as numbers (else their value from the graph is used). ``workspace``:
+        None (a cached per-thread workspace from the device's memory pool), or a buffer/array of at
+        least ``workspace_size`` bytes. ``handle``: None (this thread's handle for the arrays'
+        device) or a :class:`~pycudnn.Handle` on that device.
+
+        The first time a set of data pointers is seen, the arrays are checked against the graph
+        (device, dtype, dims, strides, alignment) and a variant pack is built; afterwards the same
+        pointers reuse it with no descriptor work.
+        """
+        if self._closed or self._desc._ptr is None:  # the descriptor may be shared (cache views)
+            raise ClosedError("this execution plan is closed")
+        try:
+            values = tensors.values()
+        except AttributeError:  # free on the hot path, unlike an isinstance(Mapping) check
+            raise TypeError(
+                "tensors must be a mapping of graph tensors (or names, or unique ids) to arrays, "
+                f"not {type(tensors).__name__}"
+            ) from None
+        keys = tuple(tensors)
+        if keys != self._keys:  # tuple comparison checks identity first: cheap when unchanged
+            self._bind(keys, values)
+        try:
+            ptrs = tuple([g(v) for g, v in zip(self._getters, values, strict=True)])
+        except (AttributeError, TypeError):
+            # An array of another type than last time: pick new pointer readers (or, for a
+            # by-value scalar, report the bad value).
+            self._bind(keys, values)
+            ptrs = tuple([g(v) for g, v in zip(self._getters, values, strict=True)])
+        if workspace is not None:
+            ws = self._user_workspace(workspace)
+        if handle is None:
+            handle = self._handles.get(_get_ident()) or self._thread_handle(values)
+        elif not isinstance(handle, _Handle()):
+            raise TypeError(f"handle must be a pycudnn.Handle, not {type(handle).__name__}")
+        # Handle.use_stream sets the stream only on change; comparing here first saves its call.
+        if (0 if stream is None else _stream_handle(stream)) != handle._stream_ptr:
+            handle.use_stream(stream)
+        if workspace is None:
+            size = self.workspace_size
+            ws = _workspace(size, handle.device, stream) if size else 0
+        last = self._last
+        if last[0] == ptrs and last[1] == ws and last[2] is self._order:
+            entry = last[3]
+        else:
+            key = (self._order, ptrs, ws)
+            entry = self._vpacks.get(key)
+            if entry is None:
+                entry = self._new_variant_pack(key, values, handle, stream)
+            else:
+                self._vpacks.move_to_end(key)
+            self._last = (ptrs, ws, self._order, entry)
+        if entry[1] != handle.device_id:
+            self._wrong_device(handle, entry[1])
+        status = self._exec(handle._as_parameter_, self._ptr, entry[0])
+        if status:
+            check(status, "cudnnBackendExecute")
+
+    def execute_raw(
+        self,
+        pointers: Sequence[int | None],
+        workspace: int = 0,
+        *,
+        handle: Any = None,
+        stream: Any = None,
+    ) -> None:
+        """Run the plan with raw device pointers in :attr:`uids` order (no array validation).
+
+        ``pointers`` are device pointers (ints) in :attr:`uids` order; by-value scalars take None
+        and use the plan's own host buffer (set with :meth:`set_scalar`): a raw host pointer is
+        not accepted, since cuDNN reads it on the host and a wrong one crashes the process.
+        ``workspace`` is a device pointer to at least :attr:`workspace_size` bytes. The variant
+        pack is cached per pointer set; the pointers are checked (count, ints) only when a new set
+        is seen.
+        """
+        if self._closed or self._desc._ptr is None:
+            raise ClosedError("this execution plan is closed")
+        key = (tuple(pointers), workspace)
+        entry = self._vpacks.get(key)
+        ptrs: list[Any] = []
+        if entry is None:
+            # Checked before a handle is needed, so that mistakes are reported the same with or
+            # without a GPU.
+            ptrs = self._raw_pointers(key[0], workspace)
+        if handle is None:
+            handle = self._handles.get(_get_ident())
+            if handle is None:
+                from ..handle import get_handle
+
+                handle = self._handles[_get_ident()] = get_handle(self._device_id)
+        elif not isinstance(handle, _Handle()):
+            # anything else would reach cudnnBackendExecute as a garbage cudnnHandle_t
+            raise TypeError(f"handle must be a pycudnn.Handle, not {type(handle).__name__}")
+        if stream is not None:
+            handle.use_stream(stream)
+        if entry is None:
+            entry = self._store_variant_pack(key, ptrs, workspace, handle.device_id)
+        elif entry[1] != handle.device_id:
+            self._wrong_device(handle, entry[1])
+        status = self._exec(handle._as_parameter_, self._ptr, entry[0])
+        if status:
+            check(status, "cudnnBackendExecute")

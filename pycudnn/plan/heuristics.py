@@ -1,0 +1,346 @@
+"""Heuristics and filters: engine configurations for a graph and a target."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from .. import _bindings
+from ..backend import BackendDescriptor
+from ..deviceprops import DeviceProperties, _error_lines
+from ..errors import CudnnError
+from ..graph import Graph
+from ..graph.rewrites import Variant as _Variant
+from . import known_bad
+from .report import HeuristicsResult, PlanningReport, _capture, _check_graph
+from .serialization import _version
+from .targets import _Target, _target
+
+__all__ = ["HEURISTIC_MODES", "EngineConfig", "KnobInfo", "engine_configs", "run_heuristics"]
+
+_log = logging.getLogger("pycudnn")
+
+
+HeurMode: Any = _bindings.cudnnBackendHeurMode_t
+
+#: Heuristic modes by their short names (``cudnnBackendHeurMode_t``).
+HEURISTIC_MODES: dict[str, Any] = {
+    # the generator strips the enum's common prefix, which may leave "MODE_" on the members
+    name.lower(): HeurMode[member]
+    for name in ("INSTANT", "A", "B", "FALLBACK")
+    for member in (name, "MODE_" + name)
+    if member in HeurMode.__members__
+}
+_MODE_NAMES = {v: k for k, v in HEURISTIC_MODES.items()}
+DEFAULT_HEURISTICS = ("a", "fallback")
+
+_KNOB_TYPE_COUNT = max(
+    int(getattr(_bindings.cudnnBackendKnobType_t, "COUNTS", 0)),
+    len(_bindings.cudnnBackendKnobType_t),
+)
+_REDUCED_PRECISION_NOTES = frozenset({"REDUCED_PRECISION_REDUCTION", "DOWN_CONVERT_INPUTS"})
+
+
+def _heur_mode(mode: Any) -> Any:
+    if isinstance(mode, HeurMode):
+        return mode
+    if isinstance(mode, str):
+        key = mode.strip().lower().removeprefix("cudnn_heur_mode_")
+        if key in HEURISTIC_MODES:
+            return HEURISTIC_MODES[key]
+    elif isinstance(mode, int) and not isinstance(mode, bool):
+        try:
+            m = HeurMode(mode)
+        except ValueError:
+            pass
+        else:
+            if m in _MODE_NAMES:
+                return m
+    raise ValueError(f"unknown heuristic mode {mode!r}; choose from {', '.join(HEURISTIC_MODES)}")
+
+
+def _heur_modes(modes: Any) -> list[Any]:
+    if isinstance(modes, (str, int, HeurMode)):
+        modes = [modes]
+    if not isinstance(modes, Iterable):
+        raise TypeError(f"heuristics must be a mode or a sequence of modes, not {modes!r}")
+    out = []
+    for m in modes:
+        hm = _heur_mode(m)
+        if hm not in out:
+            out.append(hm)
+    if not out:
+        raise ValueError("heuristics must name at least one mode")
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Engine configurations
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class KnobInfo:
+    """A tunable knob of an engine (``CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR``)."""
+
+    name: str
+    minimum: int
+    maximum: int
+    stride: int
+
+
+def _note_names(values: Iterable[Any]) -> tuple[str, ...]:
+    return tuple(v.name if hasattr(v, "name") else str(v) for v in values)
+
+
+class EngineConfig:
+    """One engine configuration (``CUDNN_BACKEND_ENGINECFG_DESCRIPTOR``) from the heuristics.
+
+    ``engine_id`` (``ENGINE_GLOBAL_INDEX``), ``knobs`` (``{knob name: value}`` from
+    ``ENGINECFG_KNOB_CHOICES``), ``numerical_notes`` and ``behavior_notes`` (note names, e.g.
+    ``TENSOR_CORE``, ``NONDETERMINISTIC``, ``RUNTIME_COMPILATION``), ``workspace_size`` (bytes, from
+    ``ENGINECFG_WORKSPACE_SIZE``; None where the library cannot say), ``mode`` (the heuristic
+    that proposed it) and ``rank`` (its position in that heuristic's list).
+    """
+
+    def __init__(self, descriptor: BackendDescriptor, *, mode: str = "", rank: int = 0) -> None:
+        self.descriptor = descriptor
+        self.mode = mode
+        self.rank = rank
+        engine = descriptor.get("ENGINECFG_ENGINE")
+        self._engine = engine
+        self.engine_id = int(engine.get("ENGINE_GLOBAL_INDEX"))
+        self.numerical_notes = _note_names(engine.get("ENGINE_NUMERICAL_NOTE", many=True))
+        self.behavior_notes = _note_names(engine.get("ENGINE_BEHAVIOR_NOTE", many=True))
+        knobs: dict[str, int] = {}
+        # A count query on KNOB_CHOICES answers 0; ask for one slot per knob type instead.
+        for choice in descriptor.get("ENGINECFG_KNOB_CHOICES", count=_KNOB_TYPE_COUNT):
+            ktype = choice.get("KNOB_CHOICE_KNOB_TYPE")
+            knobs[ktype.name if hasattr(ktype, "name") else str(ktype)] = int(
+                choice.get("KNOB_CHOICE_KNOB_VALUE")
+            )
+            choice.close()
+        self.knobs = knobs
+        self.workspace_size: int | None
+        try:
+            self.workspace_size = int(descriptor.get("ENGINECFG_WORKSPACE_SIZE"))
+        except (CudnnError, KeyError, ValueError):
+            self.workspace_size = None
+
+    @property
+    def identity(self) -> tuple[int, tuple[tuple[str, int], ...]]:
+        """``(engine_id, sorted knob choices)``: equal for configs that are the same engine setup."""
+        return self.engine_id, tuple(sorted(self.knobs.items()))
+
+    def knob_info(self) -> list[KnobInfo]:
+        """The engine's tunable knobs and their ranges (``ENGINE_KNOB_INFO``)."""
+        out = []
+        for info in self._engine.get("ENGINE_KNOB_INFO", many=True):
+            ktype = info.get("KNOB_INFO_TYPE", attr_type="KNOB_TYPE", many=False)
+            out.append(
+                KnobInfo(
+                    ktype.name if hasattr(ktype, "name") else str(ktype),
+                    int(info.get("KNOB_INFO_MINIMUM_VALUE", attr_type="INT64", many=False)),
+                    int(info.get("KNOB_INFO_MAXIMUM_VALUE", attr_type="INT64", many=False)),
+                    int(info.get("KNOB_INFO_STRIDE", attr_type="INT64", many=False)),
+                )
+            )
+            info.close()
+        return out
+
+    def describe(self) -> str:
+        knobs = ", ".join(f"{k}={v}" for k, v in self.knobs.items()) or "no knobs"
+        notes = ", ".join(self.numerical_notes + self.behavior_notes) or "no notes"
+        ws = "?" if self.workspace_size is None else f"{self.workspace_size} B"
+        return f"engine {self.engine_id} ({knobs}; {notes}; workspace {ws}; from heuristic {self.mode})"
+
+    def __repr__(self) -> str:
+        return f"<pycudnn.plan.EngineConfig {self.describe()}>"
+
+
+def run_heuristics(
+    graph: Graph,
+    mode: Any = "a",
+    *,
+    device_properties: DeviceProperties | None = None,
+    sm_count: int | None = None,
+    device: Any = None,
+) -> HeuristicsResult:
+    """``CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR`` for one mode: count query, then the configs.
+
+    The target is ``device_properties`` (deviceless: the unbound operation graph, DEVICEPROP on
+    the heuristics), else the GPU ``device`` (None: the current one; the operation graph is bound
+    to the calling thread's handle for it). cuDNN may return fewer configs than it counted (those
+    that cannot be materialized for the target are dropped; with neither a GPU nor
+    ``device_properties`` that is usually all of them).
+    """
+    _check_graph(graph)
+    hm = _heur_mode(mode)
+    if sm_count is not None and (
+        isinstance(sm_count, bool) or not isinstance(sm_count, int) or sm_count < 1
+    ):
+        raise ValueError(f"sm_count must be a positive int, got {sm_count!r}")
+    return _run_heuristics(graph, hm, _target(device_properties, device), sm_count)
+
+
+def _run_heuristics(
+    graph: Graph, hm: Any, target: _Target, sm_count: int | None, variant: _Variant | None = None
+) -> HeuristicsResult:
+    name = _MODE_NAMES[hm]
+    if variant is None:
+        op_graph = graph._descriptors_for(target.handle)["graph"]
+    else:
+        op_graph = graph._descriptors_for(target.handle, variant.name, variant.views)["graph"]
+    with _capture() as records:
+        heur = BackendDescriptor("ENGINEHEUR")
+        try:
+            heur.set("ENGINEHEUR_OPERATION_GRAPH", op_graph)
+            heur.set("ENGINEHEUR_MODE", hm)
+            if target.props is not None:
+                heur.set("ENGINEHEUR_DEVICEPROP", target.props.descriptor)
+            if sm_count is not None:
+                heur.set("ENGINEHEUR_SM_COUNT_TARGET", sm_count, attr_type="INT32")
+            heur.finalize()
+            count = heur.element_count("ENGINEHEUR_RESULTS")
+            descs = heur.get("ENGINEHEUR_RESULTS", many=True)
+        except CudnnError as exc:
+            heur.close()
+            return HeuristicsResult(
+                name, 0, [], f"{exc.status_name}: {exc.message}", _error_lines(records)
+            )
+        configs = []
+        for i, d in enumerate(descs):
+            try:
+                configs.append(EngineConfig(d, mode=name, rank=i))
+            except CudnnError as exc:
+                _log.debug("engine config %d of %s unreadable: %s", i, name, exc)
+                d.close()
+    return HeuristicsResult(name, count, configs, "", _error_lines(records))
+
+
+def _filter_reason(
+    cfg: EngineConfig,
+    *,
+    deterministic: bool,
+    allow_reduced_precision: bool,
+    allow_runtime_compilation: bool,
+    max_workspace: int | None,
+) -> str:
+    if deterministic and "NONDETERMINISTIC" in cfg.numerical_notes:
+        return "nondeterministic"
+    if not allow_reduced_precision:
+        notes = _REDUCED_PRECISION_NOTES.intersection(cfg.numerical_notes)
+        if notes:
+            return "reduced precision (" + ", ".join(sorted(notes)) + ")"
+    if not allow_runtime_compilation and "RUNTIME_COMPILATION" in cfg.behavior_notes:
+        return "needs runtime compilation"
+    if (
+        max_workspace is not None
+        and cfg.workspace_size is not None
+        and cfg.workspace_size > max_workspace
+    ):
+        return f"workspace {cfg.workspace_size} B > max_workspace {max_workspace} B"
+    return ""
+
+
+def _check_filters(options: dict[str, Any]) -> dict[str, Any]:
+    out = {
+        "deterministic": options.pop("deterministic", False),
+        "allow_reduced_precision": options.pop("allow_reduced_precision", True),
+        "allow_runtime_compilation": options.pop("allow_runtime_compilation", True),
+        "max_workspace": options.pop("max_workspace", None),
+        "allow_known_bad": options.pop("allow_known_bad", False),
+    }
+    for key in (
+        "deterministic",
+        "allow_reduced_precision",
+        "allow_runtime_compilation",
+        "allow_known_bad",
+    ):
+        if not isinstance(out[key], bool):
+            raise TypeError(f"{key} must be a bool, not {out[key]!r}")
+    mw = out["max_workspace"]
+    if mw is not None and (isinstance(mw, bool) or not isinstance(mw, int) or mw < 0):
+        raise ValueError(f"max_workspace must be a non-negative int (bytes) or None, got {mw!r}")
+    return out
+
+
+def _collect(
+    graph: Graph,
+    *,
+    heuristics: Any,
+    target: _Target,
+    sm_count: int | None,
+    filters: dict[str, Any],
+    report: PlanningReport,
+    variant: _Variant | None = None,
+) -> list[EngineConfig]:
+    seen: set[Any] = set()
+    out: list[EngineConfig] = []
+    exclusions = [] if filters["allow_known_bad"] else known_bad.exclusions_for(graph, _version())
+    for hm in _heur_modes(heuristics):
+        res = _run_heuristics(graph, hm, target, sm_count, variant)
+        report.heuristics.append(res)
+        report.log.extend(line for line in res.log if line not in report.log)
+        for cfg in res.configs:
+            if cfg.identity in seen:
+                continue  # dropped: released once unreferenced
+            seen.add(cfg.identity)
+            why = _filter_reason(
+                cfg, **{k: v for k, v in filters.items() if k != "allow_known_bad"}
+            )
+            if not why:
+                entry = known_bad.match(exclusions, cfg.engine_id)
+                if entry is not None:
+                    why = "known to give wrong results: " + entry.describe()
+                    report.known_bad.append(entry)
+            if why:
+                report.filtered.append((f"engine {cfg.engine_id}", why))
+                continue
+            out.append(cfg)
+    return out
+
+
+def engine_configs(
+    graph: Graph,
+    *,
+    heuristics: Any = DEFAULT_HEURISTICS,
+    device_properties: DeviceProperties | None = None,
+    sm_count: int | None = None,
+    device: Any = None,
+    deterministic: bool = False,
+    allow_reduced_precision: bool = True,
+    allow_runtime_compilation: bool = True,
+    max_workspace: int | None = None,
+    allow_known_bad: bool = False,
+) -> list[EngineConfig]:
+    """Engine configs from the heuristic ``heuristics`` (a mode or a list tried in order), filtered.
+
+    The target is ``device_properties`` or the GPU ``device``, as in :func:`run_heuristics`.
+    ``deterministic=True`` drops NONDETERMINISTIC engines; ``allow_reduced_precision=False`` drops
+    REDUCED_PRECISION_REDUCTION and DOWN_CONVERT_INPUTS; ``allow_runtime_compilation=False`` drops
+    engines with the RUNTIME_COMPILATION behaviour note; ``max_workspace`` (bytes) drops configs
+    that need more. Engines in the known-bad table (:mod:`pycudnn.plan.known_bad`) for this graph and
+    cuDNN version are dropped unless ``allow_known_bad=True``. Duplicates across modes are kept
+    once.
+    """
+    _check_graph(graph)
+    filters = _check_filters(
+        {
+            "deterministic": deterministic,
+            "allow_reduced_precision": allow_reduced_precision,
+            "allow_runtime_compilation": allow_runtime_compilation,
+            "max_workspace": max_workspace,
+            "allow_known_bad": allow_known_bad,
+        }
+    )
+    return _collect(
+        graph,
+        heuristics=heuristics,
+        target=_target(device_properties, device),
+        sm_count=sm_count,
+        filters=filters,
+        report=PlanningReport(),
+    )

@@ -1,0 +1,121 @@
+"""What planning reports: the planning report, and the errors when no plan can be had."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CudnnNotSupportedError
+from ..graph import Graph
+from . import known_bad
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .heuristics import EngineConfig
+
+__all__ = ["GraphNotSupportedError", "HeuristicsResult", "PlanVersionError", "PlanningReport"]
+
+_log = logging.getLogger("pycudnn")
+
+
+# --------------------------------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------------------------------
+
+
+class GraphNotSupportedError(CudnnNotSupportedError):
+    """No engine could execute the graph: which heuristic modes were tried, what each returned,
+    which configs were filtered out or failed to finalize, and what cuDNN logged."""
+
+    def __init__(
+        self, status: int, function: str = "", message: str = "", report: Any = None
+    ) -> None:
+        super().__init__(status, function, message)
+        self.report = report
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.status, self.function, self.message))
+
+
+class PlanVersionError(ValueError):
+    """A serialized plan was written by another cuDNN version (plans load only in the exact one)."""
+
+
+def _check_graph(graph: Any) -> None:
+    # The planning functions are public; anything but a Graph would fail deep inside with an
+    # AttributeError instead of saying what is wrong.
+    if not isinstance(graph, Graph):
+        raise TypeError(f"graph must be a pycudnn.Graph, not {type(graph).__name__}")
+
+
+@dataclasses.dataclass
+class HeuristicsResult:
+    """What one heuristic mode gave: the count query, the configs returned, and cuDNN's log."""
+
+    mode: str
+    count: int
+    configs: list[EngineConfig]
+    error: str = ""
+    log: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def returned(self) -> int:
+        return len(self.configs)
+
+    def describe(self) -> str:
+        if self.error:
+            return f"{self.mode}: failed ({self.error})"
+        return f"{self.mode}: {self.count} counted, {self.returned} returned"
+
+
+@dataclasses.dataclass
+class PlanningReport:
+    """Everything that happened while looking for a plan (kept on GraphNotSupportedError)."""
+
+    heuristics: list[HeuristicsResult] = dataclasses.field(default_factory=list)
+    filtered: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    failed: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    log: list[str] = dataclasses.field(default_factory=list)
+    device: str = ""
+    #: Known-bad table entries that removed an engine config (see :mod:`pycudnn.plan.known_bad`).
+    known_bad: list[known_bad.KnownBadEngine] = dataclasses.field(default_factory=list)
+    #: Equivalent descriptions tried because the graph as described had no engine, and how each
+    #: went (see :mod:`pycudnn.graph.rewrites`).
+    rewrites: list[str] = dataclasses.field(default_factory=list)
+    #: What would work instead, when nothing did.
+    advice: list[str] = dataclasses.field(default_factory=list)
+
+    def describe(self) -> str:
+        lines = ["heuristics tried: " + "; ".join(h.describe() for h in self.heuristics)]
+        if self.filtered:
+            lines.append(
+                f"filtered out: {len(self.filtered)} config(s) ("
+                + "; ".join(f"{c}: {why}" for c, why in self.filtered[:6])
+                + (" ..." if len(self.filtered) > 6 else "")
+                + ")"
+            )
+        if self.failed:
+            lines.append(
+                f"plans that failed to finalize: {len(self.failed)} ("
+                + "; ".join(f"{c}: {why}" for c, why in self.failed[:6])
+                + (" ..." if len(self.failed) > 6 else "")
+                + ")"
+            )
+        for entry in dict.fromkeys(self.known_bad):
+            lines.append("excluded as known to give wrong results: " + entry.describe())
+        for line in self.rewrites:
+            lines.append("rewrite: " + line)
+        if self.log:
+            lines.append("cuDNN said: " + " | ".join(self.log[-8:]))
+        if self.device:
+            lines.append(self.device)
+        for line in self.advice:
+            lines.append("what would work: " + line)
+        return "\n".join(lines)
+
+
+def _capture() -> Any:
+    from .. import log
+
+    # WARNING too: cuDNN explains empty heuristic results ("No viable engine configs ...") there.
+    return log.capture(logging.WARNING)

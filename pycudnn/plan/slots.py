@@ -1,0 +1,115 @@
+"""The tensors of a plan in variant-pack order, from its graph or its JSON, and fast pointer reads."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import operator
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from .._shared.arrays import as_array_view
+from .._shared.dtypes import CUDNN_DATA_TYPE_NAMES
+from ..graph import Graph, Tensor
+
+__all__: list[str] = []
+
+# Roles an operation writes (the graph's outputs among the tensors a plan JSON lists).
+_OUTPUT_ROLE_KEYS = ("Y", "DX", "DW", "C", "dX", "dW", "matC")
+
+_log = logging.getLogger("pycudnn")
+
+
+# --------------------------------------------------------------------------------------------------
+# Plans
+# --------------------------------------------------------------------------------------------------
+
+# cuDNN data type name (JSON spelling without CUDNN_DATA_) -> NumPy dtype
+_DTYPE_BY_CUDNN_NAME = {name: dt for dt, name in CUDNN_DATA_TYPE_NAMES.items()}
+
+
+@dataclasses.dataclass
+class _Slot:
+    """One non-virtual tensor of a plan, in variant-pack order."""
+
+    uid: int
+    name: str
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: np.dtype | None
+    alignment: int
+    by_value: bool
+    is_output: bool
+    tensor: Tensor | None
+    scalar: Any = None  # ctypes host buffer of a by-value tensor
+
+
+def _slots_from_graph(graph: Graph) -> list[_Slot]:
+    graph._resolve()
+    return [
+        _Slot(t.uid, t.name, t.dims, t.strides, t.dtype, t.alignment, t.by_value, t.is_output, t)
+        for t in graph.tensors
+        if not t.is_virtual
+    ]
+
+
+def _slots_from_json(data: Mapping[str, Any]) -> list[_Slot]:
+    out = []
+    produced: set[str] = set()
+    for node in data.get("operationGraph", {}).get("nodes", []):
+        # Output roles as cuDNN spells them in the JSON: "Y" for pointwise/conv forward, "dX"
+        # and "dW" for the convolution gradients, "matC" for matmul.
+        for key in _OUTPUT_ROLE_KEYS:
+            if isinstance(node.get(key), str):
+                produced.add(node[key])
+    for t in data.get("operationGraph", {}).get("tensors", []):
+        if t.get("isVirtual"):
+            continue
+        try:
+            uid = int(t["name"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(
+                "the plan's JSON names tensors in a way this version cannot map to unique ids; "
+                "load it with graph= to execute it"
+            ) from None
+        dt = _DTYPE_BY_CUDNN_NAME.get(str(t.get("dataType", "")).removeprefix("CUDNN_DATA_"))
+        out.append(
+            _Slot(
+                uid,
+                str(uid),
+                tuple(t.get("dim", ())),
+                tuple(t.get("stride", ())),
+                dt,
+                int(t.get("ptrAlignment", 16)),
+                bool(t.get("isByValue")),
+                t["name"] in produced,
+                None,
+            )
+        )
+    out.sort(key=lambda s: s.uid)
+    return out
+
+
+def _pointer_getter(obj: Any) -> Callable[[Any], int]:
+    """A fast data-pointer reader for arrays of ``type(obj)``, chosen once per type.
+
+    C-level accessors where the library has one (``operator.attrgetter``, unbound methods), so
+    that reading the pointers of a cached call costs tens of nanoseconds per array.
+    """
+    tp = type(obj)
+    module = tp.__module__ or ""
+    if hasattr(obj, "_array_view") and isinstance(getattr(obj, "ptr", None), int):
+        return operator.attrgetter("ptr")  # pycudnn.DeviceArray
+    if module.startswith("torch") and hasattr(tp, "data_ptr"):
+        return tp.data_ptr
+    if module.startswith("cupy") and isinstance(
+        getattr(getattr(obj, "data", None), "ptr", None), int
+    ):
+        return operator.attrgetter("data.ptr")
+    if module.startswith("jax") and hasattr(obj, "unsafe_buffer_pointer"):
+        return operator.methodcaller("unsafe_buffer_pointer")
+    if hasattr(obj, "__cuda_array_interface__"):
+        return lambda o: int(o.__cuda_array_interface__["data"][0] or 0)
+    return lambda o: as_array_view(o).ptr

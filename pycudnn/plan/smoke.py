@@ -1,0 +1,191 @@
+"""Smoke checks of the graph API (``python -m pycudnn smoke``)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..deviceprops import DeviceProperties
+from ..graph import Graph
+
+__all__ = ["smoke_checks"]
+
+_log = logging.getLogger("pycudnn")
+
+
+# --------------------------------------------------------------------------------------------------
+# Smoke checks (python -m pycudnn smoke)
+# --------------------------------------------------------------------------------------------------
+
+
+def _smoke_graphs() -> dict[str, Graph]:
+    g = Graph("conv_bias_relu")
+    x = g.tensor([1, 32, 16, 16], fmt="NHWC", dtype="float16", name="x")
+    w = g.tensor([32, 32, 3, 3], fmt="NHWC", dtype="float16", name="w")
+    b = g.tensor([1, 32, 1, 1], fmt="NHWC", dtype="float16", name="bias")
+    g.relu(g.add(g.conv_fprop(x, w, padding=1, name="conv"), b, name="bias_add"), name="relu")
+    m = Graph("matmul")
+    a = m.tensor([1, 64, 32], dtype="float16", name="a")
+    bb = m.tensor([1, 32, 48], dtype="float16", name="b")
+    m.matmul(a, bb, name="mm", out_dtype="float32")
+    return {"conv_bias_relu": g, "matmul": m}
+
+
+def _smoke_deviceprops() -> tuple[DeviceProperties | None, str]:
+    env = os.environ.get("PYCUDNN_DEVICEPROPS")
+    if env:
+        return DeviceProperties.load(env), env
+    folder = Path(__file__).resolve().parent.parent / "tests" / "data" / "deviceprops"
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    if files:
+        return DeviceProperties.load(files[0]), str(files[0])
+    return None, ""
+
+
+def _smoke_heuristics() -> dict[str, Any]:
+    from .._shared.cuda import driver_status
+    from .._shared.smoke import SkipCheck
+
+    if not driver_status().library_found:
+        raise SkipCheck("cuDNN's backend needs libcuda.so.1 (Debian: libcuda1), not installed")
+    out: dict[str, Any] = {}
+    parts = []
+    for name, g in _smoke_graphs().items():
+        counts = {}
+        for mode in ("a", "fallback"):
+            res = g.heuristics(mode)
+            counts[mode] = [res.count, res.returned]
+        out[name] = {"engines": g.engine_count, "heuristics": counts}
+        parts.append(
+            f"{name}: {g.engine_count} engines, "
+            + ", ".join(f"{m} {c[0]} counted/{c[1]} returned" for m, c in counts.items())
+        )
+    out["summary"] = "graphs finalized; " + "; ".join(parts)
+    return out
+
+
+def _smoke_deviceless() -> dict[str, Any]:
+    from .._shared.cuda import driver_status
+    from .._shared.smoke import SkipCheck
+
+    if not driver_status().library_found:
+        raise SkipCheck("cuDNN's backend needs libcuda.so.1 (Debian: libcuda1), not installed")
+    props, where = _smoke_deviceprops()
+    if props is None:
+        raise SkipCheck(
+            "no device-properties JSON (set PYCUDNN_DEVICEPROPS or add one captured with "
+            "`python -m pycudnn deviceprops --save FILE` to tests/data/deviceprops/)"
+        )
+    parts: list[str] = []
+    data: dict[str, Any] = {}
+    for name, g in _smoke_graphs().items():
+        plan = g.build(device_properties=props, cache=False)
+        text = plan.to_json()
+        data[name] = {
+            "engine_id": plan.engine_id,
+            "workspace": plan.workspace_size,
+            "json_bytes": len(text),
+        }
+        parts.append(f"{name}: engine {plan.engine_id}, {len(text)} B JSON")
+        plan.close()
+    data["summary"] = f"plans for {props.device_name} (from {where}): " + "; ".join(parts)
+    return data
+
+
+def _smoke_gpu_conv() -> dict[str, Any]:
+    return _smoke_gpu("conv_bias_relu")
+
+
+def _smoke_gpu_matmul() -> dict[str, Any]:
+    return _smoke_gpu("matmul")
+
+
+def _smoke_gpu(which: str) -> dict[str, Any]:
+    from .._shared.cuda import driver_status
+    from .._shared.smoke import SkipCheck
+
+    st = driver_status()
+    if not st.usable:
+        raise SkipCheck(f"executing a plan needs a GPU: {st.reason}", needs_gpu=True)
+    from .._shared.device_array import DeviceArray
+
+    rng = np.random.default_rng(0)
+    g = _smoke_graphs()[which]
+    out_shape: tuple[int, ...]
+    out_dtype: np.dtype[Any]
+    plan = g.build(cache=False)
+    if which == "conv_bias_relu":
+        x = rng.standard_normal((1, 32, 16, 16)).astype(np.float16)
+        w = (rng.standard_normal((32, 32, 3, 3)) / 17).astype(np.float16)
+        b = rng.standard_normal((1, 32, 1, 1)).astype(np.float16)
+        ref = np.maximum(
+            _conv2d_reference(x.astype(np.float32), w.astype(np.float32), 1) + b.astype(np.float32),
+            0,
+        )
+        arrays = {"x": _nhwc(x), "w": _nhwc(w), "bias": _nhwc(b)}
+        out_name, out_shape, out_dtype = "relu.y", (1, 32, 16, 16), np.dtype(np.float16)
+    else:
+        a = rng.standard_normal((1, 64, 32)).astype(np.float16)
+        bm = rng.standard_normal((1, 32, 48)).astype(np.float16)
+        ref = a.astype(np.float32) @ bm.astype(np.float32)
+        arrays = {"a": a, "b": bm}
+        out_name, out_shape, out_dtype = "mm.c", (1, 64, 48), np.dtype(np.float32)
+    dev = {k: DeviceArray.from_numpy(v) for k, v in arrays.items()}
+    out_tensor = g[out_name]
+    y = DeviceArray.empty(out_shape, out_dtype, strides=out_tensor.strides)
+    dev[out_name] = y
+    plan.execute(dev)
+    plan.execute(dev)
+    t0 = time.perf_counter()
+    n = 20
+    for _ in range(n):
+        plan.execute(dev)
+    got = y.to_numpy().astype(np.float32)
+    ms = (time.perf_counter() - t0) / n * 1e3
+    err = float(np.max(np.abs(got - ref)))
+    tol = 2e-2 * max(1.0, float(np.max(np.abs(ref))))
+    if not err <= tol:
+        raise AssertionError(f"{which}: max error {err:.3g} exceeds {tol:.3g}")
+    plan.close()
+    return {
+        "summary": f"{which} on GPU: engine {plan.engine_id}, max |error| {err:.3g} vs NumPy, "
+        f"{ms:.3f} ms per call (host-timed, incl. sync once)",
+        "engine_id": plan.engine_id,
+        "max_error": err,
+        "ms_per_call": ms,
+    }
+
+
+def _nhwc(a: np.ndarray) -> np.ndarray:
+    """A logical-NCHW array stored channels-last (NHWC memory)."""
+    return np.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+
+
+def _conv2d_reference(x: np.ndarray, w: np.ndarray, pad: int) -> np.ndarray:
+    """Cross-correlation, stride 1, symmetric padding (NumPy, float32)."""
+    n, _, h, wd = x.shape
+    k, _, r, s = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = h + 2 * pad - r + 1, wd + 2 * pad - s + 1
+    out = np.zeros((n, k, oh, ow), dtype=np.float32)
+    for i in range(r):
+        for j in range(s):
+            patch = xp[:, :, i : i + oh, j : j + ow]
+            out += np.einsum("nchw,kc->nkhw", patch, w[:, :, i, j])
+    return out
+
+
+def smoke_checks() -> list[tuple[str, Callable[[], Any]]]:
+    """The graph API's checks for ``python -m pycudnn smoke``."""
+    return [
+        ("graph heuristics (conv+bias+ReLU, matmul)", _smoke_heuristics),
+        ("deviceless plans from device properties", _smoke_deviceless),
+        ("graph conv+bias+ReLU on the GPU vs NumPy", _smoke_gpu_conv),
+        ("graph matmul on the GPU vs NumPy", _smoke_gpu_matmul),
+    ]

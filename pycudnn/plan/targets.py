@@ -1,0 +1,90 @@
+"""Planning targets: a GPU (with the calling thread's handle), or device properties (deviceless)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+from ..deviceprops import DeviceProperties
+
+__all__ = []
+
+_log = logging.getLogger("pycudnn")
+
+
+# --------------------------------------------------------------------------------------------------
+# Targets: a GPU, or device properties
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Target:
+    props: DeviceProperties | None  # set on the descriptors (deviceless, or explicitly given)
+    device_id: int | None  # the GPU plans are built on, when there is one
+    fingerprint: str  # what identifies the target in cache keys
+    note: str  # for error messages
+    # The calling thread's handle for device_id: bound to the operation graph (cuDNN plans an
+    # unbound graph without DEVICEPROP for an all-zero device: smVersion 0, ARCH_MISMATCH).
+    handle: Any = None
+
+
+def _target(device_properties: Any, device: Any) -> _Target:
+    from .._shared.cuda import driver_status
+
+    if device_properties is not None:
+        if not isinstance(device_properties, DeviceProperties):
+            raise TypeError(
+                "device_properties must be a pycudnn.DeviceProperties (DeviceProperties.load(path)), "
+                f"not {type(device_properties).__name__}"
+            )
+        # The same fingerprint as the GPU itself gives (below): a plan cache directory filled
+        # ahead of time from captured properties serves the real device.
+        return _Target(device_properties, None, "device:" + device_properties.fingerprint, "")
+    st = driver_status()
+    if not st.usable:
+        if device is not None:
+            raise RuntimeError(f"device={device!r} was given but no GPU is usable: {st.reason}")
+        return _Target(
+            None,
+            None,
+            "no-device",
+            f"no GPU is usable here ({st.reason}) and no device_properties were given: without "
+            "either, cuDNN cannot materialize engine configs; pass device_properties= "
+            "(DeviceProperties.load(FILE), captured on the target GPU) to plan devicelessly",
+        )
+    from .._shared.cuda import device_id_of, get_device
+    from ..handle import get_handle
+
+    ordinal = device_id_of(device)
+    get_device(ordinal).set_current()
+    handle = get_handle(ordinal)
+    try:
+        fp = "device:" + DeviceProperties.for_device(ordinal).fingerprint
+    except Exception as exc:  # fall back to what the driver says
+        _log.debug("device properties of GPU %d unavailable (%s); keying by name", ordinal, exc)
+        d = st.devices[ordinal] if ordinal < len(st.devices) else {}
+        fp = f"gpu:{d.get('name')}:{d.get('compute_capability')}:{st.driver_version}"
+    return _Target(None, ordinal, fp, "", handle)
+
+
+def _deserialize_props(device_properties: Any, device: Any) -> tuple[DeviceProperties, int | None]:
+    """Device properties to deserialize with: given, or queried from the GPU. Never neither
+    (finalizing a deserialized plan with neither DEVICEPROP nor a handle crashes cuDNN)."""
+    if device_properties is not None:
+        if not isinstance(device_properties, DeviceProperties):
+            raise TypeError(
+                f"device_properties must be a pycudnn.DeviceProperties, not {type(device_properties).__name__}"
+            )
+        return device_properties, None
+    from .._shared.cuda import device_id_of, driver_status, get_device
+
+    st = driver_status()
+    if not st.usable:
+        raise ValueError(
+            f"loading a serialized plan needs the target's device properties: no GPU is usable "
+            f"here ({st.reason}); pass device_properties=DeviceProperties.load(FILE)"
+        )
+    ordinal = device_id_of(device)
+    get_device(ordinal).set_current()
+    return DeviceProperties.for_device(ordinal), ordinal
