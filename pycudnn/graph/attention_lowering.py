@@ -25,11 +25,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .tensors import Operation
+    from .tensors import Operation, Tensor
 
-__all__ = ["KINDS", "build_operation"]
+__all__ = ["KINDS", "build_operation", "in_subgraph_only"]
 
 KINDS = frozenset({"sdpa", "sdpa_backward", "norm_forward", "norm_backward"})
+
+#: Inputs of an SDPA operation that only its score subgraph reads.
+SUBGRAPH_ROLES = ("bias", "neg_inf", "window")
 
 _SUBGRAPH_UID_BASE = 1 << 40  # far above any graph's own tensor ids
 
@@ -43,6 +46,16 @@ def build_operation(op: Operation, tensors: dict[int, Any], new: Any, finalize: 
     if op.kind == "norm_forward":
         return _norm(op, tensors, new, "OPERATION_NORM_FORWARD_DESCRIPTOR", _NORM_FWD)
     return _norm(op, tensors, new, "OPERATION_NORM_BACKWARD_DESCRIPTOR", _NORM_BWD)
+
+
+def in_subgraph_only(t: Tensor) -> bool:
+    """True for a tensor that only SDPA score subgraphs read: cuDNN's plan JSON lists the
+    tensors of the operation graph, not those of a subgraph (measured with cuDNN 9.28)."""
+    return bool(t.consumers) and all(
+        op.kind in ("sdpa", "sdpa_backward")
+        and any(op.inputs.get(role) is t for role in SUBGRAPH_ROLES)
+        for op in t.consumers
+    )
 
 
 # -- SDPA ------------------------------------------------------------------------------------------
