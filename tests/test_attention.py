@@ -18,6 +18,7 @@ import pycudnn
 from pycudnn._shared.ffi import UnsupportedByLibraryError
 from pycudnn.graph import Graph, GraphError, Tensor
 from pycudnn.graph import attention as attention_module
+from pycudnn.plan import GraphNotSupportedError
 
 
 @pytest.fixture
@@ -190,3 +191,17 @@ def test_older_cudnn_is_refused_with_the_version_needed(monkeypatch: pytest.Monk
     st = g.tensor([2, 8, 16, 1], dtype="float32", name="st")
     with pytest.raises(UnsupportedByLibraryError, match=r"sdpa_backward needs cuDNN 9.17.0"):
         g.sdpa_backward(q, q, q, q, q, stats=st)
+
+
+def test_sdpa_plans_are_cached(props: pycudnn.DeviceProperties) -> None:
+    g, _, _ = attention_graph()
+    assert g.build(device_properties=props) is g.build(device_properties=props)
+
+
+def test_pointwise_epilogue_has_no_engine(props: pycudnn.DeviceProperties) -> None:
+    # Measured with cuDNN 9.28 for the H100: the SDPA engines take no fused pointwise neighbour
+    # ("KERNEL_CFG knob must be set"); the graph says so instead of planning something else.
+    g, o, _ = attention_graph()
+    g.mul(o, g.scalar(2.0), out_dtype="float16")
+    with pytest.raises(GraphNotSupportedError, match="no engine supports graph 'attention'"):
+        g.build(device_properties=props, cache=False)

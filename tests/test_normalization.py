@@ -15,6 +15,7 @@ import pytest
 
 import pycudnn
 from pycudnn.graph import Graph, GraphError
+from pycudnn.plan import GraphNotSupportedError
 
 
 @pytest.fixture
@@ -128,3 +129,12 @@ def test_refusals_name_the_operation_and_rule() -> None:
     with pytest.raises(GraphError, match=r"rank 3 is outside 4..8"):
         g.batchnorm(x3, c, c)
     assert g.operations == []
+
+
+def test_pointwise_epilogue_has_no_engine(props: pycudnn.DeviceProperties) -> None:
+    # Measured with cuDNN 9.28 for the H100: the layer-norm engines refuse prologue and epilogue
+    # pointwise nodes ("hasProloguePwNodes() || hasEpiloguePwNodes()").
+    g, out = rows_graph("layer", training=False)
+    g.relu(out.y, out_dtype="bfloat16")
+    with pytest.raises(GraphNotSupportedError, match="no engine supports graph 'layer'"):
+        g.build(device_properties=props, cache=False)

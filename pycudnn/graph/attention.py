@@ -11,6 +11,11 @@ attention). The rules are checked in Python first (:mod:`pycudnn._attention_rule
 (causal, sliding window) and an additive bias are lowered the way NVIDIA's cudnn-frontend lowers
 them for the unified SDPA operation: a pointwise subgraph on the score matrix
 (``SDPA_FWD_SUBGRAPH``), with ``-inf`` as a by-value scalar of the graph.
+
+The SDPA engines of cuDNN 9.28 take no fused pointwise neighbour on the H100 (a graph with one has
+no engine: :class:`~pycudnn.plan.GraphNotSupportedError`). For a cuDNN older than an SDPA
+feature, NVIDIA's frontend falls back to a composite graph of matmul, softmax and mask operations;
+this library refuses instead, with the version the feature needs.
 """
 
 from __future__ import annotations

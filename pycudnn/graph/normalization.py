@@ -15,7 +15,10 @@ by-value scalars of the graph.
 
 Batch norm in inference phase has no engine in cuDNN 9.28 for the H100 (no heuristics mode
 returns one), so :meth:`NormalizationOps.batchnorm_inference` builds the same arithmetic from
-pointwise operations, which cuDNN fuses into one kernel.
+pointwise operations, which cuDNN fuses into one kernel. The NORM engines take no fused pointwise
+neighbours (cuDNN 9.28, H100: ``hasProloguePwNodes() || hasEpiloguePwNodes()``): a graph with one
+is refused by :meth:`Graph.build` with :class:`~pycudnn.plan.GraphNotSupportedError`; put the
+pointwise operation in a graph of its own.
 """
 
 from __future__ import annotations
