@@ -23,6 +23,7 @@ Facts measured with cuDNN 9.28 and the H100 device properties (deviceless plans,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -46,6 +47,9 @@ __all__ = [
     "sdpa_features",
     "version_text",
 ]
+
+
+_INT32_MAX = 2**31 - 1
 
 
 class RuleError(ValueError):
@@ -260,15 +264,20 @@ def check_sdpa(
             f"head dims must be multiples of 8 and at most 256 (cuDNN's flash attention), got "
             f"q/k {dq} and v {dv}"
         )
-    if scale is not None and not isinstance(scale, (int, float)):
-        raise RuleError(f"scale must be a number, not {scale!r}")
+    if scale is not None and (
+        isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale)
+    ):
+        raise RuleError(f"scale must be a finite number, not {scale!r}")
     if not isinstance(causal, bool):
         raise RuleError(f"causal must be a bool, not {causal!r}")
     if sliding_window is not None:
         if isinstance(sliding_window, bool) or not isinstance(sliding_window, int):
             raise RuleError(f"sliding_window must be an int, not {sliding_window!r}")
-        if sliding_window < 1:
-            raise RuleError(f"sliding_window must be at least 1, got {sliding_window}")
+        if not 1 <= sliding_window <= _INT32_MAX:
+            raise RuleError(
+                f"sliding_window must be in 1..{_INT32_MAX} (an int32 of the mask), got "
+                f"{sliding_window}"
+            )
     scores = (bq, hq, sq, skv)
     if bias is not None:
         if len(bias.dims) != 4 or any(

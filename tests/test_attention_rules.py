@@ -163,8 +163,12 @@ def test_sdpa_dropout_needs_seed_and_offset() -> None:
 def test_sdpa_sliding_window_and_flags() -> None:
     q, k, v = _qkv()
     check_sdpa(q, k, v, causal=True, sliding_window=4)
-    with pytest.raises(RuleError, match="sliding_window must be at least 1, got 0"):
+    with pytest.raises(RuleError, match=r"sliding_window must be in 1..2147483647 .*, got 0"):
         check_sdpa(q, k, v, sliding_window=0)
+    with pytest.raises(RuleError, match="sliding_window must be in"):
+        check_sdpa(q, k, v, sliding_window=2**31)
+    with pytest.raises(RuleError, match="scale must be a finite number, not nan"):
+        check_sdpa(q, k, v, scale=float("nan"))
     with pytest.raises(RuleError, match="sliding_window must be an int"):
         check_sdpa(q, k, v, sliding_window=True)
     with pytest.raises(RuleError, match="causal must be a bool"):
