@@ -37,7 +37,13 @@ from pycutensor.operations import (
     check_operation,
     expected_scalar_type,
 )
-from pycutensor.plan import Plan, PlanPreference, PlanPreferenceObject, estimate_workspace
+from pycutensor.plan import (
+    Plan,
+    PlanPreference,
+    PlanPreferenceObject,
+    autotune,
+    estimate_workspace,
+)
 from pycutensor.tensor import ModeMap, TensorDescriptor, TensorSpec, check_modes, check_pointer
 
 INT64_MAX = 2**63 - 1
@@ -564,6 +570,24 @@ def test_workspace_preferences_are_checked_before_c(
     if isinstance(workspace, str):
         with pytest.raises(error, match=match):
             estimate_workspace(op, None, workspace)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: autotune(object()), TypeError,  # type: ignore[arg-type]
+         "operation must be a pycutensor Operation"),
+        (lambda: autotune(_closed(Contraction), preference=PlanPreference()), ValueError,
+         "autotune='incremental'"),
+        (lambda: autotune(_closed(Contraction), preference="incremental"),  # type: ignore[arg-type]
+         TypeError,
+         "preference must be a PlanPreference"),
+        (lambda: autotune(_closed(Contraction)), ClosedError, "closed"),
+    ],
+)  # fmt: skip
+def test_autotune_checks_its_arguments_before_the_gpu(call: Any, error: Any, match: str) -> None:
+    with pytest.raises(error, match=match):
+        call()
 
 
 def _launchable() -> Plan:
