@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .attention import AttentionOps
 from .convolution import ConvolutionOps
 from .matmul import MatmulOps
+from .normalization import NormalizationOps
 from .pointwise import PointwiseOps
 from .reduction import ReductionOps
 
@@ -21,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Graph"]
 
 
-class Graph(ConvolutionOps, MatmulOps, PointwiseOps, ReductionOps):
+class Graph(ConvolutionOps, MatmulOps, NormalizationOps, PointwiseOps, ReductionOps, AttentionOps):
     """A cuDNN operation graph under construction, then finalized (``CUDNN_BACKEND_OPERATIONGRAPH``).
 
     ``compute_dtype`` is the default math precision of operations; ``intermediate_dtype`` the type
