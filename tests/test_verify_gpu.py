@@ -26,7 +26,10 @@ CUDNN_9_19 = 91900 <= pycudnn.version() < 92000
 
 @pytest.mark.parametrize("case", cases(quick=True), ids=lambda c: c.name)
 def test_every_plan_of_the_quick_suite_is_right(case: Any, gpu_device: int) -> None:
-    graph = case.build()
+    try:
+        graph = case.build()
+    except NotImplementedError as exc:  # e.g. SDPA before cuDNN 9.13.1
+        pytest.skip(str(exc))
     try:
         plans = graph.build_all()
     except GraphNotSupportedError as exc:

@@ -60,8 +60,12 @@ def _run_case(case: Case, *, allow_known_bad: bool, seed: int) -> dict[str, Any]
     from ..plan.report import GraphNotSupportedError
     from .run import verify_plans
 
-    graph = case.build()
     entry: dict[str, Any] = {"name": case.name, "family": case.family, "plans": [], "excluded": []}
+    try:
+        graph = case.build()
+    except (NotImplementedError, ValueError) as exc:  # e.g. SDPA on a cuDNN older than 9.13.1
+        entry["status"], entry["error"] = "unsupported", str(exc).splitlines()[0]
+        return entry
     try:
         plans = graph.build_all(allow_known_bad=allow_known_bad)
     except GraphNotSupportedError as exc:
@@ -126,7 +130,7 @@ def run_suite(
 
 def _line(case: dict[str, Any]) -> str:
     plans = case["plans"]
-    if case["status"] in ("no plan", "error"):
+    if case["status"] in ("no plan", "error", "unsupported"):
         text = f"{case['name']:<40} {case['status'].upper()}: {case.get('error', '')}"
     else:
         ok = sum(1 for p in plans if p["status"] == "pass")

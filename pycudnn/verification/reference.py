@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .reference_attention import norm_forward, sdpa_forward
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..graph import Graph, Operation
 
@@ -355,6 +357,13 @@ def _reduce(x: np.ndarray, out_shape: tuple[int, ...], op_name: str) -> np.ndarr
 # -- the graph ----------------------------------------------------------------------------------
 
 
+# Operations with several outputs: kind -> function(op, input values by role) -> outputs by role.
+_MULTI_OUTPUT: dict[str, Callable[..., dict[str, np.ndarray]]] = {
+    "sdpa": sdpa_forward,
+    "norm_forward": norm_forward,
+}
+
+
 def reduction_length(op: Operation) -> int:
     """How many products or terms each output element of ``op`` sums (1 for elementwise ops and
     for reductions that pick an element: MIN, MAX, AMAX)."""
@@ -378,6 +387,12 @@ def reduction_length(op: Operation) -> int:
             return 1
         x, y = ins["x"].dims, outs["y"].dims
         return math.prod(d for d, o in zip(x, y, strict=True) if o != d) or 1
+    if op.kind == "sdpa":  # Q @ K^T sums head_dim products, P @ V sums s_kv of them
+        return ins["q"].dims[3] + ins["k"].dims[2]
+    if op.kind == "norm_forward":  # mean and variance sum the normalised elements
+        x = ins["x"].dims
+        groups = {"layer": x[0], "rms": x[0], "batch": x[1], "instance": x[0] * x[1]}
+        return max(1, math.prod(x) // groups[op.attrs["mode"]])
     return 1
 
 
@@ -426,6 +441,11 @@ def evaluate(
     initial = initial or {}
     for op in graph.operations:
         vals = {role: values[t.uid] for role, t in op.inputs.items()}
+        if op.kind in _MULTI_OUTPUT:
+            for role, arr in _MULTI_OUTPUT[op.kind](op, vals).items():
+                t = op.outputs[role]
+                values[t.uid] = np.asarray(np.broadcast_to(arr, shape[t.uid]), dtype=np.float64)
+            continue
         out_t = next(iter(op.outputs.values()))
         out_dims = shape[out_t.uid]
         a = op.attrs

@@ -4,8 +4,9 @@ Convolution forward, backward data and backward filter in NCHW and NHWC, with fp
 operands and each output type (16-bit operands: the same type or fp32), for four geometries (3x3
 same-size, strided with padding (the shape where cuDNN 9.19's engine 70 was found wrong), dilated
 and grouped); matmul (16-bit and fp32, batch broadcast, a column-major operand); conv + bias +
-ReLU; pointwise (broadcast add, activations, an activation backward, NCHW elementwise) and
-reductions. Every graph is small enough for the NumPy reference.
+ReLU; pointwise (broadcast add, activations, an activation backward, NCHW elementwise);
+reductions; scaled dot-product attention (grouped K/V heads, causal) and layer/RMS norms. Every
+graph is small enough for the NumPy reference.
 
 ``quick`` marks the subset for CI (``verify --quick``): the NCHW 16-bit weight gradients of the
 engine-70 shape, and one graph of each other family.
@@ -119,6 +120,27 @@ def _reduction(name: str, op: str, out_dims: list[int]) -> Graph:
     return g
 
 
+def _attention(name: str, dtype: str, heads_kv: int, causal: bool) -> Graph:
+    g = Graph(name)
+    b, h, s, d = 1, 4, 128, 64
+    q = g.tensor([b, h, s, d], dtype=dtype, name="q")
+    k = g.tensor([b, heads_kv, s, d], dtype=dtype, name="k")
+    v = g.tensor([b, heads_kv, s, d], dtype=dtype, name="v")
+    g.sdpa(q, k, v, causal=causal, return_stats=True)
+    return g
+
+
+def _norm(name: str, mode: str, dtype: str, training: bool) -> Graph:
+    g = Graph(name)
+    x = g.tensor([64, 256, 1], dtype=dtype, name="x")
+    scale = g.tensor([1, 256, 1], name="scale")
+    if mode == "layer":
+        g.layernorm(x, scale, g.tensor([1, 256, 1], name="bias"), training=training)
+    else:
+        g.rmsnorm(x, scale, training=training)
+    return g
+
+
 def cases(quick: bool = False) -> list[Case]:
     """The suite, or its quick subset."""
     out: list[Case] = []
@@ -171,4 +193,13 @@ def cases(quick: bool = False) -> list[Case]:
                     lambda: _reduction("reduce_add-channels-fp32", "add", [1, 64, 1, 1])))  # fmt: skip
     out.append(Case("reduce_max-all-fp32", "reduction", False,
                     lambda: _reduction("reduce_max-all-fp32", "max", [1, 1, 1, 1])))  # fmt: skip
+    # Built when the case runs: SDPA needs cuDNN 9.13.1 (masks 9.21), which the command reports.
+    out.append(Case("sdpa-bf16", "attention", True,
+                    functools.partial(_attention, "sdpa-bf16", "bfloat16", 4, False)))  # fmt: skip
+    out.append(Case("sdpa-gqa-causal-fp16", "attention", False,
+                    functools.partial(_attention, "sdpa-gqa-causal-fp16", "float16", 2, True)))  # fmt: skip
+    out.append(Case("layernorm-training-bf16", "normalisation", True,
+                    functools.partial(_norm, "layernorm-training-bf16", "layer", "bfloat16", True)))  # fmt: skip
+    out.append(Case("rmsnorm-fp16", "normalisation", False,
+                    functools.partial(_norm, "rmsnorm-fp16", "rms", "float16", False)))  # fmt: skip
     return [c for c in out if c.quick] if quick else out

@@ -8,7 +8,9 @@ of the first H100 sweep, where engine 70 scored 1.1 to 1.6). The tolerance on it
     convolution, matmul:  (2 + sqrt(K))*u(inputs as the math reads them) + u(accumulator) * G(K)
     sum-like reduction:   u(accumulator) * G(K)
     pointwise:            u(compute) + APPROX if the mode is transcendental
-    virtual tensor:       u(its data type)                 (each intermediate is rounded once)
+    sdpa:                 u(Q's type) + APPROX + u(accumulator) * (head_dim + s_kv)
+    normalisation:        u(accumulator) * sqrt(K) + APPROX
+    intermediate tensor:  u(its data type)                 (each is rounded once)
 
 with ``u`` the unit roundoff of a type (fp64 2**-53, fp32 2**-24, TF32 and fp16 2**-11, bf16 2**-8,
 fp8 e4m3 2**-4, e5m2 2**-3), ``K`` the reduction length of the operation (products per output
@@ -207,8 +209,26 @@ def tolerance_for(output: Tensor, numerical_notes: Sequence[str] = ()) -> Tolera
             terms.append((f"{op.label} compute", u))
             if op.attrs["mode"].name in TRANSCENDENTAL_MODES:
                 terms.append((f"{op.label} approximate math", APPROX))
-        for t in op.outputs.values():
-            if t is not output and t.dtype is not None and np.dtype(t.dtype).kind == "f":
+        elif op.kind == "sdpa":
+            # Flash attention rounds the probabilities to Q's type before P @ V; exp is
+            # approximate; both products accumulate on tensor cores.
+            q = op.inputs["q"]
+            u_acc, acc = _accumulator(q.dtype, compute, notes | {"TENSOR_CORE"})
+            k = reduction_length(op)
+            terms.append(
+                (f"{op.label} probabilities as {np.dtype(q.dtype).name}", unit_roundoff(q.dtype))
+            )
+            terms.append((f"{op.label} approximate exp", APPROX))
+            terms.append((f"{op.label} {acc} x {k}", u_acc * k))
+        elif op.kind == "norm_forward":
+            x = op.inputs["x"]
+            u_acc, acc = _accumulator(x.dtype, compute, notes)
+            k = reduction_length(op)
+            terms.append((f"{op.label} {acc} x sqrt({k})", u_acc * math.sqrt(k)))
+            terms.append((f"{op.label} approximate rsqrt", APPROX))
+        # Intermediates the output is computed from are rounded to their own type once.
+        for t in op.inputs.values():
+            if t.producer is not None and t.dtype is not None and np.dtype(t.dtype).kind == "f":
                 terms.append(
                     (f"'{t.name}' stored as {np.dtype(t.dtype).name}", unit_roundoff(t.dtype))
                 )
