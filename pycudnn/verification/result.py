@@ -98,17 +98,30 @@ class VerifyResult:
         return self.status == "pass"
 
     @property
+    def worst(self) -> OutputCheck | None:
+        """The output furthest beyond (or closest to) its tolerance."""
+
+        def ratio(o: OutputCheck) -> float:
+            if o.tolerance.exact or o.tolerance.rtol == 0:
+                return float("inf") if o.mismatches else 0.0
+            return o.max_rel_error / o.tolerance.rtol
+
+        return max(self.outputs, key=ratio, default=None)
+
+    @property
     def max_abs_error(self) -> float:
-        return max((o.max_abs_error for o in self.outputs), default=0.0)
+        """``max |got - ref|`` of :attr:`worst`."""
+        return self.worst.max_abs_error if self.worst is not None else 0.0
 
     @property
     def max_rel_error(self) -> float:
-        return max((o.max_rel_error for o in self.outputs), default=0.0)
+        """The relative error of :attr:`worst`."""
+        return self.worst.max_rel_error if self.worst is not None else 0.0
 
     @property
     def tolerance(self) -> float:
-        """The tightest relative tolerance among the outputs (0 for exact ones)."""
-        return min((o.tolerance.rtol for o in self.outputs), default=0.0)
+        """The relative tolerance of :attr:`worst` (0 for an exact output)."""
+        return self.worst.tolerance.rtol if self.worst is not None else 0.0
 
     def finish(self) -> VerifyResult:
         """Set ``status`` from the output checks (unless an error was recorded)."""
