@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .common import NoReferenceError
 from .reference_attention import norm_forward, sdpa_forward
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,10 +38,6 @@ __all__ = [
     "reduction_length",
     "reference_cost",
 ]
-
-
-class NoReferenceError(NotImplementedError):
-    """The graph has an operation (or setting) that this module has no NumPy reference for."""
 
 
 # -- convolutions -------------------------------------------------------------------------------

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .common import NoReferenceError
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..graph import Operation
 
@@ -27,8 +29,6 @@ __all__ = ["norm_forward", "sdpa_forward"]
 
 
 def _no_reference(op: Operation, why: str) -> Exception:
-    from .reference import NoReferenceError
-
     return NoReferenceError(f"{op.label}: {why}")
 
 
