@@ -39,6 +39,11 @@ LIBCUDA_OUTPUT = {
     # the second cache on the same directory finds the plan the first one stored
     "matmul_autotune": ["'misses': 1, 'stores': 1", "'disk_hits': 1, 'misses': 0"],
     "cuda_graph_capture": ["cuDNN plan for NVIDIA H100 80GB HBM3: engine"],
+    "attention_normalization": [
+        "attention: plan for NVIDIA H100 80GB HBM3 without a GPU",
+        "attention_backward: plan for NVIDIA H100 80GB HBM3 without a GPU",
+        "norm: plan for NVIDIA H100 80GB HBM3 without a GPU",
+    ],
 }
 
 
