@@ -239,8 +239,9 @@ class Plan(VariantPacks):
         self.close()
 
     def verify(self, *, seed: int = 0, **options: Any) -> Any:
-        """Execute the plan on seeded inputs and compare every output with a reference computed
-        without cuDNN (NumPy; see :func:`pycudnn.verification.verify_plan` for the options).
+        """Execute the plan (``cudnnBackendExecute``) on seeded inputs and compare every output
+        with a reference computed without cuDNN (NumPy; see
+        :func:`pycudnn.verification.verify_plan` for the options).
         Returns a :class:`~pycudnn.verification.VerifyResult` (also kept as ``verification``).
         Needs the GPU the plan is for."""
         from ..verification.run import verify_plan
