@@ -347,3 +347,21 @@ def test_cli_lists_the_suite_and_refuses_to_verify_without_a_gpu(
         pytest.skip("a GPU is usable here (tests/test_verify_gpu.py covers it)")
     assert main(["verify", "--quick"]) == 1
     assert "none is usable here" in capsys.readouterr().err
+
+
+def test_the_command_table_shows_wrong_engines_exclusions_and_missing_plans() -> None:
+    from pycudnn.verification.cli import _line
+
+    g, y = conv("float16", "float32", fmt="NCHW")
+    ref = evaluate(g, make_inputs(g))[y.uid]
+    rows = []
+    for engine, got in ((1, ref.astype(np.float32)), (70, np.full_like(ref, np.nan))):
+        r = VerifyResult(g.name, engine, {}, (), "NumPy (float64)", 0)
+        r.outputs.append(compare("y", got, ref, tolerance_for(y)))
+        rows.append(r.finish().to_dict())
+    case = {"name": "conv", "status": "wrong", "plans": rows, "excluded": ["engine 70 for x"]}
+    text = _line(json.loads(json.dumps(case)))  # what --json prints reads back the same
+    assert "1 ok" in text and "WRONG: engine 70 rel inf" in text
+    assert "excluded as known bad: engine 70 for x" in text
+    none = {"name": "wgrad", "status": "no plan", "error": "no engine", "plans": [], "excluded": []}
+    assert "NO PLAN: no engine" in _line(none)
