@@ -107,3 +107,84 @@ def test_attention_tolerance_has_the_probability_rounding_and_what_has_no_refere
     d.signature()
     with pytest.raises(NoReferenceError, match="seed"):
         evaluate(d, make_inputs(d))
+
+
+def _numeric_grad(f: Any, arrays: dict[str, np.ndarray], role: str, idx: tuple[int, ...]) -> float:
+    """Central difference of the scalar ``f(arrays)`` along one element."""
+    h = 1e-6
+    plus = {**arrays, role: arrays[role].copy()}
+    minus = {**arrays, role: arrays[role].copy()}
+    plus[role][idx] += h
+    minus[role][idx] -= h
+    return (f(plus) - f(minus)) / (2 * h)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["plain", "causal"])
+def test_sdpa_backward_is_the_gradient_of_the_forward(causal: bool) -> None:
+    """dQ, dK, dV against central differences of sum(O * dO) through the forward reference
+    (itself checked row by row above); O and stats are generated consistent with Q, K, V."""
+    fwd, ft = _attention(causal, None, False)
+    g = Graph("att_bwd")
+    like = {r: g.tensor(list(ft[r].dims), list(ft[r].strides), dtype=ft[r].dtype, name=r)
+            for r in ("q", "k", "v", "o")}  # fmt: skip
+    do = g.tensor(list(ft["o"].dims), dtype="float16", name="do")
+    stats = g.tensor(list(ft["stats"].dims), list(ft["stats"].strides), name="stats")
+    dq, dk, dv = g.sdpa_backward(like["q"], like["k"], like["v"], like["o"], do, stats=stats,
+                                 scale=0.7, causal=causal)  # fmt: skip
+    g.signature()
+    ins = make_inputs(g, seed=8)
+    arrays = {r: ins[like[r].uid].astype(np.float64) for r in ("q", "k", "v")}
+    fwd_out = evaluate(fwd, {ft[r].uid: arrays[r] for r in ("q", "k", "v")})
+    # the generated O and stats are the forward's, rounded to their types
+    np.testing.assert_allclose(ins[like["o"].uid], fwd_out[ft["o"].uid], rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(ins[stats.uid], fwd_out[ft["stats"].uid], rtol=1e-6)
+    got = evaluate(g, ins)
+    dov = ins[do.uid].astype(np.float64)
+
+    def loss(a: dict[str, np.ndarray]) -> float:
+        o = evaluate(fwd, {ft[r].uid: a[r] for r in ("q", "k", "v")})[ft["o"].uid]
+        return float(np.sum(o * dov))
+
+    rng = np.random.default_rng(9)
+    for role, grad in (("q", dq), ("k", dk), ("v", dv)):
+        for _ in range(6):
+            idx = tuple(int(rng.integers(n)) for n in arrays[role].shape)
+            # the reference uses the generated O (rounded); the loss uses the exact forward
+            want = _numeric_grad(loss, arrays, role, idx)
+            assert got[grad.uid][idx] == pytest.approx(want, rel=2e-3, abs=2e-4), (role, idx)
+
+
+@pytest.mark.parametrize("mode", ["layer", "rms"])
+def test_norm_backward_is_the_gradient_of_the_forward(mode: str) -> None:
+    fwd = Graph("norm")
+    x = fwd.tensor([3, 6, 1], dtype="float32", name="x")
+    scale = fwd.tensor([1, 6, 1], name="scale")
+    bias = fwd.tensor([1, 6, 1], name="bias")
+    fn = fwd.layernorm if mode == "layer" else fwd.rmsnorm
+    y = fn(x, scale, bias, epsilon=1e-5, training=True).y
+    g = Graph("norm_bwd")
+    bx = g.tensor([3, 6, 1], dtype="float32", name="x")
+    dy = g.tensor([3, 6, 1], dtype="float32", name="dy")
+    bs = g.tensor([1, 6, 1], name="scale")
+    inv = g.tensor([3, 1, 1], name="inv_variance")
+    if mode == "layer":
+        mean = g.tensor([3, 1, 1], name="mean")
+        grads = g.layernorm_backward(dy, bx, bs, mean, inv)
+    else:
+        grads = g.rmsnorm_backward(dy, bx, bs, inv, with_dbias=True)
+    g.signature()
+    ins = make_inputs(g, seed=10)
+    got = evaluate(g, ins)
+    arrays = {"x": ins[bx.uid].astype(np.float64), "scale": ins[bs.uid].astype(np.float64),
+              "bias": np.zeros((1, 6, 1))}  # fmt: skip
+    dyv = ins[dy.uid].astype(np.float64)
+
+    def loss(a: dict[str, np.ndarray]) -> float:
+        out = evaluate(fwd, {x.uid: a["x"], scale.uid: a["scale"], bias.uid: a["bias"]})
+        return float(np.sum(out[y.uid] * dyv))
+
+    for role, grad in (("x", grads.dx), ("scale", grads.dscale), ("bias", grads.dbias)):
+        assert grad is not None
+        for idx in np.ndindex(*arrays[role].shape):
+            want = _numeric_grad(loss, arrays, role, idx)
+            assert got[grad.uid][idx] == pytest.approx(want, rel=1e-5, abs=1e-7), (role, idx)

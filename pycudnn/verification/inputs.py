@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .reference import reduction_length
+from .reference_attention import consistent_inputs
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..graph import Graph, Tensor
@@ -95,4 +96,22 @@ def make_inputs(graph: Graph, seed: int = 0) -> dict[int, np.ndarray]:
         arr = strided_array(t.dims, t.strides, t.dtype)
         arr[...] = np.asarray(_draw(rng, t, t.dims)).astype(t.dtype)
         out[t.uid] = arr
+    # A backward operation's saved forward values, as a forward would have produced them.
+    for op in graph.operations:
+        vals = {
+            r: np.asarray(out[t.uid], dtype=np.float64)
+            for r, t in op.inputs.items()
+            if t.uid in out
+        }
+        vals.update(
+            {
+                r: np.full(t.dims, float(t.value))
+                for r, t in op.inputs.items()
+                if t.value is not None
+            }
+        )
+        for role, derived in consistent_inputs(op, vals).items():
+            t = op.inputs[role]
+            if t.producer is None and t.uid in out:
+                out[t.uid][...] = np.broadcast_to(derived, t.dims).astype(t.dtype)
     return out

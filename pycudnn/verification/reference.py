@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .common import NoReferenceError
-from .reference_attention import norm_forward, sdpa_forward
+from .reference_attention import norm_backward, norm_forward, sdpa_backward, sdpa_forward
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..graph import Graph, Operation
@@ -357,7 +357,9 @@ def _reduce(x: np.ndarray, out_shape: tuple[int, ...], op_name: str) -> np.ndarr
 # Operations with several outputs: kind -> function(op, input values by role) -> outputs by role.
 _MULTI_OUTPUT: dict[str, Callable[..., dict[str, np.ndarray]]] = {
     "sdpa": sdpa_forward,
+    "sdpa_backward": sdpa_backward,
     "norm_forward": norm_forward,
+    "norm_backward": norm_backward,
 }
 
 
@@ -386,7 +388,10 @@ def reduction_length(op: Operation) -> int:
         return math.prod(d for d, o in zip(x, y, strict=True) if o != d) or 1
     if op.kind == "sdpa":  # Q @ K^T sums head_dim products, P @ V sums s_kv of them
         return ins["q"].dims[3] + ins["k"].dims[2]
-    if op.kind == "norm_forward":  # mean and variance sum the normalised elements
+    if op.kind == "sdpa_backward":  # dQ sums over s_kv, dK and dV over s_q (and grouped heads)
+        q, k = ins["q"].dims, ins["k"].dims
+        return q[3] + k[2] + q[2] * (q[1] // k[1])
+    if op.kind in ("norm_forward", "norm_backward"):  # sums over the normalised elements
         x = ins["x"].dims
         groups = {"layer": x[0], "rms": x[0], "batch": x[1], "instance": x[0] * x[1]}
         return max(1, math.prod(x) // groups[op.attrs["mode"]])

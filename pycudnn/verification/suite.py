@@ -5,8 +5,8 @@ operands and each output type (16-bit operands: the same type or fp32), for four
 same-size, strided with padding (the shape where cuDNN 9.19's engine 70 was found wrong), dilated
 and grouped); matmul (16-bit and fp32, batch broadcast, a column-major operand); conv + bias +
 ReLU; pointwise (broadcast add, activations, an activation backward, NCHW elementwise);
-reductions; scaled dot-product attention (grouped K/V heads, causal) and layer/RMS norms. Every
-graph is small enough for the NumPy reference.
+reductions; scaled dot-product attention (grouped K/V heads, causal) and its backward; layer/RMS
+norms and the layer norm backward. Every graph is small enough for the NumPy reference.
 
 ``quick`` marks the subset for CI (``verify --quick``): the NCHW 16-bit weight gradients of the
 engine-70 shape, and one graph of each other family.
@@ -130,6 +130,28 @@ def _attention(name: str, dtype: str, heads_kv: int, causal: bool) -> Graph:
     return g
 
 
+def _attention_backward(name: str, dtype: str) -> Graph:
+    g = Graph(name)
+    b, h, s, d = 1, 4, 128, 64
+    q, k, v, o, do = (
+        g.tensor([b, h, s, d], dtype=dtype, name=r) for r in ("q", "k", "v", "o", "do")
+    )
+    stats = g.tensor([b, h, s, 1], name="stats")
+    g.sdpa_backward(q, k, v, o, do, stats=stats)
+    return g
+
+
+def _norm_backward(name: str, dtype: str) -> Graph:
+    g = Graph(name)
+    x = g.tensor([64, 256, 1], dtype=dtype, name="x")
+    dy = g.tensor([64, 256, 1], dtype=dtype, name="dy")
+    scale = g.tensor([1, 256, 1], name="scale")
+    mean = g.tensor([64, 1, 1], name="mean")
+    inv = g.tensor([64, 1, 1], name="inv_variance")
+    g.layernorm_backward(dy, x, scale, mean, inv)
+    return g
+
+
 def _norm(name: str, mode: str, dtype: str, training: bool) -> Graph:
     g = Graph(name)
     x = g.tensor([64, 256, 1], dtype=dtype, name="x")
@@ -202,4 +224,8 @@ def cases(quick: bool = False) -> list[Case]:
                     functools.partial(_norm, "layernorm-training-bf16", "layer", "bfloat16", True)))  # fmt: skip
     out.append(Case("rmsnorm-fp16", "normalisation", False,
                     functools.partial(_norm, "rmsnorm-fp16", "rms", "float16", False)))  # fmt: skip
+    out.append(Case("sdpa_backward-bf16", "attention", False,
+                    functools.partial(_attention_backward, "sdpa_backward-bf16", "bfloat16")))  # fmt: skip
+    out.append(Case("layernorm_backward-bf16", "normalisation", False,
+                    functools.partial(_norm_backward, "layernorm_backward-bf16", "bfloat16")))  # fmt: skip
     return [c for c in out if c.quick] if quick else out

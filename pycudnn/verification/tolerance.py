@@ -209,7 +209,7 @@ def tolerance_for(output: Tensor, numerical_notes: Sequence[str] = ()) -> Tolera
             terms.append((f"{op.label} compute", u))
             if op.attrs["mode"].name in TRANSCENDENTAL_MODES:
                 terms.append((f"{op.label} approximate math", APPROX))
-        elif op.kind == "sdpa":
+        elif op.kind in ("sdpa", "sdpa_backward"):
             # Flash attention rounds the probabilities to Q's type before P @ V; exp is
             # approximate; both products accumulate on tensor cores.
             q = op.inputs["q"]
@@ -220,7 +220,7 @@ def tolerance_for(output: Tensor, numerical_notes: Sequence[str] = ()) -> Tolera
             )
             terms.append((f"{op.label} approximate exp", APPROX))
             terms.append((f"{op.label} {acc} x {k}", u_acc * k))
-        elif op.kind == "norm_forward":
+        elif op.kind in ("norm_forward", "norm_backward"):
             x = op.inputs["x"]
             u_acc, acc = _accumulator(x.dtype, compute, notes)
             k = reduction_length(op)
