@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from pycudnn.verification.common import is_float
 from pycudnn.verification.result import OutputCheck, compare
 from pycudnn.verification.tolerance import APPROX, SAFETY, TF32, Tolerance, unit_roundoff
 
@@ -241,7 +242,7 @@ def _compute_roundoff(compute: str | None, data: np.dtype) -> tuple[float, str]:
         return TF32, compute.lower()
     if compute == "16F":
         return max(
-            unit_roundoff(np.float16), unit_roundoff(data) if data.kind == "f" else 0.0
+            unit_roundoff(np.float16), unit_roundoff(data) if is_float(data) else 0.0
         ), "fp16"
     if compute == "16BF":
         return unit_roundoff(_dtype("bfloat16")), "bf16"

@@ -365,3 +365,25 @@ def test_the_command_table_shows_wrong_engines_exclusions_and_missing_plans() ->
     assert "excluded as known bad: engine 70 for x" in text
     none = {"name": "wgrad", "status": "no plan", "error": "no engine", "plans": [], "excluded": []}
     assert "NO PLAN: no engine" in _line(none)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_outputs_start_as_nan_in_every_float_type(dtype: str) -> None:
+    """bfloat16's NumPy kind is "V": a check on kind "f" alone would prefill it with 1, and an
+    engine that never writes an element would go unseen."""
+    from pycudnn.verification.run import prefilled_output
+
+    _, y = conv("float16", dtype, fmt="NHWC")
+    host = prefilled_output(y)
+    assert host.shape == y.dims and np.isnan(host.astype(np.float64)).all()
+    assert tuple(s // host.itemsize for s in host.strides) == y.strides
+
+
+def test_bfloat16_intermediates_count_in_the_tolerance() -> None:
+    g = Graph("bf16", intermediate_dtype="bfloat16")
+    x = g.tensor([1, 8, 4, 4], fmt="NHWC", dtype="bfloat16", name="x")
+    w = g.tensor([8, 8, 1, 1], fmt="NHWC", dtype="bfloat16", name="w")
+    y = g.relu(g.conv_fprop(x, w), out_dtype="float32")
+    g.signature()
+    names = [name for name, _ in tolerance_for(y).terms]
+    assert any("stored as bfloat16" in n for n in names), names

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-__all__ = ["NoReferenceError"]
+from typing import Any
+
+import numpy as np
+
+__all__ = ["NoReferenceError", "is_float"]
+
+
+def is_float(dtype: Any) -> bool:
+    """A floating-point type, ml_dtypes' ones included (bfloat16's NumPy kind is "V", not "f")."""
+    dt = np.dtype(dtype)
+    return dt.kind == "f" or dt.name.startswith(("bfloat", "float"))
 
 
 class NoReferenceError(NotImplementedError):

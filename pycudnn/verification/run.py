@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .common import is_float
 from .inputs import make_inputs, strided_array
 from .reference import NoReferenceError, evaluate, reference_cost
 from .result import VerifyResult, compare
@@ -32,6 +33,7 @@ __all__ = [
     "DEFAULT_MAX_REFERENCE_COST",
     "initial_outputs",
     "known_bad_note",
+    "prefilled_output",
     "reference_candidates",
     "uses_numpy",
     "verify_plan",
@@ -60,6 +62,17 @@ def initial_outputs(graph: Graph, seed: int = 0) -> dict[int, np.ndarray]:
                 arr[...] = rng.uniform(-1.0, 1.0, size=t.dims).astype(t.dtype)
                 out[t.uid] = arr
     return out
+
+
+def prefilled_output(t: Any) -> np.ndarray:
+    """What output ``t`` holds before the plan runs: NaN for floating-point types (an element the
+    engine never writes stays NaN and fails the comparison), the largest value for integers."""
+    host = strided_array(t.dims, t.strides, t.dtype)
+    if is_float(t.dtype):
+        host[...] = np.nan
+    else:
+        host[...] = np.iinfo(t.dtype).max if np.dtype(t.dtype).kind in "iu" else True
+    return host
 
 
 def known_bad_note(graph: Graph, engine_id: int | None) -> str:
@@ -92,11 +105,7 @@ def _execute(
             elif t.uid in initial:
                 host = initial[t.uid]
             else:
-                host = strided_array(t.dims, t.strides, t.dtype)
-                if np.dtype(t.dtype).kind == "f":
-                    host[...] = np.nan  # an element the engine never writes stays NaN
-                else:
-                    host[...] = np.iinfo(t.dtype).max if np.dtype(t.dtype).kind in "iu" else 1
+                host = prefilled_output(t)
             d = DeviceArray.empty(t.dims, t.dtype, strides=t.strides, device=device)
             arrays[t.uid] = d
             d.copy_from_numpy(host)

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .common import is_float
 from .reference import TRANSCENDENTAL_MODES, reduction_length
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -135,7 +136,7 @@ def math_input_roundoff(
 
 
 def _accumulator(input_dtype: Any, compute_dtype: Any, notes: set[str]) -> tuple[float, str]:
-    u = unit_roundoff(compute_dtype) if np.dtype(compute_dtype).kind == "f" else 0.0
+    u = unit_roundoff(compute_dtype) if is_float(compute_dtype) else 0.0
     if "REDUCED_PRECISION_REDUCTION" in notes:
         reduced = max(unit_roundoff(input_dtype), unit_roundoff(np.float16))
         if reduced > u:
@@ -178,9 +179,7 @@ def tolerance_for(output: Tensor, numerical_notes: Sequence[str] = ()) -> Tolera
     ops = _ancestors(output)
     out_dt = np.dtype(output.dtype)
     floats_in = any(
-        t.dtype is not None and np.dtype(t.dtype).kind == "f"
-        for op in ops
-        for t in op.inputs.values()
+        t.dtype is not None and is_float(t.dtype) for op in ops for t in op.inputs.values()
     )
     if out_dt.kind in "biu" and not floats_in:
         return Tolerance(0.0, True, ())
@@ -205,7 +204,7 @@ def tolerance_for(output: Tensor, numerical_notes: Sequence[str] = ()) -> Tolera
             k = reduction_length(op)
             terms.append((f"{op.label} {acc} x sqrt({k})", u_acc * math.sqrt(k)))
         elif op.kind == "pointwise":
-            u = unit_roundoff(compute) if np.dtype(compute).kind == "f" else 0.0
+            u = unit_roundoff(compute) if is_float(compute) else 0.0
             terms.append((f"{op.label} compute", u))
             if op.attrs["mode"].name in TRANSCENDENTAL_MODES:
                 terms.append((f"{op.label} approximate math", APPROX))
@@ -228,7 +227,7 @@ def tolerance_for(output: Tensor, numerical_notes: Sequence[str] = ()) -> Tolera
             terms.append((f"{op.label} approximate rsqrt", APPROX))
         # Intermediates the output is computed from are rounded to their own type once.
         for t in op.inputs.values():
-            if t.producer is not None and t.dtype is not None and np.dtype(t.dtype).kind == "f":
+            if t.producer is not None and t.dtype is not None and is_float(t.dtype):
                 terms.append(
                     (f"'{t.name}' stored as {np.dtype(t.dtype).name}", unit_roundoff(t.dtype))
                 )
