@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -73,19 +74,8 @@ def _plans(
     filters = _check_filters(options)
     if options:
         raise TypeError(f"unexpected option(s): {', '.join(sorted(options))}")
-    if target.device_id is None and target.props is None and report is not None:
-        report.device = target.note
-        return _plans_for(
-            graph,
-            target,
-            heuristics=heuristics,
-            sm_count=sm_count,
-            filters=filters,
-            report=report,
-            limit=limit,
-            variant=None,
-        )
-    plans = _plans_for(
+    attempt = functools.partial(
+        _plans_for,
         graph,
         target,
         heuristics=heuristics,
@@ -93,22 +83,16 @@ def _plans(
         filters=filters,
         report=report,
         limit=limit,
-        variant=None,
     )
+    if target.device_id is None and target.props is None:
+        report.device = target.note
+        return attempt(variant=None)  # records why nothing can be planned without a target
+    plans = attempt(variant=None)
     if plans:
         return plans
     # No engine for the graph as described: try the equivalent descriptions cuDNN has engines for.
     for variant in rewrites.variants(graph):
-        plans = _plans_for(
-            graph,
-            target,
-            heuristics=heuristics,
-            sm_count=sm_count,
-            filters=filters,
-            report=report,
-            limit=limit,
-            variant=variant,
-        )
+        plans = attempt(variant=variant)
         if plans:
             report.rewrites.append(f"planned the {variant.note}")
             for p in plans:
