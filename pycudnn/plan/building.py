@@ -29,6 +29,7 @@ from .heuristics import (
 from .report import GraphNotSupportedError, PlanningReport, _capture, _check_graph
 from .serialization import _version
 from .targets import _Target, _target
+from .verifying import check_verify, verified
 
 __all__ = ["build", "build_all"]
 
@@ -169,7 +170,12 @@ def _not_supported(graph: Graph, report: PlanningReport) -> GraphNotSupportedErr
 
 
 def _cache_key(
-    graph: Graph, target: _Target, options: Mapping[str, Any], *, autotuned: bool
+    graph: Graph,
+    target: _Target,
+    options: Mapping[str, Any],
+    *,
+    autotuned: bool,
+    verified: bool = False,
 ) -> str:
     filters = {
         k: options.get(k, d)
@@ -193,6 +199,8 @@ def _cache_key(
         "filters": filters,
         "autotuned": autotuned,
     }
+    if verified:  # only when set, so that the keys of unverified plans stay as they were
+        payload["verified"] = True
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -203,22 +211,48 @@ def build_all(
     device_properties: DeviceProperties | None = None,
     device: Any = None,
     limit: int | None = None,
+    verify: bool = False,
     **options: Any,
 ) -> list[Plan]:
     """Every execution plan that finalizes, in heuristic order (for autotuning or inspection).
 
-    Options as for :func:`build`; ``limit`` stops after that many plans. Raises
-    :class:`GraphNotSupportedError` when none finalizes.
+    Options as for :func:`build`; ``limit`` stops after that many plans; ``verify=True`` keeps
+    only the plans whose results agree with a reference (:mod:`pycudnn.plan.verifying`). Raises
+    :class:`GraphNotSupportedError` when none finalizes (or none is right).
     """
     _check_graph(graph)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit must be a positive int or None, got {limit!r}")
+    verify = check_verify(verify)
     target = _target(device_properties, device)
     report = PlanningReport()
     plans = _plans(graph, target, dict(options), report, limit=limit)
+    if verify:
+        plans = verified(plans, report, first=False)
     if not plans:
         raise _not_supported(graph, report)
     return plans
+
+
+def _verified_rest(
+    graph: Graph,
+    target: _Target,
+    options: Mapping[str, Any],
+    report: PlanningReport,
+    wrong: Plan,
+) -> tuple[PlanningReport, list[Plan]]:
+    """For ``build(verify=True)`` once the first candidate (``wrong``) failed: every candidate
+    planned again (in a fresh report that keeps the verdicts so far), ``wrong``'s engine config
+    left out, the first right one kept."""
+    full = PlanningReport(verification=list(report.verification))
+    same = (wrong.engine_id, wrong.knobs)
+    rest = []
+    for p in _plans(graph, target, dict(options), full, limit=None):
+        if (p.engine_id, p.knobs) == same:
+            p.close()
+        else:
+            rest.append(p)
+    return full, verified(rest, full, first=True)
 
 
 def build(
@@ -234,6 +268,7 @@ def build(
     allow_known_bad: bool = False,
     sm_count: int | None = None,
     cache: PlanCache | bool | None = None,
+    verify: bool = False,
 ) -> Plan:
     """The execution plan for ``graph``: from the plan cache, else the first heuristic config
     (modes ``heuristics`` tried in order) that passes the filters and finalizes.
@@ -247,8 +282,14 @@ def build(
     plan's ``report`` is the :class:`PlanningReport`. Raises :class:`GraphNotSupportedError` with
     the modes tried, the configs each returned, what was excluded and why, cuDNN's own
     explanation and what would work instead, when no plan can be built.
+
+    ``verify=True`` (on the GPU the plan is for) executes the candidates in heuristic order on
+    seeded inputs and returns the first whose results agree with a reference computed without
+    cuDNN (:mod:`pycudnn.verification`); wrong ones are closed and listed in the report
+    (``report.verification``). The plan carries its verdict as ``plan.verification``.
     """
     _check_graph(graph)
+    verify = check_verify(verify)
     options = {
         "heuristics": heuristics,
         "deterministic": deterministic,
@@ -262,12 +303,17 @@ def build(
     pc = _resolve_cache(cache)
     key = None
     if pc is not None:
-        key = _cache_key(graph, target, options, autotuned=False)
+        key = _cache_key(graph, target, options, autotuned=False, verified=verify)
         plan = pc._lookup(key, graph, target)
         if plan is not None:
             return plan
     report = PlanningReport()
     plans = _plans(graph, target, dict(options), report, limit=1)
+    if verify and plans:
+        first = plans[0]
+        plans = verified(plans, report, first=True)
+        if not plans:  # the first candidate was wrong: plan the others, and check them in order
+            report, plans = _verified_rest(graph, target, options, report, first)
     if not plans:
         raise _not_supported(graph, report)
     plan = plans[0]
