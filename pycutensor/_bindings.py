@@ -462,6 +462,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cutensor.h",
+        enum_args=(("dataType", "cudaDataType_t"),),
     ),
     "cutensorDestroyTensorDescriptor": FunctionSpec(
         name="cutensorDestroyTensorDescriptor",
@@ -516,6 +517,13 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cutensor.h",
+        enum_args=(
+            ("opA", "cutensorOperator_t"),
+            ("opB", "cutensorOperator_t"),
+            ("opC", "cutensorOperator_t"),
+            ("opAB", "cutensorOperator_t"),
+            ("opABC", "cutensorOperator_t"),
+        ),
     ),
     "cutensorElementwiseTrinaryExecute": FunctionSpec(
         name="cutensorElementwiseTrinaryExecute",
@@ -573,6 +581,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cutensor.h",
+        enum_args=(
+            ("opA", "cutensorOperator_t"),
+            ("opC", "cutensorOperator_t"),
+            ("opAC", "cutensorOperator_t"),
+        ),
     ),
     "cutensorElementwiseBinaryExecute": FunctionSpec(
         name="cutensorElementwiseBinaryExecute",
@@ -611,6 +624,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cutensor.h",
+        enum_args=(("opA", "cutensorOperator_t"),),
     ),
     "cutensorPermute": FunctionSpec(
         name="cutensorPermute",
@@ -668,6 +682,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cutensor.h",
+        enum_args=(
+            ("opA", "cutensorOperator_t"),
+            ("opB", "cutensorOperator_t"),
+            ("opC", "cutensorOperator_t"),
+        ),
     ),
     "cutensorDestroyOperationDescriptor": FunctionSpec(
         name="cutensorDestroyOperationDescriptor",
@@ -694,6 +713,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cutensor.h",
+        enum_args=(("attr", "cutensorOperationDescriptorAttribute_t"),),
     ),
     "cutensorOperationDescriptorGetAttribute": FunctionSpec(
         name="cutensorOperationDescriptorGetAttribute",
@@ -710,6 +730,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cutensor.h",
+        enum_args=(("attr", "cutensorOperationDescriptorAttribute_t"),),
     ),
     "cutensorCreatePlanPreference": FunctionSpec(
         name="cutensorCreatePlanPreference",
@@ -725,6 +746,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cutensor.h",
+        enum_args=(("algo", "cutensorAlgo_t"), ("jitMode", "cutensorJitMode_t")),
     ),
     "cutensorDestroyPlanPreference": FunctionSpec(
         name="cutensorDestroyPlanPreference",
@@ -751,6 +773,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cutensor.h",
+        enum_args=(("attr", "cutensorPlanPreferenceAttribute_t"),),
     ),
     "cutensorPlanPreferenceSetAttribute": FunctionSpec(
         name="cutensorPlanPreferenceSetAttribute",
@@ -767,6 +790,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cutensor.h",
+        enum_args=(("attr", "cutensorPlanPreferenceAttribute_t"),),
     ),
     "cutensorPlanGetAttribute": FunctionSpec(
         name="cutensorPlanGetAttribute",
@@ -777,6 +801,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cutensor.h",
+        enum_args=(("attr", "cutensorPlanAttribute_t"),),
     ),
     "cutensorEstimateWorkspaceSize": FunctionSpec(
         name="cutensorEstimateWorkspaceSize",
@@ -793,6 +818,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cutensor.h",
+        enum_args=(("workspacePref", "cutensorWorksizePreference_t"),),
     ),
     "cutensorCreatePlan": FunctionSpec(
         name="cutensorCreatePlan",
@@ -889,6 +915,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cutensor.h",
+        enum_args=(
+            ("opA", "cutensorOperator_t"),
+            ("opC", "cutensorOperator_t"),
+            ("opReduce", "cutensorOperator_t"),
+        ),
     ),
     "cutensorReduce": FunctionSpec(
         name="cutensorReduce",
@@ -967,6 +998,12 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cutensor.h",
+        enum_args=(
+            ("opA", "cutensorOperator_t"),
+            ("opB", "cutensorOperator_t"),
+            ("opC", "cutensorOperator_t"),
+            ("opD", "cutensorOperator_t"),
+        ),
     ),
     "cutensorContractTrinary": FunctionSpec(
         name="cutensorContractTrinary",
@@ -1033,6 +1070,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cutensor.h",
+        enum_args=(("dataType", "cudaDataType_t"),),
     ),
     "cutensorDestroyBlockSparseTensorDescriptor": FunctionSpec(
         name="cutensorDestroyBlockSparseTensorDescriptor",
@@ -1083,6 +1121,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cutensor.h",
+        enum_args=(
+            ("opA", "cutensorOperator_t"),
+            ("opB", "cutensorOperator_t"),
+            ("opC", "cutensorOperator_t"),
+        ),
     ),
     "cutensorBlockSparseContract": FunctionSpec(
         name="cutensorBlockSparseContract",
@@ -1127,6 +1170,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=False,
         header="cutensor.h",
+        enum_args=(("error", "cutensorStatus_t"),),
     ),
     "cutensorGetVersion": FunctionSpec(
         name="cutensorGetVersion",

@@ -13,6 +13,8 @@ from .errors import error_from_status
 __all__ = ["LIB", "check", "compute_descriptor", "take_last_error"]
 
 ENV_VAR = "PYCUTENSOR_LIBRARY"
+# The oldest cuTENSOR this project supports (README, "Supported versions"; docs/versions.md says why).
+MINIMUM_VERSION = (2, 0, 0)
 INSTALL_HINT = (
     "Install cuTENSOR 2 with `pip install 'cudnn-cutensor-ctypes[cu12]'` (CUDA 12) or "
     "`pip install 'cudnn-cutensor-ctypes[cu13]'` (CUDA 13); it also needs cuBLAS, which the "
@@ -46,6 +48,8 @@ LIB = _CutensorLibrary(
     expected_major=_bindings.HEADER_VERSION[0],
     functions=_bindings.FUNCTIONS,
     read_version=_read_version,
+    minimum_version=MINIMUM_VERSION,
+    version_symbol="cutensorGetVersion",
 )
 
 # The last error line cuTENSOR logged on each thread (filled by pycutensor.log's callback).

@@ -281,6 +281,30 @@ Version = tuple[int, int, int]
 NULL_CRASHES: dict[str, tuple[str, ...]] = {
     "cudnnFusedOpsExecute": ("plan",),
     "cudnnTransformFilter": ("srcDesc", "destDesc"),
+    # These segfaulted called with every argument NULL (reliability audit, cuDNN 9.28); their
+    # descriptors and host arrays are read unconditionally, so none of them may be NULL.
+    "cudnnDeriveBNTensorDescriptor": ("derivedBnDesc", "xDesc"),
+    "cudnnDeriveNormTensorDescriptor": (
+        "derivedNormScaleBiasDesc",
+        "derivedNormMeanVarDesc",
+        "xDesc",
+    ),
+    "cudnnCTCLoss": (
+        "handle",
+        "probsDesc",
+        "hostLabels",
+        "hostLabelLengths",
+        "hostInputLengths",
+        "ctcLossDesc",
+    ),
+    "cudnnCTCLoss_v8": (
+        "handle",
+        "ctcLossDesc",
+        "probsDesc",
+        "labels",
+        "labelLengths",
+        "inputLengths",
+    ),
 }
 
 PARAM_DOC_RE = re.compile(r"@param(?:\[[^\]]*\])?\s+(\w+)\s+([^@]*)")
@@ -394,6 +418,7 @@ class Function:
     returns_status: bool
     header: str
     nonnull: list[str] = field(default_factory=list)
+    enum_args: list[tuple[str, str]] = field(default_factory=list)  # (parameter, enum typedef)
 
 
 @dataclass
@@ -683,11 +708,16 @@ class ModelBuilder:
         kinds = self.ci.TypeKind
         argnames: list[str] = []
         argtypes: list[str] = []
+        enum_args: list[tuple[str, str]] = []
         for i, arg in enumerate(cursor.get_arguments()):
             name = arg.spelling or f"arg{i}"
             argnames.append(name)
             argtypes.append(self._parameter(arg.type, owner=cursor.spelling, param=name))
             self._note_stub_enum(arg.type)
+            named = arg.type.get_named_type() if arg.type.kind == kinds.ELABORATED else arg.type
+            if named.kind == kinds.TYPEDEF and named.get_canonical().kind == kinds.ENUM:
+                # passed as a C int; the raw layer checks the value's @since against the library
+                enum_args.append((name, named.get_declaration().spelling))
         result = cursor.result_type
         named = result.get_named_type() if result.kind == kinds.ELABORATED else result
         returns_status = named.kind == kinds.TYPEDEF and named.spelling == self.status_type
@@ -707,6 +737,7 @@ class ModelBuilder:
                 returns_status=returns_status,
                 header=header,
                 nonnull=nonnull,
+                enum_args=enum_args,
             )
         )
 
@@ -1299,6 +1330,11 @@ def function_spec(fn: Function) -> Group:
         returns_status=str(fn.returns_status),
         header=repr_str(fn.header),
         **({"nonnull": tuple_of(repr_str(n) for n in fn.nonnull)} if fn.nonnull else {}),
+        **(
+            {"enum_args": tuple_of(tuple_of([repr_str(p), repr_str(e)]) for p, e in fn.enum_args)}
+            if fn.enum_args
+            else {}
+        ),
     )
 
 
