@@ -19,7 +19,7 @@ ENV_VAR = "PYCUDNN_LIBRARY"
 # The oldest cuDNN this project supports (README, "Supported versions"; docs/versions.md says why).
 MINIMUM_VERSION = (9, 19, 0)
 INSTALL_HINT = (
-    "Install cuDNN 9 with `pip install 'cudnn-cutensor-ctypes[cu12]'` (CUDA 12) or "
+    "Install cuDNN 9 (9.19 or newer) with `pip install 'cudnn-cutensor-ctypes[cu12]'` (CUDA 12) or "
     "`pip install 'cudnn-cutensor-ctypes[cu13]'` (CUDA 13)"
 )
 

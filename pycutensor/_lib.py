@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import ctypes
-import threading
 
-from pycudnn._shared.ffi import NativeLibrary
+from pycudnn._shared.ffi import NativeLibrary, UnsupportedByLibraryError, format_version
 
 from . import _bindings
+from ._errorlog import clear_last_error, install, record_error, take_last_error
 from .errors import error_from_status
 
-__all__ = ["LIB", "check", "compute_descriptor", "take_last_error"]
+__all__ = [
+    "LIB",
+    "MINIMUM_VERSION",
+    "check",
+    "clear_last_error",
+    "compute_descriptor",
+    "missing_symbols",
+    "record_error",
+    "take_last_error",
+]
 
 ENV_VAR = "PYCUTENSOR_LIBRARY"
 # The oldest cuTENSOR this project supports (README, "Supported versions"; docs/versions.md says why).
@@ -34,9 +43,7 @@ class _CutensorLibrary(NativeLibrary):
         first = not self.is_loaded
         cdll = super()._load()
         if first:
-            from .log import install_error_capture
-
-            install_error_capture()
+            install(self.function, check)  # error capture: cuTENSOR has no last-error API
         return cdll
 
 
@@ -51,26 +58,6 @@ LIB = _CutensorLibrary(
     minimum_version=MINIMUM_VERSION,
     version_symbol="cutensorGetVersion",
 )
-
-# The last error line cuTENSOR logged on each thread (filled by pycutensor.log's callback).
-_errors = threading.local()
-
-
-def record_error(function: str, message: str) -> None:
-    _errors.last = (function, message)
-
-
-def take_last_error() -> str:
-    last = getattr(_errors, "last", None)
-    _errors.last = None
-    if last is None:
-        return ""
-    function, message = last
-    return f"{message} (logged by {function})" if function else message
-
-
-def clear_last_error() -> None:
-    _errors.last = None
 
 
 def check(status: int, function: str) -> None:
@@ -90,8 +77,29 @@ def compute_descriptor(name: str) -> int:
         if symbol not in _bindings.COMPUTE_DESCRIPTOR_SYMBOLS:
             known = ", ".join(s.rsplit("_", 1)[-1] for s in _bindings.COMPUTE_DESCRIPTOR_SYMBOLS)
             raise ValueError(f"unknown compute descriptor {name!r}; cuTENSOR has: {known}")
-        value = ctypes.c_void_p.in_dll(LIB.cdll(), symbol).value
+        LIB.check_since(symbol, _bindings.COMPUTE_DESCRIPTOR_SINCE.get(symbol))
+        try:
+            value = ctypes.c_void_p.in_dll(LIB.cdll(), symbol).value
+        except ValueError:  # "undefined symbol": older than the headers, and undated
+            raise UnsupportedByLibraryError(
+                f"{symbol} is declared in cutensor.h but not exported by {LIB.path} "
+                f"(cuTENSOR {format_version(LIB.version)})",
+                symbol=symbol,
+                loaded=LIB.version,
+            ) from None
         if not value:
             raise RuntimeError(f"{symbol} is NULL in {LIB.path}")
         ptr = _compute_descriptors[name] = int(value)
     return ptr
+
+
+def missing_symbols() -> list[str]:
+    """The functions and compute descriptors of the headers that the loaded cuTENSOR is older
+    than, each with the version that introduced it (its ELF symbol version). Loads the library."""
+    dated = [(spec.since, name) for name, spec in _bindings.FUNCTIONS.items()]
+    dated += [(since, name) for name, since in _bindings.COMPUTE_DESCRIPTOR_SINCE.items()]
+    return [
+        f"{name}: needs {format_version(since)}"
+        for since, name in sorted(dated, key=lambda d: (d[0] or (0,), d[1]))
+        if LIB.lacks(since)
+    ]

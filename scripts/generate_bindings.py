@@ -1587,6 +1587,69 @@ def generate_cudnn(include_dir: Path, report: Report) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
+def elf_symbol_versions(library: Path) -> dict[str, str]:
+    """Exported symbol -> the version node it is defined under (``.gnu.version_d``), read from an
+    ELF64 little-endian shared library: ``{"cutensorContractTrinary": "libcutensor.2.1.1"}``.
+
+    cuTENSOR's headers carry no ``@since`` tags, but its library versions every export with the
+    release that introduced it, so this dates its functions and compute descriptors.
+    """
+    data = library.read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        raise GenerationError(f"{library} is not an ELF64 little-endian file")
+    u16 = lambda o: int.from_bytes(data[o : o + 2], "little")  # noqa: E731
+    u32 = lambda o: int.from_bytes(data[o : o + 4], "little")  # noqa: E731
+    u64 = lambda o: int.from_bytes(data[o : o + 8], "little")  # noqa: E731
+    shoff, shentsize, shnum = u64(0x28), u16(0x3A), u16(0x3C)
+    sections = []
+    for i in range(shnum):
+        h = shoff + i * shentsize
+        sections.append(
+            (u32(h + 4), u64(h + 0x18), u64(h + 0x20), u32(h + 0x28))
+        )  # type, off, size, link
+    by_type = {kind: (off, size, link) for kind, off, size, link in sections}
+    sht_dynsym, sht_verdef, sht_versym = 11, 0x6FFFFFFD, 0x6FFFFFFF
+    if not {sht_dynsym, sht_verdef, sht_versym} <= by_type.keys():
+        raise GenerationError(f"{library} has no versioned dynamic symbols")
+
+    def string(table: int, offset: int) -> str:
+        start = sections[table][1] + offset
+        return data[start : data.index(b"\0", start)].decode()
+
+    vd_off, _, vd_link = by_type[sht_verdef]
+    names: dict[int, str] = {}
+    entry = vd_off
+    while True:  # Elf64_Verdef: version, flags, ndx, cnt, hash, aux, next
+        names[u16(entry + 4)] = string(vd_link, u32(entry + u32(entry + 12)))
+        if not u32(entry + 16):
+            break
+        entry += u32(entry + 16)
+    sym_off, sym_size, sym_link = by_type[sht_dynsym]
+    vs_off = by_type[sht_versym][0]
+    out: dict[str, str] = {}
+    for i in range(sym_size // 24):  # Elf64_Sym: name, info, other, shndx, value, size
+        sym = sym_off + i * 24
+        index = u16(vs_off + 2 * i) & 0x7FFF
+        if u16(sym + 6) and index in names:  # defined here, under a named version
+            out[string(sym_link, u32(sym))] = names[index]
+    return out
+
+
+def cutensor_symbol_since(include_dir: Path, floor: Version) -> dict[str, Version]:
+    """When each cuTENSOR export appeared, from the ELF symbol versions of the library that ships
+    next to the headers (``<wheel>/lib/libcutensor.so.2``). Versions below ``floor`` (the 1.x
+    names of functions that cuTENSOR 2 kept) count as ``floor``."""
+    library = include_dir.parent / "lib" / f"libcutensor.so.{floor[0]}"
+    if not library.is_file():
+        raise GenerationError(f"no {library.name} next to the cuTENSOR headers in {include_dir}")
+    out: dict[str, Version] = {}
+    for symbol, node in elf_symbol_versions(library).items():
+        m = re.fullmatch(r"libcutensor\.(\d+)\.(\d+)\.(\d+)", node)
+        if m:
+            out[symbol] = max((int(m[1]), int(m[2]), int(m[3])), floor)
+    return out
+
+
 def generate_cutensor(include_dir: Path, report: Report) -> str:
     src = parse_headers("cutensor.h", include_dir)
     model = ModelBuilder(
@@ -1624,6 +1687,9 @@ def generate_cutensor(include_dir: Path, report: Report) -> str:
     compute = [
         name for name, typedef in model.extern_symbols if typedef == "cutensorComputeDescriptor_t"
     ]
+    symbol_since = cutensor_symbol_since(include_dir, (version[0], 0, 0))
+    for fn in model.functions:
+        fn.since = symbol_since.get(fn.name)
 
     w = Writer()
     doc = [
@@ -1662,11 +1728,18 @@ def generate_cutensor(include_dir: Path, report: Report) -> str:
                 "COMPUTE_DESCRIPTOR_SYMBOLS: tuple[str, ...]",
                 tuple_of(repr_str(n) for n in compute),
             ),
+            "",
+            "# The release that introduced each compute descriptor (its ELF symbol version).",
+            *assign(
+                "COMPUTE_DESCRIPTOR_SINCE: dict[str, tuple[int, int, int] | None]",
+                dict_of((repr_str(n), version_expr(symbol_since.get(n))) for n in compute),
+            ),
         ]
     )
     emit_structs(w, model.structs)
     emit_callbacks(w, model.callbacks)
-    emit_functions(w, model.functions, "cutensor.h (cuTENSOR headers carry no @since tags)")
+    # The headers carry no @since tags: each function's ``since`` is its ELF symbol version.
+    emit_functions(w, model.functions, "cutensor.h (since: the library's ELF symbol versions)")
 
     enumerators = sum(len(e.enumerators) for e in model.enums)
     report.lines += [
