@@ -124,8 +124,8 @@ def _newer_attributes(than: tuple[int, int, int]) -> list[tuple[str, str]]:
 def test_every_attribute_newer_than_the_library_is_refused(cudnn_at) -> None:  # type: ignore[no-untyped-def]
     declared = cudnn_at(FLOOR)
     attributes = _newer_attributes(declared)
-    if declared == FLOOR:
-        assert len(attributes) > 10  # the headers are 9.28's: dozens of attributes are newer
+    if declared < cb.HEADER_VERSION:
+        assert attributes  # at least CUDNN_ATTR_EXECUTION_PLAN_CUDA_GRAPH_RETENTION (9.28)
     for attr, owner in attributes:
         d = BackendDescriptor(owner)
         with pytest.raises(UnsupportedByLibraryError, match=f"CUDNN_ATTR_{attr} needs"):
@@ -157,6 +157,18 @@ def test_enum_values_inside_attribute_values_are_refused(cudnn_at) -> None:  # t
     assert e.value.required == since and e.value.loaded == declared
     pw.set("POINTWISE_MODE", "ADD")  # as old as cuDNN 9.0: accepted, by the real library
     assert "CUDNN_POINTWISE_FLOOR_MOD: needs" in " ".join(missing_features())
+
+
+@pytest.mark.usefixtures("libcuda")
+def test_attribute_types_newer_than_the_library_are_refused(cudnn_at) -> None:  # type: ignore[no-untyped-def]
+    since = _since("CUDNN_TYPE_CUDA_GRAPH_RETENTION")
+    cudnn_at((since[0], since[1] - 1, 0))
+    t = BackendDescriptor("TENSOR")  # an attribute as old as cuDNN 9.0, with a type that is not
+    with pytest.raises(
+        UnsupportedByLibraryError,
+        match=r"CUDNN_TYPE_CUDA_GRAPH_RETENTION \(the type of CUDNN_ATTR_TENSOR_UNIQUE_ID\)",
+    ):
+        t.set("TENSOR_UNIQUE_ID", 1, attr_type="CUDA_GRAPH_RETENTION")
 
 
 def test_enum_since_takes_the_oldest_name_of_a_value() -> None:
@@ -272,7 +284,8 @@ def test_a_cudnn_already_in_the_process_is_the_one_used() -> None:
         from pycudnn import _info
         print(pycudnn.library_path())
         print(_info.found_via())
-        """
+        """,
+        PYCUDNN_LIBRARY="",  # no override: the loaded copy is found as such
     )
     assert out.returncode == 0, out.stderr
     path, via = out.stdout.strip().splitlines()
@@ -312,14 +325,16 @@ def test_an_override_naming_another_copy_than_the_loaded_one_is_refused(tmp_path
 
 
 def test_a_cutensor_already_in_the_process_is_the_one_used() -> None:
+    # CuPy loaded it first (through cuda.pathfinder, which also loads its cuBLAS dependency).
     out = run_python(
-        f"""
-        import ctypes
-        ctypes.CDLL({pycutensor.library_path()!r})
+        """
+        from cuda import pathfinder
+        pathfinder.load_nvidia_dynamic_lib("cutensor")
         import pycutensor
         from pycutensor import _info
         print(_info.found_via())
-        """
+        """,
+        PYCUTENSOR_LIBRARY="",
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "already loaded in this process"
