@@ -12,9 +12,8 @@ for file in requirements/constraints-*.txt; do
   [ "$entry" = cu12 ] && continue  # the default environment, run last
   start=$SECONDS
   scripts/test.sh --matrix "$entry" -q -p no:cacheprovider "$@" || failed+=("$entry")
-  echo "== $entry took $((SECONDS - start)) s" >&2
+  echo "== $entry took $((SECONDS - start)) s (setup included)" >&2
 done
-start=$SECONDS
+echo "== matrix entries that failed: ${failed[*]:-none}; now the default environment (cu12)" >&2
 scripts/test.sh -q "$@" || failed+=(cu12)
-echo "== cu12 (default) took $((SECONDS - start)) s; failed entries: ${failed[*]:-none}" >&2
 [ ${#failed[@]} -eq 0 ]

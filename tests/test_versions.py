@@ -367,3 +367,27 @@ def test_cutensor_symbols_are_dated_by_the_library(monkeypatch: pytest.MonkeyPat
     lacks = _lib.missing_symbols()
     assert "cutensorContractTrinary: needs 2.1.1" in lacks
     assert "CUTENSOR_COMPUTE_DESC_32F" not in " ".join(lacks)
+
+
+@pytest.mark.gpu
+def test_pytorch_imported_first_shares_its_cudnn() -> None:
+    # The GPU machines have PyTorch with its own cuDNN wheel: pycudnn must use that copy.
+    out = run_python(
+        """
+        import torch
+        v = torch.backends.cudnn.version()  # loads PyTorch's libcudnn.so.9
+        import pycudnn
+        from pycudnn import _info
+        print(v, pycudnn.version(), _info.found_via())
+        maps = {line.split()[-1] for line in open("/proc/self/maps") if "libcudnn.so.9" in line}
+        print(len(maps))
+        """,
+        PYCUDNN_LIBRARY="",
+    )
+    if out.returncode != 0 and "No module named 'torch'" in out.stderr:
+        pytest.skip("PyTorch is not installed")
+    assert out.returncode == 0, out.stderr
+    first, second = out.stdout.strip().splitlines()
+    torch_version, ours, via = first.split(" ", 2)
+    assert int(torch_version) == int(ours) and via == "already loaded in this process"
+    assert second == "1"  # one libcudnn.so.9 mapped in the process
