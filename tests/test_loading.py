@@ -114,6 +114,7 @@ def test_override_to_missing_file_raises_library_not_found(
     )
     assert out.returncode == 0, out.stderr
     assert "MSG" in out.stdout and env_var in out.stdout and f"[{extra}]" in out.stdout
+    assert "or install " in out.stdout  # one sentence, no stray capital ("or Install")
 
 
 def test_override_to_a_file_that_is_not_a_library(tmp_path: Path) -> None:
@@ -198,3 +199,16 @@ def test_every_declared_function_resolves_in_the_loaded_library() -> None:
                     lib.function(name)
             else:
                 lib.function(name)  # binds argtypes/restype without error
+
+
+def test_modules_do_not_import_each_other_in_a_cycle() -> None:
+    # backend sits below deviceprops (which builds on it), and cuTENSOR's loader below its log.
+    out = run_python(
+        """
+        import sys
+        import pycudnn.backend, pycutensor._lib
+        print("pycudnn.deviceprops" in sys.modules, "pycutensor.log" in sys.modules)
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False"]
