@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import ctypes
+import enum
+import functools
+from typing import Any
 
-from pycudnn._shared.ffi import NativeLibrary, UnsupportedByLibraryError, format_version
+from pycudnn._shared.ffi import (
+    FunctionSpec,
+    NativeLibrary,
+    UnsupportedByLibraryError,
+    format_version,
+)
 
 from . import _bindings
 from ._errorlog import clear_last_error, install, record_error, take_last_error
@@ -14,6 +22,7 @@ __all__ = [
     "LIB",
     "MINIMUM_VERSION",
     "check",
+    "check_enum",
     "clear_last_error",
     "compute_descriptor",
     "missing_symbols",
@@ -93,11 +102,49 @@ def compute_descriptor(name: str) -> int:
     return ptr
 
 
+@functools.cache
+def _enum_since() -> dict[tuple[type, int], tuple[str, tuple[int, int, int]]]:
+    """(enum class, value) -> (C name, the release that introduced it), from the generated
+    history of the headers (``_enum_history``)."""
+    from ._enum_history import ENUMERATOR_SINCE
+
+    out: dict[tuple[type, int], tuple[str, tuple[int, int, int]]] = {}
+    for c_name, since in ENUMERATOR_SINCE.items():
+        member = getattr(_bindings, c_name, None)
+        if isinstance(member, enum.IntEnum):
+            key = (type(member), int(member))
+            if key not in out or since < out[key][1]:
+                out[key] = (c_name, since)
+    return out
+
+
+def check_enum(enum_cls: type, value: int, context: str = "") -> None:
+    """Raise :class:`~pycutensor.UnsupportedByLibraryError` when ``value`` of ``enum_cls`` (an
+    operator, a plan-preference or operation-descriptor attribute, ...) is newer than the loaded
+    cuTENSOR, which would otherwise answer ``CUTENSOR_STATUS_INVALID_VALUE`` at best."""
+    entry = _enum_since().get((enum_cls, int(value)))
+    if entry is not None and LIB.lacks(entry[1]):
+        LIB.check_since(f"{entry[0]} ({context})" if context else entry[0], entry[1])
+
+
+def precheck(spec: FunctionSpec, args: tuple[Any, ...]) -> None:
+    """The raw layer's check of enum-typed arguments (``make_checked``'s precheck)."""
+    for param, typedef in spec.enum_args:
+        enum_cls = getattr(_bindings, typedef, None)
+        value = args[spec.argnames.index(param)]
+        if enum_cls is not None and isinstance(value, int):
+            check_enum(enum_cls, value, f"{spec.name}: {param}")
+
+
 def missing_symbols() -> list[str]:
-    """The functions and compute descriptors of the headers that the loaded cuTENSOR is older
-    than, each with the version that introduced it (its ELF symbol version). Loads the library."""
+    """The functions, compute descriptors and enumerators of the headers that the loaded cuTENSOR
+    is older than, each with the version that introduced it (functions and descriptors: their ELF
+    symbol versions; enumerators: the first release whose headers name them). Loads the library."""
+    from ._enum_history import ENUMERATOR_SINCE
+
     dated = [(spec.since, name) for name, spec in _bindings.FUNCTIONS.items()]
     dated += [(since, name) for name, since in _bindings.COMPUTE_DESCRIPTOR_SINCE.items()]
+    dated += [(since, name) for name, since in ENUMERATOR_SINCE.items()]
     return [
         f"{name}: needs {format_version(since)}"
         for since, name in sorted(dated, key=lambda d: (d[0] or (0,), d[1]))

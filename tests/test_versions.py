@@ -391,3 +391,29 @@ def test_pytorch_imported_first_shares_its_cudnn() -> None:
     torch_version, ours, via = first.split(" ", 2)
     assert int(torch_version) == int(ours) and via == "already loaded in this process"
     assert second == "1"  # one libcudnn.so.9 mapped in the process
+
+
+def test_cutensor_enumerators_are_dated_by_the_older_headers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pycutensor import _lib
+    from pycutensor._enum_history import ENUMERATOR_SINCE
+
+    names = {n for n in vars(tb) if n.startswith("CUTENSOR_") and n in ENUMERATOR_SINCE}
+    assert names == set(ENUMERATOR_SINCE)  # every dated name is an enumerator of the bindings
+    assert all((2, 0, 0) <= v <= tb.HEADER_VERSION for v in ENUMERATOR_SINCE.values())
+    since = ENUMERATOR_SINCE["CUTENSOR_PLAN_PREFERENCE_GPU_ARCH"]
+    assert since > (2, 0, 2)  # absent from the 2.0.2 headers
+    CUTENSOR.cdll()
+    monkeypatch.setattr(CUTENSOR, "_version", min((since[0], since[1] - 1, 0), CUTENSOR.version))
+    # Refused before C: the real library would answer this NULL handle with an error status.
+    with pytest.raises(UnsupportedByLibraryError, match="CUTENSOR_PLAN_PREFERENCE_GPU_ARCH"):
+        pycutensor.raw.cutensorPlanPreferenceSetAttribute(
+            None, None, int(tb.CUTENSOR_PLAN_PREFERENCE_GPU_ARCH), None, 0
+        )
+    with pytest.raises(UnsupportedByLibraryError, match="GPU_ARCH"):
+        _lib.check_enum(tb.cutensorPlanPreferenceAttribute_t, 6)
+    _lib.check_enum(tb.cutensorOperator_t, int(tb.CUTENSOR_OP_IDENTITY))  # as old as 2.0
+    assert any(
+        line.startswith("CUTENSOR_PLAN_PREFERENCE_GPU_ARCH") for line in _lib.missing_symbols()
+    )
