@@ -56,9 +56,7 @@ def check_enum(enum_cls: type, value: int, context: str = "") -> None:
     if entry is None:
         return
     c_name, since = entry
-    if LIB.lacks(since):
-        symbol = f"{c_name} ({context})" if context else c_name
-        LIB.check_since(symbol, since)
+    LIB.check_since(c_name, since, context)
 
 
 def require_version(version: tuple[int, ...], feature: str) -> None:

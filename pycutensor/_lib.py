@@ -123,8 +123,8 @@ def check_enum(enum_cls: type, value: int, context: str = "") -> None:
     operator, a plan-preference or operation-descriptor attribute, ...) is newer than the loaded
     cuTENSOR, which would otherwise answer ``CUTENSOR_STATUS_INVALID_VALUE`` at best."""
     entry = _enum_since().get((enum_cls, int(value)))
-    if entry is not None and LIB.lacks(entry[1]):
-        LIB.check_since(f"{entry[0]} ({context})" if context else entry[0], entry[1])
+    if entry is not None:
+        LIB.check_since(entry[0], entry[1], context)
 
 
 def precheck(spec: FunctionSpec, args: tuple[Any, ...]) -> None:

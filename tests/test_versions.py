@@ -154,6 +154,8 @@ def test_enum_values_inside_attribute_values_are_refused(cudnn_at) -> None:  # t
     pw = BackendDescriptor("POINTWISE")
     with pytest.raises(UnsupportedByLibraryError, match="CUDNN_POINTWISE_FLOOR_MOD") as e:
         pw.set("POINTWISE_MODE", "FLOOR_MOD")
+    assert e.value.symbol == "CUDNN_POINTWISE_FLOOR_MOD"
+    assert "CUDNN_ATTR_POINTWISE_MODE" in str(e.value)  # where it was used
     assert e.value.required == since and e.value.loaded == declared
     pw.set("POINTWISE_MODE", "ADD")  # as old as cuDNN 9.0: accepted, by the real library
     assert "CUDNN_POINTWISE_FLOOR_MOD: needs" in " ".join(missing_features())

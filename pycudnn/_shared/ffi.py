@@ -274,13 +274,15 @@ class NativeLibrary:
         """Whether the loaded library is older than ``since`` (loads it; None: never lacks)."""
         return since is not None and tuple(since) > self.version
 
-    def check_since(self, symbol: str, since: tuple[int, ...] | None) -> None:
+    def check_since(self, symbol: str, since: tuple[int, ...] | None, context: str = "") -> None:
         """Raise :class:`UnsupportedByLibraryError` when ``symbol`` (introduced in ``since``) is
-        newer than the loaded library; it names the symbol and both versions."""
+        newer than the loaded library; it names the symbol (and ``context``: where it was used)
+        and both versions."""
         if self.lacks(since):
+            where = f" ({context})" if context else ""
             raise UnsupportedByLibraryError(
-                f"{symbol} needs {self.display_name} >= {format_version(since)}; the loaded "
-                f"library ({self._path}) is {format_version(self.version)}",
+                f"{symbol}{where} needs {self.display_name} >= {format_version(since)}; the "
+                f"loaded library ({self._path}) is {format_version(self.version)}",
                 symbol=symbol,
                 required=since,
                 loaded=self.version,
