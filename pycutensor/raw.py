@@ -35,9 +35,9 @@ def compute_descriptor(name: str) -> int:
 
 def __getattr__(name: str) -> Any:
     if name in _bindings.FUNCTIONS:
-        from ._lib import LIB, clear_last_error
+        from ._lib import LIB, clear_last_error, precheck
 
-        checked = make_checked(LIB, name, _raise_status)
+        checked = make_checked(LIB, name, _raise_status, precheck)
 
         def call(*args: Any) -> Any:
             clear_last_error()  # an error line logged earlier must not be attached to this call

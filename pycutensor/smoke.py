@@ -36,9 +36,14 @@ def _library() -> dict[str, Any]:
 
 def _compute_descriptors() -> str:
     from . import _bindings
-    from ._lib import compute_descriptor
+    from ._lib import LIB, compute_descriptor
 
-    names = [s.removeprefix("CUTENSOR_COMPUTE_DESC_") for s in _bindings.COMPUTE_DESCRIPTOR_SYMBOLS]
+    # Only the descriptors the loaded cuTENSOR has (the newer ones are refused, dated).
+    names = [
+        s.removeprefix("CUTENSOR_COMPUTE_DESC_")
+        for s in _bindings.COMPUTE_DESCRIPTOR_SYMBOLS
+        if not LIB.lacks(_bindings.COMPUTE_DESCRIPTOR_SINCE.get(s))
+    ]
     ptrs = {n: compute_descriptor(n) for n in names}
     if len(set(ptrs.values())) != len(ptrs):
         raise AssertionError(f"compute descriptors are not distinct: {ptrs}")

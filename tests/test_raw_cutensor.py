@@ -14,6 +14,13 @@ from pycutensor import _bindings, raw
 def test_compute_descriptors_are_readable_and_distinct() -> None:
     names = [s.removeprefix("CUTENSOR_COMPUTE_DESC_") for s in _bindings.COMPUTE_DESCRIPTOR_SYMBOLS]
     assert {"16F", "16BF", "TF32", "3XTF32", "32F", "64F"} <= set(names)
+    # Descriptors newer than the loaded cuTENSOR (a version-matrix entry) are refused, dated.
+    loaded = pycutensor.version_tuple()
+    newer = [n for n in names if _bindings.COMPUTE_DESCRIPTOR_SINCE[f"CUTENSOR_COMPUTE_DESC_{n}"] > loaded]  # fmt: skip
+    for n in newer:
+        with pytest.raises(pycutensor.UnsupportedByLibraryError, match=f"COMPUTE_DESC_{n} needs"):
+            raw.compute_descriptor(n)
+    names = [n for n in names if n not in newer]
     ptrs = [raw.compute_descriptor(n) for n in names]
     assert all(ptrs) and len(set(ptrs)) == len(ptrs)
     # The value is what the exported data symbol holds (read independently with in_dll).
