@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING, Any
 from .convolution import ConvolutionOps
 from .matmul import MatmulOps
 from .pointwise import PointwiseOps
+from .quantize import QuantizeOps
 from .reduction import ReductionOps
+from .resample import ResampleOps
+from .rng import RngOps
+from .sequence import SequenceOps
+from .shape import ShapeOps
+from .statistics import StatisticsOps
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..deviceprops import DeviceProperties
@@ -21,7 +27,18 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Graph"]
 
 
-class Graph(ConvolutionOps, MatmulOps, PointwiseOps, ReductionOps):
+class Graph(
+    ConvolutionOps,
+    MatmulOps,
+    PointwiseOps,
+    ReductionOps,
+    StatisticsOps,
+    ShapeOps,
+    ResampleOps,
+    SequenceOps,
+    QuantizeOps,
+    RngOps,
+):
     """A cuDNN operation graph under construction, then finalized (``CUDNN_BACKEND_OPERATIONGRAPH``).
 
     ``compute_dtype`` is the default math precision of operations; ``intermediate_dtype`` the type
