@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .convolution import ConvolutionOps
+from .like import TensorLikeOps
 from .matmul import MatmulOps
 from .pointwise import PointwiseOps
 from .quantize import QuantizeOps
@@ -38,6 +39,7 @@ class Graph(
     SequenceOps,
     QuantizeOps,
     RngOps,
+    TensorLikeOps,
 ):
     """A cuDNN operation graph under construction, then finalized (``CUDNN_BACKEND_OPERATIONGRAPH``).
 
