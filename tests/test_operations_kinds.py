@@ -55,6 +55,26 @@ def bn_backward_weights(g: Graph) -> None:
     g.batchnorm_backward_weights(dy, x, *(g.tensor(PC, name=n) for n in ("m", "iv", "sc")))
 
 
+def _dgrad_drelu_dbn_weight(g: Graph, dtype: str) -> None:
+    # cudnn-frontend's "Dgrad Drelu DBNweight" sample: the fusion BN_BWD_WEIGHTS is made for
+    dy = g.tensor([4, 64, 16, 16], fmt="NHWC", dtype=dtype, name="dy")
+    w = g.tensor([64, 32, 3, 3], fmt="NHWC", dtype=dtype, name="w")
+    dg = g.conv_dgrad(dy, w, padding=1, dx_dims=[4, 32, 16, 16])
+    x = g.tensor([4, 32, 16, 16], fmt="NHWC", dtype=dtype, name="x")
+    m, v, s, b = (g.tensor([1, 32, 1, 1], fmt="NHWC", name=n) for n in ("m", "v", "s", "b"))
+    dr = g.pointwise("relu_bwd", g.add(g.mul(g.mul(g.sub(x, m), v), s), b), dg)
+    dr.set_output(True, dtype=dtype)
+    g.batchnorm_backward_weights(dr, x, m, v, s)
+
+
+def dgrad_drelu_dbn_weight(g: Graph) -> None:
+    _dgrad_drelu_dbn_weight(g, "float16")
+
+
+def dgrad_drelu_dbn_weight_bf16(g: Graph) -> None:
+    _dgrad_drelu_dbn_weight(g, "bfloat16")
+
+
 def reshape(g: Graph) -> None:
     g.reshape(g.tensor([2, 4, 8, 16], dtype="float16", name="x"), [2, 32, 16])
 
@@ -66,6 +86,13 @@ def transpose(g: Graph) -> None:
 def slice_(g: Graph) -> None:
     x = g.tensor([2, 4, 8, 16], dtype="float16", name="x")
     g.slice(x, [slice(None), slice(None), slice(0, 4), slice(None)])
+
+
+def slice_matmul(g: Graph) -> None:
+    # cudnn-frontend's "Slice gemm" sample: a slice feeding a matmul prologue
+    a = g.tensor([11, 23, 64], dtype="float16", name="a")
+    b = g.tensor([8, 64, 32], dtype="float16", name="b")
+    g.relu(g.matmul(g.slice(a, [(1, 9), (3, 19), (0, 64)]), b))
 
 
 def concatenate(g: Graph) -> None:
@@ -169,9 +196,12 @@ CASES: list[tuple[Callable[[Graph], None], str, str]] = [
     (conv_genstats, "OPERATION_GEN_STATS", PLAN),
     (bn_finalize, "OPERATION_BN_FINALIZE_STATISTICS", PLAN),
     (bn_backward_weights, "OPERATION_BN_BWD_WEIGHTS", NO_ENGINE),
+    (dgrad_drelu_dbn_weight, "OPERATION_BN_BWD_WEIGHTS", PLAN),
+    (dgrad_drelu_dbn_weight_bf16, "OPERATION_BN_BWD_WEIGHTS", NO_ENGINE),
     (reshape, "OPERATION_RESHAPE", NO_ENGINE),
     (transpose, "OPERATION_TRANSPOSE", NO_ENGINE),
     (slice_, "OPERATION_SLICE", NO_ENGINE),
+    (slice_matmul, "OPERATION_SLICE", PLAN),
     (concatenate, "OPERATION_CONCAT", NO_ENGINE),
     (maxpool, "OPERATION_RESAMPLE_FWD", PLAN),
     (maxpool_index, "OPERATION_RESAMPLE_FWD", PLAN),
