@@ -329,6 +329,8 @@ def test_shape_inference() -> None:
         (lambda g, x: g.paged_cache_load(x, g.tensor([2, 1, 2, 1], dtype="int32"), g.tensor([2, 1, 1, 1], dtype="int32"), max_seq_len=17), "exceeds pages x block_size"),
         (lambda g, x: g.expand_band_matrix(x, lower_bandwidth=1, upper_bandwidth=1, axis=2), "the band holds"),
         (lambda g, x: g.diagonal_band_mask(x), "give left_bound="),
+        (lambda g, x: g.diagonal_band_mask(x, left_bound=g.tensor([1, 1, 1, 1], dtype="int32"), right_bound=g.tensor([1, 1, 1, 1], dtype="int32")), "not both"),
+        (lambda g, x: g.block_scale_quantize(g.tensor([1, 128, 256]), block_size=32, out_dtype="float8_e4m3fn"), "has rank 3"),
         (lambda g, x: g.diagonal_band_mask(x, left_bound=g.tensor([1, 1, 1, 1], dtype="int32"), comparison="add"), "cmp_* pointwise mode"),
         (lambda g, x: g.signal(x, g.tensor([1, 1, 2, 1], dtype="int64"), value=1), "all dims 1"),
         (lambda g, x: g.batchnorm_finalize(*(g.tensor([1, 4, 1, 1]) for _ in range(4)), epsilon=1e-5, accum_count=8, momentum=0.1), "or none of them"),

@@ -35,6 +35,13 @@ class QuantizeOps(GraphCore):
         op_name, label = _start(self, kind, name, "OPERATION_BLOCK_SCALE_QUANTIZE")
         x = self._own(x, label, "X")
         _need_dtype(x, "f", label, "X", "quantization takes floating-point input")
+        if x.ndim == 3:
+            # cuDNN 9.28 takes rank-3 input only with a scale tensor in F8_128x4 reordering,
+            # which graph tensors do not express ("xDesc.getNbDims() == 3 && !(reordering)")
+            raise GraphError(
+                f"{label}: X ('{x.name}') has rank 3; cuDNN quantizes rank-3 tensors only into "
+                "a scale reordered F8_128x4, which graph tensors cannot describe: add a leading 1"
+            )
         bs = _int_arg(block_size, f"{label}: block_size", minimum=1)
         if x.dims[-1] % bs:
             raise GraphError(

@@ -331,8 +331,8 @@ class SequenceOps(GraphCore):
         """Mask ``x`` (``[B, H, S_q, S_kv]`` scores) outside a diagonal band
         (``OPERATION_DIAGONAL_BAND_MASK``, cuDNN 9.20+), as sliding-window attention does.
 
-        ``left_bound`` and ``right_bound`` are all-1 int32 tensors (the band's extent left and
-        right of the diagonal); ``fill`` is the value written outside the band (default -inf);
+        ``left_bound`` or ``right_bound`` (one of them: cuDNN 9.28 refuses both in one operation) is
+        an all-1 int32 tensor (the band's extent left or right of the diagonal); ``fill`` is the value written outside the band (default -inf);
         ``seq_len_q``/``seq_len_kv`` (``[B, 1, 1, 1]`` int32) align the diagonal bottom-right per
         batch; ``comparison`` is the pointwise comparison of the band test.
         """
@@ -345,7 +345,14 @@ class SequenceOps(GraphCore):
             )
         ins = {"x": x}
         if left_bound is None and right_bound is None:
-            raise GraphError(f"{label}: give left_bound=, right_bound= or both")
+            raise GraphError(f"{label}: give left_bound= or right_bound=")
+        if left_bound is not None and right_bound is not None:
+            # cuDNN 9.28 refuses the pair at finalize ("shiftRightBoundPort.tensor.isFinalized()
+            # && leftBoundPort.tensor.isFinalized()"): one bound per operation
+            raise GraphError(
+                f"{label}: give left_bound= or right_bound=, not both (cuDNN takes one bound per "
+                "diagonal band mask; chain two masks for a band bounded on both sides)"
+            )
         for role, t in (("left_bound", left_bound), ("right_bound", right_bound)):
             if t is None:
                 continue
