@@ -18,19 +18,29 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["EXTRA_KINDS", "build_extra_op"]
 
 
+class _Ctx(NamedTuple):
+    """What a kind's extra lowering step needs from :func:`build_extra_op`'s caller."""
+
+    new: Any  # creates a descriptor owned by the graph's descriptor set
+    finalize: Any  # finalizes one, naming the operation in cuDNN's errors
+    compute: Any  # the operation's compute type (cudnnDataType_t)
+    tensors: dict[int, Any]  # tensor uid -> its finalized TENSOR descriptor
+
+
 class _Kind(NamedTuple):
     descriptor: str  # OPERATION_* (without _DESCRIPTOR)
     roles: dict[str, str]  # tensor role -> attribute (without CUDNN_ATTR_)
     values: tuple[tuple[str, str, str], ...] = ()  # (attrs key, attribute, attribute type)
     math: str | None = None  # the MATH_PREC / COMP_TYPE attribute, if the kind has one
-    extra: Callable[..., None] | None = None  # sub-descriptors and descriptor lists
+    # sub-descriptors and descriptor lists: extra(op, the OPERATION_* descriptor, _Ctx)
+    extra: Callable[..., None] | None = None
 
 
-def _resample_desc(op: Operation, d: Any, new: Any, finalize: Any, compute: Any) -> None:
+def _resample_desc(op: Operation, d: Any, ctx: _Ctx) -> None:
     a = op.attrs
-    r = new("RESAMPLE")
+    r = ctx.new("RESAMPLE")
     r.set("RESAMPLE_MODE", a["mode"], attr_type="RESAMPLE_MODE")
-    r.set("RESAMPLE_COMP_TYPE", compute, attr_type="DATA_TYPE")
+    r.set("RESAMPLE_COMP_TYPE", ctx.compute, attr_type="DATA_TYPE")
     r.set("RESAMPLE_NAN_PROPAGATION", a["nan_propagation"], attr_type="NAN_PROPOGATION")
     r.set("RESAMPLE_PADDING_MODE", a["padding_mode"], attr_type="PADDING_MODE")
     r.set("RESAMPLE_SPATIAL_DIMS", len(a["window"]), attr_type="INT64")
@@ -38,7 +48,7 @@ def _resample_desc(op: Operation, d: Any, new: Any, finalize: Any, compute: Any)
     r.set("RESAMPLE_PRE_PADDINGS", a["pre_padding"], attr_type="INT64")
     r.set("RESAMPLE_POST_PADDINGS", a["post_padding"], attr_type="INT64")
     r.set("RESAMPLE_STRIDES", a["stride"], attr_type="INT64")
-    finalize(r, f"{op.label} (resample settings)")
+    ctx.finalize(r, f"{op.label} (resample settings)")
     fwd = op.kind == "resample"
     prefix = "OPERATION_RESAMPLE_FWD_" if fwd else "OPERATION_RESAMPLE_BWD_"
     d.set(prefix + "DESC", r, attr_type="BACKEND_DESCRIPTOR")
@@ -46,9 +56,9 @@ def _resample_desc(op: Operation, d: Any, new: Any, finalize: Any, compute: Any)
     d.set(prefix + "BETA", 0.0, attr_type="DOUBLE")
 
 
-def _rng_desc(op: Operation, d: Any, new: Any, finalize: Any, compute: Any) -> None:
+def _rng_desc(op: Operation, d: Any, ctx: _Ctx) -> None:
     a = op.attrs
-    r = new("RNG")
+    r = ctx.new("RNG")
     r.set("RNG_DISTRIBUTION", a["distribution"], attr_type="RNG_DISTRIBUTION")
     if a["distribution"].name == "BERNOULLI":
         r.set("RNG_BERNOULLI_DIST_PROBABILITY", a["probability"], attr_type="DOUBLE")
@@ -58,13 +68,13 @@ def _rng_desc(op: Operation, d: Any, new: Any, finalize: Any, compute: Any) -> N
     else:
         r.set("RNG_NORMAL_DIST_MEAN", a["mean"], attr_type="DOUBLE")
         r.set("RNG_NORMAL_DIST_STANDARD_DEVIATION", a["std"], attr_type="DOUBLE")
-    finalize(r, f"{op.label} (rng settings)")
+    ctx.finalize(r, f"{op.label} (rng settings)")
     d.set("OPERATION_RNG_DESC", r, attr_type="BACKEND_DESCRIPTOR")
 
 
-def _concat_inputs(op: Operation, d: Any, new: Any, finalize: Any, compute: Any) -> None:
-    tensors = op.attrs["_tensors"]
-    ins = [tensors[t.uid] for r, t in op.inputs.items() if r.startswith("x")]
+def _concat_inputs(op: Operation, d: Any, ctx: _Ctx) -> None:
+    # the inputs are one attribute holding a list of descriptors, in input order
+    ins = [ctx.tensors[t.uid] for r, t in op.inputs.items() if r.startswith("x")]
     d.set("OPERATION_CONCAT_INPUT_DESCS", ins, attr_type="BACKEND_DESCRIPTOR")
 
 
@@ -356,9 +366,5 @@ def build_extra_op(
     if spec.math is not None:
         d.set(spec.math, compute, attr_type="DATA_TYPE")
     if spec.extra is not None:
-        op.attrs["_tensors"] = tensors
-        try:
-            spec.extra(op, d, new, finalize, compute)
-        finally:
-            del op.attrs["_tensors"]
+        spec.extra(op, d, _Ctx(new, finalize, compute, tensors))
     return d
