@@ -123,12 +123,12 @@ def maxpool_backward(g: Graph) -> None:
 
 def rope(g: Graph) -> None:
     x = g.tensor([2, 4, 64, 64], dtype="float16", name="x")
-    g.rope(x, g.tensor([1, 1, 64, 64], name="freqs"))
+    g.rope(x, g.tensor([64, 1, 1, 64], name="freqs"))
 
 
 def rope_backward(g: Graph) -> None:
     dy = g.tensor([2, 4, 64, 64], dtype="float16", name="dy")
-    g.rope_backward(dy, g.tensor([1, 1, 64, 64], name="freqs"))
+    g.rope_backward(dy, g.tensor([64, 1, 1, 64], name="freqs"))
 
 
 def rng(g: Graph) -> None:
@@ -314,8 +314,9 @@ def test_shape_inference() -> None:
         (lambda g, x: g.resample(x, mode="avgpool_include_padding", window=[2, 2], generate_index=True), "max pooling only"),
         (lambda g, x: g.resample_backward(x, window=[2, 2]), "give x= or dx_dims="),
         (lambda g, x: g.resample_backward(x, window=[2, 2], dx_dims=[2, 4, 16, 32]), "max pooling's gradient needs"),
-        (lambda g, x: g.rope(x, g.tensor([1, 64, 16])), "has rank 3"),
-        (lambda g, x: g.rope(x, g.tensor([1, 1, 8, 16]), rope_dim=3), "must be even"),
+        (lambda g, x: g.rope(x, g.tensor([1, 64, 16])), "got ranks 4 and 3"),
+        (lambda g, x: g.rope(x, g.tensor([8, 1, 1, 16]), rope_dim=3), "must be even"),
+        (lambda g, x: g.rope(x, g.tensor([8, 1, 1, 16], dtype="int32")), "angles"),
         (lambda g, x: g.rng([2, 4], seed=1, probability=0.5), "rank 2"),
         (lambda g, x: g.rng([2, 4, 8], seed=1), "needs probability="),
         (lambda g, x: g.rng([2, 4, 8], seed=1, probability=1.5), "not in [0, 1]"),

@@ -107,10 +107,12 @@ class SequenceOps(GraphCore):
             attrs["rope_dim"] = rd
         if output_scale is not None:
             attrs["output_scale"] = self._real(output_scale, f"{label}: output_scale")
-        if f.ndim != x.ndim:
+        if x.ndim != 4 or f.ndim != 4:
             raise GraphError(
-                f"{label}: FREQS ('{f.name}') has rank {f.ndim} but {xin.upper()} has rank {x.ndim}"
+                f"{label}: {xin.upper()} ('{x.name}') must be [B, H, S, D] and FREQS ('{f.name}') "
+                f"[S, 1, 1, D] (rank 4), got ranks {x.ndim} and {f.ndim}"
             )
+        _need_dtype(f, "f", label, "FREQS", "frequencies are angles (floating point)")
         y = self._output(label, op_name, xout, x.dims, x, out=out, out_dtype=None, inputs=(x, f))
         self._add_op(kind, op_name, {xin: x, "freqs": f}, {xout: y}, attrs)
         return y
@@ -125,9 +127,14 @@ class SequenceOps(GraphCore):
         name: str | None = None,
         out: Tensor | None = None,
     ) -> Tensor:
-        """Rotary position embedding of ``x`` (``[B, H, S, D]``) by the angles ``freqs``
-        (``OPERATION_ROPE_FWD``, cuDNN 9.24+); ``rope_dim`` rotates only the first dims of each
-        head, ``output_scale`` multiplies the result."""
+        """Rotary position embedding of ``x`` (``[B, H, S, D]``) by the raw angles ``freqs``
+        (``[S, 1, 1, D]``) (``OPERATION_ROPE_FWD``, cuDNN 9.24+).
+
+        Non-interleaved rotation of the trailing ``rope_dim`` entries of each head (default all
+        ``D``); the leading ``D - rope_dim`` pass through. ``output_scale`` multiplies the whole
+        output. cuDNN runs it fused with attention (``RoPE(Q) + RoPE(K) + SDPA``): alone it has no
+        engine (docs/operations.md).
+        """
         return self._rope("rope", x, freqs, rope_dim, output_scale, name, out)
 
     def rope_backward(
@@ -140,7 +147,8 @@ class SequenceOps(GraphCore):
         name: str | None = None,
         out: Tensor | None = None,
     ) -> Tensor:
-        """The gradient of :meth:`rope` (``OPERATION_ROPE_BWD``, cuDNN 9.25+): ``dx`` from ``dy``."""
+        """The gradient of :meth:`rope` (``OPERATION_ROPE_BWD``, cuDNN 9.25+): ``dx`` from ``dy``
+        (rotation by the negated angles), fused after attention's backward like :meth:`rope`."""
         return self._rope("rope_backward", dy, freqs, rope_dim, output_scale, name, out)
 
     def paged_cache_load(
