@@ -173,3 +173,14 @@ def test_cuda_graph_calls_check_arguments_first(props: DeviceProperties) -> None
     plan.close()
     with pytest.raises(pycudnn.ClosedError):
         plan.populate_cuda_graph(host, 0x1000)
+
+
+@pytest.mark.usefixtures("libcuda")
+def test_slice_matmul_plans_can_populate_cuda_graphs(props: DeviceProperties) -> None:
+    # the GPU test of populate/update uses this graph: its engines advertise the native API
+    g = Graph("slice_gemm_graph")
+    a = g.tensor([4, 24, 32], dtype="float16", name="a")
+    b = g.tensor([4, 32, 16], dtype="float16", name="b")
+    g.relu(g.matmul(g.slice(a, [(0, 4), (0, 16), (0, 32)]), b))
+    plan = g.build(device_properties=props, cache=False)
+    assert "SUPPORTS_CUDA_GRAPH_NATIVE_API" in plan.behavior_notes

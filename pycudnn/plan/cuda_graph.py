@@ -1,7 +1,8 @@
 """CUDA graphs from execution plans: ``cudnnBackendPopulateCudaGraph`` builds a plan's kernels
 into an empty CUDA graph, ``cudnnBackendUpdateCudaGraph`` swaps the data pointers of a graph it
-populated, without capturing again (cuDNN 9.5+; not every engine supports it: cuDNN then
-answers with a not-supported status, raised as :class:`~pycudnn.CudnnError`)."""
+populated, without capturing again (cuDNN 9.5+). Engines that support it carry the
+``SUPPORTS_CUDA_GRAPH_NATIVE_API`` behaviour note; for others cuDNN answers with an error status,
+raised as :class:`~pycudnn.CudnnError` naming the missing note."""
 
 from __future__ import annotations
 
@@ -12,9 +13,12 @@ from typing import Any
 
 from .._lib import LIB, check
 from .._shared.resource import ClosedError
+from ..errors import CudnnError
 from .variant_pack import _Handle
 
 __all__ = ["CudaGraphs", "cuda_graph_pointer"]
+
+_NATIVE = "SUPPORTS_CUDA_GRAPH_NATIVE_API"  # the behaviour note of engines that support it
 
 
 def cuda_graph_pointer(cuda_graph: Any) -> int:
@@ -121,4 +125,15 @@ class CudaGraphs:
             plan._wrong_device(handle, entry[1])
         status = fn(handle._as_parameter_, plan._ptr, entry[0], ctypes.c_void_p(graph_ptr))
         if status:
-            check(status, function)
+            try:
+                check(status, function)
+            except CudnnError as exc:
+                if _NATIVE in plan.behavior_notes:
+                    raise
+                # the likeliest cause, which cuDNN's message does not name
+                raise type(exc)(
+                    exc.status,
+                    exc.function,
+                    f"{exc.message} (engine {plan.engine_id} lacks the {_NATIVE} behaviour note; "
+                    "choose an engine that has it, e.g. with build_engine)",
+                ) from None
