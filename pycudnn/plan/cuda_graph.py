@@ -128,8 +128,8 @@ class CudaGraphs:
             try:
                 check(status, function)
             except CudnnError as exc:
-                if _NATIVE in plan.behavior_notes:
-                    raise
+                if plan.config is None or _NATIVE in plan.behavior_notes:
+                    raise  # the notes are unknown (a plan read from JSON alone), or not the cause
                 # the likeliest cause, which cuDNN's message does not name
                 raise type(exc)(
                     exc.status,
