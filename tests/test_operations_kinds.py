@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 
 import pycudnn
@@ -359,3 +360,16 @@ def test_wrong_types_are_type_errors() -> None:
     other = Graph().tensor([2, 4, 8, 16], dtype="float16")
     with pytest.raises(GraphError, match="belongs to graph"):
         g.transpose(other, [0, 1, 2, 3])
+
+
+def test_scalars_made_for_numbers_are_named_after_the_operation() -> None:
+    g = Graph()
+    bn_finalize(g)
+    scalars = {t.name: t for t in g.inputs if t.by_value}
+    assert set(scalars) == {
+        "batchnorm_finalize0.epsilon",
+        "batchnorm_finalize0.accum_count",
+        "batchnorm_finalize0.momentum",
+    }
+    assert scalars["batchnorm_finalize0.accum_count"].dtype == np.int64
+    assert scalars["batchnorm_finalize0.epsilon"].value == 1e-5

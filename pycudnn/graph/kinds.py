@@ -96,8 +96,8 @@ def _start(graph: Any, kind: str, name: str | None, descriptor: str) -> tuple[st
     return op_name, label
 
 
-def _scalar_or_tensor(  # noqa: PLR0917 - private, called by the statistics ops
-    graph: Any, value: Any, label: str, role: str, rank: int, dtype: str
+def _scalar_or_tensor(
+    graph: Any, value: Any, *, label: str, role: str, rank: int, dtype: str, name: str
 ) -> Tensor:
     """A by-value scalar for a number, or the caller's tensor (which must have all dims 1)."""
     if isinstance(value, Tensor):
@@ -109,4 +109,4 @@ def _scalar_or_tensor(  # noqa: PLR0917 - private, called by the statistics ops
         return t
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.generic)):
         raise TypeError(f"{label}: {role} must be a number or a Tensor, not {value!r}")
-    return graph.scalar(value, dtype=dtype, rank=rank)
+    return graph.scalar(value, dtype=dtype, rank=rank, name=graph._unique_name(None, name))

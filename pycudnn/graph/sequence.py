@@ -370,7 +370,10 @@ class SequenceOps(GraphCore):
             _need_dtype(ins[role], "i", label, role, "band bounds are integers")
         # cuDNN refuses the operation without its B tensor (9.28: "!bPort.tensor.isFinalized()")
         if fill is None:
-            fill = self.scalar(float("-inf"), dtype="float32", rank=x.ndim)
+            fill = self.scalar(
+                float("-inf"), dtype="float32", rank=x.ndim,
+                name=self._unique_name(None, f"{op_name}.fill"),
+            )  # fmt: skip
         ins["fill"] = self._own(fill, label, "fill")
         for role, sl in (("seq_len_q", seq_len_q), ("seq_len_kv", seq_len_kv)):
             if sl is not None:

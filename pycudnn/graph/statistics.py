@@ -84,10 +84,14 @@ class StatisticsOps(GraphCore):
             ins[role] = self._own(t, label, role.upper())
             _need_dims(ins[role], pc, label, role.upper())
         rank = len(pc)
-        ins["epsilon"] = _scalar_or_tensor(self, epsilon, label, "epsilon", rank, "float64")
+        ins["epsilon"] = _scalar_or_tensor(
+            self, epsilon, label=label, role="epsilon", rank=rank, dtype="float64",
+            name=f"{op_name}.epsilon",
+        )  # fmt: skip
         ins["accum_count"] = _scalar_or_tensor(
-            self, accum_count, label, "accum_count", rank, "int64"
-        )
+            self, accum_count, label=label, role="accum_count", rank=rank, dtype="int64",
+            name=f"{op_name}.accum_count",
+        )  # fmt: skip
         running = (prev_running_mean, prev_running_var, momentum)
         update = all(v is not None for v in running)
         if not update and any(v is not None for v in running):
@@ -103,7 +107,10 @@ class StatisticsOps(GraphCore):
             ):
                 ins[role] = self._own(t, label, role)
                 _need_dims(ins[role], pc, label, role)
-            ins["momentum"] = _scalar_or_tensor(self, momentum, label, "momentum", rank, "float64")
+            ins["momentum"] = _scalar_or_tensor(
+                self, momentum, label=label, role="momentum", rank=rank, dtype="float64",
+                name=f"{op_name}.momentum",
+            )  # fmt: skip
         if not isinstance(training, bool):
             raise TypeError(f"{label}: training must be a bool, not {training!r}")
         outs = {}
