@@ -285,6 +285,60 @@ def test_dgrad_drelu_batchnorm_backward_weights(shape: tuple[int, ...], dtype: s
     )
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize(("b", "s", "d"), [(4, 128, 256), (2, 40, 64)])
+def test_adalayernorm_forward_and_backward(b: int, s: int, d: int, dtype: str) -> None:
+    needs("OPERATION_NORM_FORWARD", "OPERATION_NORM_BACKWARD")
+    eps = 1e-5
+    xh, dyh = host((b, s, d), dtype), host((b, s, d), dtype)
+    sch, bh = RNG.standard_normal((b, 1, d)), RNG.standard_normal((b, 1, d))
+    x64 = f64(xh)
+    mean = x64.mean(axis=2, keepdims=True)
+    inv_std = 1.0 / np.sqrt(x64.var(axis=2, keepdims=True) + eps)
+    xhat = (x64 - mean) * inv_std
+
+    g = Graph("adaln")
+    x = g.tensor([b, s, d], dtype=dtype, name="x")
+    sc, bias = g.tensor([b, 1, d], name="scale"), g.tensor([b, 1, d], name="bias")
+    y, m, v = g.adalayernorm(x, sc, bias, epsilon=eps)
+    outs = {t: empty(t) for t in (y, m, v)}
+    scale_d = device(sch.astype(np.float32), sc)
+    g.build(cache=False).execute(
+        {x: device(xh, x), sc: scale_d, bias: device(bh.astype(np.float32), bias), **outs}
+    )
+    check_close(outs[y], xhat * sch + bh, dtype, "adalayernorm y")
+    check_close(outs[m], mean, np.float32, "adalayernorm mean")
+    check_close(outs[v], inv_std, np.float32, "adalayernorm inv_variance")
+
+    gb = Graph("adaln_bwd")
+    dyt = gb.tensor([b, s, d], dtype=dtype, name="dy")
+    xb = gb.tensor([b, s, d], dtype=dtype, name="x")
+    scb = gb.tensor([b, 1, d], name="scale")
+    mb, vb = gb.tensor([b, s, 1], name="mean"), gb.tensor([b, s, 1], name="inv_var")
+    dx, dscale, dbias = gb.adalayernorm_backward(dyt, xb, scb, mb, vb)
+    res = {t: empty(t) for t in (dx, dscale, dbias)}
+    gb.build(cache=False).execute(
+        {
+            dyt: device(dyh, dyt),
+            xb: device(xh, xb),
+            scb: device(sch.astype(np.float32), scb),
+            mb: device(mean.astype(np.float32), mb),
+            vb: device(inv_std.astype(np.float32), vb),
+            **res,
+        }
+    )
+    dy64 = f64(dyh)
+    dxhat = dy64 * sch
+    dx_ref = inv_std * (
+        dxhat
+        - dxhat.mean(axis=2, keepdims=True)
+        - xhat * (dxhat * xhat).mean(axis=2, keepdims=True)
+    )
+    check_close(res[dx], dx_ref, dtype, "adalayernorm dx")
+    check_close(res[dscale], (dy64 * xhat).sum(axis=1, keepdims=True), np.float32, "dscale")
+    check_close(res[dbias], dy64.sum(axis=1, keepdims=True), np.float32, "dbias")
+
+
 # -- tensor_like with the frameworks ----------------------------------------------------------------
 
 

@@ -188,6 +188,27 @@ def signal(g: Graph) -> None:
     g.signal(x, g.tensor([1, 1, 1, 1], dtype="int64", name="flag"), value=1)
 
 
+def _ada(g: Graph, *, bias: bool = True) -> tuple[Any, ...]:
+    x = g.tensor([4, 128, 256], dtype="bfloat16", name="x")
+    scale = g.tensor([4, 1, 256], name="scale")
+    return (x, scale, g.tensor([4, 1, 256], name="bias")) if bias else (x, scale)
+
+
+def adalayernorm(g: Graph) -> None:
+    g.adalayernorm(*_ada(g))
+
+
+def adalayernorm_inference(g: Graph) -> None:
+    g.adalayernorm(*_ada(g), training=False)
+
+
+def adalayernorm_backward(g: Graph) -> None:
+    x, scale = _ada(g, bias=False)
+    dy = g.tensor([4, 128, 256], dtype="bfloat16", name="dy")
+    mean, inv_var = g.tensor([4, 128, 1], name="mean"), g.tensor([4, 128, 1], name="inv_var")
+    g.adalayernorm_backward(dy, x, scale, mean, inv_var)
+
+
 PLAN, NO_ENGINE = "plan", "no engine"
 RECORDED = (9, 28)  # the cuDNN whose planning outcomes CASES records (docs/operations.md)
 
@@ -221,6 +242,9 @@ CASES: list[tuple[Callable[[Graph], None], str, str]] = [
     (contract_band, "OPERATION_CONTRACT_BAND_MATRIX", NO_ENGINE),
     (band_mask, "OPERATION_DIAGONAL_BAND_MASK", NO_ENGINE),
     (signal, "OPERATION_SIGNAL", NO_ENGINE),
+    (adalayernorm, "OPERATION_NORM_FORWARD", PLAN),
+    (adalayernorm_inference, "OPERATION_NORM_FORWARD", PLAN),
+    (adalayernorm_backward, "OPERATION_NORM_BACKWARD", PLAN),
 ]
 
 
@@ -335,6 +359,10 @@ def test_shape_inference() -> None:
         (lambda g, x: g.block_scale_quantize(g.tensor([1, 128, 256]), block_size=32, out_dtype="float8_e4m3fn"), "has rank 3"),
         (lambda g, x: g.diagonal_band_mask(x, left_bound=g.tensor([1, 1, 1, 1], dtype="int32"), comparison="add"), "cmp_* pointwise mode"),
         (lambda g, x: g.signal(x, g.tensor([1, 1, 2, 1], dtype="int64"), value=1), "all dims 1"),
+        (lambda g, x: g.adalayernorm(x, g.tensor([2, 1, 1, 1]), g.tensor([2, 1, 1, 1])), "normalizes nothing"),
+        (lambda g, x: g.adalayernorm(x, g.tensor([2, 1, 8, 3]), g.tensor([2, 1, 8, 3])), "each dim must be"),
+        (lambda g, x: g.adalayernorm(x, g.tensor([2, 1, 1, 16]), g.tensor([1, 1, 1, 16])), "BIAS"),
+        (lambda g, x: g.adalayernorm_backward(x, x, g.tensor([2, 1, 1, 16]), g.tensor([2, 4, 8, 16]), g.tensor([2, 4, 8, 1])), "must be [2, 4, 8, 1]"),
         (lambda g, x: g.batchnorm_finalize(*(g.tensor([1, 4, 1, 1]) for _ in range(4)), epsilon=1e-5, accum_count=8, momentum=0.1), "or none of them"),
         (lambda g, x: g.batchnorm_finalize(g.tensor([2, 4, 1, 1]), *(g.tensor([1, 4, 1, 1]) for _ in range(3)), epsilon=1e-5, accum_count=8), "[1, C, 1, ...]"),
         (lambda g, x: g.batchnorm_backward_weights(x, x, *(g.tensor([1, 5, 1, 1]) for _ in range(3))), "must be [1, 4, 1, 1]"),
@@ -360,6 +388,22 @@ def test_wrong_types_are_type_errors() -> None:
     other = Graph().tensor([2, 4, 8, 16], dtype="float16")
     with pytest.raises(GraphError, match="belongs to graph"):
         g.transpose(other, [0, 1, 2, 3])
+
+
+def test_adalayernorm_shapes() -> None:
+    g = Graph()
+    y, mean, inv_var = g.adalayernorm(*_ada(g))
+    assert y.dims == (4, 128, 256) and mean.dims == inv_var.dims == (4, 128, 1)
+    assert mean.dtype == np.float32
+    g2 = Graph()
+    adalayernorm_backward(g2)
+    (op,) = g2.operations
+    assert {r: t.dims for r, t in op.outputs.items()} == {
+        "dx": (4, 128, 256),
+        "dscale": (4, 1, 256),
+        "dbias": (4, 1, 256),
+    }
+    assert op.outputs["dscale"].dtype == np.float32  # the scale's type, as cuDNN 9.28 plans it
 
 
 def test_scalars_made_for_numbers_are_named_after_the_operation() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .adanorm import AdaNormOps
 from .convolution import ConvolutionOps
 from .like import TensorLikeOps
 from .matmul import MatmulOps
@@ -40,6 +41,7 @@ class Graph(
     QuantizeOps,
     RngOps,
     TensorLikeOps,
+    AdaNormOps,
 ):
     """A cuDNN operation graph under construction, then finalized (``CUDNN_BACKEND_OPERATIONGRAPH``).
 

@@ -1,5 +1,6 @@
 """Lowering the newer backend operation kinds (softmax, statistics, shape, resample, RoPE, RNG,
-block scaling, MoE, paged cache, band matrices, signal) to their ``OPERATION_*`` descriptors.
+block scaling, MoE, paged cache, band matrices, signal, adaptive layer norm) to their
+``OPERATION_*`` descriptors.
 
 One table row per kind: the descriptor, the attribute each tensor role goes to, the attribute
 each setting goes to (with its cuDNN attribute type, given explicitly because ``cudnn_graph.h``
@@ -333,6 +334,36 @@ EXTRA_KINDS: dict[str, _Kind] = {
             "y": _BAND + "YDESC",
         },
         (("comparison", _BAND + "COMPARISON_MODE", "POINTWISE_MODE"),),
+    ),
+    "adalayernorm": _Kind(
+        "OPERATION_NORM_FORWARD",
+        {
+            "x": "OPERATION_NORM_FWD_XDESC",
+            "scale": "OPERATION_NORM_FWD_SCALE_DESC",
+            "bias": "OPERATION_NORM_FWD_BIAS_DESC",
+            "epsilon": "OPERATION_NORM_FWD_EPSILON_DESC",
+            "y": "OPERATION_NORM_FWD_YDESC",
+            "mean": "OPERATION_NORM_FWD_MEAN_DESC",
+            "inv_variance": "OPERATION_NORM_FWD_INV_VARIANCE_DESC",
+        },
+        (
+            ("mode", "OPERATION_NORM_FWD_MODE", "NORM_MODE"),
+            ("phase", "OPERATION_NORM_FWD_PHASE", "NORM_FWD_PHASE"),
+        ),
+    ),
+    "adalayernorm_backward": _Kind(
+        "OPERATION_NORM_BACKWARD",
+        {
+            "x": "OPERATION_NORM_BWD_XDESC",
+            "mean": "OPERATION_NORM_BWD_MEAN_DESC",
+            "inv_variance": "OPERATION_NORM_BWD_INV_VARIANCE_DESC",
+            "dy": "OPERATION_NORM_BWD_DYDESC",
+            "scale": "OPERATION_NORM_BWD_SCALE_DESC",
+            "dx": "OPERATION_NORM_BWD_DXDESC",
+            "dscale": "OPERATION_NORM_BWD_DSCALE_DESC",
+            "dbias": "OPERATION_NORM_BWD_DBIAS_DESC",
+        },
+        (("mode", "OPERATION_NORM_BWD_MODE", "NORM_MODE"),),
     ),
     "signal": _Kind(
         "OPERATION_SIGNAL",
