@@ -135,7 +135,9 @@ class AdaNormOps(GraphCore):
         roles = ("dscale", "dbias") if dbias else ("dscale",)
         for role in roles:
             # the gradients of the scale and bias have the scale's type
-            outs[role] = self._output(label, op_name, role, sc.dims, sc, out=None, out_dtype=sc.dtype)
+            outs[role] = self._output(
+                label, op_name, role, sc.dims, sc, out=None, out_dtype=sc.dtype
+            )
         attrs = {
             "compute_dtype": self.compute_dtype,
             "mode": _bindings.cudnnBackendNormMode_t.ADA_LAYER_NORM,

@@ -10,9 +10,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .adanorm import AdaNormOps
+from .attention import AttentionOps
 from .convolution import ConvolutionOps
 from .like import TensorLikeOps
 from .matmul import MatmulOps
+from .normalization import NormalizationOps
 from .pointwise import PointwiseOps
 from .quantize import QuantizeOps
 from .reduction import ReductionOps
@@ -32,8 +34,10 @@ __all__ = ["Graph"]
 class Graph(
     ConvolutionOps,
     MatmulOps,
+    NormalizationOps,
     PointwiseOps,
     ReductionOps,
+    AttentionOps,
     StatisticsOps,
     ShapeOps,
     ResampleOps,

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .attention_lowering import KINDS as ATTENTION_KINDS
+from .attention_lowering import build_operation as build_attention_operation
 from .common import GraphError, _cudnn_dtype, _dims_text
 from .lowering_extra import EXTRA_KINDS, build_extra_op
 
@@ -153,6 +155,8 @@ def _build_op(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) -
         d.set(prefix + "CONV_DESC", conv, attr_type="BACKEND_DESCRIPTOR")
         d.set(prefix + "ALPHA", a["alpha"], attr_type=scalar)
         d.set(prefix + "BETA", a["beta"], attr_type=scalar)
+    elif op.kind in ATTENTION_KINDS:
+        d = build_attention_operation(op, tensors, new, finalize)
     elif op.kind == "matmul":
         mm = new("MATMUL")
         mm.set("MATMUL_COMP_TYPE", compute, attr_type="DATA_TYPE")
