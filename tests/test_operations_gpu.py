@@ -339,6 +339,88 @@ def test_adalayernorm_forward_and_backward(b: int, s: int, d: int, dtype: str) -
     check_close(res[dbias], dy64.sum(axis=1, keepdims=True), np.float32, "dbias")
 
 
+def _rotate(x: np.ndarray, theta: np.ndarray, sign: float) -> np.ndarray:
+    """Non-interleaved RoPE over the whole head dim (cuDNN's RoPE page): the halves rotate by
+    ``sign * theta`` (``theta`` has equal halves, as rotary caches hold it)."""
+    half = x.shape[-1] // 2
+    lo, hi = x[..., :half], x[..., half:]
+    rotated = np.concatenate([-hi, lo], axis=-1)
+    return x * np.cos(theta) + sign * rotated * np.sin(theta)
+
+
+def _freqs(s: int, d: int) -> np.ndarray:
+    inv = 1.0 / 10000 ** (np.arange(0, d, 2) / d)
+    angles = np.outer(np.arange(s), inv)  # [S, D/2]
+    return np.concatenate([angles, angles], axis=-1).reshape(s, 1, 1, d)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize(("b", "h", "s", "d"), [(2, 4, 128, 64), (1, 2, 64, 128)])
+def test_rope_fused_with_sdpa(b: int, h: int, s: int, d: int, dtype: str) -> None:
+    needs("OPERATION_ROPE_FWD", "OPERATION_ROPE_BWD", "OPERATION_SDPA_FWD", "OPERATION_SDPA_BWD")
+    freqs = _freqs(s, d)
+    theta = freqs.reshape(1, 1, s, d)  # [S, 1, 1, D] -> position s of a [B, H, S, D] tensor
+    qh, kh, vh, doh = (host((b, h, s, d), dtype) for _ in range(4))
+    scale = 1.0 / np.sqrt(d)
+
+    g = Graph("rope_sdpa")
+    q, k, v = (g.tensor([b, h, s, d], dtype=dtype, name=n) for n in "qkv")
+    f = g.tensor([s, 1, 1, d], name="freqs")
+    q_rot, k_rot = g.rope(q, f), g.rope(k, f)
+    q_rot.set_output(True)
+    k_rot.set_output(True)
+    o, stats = g.sdpa(q_rot, k_rot, v, scale=scale, return_stats=True)
+    assert stats is not None
+    outs = {t: empty(t) for t in (q_rot, k_rot, o, stats)}
+    feeds = {
+        q: device(qh, q),
+        k: device(kh, k),
+        v: device(vh, v),
+        f: device(freqs.astype(np.float32), f),
+    }
+    g.build(cache=False).execute({**feeds, **outs})
+    qr, kr = _rotate(f64(qh), theta, 1.0), _rotate(f64(kh), theta, 1.0)
+    check_close(outs[q_rot], qr, dtype, "RoPE(Q)")
+    check_close(outs[k_rot], kr, dtype, "RoPE(K)")
+    scores = scale * qr @ kr.swapaxes(-1, -2)
+    lse = np.log(
+        np.exp(scores - scores.max(-1, keepdims=True)).sum(-1, keepdims=True)
+    ) + scores.max(-1, keepdims=True)
+    p = np.exp(scores - lse)
+    check_close(outs[o], p @ f64(vh), dtype, "SDPA(RoPE(Q), RoPE(K), V)")
+    check_close(outs[stats], lse, np.float32, "stats")
+
+    # backward: SDPA's gradients for the rotated Q and K, then RoPE's backward to Q and K
+    gb = Graph("sdpa_bwd_rope")
+    qb, kb, vb, ob, dob = (gb.tensor([b, h, s, d], dtype=dtype, name=n) for n in "qkvoO")
+    sb = gb.tensor([b, h, s, 1], name="stats")
+    fb = gb.tensor([s, 1, 1, d], name="freqs")
+    dq_rot, dk_rot, dv = gb.sdpa_backward(qb, kb, vb, ob, dob, stats=sb, scale=scale)
+    dq, dk = gb.rope_backward(dq_rot, fb), gb.rope_backward(dk_rot, fb)
+    res = {t: empty(t) for t in (dq, dk, dv)}
+    gb.build(cache=False).execute(
+        {
+            qb: outs[q_rot],
+            kb: outs[k_rot],
+            vb: device(vh, vb),
+            ob: outs[o],
+            dob: device(doh, dob),
+            sb: outs[stats],
+            fb: device(freqs.astype(np.float32), fb),
+            **res,
+        }
+    )
+    qr, kr, o64 = f64(outs[q_rot]), f64(outs[k_rot]), f64(outs[o])
+    scores = scale * qr @ kr.swapaxes(-1, -2)
+    p = np.exp(scores - f64(outs[stats]))
+    do64 = f64(doh)
+    dp = do64 @ f64(vh).swapaxes(-1, -2)
+    ds = p * (dp - (do64 * o64).sum(-1, keepdims=True))
+    check_close(res[dv], p.swapaxes(-1, -2) @ do64, dtype, "dV")
+    check_close(res[dq], _rotate(scale * ds @ kr, theta, -1.0), dtype, "dQ (through RoPE)")
+    check_close(res[dk], _rotate(scale * ds.swapaxes(-1, -2) @ qr, theta, -1.0), dtype, "dK")
+
+
 # -- tensor_like with the frameworks ----------------------------------------------------------------
 
 

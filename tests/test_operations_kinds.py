@@ -132,6 +132,25 @@ def rope_backward(g: Graph) -> None:
     g.rope_backward(dy, g.tensor([64, 1, 1, 64], name="freqs"))
 
 
+def rope_sdpa(g: Graph) -> None:
+    # cuDNN's RoPE page: RoPE(Q) + RoPE(K) + SDPA is the fusion its SDPA engine runs
+    q, k, v = (g.tensor([2, 4, 128, 64], dtype="bfloat16", name=n) for n in "qkv")
+    freqs = g.tensor([128, 1, 1, 64], name="freqs")
+    q_rot, k_rot = g.rope(q, freqs), g.rope(k, freqs)
+    q_rot.set_output(True)
+    k_rot.set_output(True)
+    g.sdpa(q_rot, k_rot, v, return_stats=True)
+
+
+def sdpa_backward_rope(g: Graph) -> None:
+    q, k, v, o, do = (g.tensor([2, 4, 128, 64], dtype="bfloat16", name=n) for n in "qkvoO")
+    stats = g.tensor([2, 4, 128, 1], name="stats")
+    freqs = g.tensor([128, 1, 1, 64], name="freqs")
+    dq, dk, _ = g.sdpa_backward(q, k, v, o, do, stats=stats)
+    g.rope_backward(dq, freqs)
+    g.rope_backward(dk, freqs)
+
+
 def rng(g: Graph) -> None:
     seed = g.tensor([1, 1, 1, 1], dtype="int64", name="seed")
     offset = g.tensor([1, 1, 1, 1], dtype="int64", name="offset")
@@ -232,6 +251,8 @@ CASES: list[tuple[Callable[[Graph], None], str, str]] = [
     (maxpool_backward, "OPERATION_RESAMPLE_BWD", PLAN),
     (rope, "OPERATION_ROPE_FWD", NO_ENGINE),
     (rope_backward, "OPERATION_ROPE_BWD", NO_ENGINE),
+    (rope_sdpa, "OPERATION_ROPE_FWD", PLAN),
+    (sdpa_backward_rope, "OPERATION_ROPE_BWD", PLAN),
     (rng, "OPERATION_RNG", NO_ENGINE),
     (block_scale_quantize, "OPERATION_BLOCK_SCALE_QUANTIZE", NO_ENGINE),
     (block_scale_dequantize, "OPERATION_BLOCK_SCALE_DEQUANTIZE", NO_ENGINE),

@@ -113,7 +113,8 @@ class SequenceOps(GraphCore):
                 f"[S, 1, 1, D] (rank 4), got ranks {x.ndim} and {f.ndim}"
             )
         _need_dtype(f, "f", label, "FREQS", "frequencies are angles (floating point)")
-        y = self._output(label, op_name, xout, x.dims, x, out=out, out_dtype=None, inputs=(x, f))
+        # the rotated tensor keeps the input's type (attention after it takes fp16/bf16)
+        y = self._output(label, op_name, xout, x.dims, x, out=out, out_dtype=x.dtype, inputs=(x, f))
         self._add_op(kind, op_name, {xin: x, "freqs": f}, {xout: y}, attrs)
         return y
 
