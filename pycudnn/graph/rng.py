@@ -124,7 +124,7 @@ class RngOps(GraphCore):
             raise GraphError(f"{label}: FLAG ('{f.name}') must have all dims 1")
         _need_dtype(f, "i", label, "FLAG", "the flag is an int64")
         v = _int_arg(value, f"{label}: value")
-        y = self._output(label, op_name, "y", x.dims, x, out=out, out_dtype=None, inputs=(x, f))
+        y = self._output(label, op_name, "y", x.dims, x, out=out, out_dtype=x.dtype, inputs=(x, f))
         attrs = {"compute_dtype": self.compute_dtype, "mode": smode, "value": v}
         self._add_op(kind, op_name, {"x": x, "flag": f}, {"y": y}, attrs)
         return y

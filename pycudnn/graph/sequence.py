@@ -190,7 +190,8 @@ class SequenceOps(GraphCore):
                 f"{label}: max_seq_len {s} exceeds pages x block_size ({pt.dims[2]} x {c.dims[2]})"
             )
         od = (b, c.dims[1], s, c.dims[3])
-        y = self._output(label, op_name, "y", od, c, out=out, out_dtype=None, inputs=(c, pt, sl))
+        # gathered pages keep the cache's type (attention after it takes fp16/bf16)
+        y = self._output(label, op_name, "y", od, c, out=out, out_dtype=c.dtype, inputs=(c, pt, sl))
         attrs = {"compute_dtype": self.compute_dtype}
         self._add_op(
             kind, op_name, {"container": c, "page_table": pt, "seq_len": sl}, {"y": y}, attrs
@@ -257,7 +258,7 @@ class SequenceOps(GraphCore):
             od_t,
             x,
             out=out,
-            out_dtype=out_dtype,
+            out_dtype=x.dtype if out_dtype is None else out_dtype,
             strides=_packed(od_t),
             inputs=ins.values(),
         )
@@ -387,7 +388,7 @@ class SequenceOps(GraphCore):
                 f"{label}: comparison must be a cmp_* pointwise mode, not {mode.name.lower()}"
             )
         y = self._output(
-            label, op_name, "y", x.dims, x, out=out, out_dtype=None, inputs=ins.values()
+            label, op_name, "y", x.dims, x, out=out, out_dtype=x.dtype, inputs=ins.values()
         )
         attrs = {"compute_dtype": self.compute_dtype, "comparison": mode}
         self._add_op(kind, op_name, ins, {"y": y}, attrs)
