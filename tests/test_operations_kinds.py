@@ -427,6 +427,15 @@ def test_adalayernorm_shapes() -> None:
     assert op.outputs["dscale"].dtype == np.float32  # the scale's type, as cuDNN 9.28 plans it
 
 
+def test_rng_output_dtype() -> None:
+    g = Graph()
+    assert g.rng([2, 4, 8], seed=1, probability=0.5).dtype == np.float32
+    mask = g.tensor([2, 4, 8], dtype="float16", name="mask")
+    assert g.rng([2, 4, 8], seed=2, probability=0.5, out=mask) is mask
+    assert mask.dtype == np.float16  # out keeps its own dtype
+    assert g.rng([2, 4, 8], seed=3, probability=0.5, out_dtype="bfloat16").dtype.name == "bfloat16"
+
+
 def test_scalars_made_for_numbers_are_named_after_the_operation() -> None:
     g = Graph()
     bn_finalize(g)

@@ -34,9 +34,10 @@ class RngOps(GraphCore):
         strides: Sequence[int] | None = None,
         name: str | None = None,
         out: Tensor | None = None,
-        out_dtype: Any = "float32",
+        out_dtype: Any = None,
     ) -> Tensor:
-        """A tensor of random numbers (``OPERATION_RNG``), e.g. a dropout mask.
+        """A tensor of random numbers (``OPERATION_RNG``), e.g. a dropout mask (float32 unless
+        ``out_dtype`` or the dtype of ``out`` says otherwise).
 
         ``distribution``: ``bernoulli`` (``probability`` of a 1, required), ``uniform``
         (``minimum``, ``maximum``) or ``normal`` (``mean``, ``std``). ``seed``: an int fixed in the
@@ -95,7 +96,7 @@ class RngOps(GraphCore):
             )
         else:
             # no input to take a layout from: the output is laid out by `strides`
-            dt = as_numpy_dtype(out_dtype, name=f"{label}: out_dtype")
+            dt = as_numpy_dtype(out_dtype or "float32", name=f"{label}: out_dtype")
             _cudnn_dtype(dt, f"{label}: out_dtype")
             y = self._new_tensor(self._unique_name(None, f"{op_name}.y"), od, st, dt, virtual=None)
         self._add_op(kind, op_name, ins, {"y": y}, attrs)
