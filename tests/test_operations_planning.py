@@ -150,7 +150,16 @@ def test_exclusions_are_part_of_the_cache_key(props: DeviceProperties) -> None:
 
 def test_cuda_graph_pointer() -> None:
     assert cuda_graph_pointer(0x1000) == 0x1000
-    for bad, exc in ((0, ValueError), (True, TypeError), ("g", TypeError), (None, TypeError)):
+    from cuda.bindings import runtime
+
+    assert cuda_graph_pointer(runtime.cudaGraph_t(0x2000)) == 0x2000  # the handle, not getPtr()
+    for bad, exc in (
+        (0, ValueError),
+        (True, TypeError),
+        ("4096", TypeError),
+        (4096.0, TypeError),
+        (None, TypeError),
+    ):
         with pytest.raises(exc):
             cuda_graph_pointer(bad)
 

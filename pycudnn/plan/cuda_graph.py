@@ -22,28 +22,20 @@ _NATIVE = "SUPPORTS_CUDA_GRAPH_NATIVE_API"  # the behaviour note of engines that
 
 
 def cuda_graph_pointer(cuda_graph: Any) -> int:
-    """The ``cudaGraph_t`` behind ``cuda_graph``: an int, or an object ``int()`` converts (the
-    ``cudaGraph_t``/``CUgraph`` objects of cuda-python's bindings), or one with ``getPtr()``."""
-    if isinstance(cuda_graph, bool):
+    """The ``cudaGraph_t`` behind ``cuda_graph``: an int, or a cuda-python ``cudaGraph_t`` /
+    ``CUgraph``, whose ``int()`` is the handle (their ``getPtr()`` is the address of the
+    handle's storage instead, which cuDNN must not get)."""
+    if isinstance(cuda_graph, (bool, str, bytes, float)) or not hasattr(cuda_graph, "__int__"):
         raise TypeError(
-            "cuda_graph must be a cudaGraph_t (an int or a cuda-python graph), not a bool"
+            "cuda_graph must be a cudaGraph_t: an int or a cuda-python cudaGraph_t/CUgraph, "
+            f"not {type(cuda_graph).__name__}"
         )
-    ptr: Any = cuda_graph
-    if not isinstance(ptr, int):
-        if hasattr(ptr, "getPtr"):
-            ptr = ptr.getPtr()
-        try:
-            ptr = int(ptr)
-        except (TypeError, ValueError):
-            raise TypeError(
-                "cuda_graph must be a cudaGraph_t: an int or a cuda-python cudaGraph_t/CUgraph, "
-                f"not {type(cuda_graph).__name__}"
-            ) from None
+    ptr = int(cuda_graph)
     if ptr <= 0:
         raise ValueError(
             f"cuda_graph is a null or negative pointer ({ptr}); create it with cudaGraphCreate"
         )
-    return int(ptr)
+    return ptr
 
 
 class CudaGraphs:
