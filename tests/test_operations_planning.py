@@ -103,6 +103,19 @@ def test_build_engine_refusals(props: DeviceProperties) -> None:
 
 
 @pytest.mark.usefixtures("libcuda")
+def test_build_engine_refuses_a_known_bad_engine(props: DeviceProperties) -> None:
+    # the shipped table's entry: engine 70, NCHW 16-bit weight gradients
+    g = Graph("wgrad_nchw")
+    x = g.tensor([2, 8, 16, 16], fmt="NCHW", dtype="float16", name="x")
+    dy = g.tensor([2, 8, 16, 16], fmt="NCHW", dtype="float16", name="dy")
+    g.conv_wgrad(x, dy, padding=1, dw_dims=[8, 8, 3, 3])
+    with pytest.raises(ValueError, match="engine 70 of graph 'wgrad_nchw' is known to give wrong"):
+        build_engine(g, 70, device_properties=props)
+    plan = build_engine(g, 70, device_properties=props, allow_known_bad=True)  # on request
+    assert plan.engine_id == 70
+
+
+@pytest.mark.usefixtures("libcuda")
 def test_exclusions_drop_what_they_name(props: DeviceProperties) -> None:
     g = conv_graph()
     modes = ["a", "b", "fallback"]

@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Any
 from .. import _bindings
 from ..backend import BackendDescriptor
 from ..errors import CudnnError
+from . import known_bad
 from .heuristics import EngineConfig
 from .report import _check_graph
+from .serialization import _version
 from .targets import _target
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,11 +43,14 @@ def engine_config(
     *,
     device_properties: DeviceProperties | None = None,
     device: Any = None,
+    allow_known_bad: bool = False,
 ) -> EngineConfig:
     """The engine config for engine ``engine_id`` of ``graph`` with ``knobs`` (``{knob name:
     value}``; unset knobs keep the engine's defaults): ``ENGINE`` (``ENGINE_GLOBAL_INDEX``),
     ``KNOB_CHOICE`` descriptors and ``ENGINECFG``, finalized by cuDNN, which refuses an engine the
-    graph does not have or a knob value out of range."""
+    graph does not have or a knob value out of range. An engine in the known-bad table
+    (:mod:`pycudnn.plan.known_bad`) for this graph and cuDNN version is refused unless
+    ``allow_known_bad=True``: choosing it by hand does not make its results right."""
     _check_graph(graph)
     if isinstance(engine_id, bool) or not isinstance(engine_id, numbers.Integral) or engine_id < 0:
         raise TypeError(f"engine_id must be a non-negative int, not {engine_id!r}")
@@ -54,6 +59,15 @@ def engine_config(
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise TypeError(f"knob {name!r}: the value must be an int, not {value!r}")
         choices.append((_knob_type(name), int(value)))
+    if not isinstance(allow_known_bad, bool):
+        raise TypeError(f"allow_known_bad must be a bool, not {allow_known_bad!r}")
+    if not allow_known_bad:
+        entry = known_bad.match(known_bad.exclusions_for(graph, _version()), int(engine_id))
+        if entry is not None:
+            raise ValueError(
+                f"engine {engine_id} of graph '{graph.name}' is known to give wrong results: "
+                f"{entry.describe()} (allow_known_bad=True builds it anyway)"
+            )
     target = _target(device_properties, device)
     op_graph = graph._descriptors_for(target.handle)["graph"]
     count = int(op_graph.get("OPERATIONGRAPH_ENGINE_GLOBAL_COUNT"))
@@ -106,12 +120,21 @@ def build_engine(
     *,
     device_properties: DeviceProperties | None = None,
     device: Any = None,
+    allow_known_bad: bool = False,
 ) -> Plan:
-    """An execution plan for engine ``engine_id`` with ``knobs`` (see :func:`engine_config`),
-    bypassing the heuristics; cuDNN's refusal is raised as its :class:`~pycudnn.CudnnError`."""
+    """An execution plan for engine ``engine_id`` with ``knobs`` (see :func:`engine_config`,
+    known-bad engines included), bypassing the heuristics; cuDNN's refusal is raised as its
+    :class:`~pycudnn.CudnnError`."""
     from .building import _finalize_plan
 
-    cfg = engine_config(graph, engine_id, knobs, device_properties=device_properties, device=device)
+    cfg = engine_config(
+        graph,
+        engine_id,
+        knobs,
+        device_properties=device_properties,
+        device=device,
+        allow_known_bad=allow_known_bad,
+    )
     plan = _finalize_plan(cfg, _target(device_properties, device), graph)
     plan.source = "chosen"
     return plan
