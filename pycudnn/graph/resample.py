@@ -96,7 +96,8 @@ class ResampleOps(GraphCore):
         """Pool ``x`` (``[N, C, (D,) H, W]``) over spatial windows (``OPERATION_RESAMPLE_FWD``).
 
         ``mode``: ``maxpool``, ``avgpool_include_padding``, ``avgpool_exclude_padding``,
-        ``nearest`` or ``bilinear``; ``stride`` defaults to ``window``; output spatial dims are
+        ``nearest`` or ``bilinear`` (cuDNN 9.28 has engines for the H100 for the pooling modes
+        only; see docs/operations.md); ``stride`` defaults to ``window``; output spatial dims are
         ``(in + padding + post_padding - window) // stride + 1``. ``generate_index=True`` (max
         pooling for training) also returns the int8 argmax index tensor that
         :meth:`resample_backward` takes. Returns ``y`` or ``(y, index)``.
