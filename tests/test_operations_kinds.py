@@ -116,6 +116,15 @@ def avgpool(g: Graph) -> None:
     g.resample(x, mode="avgpool_include_padding", window=[3, 3], stride=[2, 2], padding=1)
 
 
+def maxpool_3d_nchw(g: Graph) -> None:
+    g.resample(g.tensor([2, 16, 8, 32, 32], dtype="bfloat16", name="x"), window=[2, 2, 2])
+
+
+def nearest(g: Graph) -> None:
+    x = g.tensor([2, 16, 32, 32], fmt="NHWC", dtype="float16", name="x")
+    g.resample(x, mode="nearest", window=[2, 2])
+
+
 def maxpool_backward(g: Graph) -> None:
     dy = g.tensor([2, 16, 16, 16], fmt="NHWC", dtype="float16", name="dy")
     idx = g.tensor([2, 16, 16, 16], fmt="NHWC", dtype="int8", name="idx")
@@ -248,6 +257,8 @@ CASES: list[tuple[Callable[[Graph], None], str, str]] = [
     (maxpool, "OPERATION_RESAMPLE_FWD", PLAN),
     (maxpool_index, "OPERATION_RESAMPLE_FWD", PLAN),
     (avgpool, "OPERATION_RESAMPLE_FWD", PLAN),
+    (maxpool_3d_nchw, "OPERATION_RESAMPLE_FWD", PLAN),
+    (nearest, "OPERATION_RESAMPLE_FWD", NO_ENGINE),
     (maxpool_backward, "OPERATION_RESAMPLE_BWD", PLAN),
     (rope, "OPERATION_ROPE_FWD", NO_ENGINE),
     (rope_backward, "OPERATION_ROPE_BWD", NO_ENGINE),
