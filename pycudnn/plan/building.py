@@ -7,7 +7,7 @@ import functools
 import hashlib
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..backend import BackendDescriptor
@@ -17,6 +17,7 @@ from ..graph import Graph, rewrites
 from ..graph.rewrites import Variant as _Variant
 from . import known_bad
 from .cache import PlanCache, _resolve_cache
+from .exclusions import normalize_exclusions
 from .execution import Plan
 from .heuristics import (
     _MODE_NAMES,
@@ -188,6 +189,12 @@ def _cache_key(
             ("allow_known_bad", False),
         )
     }
+    # Exclusions change which plan is chosen: part of the key (sorted, so order does not matter).
+    engines, notes = normalize_exclusions(
+        options.get("exclude_engines"), options.get("exclude_notes")
+    )
+    if engines or notes:
+        filters["exclude"] = [sorted(engines), sorted(notes)]
     modes = [_MODE_NAMES[m] for m in _heur_modes(options.get("heuristics", DEFAULT_HEURISTICS))]
     payload = {
         "graph": graph.key(),
@@ -268,6 +275,8 @@ def build(
     allow_known_bad: bool = False,
     sm_count: int | None = None,
     cache: PlanCache | bool | None = None,
+    exclude_engines: Iterable[int] | None = None,
+    exclude_notes: Iterable[str] | None = None,
     verify: bool = False,
 ) -> Plan:
     """The execution plan for ``graph``: from the plan cache, else the first heuristic config
@@ -277,8 +286,8 @@ def build(
     (None: the current one). ``cache``: None (this thread's in-memory cache), a
     :class:`PlanCache` (memory and, if it has a directory, disk), or False (no caching).
     Filters as in :func:`engine_configs` (engines in the known-bad table are dropped unless
-    ``allow_known_bad``). When the graph as described has no engine, equivalent descriptions
-    cuDNN has engines for are tried (:mod:`pycudnn.graph.rewrites`; ``plan.rewrite`` says which). The
+    ``allow_known_bad``), and those named by ``exclude_engines``/``exclude_notes``. When the
+    graph as described has no engine, equivalent descriptions cuDNN has engines for are tried (:mod:`pycudnn.graph.rewrites`; ``plan.rewrite`` says which). The
     plan's ``report`` is the :class:`PlanningReport`. Raises :class:`GraphNotSupportedError` with
     the modes tried, the configs each returned, what was excluded and why, cuDNN's own
     explanation and what would work instead, when no plan can be built.
@@ -298,6 +307,8 @@ def build(
         "allow_runtime_compilation": allow_runtime_compilation,
         "allow_known_bad": allow_known_bad,
         "sm_count": sm_count,
+        "exclude_engines": exclude_engines,
+        "exclude_notes": exclude_notes,
     }
     target = _target(device_properties, device)
     pc = _resolve_cache(cache)

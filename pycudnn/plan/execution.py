@@ -21,6 +21,7 @@ from ..backend import BackendDescriptor, check_plan_json
 from ..deviceprops import DeviceProperties, _error_lines
 from ..errors import CudnnError
 from ..graph import Graph, Tensor
+from .cuda_graph import CudaGraphs
 from .heuristics import EngineConfig
 from .report import PlanningReport, PlanVersionError, _capture
 from .serialization import _check_json_matches_graph, _version, _version_text
@@ -39,7 +40,7 @@ _log = logging.getLogger("pycudnn")
 _get_ident = threading.get_ident
 
 
-class Plan(VariantPacks):
+class Plan(VariantPacks, CudaGraphs):
     """A finalized execution plan (``CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR``) and how to run it.
 
     Built by :meth:`Graph.build` / :func:`build`, :func:`autotune`, or loaded with
