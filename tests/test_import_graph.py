@@ -20,8 +20,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFERRED_UPWARD = {
     ("pycudnn.graph.graph", "pycudnn.plan"),  # Graph.build, build_all, autotune, heuristics, ...
     ("pycudnn.graph.core", "pycudnn.graph.lowering"),  # Graph.finalize builds its descriptors
-    # DeviceProperties builds its DEVICEPROP descriptor; backend reads a limit from deviceprops
-    ("pycudnn.deviceprops", "pycudnn.backend"),
+    # verification plans a reference from another engine (planning imports verification to
+    # check the plans it builds)
+    ("pycudnn.verification.run", "pycudnn.plan"),
 }
 
 
@@ -81,11 +82,17 @@ def imports(package: str) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
                     visit(module, is_package, [*ast.iter_child_nodes(node)], level)  # type: ignore[list-item]
                 continue
             for name in names:
-                if name in modules and name != module:
-                    level[module].add(name)
+                # importing a.b.c runs the __init__ of a and a.b first (but not this module's own
+                # packages: they are being imported already)
+                parts = name.split(".")
+                for i in range(1, len(parts) + 1):
+                    target = ".".join(parts[:i])
+                    if target in modules and target != module and target not in own:
+                        level[module].add(target)
 
     for module, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
+        own = {".".join(module.split(".")[:i]) for i in range(1, module.count(".") + 2)}
         visit(module, path.name == "__init__.py", tree.body, top)
     return top, deferred
 
@@ -125,13 +132,13 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-@pytest.mark.parametrize("package", ["pycudnn"])
+@pytest.mark.parametrize("package", ["pycudnn", "pycutensor"])
 def test_module_level_imports_have_no_cycle(package: str) -> None:
     top, _ = imports(package)
     assert cycles(top) == []
 
 
-@pytest.mark.parametrize("package", ["pycudnn"])
+@pytest.mark.parametrize("package", ["pycudnn", "pycutensor"])
 def test_function_level_imports_point_back_up_only_where_listed(package: str) -> None:
     top, deferred = imports(package)
     unlisted = []
@@ -147,3 +154,50 @@ def test_function_level_imports_point_back_up_only_where_listed(package: str) ->
 
 def test_the_checker_sees_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    # the old pycutensor layout: operations imported plan inside functions, plan imported
+    # operations at module level; a deferred import closing a cycle is reported
+    top = {"operations": {"tensor"}, "plan": {"operations"}, "tensor": set()}
+    assert cycles({**top, "operations": {"tensor", "plan"}}) == [["operations", "plan"]]
+
+
+def test_the_reader_sees_the_packages() -> None:
+    top, deferred = imports("pycutensor")
+    assert "pycutensor.operation" in top["pycutensor.plan"]
+    assert "pycutensor.plan" in top["pycutensor.operations._common"]
+    assert "pycutensor.operations" in deferred["pycutensor.smoke"]  # a function-level import
+    top, deferred = imports("pycudnn")
+    assert "pycudnn.plan" in deferred["pycudnn.graph.graph"]  # Graph.build
+    assert "pycudnn.graph" in top["pycudnn.plan.building"]
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in graph.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("lower", "upper"),
+    [
+        # pycutensor (docs/cutensor.md): planning imports operation descriptors, kinds import planning
+        ("pycutensor.tables", "pycutensor.checks"),
+        ("pycutensor.checks", "pycutensor.operation"),
+        ("pycutensor.operation", "pycutensor.plan"),
+        ("pycutensor.preference", "pycutensor.plan"),
+        ("pycutensor.plan", "pycutensor.operations"),
+        ("pycutensor.handle", "pycutensor.preference"),
+        # pycudnn (docs/design.md): planning imports the graph; deviceprops builds on backend
+        ("pycudnn.graph", "pycudnn.plan.building"),
+        ("pycudnn.graph.core", "pycudnn.graph.convolution"),
+        ("pycudnn.backend", "pycudnn.deviceprops"),
+        ("pycudnn._lib", "pycudnn.backend"),
+    ],
+)
+def test_layers_point_one_way(lower: str, upper: str) -> None:
+    top, deferred = imports(upper.split(".")[0])
+    assert lower in _reachable({m: top[m] | deferred[m] for m in top}, upper)
+    assert upper not in _reachable(top, lower)

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 import pycudnn
+from pycudnn import known_bad
 from pycudnn.graph import Graph, rewrites
-from pycudnn.plan import GraphNotSupportedError, Plan, known_bad
+from pycudnn.plan import GraphNotSupportedError, Plan
 
 
 @pytest.fixture

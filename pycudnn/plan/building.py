@@ -10,12 +10,12 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .. import known_bad
 from ..backend import BackendDescriptor
 from ..deviceprops import DeviceProperties, _error_lines
 from ..errors import CudnnError
 from ..graph import Graph, rewrites
 from ..graph.rewrites import Variant as _Variant
-from . import known_bad
 from .cache import PlanCache, _resolve_cache
 from .exclusions import normalize_exclusions
 from .execution import Plan

@@ -7,13 +7,12 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from .. import _bindings
+from .. import _bindings, known_bad
 from ..backend import BackendDescriptor
 from ..deviceprops import DeviceProperties, _error_lines
 from ..errors import CudnnError
 from ..graph import Graph
 from ..graph.rewrites import Variant as _Variant
-from . import known_bad
 from .exclusions import exclusion_reason, normalize_exclusions
 from .report import HeuristicsResult, PlanningReport, _capture, _check_graph
 from .serialization import _version
@@ -331,7 +330,7 @@ def engine_configs(
     ``deterministic=True`` drops NONDETERMINISTIC engines; ``allow_reduced_precision=False`` drops
     REDUCED_PRECISION_REDUCTION and DOWN_CONVERT_INPUTS; ``allow_runtime_compilation=False`` drops
     engines with the RUNTIME_COMPILATION behaviour note; ``max_workspace`` (bytes) drops configs
-    that need more. Engines in the known-bad table (:mod:`pycudnn.plan.known_bad`) for this graph and
+    that need more. Engines in the known-bad table (:mod:`pycudnn.known_bad`) for this graph and
     cuDNN version are dropped unless ``allow_known_bad=True``. ``exclude_engines`` (engine ids)
     and ``exclude_notes`` (note names, e.g. ``"TENSOR_CORE"``) drop the configs they name.
     Duplicates across modes are kept once.

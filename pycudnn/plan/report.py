@@ -6,9 +6,9 @@ import dataclasses
 import logging
 from typing import TYPE_CHECKING, Any
 
+from .. import known_bad
 from ..errors import CudnnNotSupportedError
 from ..graph import Graph
-from . import known_bad
 
 if TYPE_CHECKING:  # pragma: no cover
     from .heuristics import EngineConfig
@@ -77,7 +77,7 @@ class PlanningReport:
     failed: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     log: list[str] = dataclasses.field(default_factory=list)
     device: str = ""
-    #: Known-bad table entries that removed an engine config (see :mod:`pycudnn.plan.known_bad`).
+    #: Known-bad table entries that removed an engine config (see :mod:`pycudnn.known_bad`).
     known_bad: list[known_bad.KnownBadEngine] = dataclasses.field(default_factory=list)
     #: Equivalent descriptions tried because the graph as described had no engine, and how each
     #: went (see :mod:`pycudnn.graph.rewrites`).

@@ -7,10 +7,9 @@ import numbers
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .. import _bindings
+from .. import _bindings, known_bad
 from ..backend import BackendDescriptor
 from ..errors import CudnnError
-from . import known_bad
 from .heuristics import EngineConfig
 from .report import _check_graph
 from .serialization import _version
@@ -49,7 +48,7 @@ def engine_config(
     value}``; unset knobs keep the engine's defaults): ``ENGINE`` (``ENGINE_GLOBAL_INDEX``),
     ``KNOB_CHOICE`` descriptors and ``ENGINECFG``, finalized by cuDNN, which refuses an engine the
     graph does not have or a knob value out of range. An engine in the known-bad table
-    (:mod:`pycudnn.plan.known_bad`) for this graph and cuDNN version is refused unless
+    (:mod:`pycudnn.known_bad`) for this graph and cuDNN version is refused unless
     ``allow_known_bad=True``: choosing it by hand does not make its results right."""
     _check_graph(graph)
     if isinstance(engine_id, bool) or not isinstance(engine_id, numbers.Integral) or engine_id < 0:

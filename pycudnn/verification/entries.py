@@ -80,7 +80,7 @@ def write_entries(path: str | os.PathLike[str], entries: Iterable[Mapping[str, A
     there for the same engine, operation, layouts, data types and version are not repeated.
     Returns how many were added. The file is checked with :func:`pycudnn.known_bad.load_table`
     before and after, so that a table planning cannot read is never written."""
-    from ..plan import known_bad
+    from .. import known_bad
 
     p = Path(path)
     if p.exists():

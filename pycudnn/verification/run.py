@@ -77,8 +77,8 @@ def prefilled_output(t: Any) -> np.ndarray:
 
 def known_bad_note(graph: Graph, engine_id: int | None) -> str:
     """The known-bad table entry that covers ``engine_id`` for ``graph`` (loaded cuDNN), or ""."""
+    from .. import known_bad
     from .._info import version
-    from ..plan import known_bad
 
     entry = known_bad.match(known_bad.exclusions_for(graph, version()), engine_id)
     return entry.describe() if entry is not None else ""

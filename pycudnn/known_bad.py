@@ -25,7 +25,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..graph import Graph
+    from .graph import Graph
 
 __all__ = [
     "ENV_VAR",
@@ -112,7 +112,7 @@ class KnownBadEngine:
     def applies_to(self, graph: Graph) -> bool:
         """Does ``graph`` have an operation of this kind with an operand in one of the layouts
         and one of the data types of this entry?"""
-        from .._shared.dtypes import dtype_name
+        from ._shared.dtypes import dtype_name
 
         for op in graph._ops:
             if op.kind != self.operation:
