@@ -150,6 +150,7 @@ def descriptor_type(kind: Any) -> Any:
 
 
 def attribute_type_name(attr_type: int) -> str:
+    """The ``cudnnBackendAttributeType_t`` name of ``attr_type``, e.g. "CUDNN_TYPE_INT64"."""
     try:
         return "CUDNN_TYPE_" + AttrType(attr_type).name
     except ValueError:
@@ -157,6 +158,8 @@ def attribute_type_name(attr_type: int) -> str:
 
 
 def descriptor_type_name(kind: int) -> str:
+    """The ``cudnnBackendDescriptorType_t`` name of ``kind``, e.g.
+    "CUDNN_BACKEND_TENSOR_DESCRIPTOR"."""
     try:
         return "CUDNN_BACKEND_" + DescType(kind).name
     except ValueError:

@@ -83,10 +83,12 @@ class GraphCore:
     # -- state -------------------------------------------------------------------------------
     @property
     def tensors(self) -> list[Tensor]:
+        """Every tensor of the graph, in the order they were made (a copy)."""
         return list(self._tensors)
 
     @property
     def operations(self) -> list[Operation]:
+        """Every operation of the graph, in the order they were added (a copy)."""
         return list(self._ops)
 
     @property

@@ -58,6 +58,7 @@ class AutotuneResults(list[AutotuneResult]):
 
     @property
     def best(self) -> AutotuneResult | None:
+        """The fastest result that ran, or None when none did."""
         return self[0] if self and self[0].time_ms is not None else None
 
 

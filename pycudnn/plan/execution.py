@@ -165,10 +165,12 @@ class Plan(VariantPacks, CudaGraphs):
     # -- properties --------------------------------------------------------------------------
     @property
     def descriptor(self) -> BackendDescriptor:
+        """The finalized ``CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR``."""
         return self._desc
 
     @property
     def closed(self) -> bool:
+        """True once :meth:`close` released the plan (or its descriptor was destroyed)."""
         return self._closed or self._desc.closed
 
     is_closed = closed
@@ -179,9 +181,11 @@ class Plan(VariantPacks, CudaGraphs):
         return self._device_id
 
     def tensor_names(self) -> list[str]:
+        """Names of the tensors ``execute`` takes, in variant-pack order."""
         return [s.name for s in self._slots]
 
     def describe(self) -> str:
+        """One readable line: engine, knobs, notes, workspace, graph and rewrite."""
         knobs = ", ".join(f"{k}={v}" for k, v in self.knobs.items()) or "no knobs"
         notes = ", ".join(self.numerical_notes + self.behavior_notes) or "no notes"
         g = f"graph '{self.graph.name}'" if self.graph is not None else "no graph"
