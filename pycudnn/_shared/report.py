@@ -159,9 +159,7 @@ def print_json(document: Any) -> None:
     print(json.dumps(document, indent=2, default=str))
 
 
-def run_cli(
-    main: Callable[[], int], *, json_mode: bool, command: str, stdout_flush: bool = True
-) -> int:
+def run_cli(main: Callable[[], int], *, json_mode: bool, command: str) -> int:
     """Run a command's body and return its exit code, keeping the CLI's promises: a closed pipe
     ends quietly (:data:`EXIT_CLOSED_PIPE`, no traceback), and in ``--json`` mode an unexpected
     error still prints exactly one JSON document (``{"command", "exit_code", "error"}``)."""
@@ -181,8 +179,7 @@ def run_cli(
                 }
             )
             code = EXIT_FAILED
-        if stdout_flush:
-            sys.stdout.flush()
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
         return code
     except BrokenPipeError:
         # Python would print "Exception ignored ... BrokenPipeError" at exit while flushing
