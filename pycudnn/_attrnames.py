@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from . import _bindings
+from ._shared.suggest import did_you_mean
 from ._versions import check_enum
 
 __all__ = [
@@ -95,7 +96,8 @@ def attribute_name(attr: Any) -> Any:
         try:
             return AttrName[key]
         except KeyError:
-            raise ValueError(f"unknown backend attribute {attr!r}") from None
+            hint = did_you_mean(key, AttrName.__members__)
+            raise ValueError(f"unknown backend attribute {attr!r}{hint}") from None
     if isinstance(attr, int) and not isinstance(attr, bool):
         try:
             return AttrName(attr)
@@ -117,7 +119,8 @@ def attribute_type(attr_type: Any) -> Any:
         try:
             return AttrType[key]
         except KeyError:
-            raise ValueError(f"unknown backend attribute type {attr_type!r}") from None
+            hint = did_you_mean(key, AttrType.__members__)
+            raise ValueError(f"unknown backend attribute type {attr_type!r}{hint}") from None
     if isinstance(attr_type, int) and not isinstance(attr_type, bool):
         try:
             return AttrType(attr_type)
@@ -138,7 +141,11 @@ def descriptor_type(kind: Any) -> Any:
         for candidate in (key, key + "_DESCRIPTOR"):
             if candidate in DescType.__members__:
                 return DescType[candidate]
-        raise ValueError(f"unknown backend descriptor type {kind!r}")
+        hint = did_you_mean(
+            key,
+            [*DescType.__members__, *(m.removesuffix("_DESCRIPTOR") for m in DescType.__members__)],
+        )
+        raise ValueError(f"unknown backend descriptor type {kind!r}{hint}")
     if isinstance(kind, int) and not isinstance(kind, bool):
         try:
             return DescType(kind)
@@ -150,6 +157,7 @@ def descriptor_type(kind: Any) -> Any:
 
 
 def attribute_type_name(attr_type: int) -> str:
+    """The ``cudnnBackendAttributeType_t`` name of ``attr_type``, e.g. "CUDNN_TYPE_INT64"."""
     try:
         return "CUDNN_TYPE_" + AttrType(attr_type).name
     except ValueError:
@@ -157,6 +165,8 @@ def attribute_type_name(attr_type: int) -> str:
 
 
 def descriptor_type_name(kind: int) -> str:
+    """The ``cudnnBackendDescriptorType_t`` name of ``kind``, e.g.
+    "CUDNN_BACKEND_TENSOR_DESCRIPTOR"."""
     try:
         return "CUDNN_BACKEND_" + DescType(kind).name
     except ValueError:

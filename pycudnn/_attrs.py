@@ -33,6 +33,7 @@ from ._attrnames import (
     attribute_type_name,
     descriptor_type_name,
 )
+from ._shared.suggest import did_you_mean
 from ._versions import check_enum
 
 # Descriptor-valued attributes that are read back into descriptors the caller must create first
@@ -215,7 +216,10 @@ def _enum_value(enum_cls: type[enum.IntEnum], v: Any) -> int:
         ):
             if candidate in enum_cls.__members__:
                 return int(enum_cls[candidate])
-        raise TypeError(f"{v!r} is not a {enum_cls.__name__} member")
+        hint = did_you_mean(key, enum_cls.__members__)
+        for p in _enum_prefixes(enum_cls):  # also the spelling with the C prefix
+            hint = hint or did_you_mean(key.removeprefix(p), enum_cls.__members__)
+        raise TypeError(f"{v!r} is not a {enum_cls.__name__} member{hint}")
     if isinstance(v, numbers.Integral) and not isinstance(v, bool):
         try:
             return int(enum_cls(int(v)))

@@ -26,6 +26,7 @@ def version() -> int:
 
 
 def version_tuple() -> tuple[int, int, int]:
+    """``(major, minor, patch)`` of the loaded cuDNN (``cudnnGetVersion``)."""
     return LIB.version
 
 

@@ -125,6 +125,7 @@ class BackendDescriptor(CResource):
 
     @property
     def is_finalized(self) -> bool:
+        """True once ``cudnnBackendFinalize`` succeeded."""
         return self._finalized
 
     def keep_alive(self, obj: Any) -> None:

@@ -1,15 +1,27 @@
-"""Command line: ``python -m pycudnn info | smoke [--require-gpu] [--json] | deviceprops --save FILE |
-verify [--quick] [--no-known-bad] [--json]``."""
+"""Command line: ``python -m pycudnn info | smoke [--require-gpu] | deviceprops --save FILE |
+verify [--quick] [--no-known-bad]``, each with ``--json`` (exactly one JSON document on stdout).
+
+Exit codes: 0 everything passed; 1 something failed; 2 bad command line; 3 could not run here
+(no GPU where one is needed, library not installed); 141 the reader closed the pipe.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ._shared.report import print_report
+from ._shared.report import (
+    EXIT_CANNOT_RUN,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    devices_report,
+    print_json,
+    print_report,
+    run_cli,
+)
 
 __all__ = ["info", "main"]
 
@@ -34,18 +46,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_dev = sub.add_parser("deviceprops", help="capture this GPU's properties for deviceless plans")
     p_dev.add_argument("--save", metavar="FILE", required=True, help="where to write the JSON")
     p_dev.add_argument("--device", type=int, default=0, help="device ordinal (default 0)")
+    p_dev.add_argument("--json", action="store_true", help="print JSON")
     from .verification.cli import add_arguments as add_verify_arguments
 
     add_verify_arguments(sub.add_parser("verify", help="check every engine against NumPy"))
     args = parser.parse_args(argv)
+    return run_cli(lambda: _dispatch(args), json_mode=args.json, command=args.command)
 
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "info":
         report = info()
         if args.json:
-            print(json.dumps(report, indent=2, default=str))
+            print_json(report)
         else:
             print_report(report)
-        return 1 if "cudnn_error" in report else 0
+        return EXIT_CANNOT_RUN if "cudnn_error" in report else EXIT_OK
     if args.command == "smoke":
         from ._shared.smoke import run_checks
         from .smoke import checks
@@ -58,23 +74,39 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_verify(args)
     if args.command == "deviceprops":
-        from ._shared.cuda import driver_status
+        return _deviceprops(args)
+    return EXIT_USAGE  # pragma: no cover - argparse enforces the choices
 
-        st = driver_status()
-        if not st.usable:
-            print(f"error: capturing device properties needs a GPU: {st.reason}", file=sys.stderr)
-            return 1
-        from .deviceprops import DeviceProperties
 
-        try:
-            props = DeviceProperties.from_device(args.device)
-            props.save(args.save)
-        except Exception as exc:  # report, don't dump a traceback on the command line
-            print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
-            return 1
+def _deviceprops(args: argparse.Namespace) -> int:
+    """``deviceprops --save FILE``: the JSON form has the device in :func:`device_record`'s schema."""
+    from ._shared.cuda import driver_status
+
+    st = driver_status()
+    record: dict[str, Any] = {"command": "deviceprops", "saved": None, **devices_report(st)}
+
+    def fail(code: int, message: str) -> int:
+        if args.json:
+            print_json({**record, "exit_code": code, "error": message})
+        else:
+            print(f"error: {message}", file=sys.stderr)
+        return code
+
+    if not st.usable:
+        return fail(EXIT_CANNOT_RUN, f"capturing device properties needs a GPU: {st.reason}")
+    from .deviceprops import DeviceProperties
+
+    try:
+        props = DeviceProperties.from_device(args.device)
+        props.save(args.save)
+    except Exception as exc:  # report, don't dump a traceback on the command line
+        return fail(EXIT_FAILED, f"{type(exc).__name__}: {exc}")
+    if args.json:
+        device = [d for d in record["devices"] if d["ordinal"] == args.device]
+        print_json({**record, "exit_code": EXIT_OK, "saved": args.save, "device": device[0]})
+    else:
         print(f"saved the properties of device {args.device} ({props.device_name}) to {args.save}")
-        return 0
-    return 2  # pragma: no cover - argparse enforces the choices
+    return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -219,6 +219,7 @@ class DeviceProperties:
         return self._text if indent is None else json.dumps(self._data, indent=indent)
 
     def as_dict(self) -> dict[str, Any]:
+        """A copy of the properties as cuDNN's JSON keys and values."""
         return dict(self._data)
 
     @property
@@ -327,6 +328,7 @@ class DeviceProperties:
     # -- properties --------------------------------------------------------------------------
     @property
     def device_name(self) -> str:
+        """The GPU's name (``deviceName``), e.g. "NVIDIA H100 80GB HBM3"."""
         return str(self._data["deviceName"])
 
     @property
@@ -343,6 +345,7 @@ class DeviceProperties:
 
     @property
     def multiprocessor_count(self) -> int:
+        """Number of SMs (``multiProcessorCount``)."""
         return int(self._data["multiProcessorCount"])
 
     @property
@@ -357,10 +360,12 @@ class DeviceProperties:
 
     @property
     def l2_cache_size(self) -> int:
+        """L2 cache size in bytes (``l2CacheSize``)."""
         return int(self._data["l2CacheSize"])
 
     @property
     def max_shared_memory_per_block_optin(self) -> int:
+        """Shared memory a block can opt in to, in bytes (``maxSharedMemoryPerBlockOptin``)."""
         return int(self._data["maxSharedMemoryPerBlockOptin"])
 
     @property

@@ -41,6 +41,8 @@ class CudnnError(RuntimeError):
 
     @property
     def status_name(self) -> str:
+        """The ``cudnnStatus_t`` name of :attr:`status` (``cudnnGetErrorString``), e.g.
+        "CUDNN_STATUS_BAD_PARAM"."""
         return status_name(self.status)
 
     def _text(self) -> str:

@@ -74,6 +74,8 @@ class KnownBadEngine:
 
     @classmethod
     def from_json(cls, data: Any, source: str, index: int) -> KnownBadEngine:
+        """An entry from its JSON object (``source`` and ``index`` name it in errors);
+        ``ValueError`` naming the field when a field is missing or wrong."""
         where = f"{source}: entries[{index}]"
         if not isinstance(data, Mapping):
             raise ValueError(f"{where} must be an object, got {type(data).__name__}")
@@ -107,6 +109,7 @@ class KnownBadEngine:
         )
 
     def applies_to_version(self, version: int) -> bool:
+        """Whether the entry covers cuDNN ``version`` (as ``cudnnGetVersion`` reports it)."""
         return self.cudnn_min <= version and (self.cudnn_max is None or version <= self.cudnn_max)
 
     def applies_to(self, graph: Graph) -> bool:
@@ -129,6 +132,7 @@ class KnownBadEngine:
         return False
 
     def describe(self) -> str:
+        """One readable line: engine, scope, cuDNN versions and why it is excluded."""
         scope = ", ".join(
             p
             for p in (

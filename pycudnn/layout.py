@@ -67,6 +67,7 @@ from ._shared.strides import (
     overlapping,
     packed_strides_in_order,
 )
+from ._shared.suggest import did_you_mean
 
 __all__ = [
     "OVERLAP_ENUMERATION_LIMIT",
@@ -100,6 +101,19 @@ _LOGICAL_BY_SET: dict[frozenset[str], str] = {frozenset(s): s for s in _LOGICAL_
 _SPATIAL: dict[str, str] = {"NCHW": "HW", "NCDHW": "DHW"}
 _ALIASES: dict[str, str] = {"ROW_MAJOR": "BMN", "COL_MAJOR": "BNM", "COLUMN_MAJOR": "BNM"}
 _VECTORIZED = re.compile(r"NC/(\d+)(D?HW)(\d+)")
+# The formats people write, offered when a format string is misspelt.
+_KNOWN_FORMATS = (
+    "NCHW",
+    "NHWC",
+    "CHWN",
+    "NCDHW",
+    "NDHWC",
+    "CDHWN",
+    "BMN",
+    "BNM",
+    "NC/32HW32",
+    "NC/4HW4",
+)
 
 # Preferred answers of strides_to_format when strides tie (extent-1 dims make several formats fit).
 _COMMON: dict[str, tuple[str, ...]] = {
@@ -182,7 +196,8 @@ def _parse(key: str) -> Format:
         raise ValueError(f"format {key!r} repeats a letter; {_ACCEPTED}")
     logical = _LOGICAL_BY_SET.get(frozenset(key))
     if logical is None:
-        raise ValueError(f"unknown format {key!r}; {_ACCEPTED}")
+        hint = did_you_mean(key, [*_KNOWN_FORMATS, *_ALIASES])
+        raise ValueError(f"unknown format {key!r}{hint}; {_ACCEPTED}")
     return Format(key, key, logical)
 
 

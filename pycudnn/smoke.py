@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._shared.cuda import driver_status
+from ._shared.report import devices_report
 from ._shared.smoke import SkipCheck
 
 __all__ = ["checks"]
@@ -19,15 +20,19 @@ __all__ = ["checks"]
 
 def _library() -> dict[str, Any]:
     from . import _info
+    from ._shared.report import wheel_of
 
     v = _info.version_tuple()
+    wheel = wheel_of("cudnn", _info.library_path())
     return {
         "summary": f"cuDNN {'.'.join(map(str, v))} at {_info.library_path()} "
+        f"(from the wheel {wheel or 'none: not installed by pip'}) "
         f"(bindings from headers {'.'.join(map(str, _info.header_version()))}, "
         f"built with CUDA runtime {_info.cudart_version()}, "
         f"newest SM {_info.max_device_version()})",
         "version": _info.version(),
         "path": _info.library_path(),
+        "wheel": wheel,
         "header_version": list(_info.header_version()),
         "cudart_version": _info.cudart_version(),
     }
@@ -37,16 +42,16 @@ def _driver() -> dict[str, Any]:
     st = driver_status()
     if not st.library_found:
         raise SkipCheck(st.reason)
+    records = devices_report(st)["devices"]
     devices = ", ".join(
-        f"{d['ordinal']}: {d['name']} (sm_{d['compute_capability'][0]}{d['compute_capability'][1]}, "
-        f"{d['total_memory'] / 2**30:.0f} GiB)"
-        for d in st.devices
+        f"{d['ordinal']}: {d['name']} ({d['sm']}, {d['total_memory'] / 2**30:.0f} GiB)"
+        for d in records
     )
     return {
         "summary": f"driver CUDA {st.driver_version_text}; "
         + (devices if st.usable else f"no CUDA device ({st.reason})"),
         "driver_version": st.driver_version,
-        "devices": list(st.devices),
+        "devices": records,
     }
 
 

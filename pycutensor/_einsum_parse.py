@@ -42,6 +42,7 @@ class EinsumSpec:
 
     @property
     def output_shape(self) -> tuple[int, ...]:
+        """Extents of the output, in output-label order."""
         return tuple(self.extents[label] for label in self.output)
 
     @property

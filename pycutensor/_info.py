@@ -24,6 +24,7 @@ def version() -> int:
 
 
 def version_tuple() -> tuple[int, int, int]:
+    """``(major, minor, patch)`` of the loaded cuTENSOR (``cutensorGetVersion``)."""
     return LIB.version
 
 

@@ -1,14 +1,25 @@
-"""Command line: ``python -m pycutensor info | smoke [--require-gpu] [--json] | verify [--quick] [--json]``."""
+"""Command line: ``python -m pycutensor info | smoke [--require-gpu] | verify [--quick]``, each with
+``--json`` (exactly one JSON document on stdout).
+
+Exit codes: 0 everything passed; 1 something failed; 2 bad command line; 3 could not run here
+(no GPU where one is needed, library not installed); 141 the reader closed the pipe.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pycudnn._shared.report import print_report
+from pycudnn._shared.report import (
+    EXIT_CANNOT_RUN,
+    EXIT_OK,
+    EXIT_USAGE,
+    print_json,
+    print_report,
+    run_cli,
+)
 
 __all__ = ["info", "main"]
 
@@ -34,13 +45,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     add_verify_arguments(sub.add_parser("verify", help="check every algorithm against NumPy"))
     args = parser.parse_args(argv)
+    return run_cli(lambda: _dispatch(args), json_mode=args.json, command=args.command)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "info":
         report = info()
         if args.json:
-            print(json.dumps(report, indent=2, default=str))
+            print_json(report)
         else:
             print_report(report)
-        return 1 if "cutensor_error" in report else 0
+        return EXIT_CANNOT_RUN if "cutensor_error" in report else EXIT_OK
     if args.command == "smoke":
         from pycudnn._shared.smoke import run_checks
 
@@ -53,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .verification import run as run_verify
 
         return run_verify(args)
-    return 2  # pragma: no cover
+    return EXIT_USAGE  # pragma: no cover - argparse enforces the choices
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -39,6 +39,8 @@ class CutensorError(RuntimeError):
 
     @property
     def status_name(self) -> str:
+        """The ``cutensorStatus_t`` name of :attr:`status` (``cutensorGetErrorString``), e.g.
+        "CUTENSOR_STATUS_INVALID_VALUE"."""
         return status_name(self.status)
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -80,6 +82,8 @@ def error_from_status(status: int, function: str = "", message: str = "") -> Cut
 
 
 def status_name(status: int) -> str:
+    """The ``cutensorStatus_t`` name of :attr:`status` (``cutensorGetErrorString``), e.g.
+    "CUTENSOR_STATUS_INVALID_VALUE"."""
     from . import _bindings
 
     try:

@@ -41,6 +41,8 @@ class Operand(NamedTuple):
 
     @property
     def spec(self) -> TensorSpec:
+        """The operand's :class:`~pycutensor.tensor.TensorSpec` (extents, strides, dtype,
+        alignment)."""
         return self.descriptor.spec
 
 
@@ -166,10 +168,12 @@ class Operation(CResource):
 
     @property
     def scalar_names(self) -> tuple[str, ...]:
+        """Names of the scalars ``execute`` takes (alpha, beta, gamma, as the kind has)."""
         return KINDS[self.kind].scalars
 
     @property
     def scalar_defaults(self) -> dict[str, float]:
+        """The default value of each scalar."""
         info = KINDS[self.kind]
         return dict(zip(info.scalars, info.defaults, strict=False))
 
@@ -182,10 +186,12 @@ class Operation(CResource):
 
     @property
     def takes_workspace(self) -> bool:
+        """Whether the kind's execute function takes a workspace."""
         return KINDS[self.kind].takes_workspace
 
     @property
     def execute_function(self) -> str:
+        """The C function that executes this kind, e.g. "cutensorContract"."""
         return KINDS[self.kind].execute
 
     # -- attributes (cutensorOperationDescriptorGetAttribute / SetAttribute) -------------------

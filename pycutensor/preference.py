@@ -144,6 +144,7 @@ class PlanPreference:
 
     @property
     def algo_value(self) -> int:
+        """The ``cutensorAlgo_t`` value of :attr:`algo` (``cutensorCreatePlanPreference``)."""
         return ALGORITHMS[self.algo] if isinstance(self.algo, str) else int(self.algo)
 
     def attributes(self) -> list[tuple[int, int]]:

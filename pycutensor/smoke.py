@@ -22,15 +22,20 @@ __all__ = ["checks"]
 
 
 def _library() -> dict[str, Any]:
+    from pycudnn._shared.report import wheel_of
+
     from . import _info
 
     v = _info.version_tuple()
+    wheel = wheel_of("cutensor", _info.library_path())
     return {
         "summary": f"cuTENSOR {'.'.join(map(str, v))} at {_info.library_path()} "
+        f"(from the wheel {wheel or 'none: not installed by pip'}) "
         f"(bindings from headers {'.'.join(map(str, _info.header_version()))}, "
         f"built with CUDA runtime {_info.cudart_version()})",
         "version": _info.version(),
         "path": _info.library_path(),
+        "wheel": wheel,
     }
 
 

@@ -220,6 +220,8 @@ class TensorSpec:
         dtype: Any = np.float32,
         alignment: int = MAX_ALIGNMENT,
     ) -> TensorSpec:
+        """A checked spec: extents, strides (None: packed, first mode fastest), dtype and
+        alignment; ``ValueError`` naming the argument otherwise."""
         ext = check_extents(extents)
         st = column_major_strides(ext) if strides is None else check_strides(strides, ext)
         type_name = data_type_name(dtype)
@@ -242,6 +244,7 @@ class TensorSpec:
 
     @property
     def ndim(self) -> int:
+        """Number of modes."""
         return len(self.extents)
 
     @property
@@ -251,6 +254,7 @@ class TensorSpec:
 
     @property
     def itemsize(self) -> int:
+        """Bytes per element."""
         return int(self.dtype.itemsize)
 
     def span_bytes(self) -> int:
@@ -260,6 +264,7 @@ class TensorSpec:
         ) * self.itemsize
 
     def with_alignment(self, alignment: int) -> TensorSpec:
+        """The same spec with another alignment (checked: a power of two up to MAX_ALIGNMENT bytes)."""
         return TensorSpec(self.extents, self.strides, self.dtype, check_alignment(alignment))
 
 
@@ -317,9 +322,11 @@ class ModeMap:
         return wanted
 
     def ids(self, labels: Iterable[Hashable]) -> tuple[int, ...]:
+        """The mode ids of ``labels`` (the int32 modes cuTENSOR takes)."""
         return tuple(self[label] for label in labels)
 
     def label(self, mode_id: int) -> Hashable:
+        """The label of mode id ``mode_id``."""
         return self._labels[mode_id]
 
     def __contains__(self, label: object) -> bool:
@@ -329,6 +336,7 @@ class ModeMap:
         return len(self._ids)
 
     def items(self) -> list[tuple[Hashable, int]]:
+        """``(label, mode id)`` pairs in the order the labels were first seen."""
         return [(self._labels[i], i) for i in self._ids.values()]
 
     def __repr__(self) -> str:
@@ -401,6 +409,7 @@ class TensorDescriptor(CResource):
 
     @classmethod
     def from_spec(cls, handle: Any, spec: TensorSpec) -> TensorDescriptor:
+        """A descriptor for ``spec`` on ``handle`` (``cutensorCreateTensorDescriptor``)."""
         self = cls.__new__(cls)
         self._init(handle, spec)
         return self
@@ -439,26 +448,32 @@ class TensorDescriptor(CResource):
 
     @property
     def extents(self) -> tuple[int, ...]:
+        """Extents of each mode."""
         return self.spec.extents
 
     @property
     def strides(self) -> tuple[int, ...]:
+        """Strides of each mode, in elements."""
         return self.spec.strides
 
     @property
     def dtype(self) -> np.dtype:
+        """The NumPy dtype of the elements."""
         return self.spec.dtype
 
     @property
     def data_type(self) -> str:
+        """cuTENSOR's data type name, e.g. "R_32F"."""
         return self.spec.data_type
 
     @property
     def alignment(self) -> int:
+        """The alignment requirement in bytes given to cuTENSOR."""
         return self.spec.alignment
 
     @property
     def ndim(self) -> int:
+        """Number of modes."""
         return self.spec.ndim
 
     def __repr__(self) -> str:

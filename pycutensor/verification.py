@@ -418,11 +418,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
     st = driver_status()
     if not st.usable:
-        print(
-            f"error: verify executes on a GPU, and none is usable here: {st.reason}",
-            file=sys.stderr,
-        )
-        return 1
+        from pycudnn._shared.report import EXIT_CANNOT_RUN, print_json
+
+        message = f"verify executes on a GPU, and none is usable here: {st.reason}"
+        if args.json:
+            print_json({"command": "verify", "exit_code": EXIT_CANNOT_RUN, "error": message})
+        else:
+            print(f"error: {message}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
     start = time.perf_counter()
     rows = [row for spec in selected for row in verify_case(spec, seed=args.seed)]
     wrong = [r for r in rows if r["status"] in ("fail", "error")]

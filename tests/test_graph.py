@@ -569,12 +569,30 @@ def test_close_drops_descriptors_once_unused() -> None:
     ref = weakref.ref(op_graph)
     del op_graph
     g.close()
-    assert not g.is_finalized
+    assert not g.is_finalized and g.closed
     gc.collect()
     assert ref() is not None and not ref().closed  # still needed: not destroyed
     del user
     gc.collect()
     assert ref() is None  # released once nothing needs it
+
+
+def test_a_closed_graph_refuses_further_use_and_says_so() -> None:
+    from pycudnn import ClosedError
+
+    g, _ = _conv_bias_relu()
+    g.close()
+    g.close()  # idempotent
+    assert "closed" in repr(g)
+    for use in (g.finalize, g.key, lambda: g.operation_graph, lambda: g.heuristics("a")):
+        with pytest.raises(ClosedError, match="graph 'conv_bias_relu' is closed"):
+            use()
+    with pytest.raises(ClosedError, match="is closed"):
+        g.tensor([1, 1, 1, 1], name="more")
+    assert g.tensors and "conv" in g.describe()  # reading what it was still works
+    with Graph("ctx") as h:
+        h.relu(h.tensor([1, 4, 1, 1], name="a"))
+    assert h.closed
 
 
 # -- properties (independent computations) -----------------------------------------------------------

@@ -327,6 +327,7 @@ class DeviceArray:
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """Extents, in logical order (as NumPy's ``shape``)."""
         return self._shape
 
     @property
@@ -336,18 +337,22 @@ class DeviceArray:
 
     @property
     def dtype(self) -> np.dtype:
+        """The NumPy dtype of the elements (``ml_dtypes`` types for bf16 and fp8)."""
         return self._dtype
 
     @property
     def ndim(self) -> int:
+        """Number of dimensions."""
         return len(self._shape)
 
     @property
     def size(self) -> int:
+        """Number of elements."""
         return math.prod(self._shape)
 
     @property
     def itemsize(self) -> int:
+        """Bytes per element."""
         return int(self._dtype.itemsize)
 
     @property
@@ -357,6 +362,7 @@ class DeviceArray:
 
     @property
     def device_id(self) -> int:
+        """Ordinal of the GPU that holds the memory."""
         if self._device_id is None:
             self._device_id = int(self._buffer.device_id)
         return self._device_id
@@ -374,16 +380,19 @@ class DeviceArray:
 
     @property
     def readonly(self) -> bool:
+        """True for a view that must not be written (exported read-only through the protocols)."""
         return self._readonly
 
     @property
     def closed(self) -> bool:
+        """True once :meth:`close` returned the memory to its pool."""
         return self._ptr is None
 
     is_closed = closed
 
     @property
     def is_c_contiguous(self) -> bool:
+        """True when the strides are those of a C-ordered (row-major) packed array."""
         return all(
             n <= 1 or s == c
             for n, s, c in zip(self._shape, self._strides, _c_strides(self._shape), strict=True)

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from .suggest import did_you_mean
+
 __all__ = [
     "CUDA_DATA_TYPE_NAMES",
     "CUDNN_DATA_TYPE_NAMES",
@@ -87,6 +89,12 @@ CUDA_DATA_TYPE_NAMES: dict[np.dtype, str] = _table(
     ]
 )
 
+# NumPy's own names, offered (with the aliases) when a dtype name is misspelt.
+_NUMPY_NAMES = (
+    "float16", "float32", "float64", "int8", "int16", "int32", "int64",
+    "uint8", "uint16", "uint32", "uint64", "bool", "complex64", "complex128",
+)  # fmt: skip
+
 # Spellings people use for types NumPy itself does not name.
 _ALIASES: dict[str, np.dtype | None] = {
     "half": np.dtype(np.float16),
@@ -123,7 +131,10 @@ def as_numpy_dtype(dtype: Any, *, name: str = "dtype") -> np.dtype:
     try:
         return np.dtype(dtype)
     except TypeError:
-        raise TypeError(f"{name}={dtype!r} is not a data type NumPy or ml_dtypes knows") from None
+        hint = did_you_mean(dtype, [*_ALIASES, *_NUMPY_NAMES]) if isinstance(dtype, str) else ""
+        raise TypeError(
+            f"{name}={dtype!r} is not a data type NumPy or ml_dtypes knows{hint}"
+        ) from None
 
 
 def dtype_name(dtype: np.dtype) -> str:

@@ -85,6 +85,7 @@ class CResource:
 
     @property
     def closed(self) -> bool:
+        """True once :meth:`close` destroyed the C object (or it was never made)."""
         return self._ptr is None
 
     is_closed = closed

@@ -2,8 +2,9 @@
 
 A smoke demo is a list of checks. Each returns a :class:`CheckResult`: ``ok`` with what it measured,
 ``skipped`` with the reason (typically: no GPU, no driver library), or ``failed`` with the error. The
-runner prints one line per check (or JSON), and exits non-zero when a check failed, or, with
-``--require-gpu``, when a check that needs a GPU could not run.
+runner prints one line per check (or one JSON document), and exits non-zero when a check failed,
+or, with ``--require-gpu``, when a check that needs a GPU could not run (exit codes: see
+:mod:`pycudnn._shared.report`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
+
+from .report import EXIT_CANNOT_RUN, EXIT_FAILED, EXIT_OK, devices_report, summarize
 
 __all__ = ["CheckResult", "SkipCheck", "run_checks"]
 
@@ -30,6 +33,9 @@ class SkipCheck(Exception):
 
 @dataclass
 class CheckResult:
+    """The outcome of one smoke check: ``status`` is "ok", "skipped" or "failed"; ``detail`` the
+    summary, the reason of a skip, or the error."""
+
     name: str
     status: str  # "ok", "skipped" or "failed"
     detail: str = ""
@@ -55,10 +61,10 @@ def _run_one(name: str, check: Check) -> CheckResult:
         )
     except Exception as exc:
         detail = f"{type(exc).__name__}: {exc}"
-        tb = traceback.format_exc(limit=4)
-        return CheckResult(
-            name, "failed", detail, {"traceback": tb}, seconds=time.perf_counter() - start
-        )
+        data: dict[str, Any] = {"traceback": traceback.format_exc(limit=4)}
+        if isinstance(exc, ImportError):  # LibraryNotFoundError: nothing could run, not wrong
+            data["cannot_run"] = True
+        return CheckResult(name, "failed", detail, data, seconds=time.perf_counter() - start)
     elapsed = time.perf_counter() - start
     if isinstance(out, dict):
         detail = str(out.pop("summary", ""))
@@ -74,7 +80,16 @@ def run_checks(
     require_gpu: bool = False,
     stream: TextIO | None = None,
 ) -> int:
-    """Run ``checks`` in order, report, and return the process exit code."""
+    """Run ``checks`` in order, report, and return the process exit code.
+
+    The code is :data:`~pycudnn._shared.report.EXIT_FAILED` when a check failed (unless every
+    failure is an ``ImportError``, a library that is not installed:
+    :data:`~pycudnn._shared.report.EXIT_CANNOT_RUN`), ``EXIT_CANNOT_RUN`` when ``require_gpu``
+    and a check that needs a GPU could not run, else ``EXIT_OK``. With ``as_json`` the whole
+    report is one JSON document: ``title``, ``exit_code``, ``summary`` (counts),
+    ``cuda_driver``/``devices``/``devices_reason`` (the schema of ``info``) and ``checks`` (each
+    skipped one with its ``reason``).
+    """
     out = stream or sys.stdout
     results = []
     if not as_json:
@@ -89,17 +104,29 @@ def run_checks(
                 print("    " + result.data["traceback"].rstrip().replace("\n", "\n    "), file=out)
     failed = [r for r in results if r.status == "failed"]
     gpu_skipped = [r for r in results if r.status == "skipped" and r.needs_gpu]
-    code = 1 if failed or (require_gpu and gpu_skipped) else 0
+    if failed:
+        missing = all(r.data.get("cannot_run") for r in failed)
+        code = EXIT_CANNOT_RUN if missing else EXIT_FAILED
+    else:
+        code = EXIT_CANNOT_RUN if require_gpu and gpu_skipped else EXIT_OK
+    counts = summarize(r.status for r in results)
     if as_json:
-        json.dump(
-            {"title": title, "exit_code": code, "checks": [asdict(r) for r in results]},
-            out,
-            indent=2,
-            default=str,
-        )
+        checks_out = []
+        for r in results:
+            entry = asdict(r)
+            if r.status == "skipped":
+                entry["reason"] = r.detail
+            checks_out.append(entry)
+        document = {
+            "title": title,
+            "exit_code": code,
+            "summary": {**counts, "gpu_skipped": len(gpu_skipped), "require_gpu": require_gpu},
+            **devices_report(),
+            "checks": checks_out,
+        }
+        json.dump(document, out, indent=2, default=str)
         print(file=out)
     else:
-        counts = {s: sum(r.status == s for r in results) for s in ("ok", "skipped", "failed")}
         print(
             f"  {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed", file=out
         )

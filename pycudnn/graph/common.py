@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import _bindings, layout
 from .._shared.dtypes import CUDNN_DATA_TYPE_NAMES, dtype_name
+from .._shared.suggest import did_you_mean
 
 __all__ = ["MAX_RANK", "MIN_RANK", "GraphError"]
 
@@ -38,8 +39,9 @@ def _enum_member(enum_cls: type[enum.IntEnum], value: Any, prefix: str, what: st
         key = key.removeprefix(prefix)
         if key in enum_cls.__members__:
             return enum_cls[key]
+        names = [m.name.lower() for m in enum_cls]
         raise GraphError(
-            f"unknown {what} {value!r}; choose from {', '.join(m.name.lower() for m in enum_cls)}"
+            f"unknown {what} {value!r}{did_you_mean(key, names)}; choose from {', '.join(names)}"
         )
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         try:

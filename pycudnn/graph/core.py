@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import layout
 from .._shared.dtypes import as_numpy_dtype, dtype_name
+from .._shared.resource import ClosedError
 from .common import (
     _CONV_OPS,
     MAX_RANK,
@@ -71,6 +72,7 @@ class GraphCore:
         # variant (see pycudnn.graph.rewrites): {(id(handle) or None, variant): descriptor set}.
         self._descriptor_sets: dict[tuple[int | None, str], dict[str, Any]] = {}
         self._descriptor_lock = threading.Lock()
+        self._closed = False
 
     @staticmethod
     def _dtype_arg(dtype: Any, what: str) -> np.dtype:
@@ -81,10 +83,12 @@ class GraphCore:
     # -- state -------------------------------------------------------------------------------
     @property
     def tensors(self) -> list[Tensor]:
+        """Every tensor of the graph, in the order they were made (a copy)."""
         return list(self._tensors)
 
     @property
     def operations(self) -> list[Operation]:
+        """Every operation of the graph, in the order they were added (a copy)."""
         return list(self._ops)
 
     @property
@@ -108,7 +112,20 @@ class GraphCore:
         sets = list(self._descriptor_sets.values())
         return sets[-1] if sets else None
 
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`: the graph refuses further use."""
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError(
+                f"graph '{self.name}' is closed: it cannot be changed, finalized or planned again "
+                "(plans built from it keep working); build a new Graph"
+            )
+
     def _check_mutable(self) -> None:
+        self._check_open()
         if self._resolved:
             raise GraphError(
                 f"graph '{self.name}' is finalized (it was built or its key was taken); create a "
@@ -494,7 +511,8 @@ class GraphCore:
         return {"tensors": tensors, "ops": ops}
 
     def key(self) -> str:
-        """A hash of :meth:`signature` (part of every plan-cache key)."""
+        """A hash of :meth:`signature` (part of every plan-cache key); ``ClosedError`` once closed."""
+        self._check_open()
         if self._signature is None:
             text = json.dumps(self.signature(), sort_keys=True, separators=(",", ":"))
             self._signature = hashlib.sha256(text.encode()).hexdigest()
@@ -512,7 +530,10 @@ class GraphCore:
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        state = "finalized" if self.is_finalized else "building"
+        if self._closed:
+            state = "closed"
+        else:
+            state = "finalized" if self.is_finalized else "frozen" if self._resolved else "building"
         return (
             f"<pycudnn.Graph '{self.name}' {len(self._ops)} ops, {len(self._tensors)} tensors, "
             f"{state}>"
@@ -547,6 +568,7 @@ class GraphCore:
         """
         from .lowering import build_descriptors  # lowering imports this module
 
+        self._check_open()
         self._resolve()
         key = (None if handle is None else id(handle), variant)
         with self._descriptor_lock:
@@ -570,9 +592,21 @@ class GraphCore:
         return int(self.operation_graph.get("OPERATIONGRAPH_ENGINE_GLOBAL_COUNT"))
 
     def close(self) -> None:
-        """Drop the graph's backend descriptors (every target's): they are destroyed as soon as
-        no plan, engine config or heuristic built from them needs them any more (never before:
-        cuDNN objects that point at them must not outlive them). The graph stays frozen;
-        ``finalize`` builds new descriptors."""
+        """Release the graph's backend descriptors (``cudnnBackendDestroyDescriptor``, every
+        target's) and refuse further use: changing, finalizing, planning or keying a closed graph
+        raises :class:`~pycudnn.ClosedError`. Idempotent.
+
+        Plans, engine configs and heuristics already built from it keep working: each holds the
+        descriptors it points at, which are destroyed only when the last of them is gone (cuDNN
+        objects that point at them must not outlive them). Reading the graph (its tensors,
+        :meth:`describe`) still works.
+        """
         with self._descriptor_lock:
+            self._closed = True
             self._descriptor_sets = {}
+
+    def __enter__(self) -> GraphCore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -6,7 +6,7 @@ import it when they are called, so that building a graph never imports planning.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .adanorm import AdaNormOps
@@ -26,7 +26,7 @@ from .statistics import StatisticsOps
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..deviceprops import DeviceProperties
-    from ..plan import EngineConfig, HeuristicsResult, Plan
+    from ..plan import EngineConfig, HeuristicsResult, Plan, PlanCache
 
 __all__ = ["Graph"]
 
@@ -70,32 +70,123 @@ class Graph(
             self, mode, device_properties=device_properties, sm_count=sm_count, device=device
         )
 
-    def engine_configs(self, **options: Any) -> list[EngineConfig]:
-        """Engine configurations from the heuristics, filtered (see :func:`pycudnn.plan.engine_configs`)."""
+    def engine_configs(
+        self,
+        *,
+        heuristics: Any = ("a", "fallback"),  # pycudnn.plan.DEFAULT_HEURISTICS
+        device_properties: DeviceProperties | None = None,
+        sm_count: int | None = None,
+        device: Any = None,
+        deterministic: bool = False,
+        allow_reduced_precision: bool = True,
+        allow_runtime_compilation: bool = True,
+        max_workspace: int | None = None,
+        allow_known_bad: bool = False,
+        exclude_engines: Iterable[int] | None = None,
+        exclude_notes: Iterable[str] | None = None,
+    ) -> list[EngineConfig]:
+        """Engine configurations from the heuristics (``CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR``),
+        filtered: see :func:`pycudnn.plan.engine_configs` for every keyword and its errors."""
+        kw = _keywords(locals())  # first: before the import adds a local
         from ..plan import engine_configs
 
-        return engine_configs(self, **options)
+        return engine_configs(self, **kw)
 
-    def build(self, **options: Any) -> Plan:
-        """Heuristics, then the first execution plan that finalizes (see :func:`pycudnn.plan.build`)."""
+    def build(
+        self,
+        *,
+        heuristics: Any = ("a", "fallback"),  # pycudnn.plan.DEFAULT_HEURISTICS
+        device_properties: DeviceProperties | None = None,
+        device: Any = None,
+        deterministic: bool = False,
+        max_workspace: int | None = None,
+        allow_reduced_precision: bool = True,
+        allow_runtime_compilation: bool = True,
+        allow_known_bad: bool = False,
+        sm_count: int | None = None,
+        cache: PlanCache | bool | None = None,
+        exclude_engines: Iterable[int] | None = None,
+        exclude_notes: Iterable[str] | None = None,
+        verify: bool = False,
+    ) -> Plan:
+        """Heuristics, then the first execution plan that finalizes (``cudnnBackendFinalize`` of
+        an ``EXECUTION_PLAN``): see :func:`pycudnn.plan.build` for every keyword and its errors
+        (:class:`~pycudnn.plan.GraphNotSupportedError` when no engine serves)."""
+        kw = _keywords(locals())  # first: before the import adds a local
         from ..plan import build
 
-        return build(self, **options)
+        return build(self, **kw)
 
-    def build_all(self, **options: Any) -> list[Plan]:
-        """Every execution plan that finalizes (see :func:`pycudnn.plan.build_all`)."""
+    def build_all(
+        self,
+        *,
+        heuristics: Any = ("a", "fallback"),  # pycudnn.plan.DEFAULT_HEURISTICS
+        device_properties: DeviceProperties | None = None,
+        device: Any = None,
+        deterministic: bool = False,
+        max_workspace: int | None = None,
+        allow_reduced_precision: bool = True,
+        allow_runtime_compilation: bool = True,
+        allow_known_bad: bool = False,
+        sm_count: int | None = None,
+        exclude_engines: Iterable[int] | None = None,
+        exclude_notes: Iterable[str] | None = None,
+        limit: int | None = None,
+        verify: bool = False,
+    ) -> list[Plan]:
+        """Every execution plan that finalizes: see :func:`pycudnn.plan.build_all`."""
+        kw = _keywords(locals())  # first: before the import adds a local
         from ..plan import build_all
 
-        return build_all(self, **options)
+        return build_all(self, **kw)
 
-    def autotune(self, tensors: Mapping[Any, Any], **options: Any) -> Plan:
-        """Time every candidate plan on the GPU and return the fastest (see :func:`pycudnn.plan.autotune`)."""
+    def autotune(
+        self,
+        tensors: Mapping[Any, Any],
+        *,
+        heuristics: Any = ("a", "b", "fallback"),
+        candidates: int | Sequence[Plan] | None = None,
+        warmup: int = 3,
+        repeats: int = 10,
+        stream: Any = None,
+        handle: Any = None,
+        device: Any = None,
+        progress: bool | None = None,
+        cache: PlanCache | bool | None = None,
+        verify: bool = False,
+        deterministic: bool = False,
+        max_workspace: int | None = None,
+        allow_reduced_precision: bool = True,
+        allow_runtime_compilation: bool = True,
+        allow_known_bad: bool = False,
+        sm_count: int | None = None,
+        exclude_engines: Iterable[int] | None = None,
+        exclude_notes: Iterable[str] | None = None,
+    ) -> Plan:
+        """Time every candidate plan on the GPU (``cudnnBackendExecute`` between CUDA events) and
+        return the fastest: see :func:`pycudnn.plan.autotune` (``RuntimeError`` without a GPU)."""
+        kw = _keywords(locals())  # first: before the import adds a local
         from ..plan import autotune
 
-        return autotune(self, tensors, **options)
+        return autotune(self, kw.pop("tensors"), **kw)
 
-    def load_plan(self, source: Any, **options: Any) -> Plan:
-        """A plan for this graph from its JSON (text or path); see :meth:`pycudnn.plan.Plan.from_json`."""
+    def load_plan(
+        self,
+        source: Any,
+        *,
+        device_properties: DeviceProperties | None = None,
+        device: Any = None,
+    ) -> Plan:
+        """A plan for this graph from its JSON (text or path; ``cudnnBackendFinalize`` of an
+        ``EXECUTION_PLAN`` with ``CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION``): see
+        :meth:`pycudnn.plan.Plan.from_json` (``PlanVersionError`` for another cuDNN's plan)."""
         from ..plan import Plan
 
-        return Plan.load(source, graph=self, **options)
+        return Plan.load(source, graph=self, device_properties=device_properties, device=device)
+
+
+def _keywords(frame_locals: dict[str, Any]) -> dict[str, Any]:
+    """A method's arguments, ``self`` left out, to pass on to its :mod:`pycudnn.plan` function
+    (the keywords are spelled out on both, so that ``help()`` and type checkers see them; a test
+    checks that the two lists are the same)."""
+    return {k: v for k, v in frame_locals.items() if k != "self"}

@@ -177,21 +177,27 @@ class PointwiseOps(GraphCore):
         return self.pointwise("ADD", a, b, **kw)
 
     def sub(self, a: Tensor, b: Tensor, **kw: Any) -> Tensor:
+        """``a - b`` (``CUDNN_POINTWISE_SUB``); keywords as for :meth:`pointwise`."""
         return self.pointwise("SUB", a, b, **kw)
 
     def mul(self, a: Tensor, b: Tensor, **kw: Any) -> Tensor:
+        """``a * b`` (``CUDNN_POINTWISE_MUL``); keywords as for :meth:`pointwise`."""
         return self.pointwise("MUL", a, b, **kw)
 
     def div(self, a: Tensor, b: Tensor, **kw: Any) -> Tensor:
+        """``a / b`` (``CUDNN_POINTWISE_DIV``); keywords as for :meth:`pointwise`."""
         return self.pointwise("DIV", a, b, **kw)
 
     def maximum(self, a: Tensor, b: Tensor, **kw: Any) -> Tensor:
+        """Elementwise maximum (``CUDNN_POINTWISE_MAX``); keywords as for :meth:`pointwise`."""
         return self.pointwise("MAX", a, b, **kw)
 
     def minimum(self, a: Tensor, b: Tensor, **kw: Any) -> Tensor:
+        """Elementwise minimum (``CUDNN_POINTWISE_MIN``); keywords as for :meth:`pointwise`."""
         return self.pointwise("MIN", a, b, **kw)
 
     def pow(self, a: Tensor, b: Tensor, **kw: Any) -> Tensor:
+        """``a ** b`` (``CUDNN_POINTWISE_POW``); keywords as for :meth:`pointwise`."""
         return self.pointwise("POW", a, b, **kw)
 
     def bias(self, x: Tensor, bias: Tensor, **kw: Any) -> Tensor:
@@ -229,18 +235,23 @@ class PointwiseOps(GraphCore):
         return self.pointwise(mode, x, **kw)
 
     def sigmoid(self, x: Tensor, **kw: Any) -> Tensor:
+        """Logistic sigmoid (``CUDNN_POINTWISE_SIGMOID_FWD``); keywords as for :meth:`pointwise`."""
         return self.pointwise("SIGMOID_FWD", x, **kw)
 
     def tanh(self, x: Tensor, **kw: Any) -> Tensor:
+        """Hyperbolic tangent (``CUDNN_POINTWISE_TANH_FWD``); keywords as for :meth:`pointwise`."""
         return self.pointwise("TANH_FWD", x, **kw)
 
     def swish(self, x: Tensor, *, beta: float | None = None, **kw: Any) -> Tensor:
+        """``x * sigmoid(beta * x)`` (``CUDNN_POINTWISE_SWISH_FWD``, ``beta``: ``SWISH_BETA``)."""
         return self.pointwise("SWISH_FWD", x, swish_beta=beta, **kw)
 
     def elu(self, x: Tensor, *, alpha: float | None = None, **kw: Any) -> Tensor:
+        """ELU with ``alpha`` (``CUDNN_POINTWISE_ELU_FWD``, ``ELU_ALPHA``)."""
         return self.pointwise("ELU_FWD", x, elu_alpha=alpha, **kw)
 
     def softplus(self, x: Tensor, *, beta: float | None = None, **kw: Any) -> Tensor:
+        """``log(1 + exp(beta * x)) / beta`` (``CUDNN_POINTWISE_SOFTPLUS_FWD``, ``SOFTPLUS_BETA``)."""
         return self.pointwise("SOFTPLUS_FWD", x, softplus_beta=beta, **kw)
 
     def identity(self, x: Tensor, **kw: Any) -> Tensor:
@@ -248,24 +259,31 @@ class PointwiseOps(GraphCore):
         return self.pointwise("IDENTITY", x, **kw)
 
     def exp(self, x: Tensor, **kw: Any) -> Tensor:
+        """``exp(x)`` (``CUDNN_POINTWISE_EXP``); keywords as for :meth:`pointwise`."""
         return self.pointwise("EXP", x, **kw)
 
     def log(self, x: Tensor, **kw: Any) -> Tensor:
+        """Natural logarithm (``CUDNN_POINTWISE_LOG``); keywords as for :meth:`pointwise`."""
         return self.pointwise("LOG", x, **kw)
 
     def sqrt(self, x: Tensor, **kw: Any) -> Tensor:
+        """Square root (``CUDNN_POINTWISE_SQRT``); keywords as for :meth:`pointwise`."""
         return self.pointwise("SQRT", x, **kw)
 
     def rsqrt(self, x: Tensor, **kw: Any) -> Tensor:
+        """``1 / sqrt(x)`` (``CUDNN_POINTWISE_RSQRT``); keywords as for :meth:`pointwise`."""
         return self.pointwise("RSQRT", x, **kw)
 
     def abs(self, x: Tensor, **kw: Any) -> Tensor:
+        """Absolute value (``CUDNN_POINTWISE_ABS``); keywords as for :meth:`pointwise`."""
         return self.pointwise("ABS", x, **kw)
 
     def neg(self, x: Tensor, **kw: Any) -> Tensor:
+        """``-x`` (``CUDNN_POINTWISE_NEG``); keywords as for :meth:`pointwise`."""
         return self.pointwise("NEG", x, **kw)
 
     def reciprocal(self, x: Tensor, **kw: Any) -> Tensor:
+        """``1 / x`` (``CUDNN_POINTWISE_RECIPROCAL``); keywords as for :meth:`pointwise`."""
         return self.pointwise("RECIPROCAL", x, **kw)
 
     def binary_select(self, mask: Tensor, a: Tensor, b: Tensor, **kw: Any) -> Tensor:

@@ -75,10 +75,12 @@ class Tensor:
     # -- resolved properties --------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
+        """Dims, in logical order (an alias of ``dims``)."""
         return self.dims
 
     @property
     def ndim(self) -> int:
+        """Number of dimensions."""
         return len(self.dims)
 
     @property
@@ -128,6 +130,7 @@ class Tensor:
         return self
 
     def describe(self) -> str:
+        """One readable line: name, dims, strides, dtype and flags (virtual, output, by value)."""
         dt = dtype_name(self._dtype) if self._dtype is not None else "auto"
         flags = []
         if self._virtual:
@@ -175,6 +178,7 @@ class Operation:
         return f"{kind} '{self.name}'"
 
     def describe(self) -> str:
+        """One readable line: label, inputs, outputs and settings."""
         ins = ", ".join(f"{r}='{t.name}'" for r, t in self.inputs.items())
         outs = ", ".join(f"{r}='{t.name}'" for r, t in self.outputs.items())
         settings = ", ".join(f"{k}={_attr_text(v)}" for k, v in self.attrs.items())

@@ -6,7 +6,7 @@ import dataclasses
 import logging
 import statistics
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import CudnnError, CudnnNotSupportedError
@@ -58,6 +58,7 @@ class AutotuneResults(list[AutotuneResult]):
 
     @property
     def best(self) -> AutotuneResult | None:
+        """The fastest result that ran, or None when none did."""
         return self[0] if self and self[0].time_ms is not None else None
 
 
@@ -88,7 +89,14 @@ def autotune(
     progress: bool | None = None,
     cache: PlanCache | bool | None = None,
     verify: bool = False,
-    **filters: Any,
+    deterministic: bool = False,
+    max_workspace: int | None = None,
+    allow_reduced_precision: bool = True,
+    allow_runtime_compilation: bool = True,
+    allow_known_bad: bool = False,
+    sm_count: int | None = None,
+    exclude_engines: Iterable[int] | None = None,
+    exclude_notes: Iterable[str] | None = None,
 ) -> Plan:
     """Time every candidate plan on the GPU with CUDA events and return the fastest.
 
@@ -99,6 +107,8 @@ def autotune(
     run takes more than a second, unless ``progress=False``. The result is cached like ``build``.
     ``verify=True`` first checks each candidate against a reference (:mod:`pycudnn.verification`):
     a wrong engine is not timed, cannot win, and its row in the table says how wrong it was.
+    The filters (``deterministic`` ... ``exclude_notes``) are :func:`build`'s. Raises
+    ``RuntimeError`` without a usable GPU, :class:`GraphNotSupportedError` when no plan finalizes.
     """
     _check_graph(graph)
     from .._shared.cuda import driver_status, require_cuda_core
@@ -117,7 +127,17 @@ def autotune(
             f"autotuning times plans on the GPU, and none is usable here: {st.reason}"
         )
     verify = check_verify(verify)
-    options = {"heuristics": heuristics, **filters}
+    options = {
+        "heuristics": heuristics,
+        "deterministic": deterministic,
+        "max_workspace": max_workspace,
+        "allow_reduced_precision": allow_reduced_precision,
+        "allow_runtime_compilation": allow_runtime_compilation,
+        "allow_known_bad": allow_known_bad,
+        "sm_count": sm_count,
+        "exclude_engines": exclude_engines,
+        "exclude_notes": exclude_notes,
+    }
     if handle is not None:
         from ..handle import Handle
 

@@ -215,17 +215,27 @@ def _cache_key(
 def build_all(
     graph: Graph,
     *,
+    heuristics: Any = DEFAULT_HEURISTICS,
     device_properties: DeviceProperties | None = None,
     device: Any = None,
+    deterministic: bool = False,
+    max_workspace: int | None = None,
+    allow_reduced_precision: bool = True,
+    allow_runtime_compilation: bool = True,
+    allow_known_bad: bool = False,
+    sm_count: int | None = None,
+    exclude_engines: Iterable[int] | None = None,
+    exclude_notes: Iterable[str] | None = None,
     limit: int | None = None,
     verify: bool = False,
-    **options: Any,
 ) -> list[Plan]:
     """Every execution plan that finalizes, in heuristic order (for autotuning or inspection).
 
-    Options as for :func:`build`; ``limit`` stops after that many plans; ``verify=True`` keeps
-    only the plans whose results agree with a reference (:mod:`pycudnn.plan.verifying`). Raises
-    :class:`GraphNotSupportedError` when none finalizes (or none is right).
+    Target and filters as for :func:`build` (``cudnnBackendFinalize`` on each
+    ``CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR``); ``limit`` stops after that many plans;
+    ``verify=True`` keeps only the plans whose results agree with a reference
+    (:mod:`pycudnn.plan.verifying`). Raises :class:`GraphNotSupportedError` when none finalizes
+    (or none is right), ``ValueError`` for a bad ``limit`` or filter.
     """
     _check_graph(graph)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
@@ -233,7 +243,18 @@ def build_all(
     verify = check_verify(verify)
     target = _target(device_properties, device)
     report = PlanningReport()
-    plans = _plans(graph, target, dict(options), report, limit=limit)
+    options = {
+        "heuristics": heuristics,
+        "deterministic": deterministic,
+        "max_workspace": max_workspace,
+        "allow_reduced_precision": allow_reduced_precision,
+        "allow_runtime_compilation": allow_runtime_compilation,
+        "allow_known_bad": allow_known_bad,
+        "sm_count": sm_count,
+        "exclude_engines": exclude_engines,
+        "exclude_notes": exclude_notes,
+    }
+    plans = _plans(graph, target, options, report, limit=limit)
     if verify:
         plans = verified(plans, report, first=False)
     if not plans:

@@ -67,6 +67,7 @@ class PlanCache:
             self._plans.clear()
 
     def path_for(self, key: str) -> Path | None:
+        """The file a plan with cache key ``key`` is kept in, or None for a memory-only cache."""
         return None if self.directory is None else self.directory / f"{key}.json"
 
     @staticmethod

@@ -165,10 +165,12 @@ class Plan(VariantPacks, CudaGraphs):
     # -- properties --------------------------------------------------------------------------
     @property
     def descriptor(self) -> BackendDescriptor:
+        """The finalized ``CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR``."""
         return self._desc
 
     @property
     def closed(self) -> bool:
+        """True once :meth:`close` released the plan (or its descriptor was destroyed)."""
         return self._closed or self._desc.closed
 
     is_closed = closed
@@ -179,9 +181,11 @@ class Plan(VariantPacks, CudaGraphs):
         return self._device_id
 
     def tensor_names(self) -> list[str]:
+        """Names of the tensors ``execute`` takes, in variant-pack order."""
         return [s.name for s in self._slots]
 
     def describe(self) -> str:
+        """One readable line: engine, knobs, notes, workspace, graph and rewrite."""
         knobs = ", ".join(f"{k}={v}" for k, v in self.knobs.items()) or "no knobs"
         notes = ", ".join(self.numerical_notes + self.behavior_notes) or "no notes"
         g = f"graph '{self.graph.name}'" if self.graph is not None else "no graph"
@@ -192,8 +196,21 @@ class Plan(VariantPacks, CudaGraphs):
         return text + (f"; cuDNN was shown the {self.rewrite}" if self.rewrite else "")
 
     def __repr__(self) -> str:
-        state = "closed" if self.closed else f"engine {self.engine_id}"
-        return f"<pycudnn.Plan {state}, workspace {getattr(self, 'workspace_size', '?')} B>"
+        # What a user needs at a glance: graph, engine and knobs, where it runs, workspace, state.
+        parts = [f"graph '{self.graph.name}'" if self.graph is not None else "no graph"]
+        knobs = ", ".join(f"{k}={v}" for k, v in self.knobs.items())
+        parts.append(f"engine {self.engine_id}" + (f" ({knobs})" if knobs else ""))
+        props = self.device_properties
+        if props is not None:
+            parts.append(f"for {props.device_name} (deviceless)")
+        elif self._device_id is not None:
+            parts.append(f"on device {self._device_id}")
+        parts.append(f"workspace {getattr(self, 'workspace_size', '?')} B")
+        if self.rewrite:
+            parts.append(self.rewrite)
+        if self.closed:
+            parts.append("closed")
+        return f"<pycudnn.Plan {', '.join(parts)}>"
 
     def close(self) -> None:
         """Release the variant packs and the execution plan. Idempotent."""

@@ -151,6 +151,7 @@ class EngineConfig:
         return out
 
     def describe(self) -> str:
+        """One readable line: engine id, knobs, notes, workspace and heuristic mode."""
         knobs = ", ".join(f"{k}={v}" for k, v in self.knobs.items()) or "no knobs"
         notes = ", ".join(self.numerical_notes + self.behavior_notes) or "no notes"
         ws = "?" if self.workspace_size is None else f"{self.workspace_size} B"

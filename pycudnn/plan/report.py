@@ -60,9 +60,11 @@ class HeuristicsResult:
 
     @property
     def returned(self) -> int:
+        """How many configs the mode returned (``ENGINEHEUR_RESULTS``)."""
         return len(self.configs)
 
     def describe(self) -> str:
+        """The mode and what it gave: counted and returned configs, or its error."""
         if self.error:
             return f"{self.mode}: failed ({self.error})"
         return f"{self.mode}: {self.count} counted, {self.returned} returned"
@@ -88,6 +90,7 @@ class PlanningReport:
     verification: list[Any] = dataclasses.field(default_factory=list)
 
     def describe(self) -> str:
+        """Every heuristic mode tried, what was filtered out and why, and cuDNN's own explanation."""
         lines = ["heuristics tried: " + "; ".join(h.describe() for h in self.heuristics)]
         if self.filtered:
             lines.append(

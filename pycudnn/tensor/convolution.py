@@ -129,27 +129,33 @@ class ConvolutionDescriptor(CResource):
 
     @property
     def spatial_dims(self) -> int:
+        """Number of spatial dimensions (2 or 3)."""
         self._check_open()
         return self._spatial
 
     @property
     def pads(self) -> tuple[int, ...]:
+        """Padding per spatial dimension (read back with ``cudnnGetConvolutionNdDescriptor``)."""
         return self._read_back()[0]
 
     @property
     def strides(self) -> tuple[int, ...]:
+        """Filter strides per spatial dimension (``cudnnGetConvolutionNdDescriptor``)."""
         return self._read_back()[1]
 
     @property
     def dilations(self) -> tuple[int, ...]:
+        """Dilations per spatial dimension (``cudnnGetConvolutionNdDescriptor``)."""
         return self._read_back()[2]
 
     @property
     def mode(self) -> str:
+        """ "convolution" or "cross_correlation" (``cudnnGetConvolutionNdDescriptor``)."""
         return _name_of(self._read_back()[3], _CONV_MODES)
 
     @property
     def compute_type(self) -> np.dtype:
+        """The accumulation dtype (``cudnnGetConvolutionNdDescriptor``'s computeType)."""
         return _dtype_of_value(self._read_back()[4])
 
     @property
@@ -168,10 +174,12 @@ class ConvolutionDescriptor(CResource):
 
     @property
     def uses_tensor_ops(self) -> bool:
+        """Whether the math type allows Tensor Core math (``cudnnSetConvolutionMathType``)."""
         self._check_open()
         return self._key[5] in _TENSOR_OP_MATH
 
     def key(self) -> tuple[Any, ...]:
+        """A hashable tuple of every setting (equal keys describe the same convolution)."""
         self._check_open()
         return self._key
 

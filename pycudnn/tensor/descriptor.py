@@ -280,6 +280,7 @@ class TensorDescriptor(CResource):
 
     @property
     def nbdims(self) -> int:
+        """Number of dimensions (``cudnnGetTensorNdDescriptor``'s nbDims)."""
         self._check_open()
         return len(self._dims)
 

@@ -115,6 +115,7 @@ class FilterDescriptor(CResource):
 
     @property
     def dtype(self) -> np.dtype:
+        """The element dtype (``cudnnGetFilterNdDescriptor``)."""
         return _dtype_of_value(self._read_back()[1])
 
     @property
@@ -124,6 +125,7 @@ class FilterDescriptor(CResource):
 
     @property
     def nbdims(self) -> int:
+        """Number of dimensions (4 or 5)."""
         self._check_open()
         return len(self._dims)
 
@@ -144,6 +146,7 @@ class FilterDescriptor(CResource):
         return int(size.value)
 
     def key(self) -> tuple[Any, ...]:
+        """A hashable tuple of dims, layout and data type."""
         self._check_open()
         return (self._dims, self._channels_last, self._cudnn_type)
 

@@ -174,11 +174,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
     st = driver_status()
     if not st.usable:
-        print(
-            f"error: verify executes plans on a GPU, and none is usable here: {st.reason}",
-            file=sys.stderr,
-        )
-        return 1
+        from .._shared.report import EXIT_CANNOT_RUN, print_json
+
+        message = f"verify executes plans on a GPU, and none is usable here: {st.reason}"
+        if args.json:
+            print_json({"command": "verify", "exit_code": EXIT_CANNOT_RUN, "error": message})
+        else:
+            print(f"error: {message}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
     report = run_suite(
         quick=args.quick,
         allow_known_bad=args.no_known_bad,

@@ -1,0 +1,59 @@
+"""A misspelt attribute, enum, format or dtype name gets the nearest valid names in its error."""
+
+from __future__ import annotations
+
+import pytest
+
+import pycudnn
+from pycudnn import layout
+from pycudnn._shared.dtypes import as_numpy_dtype
+from pycudnn._shared.suggest import did_you_mean
+from pycudnn.backend import BackendDescriptor
+from pycudnn.graph import GraphError
+
+
+def test_did_you_mean_lists_the_closest_names_in_the_callers_spelling() -> None:
+    assert did_you_mean("nchq", ["NCHW", "NHWC", "BMN"]).startswith("; did you mean 'NCHW'")
+    assert did_you_mean("relu_fw", ["relu_fwd", "tanh_fwd"]) == "; did you mean 'relu_fwd'?"
+    assert did_you_mean("xyzzy", ["NCHW", "NHWC"]) == ""
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "suggested"),
+    [
+        (lambda: layout.packed_strides((1, 2, 3, 4), "NCHQ"), ValueError, "'NCHW'"),
+        (lambda: as_numpy_dtype("flaot16"), TypeError, "'float16'"),
+        (lambda: as_numpy_dtype("bfloat61"), TypeError, "'bfloat16'"),
+        (
+            lambda: BackendDescriptor("TENSOR").set("TENSOR_DIMENSOINS", [1]),
+            ValueError,
+            "'TENSOR_DIMENSIONS'",
+        ),
+        (lambda: BackendDescriptor("TENSR"), ValueError, "'TENSOR'"),
+        (
+            lambda: BackendDescriptor("POINTWISE").set("POINTWISE_MODE", "RELU_FWDD"),
+            TypeError,
+            "'RELU_FWD'",
+        ),
+        (
+            lambda: pycudnn.Graph("g").pointwise(
+                "RELU_FW", pycudnn.Graph("g").tensor([1, 2, 3, 4])
+            ),
+            GraphError,
+            "'relu_fwd'",
+        ),
+    ],
+    ids=["format", "dtype", "ml_dtype", "attribute", "descriptor", "enum", "graph enum"],
+)
+def test_a_misspelt_name_gets_the_nearest_valid_one(
+    call: object, error: type[Exception], suggested: str
+) -> None:
+    with pytest.raises(error, match="did you mean") as info:
+        call()  # type: ignore[operator]
+    assert suggested in str(info.value)
+
+
+def test_a_name_far_from_every_valid_one_gets_no_guess() -> None:
+    with pytest.raises(ValueError, match="unknown format") as info:
+        layout.packed_strides((1, 2, 3, 4), "QXYZ")
+    assert "did you mean" not in str(info.value)
