@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import platform
@@ -25,6 +26,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -40,6 +42,7 @@ import reliability_fuzz as fuzz  # noqa: E402
 SHORT = {"fuzz": 100, "leak_cycles": 10_000, "cache_cycles": 1_000, "threads": 8, "iters": 50}
 FULL = {"fuzz": 2_000, "leak_cycles": 100_000, "cache_cycles": 10_000, "threads": 8, "iters": 1_000}
 GROWTH_LIMIT_MIB = 2.0
+_TMP: list[str] = []
 #: Misses that are open findings with a fix pending elsewhere: reported, not failed.
 KNOWN_OPEN: dict[str, str] = {
     "fault truncated_library": "SIGBUS in the dynamic loader (finding 2026-11-24 #4): the fix, an ELF "
@@ -55,6 +58,8 @@ def _child(args: list[str], env: dict[str, str] | None = None) -> subprocess.Pop
     full_env = {**os.environ, **(env or {})}
     full_env["PYTHONPATH"] = os.pathsep.join([str(REPO), full_env.get("PYTHONPATH", "")])
     full_env["PYTHONUNBUFFERED"] = "1"
+    if _TMP:  # every child's temporary files under one directory, removed at the end even
+        full_env["TMPDIR"] = _TMP[0]  # when a child crashed or was killed
     return subprocess.Popen(
         [sys.executable, str(Path(__file__).resolve()), "--worker", *args],
         stdout=subprocess.PIPE,
@@ -114,14 +119,14 @@ class _Lines:
 
 # -- fuzzing -----------------------------------------------------------------------------------------
 def fuzz_target(
-    target: str, count: int, seed: int, timeout: float, include_known: bool
+    target: str, count: int, seed: int, timeout: float, include_known: bool, *, first: int = 0
 ) -> dict[str, Any]:
-    """Run inputs ``0 .. count-1`` of ``target`` in workers; restart after a crash or a hang."""
+    """Run inputs ``first .. count-1`` of ``target`` in workers; restart after a crash or a hang."""
     fig: dict[str, Any] = {
         "inputs": 0, "accepted": 0, "exceptions": 0, "unexpected": 0, "known_excluded": 0,
         "crashes": 0, "hangs": 0, "examples": [],
     }  # fmt: skip
-    start, t0 = 0, time.monotonic()
+    start, t0 = first, time.monotonic()
     while start < count:
         proc = _child(["fuzz", target, str(seed), str(start), str(count), str(int(include_known))])
         lines, current = _Lines(proc), None
@@ -170,12 +175,25 @@ def _fuzz_worker(target: str, seed: int, start: int, stop: int, include_known: b
     ctx.include_known = include_known
     gen = fuzz.ALL_TARGETS[target]
     out = sys.stdout
-    for i in range(start, stop):
-        out.write(f"S {i}\n")
-        out.flush()
-        outcome, detail = fuzz.run_one(gen, fuzz.InputRandom(seed, target, i), ctx)
-        out.write(f"E {i} {outcome} {detail}\n")
-        out.flush()
+    try:
+        for i in range(start, stop):
+            out.write(f"S {i}\n")  # before the input: if no "E" follows, it crashed or hung
+            out.flush()
+            outcome, detail = fuzz.run_one(gen, fuzz.InputRandom(seed, target, i), ctx)
+            out.write(f"E {i} {outcome} {detail}\n")
+            out.flush()
+    finally:
+        ctx.close()
+
+
+def _merge(figures: list[dict[str, Any]]) -> dict[str, Any]:
+    """The figures of one target's pieces as one (``seconds``: the workers' wall time, summed)."""
+    merged: dict[str, Any] = {"examples": []}
+    for fig in figures:
+        for key, value in fig.items():
+            merged[key] = merged.get(key, 0) + value if key != "examples" else merged[key] + value
+    merged["seconds"] = round(merged.get("seconds", 0), 1)
+    return merged
 
 
 # -- leaks -------------------------------------------------------------------------------------------
@@ -256,18 +274,16 @@ def run(
     gpu = bool(report["environment"]["gpu"])
     if "fuzz" in only:
         with ThreadPoolExecutor(jobs) as pool:  # each thread drives one child at a time
-            futures = {
-                t: pool.submit(
-                    fuzz_target,
-                    t,
-                    int(counts["fuzz"] * fuzz.WEIGHTS.get(t, 1)),
-                    seed,
-                    timeout,
-                    include_known,
-                )
-                for t in fuzz.TARGETS
-            }
-            report["fuzz"] = {t: f.result() for t, f in futures.items()}
+            parts: dict[str, list[Any]] = {}
+            for t in fuzz.TARGETS:
+                n = int(counts["fuzz"] * fuzz.WEIGHTS.get(t, 1))
+                pieces = jobs if t in fuzz.SLOW else 1  # a slow target is shared by the workers
+                bounds = [n * i // pieces for i in range(pieces + 1)]
+                parts[t] = [
+                    pool.submit(fuzz_target, t, hi, seed, timeout, include_known, first=lo)
+                    for lo, hi in itertools.pairwise(bounds)
+                ]
+            report["fuzz"] = {t: _merge([f.result() for f in fs]) for t, fs in parts.items()}
     if "leaks" in only:
         report["leaks"] = {}
         with ThreadPoolExecutor(jobs) as pool:
@@ -386,14 +402,18 @@ def main(argv: list[str] | None = None) -> int:
     for key in SHORT:
         if getattr(a, key) is not None:
             counts[key] = getattr(a, key)
-    report = run(
-        counts,
-        a.seed,
-        timeout=a.timeout,
-        jobs=a.jobs,
-        only=set(a.campaigns.split(",")),
-        include_known=a.include_known,
-    )
+    with tempfile.TemporaryDirectory(
+        prefix="pycudnn-reliability-", ignore_cleanup_errors=True
+    ) as tmp:
+        _TMP[:] = [tmp]
+        report = run(
+            counts,
+            a.seed,
+            timeout=a.timeout,
+            jobs=a.jobs,
+            only=set(a.campaigns.split(",")),
+            include_known=a.include_known,
+        )
     report["mode"] = "full" if a.full else "short"
     Path(a.json).write_text(json.dumps(report, indent=1) + "\n")
     print(table(report))

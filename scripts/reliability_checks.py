@@ -135,7 +135,7 @@ LEAK_KINDS = ("deviceless_plan_from_json", "plan_with_heuristics", "graph", "pla
               "filter_descriptor", "convolution_descriptor", "cutensor_descriptor",
               "cutensor_plan")  # fmt: skip
 #: Cycles are divided by this for the slow kinds (heuristics take ~40 ms a graph on this CPU).
-LEAK_DIVISORS = {"plan_with_heuristics": 50, "graph": 5}
+LEAK_DIVISORS = {"plan_with_heuristics": 50}
 GPU_ONLY = ("cutensor_descriptor", "cutensor_plan")
 
 

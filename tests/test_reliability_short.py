@@ -47,7 +47,10 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return data
 
 
-def test_the_harness_counts_crashes_hangs_and_unexpected_exceptions() -> None:
+def test_the_harness_counts_crashes_hangs_and_unexpected_exceptions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # what the killed workers leave behind
     # The self-test target crashes on input 3, hangs on input 5 and raises ZeroDivisionError on 6;
     # the run goes on after each, from the next input.
     fig = reliability.fuzz_target("selftest", 9, seed=1, timeout=5, include_known=False)
@@ -80,6 +83,7 @@ def test_no_owned_c_type_grows_memory_or_leaves_objects_open(report: dict[str, A
         assert fig["growth_mib"] < reliability.GROWTH_LIMIT_MIB, (kind, fig)
         assert fig["open_after"] <= fig["open_before"], (kind, fig)
     assert report["leaks"]["tensor_descriptor"]["cycles"] == 10000
+    assert report["leaks"]["graph"]["cycles"] == 10000
 
 
 def test_threads_sharing_a_plan_cache_see_no_error_and_no_wrong_result(
