@@ -41,6 +41,10 @@ class KnownOpen(Exception):
     """An input that reaches an open finding (listed in ``KNOWN``): not run unless asked."""
 
 
+class SetupFailure(Exception):
+    """The fixed plans the mutations start from could not be built (never an expected refusal)."""
+
+
 class CacheFailure(Exception):
     """A plan cache let a damaged file stop a build (it must rebuild instead)."""
 
@@ -102,12 +106,16 @@ class Context:
         if self._bases is None:
             from pycudnn.plan import PlanCache
 
-            self._bases = []
-            for i, factory in enumerate((conv_graph, matmul_graph, pointwise_graph)):
-                pc = PlanCache(self.tmp / f"base{i}")
-                plan = factory().build(device_properties=self.props, cache=pc)
-                (path,) = (self.tmp / f"base{i}").glob("*.json")
-                self._bases.append((factory, plan.to_json(), path.name))
+            bases = []  # assigned when complete
+            try:
+                for i, factory in enumerate((conv_graph, matmul_graph, pointwise_graph)):
+                    pc = PlanCache(self.tmp / f"base{i}")
+                    plan = factory().build(device_properties=self.props, cache=pc)
+                    (path,) = (self.tmp / f"base{i}").glob("*.json")
+                    bases.append((factory, plan.to_json(), path.name))
+            except Exception as exc:  # not a refusal of an input: counted as unexpected
+                raise SetupFailure(f"building the base plans failed: {exc!r}") from None
+            self._bases = bases
         return self._bases
 
     def close(self) -> None:
@@ -469,7 +477,7 @@ def cutensor(rng: random.Random, ctx: Context) -> None:
     else:
         shapes = [tuple(rng.randint(1, 3) for _ in range(2)) for _ in range(3)]
         arrays = [
-            np.zeros(s, pick(rng, dtypes)) if rng.random() < 0.9 else junk(rng) for s in shapes
+            np.zeros(s, rng.choice(dtypes)) if rng.random() < 0.9 else junk(rng) for s in shapes
         ]
         pycutensor.contract(arrays[0], pick(rng, ["ik"]), arrays[1], pick(rng, ["kj"]), arrays[2], pick(rng, ["ij"]),
                             alpha=pick(rng, [1.0, 2]), beta=pick(rng, [0.0]))  # fmt: skip
