@@ -34,6 +34,7 @@ _LAZY: dict[str, str] = {
     "version_tuple": "._info",
     "library_path": "._info",
     "header_version": "._info",
+    "require_version": "._versions",
     "enable_logging": ".log",
     "disable_logging": ".log",
     "Handle": ".handle",
@@ -76,6 +77,7 @@ __all__ = [
     "get_handle",
     "header_version",
     "library_path",
+    "require_version",
     "version",
     "version_tuple",
 ]
@@ -87,6 +89,7 @@ __getattr__, __dir__ = lazy_module_attributes(__name__, globals(), _LAZY, _SUBMO
 if TYPE_CHECKING:  # pragma: no cover
     from ._info import header_version, library_path, version, version_tuple
     from ._shared.device_array import DeviceArray
+    from ._versions import require_version
     from .deviceprops import DeviceProperties
     from .graph import Graph
     from .handle import Handle, get_handle

@@ -4296,6 +4296,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=False,
         header="cudnn_graph.h",
+        enum_args=(("status", "cudnnStatus_t"),),
     ),
     "cudnnGetLastErrorString": FunctionSpec(
         name="cudnnGetLastErrorString",
@@ -4318,6 +4319,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         returns_status=True,
         header="cudnn_graph.h",
         nonnull=("rstatus",),
+        enum_args=(("mode", "cudnnErrQueryMode_t"),),
     ),
     "cudnnGetProperty": FunctionSpec(
         name="cudnnGetProperty",
@@ -4329,6 +4331,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         returns_status=True,
         header="cudnn_graph.h",
         nonnull=("value",),
+        enum_args=(("type", "libraryPropertyType"),),
     ),
     "cudnnCreate": FunctionSpec(
         name="cudnnCreate",
@@ -4417,6 +4420,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         returns_status=True,
         header="cudnn_graph.h",
         nonnull=("descriptor",),
+        enum_args=(("descriptorType", "cudnnBackendDescriptorType_t"),),
     ),
     "cudnnBackendDestroyDescriptor": FunctionSpec(
         name="cudnnBackendDestroyDescriptor",
@@ -4469,6 +4473,10 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_graph.h",
+        enum_args=(
+            ("attributeName", "cudnnBackendAttributeName_t"),
+            ("attributeType", "cudnnBackendAttributeType_t"),
+        ),
     ),
     "cudnnBackendGetAttribute": FunctionSpec(
         name="cudnnBackendGetAttribute",
@@ -4494,6 +4502,10 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         returns_status=True,
         header="cudnn_graph.h",
         nonnull=("elementCount",),
+        enum_args=(
+            ("attributeName", "cudnnBackendAttributeName_t"),
+            ("attributeType", "cudnnBackendAttributeType_t"),
+        ),
     ),
     "cudnnGetExecutionPlanWorkspaceSize": FunctionSpec(
         name="cudnnGetExecutionPlanWorkspaceSize",
@@ -4569,6 +4581,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("format", "cudnnTensorFormat_t"), ("dataType", "cudnnDataType_t")),
     ),
     "cudnnSetTensor4dDescriptorEx": FunctionSpec(
         name="cudnnSetTensor4dDescriptorEx",
@@ -4601,6 +4614,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("dataType", "cudnnDataType_t"),),
     ),
     "cudnnGetTensor4dDescriptor": FunctionSpec(
         name="cudnnGetTensor4dDescriptor",
@@ -4650,6 +4664,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("dataType", "cudnnDataType_t"),),
     ),
     "cudnnSetTensorNdDescriptorEx": FunctionSpec(
         name="cudnnSetTensorNdDescriptorEx",
@@ -4666,6 +4681,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("format", "cudnnTensorFormat_t"), ("dataType", "cudnnDataType_t")),
     ),
     "cudnnGetTensorNdDescriptor": FunctionSpec(
         name="cudnnGetTensorNdDescriptor",
@@ -4758,6 +4774,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("destFormat", "cudnnTensorFormat_t"), ("direction", "cudnnFoldingDirection_t")),
     ),
     "cudnnGetTensorTransformDescriptor": FunctionSpec(
         name="cudnnGetTensorTransformDescriptor",
@@ -4880,6 +4897,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(
+            ("opTensorOp", "cudnnOpTensorOp_t"),
+            ("opTensorCompType", "cudnnDataType_t"),
+            ("opTensorNanOpt", "cudnnNanPropagation_t"),
+        ),
     ),
     "cudnnGetOpTensorDescriptor": FunctionSpec(
         name="cudnnGetOpTensorDescriptor",
@@ -4975,6 +4997,13 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(
+            ("reduceTensorOp", "cudnnReduceTensorOp_t"),
+            ("reduceTensorCompType", "cudnnDataType_t"),
+            ("reduceTensorNanOpt", "cudnnNanPropagation_t"),
+            ("reduceTensorIndices", "cudnnReduceTensorIndices_t"),
+            ("reduceTensorIndicesType", "cudnnIndicesType_t"),
+        ),
     ),
     "cudnnGetReduceTensorDescriptor": FunctionSpec(
         name="cudnnGetReduceTensorDescriptor",
@@ -5135,6 +5164,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("dataType", "cudnnDataType_t"), ("format", "cudnnTensorFormat_t")),
     ),
     "cudnnGetFilter4dDescriptor": FunctionSpec(
         name="cudnnGetFilter4dDescriptor",
@@ -5170,6 +5200,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("dataType", "cudnnDataType_t"), ("format", "cudnnTensorFormat_t")),
     ),
     "cudnnGetFilterNdDescriptor": FunctionSpec(
         name="cudnnGetFilterNdDescriptor",
@@ -5258,6 +5289,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("algo", "cudnnSoftmaxAlgorithm_t"), ("mode", "cudnnSoftmaxMode_t")),
     ),
     "cudnnCreatePoolingDescriptor": FunctionSpec(
         name="cudnnCreatePoolingDescriptor",
@@ -5299,6 +5331,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("mode", "cudnnPoolingMode_t"), ("maxpoolingNanOpt", "cudnnNanPropagation_t")),
     ),
     "cudnnGetPooling2dDescriptor": FunctionSpec(
         name="cudnnGetPooling2dDescriptor",
@@ -5365,6 +5398,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("mode", "cudnnPoolingMode_t"), ("maxpoolingNanOpt", "cudnnNanPropagation_t")),
     ),
     "cudnnGetPoolingNdDescriptor": FunctionSpec(
         name="cudnnGetPoolingNdDescriptor",
@@ -5478,6 +5512,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("mode", "cudnnActivationMode_t"), ("reluNanOpt", "cudnnNanPropagation_t")),
     ),
     "cudnnGetActivationDescriptor": FunctionSpec(
         name="cudnnGetActivationDescriptor",
@@ -5618,6 +5653,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("lrnMode", "cudnnLRNMode_t"),),
     ),
     "cudnnDivisiveNormalizationForward": FunctionSpec(
         name="cudnnDivisiveNormalizationForward",
@@ -5654,6 +5690,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("mode", "cudnnDivNormMode_t"),),
     ),
     "cudnnDeriveBNTensorDescriptor": FunctionSpec(
         name="cudnnDeriveBNTensorDescriptor",
@@ -5664,6 +5701,8 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("derivedBnDesc", "xDesc"),
+        enum_args=(("mode", "cudnnBatchNormMode_t"),),
     ),
     "cudnnBatchNormalizationForwardInference": FunctionSpec(
         name="cudnnBatchNormalizationForwardInference",
@@ -5704,6 +5743,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("mode", "cudnnBatchNormMode_t"),),
     ),
     "cudnnDeriveNormTensorDescriptor": FunctionSpec(
         name="cudnnDeriveNormTensorDescriptor",
@@ -5726,6 +5766,8 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("derivedNormScaleBiasDesc", "derivedNormMeanVarDesc", "xDesc"),
+        enum_args=(("mode", "cudnnNormMode_t"),),
     ),
     "cudnnNormalizationForwardInference": FunctionSpec(
         name="cudnnNormalizationForwardInference",
@@ -5780,6 +5822,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(
+            ("mode", "cudnnNormMode_t"),
+            ("normOps", "cudnnNormOps_t"),
+            ("algo", "cudnnNormAlgo_t"),
+        ),
     ),
     "cudnnCreateSpatialTransformerDescriptor": FunctionSpec(
         name="cudnnCreateSpatialTransformerDescriptor",
@@ -5807,6 +5854,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("samplerType", "cudnnSamplerType_t"), ("dataType", "cudnnDataType_t")),
     ),
     "cudnnDestroySpatialTransformerDescriptor": FunctionSpec(
         name="cudnnDestroySpatialTransformerDescriptor",
@@ -6018,6 +6066,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("algo", "cudnnSoftmaxAlgorithm_t"), ("mode", "cudnnSoftmaxMode_t")),
     ),
     "cudnnPoolingBackward": FunctionSpec(
         name="cudnnPoolingBackward",
@@ -6128,6 +6177,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("lrnMode", "cudnnLRNMode_t"),),
     ),
     "cudnnDivisiveNormalizationBackward": FunctionSpec(
         name="cudnnDivisiveNormalizationBackward",
@@ -6168,6 +6218,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("mode", "cudnnDivNormMode_t"),),
     ),
     "cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize": FunctionSpec(
         name="cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize",
@@ -6199,6 +6250,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         returns_status=True,
         header="cudnn_ops.h",
         nonnull=("sizeInBytes",),
+        enum_args=(("mode", "cudnnBatchNormMode_t"), ("bnOps", "cudnnBatchNormOps_t")),
     ),
     "cudnnGetBatchNormalizationBackwardExWorkspaceSize": FunctionSpec(
         name="cudnnGetBatchNormalizationBackwardExWorkspaceSize",
@@ -6234,6 +6286,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         returns_status=True,
         header="cudnn_ops.h",
         nonnull=("sizeInBytes",),
+        enum_args=(("mode", "cudnnBatchNormMode_t"), ("bnOps", "cudnnBatchNormOps_t")),
     ),
     "cudnnGetBatchNormalizationTrainingExReserveSpaceSize": FunctionSpec(
         name="cudnnGetBatchNormalizationTrainingExReserveSpaceSize",
@@ -6252,6 +6305,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         returns_status=True,
         header="cudnn_ops.h",
         nonnull=("sizeInBytes",),
+        enum_args=(("mode", "cudnnBatchNormMode_t"), ("bnOps", "cudnnBatchNormOps_t")),
     ),
     "cudnnBatchNormalizationForwardTraining": FunctionSpec(
         name="cudnnBatchNormalizationForwardTraining",
@@ -6298,6 +6352,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("mode", "cudnnBatchNormMode_t"),),
     ),
     "cudnnBatchNormalizationForwardTrainingEx": FunctionSpec(
         name="cudnnBatchNormalizationForwardTrainingEx",
@@ -6360,6 +6415,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("mode", "cudnnBatchNormMode_t"), ("bnOps", "cudnnBatchNormOps_t")),
     ),
     "cudnnBatchNormalizationBackward": FunctionSpec(
         name="cudnnBatchNormalizationBackward",
@@ -6410,6 +6466,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("mode", "cudnnBatchNormMode_t"),),
     ),
     "cudnnBatchNormalizationBackwardEx": FunctionSpec(
         name="cudnnBatchNormalizationBackwardEx",
@@ -6482,6 +6539,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(("mode", "cudnnBatchNormMode_t"), ("bnOps", "cudnnBatchNormOps_t")),
     ),
     "cudnnGetNormalizationForwardTrainingWorkspaceSize": FunctionSpec(
         name="cudnnGetNormalizationForwardTrainingWorkspaceSize",
@@ -6519,6 +6577,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         returns_status=True,
         header="cudnn_ops.h",
         nonnull=("sizeInBytes",),
+        enum_args=(
+            ("mode", "cudnnNormMode_t"),
+            ("normOps", "cudnnNormOps_t"),
+            ("algo", "cudnnNormAlgo_t"),
+        ),
     ),
     "cudnnGetNormalizationBackwardWorkspaceSize": FunctionSpec(
         name="cudnnGetNormalizationBackwardWorkspaceSize",
@@ -6560,6 +6623,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         returns_status=True,
         header="cudnn_ops.h",
         nonnull=("sizeInBytes",),
+        enum_args=(
+            ("mode", "cudnnNormMode_t"),
+            ("normOps", "cudnnNormOps_t"),
+            ("algo", "cudnnNormAlgo_t"),
+        ),
     ),
     "cudnnGetNormalizationTrainingReserveSpaceSize": FunctionSpec(
         name="cudnnGetNormalizationTrainingReserveSpaceSize",
@@ -6589,6 +6657,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         returns_status=True,
         header="cudnn_ops.h",
         nonnull=("sizeInBytes",),
+        enum_args=(
+            ("mode", "cudnnNormMode_t"),
+            ("normOps", "cudnnNormOps_t"),
+            ("algo", "cudnnNormAlgo_t"),
+        ),
     ),
     "cudnnNormalizationForwardTraining": FunctionSpec(
         name="cudnnNormalizationForwardTraining",
@@ -6657,6 +6730,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(
+            ("mode", "cudnnNormMode_t"),
+            ("normOps", "cudnnNormOps_t"),
+            ("algo", "cudnnNormAlgo_t"),
+        ),
     ),
     "cudnnNormalizationBackward": FunctionSpec(
         name="cudnnNormalizationBackward",
@@ -6735,6 +6813,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        enum_args=(
+            ("mode", "cudnnNormMode_t"),
+            ("normOps", "cudnnNormOps_t"),
+            ("algo", "cudnnNormAlgo_t"),
+        ),
     ),
     "cudnnSpatialTfGridGeneratorBackward": FunctionSpec(
         name="cudnnSpatialTfGridGeneratorBackward",
@@ -6881,6 +6964,16 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        enum_args=(
+            ("algo", "cudnnRNNAlgo_t"),
+            ("cellMode", "cudnnRNNMode_t"),
+            ("biasMode", "cudnnRNNBiasMode_t"),
+            ("dirMode", "cudnnDirectionMode_t"),
+            ("inputMode", "cudnnRNNInputMode_t"),
+            ("dataType", "cudnnDataType_t"),
+            ("mathPrec", "cudnnDataType_t"),
+            ("mathType", "cudnnMathType_t"),
+        ),
     ),
     "cudnnGetRNNDescriptor_v8": FunctionSpec(
         name="cudnnGetRNNDescriptor_v8",
@@ -6955,6 +7048,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
+        enum_args=(("clipMode", "cudnnRNNClipMode_t"), ("clipNanOpt", "cudnnNanPropagation_t")),
     ),
     "cudnnRNNSetClip_v9": FunctionSpec(
         name="cudnnRNNSetClip_v9",
@@ -6965,6 +7059,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        enum_args=(("clipMode", "cudnnRNNClipMode_t"),),
     ),
     "cudnnRNNGetClip_v8": FunctionSpec(
         name="cudnnRNNGetClip_v8",
@@ -7026,6 +7121,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         returns_status=True,
         header="cudnn_adv.h",
         nonnull=("workSpaceSize", "reserveSpaceSize"),
+        enum_args=(("fwdMode", "cudnnForwardMode_t"),),
     ),
     "cudnnGetRNNWeightSpaceSize": FunctionSpec(
         name="cudnnGetRNNWeightSpaceSize",
@@ -7119,6 +7215,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        enum_args=(("dataType", "cudnnDataType_t"), ("layout", "cudnnRNNDataLayout_t")),
     ),
     "cudnnGetRNNDataDescriptor": FunctionSpec(
         name="cudnnGetRNNDataDescriptor",
@@ -7202,6 +7299,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        enum_args=(("fwdMode", "cudnnForwardMode_t"),),
     ),
     "cudnnCreateSeqDataDescriptor": FunctionSpec(
         name="cudnnCreateSeqDataDescriptor",
@@ -7251,6 +7349,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
+        enum_args=(("dataType", "cudnnDataType_t"),),
     ),
     "cudnnGetSeqDataDescriptor": FunctionSpec(
         name="cudnnGetSeqDataDescriptor",
@@ -7357,6 +7456,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
+        enum_args=(
+            ("dataType", "cudnnDataType_t"),
+            ("computePrec", "cudnnDataType_t"),
+            ("mathType", "cudnnMathType_t"),
+        ),
     ),
     "cudnnGetAttnDescriptor": FunctionSpec(
         name="cudnnGetAttnDescriptor",
@@ -7472,6 +7576,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         returns_status=True,
         header="cudnn_adv.h",
         nonnull=("wAddr",),
+        enum_args=(("wKind", "cudnnMultiHeadAttnWeightKind_t"),),
     ),
     "cudnnMultiHeadAttnForward": FunctionSpec(
         name="cudnnMultiHeadAttnForward",
@@ -7638,6 +7743,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        enum_args=(("addGrad", "cudnnWgradMode_t"),),
     ),
     "cudnnMultiHeadAttnBackwardData": FunctionSpec(
         name="cudnnMultiHeadAttnBackwardData",
@@ -7744,6 +7850,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
+        enum_args=(("addGrad", "cudnnWgradMode_t"),),
     ),
     "cudnnCreateCTCLossDescriptor": FunctionSpec(
         name="cudnnCreateCTCLossDescriptor",
@@ -7765,6 +7872,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
+        enum_args=(("compType", "cudnnDataType_t"),),
     ),
     "cudnnSetCTCLossDescriptorEx": FunctionSpec(
         name="cudnnSetCTCLossDescriptorEx",
@@ -7775,6 +7883,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
+        enum_args=(
+            ("compType", "cudnnDataType_t"),
+            ("normMode", "cudnnLossNormalizationMode_t"),
+            ("gradMode", "cudnnNanPropagation_t"),
+        ),
     ),
     "cudnnSetCTCLossDescriptor_v8": FunctionSpec(
         name="cudnnSetCTCLossDescriptor_v8",
@@ -7785,6 +7898,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
+        enum_args=(
+            ("compType", "cudnnDataType_t"),
+            ("normMode", "cudnnLossNormalizationMode_t"),
+            ("gradMode", "cudnnNanPropagation_t"),
+        ),
     ),
     "cudnnSetCTCLossDescriptor_v9": FunctionSpec(
         name="cudnnSetCTCLossDescriptor_v9",
@@ -7795,6 +7913,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        enum_args=(
+            ("compType", "cudnnDataType_t"),
+            ("normMode", "cudnnLossNormalizationMode_t"),
+            ("ctcGradMode", "cudnnCTCGradMode_t"),
+        ),
     ),
     "cudnnGetCTCLossDescriptor": FunctionSpec(
         name="cudnnGetCTCLossDescriptor",
@@ -7904,6 +8027,15 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=(
+            "handle",
+            "probsDesc",
+            "hostLabels",
+            "hostLabelLengths",
+            "hostInputLengths",
+            "ctcLossDesc",
+        ),
+        enum_args=(("algo", "cudnnCTCLossAlgo_t"),),
     ),
     "cudnnCTCLoss_v8": FunctionSpec(
         name="cudnnCTCLoss_v8",
@@ -7942,6 +8074,8 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("handle", "ctcLossDesc", "probsDesc", "labels", "labelLengths", "inputLengths"),
+        enum_args=(("algo", "cudnnCTCLossAlgo_t"),),
     ),
     "cudnnGetCTCLossWorkspaceSize": FunctionSpec(
         name="cudnnGetCTCLossWorkspaceSize",
@@ -7973,6 +8107,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         returns_status=True,
         header="cudnn_adv.h",
         nonnull=("sizeInBytes",),
+        enum_args=(("algo", "cudnnCTCLossAlgo_t"),),
     ),
     "cudnnGetCTCLossWorkspaceSize_v8": FunctionSpec(
         name="cudnnGetCTCLossWorkspaceSize_v8",
@@ -7991,6 +8126,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         returns_status=True,
         header="cudnn_adv.h",
         nonnull=("sizeInBytes",),
+        enum_args=(("algo", "cudnnCTCLossAlgo_t"),),
     ),
     "cudnnCreateConvolutionDescriptor": FunctionSpec(
         name="cudnnCreateConvolutionDescriptor",
@@ -8022,6 +8158,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        enum_args=(("mathType", "cudnnMathType_t"),),
     ),
     "cudnnGetConvolutionMathType": FunctionSpec(
         name="cudnnGetConvolutionMathType",
@@ -8064,6 +8201,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        enum_args=(("reorderType", "cudnnReorderType_t"),),
     ),
     "cudnnGetConvolutionReorderType": FunctionSpec(
         name="cudnnGetConvolutionReorderType",
@@ -8105,6 +8243,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        enum_args=(("mode", "cudnnConvolutionMode_t"), ("computeType", "cudnnDataType_t")),
     ),
     "cudnnGetConvolution2dDescriptor": FunctionSpec(
         name="cudnnGetConvolution2dDescriptor",
@@ -8162,6 +8301,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        enum_args=(("mode", "cudnnConvolutionMode_t"), ("computeType", "cudnnDataType_t")),
     ),
     "cudnnGetConvolutionNdDescriptor": FunctionSpec(
         name="cudnnGetConvolutionNdDescriptor",
@@ -8380,6 +8520,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        enum_args=(("reorderType", "cudnnReorderType_t"),),
     ),
     "cudnnGetConvolutionForwardWorkspaceSize": FunctionSpec(
         name="cudnnGetConvolutionForwardWorkspaceSize",
@@ -8399,6 +8540,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         returns_status=True,
         header="cudnn_cnn.h",
         nonnull=("sizeInBytes",),
+        enum_args=(("algo", "cudnnConvolutionFwdAlgo_t"),),
     ),
     "cudnnConvolutionForward": FunctionSpec(
         name="cudnnConvolutionForward",
@@ -8437,6 +8579,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        enum_args=(("algo", "cudnnConvolutionFwdAlgo_t"),),
     ),
     "cudnnConvolutionBiasActivationForward": FunctionSpec(
         name="cudnnConvolutionBiasActivationForward",
@@ -8485,6 +8628,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        enum_args=(("algo", "cudnnConvolutionFwdAlgo_t"),),
     ),
     "cudnnGetConvolutionBackwardDataAlgorithmMaxCount": FunctionSpec(
         name="cudnnGetConvolutionBackwardDataAlgorithmMaxCount",
@@ -8612,6 +8756,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         returns_status=True,
         header="cudnn_cnn.h",
         nonnull=("sizeInBytes",),
+        enum_args=(("algo", "cudnnConvolutionBwdDataAlgo_t"),),
     ),
     "cudnnConvolutionBackwardData": FunctionSpec(
         name="cudnnConvolutionBackwardData",
@@ -8650,6 +8795,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        enum_args=(("algo", "cudnnConvolutionBwdDataAlgo_t"),),
     ),
     "cudnnGetFoldedConvBackwardDataDescriptors": FunctionSpec(
         name="cudnnGetFoldedConvBackwardDataDescriptors",
@@ -8690,6 +8836,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        enum_args=(("transformFormat", "cudnnTensorFormat_t"),),
     ),
     "cudnnCnnVersionCheck": FunctionSpec(
         name="cudnnCnnVersionCheck",
@@ -8827,6 +8974,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         returns_status=True,
         header="cudnn_cnn.h",
         nonnull=("sizeInBytes",),
+        enum_args=(("algo", "cudnnConvolutionBwdFilterAlgo_t"),),
     ),
     "cudnnConvolutionBackwardFilter": FunctionSpec(
         name="cudnnConvolutionBackwardFilter",
@@ -8865,6 +9013,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        enum_args=(("algo", "cudnnConvolutionBwdFilterAlgo_t"),),
     ),
     "cudnnConvolutionBackwardBias": FunctionSpec(
         name="cudnnConvolutionBackwardBias",
@@ -8894,6 +9043,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         returns_status=True,
         header="cudnn_cnn.h",
         nonnull=("constPack",),
+        enum_args=(("ops", "cudnnFusedOps_t"),),
     ),
     "cudnnDestroyFusedOpsConstParamPack": FunctionSpec(
         name="cudnnDestroyFusedOpsConstParamPack",
@@ -8914,6 +9064,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        enum_args=(("paramLabel", "cudnnFusedOpsConstParamLabel_t"),),
     ),
     "cudnnGetFusedOpsConstParamPackAttribute": FunctionSpec(
         name="cudnnGetFusedOpsConstParamPackAttribute",
@@ -8929,6 +9080,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        enum_args=(("paramLabel", "cudnnFusedOpsConstParamLabel_t"),),
     ),
     "cudnnCreateFusedOpsVariantParamPack": FunctionSpec(
         name="cudnnCreateFusedOpsVariantParamPack",
@@ -8940,6 +9092,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         returns_status=True,
         header="cudnn_cnn.h",
         nonnull=("varPack",),
+        enum_args=(("ops", "cudnnFusedOps_t"),),
     ),
     "cudnnDestroyFusedOpsVariantParamPack": FunctionSpec(
         name="cudnnDestroyFusedOpsVariantParamPack",
@@ -8960,6 +9113,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        enum_args=(("paramLabel", "cudnnFusedOpsVariantParamLabel_t"),),
     ),
     "cudnnGetFusedOpsVariantParamPackAttribute": FunctionSpec(
         name="cudnnGetFusedOpsVariantParamPackAttribute",
@@ -8970,6 +9124,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        enum_args=(("paramLabel", "cudnnFusedOpsVariantParamLabel_t"),),
     ),
     "cudnnCreateFusedOpsPlan": FunctionSpec(
         name="cudnnCreateFusedOpsPlan",
@@ -8981,6 +9136,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         returns_status=True,
         header="cudnn_cnn.h",
         nonnull=("plan",),
+        enum_args=(("ops", "cudnnFusedOps_t"),),
     ),
     "cudnnDestroyFusedOpsPlan": FunctionSpec(
         name="cudnnDestroyFusedOpsPlan",
@@ -9062,6 +9218,10 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_subquadratic_ops.h",
+        enum_args=(
+            ("dataType", "cudnnDataType_t"),
+            ("activation", "cudnnCausalConv1dActivation_t"),
+        ),
     ),
     "cudnnCausalConv1dBackward": FunctionSpec(
         name="cudnnCausalConv1dBackward",
@@ -9104,6 +9264,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_subquadratic_ops.h",
+        enum_args=(
+            ("dataType", "cudnnDataType_t"),
+            ("dwDataType", "cudnnDataType_t"),
+            ("activation", "cudnnCausalConv1dActivation_t"),
+        ),
     ),
     "cudnnCausalConv1dNwhForward": FunctionSpec(
         name="cudnnCausalConv1dNwhForward",
@@ -9138,6 +9303,10 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_subquadratic_ops.h",
+        enum_args=(
+            ("dataType", "cudnnDataType_t"),
+            ("activation", "cudnnCausalConv1dActivation_t"),
+        ),
     ),
     "cudnnCausalConv1dNwhBackward": FunctionSpec(
         name="cudnnCausalConv1dNwhBackward",
@@ -9180,6 +9349,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_subquadratic_ops.h",
+        enum_args=(
+            ("dataType", "cudnnDataType_t"),
+            ("dwDataType", "cudnnDataType_t"),
+            ("activation", "cudnnCausalConv1dActivation_t"),
+        ),
     ),
     "cudnnB2BCausalConv1dForward": FunctionSpec(
         name="cudnnB2BCausalConv1dForward",
@@ -9218,6 +9392,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_subquadratic_ops.h",
+        enum_args=(("dataType", "cudnnDataType_t"),),
     ),
     "cudnnB2BCausalConv1dBackward": FunctionSpec(
         name="cudnnB2BCausalConv1dBackward",
@@ -9266,6 +9441,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_subquadratic_ops.h",
+        enum_args=(("dataType", "cudnnDataType_t"), ("dwDataType", "cudnnDataType_t")),
     ),
     "cudnnFFTCausalConv1dForward": FunctionSpec(
         name="cudnnFFTCausalConv1dForward",
@@ -9286,6 +9462,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_subquadratic_ops.h",
+        enum_args=(("dataType", "cudnnDataType_t"),),
     ),
     "cudnnFFTCausalConv1dBackward": FunctionSpec(
         name="cudnnFFTCausalConv1dBackward",
@@ -9320,6 +9497,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_subquadratic_ops.h",
+        enum_args=(("dataType", "cudnnDataType_t"),),
     ),
     "cudnnLongFFTCausalConv1dGetBufferSizes": FunctionSpec(
         name="cudnnLongFFTCausalConv1dGetBufferSizes",
@@ -9347,6 +9525,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         returns_status=True,
         header="cudnn_subquadratic_ops.h",
         nonnull=("workspaceSizeInBytes", "reserveSpaceSizeInBytes"),
+        enum_args=(("dataType", "cudnnDataType_t"),),
     ),
     "cudnnLongFFTCausalConv1dForward": FunctionSpec(
         name="cudnnLongFFTCausalConv1dForward",
@@ -9385,6 +9564,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_subquadratic_ops.h",
+        enum_args=(("dataType", "cudnnDataType_t"),),
     ),
     "cudnnLongFFTCausalConv1dBackward": FunctionSpec(
         name="cudnnLongFFTCausalConv1dBackward",
@@ -9423,6 +9603,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_subquadratic_ops.h",
+        enum_args=(("dataType", "cudnnDataType_t"),),
     ),
     "cudnnGnnAggSimpleForward": FunctionSpec(
         name="cudnnGnnAggSimpleForward",
@@ -9459,6 +9640,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_gnn_ops.h",
+        enum_args=(("dataType", "cudnnDataType_t"), ("aggOp", "cudnnGnnAggOp_t")),
     ),
     "cudnnGnnAggSimpleBackward": FunctionSpec(
         name="cudnnGnnAggSimpleBackward",
@@ -9495,6 +9677,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_gnn_ops.h",
+        enum_args=(("dataType", "cudnnDataType_t"), ("aggOp", "cudnnGnnAggOp_t")),
     ),
     "cudnnGnnMhaGatForward": FunctionSpec(
         name="cudnnGnnMhaGatForward",
@@ -9533,6 +9716,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_gnn_ops.h",
+        enum_args=(("dataType", "cudnnDataType_t"),),
     ),
     "cudnnGnnMhaGatBackward": FunctionSpec(
         name="cudnnGnnMhaGatBackward",
@@ -9591,6 +9775,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_gnn_ops.h",
+        enum_args=(
+            ("dataType", "cudnnDataType_t"),
+            ("gradDataType", "cudnnDataType_t"),
+            ("gradWeightType", "cudnnDataType_t"),
+        ),
     ),
     "cudnnGnnMhaGatV2Forward": FunctionSpec(
         name="cudnnGnnMhaGatV2Forward",
@@ -9629,6 +9818,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_gnn_ops.h",
+        enum_args=(("dataType", "cudnnDataType_t"),),
     ),
     "cudnnGnnMhaGatV2Backward": FunctionSpec(
         name="cudnnGnnMhaGatV2Backward",
@@ -9685,6 +9875,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_gnn_ops.h",
+        enum_args=(("dataType", "cudnnDataType_t"), ("gradType", "cudnnDataType_t")),
     ),
 }
 

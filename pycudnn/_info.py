@@ -7,7 +7,16 @@ import ctypes
 from . import _bindings
 from ._lib import LIB
 
-__all__ = ["cudart_version", "header_version", "library_path", "version", "version_tuple"]
+__all__ = [
+    "cudart_version",
+    "found_via",
+    "header_version",
+    "library_path",
+    "missing_features",
+    "supported_range",
+    "version",
+    "version_tuple",
+]
 
 
 def version() -> int:
@@ -52,3 +61,24 @@ def property_version() -> tuple[int, int, int]:
         check(fn(prop, ctypes.byref(value)), "cudnnGetProperty")
         out.append(value.value)
     return out[0], out[1], out[2]
+
+
+def found_via() -> str:
+    """How the library was found: ``PYCUDNN_LIBRARY``, "already loaded in this process" (by
+    PyTorch, cudnn-frontend, ...) or how ``cuda.pathfinder`` found it ("site-packages", ...)."""
+    LIB.cdll()
+    return LIB.found_via
+
+
+def supported_range() -> str:
+    """The cuDNN versions this project supports (checked at load)."""
+    from ._versions import supported_range as _range
+
+    return _range()
+
+
+def missing_features() -> list[str]:
+    """What the loaded cuDNN lacks that the bindings know, each with the version it needs."""
+    from ._versions import missing_features as _missing
+
+    return _missing()

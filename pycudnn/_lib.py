@@ -13,11 +13,13 @@ from . import _bindings
 from ._shared.ffi import NativeLibrary
 from .errors import error_from_status
 
-__all__ = ["LIB", "check", "last_error_string"]
+__all__ = ["LIB", "MINIMUM_VERSION", "check", "last_error_string"]
 
 ENV_VAR = "PYCUDNN_LIBRARY"
+# The oldest cuDNN this project supports (README, "Supported versions"; docs/versions.md says why).
+MINIMUM_VERSION = (9, 10, 0)
 INSTALL_HINT = (
-    "Install cuDNN 9 with `pip install 'cudnn-cutensor-ctypes[cu12]'` (CUDA 12) or "
+    "Install cuDNN 9 (9.10 or newer) with `pip install 'cudnn-cutensor-ctypes[cu12]'` (CUDA 12) or "
     "`pip install 'cudnn-cutensor-ctypes[cu13]'` (CUDA 13)"
 )
 
@@ -37,6 +39,8 @@ LIB = NativeLibrary(
     expected_major=_bindings.HEADER_VERSION[0],
     functions=_bindings.FUNCTIONS,
     read_version=_read_version,
+    minimum_version=MINIMUM_VERSION,
+    version_symbol="cudnnGetVersion",
 )
 
 _ERROR_BUFFER_SIZE = 4096

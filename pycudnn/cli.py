@@ -1,4 +1,5 @@
-"""Command line: ``python -m pycudnn info | smoke [--require-gpu] [--json] | deviceprops --save FILE``."""
+"""Command line: ``python -m pycudnn info | smoke [--require-gpu] [--json] | deviceprops --save FILE |
+verify [--quick] [--no-known-bad] [--json]``."""
 
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_dev = sub.add_parser("deviceprops", help="capture this GPU's properties for deviceless plans")
     p_dev.add_argument("--save", metavar="FILE", required=True, help="where to write the JSON")
     p_dev.add_argument("--device", type=int, default=0, help="device ordinal (default 0)")
+    from .verification.cli import add_arguments as add_verify_arguments
+
+    add_verify_arguments(sub.add_parser("verify", help="check every engine against NumPy"))
     args = parser.parse_args(argv)
 
     if args.command == "info":
@@ -49,6 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_checks(
             "pycudnn smoke", checks(), as_json=args.json, require_gpu=args.require_gpu
         )
+    if args.command == "verify":
+        from .verification.cli import run as run_verify
+
+        return run_verify(args)
     if args.command == "deviceprops":
         from ._shared.cuda import driver_status
 

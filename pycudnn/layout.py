@@ -27,10 +27,11 @@ Accepted formats (case-insensitive):
 
 * **Vectorized formats** ``NC/xHWx`` and ``NC/xDHWx`` (``x`` a positive integer dividing ``C``):
   ``C`` is split into ``C/x`` groups of ``x`` channels and each group is laid out as NHWC (NDHWC).
-  One stride per logical dim cannot express that, so :func:`packed_strides` and the predicates
-  refuse these formats; :func:`vectorized_dims_strides` gives the equivalent packed 5-D (6-D) view
-  ``[N, C/x, H, W, x]`` that :func:`to_format` and :func:`from_format` use. ``NC/1HW1`` is NCHW and
-  ``NC/CHWC`` is NHWC.
+  One stride per logical dim cannot express that in general; :func:`vectorized_dims_strides` gives
+  the equivalent packed 5-D (6-D) view ``[N, C/x, H, W, x]`` that :func:`to_format` and
+  :func:`from_format` use. Two widths are plain layouts (seed 002): ``x = 1`` is NCHW (NCDHW) and
+  ``x = C`` is NHWC (NDHWC); :func:`packed_strides` and the predicates treat them as such and
+  refuse (:func:`packed_strides`) or answer False (predicates) for any other width.
 
 Packing predicates
 ==================
@@ -40,7 +41,10 @@ definitions of cuDNN's "Core Concepts" chapter literally, with "the i-th dimensi
 letter of the format (memory order, outermost first). The format notation itself implies that all
 strides are strictly positive and non-increasing along the format; the packing rules imply the
 ordering, and positivity is checked where the rules leave it open (see :func:`is_packed`). Extent-1
-dims get no special treatment: the rules compare strides, and so do these predicates.
+dims get no special treatment: the rules compare strides, and so do these predicates. Predicates
+answer: a tensor whose rank differs from the format's, or a vectorized format no stride vector can
+express, is not packed in it (False); malformed arguments (a strides list of the wrong length,
+negative strides, non-integers) still raise.
 :func:`is_overlapping` is exact: "some address is reached twice" (see its docstring for the limits).
 """
 
@@ -56,6 +60,13 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from ._shared.strides import (
+    OVERLAP_ENUMERATION_LIMIT,
+    element_extent,
+    overlapping,
+    packed_strides_in_order,
+)
 
 __all__ = [
     "OVERLAP_ENUMERATION_LIMIT",
@@ -74,8 +85,6 @@ __all__ = [
     "vectorized_dims_strides",
 ]
 
-#: Largest element count :func:`is_overlapping` enumerates when cheaper tests cannot decide.
-OVERLAP_ENUMERATION_LIMIT = 2**20
 
 # Logical letter order of every accepted letter set. A format is a permutation of one of these; the
 # set of letters (not their order) says which logical order the dims are given in.
@@ -242,9 +251,17 @@ def _check_rank(dims: tuple[int, ...], f: Format, name: str = "dims") -> None:
         )
 
 
-def _strided_format(fmt: str | Format) -> Format:
+def _strided_format(fmt: str | Format, dims: tuple[int, ...] | None = None) -> Format:
+    """The letter format ``fmt`` stands for: itself, or NCHW / NHWC for NC/1HW1 / NC/CHWC.
+
+    ``dims`` (logical order) decides whether a vector width equals C; without it only ``x = 1``
+    resolves. Any other vectorized format raises ValueError.
+    """
     f = parse_format(fmt)
     if f.is_vectorized:
+        equivalent = _plain_equivalent(f, dims)
+        if equivalent is not None:
+            return equivalent
         raise ValueError(
             f"format {f.name!r} splits C into groups of {f.vector} channels and cannot be "
             "expressed as one stride per dimension; use vectorized_dims_strides(dims, fmt)"
@@ -252,13 +269,14 @@ def _strided_format(fmt: str | Format) -> Format:
     return f
 
 
-def _packed_in_order(dims: tuple[int, ...], perm: tuple[int, ...]) -> tuple[int, ...]:
-    strides = [0] * len(dims)
-    step = 1
-    for axis in reversed(perm):
-        strides[axis] = step
-        step *= dims[axis]
-    return tuple(strides)
+def _plain_equivalent(f: Format, dims: tuple[int, ...] | None) -> Format | None:
+    # Seed 002: "when x = 1 ... the same as NCHW format"; "when x = C, NC/xHWx is identical to
+    # NHWC". Only the logical rank must match for the second (C is dims[1]).
+    if f.vector == 1:
+        return parse_format(f.logical)
+    if dims is not None and len(dims) == f.rank and dims[1] == f.vector:
+        return parse_format("N" + f.spatial + "C")
+    return None
 
 
 # --- strides -------------------------------------------------------------------------------------
@@ -267,13 +285,14 @@ def _packed_in_order(dims: tuple[int, ...], perm: tuple[int, ...]) -> tuple[int,
 def packed_strides(dims: Sequence[int], fmt: str | Format) -> tuple[int, ...]:
     """Fully packed strides, in logical order, of a tensor of ``dims`` stored in ``fmt``.
 
-    ``packed_strides((1, 4, 2, 3), "NHWC") == (24, 1, 12, 4)``. Vectorized formats raise
-    ValueError (see :func:`vectorized_dims_strides`).
+    ``packed_strides((1, 4, 2, 3), "NHWC") == (24, 1, 12, 4)``. ``NC/1HW1`` gives NCHW's strides
+    and ``NC/xHWx`` with ``x = C`` NHWC's; other vectorized formats raise ValueError (see
+    :func:`vectorized_dims_strides`).
     """
-    f = _strided_format(fmt)
     d = _check_dims(dims)
+    f = _strided_format(fmt, d)
     _check_rank(d, f)
-    return _packed_in_order(d, f.perm)
+    return packed_strides_in_order(d, f.perm)
 
 
 def vectorized_dims_strides(
@@ -298,7 +317,7 @@ def vectorized_dims_strides(
             f"format {f.name!r} needs C to be a multiple of {x}, but dims[1] (C) is {d[1]}"
         )
     view = (d[0], d[1] // x, *d[2:], x)
-    return view, _packed_in_order(view, tuple(range(len(view))))
+    return view, packed_strides_in_order(view, tuple(range(len(view))))
 
 
 def min_buffer_size(dims: Sequence[int], strides: Sequence[int]) -> int:
@@ -309,7 +328,7 @@ def min_buffer_size(dims: Sequence[int], strides: Sequence[int]) -> int:
     """
     d = _check_dims(dims)
     s = _check_strides(strides, d, allow_negative=True)
-    return 1 + sum((n - 1) * abs(st) for n, st in zip(d, s, strict=True))
+    return element_extent(d, s)[1]
 
 
 def strides_to_format(dims: Sequence[int], strides: Sequence[int]) -> str:
@@ -347,11 +366,23 @@ def strides_to_format(dims: Sequence[int], strides: Sequence[int]) -> str:
 
 def _check_predicate_args(
     dims: Sequence[int], strides: Sequence[int], fmt: str | Format
-) -> tuple[tuple[int, ...], tuple[int, ...], Format]:
-    f = _strided_format(fmt)
+) -> tuple[tuple[int, ...], tuple[int, ...], Format | None]:
+    """Checked dims and strides, and the letter format; None where the answer is plainly False.
+
+    None means: the rank differs from the format's, or a vectorized format that no stride vector
+    expresses (1 < x < C). The format itself is still parsed, so an unknown one raises.
+    """
+    f = parse_format(fmt)
     d = _check_dims(dims)
-    _check_rank(d, f)
-    return d, _check_strides(strides, d), f
+    s = _check_strides(strides, d)
+    if f.is_vectorized:
+        plain = _plain_equivalent(f, d)
+        if plain is None:
+            return d, s, None
+        f = plain
+    if len(d) != f.rank:
+        return d, s, None
+    return d, s, f
 
 
 def _is_packed_in(
@@ -381,12 +412,12 @@ def _is_packed_in(
 def is_fully_packed(dims: Sequence[int], strides: Sequence[int], fmt: str | Format) -> bool:
     """True if the tensor is ``fmt``-fully-packed.
 
-    cuDNN's rules: the number of dims equals the number of letters (a mismatch raises ValueError,
-    since logical dims cannot be matched to the letters otherwise); the stride of the i-th dim (in
-    format order) equals dim[i+1] * stride[i+1]; the last stride is 1.
+    cuDNN's rules: the number of dims equals the number of letters (otherwise the answer is
+    False); the stride of the i-th dim (in format order) equals dim[i+1] * stride[i+1]; the last
+    stride is 1.
     """
     d, s, f = _check_predicate_args(dims, strides, fmt)
-    return _is_packed_in(d, s, f, frozenset(f.order))
+    return f is not None and _is_packed_in(d, s, f, frozenset(f.order))
 
 
 def is_packed(dims: Sequence[int], strides: Sequence[int], fmt: str | Format, packed: str) -> bool:
@@ -403,6 +434,9 @@ def is_packed(dims: Sequence[int], strides: Sequence[int], fmt: str | Format, pa
     packed dim is the next one in the tensor, whether or not it is in ``packed`` as well.
     """
     d, s, f = _check_predicate_args(dims, strides, fmt)
+    if f is None:
+        _check_packed_letters(packed, parse_format(fmt))
+        return False
     return _is_packed_in(d, s, f, _check_packed_letters(packed, f))
 
 
@@ -432,6 +466,8 @@ def is_spatially_packed(dims: Sequence[int], strides: Sequence[int], fmt: str | 
     ValueError.
     """
     d, s, f = _check_predicate_args(dims, strides, fmt)
+    if f is None:
+        return False
     if not f.spatial:
         raise ValueError(
             f"format {f.name!r} has no spatial dims; spatial packing applies to permutations of "
@@ -459,46 +495,7 @@ def is_overlapping(dims: Sequence[int], strides: Sequence[int]) -> bool:
     """
     d = _check_dims(dims)
     s = _check_strides(strides, d, allow_negative=True)
-    axes = sorted((abs(st), n) for n, st in zip(d, s, strict=True) if n > 1)
-    if not axes:
-        return False
-    if axes[0][0] == 0:
-        return True  # two indices along this dim land on the same address
-
-    # reach[k]: the largest offset dims 0..k-1 (smaller strides) can produce together.
-    reach = [0]
-    for st, n in axes:
-        reach.append(reach[-1] + (n - 1) * st)
-    # Set aside the outermost dims whose stride exceeds everything below them: they place disjoint
-    # copies of the inner block, so they cannot create an overlap. axes[0] always passes (stride > 0
-    # = reach[0]), so what remains is empty or has at least two dims.
-    core = len(axes)
-    while core > 0 and axes[core - 1][0] > reach[core - 1]:
-        core -= 1
-    if core == 0:
-        return False
-    inner = axes[:core]
-
-    count = math.prod(n for _, n in inner)
-    if count > reach[core] + 1:
-        return True  # more elements than distinct addresses in their span (pigeonhole)
-    for i, (si, ni) in enumerate(inner):
-        for sj, _ in inner[i + 1 :]:
-            # sj == k * si with k < ni: index k along i and index 1 along j meet.
-            if sj % si == 0 and sj // si <= ni - 1:
-                return True
-    if len(inner) == 2:
-        # a*s1 == b*s2 has the smallest non-zero solution a = s2/g, b = s1/g (g = gcd).
-        (s1, n1), (s2, n2) = inner
-        g = math.gcd(s1, s2)
-        return s2 // g <= n1 - 1 and s1 // g <= n2 - 1
-    if count <= OVERLAP_ENUMERATION_LIMIT and reach[core] < 2**62:
-        addresses = np.zeros(1, dtype=np.int64)
-        for st, n in inner:
-            step = np.arange(n, dtype=np.int64) * st
-            addresses = (addresses[:, None] + step[None, :]).ravel()
-        return bool(np.unique(addresses).size < addresses.size)
-    return True  # undecided: report the conservative answer
+    return overlapping(d, s, limit=OVERLAP_ENUMERATION_LIMIT)  # this module's, which users may set
 
 
 # --- host-side reorders --------------------------------------------------------------------------

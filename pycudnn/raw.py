@@ -7,7 +7,9 @@
 >>> raw.cudnnSetTensorNdDescriptor(desc, raw.CUDNN_DATA_FLOAT, 4, dims, strides)
 
 A failing call raises the :class:`~pycudnn.CudnnError` subclass of its status category, with the text
-of ``cudnnGetLastErrorString``. Enums, constants and structs of the headers are here too
+of ``cudnnGetLastErrorString``. A function, enum value (an enum-typed argument, or a backend
+attribute name, type or enum value passed to ``cudnnBackendSetAttribute``) newer than the loaded
+cuDNN raises :class:`~pycudnn.UnsupportedByLibraryError` before C. Enums, constants and structs of the headers are here too
 (``raw.CUDNN_DATA_FLOAT``, ``raw.cudnnDataType_t.FLOAT``, ``raw.cudnnDebug_t``). The library loads on
 the first call, not on import.
 """
@@ -31,8 +33,9 @@ def _raise_status(status: int, function: str) -> None:
 def __getattr__(name: str) -> Any:
     if name in _bindings.FUNCTIONS:
         from ._lib import LIB
+        from ._rawchecks import precheck
 
-        wrapper = make_checked(LIB, name, _raise_status)
+        wrapper = make_checked(LIB, name, _raise_status, precheck)
         globals()[name] = wrapper
         return wrapper
     if not name.startswith("_") and hasattr(_bindings, name):

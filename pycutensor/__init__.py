@@ -59,7 +59,10 @@ _LAZY: dict[str, str] = {
     "permute": ".operations",
 }
 
-_SUBMODULES = {"raw", "errors", "tensor", "handle", "operations", "plan"}
+_SUBMODULES = {
+    "raw", "errors", "tensor", "handle", "tables", "checks", "operation", "preference", "plan",
+    "operations",
+}  # fmt: skip
 
 __all__ = [
     "ClosedError",

@@ -5,7 +5,16 @@ from __future__ import annotations
 from . import _bindings
 from ._lib import LIB
 
-__all__ = ["cudart_version", "header_version", "library_path", "version", "version_tuple"]
+__all__ = [
+    "cudart_version",
+    "found_via",
+    "header_version",
+    "library_path",
+    "missing_features",
+    "supported_range",
+    "version",
+    "version_tuple",
+]
 
 
 def version() -> int:
@@ -31,3 +40,29 @@ def header_version() -> tuple[int, int, int]:
 def cudart_version() -> int:
     """``cutensorGetCudartVersion()``: the CUDA runtime cuTENSOR was built with, e.g. 12090."""
     return int(LIB.function("cutensorGetCudartVersion")())
+
+
+def found_via() -> str:
+    """How the library was found: ``PYCUTENSOR_LIBRARY``, "already loaded in this process" (by
+    CuPy, ...) or how ``cuda.pathfinder`` found it ("site-packages", ...)."""
+    LIB.cdll()
+    return LIB.found_via
+
+
+def supported_range() -> str:
+    """The cuTENSOR versions this project supports (checked at load)."""
+    from pycudnn._shared.ffi import format_version
+
+    low = format_version(LIB.minimum_version[:2])
+    return (
+        f">= {low}, < {LIB.minimum_version[0] + 1} "
+        f"(bindings from {format_version(_bindings.HEADER_VERSION)} headers)"
+    )
+
+
+def missing_features() -> list[str]:
+    """What the loaded cuTENSOR lacks that the bindings know: functions and compute descriptors
+    newer than it, each with the version that introduced it."""
+    from ._lib import missing_symbols
+
+    return missing_symbols()

@@ -3,16 +3,36 @@
 from __future__ import annotations
 
 import ctypes
-import threading
+import enum
+import functools
+from typing import Any
 
-from pycudnn._shared.ffi import NativeLibrary
+from pycudnn._shared.ffi import (
+    FunctionSpec,
+    NativeLibrary,
+    UnsupportedByLibraryError,
+    format_version,
+)
 
 from . import _bindings
+from ._errorlog import clear_last_error, install, record_error, take_last_error
 from .errors import error_from_status
 
-__all__ = ["LIB", "check", "compute_descriptor", "take_last_error"]
+__all__ = [
+    "LIB",
+    "MINIMUM_VERSION",
+    "check",
+    "check_enum",
+    "clear_last_error",
+    "compute_descriptor",
+    "missing_symbols",
+    "record_error",
+    "take_last_error",
+]
 
 ENV_VAR = "PYCUTENSOR_LIBRARY"
+# The oldest cuTENSOR this project supports (README, "Supported versions"; docs/versions.md says why).
+MINIMUM_VERSION = (2, 0, 0)
 INSTALL_HINT = (
     "Install cuTENSOR 2 with `pip install 'cudnn-cutensor-ctypes[cu12]'` (CUDA 12) or "
     "`pip install 'cudnn-cutensor-ctypes[cu13]'` (CUDA 13); it also needs cuBLAS, which the "
@@ -32,9 +52,7 @@ class _CutensorLibrary(NativeLibrary):
         first = not self.is_loaded
         cdll = super()._load()
         if first:
-            from .log import install_error_capture
-
-            install_error_capture()
+            install(self.function, check)  # error capture: cuTENSOR has no last-error API
         return cdll
 
 
@@ -46,27 +64,9 @@ LIB = _CutensorLibrary(
     expected_major=_bindings.HEADER_VERSION[0],
     functions=_bindings.FUNCTIONS,
     read_version=_read_version,
+    minimum_version=MINIMUM_VERSION,
+    version_symbol="cutensorGetVersion",
 )
-
-# The last error line cuTENSOR logged on each thread (filled by pycutensor.log's callback).
-_errors = threading.local()
-
-
-def record_error(function: str, message: str) -> None:
-    _errors.last = (function, message)
-
-
-def take_last_error() -> str:
-    last = getattr(_errors, "last", None)
-    _errors.last = None
-    if last is None:
-        return ""
-    function, message = last
-    return f"{message} (logged by {function})" if function else message
-
-
-def clear_last_error() -> None:
-    _errors.last = None
 
 
 def check(status: int, function: str) -> None:
@@ -86,8 +86,67 @@ def compute_descriptor(name: str) -> int:
         if symbol not in _bindings.COMPUTE_DESCRIPTOR_SYMBOLS:
             known = ", ".join(s.rsplit("_", 1)[-1] for s in _bindings.COMPUTE_DESCRIPTOR_SYMBOLS)
             raise ValueError(f"unknown compute descriptor {name!r}; cuTENSOR has: {known}")
-        value = ctypes.c_void_p.in_dll(LIB.cdll(), symbol).value
+        LIB.check_since(symbol, _bindings.COMPUTE_DESCRIPTOR_SINCE.get(symbol))
+        try:
+            value = ctypes.c_void_p.in_dll(LIB.cdll(), symbol).value
+        except ValueError:  # "undefined symbol": older than the headers, and undated
+            raise UnsupportedByLibraryError(
+                f"{symbol} is declared in cutensor.h but not exported by {LIB.path} "
+                f"(cuTENSOR {format_version(LIB.version)})",
+                symbol=symbol,
+                loaded=LIB.version,
+            ) from None
         if not value:
             raise RuntimeError(f"{symbol} is NULL in {LIB.path}")
         ptr = _compute_descriptors[name] = int(value)
     return ptr
+
+
+@functools.cache
+def _enum_since() -> dict[tuple[type, int], tuple[str, tuple[int, int, int]]]:
+    """(enum class, value) -> (C name, the release that introduced it), from the generated
+    history of the headers (``_enum_history``)."""
+    from ._enum_history import ENUMERATOR_SINCE
+
+    out: dict[tuple[type, int], tuple[str, tuple[int, int, int]]] = {}
+    for c_name, since in ENUMERATOR_SINCE.items():
+        member = getattr(_bindings, c_name, None)
+        if isinstance(member, enum.IntEnum):
+            key = (type(member), int(member))
+            if key not in out or since < out[key][1]:
+                out[key] = (c_name, since)
+    return out
+
+
+def check_enum(enum_cls: type, value: int, context: str = "") -> None:
+    """Raise :class:`~pycutensor.UnsupportedByLibraryError` when ``value`` of ``enum_cls`` (an
+    operator, a plan-preference or operation-descriptor attribute, ...) is newer than the loaded
+    cuTENSOR, which would otherwise answer ``CUTENSOR_STATUS_INVALID_VALUE`` at best."""
+    entry = _enum_since().get((enum_cls, int(value)))
+    if entry is not None:
+        LIB.check_since(entry[0], entry[1], context)
+
+
+def precheck(spec: FunctionSpec, args: tuple[Any, ...]) -> None:
+    """The raw layer's check of enum-typed arguments (``make_checked``'s precheck)."""
+    for param, typedef in spec.enum_args:
+        enum_cls = getattr(_bindings, typedef, None)
+        value = args[spec.argnames.index(param)]
+        if enum_cls is not None and isinstance(value, int):
+            check_enum(enum_cls, value, f"{spec.name}: {param}")
+
+
+def missing_symbols() -> list[str]:
+    """The functions, compute descriptors and enumerators of the headers that the loaded cuTENSOR
+    is older than, each with the version that introduced it (functions and descriptors: their ELF
+    symbol versions; enumerators: the first release whose headers name them). Loads the library."""
+    from ._enum_history import ENUMERATOR_SINCE
+
+    dated = [(spec.since, name) for name, spec in _bindings.FUNCTIONS.items()]
+    dated += [(since, name) for name, since in _bindings.COMPUTE_DESCRIPTOR_SINCE.items()]
+    dated += [(since, name) for name, since in ENUMERATOR_SINCE.items()]
+    return [
+        f"{name}: needs {format_version(since)}"
+        for since, name in sorted(dated, key=lambda d: (d[0] or (0,), d[1]))
+        if LIB.lacks(since)
+    ]

@@ -1,4 +1,4 @@
-"""Command line: ``python -m pycutensor info | smoke [--require-gpu] [--json]``."""
+"""Command line: ``python -m pycutensor info | smoke [--require-gpu] [--json] | verify [--quick] [--json]``."""
 
 from __future__ import annotations
 
@@ -30,6 +30,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_smoke.add_argument(
         "--require-gpu", action="store_true", help="fail when checks that need a GPU cannot run"
     )
+    from .verification import add_arguments as add_verify_arguments
+
+    add_verify_arguments(sub.add_parser("verify", help="check every algorithm against NumPy"))
     args = parser.parse_args(argv)
     if args.command == "info":
         report = info()
@@ -46,6 +49,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_checks(
             "pycutensor smoke", checks(), as_json=args.json, require_gpu=args.require_gpu
         )
+    if args.command == "verify":
+        from .verification import run as run_verify
+
+        return run_verify(args)
     return 2  # pragma: no cover
 
 

@@ -36,9 +36,12 @@ repeating a call costs only its execute. Handles are not meant to be shared betw
 from __future__ import annotations
 
 import collections
+import contextlib
 import ctypes
+import functools
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from pycudnn._shared.cuda import driver_status, get_device
@@ -48,7 +51,7 @@ from . import _bindings
 from ._lib import LIB, check, clear_last_error, take_last_error
 from .errors import error_from_status
 
-__all__ = ["DEFAULT_PLAN_CACHE_SIZE", "Handle", "get_handle"]
+__all__ = ["DEFAULT_PLAN_CACHE_SIZE", "Handle", "get_handle", "write_atomically"]
 
 #: cuTENSOR's default plan-cache capacity (``cutensorCreate`` documentation).
 DEFAULT_PLAN_CACHE_SIZE = 64
@@ -56,57 +59,55 @@ DEFAULT_PLAN_CACHE_SIZE = 64
 _UINT32_MAX = 2**32 - 1
 
 
-def _destroy(ptr: int) -> None:
+def _destroy(owned: list[tuple[Callable[[int], Any], int]], ptr: int) -> None:
+    # The C objects the handle owns (its default plan preference) go first, newest first, so that
+    # nothing the handle made outlives it; then cutensorDestroy.
+    while owned:
+        destroy, child = owned.pop()
+        destroy(child)
     LIB.function("cutensorDestroy")(ptr)
 
 
 # -- the current device, straight from the driver ----------------------------------------------
-# Executes run on the hot path, so the check "is my device current?" is one ctypes call into
-# libcuda (cuCtxGetDevice) rather than a round trip through cuda.core.
-class _Driver:
-    def __init__(self) -> None:
-        lib = ctypes.CDLL("libcuda.so.1")
-        self.get_device = lib.cuCtxGetDevice
-        self.get_device.argtypes = [ctypes.POINTER(ctypes.c_int)]
-        self.get_device.restype = ctypes.c_int
-        self.get_current = lib.cuCtxGetCurrent
-        self.get_current.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
-        self.get_current.restype = ctypes.c_int
-        self.set_current = lib.cuCtxSetCurrent
-        self.set_current.argtypes = [ctypes.c_void_p]
-        self.set_current.restype = ctypes.c_int
-        self.stream_synchronize = lib.cuStreamSynchronize
-        self.stream_synchronize.argtypes = [ctypes.c_void_p]
-        self.stream_synchronize.restype = ctypes.c_int
+# Executes run on the hot path, so the check "is my device current?" is one call of cuda.bindings'
+# cuCtxGetDevice (cuda-core depends on cuda-bindings), not a round trip through cuda.core. The
+# module is imported on first use so that importing pycutensor stays light.
+_driver_module: Any = None
 
 
-_driver_lock = threading.Lock()
-_driver_state: dict[str, _Driver] = {}
-
-
-def _driver() -> _Driver:
-    drv = _driver_state.get("driver")
+def _driver() -> Any:
+    global _driver_module  # noqa: PLW0603 - a cache filled once
+    drv = _driver_module
     if drv is None:
-        with _driver_lock:
-            drv = _driver_state.get("driver")
-            if drv is None:
-                drv = _driver_state["driver"] = _Driver()
+        try:
+            from cuda.bindings import driver
+        except ImportError as exc:
+            raise ImportError(
+                "cuda.bindings (installed with cuda-core: `pip install "
+                f"'cudnn-cutensor-ctypes[cu12]'` or `[cu13]`) is needed to drive CUDA devices: {exc}"
+            ) from exc
+        drv = _driver_module = driver
     return drv
 
 
 def current_device_ordinal() -> int:
-    """The ordinal of the device whose context is current on this thread, or -1 if none is."""
-    dev = ctypes.c_int(-1)
-    if _driver().get_device(ctypes.byref(dev)) != 0:
-        return -1
-    return int(dev.value)
+    """The ordinal of the device whose context is current on this thread, or -1 if none is
+    (``cuCtxGetDevice``)."""
+    status, dev = _driver().cuCtxGetDevice()
+    return -1 if status != 0 or dev is None else int(dev)
+
+
+def _current_context() -> int:
+    """The address of this thread's current context (``cuCtxGetCurrent``), 0 when none is."""
+    status, ctx = _driver().cuCtxGetCurrent()
+    return 0 if status != 0 or ctx is None else int(ctx)
 
 
 def synchronize_stream(stream_ptr: int) -> None:
     """``cuStreamSynchronize`` (0 is the legacy default stream)."""
-    status = _driver().stream_synchronize(stream_ptr or None)
+    (status,) = _driver().cuStreamSynchronize(stream_ptr or 0)
     if status != 0:
-        raise RuntimeError(f"cuStreamSynchronize failed with CUresult {status}")
+        raise RuntimeError(f"cuStreamSynchronize failed with CUresult {int(status)} ({status!r})")
 
 
 def _no_device_error(exc: BaseException) -> BaseException:
@@ -121,7 +122,7 @@ def _no_device_error(exc: BaseException) -> BaseException:
     clear_last_error()
     status = int(LIB.function("cutensorCreate")(ctypes.byref(out)))
     if status == 0:  # cuTENSOR found a device after all; do not leak the handle
-        _destroy(int(out.value or 0))
+        _destroy([], int(out.value or 0))
         return RuntimeError(f"cannot select a CUDA device for the cuTENSOR handle: {reason}")
     message = take_last_error()
     detail = f"{message} (no usable CUDA device: {reason})" if message else reason
@@ -151,17 +152,19 @@ class Handle(CResource):
 
     def __init__(self, device: Any = None) -> None:
         dev = _device(device)
-        previous = ctypes.c_void_p()
-        _driver().get_current(ctypes.byref(previous))
+        previous = _current_context()
         dev.set_current()  # cutensorCreate binds the handle to the current device
         out = ctypes.c_void_p()
         try:
             clear_last_error()
             status = LIB.function("cutensorCreate")(ctypes.byref(out))
         finally:
-            self.restore(previous.value)  # leave the caller's current device as it was
+            self.restore(previous)  # leave the caller's current device as it was
         check(status, "cutensorCreate")
-        super().__init__(int(out.value or 0), _destroy)
+        # C objects made for this handle and destroyed with it, before it (see _adopt); the
+        # finalizer holds this list, never the handle itself.
+        self._owned: list[tuple[Callable[[int], Any], int]] = []
+        super().__init__(int(out.value or 0), functools.partial(_destroy, self._owned))
         self.device_id: int = int(dev.device_id)
         self._device = dev
         self._lock = threading.Lock()  # cutensorHandleResizePlanCache is not thread-safe
@@ -169,6 +172,9 @@ class Handle(CResource):
         self._operations: collections.OrderedDict[Any, Any] = collections.OrderedDict()
         self.max_cached_operations = 128
         self._compute_capability: tuple[int, int] | None = None
+        #: The plan preference with cuTENSOR's defaults that plans made without one use: created
+        #: on first use by :func:`pycutensor.preference.default_preference`, owned by the handle.
+        self._default_preference: CResource | None = None
 
     @property
     def device(self) -> Any:
@@ -190,21 +196,25 @@ class Handle(CResource):
 
         Pass the returned value to :meth:`restore` once the cuTENSOR call returned.
         """
-        dev = ctypes.c_int(-1)
-        drv = _driver()
-        if drv.get_device(ctypes.byref(dev)) == 0 and dev.value == self.device_id:
+        status, dev = _driver().cuCtxGetDevice()
+        if status == 0 and dev is not None and int(dev) == self.device_id:
             return None
-        previous = ctypes.c_void_p()
-        drv.get_current(ctypes.byref(previous))
+        previous = _current_context()
         self._device.set_current()
-        return int(previous.value or 0)
+        return previous
 
     @staticmethod
     def restore(previous: int | None) -> None:
         """Make ``previous`` (a value returned by :meth:`activate`) current again; None or 0 (no
         context was current) leaves the current context alone."""
         if previous:
-            _driver().set_current(previous)
+            _driver().cuCtxSetCurrent(previous)
+
+    def _adopt(self, destroy: Callable[[int], Any], ptr: int) -> None:
+        """Own the C object ``ptr``: ``destroy(ptr)`` runs when the handle is closed or collected,
+        before ``cutensorDestroy``. Its Python wrapper must not destroy it too (``owned=False``)."""
+        self._check_open()
+        self._owned.append((destroy, int(ptr)))
 
     # -- cuTENSOR's plan cache ----------------------------------------------------------------
     @property
@@ -236,15 +246,19 @@ class Handle(CResource):
         """Write the plan cache to ``path``, overwriting it (``cutensorHandleWritePlanCacheToFile``).
 
         cuTENSOR returns INVALID_VALUE when the handle has no cache
-        (``CUTENSOR_DISABLE_PLAN_CACHE=1``) and IO_ERROR when the file cannot be written.
+        (``CUTENSOR_DISABLE_PLAN_CACHE=1``) and IO_ERROR when the file cannot be written. cuTENSOR
+        writes a temporary file beside ``path`` that replaces it only once complete, so a failed
+        or interrupted write leaves an existing file as it was.
         """
         name = _path_bytes(path, "path")
         self._check_open()
-        clear_last_error()
-        check(
-            LIB.function("cutensorHandleWritePlanCacheToFile")(self, name),
-            "cutensorHandleWritePlanCacheToFile",
-        )
+        write = LIB.function("cutensorHandleWritePlanCacheToFile")
+
+        def write_to(temporary: bytes) -> None:
+            clear_last_error()
+            check(write(self, temporary), "cutensorHandleWritePlanCacheToFile")
+
+        write_atomically(name, write_to)
 
     def read_plan_cache(self, path: str | os.PathLike[str]) -> int:
         """Fill the plan cache from ``path``; returns the number of entries read.
@@ -281,14 +295,17 @@ class Handle(CResource):
 
     def write_kernel_cache(self, path: str | os.PathLike[str]) -> None:
         """Write the library's just-in-time compiled kernels to ``path``
-        (``cutensorWriteKernelCacheToFile``; NOT_SUPPORTED where JIT is unavailable)."""
+        (``cutensorWriteKernelCacheToFile``; NOT_SUPPORTED where JIT is unavailable), through a
+        temporary file beside it as :meth:`write_plan_cache` does."""
         name = _path_bytes(path, "path")
         self._check_open()
-        clear_last_error()
-        check(
-            LIB.function("cutensorWriteKernelCacheToFile")(self, name),
-            "cutensorWriteKernelCacheToFile",
-        )
+        write = LIB.function("cutensorWriteKernelCacheToFile")
+
+        def write_to(temporary: bytes) -> None:
+            clear_last_error()
+            check(write(self, temporary), "cutensorWriteKernelCacheToFile")
+
+        write_atomically(name, write_to)
 
     def read_kernel_cache(self, path: str | os.PathLike[str]) -> None:
         """Add the kernels stored in ``path`` to the library's JIT kernel cache
@@ -335,10 +352,14 @@ class Handle(CResource):
                 close()
 
     def close(self) -> None:
-        """Close the cached operations, then destroy the handle (``cutensorDestroy``)."""
+        """Close the cached operations, then destroy the C objects the handle owns (its default plan
+        preference, ``cutensorDestroyPlanPreference``) and the handle (``cutensorDestroy``)."""
         if self.closed:
             return
         self.clear_cached_operations()
+        pref, self._default_preference = self._default_preference, None
+        if pref is not None:
+            pref.close()  # the wrapper reads as closed; its C object goes with the handle below
         super().close()
 
     def __repr__(self) -> str:
@@ -356,6 +377,31 @@ def _path_bytes(path: Any, name: str) -> bytes:
     if b"\0" in raw:
         raise ValueError(f"{name} must not contain a NUL character")
     return raw
+
+
+def write_atomically(path: bytes, write: Callable[[bytes], None]) -> None:
+    """Have ``write`` create a temporary file in ``path``'s directory, then move it onto ``path``
+    (``os.replace``, atomic on POSIX). When ``write`` raises, the temporary file is removed and an
+    existing ``path`` is left untouched; readers never see a half-written file.
+
+    The temporary name carries the process and thread ids, so concurrent writers never share one;
+    the file is created by ``write`` itself, so it gets the permissions the umask gives.
+    """
+    directory, base = os.path.split(os.path.abspath(path))
+    temporary = os.path.join(
+        directory, b".%s.%d-%d.tmp" % (base, os.getpid(), threading.get_ident())
+    )
+    try:
+        write(temporary)
+        if not os.path.exists(temporary):
+            raise OSError(
+                f"the write reported success but created no file for {os.fsdecode(path)!r}"
+            )
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 _per_thread = threading.local()

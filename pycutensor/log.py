@@ -11,56 +11,20 @@ otherwise print those lines to stdout. When those variables are set they are lef
 
 from __future__ import annotations
 
-import logging
-import os
 import threading
-from typing import Any
 
-from . import _bindings
-from ._lib import LIB, check, record_error
+from ._errorlog import install as _install
+from ._errorlog import state as _state
+from ._lib import LIB, check
 
 __all__ = ["disable_logging", "enable_logging", "install_error_capture", "is_enabled"]
 
-logger = logging.getLogger("pycutensor.cutensor")
-
-# cuTENSOR levels: 1 errors, 2 performance trace, 3 performance hints, 4 heuristics trace, 5 API trace
-_TO_LOGGING = {
-    1: logging.ERROR,
-    2: logging.DEBUG,
-    3: logging.INFO,
-    4: logging.DEBUG,
-    5: logging.DEBUG,
-}
-_ENV = ("CUTENSOR_LOG_LEVEL", "CUTENSOR_LOG_MASK", "CUTENSOR_LOG_FILE")
-
 _lock = threading.Lock()
-_state: dict[str, Any] = {"forward": False, "env_controls_output": False}
-
-
-def _on_message(level: int, function: bytes | None, message: bytes | None) -> None:
-    try:
-        fname = function.decode("utf-8", "replace") if function else ""
-        text = message.decode("utf-8", "replace") if message else ""
-        if level == 1:
-            record_error(fname, text)
-        if _state["forward"]:
-            logger.log(_TO_LOGGING.get(int(level), logging.DEBUG), "[%s] %s", fname, text)
-    except Exception:  # pragma: no cover - never let an exception cross back into C
-        pass
-
-
-_CALLBACK = _bindings.cutensorLoggerCallback_t(_on_message)  # must outlive the registration
 
 
 def install_error_capture() -> None:
-    """Register the callback; called once when the library is loaded."""
-    set_cb = LIB.function("cutensorLoggerSetCallback")
-    check(set_cb(_CALLBACK), "cutensorLoggerSetCallback")
-    if any(os.environ.get(v) for v in _ENV):
-        _state["env_controls_output"] = True
-        return
-    check(LIB.function("cutensorLoggerOpenFile")(os.devnull.encode()), "cutensorLoggerOpenFile")
-    check(LIB.function("cutensorLoggerSetLevel")(1), "cutensorLoggerSetLevel")
+    """Register the callback; done once when the library is loaded (kept for callers of 0.1)."""
+    _install(LIB.function, check)
 
 
 def enable_logging(level: int = 1) -> None:

@@ -1,12 +1,12 @@
 """Plans: the kernel cuTENSOR chose for an operation, executed many times with new pointers.
 
-The sequence is cuTENSOR's: an operation descriptor (:mod:`pycutensor.operations`), a plan
-preference (``cutensorCreatePlanPreference`` + ``cutensorPlanPreferenceSetAttribute``), a workspace
-estimate (``cutensorEstimateWorkspaceSize`` with the MIN, DEFAULT or MAX preference), the plan
-(``cutensorCreatePlan``, whose workspace limit is an upper bound) and the workspace the plan really
-needs (``cutensorPlanGetAttribute(CUTENSOR_PLAN_REQUIRED_WORKSPACE)``, never more than the
-estimate). Elementwise operations and permutations take no workspace, so they are planned with a
-limit of 0 and no estimate, as NVIDIA's samples do.
+The sequence is cuTENSOR's: an operation descriptor (:mod:`pycutensor.operation`), a plan
+preference (:mod:`pycutensor.preference`; the handle's default one when none is given, since
+cuTENSOR 2.8 refuses NULL), a workspace estimate (``cutensorEstimateWorkspaceSize`` with the MIN,
+DEFAULT or MAX preference), the plan (``cutensorCreatePlan``, whose workspace limit is an upper
+bound) and the workspace the plan really needs (``cutensorPlanGetAttribute(CUTENSOR_PLAN_REQUIRED_
+WORKSPACE)``, never more than the estimate). Elementwise operations and permutations take no
+workspace, so they are planned with a limit of 0 and no estimate, as NVIDIA's samples do.
 
 :meth:`Plan.execute` runs the plan on a stream. Its workspace comes from a buffer kept per (thread,
 device, stream) in the device's stream-ordered pool (256-byte aligned, as cuTENSOR requires), so
@@ -24,10 +24,8 @@ plans that are still tuning should not be captured in CUDA graphs.
 from __future__ import annotations
 
 import ctypes
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -37,10 +35,16 @@ from pycudnn._shared.resource import ClosedError, CResource
 
 from . import _bindings
 from ._lib import LIB, check, clear_last_error
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .handle import Handle
-    from .operations import Operation
+from .handle import Handle
+from .operation import Operation
+from .preference import (
+    ALGORITHMS,
+    PlanPreference,
+    PlanPreferenceObject,
+    check_planning,
+    default_preference,
+    int_option,
+)
 
 __all__ = [
     "ALGORITHMS",
@@ -49,202 +53,17 @@ __all__ = [
     "PlanPreference",
     "PlanPreferenceObject",
     "autotune",
+    "default_preference",
     "estimate_workspace",
 ]
 
-#: ``cutensorAlgo_t`` by name; any int >= 0 selects one GEMM-like algorithm and disables the heuristic.
-ALGORITHMS: dict[str, int] = {
-    "default": int(_bindings.CUTENSOR_ALGO_DEFAULT),
-    "default_patient": int(_bindings.CUTENSOR_ALGO_DEFAULT_PATIENT),
-    "gett": int(_bindings.CUTENSOR_ALGO_GETT),
-    "tgett": int(_bindings.CUTENSOR_ALGO_TGETT),
-    "ttgt": int(_bindings.CUTENSOR_ALGO_TTGT),
-}
 #: ``cutensorWorksizePreference_t`` by name.
 WORKSPACE_PREFERENCES: dict[str, int] = {
     "min": int(_bindings.CUTENSOR_WORKSPACE_MIN),
     "default": int(_bindings.CUTENSOR_WORKSPACE_DEFAULT),
     "max": int(_bindings.CUTENSOR_WORKSPACE_MAX),
 }
-_AUTOTUNE = {
-    "none": int(_bindings.CUTENSOR_AUTOTUNE_MODE_NONE),
-    "incremental": int(_bindings.CUTENSOR_AUTOTUNE_MODE_INCREMENTAL),
-}
-_CACHE = {
-    "none": int(_bindings.CUTENSOR_CACHE_MODE_NONE),
-    "pedantic": int(_bindings.CUTENSOR_CACHE_MODE_PEDANTIC),
-}
-_JIT = {
-    "none": int(_bindings.CUTENSOR_JIT_MODE_NONE),
-    "default": int(_bindings.CUTENSOR_JIT_MODE_DEFAULT),
-}
-# CUTENSOR_PLAN_PREFERENCE_GPU_ARCH: "Currently only SM versions 80, 90 and 100 are supported".
-_GPU_ARCHS = (80, 90, 100)
 _WORKSPACE_ALIGNMENT = 256  # cutensorContract/Reduce: "the workspace must be aligned to 256 bytes"
-_INT32_MAX = 2**31 - 1
-
-
-def _int_option(value: Any, name: str, low: int, high: int = _INT32_MAX) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    v = int(value)
-    if not low <= v <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, got {v}")
-    return v
-
-
-def _choice(value: Any, table: dict[str, int], name: str) -> str:
-    if isinstance(value, bool) and ("default" if value else "none") in table:
-        return "default" if value else "none"
-    if isinstance(value, str) and value.lower() in table:
-        return value.lower()
-    raise ValueError(f"{name} must be one of {', '.join(map(repr, table))}, got {value!r}")
-
-
-@dataclass(frozen=True)
-class PlanPreference:
-    """What a plan may use (``cutensorCreatePlanPreference`` + ``cutensorPlanPreferenceSetAttribute``).
-
-    ``algo``: ``"default"`` (cuTENSOR's heuristic), ``"default_patient"``, ``"gett"``, ``"tgett"``,
-    ``"ttgt"``, or an int >= 0 selecting one GEMM-like algorithm (NOT_SUPPORTED when it does not
-    apply). ``jit``: ``False``/``"none"`` or ``True``/``"default"`` (just-in-time compiled
-    kernels, compute capability 8.0 or newer; the first plan takes seconds). ``autotune``:
-    ``"none"`` or ``"incremental"`` (see :func:`autotune`), trying up to ``incremental_count``
-    kernels. ``cache_mode``: ``"pedantic"`` (cuTENSOR's default: a cached plan is reused only for
-    an identical problem) or ``"none"`` (do not cache). ``kernel_rank``: 0 for the kernel the
-    heuristic ranks best, 1 for the second best, ... ``gpu_arch``: plan for SM 80, 90 or 100
-    instead of the current device. ``tag``: an int32 stored on the operation descriptor
-    (``CUTENSOR_OPERATION_DESCRIPTOR_TAG``) before planning, so that otherwise identical problems
-    get separate plan-cache entries. ``None`` leaves cuTENSOR's default.
-
-    The dataclass is pure Python (hashable, usable as a cache key); :meth:`create` makes the C
-    object.
-    """
-
-    algo: str | int = "default"
-    jit: str | bool = "none"
-    autotune: str = "none"
-    incremental_count: int | None = None
-    cache_mode: str | None = None
-    kernel_rank: int | None = None
-    gpu_arch: int | None = None
-    tag: int | None = None
-
-    def __post_init__(self) -> None:
-        algo = self.algo
-        if isinstance(algo, str):
-            if algo.lower() not in ALGORITHMS:
-                raise ValueError(
-                    f"algo must be one of {', '.join(map(repr, ALGORITHMS))} or an int >= 0, "
-                    f"got {algo!r}"
-                )
-            object.__setattr__(self, "algo", algo.lower())
-        else:
-            object.__setattr__(self, "algo", _int_option(algo, "algo", 0))
-        object.__setattr__(self, "jit", _choice(self.jit, _JIT, "jit"))
-        object.__setattr__(self, "autotune", _choice(self.autotune, _AUTOTUNE, "autotune"))
-        if self.cache_mode is not None:
-            object.__setattr__(self, "cache_mode", _choice(self.cache_mode, _CACHE, "cache_mode"))
-        if self.incremental_count is not None:
-            _int_option(self.incremental_count, "incremental_count", 1)
-        if self.kernel_rank is not None:
-            _int_option(self.kernel_rank, "kernel_rank", 0)
-        if self.tag is not None:
-            _int_option(self.tag, "tag", -(2**31))
-        if self.gpu_arch is not None:
-            arch = _int_option(self.gpu_arch, "gpu_arch", 0)
-            if arch not in _GPU_ARCHS:
-                raise ValueError(
-                    f"gpu_arch must be one of {_GPU_ARCHS} (10 * SM major + minor; cuTENSOR: "
-                    f"'Currently only SM versions 80, 90 and 100 are supported'), got {arch}"
-                )
-        if self.autotune == "incremental" and self.cache_mode == "none":
-            raise ValueError(
-                "autotune='incremental' needs the plan cache: cuTENSOR keeps the timings and the "
-                "winning kernel there, so cache_mode='none' defeats it"
-            )
-
-    @property
-    def algo_value(self) -> int:
-        return ALGORITHMS[self.algo] if isinstance(self.algo, str) else int(self.algo)
-
-    def attributes(self) -> list[tuple[int, int]]:
-        """``(cutensorPlanPreferenceAttribute_t, int32 value)`` pairs to set after creation."""
-        out: list[tuple[int, int]] = []
-        if self.autotune != "none":
-            out.append(
-                (int(_bindings.CUTENSOR_PLAN_PREFERENCE_AUTOTUNE_MODE), _AUTOTUNE[self.autotune])
-            )
-        if self.cache_mode is not None:
-            out.append(
-                (int(_bindings.CUTENSOR_PLAN_PREFERENCE_CACHE_MODE), _CACHE[self.cache_mode])
-            )
-        if self.incremental_count is not None:
-            out.append(
-                (
-                    int(_bindings.CUTENSOR_PLAN_PREFERENCE_INCREMENTAL_COUNT),
-                    int(self.incremental_count),
-                )
-            )
-        if self.kernel_rank is not None:
-            out.append((int(_bindings.CUTENSOR_PLAN_PREFERENCE_KERNEL_RANK), int(self.kernel_rank)))
-        if self.gpu_arch is not None:
-            out.append((int(_bindings.CUTENSOR_PLAN_PREFERENCE_GPU_ARCH), int(self.gpu_arch)))
-        return out
-
-    def create(self, handle: Handle) -> PlanPreferenceObject:
-        """The C object (``cutensorCreatePlanPreference`` and one ``SetAttribute`` per option)."""
-        return PlanPreferenceObject(handle, self)
-
-
-def _destroy_preference(ptr: int) -> None:
-    LIB.function("cutensorDestroyPlanPreference")(ptr)
-
-
-class PlanPreferenceObject(CResource):
-    """A ``cutensorPlanPreference_t`` made from a :class:`PlanPreference`."""
-
-    _kind = "cuTENSOR plan preference"
-
-    def __init__(self, handle: Handle, preference: PlanPreference) -> None:
-        from .handle import Handle
-
-        if not isinstance(handle, Handle):
-            raise TypeError(f"handle must be a pycutensor.Handle, not {type(handle).__name__}")
-        if not isinstance(preference, PlanPreference):
-            raise TypeError(f"preference must be a PlanPreference, not {type(preference).__name__}")
-        handle._check_open()
-        out = ctypes.c_void_p()
-        clear_last_error()
-        check(
-            LIB.function("cutensorCreatePlanPreference")(
-                handle, ctypes.byref(out), preference.algo_value, _JIT[str(preference.jit)]
-            ),
-            "cutensorCreatePlanPreference",
-        )
-        super().__init__(int(out.value or 0), _destroy_preference, parents=(handle,))
-        self.preference = preference
-        self.handle = handle
-        setter = LIB.function("cutensorPlanPreferenceSetAttribute")
-        for attribute, value in preference.attributes():
-            buf = ctypes.c_int32(value)
-            clear_last_error()
-            check(
-                setter(handle, self, attribute, ctypes.byref(buf), ctypes.sizeof(buf)),
-                "cutensorPlanPreferenceSetAttribute",
-            )
-
-    def get(self, attribute: int) -> int:
-        """Read an int32 attribute back (``cutensorPlanPreferenceGetAttribute``, cuTENSOR >= 2.4)."""
-        buf = ctypes.c_int32(0)
-        clear_last_error()
-        check(
-            LIB.function("cutensorPlanPreferenceGetAttribute")(
-                self.handle, self, int(attribute), ctypes.byref(buf), ctypes.sizeof(buf)
-            ),
-            "cutensorPlanPreferenceGetAttribute",
-        )
-        return int(buf.value)
 
 
 def _workspace_preference(value: Any) -> int:
@@ -256,6 +75,26 @@ def _workspace_preference(value: Any) -> int:
     )
 
 
+def _preference_object(
+    handle: Handle, preference: PlanPreference | PlanPreferenceObject | None
+) -> tuple[PlanPreferenceObject, PlanPreferenceObject | None]:
+    """The C preference to plan with, and the one made here for this call (to close), if any."""
+    if preference is None:
+        return default_preference(handle), None
+    if isinstance(preference, PlanPreferenceObject):
+        return preference, None
+    own = preference.create(handle)
+    return own, own
+
+
+def _check_preference_argument(preference: Any) -> None:
+    # Anything else would reach C as a pointer: ctypes passes a str as a wchar_t* there.
+    if not isinstance(preference, (PlanPreference, PlanPreferenceObject, type(None))):
+        raise TypeError(
+            f"preference must be a PlanPreference or None, not {type(preference).__name__}"
+        )
+
+
 def estimate_workspace(
     operation: Operation,
     preference: PlanPreference | PlanPreferenceObject | None = None,
@@ -264,26 +103,15 @@ def estimate_workspace(
     """Bytes of workspace ``operation`` may use (``cutensorEstimateWorkspaceSize``).
 
     ``workspace``: ``"min"`` (at least one algorithm is available), ``"default"`` or ``"max"``
-    (every algorithm is available).
+    (every algorithm is available). ``preference`` None uses the handle's default preference.
     """
-    from .operations import Operation
-
     kind = _workspace_preference(workspace)
     if not isinstance(operation, Operation):
         raise TypeError(f"operation must be a pycutensor Operation, not {type(operation).__name__}")
-    if not isinstance(preference, (PlanPreference, PlanPreferenceObject, type(None))):
-        # Anything else would reach C as a pointer: ctypes passes a str as a wchar_t* there.
-        raise TypeError(
-            f"preference must be a PlanPreference or None, not {type(preference).__name__}"
-        )
+    _check_preference_argument(preference)
     operation._check_open()
     handle = operation.handle
-    own = None
-    if isinstance(preference, PlanPreferenceObject):
-        pref_obj = preference
-    else:
-        own = (preference or PlanPreference()).create(handle)
-        pref_obj = own
+    pref_obj, own = _preference_object(handle, preference)
     try:
         out = ctypes.c_uint64(0)
         previous = handle.activate()
@@ -294,11 +122,38 @@ def estimate_workspace(
             )
         finally:
             handle.restore(previous)
-        check(status, "cutensorEstimateWorkspaceSize")
+        check_planning(status, "cutensorEstimateWorkspaceSize", pref_obj.preference)
         return int(out.value)
     finally:
         if own is not None:
             own.close()
+
+
+def _create_plan(
+    handle: Handle, operation: Operation, preference: PlanPreferenceObject, limit: int
+) -> int:
+    """``cutensorCreatePlan`` on the handle's device; returns the plan's pointer.
+
+    The one place the library calls ``cutensorCreatePlan``. ``preference`` must be a C object:
+    cuTENSOR 2.8 refuses NULL ("pref must not be nullptr"), though ``cutensor.h`` allows it.
+    """
+    if not isinstance(preference, PlanPreferenceObject):
+        raise TypeError(
+            "preference must be a PlanPreferenceObject, not "
+            f"{type(preference).__name__}: cuTENSOR 2.8's cutensorCreatePlan refuses a NULL pref "
+            "('pref must not be nullptr'); plans made without one use default_preference(handle)"
+        )
+    out = ctypes.c_void_p()
+    previous = handle.activate()
+    try:
+        clear_last_error()
+        status = LIB.function("cutensorCreatePlan")(
+            handle, ctypes.byref(out), operation, preference, limit
+        )
+    finally:
+        handle.restore(previous)
+    check_planning(status, "cutensorCreatePlan", preference.preference)
+    return int(out.value or 0)
 
 
 def _destroy_plan(ptr: int) -> None:
@@ -355,7 +210,8 @@ _ARGUMENTS: dict[str, Callable[..., tuple[Any, ...]]] = {
 class Plan(CResource):
     """A ``cutensorPlan_t`` for one operation (``cutensorCreatePlan``).
 
-    ``preference``: a :class:`PlanPreference` (or its C object), None for cuTENSOR's defaults.
+    ``preference``: a :class:`PlanPreference` (or its C object); None plans with cuTENSOR's
+    defaults through the handle's :func:`default_preference` (created once per handle).
     ``workspace``: for operations that take a workspace (contractions, reductions), the
     ``cutensorWorksizePreference_t`` used for the estimate (``"min"``, ``"default"``, ``"max"``) or
     an explicit limit in bytes; elementwise operations and permutations are planned with 0.
@@ -373,64 +229,36 @@ class Plan(CResource):
         *,
         workspace: str | int = "default",
     ) -> None:
-        from .operations import Operation
-
         if not isinstance(operation, Operation):
             raise TypeError(
                 f"operation must be a pycutensor Operation, not {type(operation).__name__}"
             )
-        if not isinstance(preference, (PlanPreference, PlanPreferenceObject, type(None))):
-            raise TypeError(
-                f"preference must be a PlanPreference or None, not {type(preference).__name__}"
-            )
+        _check_preference_argument(preference)
         # before any C object exists (a bad value used to surface after the preference was made)
         if isinstance(workspace, str):
             _workspace_preference(workspace)
         else:
-            _int_option(workspace, "workspace", 0, 2**64 - 1)
+            int_option(workspace, "workspace", 0, 2**64 - 1)
         operation._check_open()
         handle = operation.handle
         handle._check_open()
-        own_pref = None
-        if preference is None:
-            pref_obj = None
-            options = PlanPreference()
-        elif isinstance(preference, PlanPreference):
-            own_pref = pref_obj = preference.create(handle)
-            options = preference
-        else:
-            pref_obj, options = preference, preference.preference
-        if options.tag is not None:
-            operation.tag = int(options.tag)
-        if operation.takes_workspace:
-            if isinstance(workspace, str):
+        pref_obj, own_pref = _preference_object(handle, preference)
+        options = pref_obj.preference
+        try:
+            if options.tag is not None:
+                operation.tag = int(options.tag)
+            if not isinstance(workspace, str):
+                limit = int_option(workspace, "workspace", 0, 2**64 - 1)
+            elif operation.takes_workspace:
                 limit = estimate_workspace(operation, pref_obj, workspace)
             else:
-                limit = _int_option(workspace, "workspace", 0, 2**64 - 1)
-        else:
-            # Elementwise operations and permutations execute without a workspace.
-            limit = (
-                0
-                if isinstance(workspace, str)
-                else _int_option(workspace, "workspace", 0, 2**64 - 1)
-            )
-        out = ctypes.c_void_p()
-        previous = handle.activate()
-        try:
-            clear_last_error()
-            status = LIB.function("cutensorCreatePlan")(
-                handle, ctypes.byref(out), operation, pref_obj, limit
-            )
-        finally:
-            handle.restore(previous)
-        try:
-            check(status, "cutensorCreatePlan")
-        except Exception:
+                limit = 0  # elementwise operations and permutations execute without a workspace
+            ptr = _create_plan(handle, operation, pref_obj, limit)
+        except BaseException:
             if own_pref is not None:
                 own_pref.close()
             raise
-        parents = (handle, operation) if pref_obj is None else (handle, operation, pref_obj)
-        super().__init__(int(out.value or 0), _destroy_plan, parents=parents)
+        super().__init__(ptr, _destroy_plan, parents=(handle, operation, pref_obj))
         self.handle = handle
         self.operation = operation
         self.preference = options
@@ -639,27 +467,45 @@ def autotune(
     this creates a fresh plan, executes it on ``arrays`` and destroys it, ``incremental_count + 1``
     times: each of the first ``incremental_count`` plans tries another kernel, which cuTENSOR
     times; the last one is the winner, taken from the handle's plan cache. Returns that plan and
-    the wall time of each execute in seconds (the stream is synchronised after each).
-    ``arrays`` are overwritten as by :meth:`Plan.execute`.
+    the GPU time of each execute in seconds, measured between two CUDA events recorded on
+    ``stream`` around it (``cuda.core`` events with timing, as :mod:`pycudnn`'s autotune does), so
+    host work and plan creation are not counted. ``arrays`` are overwritten as by
+    :meth:`Plan.execute`.
     """
+    if not isinstance(operation, Operation):
+        raise TypeError(f"operation must be a pycutensor Operation, not {type(operation).__name__}")
     if preference is None:
         preference = PlanPreference(autotune="incremental", incremental_count=4)
+    if not isinstance(preference, PlanPreference):
+        raise TypeError(f"preference must be a PlanPreference, not {type(preference).__name__}")
     if preference.autotune != "incremental":
         raise ValueError("autotune() needs a PlanPreference with autotune='incremental'")
-    from .handle import synchronize_stream
+    from pycudnn._shared.cuda import require_cuda_core
+    from pycudnn._shared.memory import stream_object
 
+    operation._check_open()
+    core = require_cuda_core()
+    handle = operation.handle
     count = preference.incremental_count or 4
-    stream_ptr = stream_handle(stream)
-    pref_obj = preference.create(operation.handle)  # the plans keep it alive
+    timing = core.EventOptions(timing_enabled=True)
     times: list[float] = []
-    plan = None
-    for i in range(count + 1):
-        plan = Plan(operation, pref_obj)
-        start = time.perf_counter()
-        plan.execute(*arrays, alpha=alpha, beta=beta, gamma=gamma, stream=stream)
-        synchronize_stream(stream_ptr)
-        times.append(time.perf_counter() - start)
-        if i < count:
-            plan.close()
-    assert plan is not None
+    previous = handle.activate()  # events and the stream belong to the handle's device
+    try:
+        s = stream_object(stream, handle.device)
+        pref_obj = preference.create(handle)  # one for every plan of the run; they keep it alive
+        for i in range(count + 1):
+            plan = Plan(operation, pref_obj)
+            try:
+                start = s.record(options=timing)
+                plan.execute(*arrays, alpha=alpha, beta=beta, gamma=gamma, stream=s)
+                end = s.record(options=timing)
+                end.sync()
+            except BaseException:
+                plan.close()
+                raise
+            times.append(float(end - start) / 1e3)  # cuda.core gives milliseconds
+            if i < count:
+                plan.close()
+    finally:
+        handle.restore(previous)
     return plan, times

@@ -2,8 +2,11 @@
 
 A failing call raises the :class:`~pycutensor.CutensorError` subclass of its status, with the error
 line cuTENSOR logged for it. Enums and data-type constants are here too (``raw.CUTENSOR_R_32F``,
-``raw.cutensorOperator_t.IDENTITY``); compute descriptors are exported *data* symbols, read with
-:func:`compute_descriptor` (``raw.compute_descriptor("32F")``). The library loads on first use.
+``raw.cutensorOperator_t.IDENTITY``). The compute descriptors are exported C globals
+(``extern const cutensorComputeDescriptor_t``); they are here under their C names
+(``raw.CUTENSOR_COMPUTE_DESC_32F``, ``..._TF32``, ``..._64F``, ...), read from the library the first
+time one is used, and by short name with :func:`compute_descriptor` (``compute_descriptor("32F")``).
+The library loads on first use, never at import.
 """
 
 from __future__ import annotations
@@ -32,9 +35,9 @@ def compute_descriptor(name: str) -> int:
 
 def __getattr__(name: str) -> Any:
     if name in _bindings.FUNCTIONS:
-        from ._lib import LIB, clear_last_error
+        from ._lib import LIB, clear_last_error, precheck
 
-        checked = make_checked(LIB, name, _raise_status)
+        checked = make_checked(LIB, name, _raise_status, precheck)
 
         def call(*args: Any) -> Any:
             clear_last_error()  # an error line logged earlier must not be attached to this call
@@ -44,6 +47,12 @@ def __getattr__(name: str) -> Any:
         call.__doc__ = checked.__doc__
         globals()[name] = call
         return call
+    if name in _bindings.COMPUTE_DESCRIPTOR_SYMBOLS:
+        # The value of the C global (a pointer), as C code passing CUTENSOR_COMPUTE_DESC_32F
+        # gets it; read now, so that the library loads at first use and not at import.
+        value = compute_descriptor(name.removeprefix("CUTENSOR_COMPUTE_DESC_"))
+        globals()[name] = value
+        return value
     if not name.startswith("_") and hasattr(_bindings, name):
         return getattr(_bindings, name)
     raise AttributeError(f"module 'pycutensor.raw' has no attribute {name!r}")
@@ -51,4 +60,5 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     public = [n for n in vars(_bindings) if not n.startswith("_")]
-    return sorted(set(public) | set(_bindings.FUNCTIONS) | {"compute_descriptor"})
+    descriptors = set(_bindings.COMPUTE_DESCRIPTOR_SYMBOLS)
+    return sorted(set(public) | set(_bindings.FUNCTIONS) | descriptors | {"compute_descriptor"})

@@ -1,24 +1,42 @@
 #!/usr/bin/env bash
-# Creates (once) and activates the project's virtual environment in .venv with the CUDA 12 stack
-# (cuDNN 9, cuTENSOR 2, cuBLAS, cuda-core) and the test tools, at the versions pinned in
-# requirements/constraints-cu12.txt. A second run finds the environment up to date and returns in
-# about a second. Source it (`. scripts/env.sh`) or let scripts/demo.sh and scripts/test.sh do it.
+# Creates (once) and activates a virtual environment with cuDNN 9, cuTENSOR 2, cuBLAS, cuda-core and
+# the test tools at the versions of one pinned constraints file. A second run finds the environment
+# up to date and returns in about a second. Source it (`. scripts/env.sh`) or let scripts/demo.sh
+# and scripts/test.sh do it.
+#
+# Default: .venv with requirements/constraints-cu12.txt (the newest CUDA 12 stack, the one the
+# bindings are generated from) and the development tools. PYCUDNN_MATRIX=<entry> selects a
+# version-matrix entry instead: requirements/constraints-<entry>.txt, installed without the
+# development tools into build/venvs/<entry> (see docs/versions.md).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-venv="${PYCUDNN_VENV:-$root/.venv}"
 python="${PYTHON:-python3}"
+entry="${PYCUDNN_MATRIX:-}"
+if [ -n "$entry" ]; then
+  constraints="$root/requirements/constraints-$entry.txt"
+  venv="${PYCUDNN_VENV:-$root/build/venvs/$entry}"
+  extras="${entry%%-*},test"  # cu12 or cu13
+else
+  constraints="$root/requirements/constraints-cu12.txt"
+  venv="${PYCUDNN_VENV:-$root/.venv}"
+  extras="cu12,test,dev"
+fi
+if [ ! -f "$constraints" ]; then
+  echo "no constraints file $constraints (entries: $(cd "$root/requirements" && ls constraints-*.txt | sed 's/constraints-//; s/\.txt//' | tr '\n' ' '))" >&2
+  return 2 2>/dev/null || exit 2
+fi
 stamp="$venv/.installed-stamp"
-want=$(cat "$root/pyproject.toml" "$root/requirements/constraints-cu12.txt" | sha256sum | cut -d' ' -f1)
+want=$(cat "$root/pyproject.toml" "$constraints" | sha256sum | cut -d' ' -f1)
 
 if [ ! -x "$venv/bin/python" ]; then
   echo "creating virtual environment in $venv" >&2
   "$python" -m venv "$venv"
 fi
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "installing the cu12 stack and test tools into $venv (first run takes a few minutes)" >&2
+  echo "installing [$extras] at the versions of ${constraints#"$root"/} into $venv (first run takes a few minutes)" >&2
   "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
   "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-    -c "$root/requirements/constraints-cu12.txt" -e "$root[cu12,test,dev]"
+    -c "$constraints" -e "$root[$extras]"
   echo "$want" > "$stamp"
 fi
 export PATH="$venv/bin:$PATH"

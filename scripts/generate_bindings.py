@@ -281,6 +281,30 @@ Version = tuple[int, int, int]
 NULL_CRASHES: dict[str, tuple[str, ...]] = {
     "cudnnFusedOpsExecute": ("plan",),
     "cudnnTransformFilter": ("srcDesc", "destDesc"),
+    # These segfaulted called with every argument NULL (reliability audit, cuDNN 9.28); their
+    # descriptors and host arrays are read unconditionally, so none of them may be NULL.
+    "cudnnDeriveBNTensorDescriptor": ("derivedBnDesc", "xDesc"),
+    "cudnnDeriveNormTensorDescriptor": (
+        "derivedNormScaleBiasDesc",
+        "derivedNormMeanVarDesc",
+        "xDesc",
+    ),
+    "cudnnCTCLoss": (
+        "handle",
+        "probsDesc",
+        "hostLabels",
+        "hostLabelLengths",
+        "hostInputLengths",
+        "ctcLossDesc",
+    ),
+    "cudnnCTCLoss_v8": (
+        "handle",
+        "ctcLossDesc",
+        "probsDesc",
+        "labels",
+        "labelLengths",
+        "inputLengths",
+    ),
 }
 
 PARAM_DOC_RE = re.compile(r"@param(?:\[[^\]]*\])?\s+(\w+)\s+([^@]*)")
@@ -394,6 +418,7 @@ class Function:
     returns_status: bool
     header: str
     nonnull: list[str] = field(default_factory=list)
+    enum_args: list[tuple[str, str]] = field(default_factory=list)  # (parameter, enum typedef)
 
 
 @dataclass
@@ -683,11 +708,16 @@ class ModelBuilder:
         kinds = self.ci.TypeKind
         argnames: list[str] = []
         argtypes: list[str] = []
+        enum_args: list[tuple[str, str]] = []
         for i, arg in enumerate(cursor.get_arguments()):
             name = arg.spelling or f"arg{i}"
             argnames.append(name)
             argtypes.append(self._parameter(arg.type, owner=cursor.spelling, param=name))
             self._note_stub_enum(arg.type)
+            named = arg.type.get_named_type() if arg.type.kind == kinds.ELABORATED else arg.type
+            if named.kind == kinds.TYPEDEF and named.get_canonical().kind == kinds.ENUM:
+                # passed as a C int; the raw layer checks the value's @since against the library
+                enum_args.append((name, named.get_declaration().spelling))
         result = cursor.result_type
         named = result.get_named_type() if result.kind == kinds.ELABORATED else result
         returns_status = named.kind == kinds.TYPEDEF and named.spelling == self.status_type
@@ -707,6 +737,7 @@ class ModelBuilder:
                 returns_status=returns_status,
                 header=header,
                 nonnull=nonnull,
+                enum_args=enum_args,
             )
         )
 
@@ -1299,6 +1330,11 @@ def function_spec(fn: Function) -> Group:
         returns_status=str(fn.returns_status),
         header=repr_str(fn.header),
         **({"nonnull": tuple_of(repr_str(n) for n in fn.nonnull)} if fn.nonnull else {}),
+        **(
+            {"enum_args": tuple_of(tuple_of([repr_str(p), repr_str(e)]) for p, e in fn.enum_args)}
+            if fn.enum_args
+            else {}
+        ),
     )
 
 
@@ -1551,6 +1587,69 @@ def generate_cudnn(include_dir: Path, report: Report) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
+def elf_symbol_versions(library: Path) -> dict[str, str]:
+    """Exported symbol -> the version node it is defined under (``.gnu.version_d``), read from an
+    ELF64 little-endian shared library: ``{"cutensorContractTrinary": "libcutensor.2.1.1"}``.
+
+    cuTENSOR's headers carry no ``@since`` tags, but its library versions every export with the
+    release that introduced it, so this dates its functions and compute descriptors.
+    """
+    data = library.read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        raise GenerationError(f"{library} is not an ELF64 little-endian file")
+    u16 = lambda o: int.from_bytes(data[o : o + 2], "little")  # noqa: E731
+    u32 = lambda o: int.from_bytes(data[o : o + 4], "little")  # noqa: E731
+    u64 = lambda o: int.from_bytes(data[o : o + 8], "little")  # noqa: E731
+    shoff, shentsize, shnum = u64(0x28), u16(0x3A), u16(0x3C)
+    sections = []
+    for i in range(shnum):
+        h = shoff + i * shentsize
+        sections.append(
+            (u32(h + 4), u64(h + 0x18), u64(h + 0x20), u32(h + 0x28))
+        )  # type, off, size, link
+    by_type = {kind: (off, size, link) for kind, off, size, link in sections}
+    sht_dynsym, sht_verdef, sht_versym = 11, 0x6FFFFFFD, 0x6FFFFFFF
+    if not {sht_dynsym, sht_verdef, sht_versym} <= by_type.keys():
+        raise GenerationError(f"{library} has no versioned dynamic symbols")
+
+    def string(table: int, offset: int) -> str:
+        start = sections[table][1] + offset
+        return data[start : data.index(b"\0", start)].decode()
+
+    vd_off, _, vd_link = by_type[sht_verdef]
+    names: dict[int, str] = {}
+    entry = vd_off
+    while True:  # Elf64_Verdef: version, flags, ndx, cnt, hash, aux, next
+        names[u16(entry + 4)] = string(vd_link, u32(entry + u32(entry + 12)))
+        if not u32(entry + 16):
+            break
+        entry += u32(entry + 16)
+    sym_off, sym_size, sym_link = by_type[sht_dynsym]
+    vs_off = by_type[sht_versym][0]
+    out: dict[str, str] = {}
+    for i in range(sym_size // 24):  # Elf64_Sym: name, info, other, shndx, value, size
+        sym = sym_off + i * 24
+        index = u16(vs_off + 2 * i) & 0x7FFF
+        if u16(sym + 6) and index in names:  # defined here, under a named version
+            out[string(sym_link, u32(sym))] = names[index]
+    return out
+
+
+def cutensor_symbol_since(include_dir: Path, floor: Version) -> dict[str, Version]:
+    """When each cuTENSOR export appeared, from the ELF symbol versions of the library that ships
+    next to the headers (``<wheel>/lib/libcutensor.so.2``). Versions below ``floor`` (the 1.x
+    names of functions that cuTENSOR 2 kept) count as ``floor``."""
+    library = include_dir.parent / "lib" / f"libcutensor.so.{floor[0]}"
+    if not library.is_file():
+        raise GenerationError(f"no {library.name} next to the cuTENSOR headers in {include_dir}")
+    out: dict[str, Version] = {}
+    for symbol, node in elf_symbol_versions(library).items():
+        m = re.fullmatch(r"libcutensor\.(\d+)\.(\d+)\.(\d+)", node)
+        if m:
+            out[symbol] = max((int(m[1]), int(m[2]), int(m[3])), floor)
+    return out
+
+
 def generate_cutensor(include_dir: Path, report: Report) -> str:
     src = parse_headers("cutensor.h", include_dir)
     model = ModelBuilder(
@@ -1588,6 +1687,9 @@ def generate_cutensor(include_dir: Path, report: Report) -> str:
     compute = [
         name for name, typedef in model.extern_symbols if typedef == "cutensorComputeDescriptor_t"
     ]
+    symbol_since = cutensor_symbol_since(include_dir, (version[0], 0, 0))
+    for fn in model.functions:
+        fn.since = symbol_since.get(fn.name)
 
     w = Writer()
     doc = [
@@ -1626,11 +1728,18 @@ def generate_cutensor(include_dir: Path, report: Report) -> str:
                 "COMPUTE_DESCRIPTOR_SYMBOLS: tuple[str, ...]",
                 tuple_of(repr_str(n) for n in compute),
             ),
+            "",
+            "# The release that introduced each compute descriptor (its ELF symbol version).",
+            *assign(
+                "COMPUTE_DESCRIPTOR_SINCE: dict[str, tuple[int, int, int] | None]",
+                dict_of((repr_str(n), version_expr(symbol_since.get(n))) for n in compute),
+            ),
         ]
     )
     emit_structs(w, model.structs)
     emit_callbacks(w, model.callbacks)
-    emit_functions(w, model.functions, "cutensor.h (cuTENSOR headers carry no @since tags)")
+    # The headers carry no @since tags: each function's ``since`` is its ELF symbol version.
+    emit_functions(w, model.functions, "cutensor.h (since: the library's ELF symbol versions)")
 
     enumerators = sum(len(e.enumerators) for e in model.enums)
     report.lines += [
@@ -1642,6 +1751,94 @@ def generate_cutensor(include_dir: Path, report: Report) -> str:
         f"  compute descriptor symbols: {len(compute)}, handles: {len(model.handles)}, "
         f"callbacks: {len(model.callbacks)}, macros: {len(macros)}",
     ]
+    return w.text()
+
+
+HISTORY_FILE = Path("requirements") / "cutensor-history.txt"
+HISTORY_OUTPUT = Path("pycutensor") / "_enum_history.py"
+HISTORY_CACHE = Path("build") / "cutensor-history"
+_HEADERS_IN_WHEEL = ("cutensor/include/cutensor.h", "cutensor/include/cutensor/types.h")
+
+
+def _history_headers(spec: str, cache: Path) -> str:
+    """The text of cutensor.h and cutensor/types.h in the wheel ``spec`` (``cutensor-cu12==2.0.0``),
+    downloaded by package name into ``cache`` once."""
+    import subprocess
+    import zipfile
+
+    name, version = spec.split("==")
+    pattern = f"{name.replace('-', '_')}-{version}-*.whl"
+    wheels = sorted(cache.glob(pattern))
+    if not wheels:
+        cache.mkdir(parents=True, exist_ok=True)
+        cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(cache), spec]
+        if subprocess.run(cmd, check=False).returncode != 0:
+            raise GenerationError(f"could not download {spec}")
+        wheels = sorted(cache.glob(pattern))
+    if not wheels:
+        raise GenerationError(f"pip download {spec} left no {pattern} in {cache}")
+    with zipfile.ZipFile(wheels[0]) as wheel:
+        return "\n".join(wheel.read(member).decode() for member in _HEADERS_IN_WHEEL)
+
+
+def generate_cutensor_history(include_dir: Path, out_dir: Path, report: Report) -> str:
+    """``pycutensor/_enum_history.py``: the release that introduced each cuTENSOR enumerator.
+
+    cuTENSOR's headers carry no ``@since`` tags and enum values have no ELF symbol versions, so each
+    enumerator of the current headers is looked up in the headers of the older releases pinned in
+    ``requirements/cutensor-history.txt`` (downloaded by package name); the first release whose
+    headers name it introduced it, and one none of them names is as new as the current headers.
+    """
+    src = parse_headers("cutensor.h", include_dir)
+    model = ModelBuilder(
+        src, "cuTENSOR", status_type="cutensorStatus_t", lib_prefix="CUTENSOR_"
+    ).build()
+    macros = model.macros
+    current = (
+        int(macros["CUTENSOR_MAJOR"]),
+        int(macros["CUTENSOR_MINOR"]),
+        int(macros["CUTENSOR_PATCH"]),
+    )
+    specs = [
+        line.split("#", 1)[0].strip()
+        for line in (out_dir / HISTORY_FILE).read_text().splitlines()
+        if line.split("#", 1)[0].strip()
+    ]
+    releases: list[tuple[Version, set[str]]] = []
+    for spec in specs:
+        major, minor, patch = (int(x) for x in spec.split("==")[1].split("."))
+        text = _history_headers(spec, out_dir / HISTORY_CACHE)
+        releases.append(((major, minor, patch), set(re.findall(r"\bCUTENSOR_\w+\b", text))))
+    releases.sort()
+    since: dict[str, Version] = {}
+    for enum in model.enums:
+        for e in enum.enumerators:
+            since[e.c_name] = next((v for v, names in releases if e.c_name in names), current)
+    w = Writer()
+    w.add(
+        [
+            "# GENERATED by scripts/generate_bindings.py --cutensor-history — do not edit.",
+            f"# Source: cuTENSOR {format_version(current)} headers and the headers of "
+            + ", ".join(spec.split("==")[1] for spec in specs)
+            + f" ({HISTORY_FILE.as_posix()}).",
+            '"""The cuTENSOR release that introduced each enumerator of the headers.',
+            "",
+            "The headers carry no ``@since`` tags: the generator looks each enumerator up in the",
+            "headers of older releases. Read by ``pycutensor._lib.check_enum``.",
+            '"""',
+        ]
+    )
+    w.add(
+        assign(
+            "ENUMERATOR_SINCE: dict[str, tuple[int, int, int]]",
+            dict_of((repr_str(n), version_expr(v)) for n, v in sorted(since.items())),
+        )
+    )
+    newer = sorted(n for n, v in since.items() if v > releases[0][0])
+    report.lines.append(
+        f"cuTENSOR enumerator history: {len(since)} enumerators, newer than "
+        f"{format_version(releases[0][0])}: {', '.join(newer) or 'none'}"
+    )
     return w.text()
 
 
@@ -1699,12 +1896,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--check", action="store_true", help="do not write; exit 1 with a diff if files differ"
     )
     parser.add_argument("--quiet", action="store_true", help="print warnings only")
+    parser.add_argument(
+        "--cutensor-history",
+        action="store_true",
+        help=f"also (re)generate {HISTORY_OUTPUT.as_posix()} from the older cuTENSOR headers "
+        f"pinned in {HISTORY_FILE.as_posix()} (downloads them once into {HISTORY_CACHE.as_posix()})",
+    )
     args = parser.parse_args(argv)
     try:
         cudnn_include = args.cudnn_include or find_header_dir("cudnn")
         cutensor_include = args.cutensor_include or find_header_dir("cutensor")
         report = Report()
         outputs = generate(cudnn_include, cutensor_include, report)
+        if args.cutensor_history:
+            outputs[HISTORY_OUTPUT] = generate_cutensor_history(cutensor_include, REPO_ROOT, report)
     except GenerationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

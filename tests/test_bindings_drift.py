@@ -133,3 +133,29 @@ def test_generator_imports_without_libclang_use() -> None:
     module = _load_generator()
     assert callable(module.main)
     assert module.STUB_HEADER_DIR.joinpath("cuda_runtime_api.h").is_file()
+
+
+def test_cutensor_enumerator_history_matches_the_pinned_headers(
+    generator: ModuleType, regenerated: Path
+) -> None:
+    """``pycutensor/_enum_history.py`` is what ``--cutensor-history`` makes from the older
+    headers pinned in ``requirements/cutensor-history.txt``; checked when their wheels are in the
+    download cache (a first ``--cutensor-history`` run fills it), since fetching them here would
+    download gigabytes."""
+    cache = ROOT / generator.HISTORY_CACHE
+    specs = [
+        line.split("#", 1)[0].strip()
+        for line in (ROOT / generator.HISTORY_FILE).read_text().splitlines()
+        if line.split("#", 1)[0].strip()
+    ]
+    missing = [
+        s
+        for s in specs
+        if not list(cache.glob(f"{s.split('==')[0].replace('-', '_')}-{s.split('==')[1]}-*.whl"))
+    ]
+    if missing:
+        pytest.skip(f"the older cuTENSOR wheels are not in {cache} ({', '.join(missing)})")
+    report = generator.Report()
+    include = generator.find_header_dir("cutensor")
+    fresh = generator.generate_cutensor_history(include, ROOT, report)
+    assert fresh == (ROOT / generator.HISTORY_OUTPUT).read_text(encoding="utf-8")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -35,6 +36,23 @@ def test_info_json(package: str) -> None:
     key = "cudnn_version" if package == "pycudnn" else "cutensor_version"
     assert report[key].split(".")[0] == ("9" if package == "pycudnn" else "2")
     assert "devices" in report and "cuda_driver" in report
+    # The supported range, how the library was found, and what the loaded version lacks.
+    lib = "cudnn" if package == "pycudnn" else "cutensor"
+    floor = ".".join(map(str, importlib.import_module(f"{package}._lib").MINIMUM_VERSION[:2]))
+    assert report[f"{lib}_supported"].startswith(f">= {floor}, <")
+    assert report[f"{lib}_found_via"]
+    lacks = report[f"{lib}_lacks"]
+    assert isinstance(lacks, list) and all(": needs " in line for line in lacks)
+    bindings = importlib.import_module(f"{package}._bindings")
+    loaded = tuple(int(p) for p in report[key].split("."))
+    if loaded[:2] >= bindings.HEADER_VERSION[:2]:
+        assert lacks == []
+
+
+def test_info_text_lists_what_the_loaded_version_lacks() -> None:
+    out = run_module("pycudnn", "info")
+    assert out.returncode == 0, out.stderr
+    assert "cudnn_supported" in out.stdout and "cudnn_lacks" in out.stdout
 
 
 @pytest.mark.parametrize("package", ["pycudnn", "pycutensor"])

@@ -8,6 +8,7 @@ contraction length.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -427,7 +428,8 @@ def test_reduction(gpu_device: int, op_reduce: str, dtype: Any) -> None:
     c = random((4, 6), dtype, rng)
     da, dc = device(a), device(c)
     operations.reduce(da, "ikj", dc, "ji", alpha=0.5, beta=2.0, op_reduce=op_reduce)
-    reduce_fn = {"add": np.sum, "max": np.max, "min": np.min, "mul": np.prod}[op_reduce]
+    reducers: dict[str, Any] = {"add": np.sum, "max": np.max, "min": np.min, "mul": np.prod}
+    reduce_fn = reducers[op_reduce]
     reduced = reduce_fn(wide(a), axis=1).T
     want = 0.5 * reduced + 2.0 * wide(c)
     bound = 0.5 * (np.sum(abs(wide(a)), axis=1).T if op_reduce == "add" else abs(reduced))
@@ -508,8 +510,12 @@ def test_incremental_autotuning(gpu_device: int) -> None:
                      TensorDescriptor.from_array(handle, db), "knb",
                      TensorDescriptor.from_array(handle, dc), "mnb")  # fmt: skip
     pref = PlanPreference(autotune="incremental", incremental_count=3, cache_mode="pedantic")
+    start = time.perf_counter()
     plan, times = autotune(op, da, db, dc, preference=pref)
+    wall = time.perf_counter() - start
     assert len(times) == 4 and all(t > 0 for t in times)
+    # GPU time between events around each execute: never more than the whole call took
+    assert sum(times) < wall
     want = np.einsum("mkb,knb->mnb", wide(a), wide(b))
     bound = np.einsum("mkb,knb->mnb", abs(wide(a)), abs(wide(b)))
     assert_close(dc.to_numpy(), want, bound, tolerance(np.float32))

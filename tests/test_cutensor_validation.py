@@ -69,6 +69,15 @@ def _header_tables() -> dict[str, set[tuple[str, ...]]]:
 
 @pytest.fixture(scope="module")
 def header_tables() -> dict[str, set[tuple[str, ...]]]:
+    from pycutensor import _bindings
+
+    if pycutensor.version_tuple()[:2] != _bindings.HEADER_VERSION[:2]:
+        # The tables follow the headers the bindings come from; a version-matrix entry installs
+        # older ones, whose lists are shorter (that cuTENSOR refuses the newer types itself).
+        pytest.skip(
+            f"the installed cuTENSOR {pycutensor.version_tuple()} is not the "
+            f"{_bindings.HEADER_VERSION} the bindings and these tables come from"
+        )
     return _header_tables()
 
 
@@ -458,30 +467,31 @@ def test_functions_refuse_before_any_device_work(call: object, error: type, matc
     ("call", "error", "match"),
     [
         (lambda: pycutensor.einsum("ij,jk->ik", A, B), ValueError, "operand 0 is in host memory"),
-        (lambda: pycutensor.einsum("ii->i", np.ones((3, 3))), NotImplementedError, "at most once"),
-        (lambda: pycutensor.einsum("ij,jk->ik", A, B.astype(np.float64)), TypeError, "share one dtype"),
+        (lambda: pycutensor.einsum("ii->i", np.ones((3, 3))), ValueError, "host memory"),
+        (lambda: pycutensor.einsum("ij,jk->ik", A, B.astype(np.float64)), ValueError, "host memory"),
         (lambda: pycutensor.einsum("ij,jk->ik", A.astype(np.int8), B.astype(np.int8)), TypeError,
-         "does not support A=R_8I"),
+         "computes in int8"),
         (lambda: pycutensor.einsum("ij,jk->ik", A, B, compute_type="64F"), ValueError, "not 64F"),
         (lambda: pycutensor.einsum("ij,jk->ik", A, B, compute_type="fast"), ValueError,
          "not a cuTENSOR compute descriptor"),
         (lambda: pycutensor.einsum("ij,jk->ik", A, B, beta=1.0), ValueError, "needs out="),
         (lambda: pycutensor.einsum("ij,jk->ik", A, B, out=np.zeros((6, 4), np.float32)), ValueError,
          r"out has shape \(6, 4\), the result has \(4, 6\)"),
-        (lambda: pycutensor.einsum("ij,jk->ik", A, B, out=np.zeros((4, 6))), TypeError, "out has dtype"),
+        (lambda: pycutensor.einsum("ij,jk->ik", A, B, out=np.zeros((4, 6), np.float16)), TypeError,
+         "out has dtype"),
         (lambda: pycutensor.einsum("ij,jk->ik", A, B[:0]), ValueError, "could not be broadcast"),
         (lambda: pycutensor.einsum("ij,jk->ik", np.ones((4, 0), np.float32), np.ones((0, 6), np.float32)),
          ValueError, "summed over extent 0"),
         (lambda: pycutensor.einsum("ij,jk->ik", np.broadcast_to(np.ones(5, np.float32), (4, 5)), B),
          ValueError, "stride 0 along mode 'i'"),
         (lambda: pycutensor.einsum("ij,jk->ik"), ValueError, "at least one operand"),
-        (lambda: pycutensor.einsum(["ij"], A), TypeError, "subscripts must be a str"),
+        (lambda: pycutensor.einsum(["ij"], A), TypeError, "sublist form"),
         (lambda: pycutensor.einsum("ij->j", np.ones((0, 3), np.float32)), ValueError,
          "summed over extent 0"),
         (lambda: pycutensor.einsum("ij->ij", np.ones((0, 3), np.float32)), ValueError, "host memory"),
         (lambda: pycutensor.einsum("ij,jk,kl->il", A, B, B.T), ValueError, "host memory"),
-        (lambda: pycutensor.einsum("ij,jk,kl->il", A, B, B.T.astype(np.float16)), TypeError,
-         "share one dtype"),
+        (lambda: pycutensor.einsum("ij,jk,kl->il", A, B, B.T.astype(np.complex64)), TypeError,
+         "cast operand 0 to complex64"),
     ],
 )  # fmt: skip
 def test_einsum_refuses_before_any_device_work(call: object, error: type, match: str) -> None:

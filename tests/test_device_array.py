@@ -13,7 +13,9 @@ import pytest
 import pycudnn
 import pycutensor
 from pycudnn import DeviceArray, layout
+from pycudnn._shared import array_checks
 from pycudnn._shared import device_array as da
+from pycudnn._shared import dlpack as dl
 from pycudnn._shared.arrays import as_array_view
 from pycudnn._shared.cuda import driver_status
 
@@ -174,9 +176,22 @@ def test_as_array_view_of_numpy_arrays() -> None:
     assert as_array_view(ro).readonly
 
 
-def test_as_array_view_refuses_bf16_through_the_array_interface() -> None:
-    with pytest.raises(TypeError, match="DLPack"):
-        as_array_view(np.zeros(4, ml_dtypes.bfloat16))
+@pytest.mark.parametrize(
+    "dtype", [ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2], ids=str
+)
+def test_as_array_view_names_ml_dtypes_host_arrays(dtype: object) -> None:
+    # NumPy's array interface shows these as raw bytes ('<V2', '<V1'); the view reads the dtype
+    # object instead, so host bf16/fp8 arrays are described as what they are.
+    a = np.arange(24, dtype=np.float32).astype(dtype).reshape(2, 3, 4)[:, ::-1]
+    v = as_array_view(a)
+    assert v.dtype == np.dtype(dtype)
+    assert v.shape == (2, 3, 4) and v.strides == (12, -4, 1)
+    assert v.ptr == a.ctypes.data and v.device_id == -1
+
+
+def test_as_array_view_refuses_raw_bytes() -> None:
+    with pytest.raises(TypeError, match="raw bytes"):
+        as_array_view(np.zeros(4, "V2"), name="b")
 
 
 # -- CPU tier: the DLPack exporter, consumed by NumPy -----------------------------------------
@@ -203,13 +218,13 @@ DLPACK_CODES = [
 
 @pytest.mark.parametrize(("dtype", "code", "bits"), DLPACK_CODES)
 def test_dlpack_type_codes(dtype: object, code: int, bits: int) -> None:
-    assert da.dlpack_dtype(np.dtype(dtype)) == (code, bits)
+    assert dl.dlpack_dtype(np.dtype(dtype)) == (code, bits)
 
 
 @pytest.mark.parametrize("dtype", [ml_dtypes.int4, ml_dtypes.float4_e2m1fn, np.dtype("V3")])
 def test_dlpack_refuses_types_without_a_code(dtype: object) -> None:
     with pytest.raises(BufferError):
-        da.dlpack_dtype(np.dtype(dtype))
+        dl.dlpack_dtype(np.dtype(dtype))
 
 
 class HostExporter:
@@ -226,7 +241,7 @@ class HostExporter:
     ) -> object:
         a = self.array
         versioned = max_version is not None and max_version[0] >= 1  # type: ignore[index]
-        return da.export_dlpack(
+        return dl.export_dlpack(
             a.ctypes.data if a.size else 0,
             a.shape,
             tuple(s // a.itemsize for s in a.strides),
@@ -252,7 +267,7 @@ class HostExporter:
 )
 def test_numpy_consumes_our_dlpack_export(make: object) -> None:
     a = make()  # type: ignore[operator]
-    before = len(da._exports)
+    before = len(dl._exports)
     b = np.from_dlpack(HostExporter(a))
     assert b.shape == a.shape and b.dtype == a.dtype
     np.testing.assert_array_equal(b, a)
@@ -261,7 +276,7 @@ def test_numpy_consumes_our_dlpack_export(make: object) -> None:
         assert b.strides == a.strides
     del b
     gc.collect()
-    assert len(da._exports) == before  # the consumer's deleter released the export
+    assert len(dl._exports) == before  # the consumer's deleter released the export
 
 
 def test_read_only_export_needs_versioned_dlpack() -> None:
@@ -275,21 +290,21 @@ def test_read_only_export_needs_versioned_dlpack() -> None:
 
 def test_unconsumed_capsule_releases_its_export() -> None:
     a = np.arange(8, dtype=np.float32)
-    before = len(da._exports)
+    before = len(dl._exports)
     for versioned in (True, False):
-        capsule = da.export_dlpack(
+        capsule = dl.export_dlpack(
             a.ctypes.data, (8,), (1,), a.dtype, (1, 0), owner=a, versioned=versioned
         )
-        assert len(da._exports) == before + 1
+        assert len(dl._exports) == before + 1
         del capsule
         gc.collect()
-        assert len(da._exports) == before
+        assert len(dl._exports) == before
 
 
-def _read_capsule(capsule: object, name: bytes) -> da._DLManagedTensorVersioned:
+def _read_capsule(capsule: object, name: bytes) -> dl._DLManagedTensorVersioned:
     get = ctypes.pythonapi.PyCapsule_GetPointer
     get.restype, get.argtypes = ctypes.c_void_p, (ctypes.py_object, ctypes.c_char_p)
-    return da._DLManagedTensorVersioned.from_address(get(capsule, name))
+    return dl._DLManagedTensorVersioned.from_address(get(capsule, name))
 
 
 def test_bf16_and_fp8_travel_with_their_dlpack_codes() -> None:
@@ -300,7 +315,7 @@ def test_bf16_and_fp8_travel_with_their_dlpack_codes() -> None:
         (ml_dtypes.float8_e5m2, 12),
     ):
         a = np.ones((3, 5), dtype)
-        capsule = da.export_dlpack(a.ctypes.data, (3, 5), (5, 1), a.dtype, (2, 0), owner=a)
+        capsule = dl.export_dlpack(a.ctypes.data, (3, 5), (5, 1), a.dtype, (2, 0), owner=a)
         m = _read_capsule(capsule, b"dltensor_versioned")
         t = m.dl_tensor
         assert (m.version.major, m.version.minor) == (1, 1) and m.flags == 0
@@ -516,7 +531,7 @@ def test_close_defers_the_free_while_a_dlpack_export_is_alive() -> None:
     # array itself needs a device for its __dlpack_device__.)
     buf, _backing = host_buffer(64)
     a = DeviceArray(buf, (4,), np.float32)
-    capsule = da.export_dlpack(a.ptr, (4,), (1,), np.dtype(np.float32), (1, 0), owner=a)
+    capsule = dl.export_dlpack(a.ptr, (4,), (1,), np.dtype(np.float32), (1, 0), owner=a)
     a.close()
     assert a.closed
     assert not buf.is_closed, "memory freed while a consumer still holds an export"
@@ -546,3 +561,41 @@ def test_consumer_view_survives_producer_close() -> None:
     torch.cuda.synchronize()
     np.testing.assert_array_equal(t.cpu().numpy(), a)
     del t
+
+
+# -- CPU tier: the host side of transfers ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "dtype", [ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fn, ml_dtypes.bfloat16, np.int16], ids=str
+)
+def test_staged_host_view_names_every_type(dtype: object) -> None:
+    # Regression (H100 run): to_numpy of an fp8 array failed in as_strided with "data type '<f1'
+    # not understood", because as_strided goes through the array interface. The staging view
+    # that to_numpy/copy_from_numpy copy through is exercised here on host memory: a strided,
+    # partly reversed array over a staging buffer holding its span.
+    src = np.arange(1, 31, dtype=np.float32).astype(dtype).reshape(2, 3, 5)[:, ::-1, ::2]
+    item = src.itemsize
+    strides = tuple(s // item for s in src.strides)
+    base = src.base
+    assert base is not None
+    lo, span = da.element_extent(src.shape, strides)
+    low_address = src.ctypes.data + lo * item
+    staging = np.frombuffer(
+        (ctypes.c_char * (span * item)).from_address(low_address), dtype=src.dtype
+    ).copy()
+    arr = DeviceArray._new(None, src.ctypes.data, src.shape, strides, src.dtype, 0)
+    view = arr._staged_view(staging, low_address)
+    assert view.dtype == src.dtype
+    np.testing.assert_array_equal(view.astype(np.float32), src.astype(np.float32))
+
+
+def test_layout_strides_of_a_vector_of_one_or_of_c() -> None:
+    assert array_checks._layout_strides((2, 8, 3, 5), None, "NC/1HW1") == layout.packed_strides(
+        (2, 8, 3, 5), "NCHW"
+    )
+    assert array_checks._layout_strides((2, 8, 3, 5), None, "NC/8HW8") == layout.packed_strides(
+        (2, 8, 3, 5), "NHWC"
+    )
+    with pytest.raises(ValueError, match=r"DeviceArray.empty\(\(2, 2, 3, 5, 4\)"):
+        array_checks._layout_strides((2, 8, 3, 5), None, "NC/4HW4")

@@ -32,8 +32,10 @@ def test_every_cudnn_status_maps_to_its_category_class_and_name(status: int) -> 
     cls = error_class_for_status(status)
     # Category rule from cudnn_graph.h: CUDNN_STATUS_CATEGORY(c) = c / 1000 * 1000.
     assert cls is CATEGORY_CLASSES[status // 1000 * 1000]
-    # The library's own name for the code (cudnnGetErrorString) is the one we report.
-    assert status_name(status) == _cudnn_error_string(status)
+    # The library's own name for the code (cudnnGetErrorString) is the one we report, for the
+    # codes the loaded cuDNN knows (a version-matrix entry may load one older than the headers).
+    if cb.ENUMERATOR_SINCE.get(status_name(status), (0,)) <= pycudnn.version_tuple():
+        assert status_name(status) == _cudnn_error_string(status)
     err = cls(status, "cudnnSomething", "why")
     assert err.status == status and err.function == "cudnnSomething" and err.message == "why"
     assert err.status_name in str(err) and "why" in str(err)

@@ -237,7 +237,14 @@ def test_finalizations_that_crash_cudnn_are_refused(
 def test_cuda_graph_retention_alone_does_not_reach_finalize() -> None:
     if "EXECUTION_PLAN_CUDA_GRAPH_RETENTION" not in raw.cudnnBackendAttributeName_t.__members__:
         pytest.skip("the headers have no CUDNN_ATTR_EXECUTION_PLAN_CUDA_GRAPH_RETENTION")
+    since = raw.ENUMERATOR_SINCE["CUDNN_ATTR_EXECUTION_PLAN_CUDA_GRAPH_RETENTION"]
     d = BackendDescriptor("EXECUTION_PLAN")
+    if pycudnn.version_tuple() < since:
+        # An older cuDNN answers it with CUDNN_STATUS_BAD_PARAM: it is refused before C instead.
+        with pytest.raises(pycudnn.UnsupportedByLibraryError, match="CUDA_GRAPH_RETENTION") as e:
+            d.set("EXECUTION_PLAN_CUDA_GRAPH_RETENTION", 0, attr_type="CUDA_GRAPH_RETENTION")
+        assert e.value.required == since and e.value.loaded == pycudnn.version_tuple()
+        return
     d.set("EXECUTION_PLAN_CUDA_GRAPH_RETENTION", 0, attr_type="CUDA_GRAPH_RETENTION")
     with pytest.raises(ValueError, match="EXECUTION_PLAN_ENGINE_CONFIG"):
         d.finalize()
@@ -418,13 +425,14 @@ from fractions import Fraction
 
 from pycudnn import _bindings as b
 from pycudnn.backend import ENUM_OF_TYPE, BackendDescriptor
-from pycudnn.errors import CudnnError
+from pycudnn.errors import CudnnError, UnsupportedByLibraryError
 
 seed, rounds = int(sys.argv[1]), int(sys.argv[2])
 rng = random.Random(seed)
 T = b.cudnnBackendAttributeType_t
 D = b.cudnnBackendDescriptorType_t
-EXPECTED = (TypeError, ValueError, CudnnError)
+# UnsupportedByLibraryError: a symbol newer than the loaded cuDNN, refused before C.
+EXPECTED = (TypeError, ValueError, CudnnError, UnsupportedByLibraryError)
 
 
 def tensor(uid):
@@ -747,12 +755,13 @@ import random
 import sys
 
 from pycudnn import Graph
-from pycudnn.errors import CudnnError
+from pycudnn.errors import CudnnError, UnsupportedByLibraryError
 from pycudnn.graph import POINTWISE_ARITY
 
 seed, rounds = int(sys.argv[1]), int(sys.argv[2])
 rng = random.Random(seed)
-EXPECTED = (TypeError, ValueError, KeyError, CudnnError)  # GraphError is a ValueError
+# GraphError is a ValueError; UnsupportedByLibraryError: a mode newer than the loaded cuDNN
+EXPECTED = (TypeError, ValueError, KeyError, CudnnError, UnsupportedByLibraryError)
 DTYPES = ["float32", "float16", "bfloat16", "int32", "int8", "bool", "float64", "uint8"]
 MODES = sorted(POINTWISE_ARITY)
 

@@ -244,14 +244,56 @@ def test_strides_to_format_recovers_format(case: tuple[str, str, tuple[int, ...]
 
 
 def test_vectorized_formats_have_no_stride_vector() -> None:
-    for call in (
-        lambda: packed_strides((1, 64, 5, 4), "NC/32HW32"),
-        lambda: is_fully_packed((1, 64, 5, 4), (1280, 20, 4, 1), "NC/32HW32"),
-        lambda: is_packed((1, 64, 5, 4), (1280, 20, 4, 1), "NC/32HW32", "HW"),
-        lambda: is_spatially_packed((1, 64, 5, 4), (1280, 20, 4, 1), "NC/32HW32"),
-    ):
-        with pytest.raises(ValueError, match=r"'NC/32HW32'.*vectorized_dims_strides"):
-            call()
+    with pytest.raises(ValueError, match=r"'NC/32HW32'.*vectorized_dims_strides"):
+        packed_strides((1, 64, 5, 4), "NC/32HW32")
+    with pytest.raises(ValueError, match=r"'NC/32HW32'.*vectorized_dims_strides"):
+        format_order("NC/32HW32")
+    # Predicates answer: no stride vector lays a tensor out in NC/32HW32 when 1 < 32 < C.
+    nhwc = packed_strides((1, 64, 5, 4), "NHWC")
+    assert not is_fully_packed((1, 64, 5, 4), nhwc, "NC/32HW32")
+    assert not is_packed((1, 64, 5, 4), nhwc, "NC/32HW32", "HW")
+    assert not is_spatially_packed((1, 64, 5, 4), nhwc, "NC/32HW32")
+    with pytest.raises(ValueError, match="not in format"):
+        is_packed((1, 64, 5, 4), nhwc, "NC/32HW32", "Z")
+
+
+@pytest.mark.parametrize(
+    ("dims", "vectorized", "plain"),
+    [
+        ((2, 64, 3, 5), "NC/1HW1", "NCHW"),
+        ((2, 7, 3, 5), "NC/7HW7", "NHWC"),
+        ((2, 1, 3, 5), "NC/1HW1", "NCHW"),  # C = 1: x = 1 and x = C; the first rule answers
+        ((2, 6, 4, 3, 5), "NC/1DHW1", "NCDHW"),
+        ((2, 6, 4, 3, 5), "NC/6DHW6", "NDHWC"),
+    ],
+)
+def test_vector_of_one_or_of_c_is_a_plain_format(
+    dims: tuple[int, ...], vectorized: str, plain: str
+) -> None:
+    # Seed 002: NC/xHWx with x = 1 is NCHW, with x = C is NHWC.
+    strides = packed_strides(dims, plain)
+    assert packed_strides(dims, vectorized) == strides
+    assert is_fully_packed(dims, strides, vectorized)
+    assert is_packed(dims, strides, vectorized, "C")
+    # The buffers of the two descriptions hold the elements in the same order.
+    a = np.arange(math.prod(dims)).reshape(dims)
+    np.testing.assert_array_equal(to_format(a, vectorized), to_format(a, plain))
+
+
+def test_format_order_of_a_vector_of_one() -> None:
+    assert format_order("NC/1HW1") == format_order("NCHW")
+
+
+def test_predicates_answer_false_for_a_rank_the_format_does_not_have() -> None:
+    five_d = (2, 3, 4, 5, 6)
+    strides = packed_strides(five_d, "NCDHW")
+    assert not is_fully_packed(five_d, strides, "NCHW")
+    assert not is_packed(five_d, strides, "NCHW", "HW")
+    assert not is_spatially_packed(five_d, strides, "NCHW")
+    assert not is_fully_packed((2, 3, 4), (12, 4, 1), "NC/1HW1")
+    # Malformed arguments still raise: they are not a question about a tensor.
+    with pytest.raises(ValueError, match="strides has 4 entries but dims has 5"):
+        is_fully_packed(five_d, (60, 20, 5, 1), "NCHW")
 
 
 def test_vectorized_dims_strides() -> None:
@@ -736,8 +778,7 @@ def test_rank_and_length_mismatches() -> None:
         is_fully_packed((2, 3, 4, 5), (20, 5, 1), "NCHW")
     with pytest.raises(ValueError, match="strides has 3 entries but dims has 4"):
         is_overlapping((2, 3, 4, 5), (20, 5, 1))
-    with pytest.raises(ValueError, match="format 'NCDHW' has 5 dims"):
-        is_packed((2, 3, 4, 5), (60, 20, 5, 1), "NCDHW", "HW")
+    assert not is_packed((2, 3, 4, 5), (60, 20, 5, 1), "NCDHW", "HW")
 
 
 @pytest.mark.parametrize(

@@ -82,14 +82,16 @@ def test_header_versions_recorded() -> None:
         _macro(inc / "cudnn_version.h", n)
         for n in ("CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL")
     )
-    assert pycudnn.header_version() == expected
+    # The bindings come from the newest headers; a version-matrix entry installs older ones.
+    assert pycudnn.header_version() >= expected
+    assert pycudnn.header_version() == expected or pycudnn.version_tuple()[:2] == expected[:2]
     inc_t = Path(pathfinder.find_nvidia_header_directory("cutensor"))
     text = (inc_t / "cutensor.h").read_text()
     expected_t = tuple(
         int(re.search(rf"#define\s+{n}\s+(\d+)", text).group(1))  # type: ignore[union-attr]
         for n in ("CUTENSOR_MAJOR", "CUTENSOR_MINOR", "CUTENSOR_PATCH")
     )
-    assert pycutensor.header_version() == expected_t
+    assert pycutensor.header_version() >= expected_t
 
 
 @pytest.mark.parametrize(
@@ -112,6 +114,7 @@ def test_override_to_missing_file_raises_library_not_found(
     )
     assert out.returncode == 0, out.stderr
     assert "MSG" in out.stdout and env_var in out.stdout and f"[{extra}]" in out.stdout
+    assert "or install " in out.stdout  # one sentence, no stray capital ("or Install")
 
 
 def test_override_to_a_file_that_is_not_a_library(tmp_path: Path) -> None:
@@ -171,9 +174,13 @@ def test_function_newer_than_loaded_library_names_the_version() -> None:
         expected_major=9,
         functions={"cudnnGetVersion": spec},
         read_version=lambda c: pycudnn.version_tuple(),
+        minimum_version=(9, 0, 0),
+        version_symbol="cudnnGetVersion",
     )
-    with pytest.raises(UnsupportedByLibraryError, match=r"needs cuDNN >= 99\.1\.0"):
+    with pytest.raises(UnsupportedByLibraryError, match=r"needs cuDNN >= 99\.1\.0") as e:
         lib.function("cudnnGetVersion")
+    assert e.value.symbol == "cudnnGetVersion" and e.value.required == (99, 1, 0)
+    assert e.value.loaded == pycudnn.version_tuple()
     assert isinstance(UnsupportedByLibraryError("x"), NotImplementedError)
 
 
@@ -183,8 +190,25 @@ def test_every_declared_function_resolves_in_the_loaded_library() -> None:
     from pycutensor import _bindings as tb
     from pycutensor._lib import LIB as CUTENSOR
 
+    # What the loaded library is not older than must resolve; newer functions must be refused
+    # (cuDNN by @since; cuTENSOR, whose headers carry no @since, by their absence from the library).
     for lib, table in ((CUDNN, cb.FUNCTIONS), (CUTENSOR, tb.FUNCTIONS)):
-        missing = [n for n in table if not hasattr(lib.cdll(), n)]
-        assert missing == [], f"{lib.display_name} does not export {missing}"
-        for name in table:
-            lib.function(name)  # binds argtypes/restype without error
+        for name, spec in table.items():
+            if lib.lacks(spec.since) or (spec.since is None and not hasattr(lib.cdll(), name)):
+                with pytest.raises(UnsupportedByLibraryError, match=name):
+                    lib.function(name)
+            else:
+                lib.function(name)  # binds argtypes/restype without error
+
+
+def test_modules_do_not_import_each_other_in_a_cycle() -> None:
+    # backend sits below deviceprops (which builds on it), and cuTENSOR's loader below its log.
+    out = run_python(
+        """
+        import sys
+        import pycudnn.backend, pycutensor._lib
+        print("pycudnn.deviceprops" in sys.modules, "pycutensor.log" in sys.modules)
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False"]

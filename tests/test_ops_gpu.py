@@ -21,10 +21,11 @@ import numpy as np
 import pytest
 
 import pycudnn
-from pycudnn import DeviceArray, layout, ops, tensor
+from pycudnn import DeviceArray, layout, ops
 from pycudnn._shared.arrays import ArrayView
 from pycudnn._shared.cuda import driver_status
 from pycudnn.tensor import ConvolutionDescriptor, TensorCoreWarning
+from pycudnn.tensor import _common as tensor_common
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -383,7 +384,7 @@ def test_softmax_matches_numpy(
 @pytest.mark.gpu
 def test_softmax_is_not_deprecated(gpu_device: int) -> None:
     x = dev(rand((1, 3, 2, 2), np.float32))
-    tensor._warned.clear()
+    tensor_common._warned.clear()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ops.softmax_forward(x)
@@ -478,15 +479,36 @@ def test_transform_tensor_alpha_beta_and_given_y(gpu_device: int) -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("fmt", ["NC/32HW32", "NC/4HW4"])
 def test_transform_into_and_out_of_vectorised_int8(gpu_device: int, fmt: str) -> None:
+    # NC/32HW32 failed on an H100 (cuDNN 9.19) while it was described with the INT8x32 type:
+    # "isTensorSameDims(srcDesc, destDesc) == false". Both widths now travel as split-C strided
+    # tensors; no skip: a refusal is a failure.
     x = np.random.default_rng(63).integers(-100, 100, (2, 64, 3, 5)).astype(np.int8)
-    packed = skip_if_unsupported(lambda: ops.transform_tensor(dev(x), fmt), f"NCHW int8 -> {fmt}")
+    packed = ops.transform_tensor(dev(x), fmt)
     view_shape, _ = layout.vectorized_dims_strides(x.shape, fmt)
     assert packed.shape == view_shape and packed.dtype == np.int8
     np.testing.assert_array_equal(packed.to_numpy().ravel(), layout.to_format(x, fmt))
-    back = skip_if_unsupported(
-        lambda: ops.transform_tensor(packed, "NCHW", x_fmt=fmt), f"{fmt} -> NCHW int8"
-    )
+    back = ops.transform_tensor(packed, "NCHW", x_fmt=fmt)
     np.testing.assert_array_equal(back.to_numpy(), x)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("src", "fmt", "dtype"),
+    [
+        ("NHWC", "NC/32HW32", np.int8),
+        ("NCHW", "NC/8HW8", np.float32),
+        ("NHWC", "NC/4HW4", np.float16),
+    ],
+)
+def test_transform_any_layout_and_type_into_a_vectorised_one(
+    gpu_device: int, src: str, fmt: str, dtype: type
+) -> None:
+    x = np.random.default_rng(64).integers(-50, 50, (2, 64, 3, 5)).astype(dtype)  # 2x + 1 fits
+    packed = ops.transform_tensor(dev(x, src), fmt, alpha=2.0)
+    np.testing.assert_array_equal(packed.to_numpy().ravel(), layout.to_format(2 * x, fmt))
+    y = dev(np.ones_like(x), "NHWC")
+    ops.transform_tensor(packed, y=y, x_fmt=fmt, beta=1.0)
+    np.testing.assert_array_equal(y.to_numpy(), 2 * x + 1)
 
 
 # -- op-tensor and reductions --------------------------------------------------------------------

@@ -292,3 +292,15 @@ def test_a_broadcast_across_two_batch_dims_says_what_would_work(props: Any) -> N
     with pytest.raises(GraphNotSupportedError) as info:
         g.build(device_properties=props, cache=False)
     assert "rank-3 operands" in str(info.value) and "loop over one" in str(info.value)
+
+
+def test_compare_and_select_plans_for_the_h100(props: Any) -> None:
+    """cuDNN 9.19 had no engine for this on an H100 (the GPU test accepts its error there);
+    9.28 plans it for the same GPU's properties."""
+    if pycudnn.version() < 92800:
+        pytest.skip("measured only for cuDNN 9.28: older versions may lack the fusion")
+    g = Graph("select")
+    a = g.tensor([2, 8, 4, 4], dtype="float32", name="a")
+    b = g.tensor([2, 8, 4, 4], dtype="float32", name="b")
+    g.binary_select(g.pointwise("cmp_gt", a, b, out_dtype="bool"), a, b)
+    assert sm_of(g.build(device_properties=props, cache=False)) == 900

@@ -183,7 +183,7 @@ def test_null_for_an_out_parameter_is_refused_before_c() -> None:
     raw.cudnnCreateFilterDescriptor(ctypes.byref(desc))
     try:
         for null in (None, 0, ctypes.POINTER(ctypes.c_size_t)()):
-            with pytest.raises(ValueError, match=r"argument 2 \(size\) receives a result"):
+            with pytest.raises(ValueError, match=r"argument 2 \(size\) must not be NULL"):
                 raw.cudnnGetFilterSizeInBytes(desc, null)
     finally:
         raw.cudnnDestroyFilterDescriptor(desc)

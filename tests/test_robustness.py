@@ -28,7 +28,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import ml_dtypes
 import numpy as np
@@ -40,7 +40,7 @@ from hypothesis.extra import numpy as hnp
 import pycudnn
 import pycutensor
 from pycudnn import layout, log, raw
-from pycudnn._shared import device_array as da
+from pycudnn._shared import dlpack as dl
 from pycudnn._shared.arrays import ArrayView, as_array_view
 from pycudnn._shared.resource import ClosedError, CResource
 from pycudnn.handle import Handle
@@ -184,7 +184,7 @@ class HostExporter:
 
     def __dlpack__(self, **kw: Any) -> Any:
         a = self.a
-        return da.export_dlpack(
+        return dl.export_dlpack(
             a.ctypes.data,
             a.shape,
             tuple(s // a.itemsize for s in a.strides),
@@ -927,9 +927,9 @@ def test_regression_device_array_extents_must_fit_int64() -> None:
     with pytest.raises(ValueError, match="int64"):
         pycudnn.DeviceArray(buf, (1,), np.float32, strides=(2**63,))
     with pytest.raises(BufferError, match="int64"):
-        da.export_dlpack(0x1000, (2**64 + 5,), (0,), np.dtype("f4"), (1, 0), owner=None)
+        dl.export_dlpack(0x1000, (2**64 + 5,), (0,), np.dtype("f4"), (1, 0), owner=None)
     with pytest.raises(BufferError, match="int64"):
-        da.export_dlpack(0x1000, (2,), (-(2**63) - 1,), np.dtype("f4"), (1, 0), owner=None)
+        dl.export_dlpack(0x1000, (2,), (-(2**63) - 1,), np.dtype("f4"), (1, 0), owner=None)
     big = pycudnn.DeviceArray(buf, (2**63 - 1,), np.float32, strides=(0,))
     assert big.shape == (2**63 - 1,)
 
@@ -994,7 +994,7 @@ def test_closed_device_array() -> None:
 def test_device_array_dlpack_request_junk() -> None:
     buf, _ = host_buffer(64)
     a = pycudnn.DeviceArray._new(buf, int(buf.handle), (4, 4), (4, 1), np.dtype("f4"), 0)
-    before = len(da._exports)
+    before = len(dl._exports)
     for kwargs in (
         {"stream": 0},
         {"stream": True},
@@ -1006,12 +1006,12 @@ def test_device_array_dlpack_request_junk() -> None:
     ):
         with pytest.raises(BufferError):
             a.__dlpack__(**kwargs)
-    assert len(da._exports) == before  # nothing half-exported
+    assert len(dl._exports) == before  # nothing half-exported
     for versioned in (None, (1, 0), (0, 8)):
         capsule = a.__dlpack__(stream=-1, max_version=versioned)
         del capsule
     gc.collect()
-    assert len(da._exports) == before
+    assert len(dl._exports) == before
 
 
 @FUZZ
@@ -1021,34 +1021,34 @@ def test_device_array_dlpack_request_junk() -> None:
 )
 def test_numpy_consumes_any_export_and_releases_it(a: np.ndarray, step: int) -> None:
     b = a if a.ndim == 0 else a[(slice(None, None, step),) * a.ndim] if step > 0 else a.T
-    before = len(da._exports)
+    before = len(dl._exports)
     c = np.from_dlpack(HostExporter(b))
     np.testing.assert_array_equal(c, b)
     assert c.shape == b.shape and c.dtype == b.dtype
     del c  # NumPy calls the deleter as the array goes
-    assert len(da._exports) == before
+    assert len(dl._exports) == before
 
 
 def test_many_exports_leak_nothing() -> None:
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
-    before = len(da._exports)
+    before = len(dl._exports)
     for i in range(3000):
         if i % 2:
             np.from_dlpack(HostExporter(a))  # consumed, then dropped
         else:
             HostExporter(a).__dlpack__(max_version=(1, 0))  # never consumed
     gc.collect()
-    assert len(da._exports) == before
+    assert len(dl._exports) == before
 
 
 def test_a_capsule_consumed_twice_is_refused_and_freed_once() -> None:
     proc = run_child(
         """
         import gc, numpy as np
-        from pycudnn._shared import device_array as da
+        from pycudnn._shared import dlpack as dl
         a = np.arange(6.0)
         for versioned in (True, False):
-            cap = da.export_dlpack(a.ctypes.data, (6,), (1,), a.dtype, (1, 0), owner=a,
+            cap = dl.export_dlpack(a.ctypes.data, (6,), (1,), a.dtype, (1, 0), owner=a,
                                    versioned=versioned)
             class Same:
                 def __dlpack__(self, **kw): return cap
@@ -1061,7 +1061,7 @@ def test_a_capsule_consumed_twice_is_refused_and_freed_once() -> None:
             assert (b == a).all()
             del b, cap
             gc.collect()
-            print("exports:", len(da._exports))
+            print("exports:", len(dl._exports))
         """
     )
     assert proc.returncode == 0, proc.stderr
@@ -1077,11 +1077,11 @@ def test_regression_refused_capsule_is_released_and_the_cause_reported() -> None
     proc = run_child(
         """
         import gc, numpy as np
-        from pycudnn._shared import device_array as da
+        from pycudnn._shared import dlpack as dl
         a = np.arange(4.0)
         class Cuda:
             def __dlpack__(self, **kw):
-                return da.export_dlpack(a.ctypes.data, (4,), (1,), a.dtype, (2, 0), owner=a,
+                return dl.export_dlpack(a.ctypes.data, (4,), (1,), a.dtype, (2, 0), owner=a,
                                         versioned=kw.get("max_version") is not None)
             def __dlpack_device__(self): return (1, 0)
         for _ in range(3):
@@ -1090,7 +1090,7 @@ def test_regression_refused_capsule_is_released_and_the_cause_reported() -> None
             except Exception as exc:
                 print("raised:", type(exc).__name__)
         gc.collect()
-        print("exports:", len(da._exports))
+        print("exports:", len(dl._exports))
         """
     )
     assert proc.returncode == 0, proc.stderr
@@ -1106,20 +1106,20 @@ def test_regression_releasing_an_export_owned_by_a_view_of_another_does_not_dead
     proc = run_child(
         """
         import gc, numpy as np
-        from pycudnn._shared import device_array as da
+        from pycudnn._shared import dlpack as dl
         class Host:
             def __init__(self, a): self.a = a
             def __dlpack__(self, **kw):
                 a = self.a
-                return da.export_dlpack(a.ctypes.data, a.shape, (1,), a.dtype, (1, 0), owner=a,
+                return dl.export_dlpack(a.ctypes.data, a.shape, (1,), a.dtype, (1, 0), owner=a,
                                         versioned=kw.get("max_version") is not None)
             def __dlpack_device__(self): return (1, 0)
         b = np.from_dlpack(Host(np.arange(4.0)))  # export 1, consumed
-        cap = da.export_dlpack(b.ctypes.data, (4,), (1,), b.dtype, (1, 0), owner=b)  # export 2
+        cap = dl.export_dlpack(b.ctypes.data, (4,), (1,), b.dtype, (1, 0), owner=b)  # export 2
         del b
         del cap  # releases export 2 -> drops b -> NumPy calls export 1's deleter
         gc.collect()
-        print("exports:", len(da._exports))
+        print("exports:", len(dl._exports))
         """,
         timeout=60,
     )
@@ -1129,7 +1129,7 @@ def test_regression_releasing_an_export_owned_by_a_view_of_another_does_not_dead
 
 def test_exports_released_from_many_threads() -> None:
     a = np.arange(64, dtype=np.float32)
-    before = len(da._exports)
+    before = len(dl._exports)
     errors: list[BaseException] = []
 
     def work() -> None:
@@ -1149,7 +1149,7 @@ def test_exports_released_from_many_threads() -> None:
         t.join(60)
     assert not errors
     gc.collect()
-    assert len(da._exports) == before
+    assert len(dl._exports) == before
 
 
 # -- layout ---------------------------------------------------------------------------------------
@@ -1567,11 +1567,21 @@ def test_importing_and_refusing_loads_no_library() -> None:
     assert "loaded: False" in proc.stdout
 
 
-def test_bf16_host_arrays_are_refused_not_misread() -> None:
-    # ml_dtypes types appear as raw bytes ("<V2") in NumPy's array interface; reading them as
-    # such would pass bfloat16 data off as void.
+def test_bf16_host_arrays_are_described_not_misread() -> None:
+    # ml_dtypes types appear as raw bytes ("<V2") in NumPy's array interface; the view reads the
+    # dtype object, so bfloat16 is neither refused nor passed off as void.
+    assert as_array_view(np.zeros(4, ml_dtypes.bfloat16), name="b").dtype == ml_dtypes.bfloat16
+
+    class Host:  # an object that has only the array interface cannot name the type
+        __array_interface__: ClassVar[dict[str, Any]] = {
+            "shape": (4,),
+            "typestr": "<V2",
+            "data": (0x1000, False),
+            "version": 3,
+        }
+
     with pytest.raises(TypeError, match="DLPack"):
-        as_array_view(np.zeros(4, ml_dtypes.bfloat16), name="b")
+        as_array_view(Host(), name="b")
 
 
 def test_regression_exporter_does_not_share_ctypes_pythonapi_prototypes() -> None:
@@ -1585,7 +1595,7 @@ def test_regression_exporter_does_not_share_ctypes_pythonapi_prototypes() -> Non
         import ctypes, gc, numpy as np
         api = ctypes.pythonapi
         api.PyCapsule_GetPointer.argtypes = (ctypes.py_object, ctypes.c_char_p)
-        from pycudnn._shared import device_array as da
+        from pycudnn._shared import dlpack as dl
         # Importing the exporter leaves the other code's prototypes as it set them.
         print("theirs:", api.PyCapsule_GetPointer.argtypes[0] is ctypes.py_object)
         # And what the other code sets later does not reach the exporter.
@@ -1595,12 +1605,12 @@ def test_regression_exporter_does_not_share_ctypes_pythonapi_prototypes() -> Non
         api.PyCapsule_New.restype = ctypes.c_void_p
         a = np.arange(4.0)
         for versioned in (True, False):
-            cap = da.export_dlpack(a.ctypes.data, (4,), (1,), a.dtype, (1, 0), owner=a,
+            cap = dl.export_dlpack(a.ctypes.data, (4,), (1,), a.dtype, (1, 0), owner=a,
                                    versioned=versioned)
             assert type(cap).__name__ == "PyCapsule", type(cap)
             del cap
         gc.collect()
-        print("exports:", len(da._exports))
+        print("exports:", len(dl._exports))
         """
     )
     assert proc.returncode == 0, proc.stderr

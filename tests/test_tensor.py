@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pycudnn
-from pycudnn import layout, tensor
+from pycudnn import layout
 from pycudnn._shared.arrays import ArrayView
 from pycudnn.tensor import (
     ActivationDescriptor,
@@ -29,6 +29,7 @@ from pycudnn.tensor import (
     TensorDescriptor,
     check_operand,
 )
+from pycudnn.tensor import _common as tensor_common
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -314,8 +315,32 @@ def test_filter_errors() -> None:
         _ = w.dims
 
 
+@pytest.mark.parametrize(("vectorized", "plain"), [("NC/1HW1", "NCHW"), ("NC/1DHW1", "NCDHW")])
+def test_a_vector_of_one_is_the_plain_format(vectorized: str, plain: str) -> None:
+    dims = (2, 3, 4, 5) if plain == "NCHW" else (2, 3, 4, 5, 6)
+    for dtype in (np.float32, np.int8):
+        with TensorDescriptor(dims, dtype=dtype, fmt=vectorized) as desc:
+            assert desc.strides == layout.packed_strides(dims, plain)
+            assert desc.vector_count == 1 and desc.array_shape == dims
+
+
+@pytest.mark.parametrize("fmt", ["NCHW", "NHWC"])
+def test_int32_filters_are_refused_with_the_rule(fmt: str) -> None:
+    # cuDNN refuses them with a bare CUDNN_STATUS_BAD_PARAM and no text; the refusal says why.
+    with pytest.raises(TypeError, match=r"dtype=int32: cuDNN's filter descriptors .*not int32"):
+        FilterDescriptor((8, 3, 3, 3), "int32", fmt=fmt)
+    # The same type stays a valid tensor (and output) type.
+    assert TensorDescriptor((2, 8, 3, 3), dtype=np.int32).dtype == np.int32
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int8", "uint8"])
+def test_every_other_legacy_type_makes_a_filter(dtype: str) -> None:
+    with FilterDescriptor((8, 4, 3, 3), dtype, fmt="NHWC") as w:
+        assert pycudnn.layout.is_fully_packed(w.dims, w.strides, "NHWC")
+
+
 def test_deprecated_descriptors_warn_once_per_process() -> None:
-    tensor._warned.discard("pycudnn.FilterDescriptor")
+    tensor_common._warned.discard("pycudnn.FilterDescriptor")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         FilterDescriptor((8, 3, 3, 3))

@@ -2,9 +2,15 @@
 
 Operations accept every array that speaks a standard protocol: DLPack (``__dlpack__``, tried first,
 and the only one that carries bf16/fp8), ``__cuda_array_interface__`` (CuPy, Numba, PyTorch, JAX),
-our :class:`~pycudnn.DeviceArray`, and, for host-side work only, NumPy's ``__array_interface__``.
+our :class:`~pycudnn.DeviceArray`, and, for host-side work only, NumPy arrays (described from
+``dtype``, ``strides`` and ``ctypes.data``, which name bf16/fp8 where ``__array_interface__`` shows
+raw bytes) and other objects with ``__array_interface__``.
+
 Device exchanges go through ``cuda.core``'s ``StridedMemoryView`` so that the producer's stream is
-synchronised with the consumer's as both protocols require.
+synchronised with the consumer's as both protocols require. Where it cannot name the type (fp8 in
+cuda.core 1.2) the DLPack capsule is read by :mod:`pycudnn._shared.dlpack` instead. Without
+cuda.core, a CUDA-array-interface array is refused: its device cannot be found out, and guessing
+one is wrong on a machine with several GPUs.
 """
 
 from __future__ import annotations
@@ -14,7 +20,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["ArrayView", "alignment_of", "as_array_view", "data_pointer", "element_extent"]
+from .dlpack import import_dlpack, repair_strides
+from .strides import c_strides as _c_strides
+from .strides import element_extent
+
+__all__ = ["ArrayView", "alignment_of", "as_array_view", "element_extent"]
 
 
 def alignment_of(ptr: int, cap: int = 256) -> int:
@@ -22,19 +32,6 @@ def alignment_of(ptr: int, cap: int = 256) -> int:
     if ptr == 0:
         return cap
     return min(ptr & -ptr, cap)
-
-
-def element_extent(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int]:
-    """``(lo, span)`` in elements for a strided array (strides in elements, any sign).
-
-    Element 0 sits ``-lo`` elements above the lowest element reached, and ``span`` elements cover
-    everything reached (``(0, 0)`` for an empty array).
-    """
-    if math.prod(shape) == 0:
-        return 0, 0
-    lo = sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s < 0)
-    hi = sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s > 0)
-    return lo, hi - lo + 1
 
 
 class ArrayView(NamedTuple):
@@ -75,14 +72,6 @@ class ArrayView(NamedTuple):
     def span_bytes(self) -> int:
         """Bytes from the lowest to one past the highest addressed element (0 when empty)."""
         return element_extent(self.shape, self.strides)[1] * self.itemsize
-
-
-def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(out))
 
 
 def _interface_ints(values: Any, what: str, name: str, *, minimum: int | None) -> tuple[int, ...]:
@@ -152,7 +141,8 @@ def _from_interface(obj: Any, iface: dict[str, Any], device_id: int, name: str) 
     return ArrayView(int(ptr or 0), shape, strides, dtype, device_id, bool(readonly), obj)
 
 
-_SMV: list[Any] = []  # cuda.core's StridedMemoryView once looked up ([None] if unavailable)
+# cuda.core's StridedMemoryView once looked up, and why it is missing ([None, reason] if it is).
+_SMV: list[Any] = []
 
 
 def _memory_view_class() -> Any:
@@ -160,19 +150,55 @@ def _memory_view_class() -> Any:
     if not _SMV:
         try:
             from cuda.core.utils import StridedMemoryView
-        except Exception:
-            StridedMemoryView = None
-        _SMV.append(StridedMemoryView)
+
+            _SMV[:] = [StridedMemoryView, ""]
+        except Exception as exc:  # absent, or installed but broken: say which when it matters
+            _SMV[:] = [None, f"{type(exc).__name__}: {exc}"]
     return _SMV[0]
+
+
+def _from_ndarray(a: np.ndarray, name: str) -> ArrayView:
+    # The dtype object names every type (ml_dtypes' bf16/fp8 included), where the array
+    # interface's typestr shows them as raw bytes; reading these attributes is also cheaper.
+    dtype = a.dtype
+    if dtype.itemsize == 0:  # sizes and alignments divide by it
+        raise TypeError(f"{name}: its element type {dtype} has no size")
+    if dtype.type is np.void or dtype.hasobject:
+        raise TypeError(
+            f"{name}: its element type {dtype} is raw bytes or Python objects, not numbers"
+        )
+    item = dtype.itemsize
+    strides_b = a.strides
+    if any(st % item for st in strides_b):
+        raise ValueError(f"{name}: byte strides {strides_b} are not whole elements of {dtype}")
+    strides = tuple(st // item for st in strides_b)
+    return ArrayView(a.ctypes.data, a.shape, strides, dtype, -1, not a.flags.writeable, a)
 
 
 def _from_memory_view(obj: Any, smv: Any) -> ArrayView:
     shape = tuple(map(int, smv.shape))
-    strides = tuple(map(int, smv.strides)) if smv.strides is not None else _c_strides(shape)
+    dtype = np.dtype(smv.dtype)
+    if smv.strides is None:
+        strides = _c_strides(shape)
+    else:  # see repair_strides: a CuPy exporter bug reaches us through cuda.core unchanged
+        strides = repair_strides(tuple(map(int, smv.strides)), dtype.itemsize)
     device_id = int(smv.device_id) if smv.is_device_accessible else -1
-    return ArrayView(
-        int(smv.ptr), shape, strides, np.dtype(smv.dtype), device_id, bool(smv.readonly), (obj, smv)
-    )
+    return ArrayView(int(smv.ptr), shape, strides, dtype, device_id, bool(smv.readonly), (obj, smv))
+
+
+def _from_dlpack(obj: Any, consumer: int, name: str) -> ArrayView:
+    """Through ``StridedMemoryView`` where it names the type, else through our own reader."""
+    StridedMemoryView = _memory_view_class()
+    if StridedMemoryView is not None:
+        smv = StridedMemoryView.from_dlpack(obj, consumer)
+        try:
+            return _from_memory_view(obj, smv)
+        except (TypeError, NotImplementedError):
+            # cuda.core 1.2 maps no fp8 type code ("Unsupported dtype. dtype code: 10"). The
+            # view is dropped (its capsule released) and the tensor is read again below.
+            del smv
+    t = import_dlpack(obj, consumer, name)
+    return ArrayView(t.ptr, t.shape, t.strides, t.dtype, t.device_id, t.readonly, t.owner)
 
 
 def as_array_view(obj: Any, *, name: str = "array", stream_ptr: int | None = None) -> ArrayView:
@@ -193,31 +219,25 @@ def as_array_view(obj: Any, *, name: str = "array", stream_ptr: int | None = Non
             )
         return view
     if isinstance(obj, np.ndarray):
-        iface = obj.__array_interface__
-        return _from_interface(obj, iface, -1, name)
+        return _from_ndarray(obj, name)
     consumer = -1 if stream_ptr is None else int(stream_ptr)
-    has_dlpack = hasattr(obj, "__dlpack__")
+    has_dlpack = hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__")
     has_cai = hasattr(obj, "__cuda_array_interface__")
-    if has_dlpack or has_cai:
+    if has_dlpack:
+        try:
+            return _from_dlpack(obj, consumer, name)
+        except (BufferError, TypeError, NotImplementedError):
+            if not has_cai:
+                raise
+    if has_cai:
         StridedMemoryView = _memory_view_class()
-        if StridedMemoryView is not None:
-            if has_dlpack:
-                try:
-                    return _from_memory_view(obj, StridedMemoryView.from_dlpack(obj, consumer))
-                except (BufferError, TypeError, NotImplementedError):
-                    if not has_cai:
-                        raise
-            return _from_memory_view(
-                obj, StridedMemoryView.from_cuda_array_interface(obj, consumer)
+        if StridedMemoryView is None:
+            raise ImportError(
+                f"{name} is a CUDA-array-interface array; reading one needs cuda.core, which finds "
+                "the device its memory is on and orders the producer's stream before ours "
+                f"(install the cu12 or cu13 extra; importing it failed with {_SMV[1]})"
             )
-        if has_cai:
-            iface = obj.__cuda_array_interface__
-            if iface.get("stream") not in (None, consumer) and stream_ptr is not None:
-                raise ImportError(
-                    f"{name}: synchronising with the array's stream needs cuda.core; install the "
-                    "cu12 or cu13 extra"
-                )
-            return _from_interface(obj, iface, _cai_device(iface), name)
+        return _from_memory_view(obj, StridedMemoryView.from_cuda_array_interface(obj, consumer))
     host_iface = getattr(obj, "__array_interface__", None)
     if host_iface is not None:
         return _from_interface(obj, host_iface, -1, name)
@@ -225,19 +245,3 @@ def as_array_view(obj: Any, *, name: str = "array", stream_ptr: int | None = Non
         f"{name} must be an array exposing DLPack or __cuda_array_interface__ (CuPy, PyTorch, JAX, "
         f"Numba, pycudnn.DeviceArray) or a NumPy array, not {type(obj).__name__}"
     )
-
-
-def _cai_device(iface: dict[str, Any]) -> int:
-    # Without cuda.core the device of a CAI pointer cannot be queried; assume the current one (0).
-    return 0
-
-
-def data_pointer(obj: Any) -> int:
-    """The data pointer of ``obj`` without full validation: the cheap path for cached plans."""
-    ptr = getattr(obj, "ptr", None)
-    if isinstance(ptr, int) and hasattr(obj, "_array_view"):
-        return ptr
-    iface = getattr(obj, "__cuda_array_interface__", None)
-    if iface is not None:
-        return int(iface["data"][0] or 0)
-    return as_array_view(obj).ptr

@@ -7,349 +7,40 @@ device's stream-ordered memory pool), *dims* (``shape``), *strides* (in elements
 copy), and wraps their arrays in turn (:meth:`DeviceArray.from_array`). ``pycudnn.DeviceArray``
 and ``pycutensor.DeviceArray`` are this class.
 
-DLPack is exported by this module itself (a few ctypes structures, as in DLPack's own Python
-example) rather than through ``cuda.core``'s ``StridedMemoryView``, whose exporter refuses the
-ml_dtypes types: here bfloat16 and the fp8 types travel as DLPack's ``kDLBfloat`` and
-``kDLFloat8_*`` codes.
+DLPack is exported and read by :mod:`pycudnn._shared.dlpack` (a few ctypes structures) rather
+than only through ``cuda.core``'s ``StridedMemoryView``, which refuses the ml_dtypes types: here
+bfloat16 and the fp8 types travel as DLPack's ``kDLBfloat`` and ``kDLFloat8_*`` codes.
 """
 
 from __future__ import annotations
 
-import ctypes
 import math
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from .arrays import ArrayView, as_array_view, element_extent
-from .cuda import driver_status, get_device, stream_handle
-from .dtypes import as_numpy_dtype, dtype_name
+from .array_checks import (
+    _check_dtype,
+    _check_shape,
+    _check_strides,
+    _device_or_raise,
+    _layout_strides,
+    _overlaps,
+    _same_stream,
+)
+from .arrays import ArrayView, _from_dlpack, as_array_view
+from .cuda import get_device, stream_handle
+from .dlpack import _KDL_CUDA, _has_live_exports, export_dlpack
+from .dtypes import dtype_name
 from .memory import allocate, stream_object
 from .resource import ClosedError
+from .strides import c_strides as _c_strides
+from .strides import element_extent
 
 __all__ = ["DeviceArray"]
 
-_MAX_NDIM = 32
 _INT64_MAX = 2**63 - 1  # DLPack, the CUDA array interface and NumPy hold extents in int64
-
-
-# -- validation helpers ----------------------------------------------------------------------
-
-
-def _check_shape(shape: Any, name: str = "shape") -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
-        shape = (shape,)
-    if isinstance(shape, np.ndarray):
-        shape = shape.tolist()
-    if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
-        raise TypeError(f"{name} must be a sequence of ints, got {type(shape).__name__}")
-    out = []
-    for i, n in enumerate(shape):
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
-            raise TypeError(f"{name}[{i}] must be an int, got {type(n).__name__} {n!r}")
-        if n < 0:
-            raise ValueError(f"{name}[{i}] = {n}: extents must be non-negative")
-        if n > _INT64_MAX:  # a zero stride lets such an extent fit any buffer
-            raise ValueError(f"{name}[{i}] = {n}: extents must fit in int64 (<= 2**63 - 1)")
-        out.append(int(n))
-    if len(out) > _MAX_NDIM:
-        raise ValueError(f"{name} has {len(out)} dims; at most {_MAX_NDIM} are supported")
-    return tuple(out)
-
-
-def _check_dtype(dtype: Any) -> np.dtype:
-    dt = as_numpy_dtype(dtype)
-    if dt.hasobject or dt.fields is not None or dt.subdtype is not None or dt.itemsize == 0:
-        raise TypeError(
-            f"dtype {dt} cannot live in device memory: use a numeric, bool or ml_dtypes type"
-        )
-    if dt.byteorder == ">":
-        raise TypeError(f"dtype {dt} is big-endian; GPUs use little-endian data")
-    return dt
-
-
-def _check_strides(
-    strides: Any, shape: tuple[int, ...], *, allow_negative: bool
-) -> tuple[int, ...]:
-    if isinstance(strides, (str, bytes)) or not isinstance(strides, Sequence):
-        raise TypeError(f"strides must be a sequence of ints, got {type(strides).__name__}")
-    if len(strides) != len(shape):
-        raise ValueError(f"strides has {len(strides)} entries but shape has {len(shape)}")
-    out = []
-    for i, s in enumerate(strides):
-        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):
-            raise TypeError(f"strides[{i}] must be an int, got {type(s).__name__} {s!r}")
-        if s < 0 and not allow_negative:
-            raise ValueError(f"strides[{i}] = {s}: negative strides are not supported here")
-        if abs(s) > _INT64_MAX:
-            raise ValueError(f"strides[{i}] = {s}: strides must fit in int64 (|s| <= 2**63 - 1)")
-        out.append(int(s))
-    return tuple(out)
-
-
-def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(out))
-
-
-def _overlaps(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
-    if math.prod(shape) <= 1:
-        return False
-    from .. import layout  # pycudnn.layout is pure Python; imported late to keep this module light
-
-    return layout.is_overlapping(shape, strides)
-
-
-def _device_or_raise(device: Any, what: str) -> Any:
-    """``cuda.core.Device`` for ``device``; without a usable GPU a RuntimeError that says why."""
-    try:
-        return get_device(device)
-    except (TypeError, ValueError, ImportError):
-        raise
-    except Exception as exc:  # cuda.core's CUDAError, cuda.pathfinder's DynamicLibNotFoundError
-        reason = driver_status().reason or f"{type(exc).__name__}: {exc}"
-        raise RuntimeError(f"{what} needs a CUDA GPU, but none is usable: {reason}") from exc
-
-
-# -- DLPack export ---------------------------------------------------------------------------
-
-_KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED = 1, 2, 3, 13
-_DLPACK_VERSION = (1, 1)
-_FLAG_READ_ONLY = 1
-
-# dlpack.h DLDataTypeCode values, by NumPy kind and by ml_dtypes name.
-_KIND_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
-_NAMED_CODES = {
-    "bfloat16": 4,
-    "float8_e3m4": 7,
-    "float8_e4m3": 8,
-    "float8_e4m3b11fnuz": 9,
-    "float8_e4m3fn": 10,
-    "float8_e4m3fnuz": 11,
-    "float8_e5m2": 12,
-    "float8_e5m2fnuz": 13,
-    "float8_e8m0fnu": 14,
-}
-
-
-class _DLDevice(ctypes.Structure):
-    _fields_ = (("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32))
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = (("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16))
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = (
-        ("data", ctypes.c_void_p),
-        ("device", _DLDevice),
-        ("ndim", ctypes.c_int32),
-        ("dtype", _DLDataType),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("strides", ctypes.POINTER(ctypes.c_int64)),
-        ("byte_offset", ctypes.c_uint64),
-    )
-
-
-_Deleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-
-
-class _DLManagedTensor(ctypes.Structure):
-    _fields_ = (("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _Deleter))
-
-
-class _DLPackVersion(ctypes.Structure):
-    _fields_ = (("major", ctypes.c_uint32), ("minor", ctypes.c_uint32))
-
-
-class _DLManagedTensorVersioned(ctypes.Structure):
-    _fields_ = (
-        ("version", _DLPackVersion),
-        ("manager_ctx", ctypes.c_void_p),
-        ("deleter", _Deleter),
-        ("flags", ctypes.c_uint64),
-        ("dl_tensor", _DLTensor),
-    )
-
-
-# Exported tensors by the address of their managed struct: the struct, its shape/strides arrays
-# and the exporting object stay alive until the consumer calls the deleter (or the unconsumed
-# capsule dies).
-_exports: dict[int, tuple[Any, ...]] = {}
-_exports_lock = threading.Lock()
-
-
-def _release(address: int | None) -> None:
-    if address:
-        with _exports_lock:
-            entry = _exports.pop(int(address), None)
-        # Dropped outside the lock: the owner's teardown can release another export (an owner
-        # that is itself a consumer's view of one of ours), which would deadlock on the lock.
-        del entry
-
-
-def _has_live_exports(owner: Any) -> bool:
-    """Whether a DLPack export of ``owner`` has not been released by its consumer yet."""
-    with _exports_lock:
-        return any(entry[3] is owner for entry in _exports.values())
-
-
-def _python_api(name: str, restype: Any, *argtypes: Any) -> Any:
-    # A private prototype: the function objects of ctypes.pythonapi are shared with every other
-    # user, who may set their argtypes/restype (tests and user code do, e.g. PyCapsule_GetPointer
-    # with a py_object argument), which silently broke the release of unconsumed exports.
-    return ctypes.PYFUNCTYPE(restype, *argtypes)((name, ctypes.pythonapi))
-
-
-# Python code cannot run while an exception is pending: the first call it makes fails (SystemError,
-# or ctypes raising the pending exception) and the exception is lost. A capsule dies with one
-# pending whenever a consumer refuses it (NumPy: "Unsupported device in DLTensor"), so the callbacks
-# below first move it aside with PyErr_Fetch, through arguments built here and without argtypes:
-# building them, or converting them, would be such a call. Their last act puts it back with
-# PyErr_Restore, which hands it to sys.unraisablehook (ctypes callbacks cannot raise into C): the
-# consumer's call then fails with SystemError, but the export is released and the cause reported.
-_PyErr_Fetch = _python_api("PyErr_Fetch", None)  # no argtypes: no converter may run first
-_PyErr_Restore = _python_api("PyErr_Restore", None, *(ctypes.c_void_p,) * 3)
-_PENDING = (ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p())
-_FETCH_ARGS = tuple(ctypes.byref(p) for p in _PENDING)
-
-
-_pending_lock = threading.Lock()
-
-
-def _take_pending() -> tuple[int | None, int | None, int | None]:
-    # Read and cleared under a lock, so that two threads never restore the same references (a
-    # thread switch right after the fetch could at worst make one report go missing).
-    with _pending_lock:
-        pending = (_PENDING[0].value, _PENDING[1].value, _PENDING[2].value)
-        _PENDING[0].value = _PENDING[1].value = _PENDING[2].value = None
-    return pending
-
-
-@_Deleter
-def _deleter(address: int | None) -> None:  # called by the consumer, from C
-    _PyErr_Fetch(*_FETCH_ARGS)  # first, see above
-    pending = _take_pending()
-    try:
-        _release(address)
-    except Exception:  # pragma: no cover - never raise into C
-        pass
-    if pending[0]:
-        _PyErr_Restore(*pending)
-
-
-_NAME = b"dltensor"
-_NAME_VERSIONED = b"dltensor_versioned"
-_PyCapsule_New = _python_api(
-    "PyCapsule_New", ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p
-)
-_PyCapsule_IsValid = _python_api(
-    "PyCapsule_IsValid", ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p
-)
-_PyCapsule_GetPointer = _python_api(
-    "PyCapsule_GetPointer", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p
-)
-
-
-@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-def _capsule_destructor(capsule: int | None) -> None:
-    # A consumer renames the capsule ("used_dltensor") and owns the tensor from then on; only a
-    # capsule that was never consumed still carries our name and must release the export here.
-    _PyErr_Fetch(*_FETCH_ARGS)  # first, see above _PyErr_Fetch
-    pending = _take_pending()
-    try:
-        for name in (_NAME, _NAME_VERSIONED):
-            if _PyCapsule_IsValid(capsule, name):
-                _release(_PyCapsule_GetPointer(capsule, name))
-                break
-    except Exception:  # pragma: no cover - never raise into C
-        pass
-    if pending[0]:
-        _PyErr_Restore(*pending)
-
-
-def dlpack_dtype(dtype: np.dtype) -> tuple[int, int]:
-    """``(DLDataTypeCode, bits)`` for ``dtype``; BufferError for types DLPack cannot carry."""
-    dt = np.dtype(dtype)
-    code = _NAMED_CODES.get(dt.name)
-    if code is None and dt.kind in _KIND_CODES and dt.fields is None:
-        code = _KIND_CODES[dt.kind]
-    if code is None or (dt.kind in "iuf" and dt.itemsize not in (1, 2, 4, 8)):
-        raise BufferError(f"dtype {dtype_name(dt)} has no DLPack type code")
-    if dt.kind == "b" and dt.itemsize != 1:
-        raise BufferError(f"dtype {dt} is not an 8-bit bool")
-    return code, dt.itemsize * 8
-
-
-def export_dlpack(
-    ptr: int,
-    shape: tuple[int, ...],
-    strides: tuple[int, ...],
-    dtype: np.dtype,
-    device: tuple[int, int],
-    *,
-    owner: Any,
-    readonly: bool = False,
-    versioned: bool = True,
-) -> Any:
-    """A DLPack capsule for the given memory; ``owner`` is kept alive until the consumer is done.
-
-    ``versioned`` gives a ``DLManagedTensorVersioned`` ("dltensor_versioned", DLPack >= 1.0, which
-    can say read-only); otherwise a legacy ``DLManagedTensor`` ("dltensor"), refused for read-only
-    data as NumPy does.
-    """
-    code, bits = dlpack_dtype(dtype)
-    if readonly and not versioned:
-        raise BufferError(
-            "cannot export read-only data through DLPack < 1.0, which cannot signal read-only; "
-            "the consumer should ask with max_version=(1, 0) or later"
-        )
-    ndim = len(shape)
-    # ctypes masks an int to 64 bits without a word (2**64 + 5 becomes 5), and the consumer would
-    # then read a tensor of the wrong size.
-    if any(not 0 <= n <= _INT64_MAX for n in shape) or any(
-        not -_INT64_MAX <= st <= _INT64_MAX for st in strides
-    ):
-        raise BufferError(f"shape {shape} or strides {strides} do not fit DLPack's int64 fields")
-    shape_arr = (ctypes.c_int64 * max(ndim, 1))(*shape)
-    strides_arr = (ctypes.c_int64 * max(ndim, 1))(*strides)
-    managed: Any = _DLManagedTensorVersioned() if versioned else _DLManagedTensor()
-    t = managed.dl_tensor
-    t.data = ptr or None
-    t.device = _DLDevice(*device)
-    t.ndim = ndim
-    t.dtype = _DLDataType(code, bits, 1)
-    t.shape = ctypes.cast(shape_arr, ctypes.POINTER(ctypes.c_int64)) if ndim else None
-    t.strides = ctypes.cast(strides_arr, ctypes.POINTER(ctypes.c_int64)) if ndim else None
-    t.byte_offset = 0
-    managed.manager_ctx = None
-    managed.deleter = _deleter
-    if versioned:
-        managed.version = _DLPackVersion(*_DLPACK_VERSION)
-        managed.flags = _FLAG_READ_ONLY if readonly else 0
-    address = ctypes.addressof(managed)
-    with _exports_lock:
-        _exports[address] = (managed, shape_arr, strides_arr, owner)
-    try:
-        return _PyCapsule_New(
-            address,
-            _NAME_VERSIONED if versioned else _NAME,
-            ctypes.cast(_capsule_destructor, ctypes.c_void_p),
-        )
-    except BaseException:
-        _release(address)
-        raise
-
-
-def _same_stream(a: int, b: int) -> bool:
-    # 0 (NULL) and 1 (CU_STREAM_LEGACY) both name the legacy default stream.
-    return (a or 1) == (b or 1)
 
 
 # -- DeviceArray -----------------------------------------------------------------------------
@@ -594,6 +285,37 @@ class DeviceArray:
             owner=view.owner,
         )
 
+    @classmethod
+    def from_dlpack(cls, obj: Any, *, stream: Any = None) -> DeviceArray:
+        """A view (no copy) of a GPU tensor exported through DLPack (``obj.__dlpack__``).
+
+        Like :meth:`from_array`, restricted to DLPack: every type DLPack names travels, fp8
+        included (torch ``float8_e4m3fn`` tensors, which ``cuda.core`` 1.2 cannot read, are read
+        by :mod:`pycudnn._shared.dlpack`). ``stream`` is the stream the view will be used on; the
+        producer orders its work before it. Host tensors are refused (use :meth:`from_numpy`).
+        """
+        if isinstance(obj, DeviceArray):
+            return obj
+        if not (hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__")):
+            raise TypeError(
+                f"obj must export DLPack (__dlpack__ and __dlpack_device__), not "
+                f"{type(obj).__name__}"
+            )
+        view = _from_dlpack(obj, stream_handle(stream), "obj")
+        if view.device_id < 0:
+            raise ValueError("obj is host memory; copy it with DeviceArray.from_numpy")
+        return cls._new(
+            None,
+            view.ptr,
+            view.shape,
+            view.strides,
+            _check_dtype(view.dtype),
+            view.device_id,
+            readonly=view.readonly,
+            stream=None,
+            owner=view.owner,
+        )
+
     # -- properties ----------------------------------------------------------------------
     @property
     def ptr(self) -> int:
@@ -792,15 +514,22 @@ class DeviceArray:
             src=_device_buffer(base, nbytes, self),
         )
         s.sync()
-        lo = (self.ptr - base) // self.itemsize
-        view = np.lib.stride_tricks.as_strided(
-            staging[lo:],
-            self._shape,
-            tuple(st * self.itemsize for st in self._strides),
-            writeable=False,
-        )
-        host[...] = view
+        host[...] = self._staged_view(staging, base)
         return host
+
+    def _staged_view(self, staging: np.ndarray, base: int) -> np.ndarray:
+        """This array's elements inside ``staging``, a host copy of its span from ``base``.
+
+        Built with the ndarray constructor, not ``as_strided``: that goes through the array
+        interface, whose typestr cannot name fp8 (``'<f1'``) or bf16 (raw bytes).
+        """
+        return np.ndarray(
+            self._shape,
+            dtype=self._dtype,
+            buffer=staging,
+            offset=self.ptr - base,
+            strides=tuple(st * self.itemsize for st in self._strides),
+        )
 
     def copy_from_numpy(self, array: Any, stream: Any = None) -> None:
         """Overwrite this array with a NumPy array of the same shape and dtype (waits).
@@ -828,10 +557,7 @@ class DeviceArray:
         if nbytes != self.nbytes:  # gaps between elements belong to someone else: keep them
             _copy(dev, s, dst=_host_buffer(staging.ctypes.data, nbytes, staging), src=device_span)
             s.sync()
-        lo = (self.ptr - base) // self.itemsize
-        np.lib.stride_tricks.as_strided(
-            staging[lo:], self._shape, tuple(st * self.itemsize for st in self._strides)
-        )[...] = a
+        self._staged_view(staging, base)[...] = a
         _copy(dev, s, dst=device_span, src=_host_buffer(staging.ctypes.data, nbytes, staging))
         s.sync()
 
@@ -875,31 +601,6 @@ class DeviceArray:
             f"DeviceArray(shape={self._shape}, dtype={dtype_name(self._dtype)}, "
             f"strides={self._strides}, device={device})"
         )
-
-
-def _layout_strides(
-    shape: tuple[int, ...], strides: Sequence[int] | None, fmt: str | None
-) -> tuple[int, ...]:
-    packed: tuple[int, ...] | None = None
-    if fmt is not None:
-        from .. import layout
-
-        if math.prod(shape) == 0:
-            raise ValueError(f"fmt={fmt!r} needs positive extents, got shape {shape}")
-        f = layout.parse_format(fmt)
-        if f.is_vectorized:
-            view_shape, _ = layout.vectorized_dims_strides(shape, f)
-            raise ValueError(
-                f"fmt {f.name!r} splits C into vectors and has no per-dim strides; allocate its "
-                f"packed view instead: DeviceArray.empty({view_shape}, ...)"
-            )
-        packed = layout.packed_strides(shape, f)
-    if strides is None:
-        return packed if packed is not None else _c_strides(shape)
-    st = _check_strides(strides, shape, allow_negative=False)
-    if packed is not None and st != packed:
-        raise ValueError(f"strides {st} disagree with fmt {fmt!r} (packed strides {packed})")
-    return st
 
 
 def _host_buffer(ptr: int, nbytes: int, owner: Any) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -21,6 +22,7 @@ __all__ = [
     "NativeLibrary",
     "UnsupportedByLibraryError",
     "format_version",
+    "loaded_copy",
 ]
 
 _log = logging.getLogger("pycudnn")
@@ -40,6 +42,9 @@ class FunctionSpec(NamedTuple):
     # Out-parameters (C writes through them) whose documentation does not allow NULL: the raw layer
     # refuses None there, since some cuDNN functions dereference them without checking.
     nonnull: tuple[str, ...] = ()
+    # Parameters of a C enum type, as (parameter, enum typedef): passed as ints, so the raw layer
+    # checks the value against the enumerator's ``@since`` version.
+    enum_args: tuple[tuple[str, str], ...] = ()
 
 
 class AttributeSpec(NamedTuple):
@@ -64,11 +69,68 @@ class LibraryNotFoundError(ImportError):
 
 
 class UnsupportedByLibraryError(NotImplementedError):
-    """A symbol exists in the headers the bindings came from but is newer than the loaded library."""
+    """A symbol or feature exists in the headers the bindings came from but is newer than the
+    loaded library. ``symbol`` names it, ``required`` is the version that introduced it (None when
+    unknown) and ``loaded`` the version of the library in this process."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        symbol: str = "",
+        required: tuple[int, ...] | None = None,
+        loaded: tuple[int, ...] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.symbol = symbol
+        self.required = required
+        self.loaded = loaded
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_unsupported, (str(self), self.symbol, self.required, self.loaded))
+
+
+def _unsupported(
+    message: str, symbol: str, required: tuple[int, ...] | None, loaded: tuple[int, ...] | None
+) -> UnsupportedByLibraryError:
+    return UnsupportedByLibraryError(message, symbol=symbol, required=required, loaded=loaded)
 
 
 def format_version(version: tuple[int, ...] | None) -> str:
     return "unknown" if version is None else ".".join(str(v) for v in version)
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = (
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    )
+
+
+def loaded_copy(soname: str, symbol: str) -> str | None:
+    """The path of the library with ``soname`` that this process has already loaded, or None.
+
+    ``dlopen(soname, RTLD_NOLOAD)`` finds a loaded copy without loading one (whoever loaded it:
+    PyTorch, CuPy, cudnn-frontend), and ``dladdr`` on one of its symbols names its file.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        handle = ctypes.CDLL(soname, mode=os.RTLD_NOLOAD)
+    except OSError:
+        return None
+    try:
+        address = ctypes.cast(getattr(handle, symbol), ctypes.c_void_p).value
+        dladdr = ctypes.CDLL(None).dladdr
+    except AttributeError:
+        return None
+    dladdr.argtypes, dladdr.restype = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)], ctypes.c_int
+    info = _DlInfo()
+    if not dladdr(address, ctypes.byref(info)) or not info.dli_fname:
+        return None
+    return os.path.realpath(os.fsdecode(info.dli_fname))
 
 
 class NativeLibrary:
@@ -88,8 +150,14 @@ class NativeLibrary:
         expected_major: int,
         functions: dict[str, FunctionSpec],
         read_version: Callable[[ctypes.CDLL], tuple[int, int, int]],
+        minimum_version: tuple[int, int, int],
+        version_symbol: str,
     ) -> None:
         self.display_name = display_name
+        self.minimum_version = minimum_version
+        self.soname = f"lib{pathfinder_name}.so.{expected_major}"
+        self._version_symbol = version_symbol
+        self.found_via = ""  # how the library was found: see _locate
         self._pathfinder_name = pathfinder_name
         self._env_var = env_var
         self._install_hint = install_hint
@@ -126,14 +194,30 @@ class NativeLibrary:
         return self._version
 
     def _locate(self) -> str:
+        # One copy per process: a second libcudnn.so.9 next to the one PyTorch (or CuPy, or
+        # cudnn-frontend) loaded would have its own handles, logging and caches, and objects of one
+        # passed to the other. So a copy already in the process is used, and an override naming
+        # another file is refused.
+        loaded = loaded_copy(self.soname, self._version_symbol)
         override = os.environ.get(self._env_var)
         if override:
             if not os.path.isfile(override):
                 raise LibraryNotFoundError(
                     f"{self._env_var}={override!r} does not name a file; unset it to search the "
-                    f"installed wheels, or {self._install_hint}"
+                    f"installed wheels, or {self._install_hint[0].lower()}{self._install_hint[1:]}"
                 )
+            if loaded is not None and os.path.realpath(override) != loaded:
+                raise LibraryNotFoundError(
+                    f"{self._env_var}={override!r} names another {self.display_name} than the "
+                    f"{self.soname} this process has already loaded ({loaded}, loaded by another "
+                    "package imported earlier); one process cannot use two copies. Unset "
+                    f"{self._env_var} to use the loaded one, or set it before that package loads"
+                )
+            self.found_via = self._env_var
             return os.path.abspath(override)
+        if loaded is not None:
+            self.found_via = "already loaded in this process"
+            return loaded
         try:
             from cuda import pathfinder
         except ImportError as exc:  # pragma: no cover - cuda-pathfinder is a base dependency
@@ -142,14 +226,15 @@ class NativeLibrary:
                 f"{self._install_hint}"
             ) from exc
         try:
-            loaded = pathfinder.load_nvidia_dynamic_lib(self._pathfinder_name)
+            found = pathfinder.load_nvidia_dynamic_lib(self._pathfinder_name)
         except Exception as exc:  # DynamicLibNotFoundError and friends
             raise LibraryNotFoundError(
                 f"{self.display_name} was not found ({type(exc).__name__}: {exc}). "
                 f"{self._install_hint}, or set {self._env_var} to the library's path."
             ) from exc
-        _log.debug("%s found via %s at %s", self.display_name, loaded.found_via, loaded.abs_path)
-        return str(loaded.abs_path)
+        _log.debug("%s found via %s at %s", self.display_name, found.found_via, found.abs_path)
+        self.found_via = str(found.found_via)
+        return str(found.abs_path)
 
     def _load(self) -> ctypes.CDLL:
         with self._lock:
@@ -173,9 +258,41 @@ class NativeLibrary:
                     f"{path} is {self.display_name} {format_version(version)}, but these bindings need "
                     f"major version {self._expected_major}. {self._install_hint}."
                 )
+            if version < self.minimum_version:
+                raise LibraryNotFoundError(
+                    f"{path} is {self.display_name} {format_version(version)}, older than the oldest "
+                    f"supported {format_version(self.minimum_version[:2])} (see the README's "
+                    f"'Supported versions'). {self._install_hint}, or set {self._env_var} to a "
+                    "newer library."
+                )
             self._path, self._version = path, version
             self._cdll = cdll
             return cdll
+
+    # -- versions ----------------------------------------------------------------------------
+    def lacks(self, since: tuple[int, ...] | None) -> bool:
+        """Whether the loaded library is older than ``since`` (loads it; None: never lacks)."""
+        return since is not None and tuple(since) > self.version
+
+    def check_since(self, symbol: str, since: tuple[int, ...] | None, context: str = "") -> None:
+        """Raise :class:`UnsupportedByLibraryError` when ``symbol`` (introduced in ``since``) is
+        newer than the loaded library; it names the symbol (and ``context``: where it was used)
+        and both versions."""
+        if self.lacks(since):
+            where = f" ({context})" if context else ""
+            raise UnsupportedByLibraryError(
+                f"{symbol}{where} needs {self.display_name} >= {format_version(since)}; the "
+                f"loaded library ({self._path}) is {format_version(self.version)}",
+                symbol=symbol,
+                required=since,
+                loaded=self.version,
+            )
+
+    def require(self, version: tuple[int, ...], feature: str) -> None:
+        """Raise :class:`UnsupportedByLibraryError` unless the loaded library is at least
+        ``version`` (``(9, 8)`` or ``(9, 8, 0)``); ``feature`` says what needs it."""
+        want = tuple(version) + (0,) * (3 - len(version))
+        self.check_since(feature, want)
 
     # -- functions ---------------------------------------------------------------------------
     def spec(self, name: str) -> FunctionSpec:
@@ -193,11 +310,8 @@ class NativeLibrary:
             return fn
         spec = self.spec(name)
         cdll = self.cdll()
-        if spec.since is not None and spec.since > self.version:
-            raise UnsupportedByLibraryError(
-                f"{name} needs {self.display_name} >= {format_version(spec.since)}; the loaded "
-                f"library ({self._path}) is {format_version(self.version)}"
-            )
+        if spec.since is not None:
+            self.check_since(name, spec.since)
         try:
             fn = getattr(cdll, name)
         except AttributeError:

@@ -88,9 +88,16 @@ def _is_null(value: Any) -> bool:
 
 
 def make_checked(
-    lib: NativeLibrary, name: str, raise_status: Callable[[int, str], None]
+    lib: NativeLibrary,
+    name: str,
+    raise_status: Callable[[int, str], None],
+    precheck: Callable[[FunctionSpec, tuple[Any, ...]], None] | None = None,
 ) -> Callable[..., Any]:
-    """A wrapper around C function ``name`` that checks its status with ``raise_status``."""
+    """A wrapper around C function ``name`` that checks its status with ``raise_status``.
+
+    ``precheck(spec, args)``, when given, runs after the generic argument checks and before C: the
+    library-specific rules (enum values newer than the loaded library, element counts).
+    """
     spec = lib.spec(name)
     state: dict[str, Any] = {}
     nargs = len(spec.argtypes)
@@ -101,14 +108,8 @@ def make_checked(
 
     @functools.wraps(_doc_stub(spec))
     def call(*args: Any) -> Any:
-        fn = state.get("fn")
-        if fn is None:
-            fn = lib.function(name)
-            state["fn"] = fn
-            if spec.deprecated:
-                warnings.warn(
-                    f"{name} is deprecated in {lib.display_name}", DeprecationWarning, stacklevel=2
-                )
+        # The arguments are checked first, so that a wrong call is reported as such whatever the
+        # loaded library; then the function is resolved (refused when newer than the library).
         if len(args) != nargs:
             # ctypes passes surplus arguments on to a cdecl function without complaint.
             raise TypeError(
@@ -121,11 +122,22 @@ def make_checked(
                 raise ClosedError(f"{name}: {spec.argnames[index]} is a closed {arg._kind}")
         for index in nonnull:
             if _is_null(args[index]):
-                # cuDNN writes its result there; some functions do so without a NULL check.
+                # The library writes its result there, or reads it, some functions unchecked.
                 raise ValueError(
-                    f"{name}: argument {index + 1} ({spec.argnames[index]}) receives a result and "
-                    "must not be NULL; pass ctypes.byref(...) or an array"
+                    f"{name}: argument {index + 1} ({spec.argnames[index]}) must not be NULL "
+                    "(the library reads or writes through it without a check); pass "
+                    "ctypes.byref(...), an array or a live descriptor"
                 )
+        fn = state.get("fn")
+        if fn is None:
+            fn = lib.function(name)
+            state["fn"] = fn
+            if spec.deprecated:
+                warnings.warn(
+                    f"{name} is deprecated in {lib.display_name}", DeprecationWarning, stacklevel=2
+                )
+        if precheck is not None:
+            precheck(spec, args)
         try:
             result = fn(*args)
         except ctypes.ArgumentError as exc:

@@ -9,10 +9,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .adanorm import AdaNormOps
+from .attention import AttentionOps
 from .convolution import ConvolutionOps
+from .like import TensorLikeOps
 from .matmul import MatmulOps
+from .normalization import NormalizationOps
 from .pointwise import PointwiseOps
+from .quantize import QuantizeOps
 from .reduction import ReductionOps
+from .resample import ResampleOps
+from .rng import RngOps
+from .sequence import SequenceOps
+from .shape import ShapeOps
+from .statistics import StatisticsOps
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..deviceprops import DeviceProperties
@@ -21,7 +31,22 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Graph"]
 
 
-class Graph(ConvolutionOps, MatmulOps, PointwiseOps, ReductionOps):
+class Graph(
+    ConvolutionOps,
+    MatmulOps,
+    NormalizationOps,
+    PointwiseOps,
+    ReductionOps,
+    AttentionOps,
+    StatisticsOps,
+    ShapeOps,
+    ResampleOps,
+    SequenceOps,
+    QuantizeOps,
+    RngOps,
+    TensorLikeOps,
+    AdaNormOps,
+):
     """A cuDNN operation graph under construction, then finalized (``CUDNN_BACKEND_OPERATIONGRAPH``).
 
     ``compute_dtype`` is the default math precision of operations; ``intermediate_dtype`` the type

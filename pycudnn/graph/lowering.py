@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .attention_lowering import KINDS as ATTENTION_KINDS
+from .attention_lowering import build_operation as build_attention_operation
 from .common import GraphError, _cudnn_dtype, _dims_text
+from .lowering_extra import EXTRA_KINDS, build_extra_op
 
 if TYPE_CHECKING:  # pragma: no cover
     from .core import GraphCore as Graph
@@ -152,6 +155,8 @@ def _build_op(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) -
         d.set(prefix + "CONV_DESC", conv, attr_type="BACKEND_DESCRIPTOR")
         d.set(prefix + "ALPHA", a["alpha"], attr_type=scalar)
         d.set(prefix + "BETA", a["beta"], attr_type=scalar)
+    elif op.kind in ATTENTION_KINDS:
+        d = build_attention_operation(op, tensors, new, finalize)
     elif op.kind == "matmul":
         mm = new("MATMUL")
         mm.set("MATMUL_COMP_TYPE", compute, attr_type="DATA_TYPE")
@@ -208,6 +213,8 @@ def _build_op(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) -
             attr_type="BACKEND_DESCRIPTOR",
         )
         d.set("OPERATION_REDUCTION_DESC", red, attr_type="BACKEND_DESCRIPTOR")
+    elif op.kind in EXTRA_KINDS:  # the newer kinds, table-driven (see .lowering_extra)
+        d = build_extra_op(op, tensors, new, finalize, compute)
     else:  # pragma: no cover - every kind the Graph creates is handled above
         raise GraphError(f"{op.label}: unknown operation kind {op.kind!r}")
     finalize(d, op.label)

@@ -32,6 +32,7 @@ from .cache import PlanCache, default_plan_cache
 from .execution import Plan
 from .heuristics import HEURISTIC_MODES, EngineConfig, KnobInfo, engine_configs, run_heuristics
 from .report import GraphNotSupportedError, HeuristicsResult, PlanningReport, PlanVersionError
+from .selection import build_engine, engine_config
 from .smoke import smoke_checks
 
 __all__ = [
@@ -49,7 +50,9 @@ __all__ = [
     "autotune",
     "build",
     "build_all",
+    "build_engine",
     "default_plan_cache",
+    "engine_config",
     "engine_configs",
     "run_heuristics",
     "smoke_checks",

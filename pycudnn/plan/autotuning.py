@@ -16,6 +16,7 @@ from .cache import PlanCache, _resolve_cache
 from .execution import Plan
 from .report import PlanningReport, _check_graph
 from .targets import _target
+from .verifying import check_verify, verify_row
 
 __all__ = ["AutotuneResult", "AutotuneResults", "autotune"]
 
@@ -86,6 +87,7 @@ def autotune(
     device: Any = None,
     progress: bool | None = None,
     cache: PlanCache | bool | None = None,
+    verify: bool = False,
     **filters: Any,
 ) -> Plan:
     """Time every candidate plan on the GPU with CUDA events and return the fastest.
@@ -95,6 +97,8 @@ def autotune(
     decides. The outputs in ``tensors`` are overwritten. The winner carries ``autotune_results``
     (an :class:`AutotuneResults` table). A progress bar (tqdm, if installed) appears when the
     run takes more than a second, unless ``progress=False``. The result is cached like ``build``.
+    ``verify=True`` first checks each candidate against a reference (:mod:`pycudnn.verification`):
+    a wrong engine is not timed, cannot win, and its row in the table says how wrong it was.
     """
     _check_graph(graph)
     from .._shared.cuda import driver_status, require_cuda_core
@@ -112,6 +116,7 @@ def autotune(
         raise RuntimeError(
             f"autotuning times plans on the GPU, and none is usable here: {st.reason}"
         )
+    verify = check_verify(verify)
     options = {"heuristics": heuristics, **filters}
     if handle is not None:
         from ..handle import Handle
@@ -125,10 +130,11 @@ def autotune(
     pc = _resolve_cache(cache)
     key = None
     if pc is not None and not isinstance(candidates, Sequence):
-        key = _cache_key(graph, target, {**options}, autotuned=True)
+        key = _cache_key(graph, target, {**options}, autotuned=True, verified=verify)
         cached = pc._lookup(key, graph, target)
         if cached is not None:
             return cached
+    report = PlanningReport()
     if isinstance(candidates, Sequence):
         plans = list(candidates)
         if not plans or not all(isinstance(p, Plan) for p in plans):
@@ -140,7 +146,6 @@ def autotune(
             raise ValueError(
                 f"candidates must be a positive int, a list of plans or None, got {candidates!r}"
             )
-        report = PlanningReport()
         plans = _plans(graph, target, dict(options), report, limit=candidates)
         if not plans:
             raise _not_supported(graph, report)
@@ -164,16 +169,19 @@ def autotune(
             None,
         )
         try:
-            for _ in range(warmup):
-                plan.execute(tensors, stream=s, handle=handle)
-            events = []
-            for _ in range(repeats):
-                e0 = s.record(options=event_options)
-                plan.execute(tensors, stream=s, handle=handle)
-                events.append((e0, s.record(options=event_options)))
-            events[-1][1].sync()
-            row.times_ms = [float(e1 - e0) for e0, e1 in events]
-            row.time_ms = statistics.median(row.times_ms)
+            # A wrong engine is not timed: it must not win, and its row says how wrong it was.
+            row.error = verify_row(plan, report) if verify else ""
+            if not row.error:
+                for _ in range(warmup):
+                    plan.execute(tensors, stream=s, handle=handle)
+                events = []
+                for _ in range(repeats):
+                    e0 = s.record(options=event_options)
+                    plan.execute(tensors, stream=s, handle=handle)
+                    events.append((e0, s.record(options=event_options)))
+                events[-1][1].sync()
+                row.times_ms = [float(e1 - e0) for e0, e1 in events]
+                row.time_ms = statistics.median(row.times_ms)
         except CudnnError as exc:
             row.error = f"{exc.status_name}: {exc.message}"
         results.append((row, plan))
@@ -192,7 +200,8 @@ def autotune(
         raise CudnnNotSupportedError(
             3000,
             "cudnnBackendExecute",
-            "every candidate plan failed to execute: " + "; ".join(r.error for r, _ in results),
+            "every candidate plan failed to execute (or, with verify=True, was wrong): "
+            + "; ".join(r.error for r, _ in results),
         )
     timed.sort(key=lambda rp: rp[0].time_ms)  # type: ignore[arg-type, return-value]
     failed = [(r, p) for r, p in results if r.time_ms is None]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..backend import BackendDescriptor
@@ -16,6 +17,7 @@ from ..graph import Graph, rewrites
 from ..graph.rewrites import Variant as _Variant
 from . import known_bad
 from .cache import PlanCache, _resolve_cache
+from .exclusions import normalize_exclusions
 from .execution import Plan
 from .heuristics import (
     _MODE_NAMES,
@@ -28,6 +30,7 @@ from .heuristics import (
 from .report import GraphNotSupportedError, PlanningReport, _capture, _check_graph
 from .serialization import _version
 from .targets import _Target, _target
+from .verifying import check_verify, verified
 
 __all__ = ["build", "build_all"]
 
@@ -72,19 +75,8 @@ def _plans(
     filters = _check_filters(options)
     if options:
         raise TypeError(f"unexpected option(s): {', '.join(sorted(options))}")
-    if target.device_id is None and target.props is None and report is not None:
-        report.device = target.note
-        return _plans_for(
-            graph,
-            target,
-            heuristics=heuristics,
-            sm_count=sm_count,
-            filters=filters,
-            report=report,
-            limit=limit,
-            variant=None,
-        )
-    plans = _plans_for(
+    attempt = functools.partial(
+        _plans_for,
         graph,
         target,
         heuristics=heuristics,
@@ -92,22 +84,16 @@ def _plans(
         filters=filters,
         report=report,
         limit=limit,
-        variant=None,
     )
+    if target.device_id is None and target.props is None:
+        report.device = target.note
+        return attempt(variant=None)  # records why nothing can be planned without a target
+    plans = attempt(variant=None)
     if plans:
         return plans
     # No engine for the graph as described: try the equivalent descriptions cuDNN has engines for.
     for variant in rewrites.variants(graph):
-        plans = _plans_for(
-            graph,
-            target,
-            heuristics=heuristics,
-            sm_count=sm_count,
-            filters=filters,
-            report=report,
-            limit=limit,
-            variant=variant,
-        )
+        plans = attempt(variant=variant)
         if plans:
             report.rewrites.append(f"planned the {variant.note}")
             for p in plans:
@@ -185,7 +171,12 @@ def _not_supported(graph: Graph, report: PlanningReport) -> GraphNotSupportedErr
 
 
 def _cache_key(
-    graph: Graph, target: _Target, options: Mapping[str, Any], *, autotuned: bool
+    graph: Graph,
+    target: _Target,
+    options: Mapping[str, Any],
+    *,
+    autotuned: bool,
+    verified: bool = False,
 ) -> str:
     filters = {
         k: options.get(k, d)
@@ -198,6 +189,12 @@ def _cache_key(
             ("allow_known_bad", False),
         )
     }
+    # Exclusions change which plan is chosen: part of the key (sorted, so order does not matter).
+    engines, notes = normalize_exclusions(
+        options.get("exclude_engines"), options.get("exclude_notes")
+    )
+    if engines or notes:
+        filters["exclude"] = [sorted(engines), sorted(notes)]
     modes = [_MODE_NAMES[m] for m in _heur_modes(options.get("heuristics", DEFAULT_HEURISTICS))]
     payload = {
         "graph": graph.key(),
@@ -209,6 +206,8 @@ def _cache_key(
         "filters": filters,
         "autotuned": autotuned,
     }
+    if verified:  # only when set, so that the keys of unverified plans stay as they were
+        payload["verified"] = True
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -219,22 +218,48 @@ def build_all(
     device_properties: DeviceProperties | None = None,
     device: Any = None,
     limit: int | None = None,
+    verify: bool = False,
     **options: Any,
 ) -> list[Plan]:
     """Every execution plan that finalizes, in heuristic order (for autotuning or inspection).
 
-    Options as for :func:`build`; ``limit`` stops after that many plans. Raises
-    :class:`GraphNotSupportedError` when none finalizes.
+    Options as for :func:`build`; ``limit`` stops after that many plans; ``verify=True`` keeps
+    only the plans whose results agree with a reference (:mod:`pycudnn.plan.verifying`). Raises
+    :class:`GraphNotSupportedError` when none finalizes (or none is right).
     """
     _check_graph(graph)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit must be a positive int or None, got {limit!r}")
+    verify = check_verify(verify)
     target = _target(device_properties, device)
     report = PlanningReport()
     plans = _plans(graph, target, dict(options), report, limit=limit)
+    if verify:
+        plans = verified(plans, report, first=False)
     if not plans:
         raise _not_supported(graph, report)
     return plans
+
+
+def _verified_rest(
+    graph: Graph,
+    target: _Target,
+    options: Mapping[str, Any],
+    report: PlanningReport,
+    wrong: Plan,
+) -> tuple[PlanningReport, list[Plan]]:
+    """For ``build(verify=True)`` once the first candidate (``wrong``) failed: every candidate
+    planned again (in a fresh report that keeps the verdicts so far), ``wrong``'s engine config
+    left out, the first right one kept."""
+    full = PlanningReport(verification=list(report.verification))
+    same = (wrong.engine_id, wrong.knobs)
+    rest = []
+    for p in _plans(graph, target, dict(options), full, limit=None):
+        if (p.engine_id, p.knobs) == same:
+            p.close()
+        else:
+            rest.append(p)
+    return full, verified(rest, full, first=True)
 
 
 def build(
@@ -250,6 +275,9 @@ def build(
     allow_known_bad: bool = False,
     sm_count: int | None = None,
     cache: PlanCache | bool | None = None,
+    exclude_engines: Iterable[int] | None = None,
+    exclude_notes: Iterable[str] | None = None,
+    verify: bool = False,
 ) -> Plan:
     """The execution plan for ``graph``: from the plan cache, else the first heuristic config
     (modes ``heuristics`` tried in order) that passes the filters and finalizes.
@@ -258,13 +286,19 @@ def build(
     (None: the current one). ``cache``: None (this thread's in-memory cache), a
     :class:`PlanCache` (memory and, if it has a directory, disk), or False (no caching).
     Filters as in :func:`engine_configs` (engines in the known-bad table are dropped unless
-    ``allow_known_bad``). When the graph as described has no engine, equivalent descriptions
-    cuDNN has engines for are tried (:mod:`pycudnn.graph.rewrites`; ``plan.rewrite`` says which). The
+    ``allow_known_bad``), and those named by ``exclude_engines``/``exclude_notes``. When the
+    graph as described has no engine, equivalent descriptions cuDNN has engines for are tried (:mod:`pycudnn.graph.rewrites`; ``plan.rewrite`` says which). The
     plan's ``report`` is the :class:`PlanningReport`. Raises :class:`GraphNotSupportedError` with
     the modes tried, the configs each returned, what was excluded and why, cuDNN's own
     explanation and what would work instead, when no plan can be built.
+
+    ``verify=True`` (on the GPU the plan is for) executes the candidates in heuristic order on
+    seeded inputs and returns the first whose results agree with a reference computed without
+    cuDNN (:mod:`pycudnn.verification`); wrong ones are closed and listed in the report
+    (``report.verification``). The plan carries its verdict as ``plan.verification``.
     """
     _check_graph(graph)
+    verify = check_verify(verify)
     options = {
         "heuristics": heuristics,
         "deterministic": deterministic,
@@ -273,17 +307,24 @@ def build(
         "allow_runtime_compilation": allow_runtime_compilation,
         "allow_known_bad": allow_known_bad,
         "sm_count": sm_count,
+        "exclude_engines": exclude_engines,
+        "exclude_notes": exclude_notes,
     }
     target = _target(device_properties, device)
     pc = _resolve_cache(cache)
     key = None
     if pc is not None:
-        key = _cache_key(graph, target, options, autotuned=False)
+        key = _cache_key(graph, target, options, autotuned=False, verified=verify)
         plan = pc._lookup(key, graph, target)
         if plan is not None:
             return plan
     report = PlanningReport()
     plans = _plans(graph, target, dict(options), report, limit=1)
+    if verify and plans:
+        first = plans[0]
+        plans = verified(plans, report, first=True)
+        if not plans:  # the first candidate was wrong: plan the others, and check them in order
+            report, plans = _verified_rest(graph, target, options, report, first)
     if not plans:
         raise _not_supported(graph, report)
     plan = plans[0]

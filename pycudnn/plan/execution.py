@@ -21,6 +21,7 @@ from ..backend import BackendDescriptor, check_plan_json
 from ..deviceprops import DeviceProperties, _error_lines
 from ..errors import CudnnError
 from ..graph import Graph, Tensor
+from .cuda_graph import CudaGraphs
 from .heuristics import EngineConfig
 from .report import PlanningReport, PlanVersionError, _capture
 from .serialization import (
@@ -44,7 +45,7 @@ _log = logging.getLogger("pycudnn")
 _get_ident = threading.get_ident
 
 
-class Plan(VariantPacks):
+class Plan(VariantPacks, CudaGraphs):
     """A finalized execution plan (``CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR``) and how to run it.
 
     Built by :meth:`Graph.build` / :func:`build`, :func:`autotune`, or loaded with
@@ -75,6 +76,8 @@ class Plan(VariantPacks):
         self.report: PlanningReport | None = None
         #: The equivalent description cuDNN planned instead of the graph's own ("" if none).
         self.rewrite = ""
+        #: The last :meth:`verify` verdict (a :class:`pycudnn.verification.VerifyResult`), if any.
+        self.verification: Any = None
         self.workspace_size = int(descriptor.get("EXECUTION_PLAN_WORKSPACE_SIZE"))
         if config is None and json_data is not None:
             # A deserialized plan: its engine config reads back like a heuristic one, which gives
@@ -240,6 +243,17 @@ class Plan(VariantPacks):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def verify(self, *, seed: int = 0, **options: Any) -> Any:
+        """Execute the plan (``cudnnBackendExecute``) on seeded inputs and compare every output
+        with a reference computed without cuDNN (NumPy; see
+        :func:`pycudnn.verification.verify_plan` for the options).
+        Returns a :class:`~pycudnn.verification.VerifyResult` (also kept as ``verification``).
+        Needs the GPU the plan is for."""
+        from ..verification.run import verify_plan
+
+        self.verification = verify_plan(self, seed=seed, **options)
+        return self.verification
 
     # -- serialization -----------------------------------------------------------------------
     def to_json(self) -> str:

@@ -14,6 +14,7 @@ from ..errors import CudnnError
 from ..graph import Graph
 from ..graph.rewrites import Variant as _Variant
 from . import known_bad
+from .exclusions import exclusion_reason, normalize_exclusions
 from .report import HeuristicsResult, PlanningReport, _capture, _check_graph
 from .serialization import _version
 from .targets import _Target, _target
@@ -252,6 +253,9 @@ def _check_filters(options: dict[str, Any]) -> dict[str, Any]:
         "allow_runtime_compilation": options.pop("allow_runtime_compilation", True),
         "max_workspace": options.pop("max_workspace", None),
         "allow_known_bad": options.pop("allow_known_bad", False),
+        "exclude": normalize_exclusions(
+            options.pop("exclude_engines", None), options.pop("exclude_notes", None)
+        ),
     }
     for key in (
         "deterministic",
@@ -265,6 +269,9 @@ def _check_filters(options: dict[str, Any]) -> dict[str, Any]:
     if mw is not None and (isinstance(mw, bool) or not isinstance(mw, int) or mw < 0):
         raise ValueError(f"max_workspace must be a non-negative int (bytes) or None, got {mw!r}")
     return out
+
+
+_NOT_NOTE_FILTERS = frozenset({"allow_known_bad", "exclude"})
 
 
 def _collect(
@@ -289,8 +296,8 @@ def _collect(
                 continue  # dropped: released once unreferenced
             seen.add(cfg.identity)
             why = _filter_reason(
-                cfg, **{k: v for k, v in filters.items() if k != "allow_known_bad"}
-            )
+                cfg, **{k: v for k, v in filters.items() if k not in _NOT_NOTE_FILTERS}
+            ) or exclusion_reason(cfg, *filters["exclude"])
             if not why:
                 entry = known_bad.match(exclusions, cfg.engine_id)
                 if entry is not None:
@@ -315,6 +322,8 @@ def engine_configs(
     allow_runtime_compilation: bool = True,
     max_workspace: int | None = None,
     allow_known_bad: bool = False,
+    exclude_engines: Iterable[int] | None = None,
+    exclude_notes: Iterable[str] | None = None,
 ) -> list[EngineConfig]:
     """Engine configs from the heuristic ``heuristics`` (a mode or a list tried in order), filtered.
 
@@ -323,8 +332,9 @@ def engine_configs(
     REDUCED_PRECISION_REDUCTION and DOWN_CONVERT_INPUTS; ``allow_runtime_compilation=False`` drops
     engines with the RUNTIME_COMPILATION behaviour note; ``max_workspace`` (bytes) drops configs
     that need more. Engines in the known-bad table (:mod:`pycudnn.plan.known_bad`) for this graph and
-    cuDNN version are dropped unless ``allow_known_bad=True``. Duplicates across modes are kept
-    once.
+    cuDNN version are dropped unless ``allow_known_bad=True``. ``exclude_engines`` (engine ids)
+    and ``exclude_notes`` (note names, e.g. ``"TENSOR_CORE"``) drop the configs they name.
+    Duplicates across modes are kept once.
     """
     _check_graph(graph)
     filters = _check_filters(
@@ -334,6 +344,8 @@ def engine_configs(
             "allow_runtime_compilation": allow_runtime_compilation,
             "max_workspace": max_workspace,
             "allow_known_bad": allow_known_bad,
+            "exclude_engines": exclude_engines,
+            "exclude_notes": exclude_notes,
         }
     )
     return _collect(

@@ -84,6 +84,8 @@ class PlanningReport:
     rewrites: list[str] = dataclasses.field(default_factory=list)
     #: What would work instead, when nothing did.
     advice: list[str] = dataclasses.field(default_factory=list)
+    #: Verdicts of ``verify=True`` (:class:`pycudnn.verification.VerifyResult`), in the order run.
+    verification: list[Any] = dataclasses.field(default_factory=list)
 
     def describe(self) -> str:
         lines = ["heuristics tried: " + "; ".join(h.describe() for h in self.heuristics)]
@@ -105,6 +107,9 @@ class PlanningReport:
             lines.append("excluded as known to give wrong results: " + entry.describe())
         for line in self.rewrites:
             lines.append("rewrite: " + line)
+        for result in self.verification:
+            if not result.passed:
+                lines.append("verification: " + result.describe().replace("\n", ";"))
         if self.log:
             lines.append("cuDNN said: " + " | ".join(self.log[-8:]))
         if self.device:

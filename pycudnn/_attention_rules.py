@@ -1,0 +1,495 @@
+"""What cuDNN's attention (SDPA) and normalisation operations accept, checked in Python first.
+
+Pure Python, no cuDNN: the graph layer calls these rules before it records an operation, so a
+wrong rank, head count, dtype or layout is reported with the argument and the rule instead of a
+``CUDNN_STATUS_BAD_PARAM`` from ``cudnnBackendFinalize``. Each function takes :class:`TensorSpec`
+values (name, dims, strides, dtype name) and returns the dims and strides of the outputs.
+
+Attention tensors are ``[batch, heads, sequence, head_dim]`` in logical order, as in cuDNN's
+``OPERATION_SDPA_FWD_DESCRIPTOR`` and PyTorch's ``scaled_dot_product_attention``; the memory layout
+is the strides: ``bshd`` (sequence-major, what a ``[b, s, h, d]`` projection writes) or ``bhsd``.
+
+The cuDNN versions below come from the headers' ``@since`` and from NVIDIA's cudnn-frontend, which
+gates each feature of the unified SDPA node on the backend version (``sdpa_support_surface.h``).
+Facts measured with cuDNN 9.28 and the H100 device properties (deviceless plans, no GPU):
+
+* SDPA forward and backward plan for fp16 and bf16, ``bshd`` and ``bhsd``, grouped-query and
+  multi-query heads, odd sequence lengths, head dims 64 and 128; fp32 gets no engine; fp8 needs
+  six descale/scale tensors (not offered here).
+* Layer, RMS, batch (training) and instance norms, forward and backward, plan; batch norm in
+  *inference* phase gets no engine from any heuristics mode (``matcher_casted == nullptr``), so the
+  graph builds it from pointwise operations instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from ._shared.ffi import UnsupportedByLibraryError
+
+__all__ = [
+    "ATTENTION_DTYPES",
+    "NORM_DTYPES",
+    "NORM_PARAM_DTYPES",
+    "VERSIONS",
+    "RuleError",
+    "TensorSpec",
+    "attention_layout",
+    "check_norm_backward",
+    "check_norm_forward",
+    "check_sdpa",
+    "check_sdpa_backward",
+    "norm_shapes",
+    "packed_strides_like",
+    "require_version",
+    "sdpa_features",
+    "version_text",
+]
+
+
+_INT32_MAX = 2**31 - 1
+
+
+class RuleError(ValueError):
+    """An argument breaks one of the rules of an attention or normalisation operation."""
+
+
+class TensorSpec(NamedTuple):
+    """What the rules need to know about a tensor: its name, dims, strides and dtype name."""
+
+    name: str
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: str  # numpy-style name: "float16", "bfloat16", "float32", "int32", "int64", ...
+
+
+#: Element types of Q, K, V, O (and their gradients) that the SDPA operations plan for.
+ATTENTION_DTYPES = ("float16", "bfloat16")
+#: Element types of a normalisation's X and Y.
+NORM_DTYPES = ("float16", "bfloat16", "float32")
+#: Element types of scale and bias (statistics are always float32).
+NORM_PARAM_DTYPES = ("float16", "bfloat16", "float32")
+
+#: The cuDNN version (``major*10000 + minor*100 + patch``) each feature needs.
+VERSIONS: dict[str, int] = {
+    "sdpa": 91301,  # OPERATION_SDPA_FWD_DESCRIPTOR; the frontend needs 9.13.1 for its unified node
+    "sdpa padding (seq_len_q/seq_len_kv)": 91500,
+    "sdpa score modifiers (causal, sliding_window, bias)": 92100,  # SDPA_FWD_SUBGRAPH
+    "sdpa dropout": 92200,  # attributes since 9.21; the frontend enables dropout from 9.22
+    "sdpa_backward": 91700,  # OPERATION_SDPA_BWD_DESCRIPTOR
+    "sdpa_backward score modifiers (causal, sliding_window, bias)": 92100,
+    "sdpa_backward dropout": 92800,  # SDPA_BWD_DROPOUT_* attributes
+    "norm": 90000,  # OPERATION_NORM_FORWARD/BACKWARD_DESCRIPTOR
+}
+
+
+def version_text(v: int) -> str:
+    """``92100`` -> ``"9.21.0"``."""
+    return f"{v // 10000}.{v // 100 % 100}.{v % 100}"
+
+
+def require_version(operation: str, feature: str, loaded: int) -> None:
+    """Raise :class:`UnsupportedByLibraryError` when ``loaded`` is older than ``feature`` needs."""
+    needed = VERSIONS[feature]
+    if loaded < needed:
+        raise UnsupportedByLibraryError(
+            f"{operation}: {feature} needs cuDNN {version_text(needed)} or newer; the loaded "
+            f"cuDNN is {version_text(loaded)}"
+        )
+
+
+def _dims(dims: Sequence[int]) -> str:
+    return "[" + ", ".join(str(d) for d in dims) + "]"
+
+
+def packed_strides_like(dims: Sequence[int], like: Sequence[int]) -> tuple[int, ...]:
+    """Packed strides for ``dims`` whose axes are ordered in memory as ``like``'s strides order
+    them (outermost = largest stride; ties keep logical order), as cuDNN's frontend infers the
+    strides of an output from its input's."""
+    order = sorted(range(len(dims)), key=lambda i: (-like[i], i))
+    strides = [0] * len(dims)
+    step = 1
+    for i in reversed(order):
+        strides[i] = step
+        step *= max(int(dims[i]), 1)
+    return tuple(strides)
+
+
+# --------------------------------------------------------------------------------------------------
+# Attention
+# --------------------------------------------------------------------------------------------------
+
+
+def attention_layout(t: TensorSpec) -> str:
+    """``"bshd"`` or ``"bhsd"`` for a ``[b, h, s, d]`` tensor; anything else is refused.
+
+    Both layouts are packed apart from the batch stride (which may be larger, as in a slice of a
+    bigger buffer); strides of extent-1 dims do not matter.
+    """
+    b, h, s, d = t.dims
+    layouts = {
+        "bshd": (s * h * d, d, h * d, 1),
+        "bhsd": (h * s * d, s * d, d, 1),
+    }
+    for name, want in layouts.items():
+        if all(t.dims[i] == 1 or t.strides[i] == want[i] for i in (1, 2, 3)) and (
+            b == 1 or t.strides[0] >= want[0]
+        ):
+            return name
+    raise RuleError(
+        f"{t.name}: strides {_dims(t.strides)} for dims [b, h, s, d] = {_dims(t.dims)} are "
+        f"neither bshd {_dims(layouts['bshd'])} nor bhsd {_dims(layouts['bhsd'])} (packed, "
+        "head dim contiguous)"
+    )
+
+
+def _attention_tensor(t: TensorSpec, what: str) -> None:
+    if len(t.dims) != 4:
+        raise RuleError(
+            f"{what} '{t.name}': attention tensors are rank 4 [batch, heads, sequence, head_dim], "
+            f"got dims {_dims(t.dims)}"
+        )
+    if any(d < 1 for d in t.dims):
+        raise RuleError(f"{what} '{t.name}': dims must be positive, got {_dims(t.dims)}")
+    if t.dtype not in ATTENTION_DTYPES:
+        raise RuleError(
+            f"{what} '{t.name}': SDPA takes {' or '.join(ATTENTION_DTYPES)}, not {t.dtype} "
+            "(cuDNN has no fp32 attention engine; fp8 attention needs descale tensors)"
+        )
+    attention_layout(t)
+
+
+def _check_seq_len(t: TensorSpec | None, batch: int, what: str) -> None:
+    if t is None:
+        return
+    if t.dtype != "int32":
+        raise RuleError(f"{what} '{t.name}': sequence lengths are int32, not {t.dtype}")
+    if tuple(t.dims) != (batch, 1, 1, 1):
+        raise RuleError(
+            f"{what} '{t.name}': sequence lengths have dims [batch, 1, 1, 1] = "
+            f"{_dims((batch, 1, 1, 1))}, got {_dims(t.dims)}"
+        )
+
+
+def _check_rng(t: TensorSpec | None, what: str) -> None:
+    if t is None:
+        raise RuleError(f"dropout needs a {what} tensor (int64, dims [1, 1, 1, 1])")
+    if t.dtype != "int64" or tuple(t.dims) != (1, 1, 1, 1):
+        raise RuleError(
+            f"{what} '{t.name}': the dropout {what} is one int64 with dims [1, 1, 1, 1], got "
+            f"{t.dtype} {_dims(t.dims)}"
+        )
+
+
+def sdpa_features(
+    *,
+    backward: bool,
+    padding: bool,
+    causal: bool,
+    sliding_window: int | None,
+    bias: bool,
+    dropout: float,
+) -> list[str]:
+    """The :data:`VERSIONS` keys an SDPA with these options needs."""
+    op = "sdpa_backward" if backward else "sdpa"
+    out = [op]
+    if padding:
+        out.append("sdpa padding (seq_len_q/seq_len_kv)")
+    if causal or sliding_window is not None or bias:
+        out.append(f"{op} score modifiers (causal, sliding_window, bias)")
+    if dropout:
+        out.append(f"{op} dropout")
+    return out
+
+
+class SdpaShapes(NamedTuple):
+    """Dims and strides of the outputs of an SDPA forward."""
+
+    o_dims: tuple[int, ...]
+    o_strides: tuple[int, ...]
+    stats_dims: tuple[int, ...]
+    stats_strides: tuple[int, ...]
+    scores_dims: tuple[int, ...]  # [b, h_q, s_q, s_kv]: the score matrix the masks act on
+
+
+def check_sdpa(
+    q: TensorSpec,
+    k: TensorSpec,
+    v: TensorSpec,
+    *,
+    scale: float | None = None,
+    causal: bool = False,
+    sliding_window: int | None = None,
+    bias: TensorSpec | None = None,
+    seq_len_q: TensorSpec | None = None,
+    seq_len_kv: TensorSpec | None = None,
+    dropout: float = 0.0,
+    seed: TensorSpec | None = None,
+    offset: TensorSpec | None = None,
+    return_stats: bool = False,
+) -> SdpaShapes:
+    """Check an SDPA forward's arguments; return its output shapes.
+
+    Rules: Q, K, V rank 4 ``[b, h, s, d]``, fp16/bf16, all the same dtype, ``bshd`` or ``bhsd``
+    layout; K and V share batch, heads and sequence; Q's heads are a multiple of K's (grouped-query,
+    or multi-query with one K/V head); Q and K share the head dim; the output has Q's dims with V's
+    head dim. A bias broadcasts to ``[b, h_q, s_q, s_kv]``; sequence lengths are int32
+    ``[b, 1, 1, 1]`` and come as a pair; a sliding window implies causal attention.
+    """
+    for t, what in ((q, "q"), (k, "k"), (v, "v")):
+        _attention_tensor(t, what)
+    if not (q.dtype == k.dtype == v.dtype):
+        raise RuleError(
+            f"q, k and v must share one dtype, got q {q.dtype}, k {k.dtype}, v {v.dtype}"
+        )
+    bq, hq, sq, dq = q.dims
+    bk, hk, skv, dk = k.dims
+    bv, hv, sv, dv = v.dims
+    if not (bq == bk == bv):
+        raise RuleError(f"q, k and v must share the batch dim, got {bq}, {bk}, {bv}")
+    if hk != hv:
+        raise RuleError(f"k and v must have the same number of heads, got {hk} and {hv}")
+    if hq % hk:
+        raise RuleError(
+            f"q's {hq} heads must be a multiple of k/v's {hk} heads (grouped-query attention)"
+        )
+    if skv != sv:
+        raise RuleError(f"k and v must share the sequence length, got {skv} and {sv}")
+    if dq != dk:
+        raise RuleError(f"q and k must share the head dim, got {dq} and {dk}")
+    if max(dq, dv) > 256 or dq % 8 or dv % 8:
+        raise RuleError(
+            f"head dims must be multiples of 8 and at most 256 (cuDNN's flash attention), got "
+            f"q/k {dq} and v {dv}"
+        )
+    if scale is not None and (
+        isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale)
+    ):
+        raise RuleError(f"scale must be a finite number, not {scale!r}")
+    if not isinstance(causal, bool):
+        raise RuleError(f"causal must be a bool, not {causal!r}")
+    if sliding_window is not None:
+        if isinstance(sliding_window, bool) or not isinstance(sliding_window, int):
+            raise RuleError(f"sliding_window must be an int, not {sliding_window!r}")
+        if not 1 <= sliding_window <= _INT32_MAX:
+            raise RuleError(
+                f"sliding_window must be in 1..{_INT32_MAX} (an int32 of the mask), got "
+                f"{sliding_window}"
+            )
+    scores = (bq, hq, sq, skv)
+    if bias is not None:
+        if len(bias.dims) != 4 or any(
+            d not in (1, s) for d, s in zip(bias.dims, scores, strict=True)
+        ):
+            raise RuleError(
+                f"bias '{bias.name}': dims {_dims(bias.dims)} must broadcast to the scores "
+                f"[b, h_q, s_q, s_kv] = {_dims(scores)} (each dim 1 or equal)"
+            )
+        if tuple(bias.dims[2:]) != (sq, skv):
+            raise RuleError(
+                f"bias '{bias.name}': the last two dims must be [s_q, s_kv] = "
+                f"{_dims((sq, skv))}, got {_dims(bias.dims)}"
+            )
+        if bias.dtype not in (*ATTENTION_DTYPES, "float32"):
+            raise RuleError(f"bias '{bias.name}': dtype {bias.dtype} is not a float type")
+    if (seq_len_q is None) != (seq_len_kv is None):
+        raise RuleError("seq_len_q and seq_len_kv come together (cuDNN's padding mask needs both)")
+    _check_seq_len(seq_len_q, bq, "seq_len_q")
+    _check_seq_len(seq_len_kv, bq, "seq_len_kv")
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)):
+        raise RuleError(f"dropout must be a probability, not {dropout!r}")
+    if not 0.0 <= dropout < 1.0:
+        raise RuleError(f"dropout must be in [0, 1), got {dropout}")
+    if dropout:
+        _check_rng(seed, "seed")
+        _check_rng(offset, "offset")
+    elif seed is not None or offset is not None:
+        raise RuleError("seed and offset are dropout's: give dropout > 0 or leave them out")
+    o_dims = (bq, hq, sq, dv)
+    stats_dims = (bq, hq, sq, 1)
+    return SdpaShapes(
+        o_dims=o_dims,
+        o_strides=packed_strides_like(o_dims, q.strides),
+        stats_dims=stats_dims,
+        stats_strides=packed_strides_like(stats_dims, (hq * sq, sq, 1, 1)),
+        scores_dims=scores,
+    )
+
+
+def check_sdpa_backward(
+    q: TensorSpec,
+    k: TensorSpec,
+    v: TensorSpec,
+    o: TensorSpec,
+    do: TensorSpec,
+    *,
+    stats: TensorSpec,
+    **options: Any,
+) -> SdpaShapes:
+    """Check an SDPA backward's arguments (the forward's rules plus O, dO and the saved stats)."""
+    shapes = check_sdpa(q, k, v, **options)
+    for t, what in ((o, "o"), (do, "do")):
+        _attention_tensor(t, what)
+        if tuple(t.dims) != shapes.o_dims:
+            raise RuleError(
+                f"{what} '{t.name}': dims {_dims(t.dims)} must be the forward output's "
+                f"[b, h_q, s_q, d_v] = {_dims(shapes.o_dims)}"
+            )
+        if t.dtype != q.dtype:
+            raise RuleError(f"{what} '{t.name}': dtype {t.dtype} must be q's {q.dtype}")
+    if tuple(stats.dims) != shapes.stats_dims or stats.dtype != "float32":
+        raise RuleError(
+            f"stats '{stats.name}': the forward's softmax statistics are float32 "
+            f"{_dims(shapes.stats_dims)}, got {stats.dtype} {_dims(stats.dims)} "
+            "(build the forward with return_stats=True)"
+        )
+    return shapes
+
+
+# --------------------------------------------------------------------------------------------------
+# Normalisation
+# --------------------------------------------------------------------------------------------------
+
+NORM_MODES = ("layer", "rms", "batch", "instance")
+
+
+class NormShapes(NamedTuple):
+    """Dims of a normalisation's scale/bias and of its saved statistics."""
+
+    param_dims: tuple[int, ...]
+    stats_dims: tuple[int, ...]
+
+
+def norm_shapes(mode: str, x_dims: Sequence[int]) -> NormShapes:
+    """Scale/bias and statistics dims of ``mode`` for an input of ``x_dims`` (cuDNN's NORM rules).
+
+    * layer, rms: normalise over every dim but the first; scale ``[1, *x[1:]]``, stats
+      ``[x0, 1, ...]``.
+    * batch: per channel (dim 1) over batch and spatial dims; scale and stats ``[1, C, 1, ...]``.
+    * instance: per sample and channel; scale ``[1, C, 1, ...]``, stats ``[N, C, 1, ...]``.
+    """
+    x = tuple(int(d) for d in x_dims)
+    ones = (1,) * (len(x) - 2)
+    if mode in ("layer", "rms"):
+        return NormShapes((1, *x[1:]), (x[0], 1, *ones))
+    if mode == "batch":
+        return NormShapes((1, x[1], *ones), (1, x[1], *ones))
+    if mode == "instance":
+        return NormShapes((1, x[1], *ones), (x[0], x[1], *ones))
+    raise RuleError(f"unknown normalisation {mode!r}; choose from {', '.join(NORM_MODES)}")
+
+
+def _norm_x(mode: str, x: TensorSpec, what: str) -> None:
+    low = 4 if mode in ("batch", "instance") else 3
+    if not low <= len(x.dims) <= 8:
+        shape = "[N, C, (D,) H, W]" if low == 4 else "[batch, features...]"
+        raise RuleError(
+            f"{mode}norm {what} '{x.name}': rank {len(x.dims)} is outside {low}..8 {shape}; "
+            + (
+                "give [rows, features, 1] for a 2-D input"
+                if low == 3
+                else "give [N, C, H, 1] for a 3-D input"
+            )
+        )
+    if any(d < 1 for d in x.dims):
+        raise RuleError(f"{mode}norm {what} '{x.name}': dims must be positive, got {_dims(x.dims)}")
+    if x.dtype not in NORM_DTYPES:
+        raise RuleError(
+            f"{mode}norm {what} '{x.name}': dtype {x.dtype} is not one of {', '.join(NORM_DTYPES)}"
+        )
+
+
+def _param(mode: str, t: TensorSpec | None, dims: tuple[int, ...], what: str) -> None:
+    if t is None:
+        return
+    if tuple(t.dims) != dims:
+        raise RuleError(
+            f"{mode}norm {what} '{t.name}': dims must be {_dims(dims)}, got {_dims(t.dims)}"
+        )
+    if t.dtype not in NORM_PARAM_DTYPES:
+        raise RuleError(f"{mode}norm {what} '{t.name}': dtype {t.dtype} is not a float type")
+
+
+def _stats(mode: str, t: TensorSpec | None, dims: tuple[int, ...], what: str) -> None:
+    if t is None:
+        return
+    if tuple(t.dims) != dims or t.dtype != "float32":
+        raise RuleError(
+            f"{mode}norm {what} '{t.name}': statistics are float32 {_dims(dims)}, got "
+            f"{t.dtype} {_dims(t.dims)}"
+        )
+
+
+def _epsilon(mode: str, epsilon: object) -> None:
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
+        raise RuleError(f"{mode}norm epsilon must be a number, not {epsilon!r}")
+    if not epsilon > 0:
+        raise RuleError(f"{mode}norm epsilon must be positive, got {epsilon}")
+
+
+def check_norm_forward(
+    mode: str,
+    x: TensorSpec,
+    scale: TensorSpec,
+    bias: TensorSpec | None,
+    *,
+    epsilon: float,
+    running_mean: TensorSpec | None = None,
+    running_var: TensorSpec | None = None,
+    momentum: float | None = None,
+) -> NormShapes:
+    """Check a normalisation forward (``layer``, ``rms``, ``batch``, ``instance``)."""
+    _norm_x(mode, x, "x")
+    shapes = norm_shapes(mode, x.dims)
+    _param(mode, scale, shapes.param_dims, "scale")
+    _param(mode, bias, shapes.param_dims, "bias")
+    if mode in ("layer", "batch", "instance") and bias is None:
+        raise RuleError(f"{mode}norm needs a bias (cuDNN's {mode} norm applies scale and bias)")
+    _epsilon(mode, epsilon)
+    if (running_mean is None) != (running_var is None):
+        raise RuleError(f"{mode}norm: running_mean and running_var come together")
+    if running_mean is not None:
+        if mode != "batch":
+            raise RuleError(f"{mode}norm keeps no running statistics; only batchnorm does")
+        _stats(mode, running_mean, shapes.stats_dims, "running_mean")
+        _stats(mode, running_var, shapes.stats_dims, "running_var")
+        if isinstance(momentum, bool) or not isinstance(momentum, (int, float)):
+            raise RuleError(f"batchnorm momentum must be a number, not {momentum!r}")
+        if not 0.0 <= momentum <= 1.0:
+            raise RuleError(f"batchnorm momentum must be in [0, 1], got {momentum}")
+    elif momentum is not None:
+        raise RuleError("batchnorm momentum updates running statistics: give running_mean/var")
+    return shapes
+
+
+def check_norm_backward(
+    mode: str,
+    dy: TensorSpec,
+    x: TensorSpec,
+    *,
+    scale: TensorSpec,
+    mean: TensorSpec | None,
+    inv_variance: TensorSpec,
+) -> NormShapes:
+    """Check a normalisation backward: dY like X, the forward's scale and saved statistics."""
+    _norm_x(mode, x, "x")
+    if tuple(dy.dims) != tuple(x.dims):
+        raise RuleError(
+            f"{mode}norm backward dy '{dy.name}': dims {_dims(dy.dims)} must be x's {_dims(x.dims)}"
+        )
+    if dy.dtype != x.dtype:
+        raise RuleError(
+            f"{mode}norm backward dy '{dy.name}': dtype {dy.dtype} must be x's {x.dtype}"
+        )
+    shapes = norm_shapes(mode, x.dims)
+    _param(mode, scale, shapes.param_dims, "scale")
+    if mode == "rms":
+        if mean is not None:
+            raise RuleError("rmsnorm backward takes no mean (RMS norm does not centre)")
+    elif mean is None:
+        raise RuleError(f"{mode}norm backward needs the forward's saved mean")
+    _stats(mode, mean, shapes.stats_dims, "mean")
+    _stats(mode, inv_variance, shapes.stats_dims, "inv_variance")
+    return shapes

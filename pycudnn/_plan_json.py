@@ -1,0 +1,109 @@
+"""Checks of execution-plan and device-properties JSON that cuDNN crashes on instead of rejecting."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["check_json_attribute", "check_plan_json"]
+
+# cudaDeviceProp::name is char[256]; cuDNN copies the JSON's device name into such a buffer
+# unchecked. (pycudnn.deviceprops applies the same limit to the files it writes and reads.)
+_MAX_NAME_BYTES = 255
+
+# Node keys that name tensors (the operation's roles as cuDNN writes them in plan JSON).
+_TENSOR_ROLE_KEYS = frozenset(
+    {"X", "Y", "W", "B", "T", "A", "C", "DX", "DY", "DW", "dX", "dY", "dW", "matA", "matB", "matC"}
+)
+
+
+def _is_uid_text(value: Any) -> bool:
+    if not isinstance(value, str) or not value.isascii():
+        return False
+    digits = value[1:] if value.startswith("-") else value
+    return digits.isdigit() and -(2**63) <= int(value) < 2**63
+
+
+def check_plan_json(data: Mapping[str, Any]) -> None:
+    """Refuse plan JSON that cuDNN crashes on instead of rejecting (observed with cuDNN 9.28).
+
+    cuDNN parses tensor names and the tensor references of nodes with ``std::stoll`` and lets its
+    exception escape (the process aborts), walks ``tensors``/``nodes`` without checking they are
+    arrays (segfault), divides by tensor dims that are 0 or not integers (SIGFPE), and copies
+    ``GPUProfile.deviceName`` into a 256-byte buffer unchecked (heap corruption). Everything else
+    malformed it reports as an error, which is raised as a CudnnError.
+    """
+
+    def bad(where: str, rule: str, got: Any) -> ValueError:
+        text = repr(got)
+        text = text if len(text) <= 60 else text[:57] + "..."
+        return ValueError(f"not a valid cuDNN execution-plan JSON: {where} {rule}, got {text}")
+
+    profile = data.get("GPUProfile")
+    if isinstance(profile, dict):
+        _check_device_name(
+            profile.get("deviceName"),
+            "not a valid cuDNN execution-plan JSON: GPUProfile.deviceName",
+        )
+    # Missing members are reported by cuDNN itself; present ones of the wrong type are not.
+    og = data.get("operationGraph", {})
+    if not isinstance(og, dict):
+        raise bad("'operationGraph'", "must be an object", og)
+    for key in ("tensors", "nodes"):
+        if not isinstance(og.get(key, []), list):
+            raise bad(f"operationGraph.{key}", "must be an array", og.get(key))
+    for i, t in enumerate(og.get("tensors", [])):
+        where = f"operationGraph.tensors[{i}]"
+        if not isinstance(t, dict):
+            raise bad(where, "must be an object", t)
+        if not _is_uid_text(t.get("name")):
+            raise bad(
+                f"{where}.name", "must be a unique id written as a decimal int64", t.get("name")
+            )
+        for key, low in (("dim", 1), ("stride", -(2**63))):
+            values = t.get(key)
+            if values is None:
+                continue
+            if not isinstance(values, list) or not all(
+                isinstance(v, int) and not isinstance(v, bool) and low <= v < 2**63 for v in values
+            ):
+                rule = "must be an array of positive int64s" if low == 1 else "must be int64s"
+                raise bad(f"{where}.{key}", rule, values)
+    for i, node in enumerate(og.get("nodes", [])):
+        where = f"operationGraph.nodes[{i}]"
+        if not isinstance(node, dict):
+            raise bad(where, "must be an object", node)
+        for key, value in node.items():
+            if not isinstance(value, str):
+                continue
+            # Tensor references are unique ids; every other string cuDNN writes in a node is an
+            # enumerator name (CUDNN_...).
+            is_reference = key in _TENSOR_ROLE_KEYS or not value.startswith("CUDNN_")
+            if is_reference and not _is_uid_text(value):
+                raise bad(f"{where}.{key}", "must name a tensor by its unique id", value)
+
+
+def _check_device_name(name: Any, where: str) -> None:
+    if isinstance(name, str) and len(name.encode("utf-8")) > _MAX_NAME_BYTES:
+        raise ValueError(
+            f"{where} must be at most {_MAX_NAME_BYTES} bytes (UTF-8), got "
+            f"{len(name.encode('utf-8'))}: cuDNN copies it into a 256-byte buffer unchecked"
+        )
+
+
+def check_json_attribute(name: Any, value: Any) -> None:
+    """Refuse the JSON texts that corrupt cuDNN's memory instead of being rejected (see
+    :func:`check_plan_json`); unparsable JSON is left to cuDNN, which reports it."""
+    if name.name not in ("DEVICEPROP_JSON_REPRESENTATION", "EXECUTION_PLAN_JSON_REPRESENTATION"):
+        return
+    try:
+        data = json.loads(value)
+    except (TypeError, ValueError):
+        return
+    if not isinstance(data, dict):
+        return
+    if name.name == "DEVICEPROP_JSON_REPRESENTATION":
+        _check_device_name(data.get("deviceName"), "device-properties key 'deviceName'")
+    else:
+        check_plan_json(data)

@@ -1,0 +1,118 @@
+"""cuDNN-specific argument checks of the raw layer, run before C (see ``make_checked``'s precheck).
+
+- Enum-typed parameters (``FunctionSpec.enum_args``): a value newer than the loaded cuDNN is
+  refused with ``UnsupportedByLibraryError`` naming the enumerator and both versions.
+- ``cudnnBackendSetAttribute`` / ``cudnnBackendGetAttribute``: the element count must be one the
+  passed array can hold (cuDNN reads, writes or, with logging on, formats that many elements: a
+  count of 2**63 - 1 with a NULL array hung the process), the attribute name and type must exist in
+  the loaded cuDNN, and enum values inside the array are checked like enum arguments.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from . import _bindings
+from ._attrnames import ENUM_OF_TYPE
+from ._shared.ffi import FunctionSpec
+from ._versions import check_enum
+
+__all__ = ["precheck"]
+
+_ATTR_NAME_T: Any = _bindings.cudnnBackendAttributeName_t
+_ATTR_TYPE_T: Any = _bindings.cudnnBackendAttributeType_t
+
+
+def _enum_class(typedef: str) -> Any:
+    return getattr(_bindings, typedef, None)
+
+
+def _capacity(array: Any, element: Any) -> int | None:
+    """How many ``element``s the ctypes object ``array`` holds; None when it cannot be told (a
+    raw address)."""
+    obj = getattr(array, "_obj", array)  # ctypes.byref(x) -> x
+    if isinstance(obj, ctypes._SimpleCData) and isinstance(obj, ctypes.c_void_p):
+        return None  # a pointer value, not storage
+    if isinstance(obj, (ctypes.Array, ctypes.Structure, ctypes._SimpleCData, ctypes.Union)):
+        return ctypes.sizeof(obj) // max(ctypes.sizeof(element), 1)
+    return None
+
+
+def _is_null(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, ctypes.c_void_p):
+        return not value.value
+    return isinstance(value, int) and value == 0
+
+
+def _check_elements(
+    function: str, attr_type: int, count: int, array: Any, *, count_param: str, array_param: str
+) -> None:
+    if count < 0:
+        raise ValueError(f"{function}: {count_param} must be >= 0, got {count}")
+    if count and _is_null(array):
+        raise ValueError(
+            f"{function}: {array_param} is NULL but {count_param} is {count}; pass an array "
+            f"of at least {count} elements"
+        )
+    element = _bindings.ATTRIBUTE_TYPE_CTYPES.get(attr_type)
+    if element is None or array is None:
+        return
+    capacity = _capacity(array, element)
+    if capacity is not None and count > capacity:
+        raise ValueError(
+            f"{function}: {count_param} = {count} but {array_param} holds {capacity} "
+            f"{_ATTR_TYPE_T(attr_type).name} element(s); cuDNN would read or write past its end"
+        )
+
+
+def _check_enum_elements(
+    function: str, attr_name: int, attr_type: int, count: int, array: Any
+) -> None:
+    enum_cls = ENUM_OF_TYPE.get(attr_type)
+    obj = getattr(array, "_obj", array)
+    if enum_cls is None or not isinstance(obj, ctypes.Array) or count <= 0:
+        return
+    try:
+        name = f"CUDNN_ATTR_{_ATTR_NAME_T(attr_name).name}"
+    except ValueError:
+        name = f"attribute {attr_name}"
+    for value in obj[:count]:
+        check_enum(enum_cls, int(value), f"{function}: a value of {name}")
+
+
+def precheck(spec: FunctionSpec, args: tuple[Any, ...]) -> None:
+    """The cuDNN rules for one call of ``spec`` with ``args`` (arity already checked)."""
+    for param, typedef in spec.enum_args:
+        if typedef == "cudnnStatus_t":
+            continue  # a status is asked about (cudnnGetErrorString), never acted on
+        enum_cls = _enum_class(typedef)
+        value = args[spec.argnames.index(param)]
+        if enum_cls is not None and isinstance(value, int):
+            check_enum(enum_cls, value, f"{spec.name}: {param}")
+    if spec.name == "cudnnBackendSetAttribute":
+        _, attr_name, attr_type, count, array = args
+        if isinstance(count, int) and isinstance(attr_type, int):
+            _check_elements(
+                spec.name,
+                attr_type,
+                count,
+                array,
+                count_param="elementCount",
+                array_param="arrayOfElements",
+            )
+            if isinstance(attr_name, int):
+                _check_enum_elements(spec.name, attr_name, attr_type, count, array)
+    elif spec.name == "cudnnBackendGetAttribute":
+        _, _, attr_type, requested, _, array = args
+        if isinstance(requested, int) and isinstance(attr_type, int):
+            _check_elements(
+                spec.name,
+                attr_type,
+                requested,
+                array,
+                count_param="requestedElementCount",
+                array_param="arrayOfElements",
+            )

@@ -1,0 +1,230 @@
+"""Lowering of the attention and normalisation operations to backend descriptors.
+
+Called by :func:`pycudnn.graph.lowering.build_descriptors` for the kinds in :data:`KINDS`; each
+builder sets the ``OPERATION_*`` descriptor's attributes and returns it unfinalized (the caller
+finalizes it and names the operation in cuDNN's error).
+
+The attribute sequences follow NVIDIA's cudnn-frontend (``UnifiedSDPANode``, the norm nodes),
+measured against cuDNN 9.28 with deviceless H100 plans:
+
+* ``OPERATION_SDPA_FWD``: Q, K, V, O, optional STATS, SCALEDESC (a by-value float), SEQ_LEN_Q/KV,
+  SUBGRAPH + SUBGRAPH_INPUT_UID/OUTPUT_UID, DROPOUT_PROBABILITY + SEED/OFFSET.
+* ``OPERATION_SDPA_BWD``: the same inputs plus O, dO, STATS and the outputs dQ, dK, dV.
+* The score subgraph is its own ``OPERATIONGRAPH`` of pointwise operations on a virtual float32
+  ``[b, h_q, s_q, s_kv]`` tensor: ADD(bias); GEN_INDEX rows (axis 2) and columns (axis 3);
+  causal keeps ``row >= col`` (CMP_GE) and a sliding window of ``w`` keeps ``col + w > row``
+  (ADD, CMP_GT); each mask is a BINARY_SELECT(scores, -inf, keep), as the frontend's
+  diagonal-band mask does. Its virtual tensors get unique ids above ``2**40``.
+* ``OPERATION_NORM_FORWARD``: MODE, PHASE, X, Y, SCALE, BIAS, EPSILON (by-value), MEAN and
+  INV_VARIANCE (training; inference for batch norm), running statistics with EXP_AVG_FACTOR.
+* ``OPERATION_NORM_BACKWARD``: MODE, X, DY, SCALE, MEAN, INV_VARIANCE, DX, DSCALE, DBIAS.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .tensors import Operation, Tensor
+
+__all__ = ["KINDS", "build_operation", "in_subgraph_only"]
+
+KINDS = frozenset({"sdpa", "sdpa_backward", "norm_forward", "norm_backward"})
+
+#: Inputs of an SDPA operation that only its score subgraph reads.
+SUBGRAPH_ROLES = ("bias", "neg_inf", "window")
+
+_SUBGRAPH_UID_BASE = 1 << 40  # far above any graph's own tensor ids
+
+_DESC = "BACKEND_DESCRIPTOR"
+
+
+def build_operation(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) -> Any:
+    """The unfinalized ``OPERATION_*`` descriptor of an attention or normalisation operation."""
+    if op.kind in ("sdpa", "sdpa_backward"):
+        return _sdpa(op, tensors, new, finalize)
+    if op.kind == "norm_forward":
+        return _norm(op, tensors, new, "OPERATION_NORM_FORWARD_DESCRIPTOR", _NORM_FWD)
+    return _norm(op, tensors, new, "OPERATION_NORM_BACKWARD_DESCRIPTOR", _NORM_BWD)
+
+
+def in_subgraph_only(t: Tensor) -> bool:
+    """True for a tensor that only SDPA score subgraphs read: cuDNN's plan JSON lists the
+    tensors of the operation graph, not those of a subgraph (measured with cuDNN 9.28)."""
+    return bool(t.consumers) and all(
+        op.kind in ("sdpa", "sdpa_backward")
+        and any(op.inputs.get(role) is t for role in SUBGRAPH_ROLES)
+        for op in t.consumers
+    )
+
+
+# -- SDPA ------------------------------------------------------------------------------------------
+
+_SDPA_FWD_ROLES = {
+    "q": "QDESC",
+    "k": "KDESC",
+    "v": "VDESC",
+    "o": "ODESC",
+    "stats": "STATSDESC",
+    "scale": "SCALEDESC",
+    "seq_len_q": "SEQ_LEN_QDESC",
+    "seq_len_kv": "SEQ_LEN_KVDESC",
+    "seed": "DROPOUT_SEED_DESC",
+    "offset": "DROPOUT_OFFSET_DESC",
+}
+_SDPA_BWD_ROLES = {
+    **{r: a for r, a in _SDPA_FWD_ROLES.items()},
+    "do": "DODDESC",
+    "dq": "DQDESC",
+    "dk": "DKDESC",
+    "dv": "DVDESC",
+}
+
+
+def _sdpa(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) -> Any:
+    backward = op.kind == "sdpa_backward"
+    prefix = "OPERATION_SDPA_BWD_" if backward else "OPERATION_SDPA_FWD_"
+    roles = _SDPA_BWD_ROLES if backward else _SDPA_FWD_ROLES
+    d = new("OPERATION_SDPA_BWD_DESCRIPTOR" if backward else "OPERATION_SDPA_FWD_DESCRIPTOR")
+    for role, t in (*op.inputs.items(), *op.outputs.items()):
+        attr = roles.get(role)
+        if attr is not None:
+            d.set(prefix + attr, tensors[t.uid], attr_type=_DESC)
+    a = op.attrs
+    if "bias" in op.inputs or a["causal"]:
+        graph, in_uid, out_uid = _score_subgraph(op, tensors, new, finalize)
+        d.set(prefix + "SUBGRAPH", graph, attr_type=_DESC)
+        d.set(prefix + "SUBGRAPH_INPUT_UID", in_uid, attr_type="INT64")
+        d.set(prefix + "SUBGRAPH_OUTPUT_UID", out_uid, attr_type="INT64")
+    if a["dropout"]:
+        d.set(prefix + "DROPOUT_PROBABILITY", a["dropout"], attr_type="FLOAT")
+    return d
+
+
+def _score_subgraph(
+    op: Operation, tensors: dict[int, Any], new: Any, finalize: Any
+) -> tuple[Any, int, int]:
+    """The pre-softmax subgraph (bias, causal and sliding-window masks) of an SDPA operation."""
+    a = op.attrs
+    dims = tuple(a["scores_dims"])
+    strides: list[int] = []
+    step = 1
+    for n in reversed(dims):
+        strides.insert(0, step)
+        step *= n
+    first = min(t.uid for t in op.outputs.values())
+    next_uid = [_SUBGRAPH_UID_BASE + first * 64]
+
+    def virtual(dtype: str) -> tuple[Any, int]:
+        uid = next_uid[0]
+        next_uid[0] += 1
+        t = new("TENSOR")
+        t.set("TENSOR_UNIQUE_ID", uid, attr_type="INT64")
+        t.set("TENSOR_DATA_TYPE", dtype, attr_type="DATA_TYPE")
+        t.set("TENSOR_BYTE_ALIGNMENT", 16, attr_type="INT64")
+        t.set("TENSOR_DIMENSIONS", dims, attr_type="INT64")
+        t.set("TENSOR_STRIDES", tuple(strides), attr_type="INT64")
+        t.set("TENSOR_IS_VIRTUAL", True, attr_type="BOOLEAN")
+        finalize(t, f"{op.label} (score subgraph tensor)")
+        return t, uid
+
+    ops: list[Any] = []
+
+    def pointwise(mode: str, ins: list[Any], out: Any, math: str, axis: int | None = None) -> None:
+        pw = new("POINTWISE")
+        pw.set("POINTWISE_MODE", mode, attr_type="POINTWISE_MODE")
+        pw.set("POINTWISE_MATH_PREC", math, attr_type="DATA_TYPE")
+        if axis is not None:
+            pw.set("POINTWISE_AXIS", axis, attr_type="INT64")
+        finalize(pw, f"{op.label} (score subgraph {mode.lower()} settings)")
+        o = new("OPERATION_POINTWISE")
+        o.set("OPERATION_POINTWISE_PW_DESCRIPTOR", pw, attr_type=_DESC)
+        for slot, t in zip(("XDESC", "BDESC", "TDESC"), ins, strict=False):
+            o.set("OPERATION_POINTWISE_" + slot, t, attr_type=_DESC)
+        o.set("OPERATION_POINTWISE_YDESC", out, attr_type=_DESC)
+        finalize(o, f"{op.label} (score subgraph {mode.lower()})")
+        ops.append(o)
+
+    scores, in_uid = virtual("FLOAT")
+    cur, cur_uid = scores, in_uid
+    if "bias" in op.inputs:
+        nxt, nxt_uid = virtual("FLOAT")
+        pointwise("ADD", [cur, tensors[op.inputs["bias"].uid]], nxt, "FLOAT")
+        cur, cur_uid = nxt, nxt_uid
+    if a["causal"]:
+        neg_inf = tensors[op.inputs["neg_inf"].uid]
+        row, _ = virtual("INT32")
+        col, _ = virtual("INT32")
+        pointwise("GEN_INDEX", [cur], row, "INT32", axis=2)
+        pointwise("GEN_INDEX", [cur], col, "INT32", axis=3)
+        keep, _ = virtual("BOOLEAN")
+        pointwise("CMP_GE", [row, col], keep, "BOOLEAN")
+        nxt, nxt_uid = virtual("FLOAT")
+        pointwise("BINARY_SELECT", [cur, neg_inf, keep], nxt, "FLOAT")
+        cur, cur_uid = nxt, nxt_uid
+        if a["sliding_window"] is not None:
+            shifted, _ = virtual("INT32")
+            pointwise("ADD", [col, tensors[op.inputs["window"].uid]], shifted, "INT32")
+            inside, _ = virtual("BOOLEAN")
+            pointwise("CMP_GT", [shifted, row], inside, "BOOLEAN")
+            nxt, nxt_uid = virtual("FLOAT")
+            pointwise("BINARY_SELECT", [cur, neg_inf, inside], nxt, "FLOAT")
+            cur, cur_uid = nxt, nxt_uid
+    g = new("OPERATIONGRAPH")
+    g.set("OPERATIONGRAPH_OPS", ops, attr_type=_DESC)
+    finalize(g, f"{op.label} (score subgraph)")
+    return g, in_uid, cur_uid
+
+
+# -- normalisation ---------------------------------------------------------------------------------
+
+_NORM_FWD = {
+    "x": "OPERATION_NORM_FWD_XDESC",
+    "scale": "OPERATION_NORM_FWD_SCALE_DESC",
+    "bias": "OPERATION_NORM_FWD_BIAS_DESC",
+    "epsilon": "OPERATION_NORM_FWD_EPSILON_DESC",
+    "mean": "OPERATION_NORM_FWD_MEAN_DESC",
+    "inv_variance": "OPERATION_NORM_FWD_INV_VARIANCE_DESC",
+    "momentum": "OPERATION_NORM_FWD_EXP_AVG_FACTOR_DESC",
+    "running_mean": "OPERATION_NORM_FWD_INPUT_RUNNING_MEAN_DESC",
+    "running_var": "OPERATION_NORM_FWD_INPUT_RUNNING_VAR_DESC",
+    "next_running_mean": "OPERATION_NORM_FWD_OUTPUT_RUNNING_MEAN_DESC",
+    "next_running_var": "OPERATION_NORM_FWD_OUTPUT_RUNNING_VAR_DESC",
+    "y": "OPERATION_NORM_FWD_YDESC",
+}
+_NORM_BWD = {
+    "x": "OPERATION_NORM_BWD_XDESC",
+    "dy": "OPERATION_NORM_BWD_DYDESC",
+    "scale": "OPERATION_NORM_BWD_SCALE_DESC",
+    "mean": "OPERATION_NORM_BWD_MEAN_DESC",
+    "inv_variance": "OPERATION_NORM_BWD_INV_VARIANCE_DESC",
+    "epsilon": "OPERATION_NORM_BWD_EPSILON_DESC",
+    "dx": "OPERATION_NORM_BWD_DXDESC",
+    "dscale": "OPERATION_NORM_BWD_DSCALE_DESC",
+    "dbias": "OPERATION_NORM_BWD_DBIAS_DESC",
+}
+_NORM_MODES = {
+    "layer": "LAYER_NORM",
+    "rms": "RMS_NORM",
+    "batch": "BATCH_NORM",
+    "instance": "INSTANCE_NORM",
+}
+
+
+def _norm(
+    op: Operation, tensors: dict[int, Any], new: Any, kind: str, roles: dict[str, str]
+) -> Any:
+    a = op.attrs
+    d = new(kind)
+    if op.kind == "norm_forward":
+        d.set("OPERATION_NORM_FWD_MODE", _NORM_MODES[a["mode"]], attr_type="NORM_MODE")
+        d.set(
+            "OPERATION_NORM_FWD_PHASE",
+            "TRAINING" if a["training"] else "INFERENCE",
+            attr_type="NORM_FWD_PHASE",
+        )
+    else:
+        d.set("OPERATION_NORM_BWD_MODE", _NORM_MODES[a["mode"]], attr_type="NORM_MODE")
+    for role, t in (*op.inputs.items(), *op.outputs.items()):
+        d.set(roles[role], tensors[t.uid], attr_type=_DESC)
+    return d

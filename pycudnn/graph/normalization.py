@@ -1,0 +1,437 @@
+"""Layer, RMS, batch and instance normalisation (``OPERATION_NORM_FORWARD`` / ``_BACKWARD``).
+
+>>> g = pycudnn.Graph("ln")
+>>> x = g.tensor([tokens, hidden, 1], dtype="bfloat16", name="x")
+>>> scale = g.tensor([1, hidden, 1], name="scale")
+>>> bias = g.tensor([1, hidden, 1], name="bias")
+>>> y, mean, inv_var, *_ = g.layernorm(x, scale, bias, epsilon=1e-5, training=True)
+
+Shapes follow cuDNN's NORM operations (:func:`pycudnn._attention_rules.norm_shapes`): layer and
+RMS norms normalise over every dim but the first (give ``[rows, features, 1]`` for a 2-D input),
+batch norm per channel (dim 1), instance norm per sample and channel. Scale and bias have dims
+``[1, ...]``; the saved statistics (mean, inverse variance) are float32 graph tensors, outputs
+of a training forward and inputs of the backward. Epsilon and the running-average factor are
+by-value scalars of the graph.
+
+Batch norm in inference phase has no engine in cuDNN 9.28 for the H100 (no heuristics mode
+returns one), so :meth:`NormalizationOps.batchnorm_inference` builds the same arithmetic from
+pointwise operations, which cuDNN fuses into one kernel. The NORM engines take no fused pointwise
+neighbours (cuDNN 9.28, H100: ``hasProloguePwNodes() || hasEpiloguePwNodes()``): a graph with one
+is refused by :meth:`Graph.build` with :class:`~pycudnn.plan.GraphNotSupportedError`; put the
+pointwise operation in a graph of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from .. import _attention_rules as rules
+from .attention import spec
+from .common import GraphError
+from .pointwise import PointwiseOps
+from .tensors import Tensor
+
+__all__ = ["NormOutputs", "NormalizationOps"]
+
+
+class NormOutputs(NamedTuple):
+    """What a normalisation forward returns; fields that do not apply are None."""
+
+    y: Tensor
+    mean: Tensor | None
+    inv_variance: Tensor | None
+    running_mean: Tensor | None = None  # batch norm with running statistics: the updated ones
+    running_var: Tensor | None = None
+
+
+class NormGradients(NamedTuple):
+    """What a normalisation backward returns."""
+
+    dx: Tensor
+    dscale: Tensor
+    dbias: Tensor | None
+
+
+class NormalizationOps(PointwiseOps):
+    """``layernorm``, ``rmsnorm``, ``batchnorm``, ``batchnorm_inference``, ``instancenorm`` and
+    their backward operations."""
+
+    def _check(self, label: str, fn: Any, *args: Any, **kw: Any) -> Any:
+        try:
+            return fn(*args, **kw)
+        except rules.RuleError as exc:
+            raise GraphError(f"{label}: {exc}") from None
+
+    def _norm_forward(
+        self,
+        mode: str,
+        x: Tensor,
+        scale: Tensor,
+        bias: Tensor | None,
+        *,
+        epsilon: float,
+        training: bool,
+        running_mean: Tensor | None = None,
+        running_var: Tensor | None = None,
+        momentum: float | None = None,
+        name: str | None,
+    ) -> NormOutputs:
+        op_name, label = self._begin_op(f"{mode}norm", name)
+        if not isinstance(training, bool):
+            raise TypeError(f"{label}: training must be a bool, not {training!r}")
+        owned = {
+            r: self._own(t, label, r)
+            for r, t in (
+                ("x", x),
+                ("scale", scale),
+                ("bias", bias),
+                ("running_mean", running_mean),
+                ("running_var", running_var),
+            )
+            if t is not None
+        }
+        shapes = self._check(
+            label,
+            rules.check_norm_forward,
+            mode,
+            spec(owned["x"]),
+            spec(owned["scale"]),
+            spec(owned["bias"]) if "bias" in owned else None,
+            epsilon=epsilon,
+            running_mean=spec(owned["running_mean"]) if "running_mean" in owned else None,
+            running_var=spec(owned["running_var"]) if "running_var" in owned else None,
+            momentum=momentum,
+        )
+        x_t = owned["x"]
+        if running_mean is not None and not training:
+            raise GraphError(f"{label}: running statistics are updated in training only")
+        inputs = dict(owned)
+        inputs["epsilon"] = self.scalar(
+            float(epsilon), dtype="float32", rank=x_t.ndim, name=f"{op_name}.epsilon"
+        )
+        if momentum is not None:
+            inputs["momentum"] = self.scalar(
+                float(momentum), dtype="float32", rank=x_t.ndim, name=f"{op_name}.momentum"
+            )
+        stats_strides = rules.packed_strides_like(shapes.stats_dims, x_t.strides)
+
+        def stat(role: str) -> Tensor:
+            return self._output(
+                label,
+                op_name,
+                role,
+                shapes.stats_dims,
+                x_t,
+                out=None,
+                out_dtype="float32",
+                strides=stats_strides,
+            )
+
+        y = self._output(
+            label, op_name, "y", x_t.dims, x_t, out=None, out_dtype=x_t.dtype, strides=x_t.strides
+        )
+        outputs = {"y": y}
+        if training:
+            if mode != "rms":
+                outputs["mean"] = stat("mean")
+            outputs["inv_variance"] = stat("inv_variance")
+        if running_mean is not None:
+            outputs["next_running_mean"] = stat("next_running_mean")
+            outputs["next_running_var"] = stat("next_running_var")
+        attrs = {
+            "compute_dtype": self._compute("float32", label),
+            "mode": mode,
+            "training": training,
+            "epsilon": float(epsilon),
+        }
+        if momentum is not None:
+            attrs["momentum"] = float(momentum)
+        self._add_op("norm_forward", op_name, inputs, outputs, attrs)
+        return NormOutputs(
+            y,
+            outputs.get("mean"),
+            outputs.get("inv_variance"),
+            outputs.get("next_running_mean"),
+            outputs.get("next_running_var"),
+        )
+
+    def layernorm(
+        self,
+        x: Tensor,
+        scale: Tensor,
+        bias: Tensor,
+        *,
+        epsilon: float = 1e-5,
+        training: bool = False,
+        name: str | None = None,
+    ) -> NormOutputs:
+        """Layer norm over every dim of ``x`` but the first (``NORM_FORWARD``, ``LAYER_NORM``).
+
+        ``training=True`` also returns the float32 mean and inverse standard deviation
+        ``[rows, 1, ...]`` that :meth:`layernorm_backward` takes.
+        """
+        return self._norm_forward(
+            "layer", x, scale, bias, epsilon=epsilon, training=training, name=name
+        )
+
+    def rmsnorm(
+        self,
+        x: Tensor,
+        scale: Tensor,
+        bias: Tensor | None = None,
+        *,
+        epsilon: float = 1e-5,
+        training: bool = False,
+        name: str | None = None,
+    ) -> NormOutputs:
+        """RMS norm over every dim but the first (``NORM_FORWARD``, ``RMS_NORM``); no mean."""
+        return self._norm_forward(
+            "rms", x, scale, bias, epsilon=epsilon, training=training, name=name
+        )
+
+    def instancenorm(
+        self,
+        x: Tensor,
+        scale: Tensor,
+        bias: Tensor,
+        *,
+        epsilon: float = 1e-5,
+        training: bool = False,
+        name: str | None = None,
+    ) -> NormOutputs:
+        """Instance norm of ``[N, C, ...]`` per sample and channel (``INSTANCE_NORM``)."""
+        return self._norm_forward(
+            "instance", x, scale, bias, epsilon=epsilon, training=training, name=name
+        )
+
+    def batchnorm(
+        self,
+        x: Tensor,
+        scale: Tensor,
+        bias: Tensor,
+        *,
+        epsilon: float = 1e-5,
+        running_mean: Tensor | None = None,
+        running_var: Tensor | None = None,
+        momentum: float | None = None,
+        name: str | None = None,
+    ) -> NormOutputs:
+        """Training batch norm of ``[N, C, ...]`` per channel (``BATCH_NORM``, training phase).
+
+        Returns y, the batch's mean and inverse standard deviation ``[1, C, 1, ...]``, and with
+        ``running_mean``/``running_var`` and ``momentum`` (``EXP_AVG_FACTOR``) the updated running
+        statistics (``(1 - momentum) * running + momentum * batch``, as PyTorch's).
+        """
+        if running_mean is not None and momentum is None:
+            momentum = 0.1
+        return self._norm_forward(
+            "batch",
+            x,
+            scale,
+            bias,
+            epsilon=epsilon,
+            training=True,
+            running_mean=running_mean,
+            running_var=running_var,
+            momentum=momentum,
+            name=name,
+        )
+
+    def batchnorm_inference(
+        self,
+        x: Tensor,
+        scale: Tensor,
+        bias: Tensor,
+        mean: Tensor,
+        inv_variance: Tensor,
+        *,
+        name: str | None = None,
+    ) -> Tensor:
+        """``(x - mean) * inv_variance * scale + bias`` per channel, from pointwise operations.
+
+        cuDNN 9.28's inference-phase ``BATCH_NORM`` has no engine on the H100 for any heuristics
+        mode, so the same arithmetic is built from SUB, MUL, MUL, ADD, which fuse into one kernel.
+        ``inv_variance`` is ``1 / sqrt(running_var + epsilon)``.
+        """
+        label = f"batchnorm_inference '{name or 'batchnorm_inference'}'"
+        self._check_mutable()
+        x = self._own(x, label, "x")
+        for role, t in (
+            ("scale", scale),
+            ("bias", bias),
+            ("mean", mean),
+            ("inv_variance", inv_variance),
+        ):
+            self._own(t, label, role)
+        shapes = self._check(
+            label, rules.check_norm_forward, "batch", spec(x), spec(scale), spec(bias), epsilon=1.0
+        )
+        for role, t in (("mean", mean), ("inv_variance", inv_variance)):
+            if t.dims != shapes.stats_dims:
+                raise GraphError(
+                    f"{label}: {role} '{t.name}' must have dims {list(shapes.stats_dims)}, got "
+                    f"{list(t.dims)}"
+                )
+        prefix = name or "bn_inference"
+        centred = self.sub(x, mean, name=self._op_name(f"{prefix}.sub", None))
+        normed = self.mul(centred, inv_variance, name=self._op_name(f"{prefix}.mul_inv_var", None))
+        scaled = self.mul(normed, scale, name=self._op_name(f"{prefix}.mul_scale", None))
+        y = self.add(scaled, bias, name=self._op_name(f"{prefix}.add_bias", None))
+        y.set_output(dtype=x.dtype)
+        return y
+
+    def _norm_backward(
+        self,
+        mode: str,
+        dy: Tensor,
+        x: Tensor,
+        scale: Tensor,
+        *,
+        mean: Tensor | None,
+        inv_variance: Tensor,
+        with_dbias: bool,
+        epsilon: float | None,
+        name: str | None,
+    ) -> NormGradients:
+        op_name, label = self._begin_op(f"{mode}norm_backward", name)
+        owned = {
+            r: self._own(t, label, r)
+            for r, t in (
+                ("x", x),
+                ("dy", dy),
+                ("scale", scale),
+                ("mean", mean),
+                ("inv_variance", inv_variance),
+            )
+            if t is not None
+        }
+        shapes = self._check(
+            label,
+            rules.check_norm_backward,
+            mode,
+            spec(owned["dy"]),
+            spec(owned["x"]),
+            scale=spec(owned["scale"]),
+            mean=spec(owned["mean"]) if "mean" in owned else None,
+            inv_variance=spec(owned["inv_variance"]),
+        )
+        x_t = owned["x"]
+        inputs = dict(owned)
+        if epsilon is not None:
+            if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or epsilon <= 0:
+                raise GraphError(f"{label}: epsilon must be a positive number, got {epsilon!r}")
+            inputs["epsilon"] = self.scalar(
+                float(epsilon), dtype="float32", rank=x_t.ndim, name=f"{op_name}.epsilon"
+            )
+        s_t = owned["scale"]
+        dx = self._output(
+            label, op_name, "dx", x_t.dims, x_t, out=None, out_dtype=x_t.dtype, strides=x_t.strides
+        )
+        outputs = {"dx": dx}
+        for role in ("dscale", "dbias") if with_dbias else ("dscale",):
+            outputs[role] = self._output(
+                label,
+                op_name,
+                role,
+                shapes.param_dims,
+                s_t,
+                out=None,
+                out_dtype=s_t.dtype,
+                strides=s_t.strides,
+            )
+        attrs = {"compute_dtype": self._compute("float32", label), "mode": mode}
+        self._add_op("norm_backward", op_name, inputs, outputs, attrs)
+        return NormGradients(dx, outputs["dscale"], outputs.get("dbias"))
+
+    def layernorm_backward(
+        self,
+        dy: Tensor,
+        x: Tensor,
+        scale: Tensor,
+        mean: Tensor,
+        inv_variance: Tensor,
+        *,
+        epsilon: float | None = None,
+        name: str | None = None,
+    ) -> NormGradients:
+        """``(dx, dscale, dbias)`` of :meth:`layernorm` from its saved statistics (``NORM_BACKWARD``)."""
+        return self._norm_backward(
+            "layer",
+            dy,
+            x,
+            scale,
+            mean=mean,
+            inv_variance=inv_variance,
+            with_dbias=True,
+            epsilon=epsilon,
+            name=name,
+        )
+
+    def rmsnorm_backward(
+        self,
+        dy: Tensor,
+        x: Tensor,
+        scale: Tensor,
+        inv_variance: Tensor,
+        *,
+        with_dbias: bool = False,
+        name: str | None = None,
+    ) -> NormGradients:
+        """``(dx, dscale, dbias or None)`` of :meth:`rmsnorm` (``NORM_BACKWARD``, ``RMS_NORM``)."""
+        return self._norm_backward(
+            "rms",
+            dy,
+            x,
+            scale,
+            mean=None,
+            inv_variance=inv_variance,
+            with_dbias=with_dbias,
+            epsilon=None,
+            name=name,
+        )
+
+    def batchnorm_backward(
+        self,
+        dy: Tensor,
+        x: Tensor,
+        scale: Tensor,
+        mean: Tensor,
+        inv_variance: Tensor,
+        *,
+        name: str | None = None,
+    ) -> NormGradients:
+        """``(dx, dscale, dbias)`` of :meth:`batchnorm` from the batch statistics it saved."""
+        return self._norm_backward(
+            "batch",
+            dy,
+            x,
+            scale,
+            mean=mean,
+            inv_variance=inv_variance,
+            with_dbias=True,
+            epsilon=None,
+            name=name,
+        )
+
+    def instancenorm_backward(
+        self,
+        dy: Tensor,
+        x: Tensor,
+        scale: Tensor,
+        mean: Tensor,
+        inv_variance: Tensor,
+        *,
+        name: str | None = None,
+    ) -> NormGradients:
+        """``(dx, dscale, dbias)`` of :meth:`instancenorm` from its saved statistics."""
+        return self._norm_backward(
+            "instance",
+            dy,
+            x,
+            scale,
+            mean=mean,
+            inv_variance=inv_variance,
+            with_dbias=True,
+            epsilon=None,
+            name=name,
+        )

@@ -1,0 +1,215 @@
+"""Block-scaled quantization (MX formats: fp8/fp4 data with one scale per block of elements)
+and mixture-of-experts grouped matrix multiplication."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .common import GraphError, _dims_text, _enum_member
+from .core import GraphCore
+from .kinds import _int_arg, _need_dims, _need_dtype, _start, require_kind
+from .tensors import Tensor
+
+__all__ = ["QuantizeOps"]
+
+
+class QuantizeOps(GraphCore):
+    """``block_scale_quantize``, ``block_scale_dequantize``, ``moe_grouped_matmul`` and
+    ``moe_grouped_matmul_backward``."""
+
+    def block_scale_quantize(
+        self,
+        x: Tensor,
+        *,
+        block_size: int,
+        out_dtype: Any,
+        scale_dtype: Any = "float8_e8m0fnu",
+        compute_dtype: Any = None,
+        name: str | None = None,
+        out: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor]:
+        """Quantize ``x`` to ``out_dtype`` with one scale per ``block_size`` elements of its last
+        axis (``OPERATION_BLOCK_SCALE_QUANTIZE``, cuDNN 9.7+). Returns ``(y, scale)``; ``scale``
+        has ``x``'s dims with the last divided by ``block_size``."""
+        kind = "block_scale_quantize"
+        op_name, label = _start(self, kind, name, "OPERATION_BLOCK_SCALE_QUANTIZE")
+        x = self._own(x, label, "X")
+        _need_dtype(x, "f", label, "X", "quantization takes floating-point input")
+        if x.ndim == 3:
+            # cuDNN 9.28 takes rank-3 input only with a scale tensor in F8_128x4 reordering,
+            # which graph tensors do not express ("xDesc.getNbDims() == 3 && !(reordering)")
+            raise GraphError(
+                f"{label}: X ('{x.name}') has rank 3; cuDNN quantizes rank-3 tensors only into "
+                "a scale reordered F8_128x4, which graph tensors cannot describe: add a leading 1"
+            )
+        bs = _int_arg(block_size, f"{label}: block_size", minimum=1)
+        if x.dims[-1] % bs:
+            raise GraphError(
+                f"{label}: X's last dim ({x.dims[-1]}) is not a multiple of block_size {bs}"
+            )
+        y = self._output(
+            label,
+            op_name,
+            "y",
+            x.dims,
+            x,
+            out=out,
+            out_dtype=out_dtype,
+            strides=x.strides,
+            inputs=(x,),
+        )
+        sd = (*x.dims[:-1], x.dims[-1] // bs)
+        scale = self._output(label, op_name, "scale", sd, x, out=None, out_dtype=scale_dtype)
+        attrs = {"compute_dtype": self._compute(compute_dtype, label), "block_size": bs}
+        self._add_op(kind, op_name, {"x": x}, {"y": y, "scale": scale}, attrs)
+        return y, scale
+
+    def block_scale_dequantize(
+        self,
+        x: Tensor,
+        scale: Tensor,
+        *,
+        block_size: int,
+        neg_scale: bool | None = None,
+        compute_dtype: Any = None,
+        name: str | None = None,
+        out: Tensor | None = None,
+        out_dtype: Any = None,
+    ) -> Tensor:
+        """Multiply each ``block_size`` block of ``x``'s last axis by its ``scale``
+        (``OPERATION_BLOCK_SCALE_DEQUANTIZE``, cuDNN 9.7+); ``neg_scale`` (9.13+) negates it."""
+        kind = "block_scale_dequantize"
+        op_name, label = _start(self, kind, name, "OPERATION_BLOCK_SCALE_DEQUANTIZE")
+        x, s = self._own(x, label, "X"), self._own(scale, label, "SCALE")
+        bs = _int_arg(block_size, f"{label}: block_size", minimum=1)
+        if x.dims[-1] % bs:
+            raise GraphError(
+                f"{label}: X's last dim ({x.dims[-1]}) is not a multiple of block_size {bs}"
+            )
+        _need_dims(s, (*x.dims[:-1], x.dims[-1] // bs), label, "SCALE")
+        attrs: dict[str, Any] = {
+            "compute_dtype": self._compute(compute_dtype, label),
+            "block_size": bs,
+        }
+        if neg_scale is not None:
+            if not isinstance(neg_scale, bool):
+                raise TypeError(f"{label}: neg_scale must be a bool, not {neg_scale!r}")
+            require_kind(
+                "OPERATION_BLOCK_SCALE_DEQUANTIZE", f"{label}: neg_scale", since=(9, 13, 0)
+            )
+            attrs["neg_scale"] = neg_scale
+        y = self._output(
+            label,
+            op_name,
+            "y",
+            x.dims,
+            x,
+            out=out,
+            out_dtype=out_dtype,
+            strides=x.strides,
+            inputs=(x, s),
+        )
+        self._add_op(kind, op_name, {"x": x, "scale": s}, {"y": y}, attrs)
+        return y
+
+    def moe_grouped_matmul(
+        self,
+        token: Tensor,
+        weight: Tensor,
+        first_token_offset: Tensor,
+        *,
+        mode: Any = "none",
+        token_index: Tensor | None = None,
+        token_ks: Tensor | None = None,
+        top_k: int | None = None,
+        compute_dtype: Any = None,
+        name: str | None = None,
+        out: Tensor | None = None,
+        out_dtype: Any = None,
+    ) -> Tensor:
+        """Each expert's tokens times that expert's weight (``OPERATION_MOE_GROUPED_MATMUL``,
+        cuDNN 9.15+).
+
+        ``token`` ``[1, T, K]``, ``weight`` ``[E, K, N]``, ``first_token_offset`` ``[E, 1, 1]``
+        int32 (where each expert's tokens start). ``mode``: ``none``, ``gather`` (rows chosen by
+        ``token_index`` ``[1, T', 1]``) or ``scatter``; ``top_k`` and ``token_ks`` route each
+        token to k experts. The result is ``[1, T (or T'), N]``.
+        """
+        from .. import _bindings
+
+        kind = "moe_grouped_matmul"
+        op_name, label = _start(self, kind, name, "OPERATION_MOE_GROUPED_MATMUL")
+        t, w = self._own(token, label, "TOKEN"), self._own(weight, label, "WEIGHT")
+        f = self._own(first_token_offset, label, "FIRST_TOKEN_OFFSET")
+        mmode = _enum_member(
+            _bindings.cudnnMoeGroupedMatmulMode_t,
+            mode,
+            "CUDNN_MOE_GROUPED_MATMUL_MODE_",
+            "MoE mode",
+        )
+        if t.ndim != 3 or w.ndim != 3 or t.dims[0] != 1:
+            raise GraphError(f"{label}: TOKEN must be [1, T, K] and WEIGHT [E, K, N]")
+        if t.dims[2] != w.dims[1]:
+            raise GraphError(
+                f"{label}: TOKEN {_dims_text(t.dims)} and WEIGHT {_dims_text(w.dims)}: K differs"
+            )
+        _need_dims(f, (w.dims[0], 1, 1), label, "FIRST_TOKEN_OFFSET")
+        _need_dtype(f, "i", label, "FIRST_TOKEN_OFFSET", "offsets are integers")
+        ins = {"token": t, "weight": w, "first_token_offset": f}
+        rows = t.dims[1]
+        if mmode.name == "GATHER" and token_index is None:
+            raise GraphError(f"{label}: gather mode needs token_index=")
+        if token_index is not None:
+            ins["token_index"] = self._own(token_index, label, "TOKEN_INDEX")
+            _need_dtype(ins["token_index"], "i", label, "TOKEN_INDEX", "indices are integers")
+            if mmode.name == "GATHER":
+                rows = ins["token_index"].dims[1]
+        attrs: dict[str, Any] = {
+            "compute_dtype": self._compute(compute_dtype, label),
+            "mode": mmode,
+        }
+        if token_ks is not None:
+            ins["token_ks"] = self._own(token_ks, label, "TOKEN_KS")
+        if top_k is not None:
+            attrs["top_k"] = _int_arg(top_k, f"{label}: top_k", minimum=1)
+        od = (1, rows, w.dims[2])
+        y = self._output(
+            label, op_name, "output", od, t, out=out, out_dtype=out_dtype, inputs=ins.values()
+        )
+        self._add_op(kind, op_name, ins, {"output": y}, attrs)
+        return y
+
+    def moe_grouped_matmul_backward(
+        self,
+        token: Tensor,
+        doutput: Tensor,
+        first_token_offset: Tensor,
+        *,
+        compute_dtype: Any = None,
+        name: str | None = None,
+        out: Tensor | None = None,
+        out_dtype: Any = None,
+    ) -> Tensor:
+        """The weight gradient of :meth:`moe_grouped_matmul` (``OPERATION_MOE_GROUPED_MATMUL_BWD``,
+        cuDNN 9.22+): ``dweight`` ``[E, K, N]`` from ``token`` ``[1, T, K]`` and ``doutput``
+        ``[1, T, N]``; ``E`` is ``first_token_offset``'s first dim."""
+        kind = "moe_grouped_matmul_backward"
+        op_name, label = _start(self, kind, name, "OPERATION_MOE_GROUPED_MATMUL_BWD")
+        t, dy = self._own(token, label, "TOKEN"), self._own(doutput, label, "DOUTPUT")
+        f = self._own(first_token_offset, label, "FIRST_TOKEN_OFFSET")
+        if t.ndim != 3 or dy.ndim != 3 or t.dims[:2] != dy.dims[:2] or t.dims[0] != 1:
+            raise GraphError(
+                f"{label}: TOKEN {_dims_text(t.dims)} must be [1, T, K] and DOUTPUT "
+                f"{_dims_text(dy.dims)} [1, T, N]"
+            )
+        e = f.dims[0]
+        _need_dims(f, (e, 1, 1), label, "FIRST_TOKEN_OFFSET")
+        _need_dtype(f, "i", label, "FIRST_TOKEN_OFFSET", "offsets are integers")
+        od = (e, t.dims[2], dy.dims[2])
+        ins = {"token": t, "doutput": dy, "first_token_offset": f}
+        dw = self._output(
+            label, op_name, "dweight", od, t, out=out, out_dtype=out_dtype, inputs=ins.values()
+        )
+        attrs = {"compute_dtype": self._compute(compute_dtype, label)}
+        self._add_op(kind, op_name, ins, {"dweight": dw}, attrs)
+        return dw

@@ -1,0 +1,43 @@
+"""Legacy (pre-graph) cuDNN operations as Python functions over arrays.
+
+Each function takes arrays (``DeviceArray``, or any array with DLPack or
+``__cuda_array_interface__``: CuPy, PyTorch, JAX, Numba), builds the legacy descriptors from their
+shapes, strides and dtypes, checks everything in Python first (see
+:func:`pycudnn.tensor.check_operand`), and runs the cuDNN call on ``handle`` (default: the calling
+thread's handle for the operands' device, :func:`pycudnn.get_handle`) and ``stream`` (default: the
+stream set on the handle; a stream given here stays set on the handle).
+
+Results follow cuDNN's blending rule ``y = alpha * op(x) + beta * y``. When ``y`` is not given a
+``DeviceArray`` is allocated in the memory order of the input (so NHWC in, NHWC out) and ``beta``
+must be 0. The scalars are passed as host ``float`` for float, half and bfloat16 data and as
+``double`` for double data, as cuDNN requires.
+
+cuDNN 9 deprecates most of these functions in favour of the graph API (:class:`pycudnn.Graph`);
+they still work, and each emits one ``DeprecationWarning`` per process on first use.
+:func:`softmax_forward` is not deprecated.
+
+One module per family, each importing only ``_common``: ``convolution``, ``activation`` (with
+softmax), ``pooling``, ``transform`` (layout transforms, tensor add, op-tensor), ``reduce``;
+``smoke`` holds the CLI's smoke checks.
+"""
+
+from __future__ import annotations
+
+from .activation import activation_forward, softmax_forward
+from .convolution import convolution_forward
+from .pooling import pooling_forward
+from .reduce import reduce_tensor
+from .smoke import smoke_checks
+from .transform import add_tensor, op_tensor, transform_tensor
+
+__all__ = [
+    "activation_forward",
+    "add_tensor",
+    "convolution_forward",
+    "op_tensor",
+    "pooling_forward",
+    "reduce_tensor",
+    "smoke_checks",
+    "softmax_forward",
+    "transform_tensor",
+]

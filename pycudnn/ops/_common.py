@@ -1,0 +1,237 @@
+"""What every legacy operation shares: handle, stream and device resolution, operand checks,
+per-thread descriptor caches, cuDNN's scaling scalars, output allocation, the transform call.
+"""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._shared.arrays import ArrayView, as_array_view
+from .._shared.device_array import DeviceArray
+from .._shared.dlpack import _KDL_CPU, _KDL_CUDA
+from .._shared.dtypes import dtype_name
+from .._shared.strides import packed_strides_in_order
+from ..handle import Handle, get_handle
+from ..tensor import (
+    TensorDescriptor,
+    check_operand,
+)
+from ..tensor._common import _real
+from ..tensor._common import call as _call
+
+_GRAPH = "the graph API (pycudnn.Graph)"
+
+
+# -- handle, stream, device ------------------------------------------------------------------
+
+
+def _device_of(obj: Any, name: str) -> int:
+    """Device ordinal of an array argument, found cheaply; host memory is refused."""
+    view_method = getattr(obj, "_array_view", None)
+    if view_method is not None:
+        device = int(view_method().device_id)
+    elif isinstance(obj, np.ndarray):
+        device = -1
+    elif hasattr(obj, "__dlpack_device__"):
+        kind, ordinal = obj.__dlpack_device__()
+        if kind == _KDL_CUDA:
+            device = int(ordinal)
+        elif kind == _KDL_CPU:
+            device = -1
+        else:  # pinned or managed memory: usable from the current device
+            device = int(as_array_view(obj, name=name, stream_ptr=None).device_id)
+    else:
+        device = int(as_array_view(obj, name=name, stream_ptr=None).device_id)
+    if device < 0:
+        raise ValueError(
+            f"{name} is host memory; copy it to the GPU first, e.g. with "
+            f"pycudnn.DeviceArray.from_numpy({name})"
+        )
+    return device
+
+
+def _resolve(handle: Handle | None, stream: Any, first: Any, name: str) -> tuple[Handle, int]:
+    """The handle to run on (made current) and the stream it runs on."""
+    if handle is None:
+        handle = get_handle(_device_of(first, name))
+    elif not isinstance(handle, Handle):
+        raise TypeError(f"handle must be a pycudnn.Handle or None, not {type(handle).__name__}")
+    handle.make_current()
+    stream_ptr = handle.use_stream(stream) if stream is not None else handle.stream_ptr
+    return handle, stream_ptr
+
+
+def _operand(
+    obj: Any,
+    name: str,
+    handle: Handle,
+    stream_ptr: int,
+    *,
+    output: bool = False,
+    tensor_op: bool = False,
+) -> ArrayView:
+    if obj is None:
+        raise TypeError(f"{name} is required")
+    return check_operand(
+        obj,
+        None,
+        name,
+        device_id=handle.device_id,
+        stream_ptr=stream_ptr,
+        output=output,
+        tensor_op=tensor_op,
+    )
+
+
+# -- per-thread descriptor caches (descriptor work stays off repeated calls) -------------------
+
+_local = threading.local()
+_CACHE_SIZE = 64
+
+
+def _cached(kind: str, key: Any, make: Callable[[], Any]) -> Any:
+    cache: collections.OrderedDict[Any, Any] | None = getattr(_local, kind, None)
+    if cache is None:
+        cache = collections.OrderedDict()
+        setattr(_local, kind, cache)
+    desc = cache.get(key)
+    if desc is not None and not desc.closed:
+        cache.move_to_end(key)
+        return desc
+    desc = make()
+    cache[key] = desc
+    if len(cache) > _CACHE_SIZE:
+        # Safe to close: the calls that used it have returned, and cuDNN copies what a kernel
+        # needs at launch.
+        cache.popitem(last=False)[1].close()
+    return desc
+
+
+def _tensor_desc(
+    view: ArrayView, name: str, shape: tuple[int, ...] | None = None
+) -> TensorDescriptor:
+    return _desc_for(view.shape if shape is None else shape, view.strides, view.dtype, name)
+
+
+def _desc_for(
+    dims: tuple[int, ...], strides: tuple[int, ...], dtype: np.dtype, name: str
+) -> TensorDescriptor:
+    """The cached plain descriptor of ``dims``/``strides``/``dtype``; errors name ``name``."""
+    # Strides of extent-1 dims address nothing; exporters fill them with anything (even 0 or -1).
+    strides = tuple(s if n > 1 or s >= 1 else 1 for n, s in zip(dims, strides, strict=True))
+    key = (dims, strides, dtype)
+    try:
+        return _cached("tensors", key, lambda: TensorDescriptor(dims, strides, dtype))
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(f"{name}: {exc}") from None
+
+
+def _scalar_type(dtype: np.dtype) -> type[ctypes.c_float] | type[ctypes.c_double]:
+    # cuDNN's scaling parameters: double for double data, float for everything else.
+    return ctypes.c_double if dtype == np.float64 else ctypes.c_float
+
+
+def _scalars(dtype: np.dtype, **values: Any) -> list[Any]:
+    ct = _scalar_type(dtype)
+    return [ct(_real(v, k)) for k, v in values.items()]
+
+
+def _memory_order(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
+    """Dims sorted outermost first by stride (ties keep logical order, so NCHW with C = 1 stays
+    NCHW)."""
+    del shape  # extent-1 dims keep the strides their exporter gave them
+    return tuple(sorted(range(len(strides)), key=lambda i: (-strides[i], i)))
+
+
+def _strides_like(like: ArrayView, shape: tuple[int, ...]) -> tuple[int, ...]:
+    order = (
+        _memory_order(like.shape, like.strides)
+        if len(like.shape) == len(shape)
+        else range(len(shape))
+    )
+    return packed_strides_in_order(shape, order)
+
+
+def _output(
+    y: Any,
+    name: str,
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    *,
+    like: ArrayView,
+    handle: Handle,
+    stream_ptr: int,
+    beta: Any,
+) -> tuple[Any, ArrayView]:
+    """The output array (allocated when ``y`` is None) and its checked view."""
+    if y is None:
+        if _real(beta, "beta") != 0.0:
+            raise ValueError(
+                f"beta = {beta} blends into the existing {name}, so {name} must be given "
+                "(a freshly allocated output holds no values)"
+            )
+        y = DeviceArray.empty(
+            shape,
+            dtype,
+            device=handle.device_id,
+            stream=stream_ptr or None,
+            strides=_strides_like(like, shape),
+        )
+    yv = _operand(y, name, handle, stream_ptr, output=True)
+    if yv.shape != shape:
+        raise ValueError(f"{name} has shape {yv.shape}, expected {shape}")
+    if yv.dtype != dtype:
+        raise TypeError(f"{name} has dtype {dtype_name(yv.dtype)}, expected {dtype_name(dtype)}")
+    return y, yv
+
+
+def _same_dtype(views: Sequence[tuple[str, ArrayView]]) -> np.dtype:
+    first_name, first = views[0]
+    for name, v in views[1:]:
+        if v.dtype != first.dtype:
+            raise TypeError(
+                f"{name} has dtype {dtype_name(v.dtype)} but {first_name} has "
+                f"{dtype_name(first.dtype)}; they must match"
+            )
+    return first.dtype
+
+
+def _check_broadcast(small: ArrayView, big: ArrayView, small_name: str, big_name: str) -> None:
+    if len(small.shape) != len(big.shape) or any(
+        s not in (1, b) for s, b in zip(small.shape, big.shape, strict=True)
+    ):
+        raise ValueError(
+            f"{small_name} has shape {small.shape}; each of its dims must be 1 or equal to "
+            f"{big_name}'s {big.shape} (same number of dims)"
+        )
+
+
+def _transform(  # noqa: PLR0917 - the C API's argument order
+    h: Handle,
+    alpha: Any,
+    x_desc: TensorDescriptor,
+    xv: ArrayView,
+    beta: Any,
+    y_desc: TensorDescriptor,
+    yv: ArrayView,
+) -> None:
+    """``y = alpha*x + beta*y``, converting layouts (``cudnnTransformTensor``).
+
+    ``alpha`` and ``beta`` are the ctypes scalars from :func:`_scalars`.
+    """
+    _call(
+        "cudnnTransformTensor",
+        h,
+        ctypes.byref(alpha),
+        x_desc,
+        xv.ptr,
+        ctypes.byref(beta),
+        y_desc,
+        yv.ptr,
+    )

@@ -1,0 +1,258 @@
+"""Forward convolution (``cudnnConvolutionForward``) with algorithm choice and workspace."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import _bindings as _b
+from .._shared.arrays import ArrayView
+from .._shared.device_array import DeviceArray
+from .._shared.memory import workspace
+from .._shared.strides import packed_strides_in_order
+from ..errors import error_from_status
+from ..handle import Handle
+from ..tensor import (
+    ConvolutionDescriptor,
+    FilterDescriptor,
+    TensorDescriptor,
+)
+from ..tensor._common import _choice, warn_deprecated_once
+from ..tensor._common import call as _call
+from ..tensor.filter import channels_last_perm
+from ._common import (
+    _GRAPH,
+    _cached,
+    _operand,
+    _output,
+    _resolve,
+    _same_dtype,
+    _scalars,
+    _tensor_desc,
+)
+
+_FWD_ALGOS = {
+    name.lower(): int(v)
+    for name, v in _b.cudnnConvolutionFwdAlgo_t.__members__.items()
+    if name != "COUNT"
+}
+_algo_cache: dict[tuple[Any, ...], int] = {}
+_algo_lock = threading.Lock()
+
+
+def _default_compute(dtype: np.dtype) -> Any:
+    if dtype == np.float64:
+        return np.float64
+    if dtype in (np.int8, np.uint8):
+        return np.int32
+    return np.float32
+
+
+def _filter_format(wv: ArrayView) -> str:
+    n = len(wv.shape)
+
+    def matches(order: Sequence[int]) -> bool:
+        expected = packed_strides_in_order(wv.shape, order)
+        return all(d == 1 or a == b for d, a, b in zip(wv.shape, wv.strides, expected, strict=True))
+
+    if matches(range(n)):
+        return "NCHW"
+    if matches(channels_last_perm(n)):
+        return "NHWC"
+    raise ValueError(
+        f"w has strides {wv.strides}: filters must be packed KCRS (NCHW) or KRSC (NHWC, channels "
+        "last), the only filter layouts cuDNN has"
+    )
+
+
+def _perf_results(n: int) -> Any:
+    return (_b.cudnnConvolutionFwdAlgoPerf_t * max(n, 1))()
+
+
+def _max_algo_count(handle: Handle) -> int:
+    count = ctypes.c_int()
+    _call("cudnnGetConvolutionForwardAlgorithmMaxCount", handle, ctypes.byref(count))
+    return max(int(count.value), 1)
+
+
+def _first_usable(perf: Any, returned: int, function: str) -> int:
+    for i in range(returned):
+        if perf[i].status == 0:
+            return int(perf[i].algo)
+    raise error_from_status(
+        int(_b.CUDNN_STATUS_NOT_SUPPORTED),
+        function,
+        f"none of the {returned} forward convolution algorithms supports this configuration",
+    )
+
+
+def _pick_algorithm(
+    algo: Any,
+    handle: Handle,
+    descs: tuple[TensorDescriptor, FilterDescriptor, ConvolutionDescriptor, TensorDescriptor],
+    pointers: tuple[int, int, int],
+    stream_ptr: int,
+) -> int:
+    if algo is not None and not isinstance(algo, str):
+        return _choice(algo, "algo", _FWD_ALGOS)
+    mode = "heuristic" if algo is None else algo.strip().lower()
+    if mode not in ("heuristic", "find"):
+        return _choice(algo, "algo", {**_FWD_ALGOS, "heuristic": -1, "find": -2})
+    x_desc, w_desc, conv_desc, y_desc = descs
+    key = (mode, handle.device_id, x_desc.key(), w_desc.key(), conv_desc.key(), y_desc.key())
+    cached = _algo_cache.get(key)
+    if cached is not None:
+        return cached
+    n = _max_algo_count(handle)
+    perf = _perf_results(n)
+    returned = ctypes.c_int()
+    _call(
+        "cudnnGetConvolutionForwardAlgorithm_v7",
+        handle,
+        x_desc,
+        w_desc,
+        conv_desc,
+        y_desc,
+        n,
+        ctypes.byref(returned),
+        perf,
+    )
+    if mode == "heuristic":
+        choice = _first_usable(perf, returned.value, "cudnnGetConvolutionForwardAlgorithm_v7")
+    else:
+        # Time the candidates on the GPU with a workspace as large as the largest one needs.
+        ws_size = max(
+            (int(perf[i].memory) for i in range(returned.value) if perf[i].status == 0), default=0
+        )
+        ws = workspace(ws_size, device=handle.device_id, stream=stream_ptr or None)
+        found = _perf_results(n)
+        got = ctypes.c_int()
+        x_ptr, w_ptr, y_ptr = pointers
+        _call(
+            "cudnnFindConvolutionForwardAlgorithmEx",
+            handle,
+            x_desc,
+            x_ptr,
+            w_desc,
+            w_ptr,
+            conv_desc,
+            y_desc,
+            y_ptr,
+            n,
+            ctypes.byref(got),
+            found,
+            ws or None,
+            ws_size,
+        )
+        choice = _first_usable(found, got.value, "cudnnFindConvolutionForwardAlgorithmEx")
+    with _algo_lock:
+        _algo_cache[key] = choice
+    return choice
+
+
+def convolution_forward(
+    x: Any,
+    w: Any,
+    conv_desc: ConvolutionDescriptor | None = None,
+    *,
+    y: Any = None,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    algo: str | int | None = None,
+    handle: Handle | None = None,
+    stream: Any = None,
+) -> Any:
+    """``y = alpha * conv(x, w) + beta * y`` (``cudnnConvolutionForward``; deprecated in cuDNN 9).
+
+    ``x`` is ``N, C, [D,] H, W`` in any positive-stride layout; ``w`` is ``K, C/groups, [T,] R, S``
+    packed KCRS or KRSC (NHWC); ``conv_desc`` defaults to no padding, unit strides and
+    dilations (``mode="cross_correlation"``, what frameworks call convolution). ``algo``: None or
+    ``"heuristic"`` (``cudnnGetConvolutionForwardAlgorithm_v7``), ``"find"`` (times the candidates
+    with ``cudnnFindConvolutionForwardAlgorithmEx``; the choice is cached per shape), or an
+    algorithm name (``"implicit_gemm"``, ``"winograd"``, ...) or ``cudnnConvolutionFwdAlgo_t``
+    value. The workspace comes from :func:`pycudnn._shared.memory.workspace`. With tensor-op math
+    in ``conv_desc``, layouts and pointers that break cuDNN's Tensor Core guidelines draw a
+    :class:`~pycudnn.tensor.TensorCoreWarning`. Returns ``y``.
+    """
+    warn_deprecated_once("pycudnn.ops.convolution_forward (cudnnConvolutionForward)", _GRAPH)
+    h, sp = _resolve(handle, stream, x, "x")
+    xv = _operand(x, "x", h, sp)
+    wv = _operand(w, "w", h, sp)
+    dtype = _same_dtype([("x", xv), ("w", wv)])
+    if conv_desc is None:
+        spatial = len(xv.shape) - 2
+        if spatial < 1:
+            raise ValueError(
+                f"x must have at least 3 dims (N, C, spatial...), got shape {xv.shape}"
+            )
+        conv_desc = _cached(
+            "convs",
+            (spatial, np.dtype(_default_compute(dtype))),
+            lambda: ConvolutionDescriptor((0,) * spatial, compute_type=_default_compute(dtype)),
+        )
+    elif not isinstance(conv_desc, ConvolutionDescriptor):
+        raise TypeError(
+            f"conv_desc must be a ConvolutionDescriptor, not {type(conv_desc).__name__}"
+        )
+    assert conv_desc is not None
+    x_desc = _tensor_desc(xv, "x")
+    fmt = _filter_format(wv)
+    w_desc = _cached(
+        "filters", (wv.shape, fmt, dtype), lambda: FilterDescriptor(wv.shape, dtype, fmt)
+    )
+    y_dims = conv_desc._output_dims(x_desc, w_desc)
+    y, yv = _output(y, "y", y_dims, dtype, like=xv, handle=h, stream_ptr=sp, beta=beta)
+    y_desc = _tensor_desc(yv, "y")
+    a, b = _scalars(dtype, alpha=alpha, beta=beta)
+    descs = (x_desc, w_desc, conv_desc, y_desc)
+    find_y = yv.ptr
+    scratch = None
+    if isinstance(algo, str) and algo.strip().lower() == "find" and float(b.value) != 0.0:
+        # FindEx overwrites y while timing; keep the values beta blends in.
+        scratch = DeviceArray.empty(
+            yv.shape, dtype, device=h.device_id, stream=sp or None, strides=yv.strides
+        )
+        find_y = scratch.ptr
+    try:
+        chosen = _pick_algorithm(algo, h, descs, (xv.ptr, wv.ptr, find_y), sp)
+    finally:
+        if scratch is not None:
+            scratch.close()
+    ws_size = ctypes.c_size_t()
+    _call(
+        "cudnnGetConvolutionForwardWorkspaceSize",
+        h,
+        x_desc,
+        w_desc,
+        conv_desc,
+        y_desc,
+        chosen,
+        ctypes.byref(ws_size),
+    )
+    ws = workspace(int(ws_size.value), device=h.device_id, stream=sp or None)
+    if conv_desc.uses_tensor_ops:
+        pointers = [("x", xv.ptr), ("w", wv.ptr), ("y", yv.ptr)]
+        if ws:
+            pointers.append(("workspace", ws))
+        conv_desc.warn_tensor_cores(x_desc, w_desc, pointers, stacklevel=2)
+    _call(
+        "cudnnConvolutionForward",
+        h,
+        ctypes.byref(a),
+        x_desc,
+        xv.ptr,
+        w_desc,
+        wv.ptr,
+        conv_desc,
+        chosen,
+        ws or None,
+        int(ws_size.value),
+        ctypes.byref(b),
+        y_desc,
+        yv.ptr,
+    )
+    return y

@@ -1,0 +1,140 @@
+"""Choosing the engine yourself: a plan for a given engine and knob choices (cudnn-frontend's
+``create_execution_plan(engine_id, knobs)``), bypassing the heuristics."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .. import _bindings
+from ..backend import BackendDescriptor
+from ..errors import CudnnError
+from . import known_bad
+from .heuristics import EngineConfig
+from .report import _check_graph
+from .serialization import _version
+from .targets import _target
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..deviceprops import DeviceProperties
+    from ..graph import Graph
+    from .execution import Plan
+
+__all__ = ["build_engine", "engine_config"]
+
+
+def _knob_type(name: Any) -> Any:
+    kt = _bindings.cudnnBackendKnobType_t
+    if isinstance(name, kt):
+        return name
+    if isinstance(name, str):
+        key = name.strip().upper().removeprefix("CUDNN_KNOB_TYPE_")
+        if key in kt.__members__:
+            return kt[key]
+        raise ValueError(f"unknown knob {name!r}; knob names are cudnnBackendKnobType_t names")
+    raise TypeError(f"a knob is named by a str or a cudnnBackendKnobType_t, not {name!r}")
+
+
+def engine_config(
+    graph: Graph,
+    engine_id: int,
+    knobs: Mapping[Any, int] | None = None,
+    *,
+    device_properties: DeviceProperties | None = None,
+    device: Any = None,
+    allow_known_bad: bool = False,
+) -> EngineConfig:
+    """The engine config for engine ``engine_id`` of ``graph`` with ``knobs`` (``{knob name:
+    value}``; unset knobs keep the engine's defaults): ``ENGINE`` (``ENGINE_GLOBAL_INDEX``),
+    ``KNOB_CHOICE`` descriptors and ``ENGINECFG``, finalized by cuDNN, which refuses an engine the
+    graph does not have or a knob value out of range. An engine in the known-bad table
+    (:mod:`pycudnn.plan.known_bad`) for this graph and cuDNN version is refused unless
+    ``allow_known_bad=True``: choosing it by hand does not make its results right."""
+    _check_graph(graph)
+    if isinstance(engine_id, bool) or not isinstance(engine_id, numbers.Integral) or engine_id < 0:
+        raise TypeError(f"engine_id must be a non-negative int, not {engine_id!r}")
+    choices = []
+    for name, value in (knobs or {}).items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"knob {name!r}: the value must be an int, not {value!r}")
+        choices.append((_knob_type(name), int(value)))
+    if not isinstance(allow_known_bad, bool):
+        raise TypeError(f"allow_known_bad must be a bool, not {allow_known_bad!r}")
+    if not allow_known_bad:
+        entry = known_bad.match(known_bad.exclusions_for(graph, _version()), int(engine_id))
+        if entry is not None:
+            raise ValueError(
+                f"engine {engine_id} of graph '{graph.name}' is known to give wrong results: "
+                f"{entry.describe()} (allow_known_bad=True builds it anyway)"
+            )
+    target = _target(device_properties, device)
+    op_graph = graph._descriptors_for(target.handle)["graph"]
+    count = int(op_graph.get("OPERATIONGRAPH_ENGINE_GLOBAL_COUNT"))
+    if engine_id >= count:
+        raise ValueError(
+            f"engine_id {engine_id}: graph '{graph.name}' has engines 0..{count - 1} "
+            "(OPERATIONGRAPH_ENGINE_GLOBAL_COUNT)"
+        )
+    made: list[BackendDescriptor] = []
+    try:
+        engine = BackendDescriptor("ENGINE")
+        made.append(engine)
+        engine.set("ENGINE_OPERATION_GRAPH", op_graph)
+        engine.set("ENGINE_GLOBAL_INDEX", int(engine_id), attr_type="INT64")
+        if target.props is not None:
+            engine.set("ENGINE_DEVICEPROP", target.props.descriptor)
+            engine.keep_alive(target.props)
+        engine.finalize()
+        knob_descs = []
+        for ktype, value in choices:
+            kc = BackendDescriptor("KNOB_CHOICE")
+            made.append(kc)
+            kc.set("KNOB_CHOICE_KNOB_TYPE", ktype, attr_type="KNOB_TYPE")
+            kc.set("KNOB_CHOICE_KNOB_VALUE", value, attr_type="INT64")
+            kc.finalize()
+            knob_descs.append(kc)
+        cfg = BackendDescriptor("ENGINECFG")
+        made.append(cfg)
+        cfg.set("ENGINECFG_ENGINE", engine)
+        if knob_descs:
+            cfg.set("ENGINECFG_KNOB_CHOICES", knob_descs, attr_type="BACKEND_DESCRIPTOR")
+        cfg.finalize()
+        return EngineConfig(cfg, mode="chosen")
+    except CudnnError as exc:
+        for d in reversed(made):
+            d.close()
+        raise type(exc)(
+            exc.status, exc.function, f"engine {engine_id} of graph '{graph.name}': {exc.message}"
+        ) from None
+    except BaseException:
+        for d in reversed(made):
+            d.close()
+        raise
+
+
+def build_engine(
+    graph: Graph,
+    engine_id: int,
+    knobs: Mapping[Any, int] | None = None,
+    *,
+    device_properties: DeviceProperties | None = None,
+    device: Any = None,
+    allow_known_bad: bool = False,
+) -> Plan:
+    """An execution plan for engine ``engine_id`` with ``knobs`` (see :func:`engine_config`,
+    known-bad engines included), bypassing the heuristics; cuDNN's refusal is raised as its
+    :class:`~pycudnn.CudnnError`."""
+    from .building import _finalize_plan
+
+    cfg = engine_config(
+        graph,
+        engine_id,
+        knobs,
+        device_properties=device_properties,
+        device=device,
+        allow_known_bad=allow_known_bad,
+    )
+    plan = _finalize_plan(cfg, _target(device_properties, device), graph)
+    plan.source = "chosen"
+    return plan

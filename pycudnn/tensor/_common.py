@@ -1,0 +1,217 @@
+"""Shared pieces of the legacy descriptors: argument checks, C calls, data types, deprecation.
+
+Every descriptor module of :mod:`pycudnn.tensor` builds on these; nothing here owns a C object.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import math
+import threading
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import _bindings as _b
+from .._lib import LIB, check
+from .._shared.dtypes import as_numpy_dtype, dtype_name
+from .._shared.resource import CResource
+
+_log = logging.getLogger("pycudnn")
+
+_INT_MAX = 2**31 - 1  # dims, strides, pads are C ints in the legacy API
+_MIN_RANK, _MAX_RANK = 3, 8  # "a number of dimensions from 3 to 8" (cuDNN core concepts)
+_TENSOR_CORE_ALIGNMENT = 16  # "aligned to 128-bit boundaries" (Tensor Core guidelines)
+
+
+class TensorCoreWarning(UserWarning):
+    """Tensor-op math was requested where cuDNN's Tensor Core guidelines say it cannot pay off."""
+
+
+# -- small helpers ---------------------------------------------------------------------------
+
+
+def call(name: str, *args: Any) -> None:
+    """Call C function ``name`` and raise for its status; a closed argument raises ClosedError."""
+    for arg in args:
+        if isinstance(arg, CResource):
+            arg._check_open()
+    check(LIB.function(name)(*args), name)
+
+
+_call = call
+
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_deprecated_once(what: str, instead: str, *, stacklevel: int = 3) -> None:
+    """One ``DeprecationWarning`` per ``what`` per process (cuDNN 9 deprecates the legacy API)."""
+    if what in _warned:
+        return
+    with _warned_lock:
+        if what in _warned:
+            return
+        _warned.add(what)
+    warnings.warn(
+        f"{what} uses API that cuDNN 9 deprecates; it still works, but new code should use "
+        f"{instead}",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def _int(value: Any, name: str, *, minimum: int | None = None, maximum: int = _INT_MAX) -> int:
+    # bool is an int subclass: refuse it so that True is never read as an extent of 1.
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    v = int(value)
+    if minimum is not None and v < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+    if v > maximum:
+        raise ValueError(f"{name} = {v} exceeds the largest value cuDNN accepts ({maximum})")
+    return v
+
+
+def _ints(values: Any, name: str, *, minimum: int | None = None) -> tuple[int, ...]:
+    if isinstance(values, np.ndarray):
+        if values.ndim != 1:
+            raise ValueError(
+                f"{name} must be one-dimensional, got an array of shape {values.shape}"
+            )
+        values = values.tolist()
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TypeError(f"{name} must be a sequence of ints, got {type(values).__name__}")
+    return tuple(_int(v, f"{name}[{i}]", minimum=minimum) for i, v in enumerate(values))
+
+
+def _real(value: Any, name: str) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (int, float, np.integer, np.floating)
+    ):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    try:
+        v = float(value)
+    except OverflowError:  # an int beyond the double range: say which argument, as for inf
+        raise ValueError(f"{name} must be finite, got {value!r}, beyond the double range") from None
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {v}")
+    return v
+
+
+def _c_ints(values: Sequence[int]) -> Any:
+    return (ctypes.c_int * max(len(values), 1))(*values)
+
+
+def _choice(value: Any, name: str, table: dict[str, int]) -> int:
+    """Map a lower-case name (or an int already in the table's values) to the C enumerator."""
+    if isinstance(value, str):
+        key = value.strip().lower().replace("-", "_")
+        if key in table:
+            return table[key]
+    elif (
+        isinstance(value, (int, np.integer))
+        and not isinstance(value, bool)
+        and int(value) in table.values()
+    ):
+        return int(value)
+    raise ValueError(f"{name}={value!r} is not one of {', '.join(repr(k) for k in table)}")
+
+
+def _name_of(value: int, table: dict[str, int]) -> str:
+    for k, v in table.items():
+        if v == value:
+            return k
+    return str(value)
+
+
+# -- data types ------------------------------------------------------------------------------
+
+# What cudnnSetTensorNdDescriptor accepts. Probed on cuDNN 9.28: INT64, BOOLEAN, the FP8, FP4
+# and INT4 types, UINT32 and the complex types all return CUDNN_STATUS_BAD_PARAM there (the graph
+# API's backend tensors take them).
+_LEGACY_TYPE_NAMES: dict[str, str] = {
+    "float32": "FLOAT",
+    "float64": "DOUBLE",
+    "float16": "HALF",
+    "bfloat16": "BFLOAT16",
+    "int8": "INT8",
+    "uint8": "UINT8",
+    "int32": "INT32",
+}
+# The deprecated vectorised types of the NCHW_VECT_C format, keyed by (element type, vector count).
+_VECTOR_TYPES: dict[tuple[str, int], str] = {
+    ("int8", 4): "INT8x4",
+    ("uint8", 4): "UINT8x4",
+    ("int8", 32): "INT8x32",
+}
+_VECTOR_DTYPE_STRINGS: dict[str, tuple[str, int]] = {
+    "int8x4": ("int8", 4),
+    "uint8x4": ("uint8", 4),
+    "int8x32": ("int8", 32),
+}
+
+
+def _data_type_value(name: str) -> int:
+    return int(getattr(_b, f"CUDNN_DATA_{name}"))
+
+
+def legacy_data_type(dtype: Any, *, name: str = "dtype") -> tuple[np.dtype, int]:
+    """``(numpy dtype, cudnnDataType_t)`` for a dtype the legacy descriptors accept.
+
+    Raises TypeError for anything else, naming what cuDNN's legacy API accepts.
+    """
+    dt = as_numpy_dtype(dtype, name=name)
+    key = dtype_name(dt)
+    cudnn_name = _LEGACY_TYPE_NAMES.get(key)
+    if cudnn_name is None:
+        accepted = ", ".join(_LEGACY_TYPE_NAMES)
+        raise TypeError(
+            f"{name}={key}: cuDNN's legacy tensor descriptors (cudnnSetTensorNdDescriptor) reject "
+            f"this type with CUDNN_STATUS_BAD_PARAM; they accept {accepted} (and int8x4, uint8x4, "
+            "int8x32 in the NC/xHWx formats). Use the graph API for int64, bool, fp8 and the "
+            "other narrow types."
+        )
+    return dt, _data_type_value(cudnn_name)
+
+
+def _compute_type(value: Any, name: str, allowed: tuple[str, ...]) -> int:
+    dt = as_numpy_dtype(value, name=name)
+    key = dtype_name(dt)
+    if key not in allowed:
+        raise TypeError(f"{name}={key} is not a compute type here; use one of {', '.join(allowed)}")
+    return _data_type_value(_LEGACY_TYPE_NAMES[key])
+
+
+def _dtype_of_value(value: int) -> np.dtype:
+    for key, cudnn_name in _LEGACY_TYPE_NAMES.items():
+        if _data_type_value(cudnn_name) == value:
+            return as_numpy_dtype(key)
+    for (key, _count), cudnn_name in _VECTOR_TYPES.items():
+        if _data_type_value(cudnn_name) == value:
+            return as_numpy_dtype(key)
+    raise ValueError(f"cuDNN reported an unexpected cudnnDataType_t {value}")
+
+
+def _check_padded_extent(extent: int, pad: int, i: int) -> None:
+    # cuDNN computes extent + 2 * pad in a C int: beyond 2**31 - 1 it overflows and
+    # cudnnGet*NdForwardOutputDim returns CUDNN_STATUS_BAD_PARAM with no error text.
+    if extent + 2 * pad > _INT_MAX:
+        raise ValueError(
+            f"spatial dim {i}: x extent {extent} plus twice the pad {pad} is {extent + 2 * pad}, "
+            f"beyond the 32-bit range of cuDNN's legacy API ({_INT_MAX})"
+        )
+
+
+def _nan_opt(propagate: Any, name: str = "nan_propagation") -> int:
+    if not isinstance(propagate, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(propagate).__name__}")
+    return int(_b.CUDNN_PROPAGATE_NAN if propagate else _b.CUDNN_NOT_PROPAGATE_NAN)
+
+
+# Compute types of the op-tensor and reduce-tensor descriptors.
+_FLOAT_COMPUTE_TYPES = ("float32", "float64")

@@ -1,0 +1,224 @@
+"""``python -m pycudnn verify``: every engine of the standard suite, checked on this GPU.
+
+For each graph of :mod:`.suite`, every execution plan that finalizes (heuristics A and FALLBACK;
+engines in the known-bad table are left out and listed, unless ``--no-known-bad``) is executed on
+seeded inputs and compared with the NumPy reference. The exit status is 1 when any plan is wrong
+or fails to execute (and when no GPU is usable), else 0. ``--json`` prints the whole report;
+``--write-known-bad FILE`` adds an entry for every wrong engine to a table that
+``PYCUDNN_KNOWN_BAD_ENGINES`` can name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from .suite import Case, cases
+
+__all__ = ["add_arguments", "run", "run_suite"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the ``verify`` subcommand."""
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="the CI subset (engine-70 shapes + one graph per family)",
+    )
+    parser.add_argument(
+        "--no-known-bad",
+        action="store_true",
+        help="also run the engines the known-bad table excludes (is a newer cuDNN fixed?)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
+    parser.add_argument(
+        "--filter", metavar="TEXT", default="", help="only cases whose name contains TEXT"
+    )
+    parser.add_argument("--list", action="store_true", help="list the suite's cases and exit")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--write-known-bad", metavar="FILE", default="", help="add wrong engines to this table file"
+    )
+
+
+def _progress(total: int, enabled: bool) -> Any:
+    if not enabled or not sys.stderr.isatty():
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc="verify", unit="graph", leave=False)
+
+
+def _run_case(case: Case, *, allow_known_bad: bool, seed: int) -> dict[str, Any]:
+    from ..errors import CudnnError
+    from ..plan.report import GraphNotSupportedError
+    from .run import verify_plans
+
+    entry: dict[str, Any] = {"name": case.name, "family": case.family, "plans": [], "excluded": []}
+    try:
+        graph = case.build()
+    except (NotImplementedError, ValueError) as exc:  # e.g. SDPA on a cuDNN older than 9.13.1
+        entry["status"], entry["error"] = "unsupported", str(exc).splitlines()[0]
+        return entry
+    try:
+        plans = graph.build_all(allow_known_bad=allow_known_bad)
+    except GraphNotSupportedError as exc:
+        report = exc.report
+        entry["status"] = "no plan"
+        entry["error"] = exc.message.splitlines()[0]
+        if report is not None:
+            entry["excluded"] = sorted({e.describe() for e in report.known_bad})
+            entry["advice"] = list(report.advice)
+        return entry
+    except CudnnError as exc:
+        entry["status"], entry["error"] = "error", f"{exc.status_name}: {exc.message}"
+        return entry
+    report = plans[0].report
+    if report is not None:
+        entry["excluded"] = sorted({e.describe() for e in report.known_bad})
+    results = verify_plans(plans, seed=seed)
+    for p in plans:
+        p.close()
+    entry["plans"] = [r.to_dict() for r in results]
+    entry["_results"] = results
+    wrong = [r for r in results if r.status in ("fail", "error")]
+    entry["status"] = "wrong" if wrong else "ok"
+    return entry
+
+
+def run_suite(
+    *,
+    quick: bool = False,
+    allow_known_bad: bool = False,
+    seed: int = 0,
+    name_filter: str = "",
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Verify every plan of every case; the report as plain data (``passed`` says it all)."""
+    from .._info import version
+
+    selected = [c for c in cases(quick) if name_filter in c.name]
+    bar = _progress(len(selected), progress)
+    start = time.perf_counter()
+    out = []
+    for case in selected:
+        out.append(_run_case(case, allow_known_bad=allow_known_bad, seed=seed))
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    runs = sum(len(c["plans"]) for c in out)
+    wrong = sum(1 for c in out for p in c["plans"] if p["status"] in ("fail", "error"))
+    return {
+        "cudnn": version(),
+        "quick": quick,
+        "known_bad_table": not allow_known_bad,
+        "seed": seed,
+        "cases": out,
+        "plan_runs": runs,
+        "wrong": wrong,
+        "seconds": round(time.perf_counter() - start, 2),
+        "passed": wrong == 0 and not any(c["status"] == "error" for c in out),
+    }
+
+
+def _line(case: dict[str, Any]) -> str:
+    plans = case["plans"]
+    if case["status"] in ("no plan", "error", "unsupported"):
+        text = f"{case['name']:<40} {case['status'].upper()}: {case.get('error', '')}"
+    else:
+        ok = sum(1 for p in plans if p["status"] == "pass")
+        bad = [p for p in plans if p["status"] in ("fail", "error")]
+        worst = max(
+            (p["max_rel_error"] for p in plans if isinstance(p["max_rel_error"], float)),
+            default=0.0,
+        )
+        text = f"{case['name']:<40} {ok:>3} ok"
+        if bad:
+            text += ", WRONG: " + "; ".join(
+                f"engine {p['engine_id']} rel {p['max_rel_error']} (tol {p['tolerance']:.2g})"
+                if p["status"] == "fail"
+                else f"engine {p['engine_id']} error {p['error'][:60]}"
+                for p in bad
+            )
+        else:
+            text += f" (worst rel {worst:.2g})"
+    for e in case["excluded"]:
+        text += f"\n{'':<40} excluded as known bad: {e.split(' (seen')[0]}"
+    return text
+
+
+def _device_name() -> str:
+    from .._shared.cuda import require_cuda_core
+
+    try:
+        return str(require_cuda_core().Device(0).name)
+    except Exception:  # pragma: no cover - only for the entry's text
+        return ""
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``verify`` subcommand; returns the exit status."""
+    from .._shared.cuda import driver_status
+
+    if args.list:
+        for c in cases(args.quick):
+            if args.filter in c.name:
+                print(f"{c.name:<40} {c.family:<12} {'quick' if c.quick else ''}".rstrip())
+        return 0
+    st = driver_status()
+    if not st.usable:
+        print(
+            f"error: verify executes plans on a GPU, and none is usable here: {st.reason}",
+            file=sys.stderr,
+        )
+        return 1
+    report = run_suite(
+        quick=args.quick,
+        allow_known_bad=args.no_known_bad,
+        seed=args.seed,
+        name_filter=args.filter,
+        progress=not args.no_progress and not args.json,
+    )
+    if args.write_known_bad:
+        from .entries import entry_for, write_entries
+
+        device = _device_name()
+        entries = [
+            entry_for(
+                r,
+                c.build(),
+                cudnn_version=report["cudnn"],
+                device=device,
+                date=time.strftime("%Y-%m-%d"),
+            )
+            for case in report["cases"]
+            for c in cases()
+            if c.name == case["name"]
+            for r in case.get("_results", [])
+            if r.status == "fail"
+        ]
+        added = write_entries(args.write_known_bad, entries)
+        print(
+            f"added {added} known-bad entr{'y' if added == 1 else 'ies'} to {args.write_known_bad}",
+            file=sys.stderr,
+        )
+    for case in report["cases"]:
+        case.pop("_results", None)
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        for case in report["cases"]:
+            print(_line(case))
+        verdict = "all right" if report["passed"] else f"{report['wrong']} WRONG"
+        print(
+            f"\ncuDNN {report['cudnn']}: {report['plan_runs']} plan runs in {len(report['cases'])} graphs, "
+            f"{verdict} ({report['seconds']} s; known-bad table {'on' if report['known_bad_table'] else 'off'})"
+        )
+    return 0 if report["passed"] else 1

@@ -1,0 +1,185 @@
+"""NumPy references (float64) for scaled dot-product attention and normalisation forwards.
+
+``sdpa``: ``O = softmax(scale * Q @ K^T + bias, masked) @ V`` with grouped K/V heads (each group
+of ``h_q / h_kv`` query heads reads one K/V head), a causal mask (top-left aligned: key ``j`` is
+seen by query ``i`` when ``j <= i``) or a sliding window of ``w`` keys ending at the query
+(``i - w < j <= i``), and ``stats``, the natural log-sum-exp of each masked score row. Sequence
+lengths (padding) and dropout have no reference here: a graph with them is reported as skipped.
+
+``norm_forward``: layer and RMS norms over every dim but the first, instance norm per sample and
+channel, batch norm per channel; biased variance; ``inv_variance = 1/sqrt(var + epsilon)``;
+``y = (x - mean) * inv_variance * scale + bias`` (RMS: ``x * inv_rms * scale (+ bias)``), with
+the saved mean and inverse variance of a training forward. Running statistics have no reference
+here (which variance estimate cuDNN blends in is not established).
+
+``sdpa_backward`` and ``norm_backward``: the exact gradients of ``sum(out * d_out)`` of the
+matching forward. Their saved inputs (O and stats; mean and inverse standard deviation) must be
+what a forward would have produced, so :func:`consistent_inputs` computes them from the other
+inputs when verification generates inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .common import NoReferenceError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..graph import Operation
+
+__all__ = ["consistent_inputs", "norm_backward", "norm_forward", "sdpa_backward", "sdpa_forward"]
+
+
+def _no_reference(op: Any, why: str) -> Exception:
+    return NoReferenceError(f"{op.label}: {why}")
+
+
+def sdpa_forward(op: Any, vals: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``{"o": ..., "stats": ...}`` of an ``sdpa`` operation (stats only if the op has it)."""
+    a = op.attrs
+    for role in ("seq_len_q", "seq_len_kv", "seed", "offset"):
+        if role in op.inputs:
+            raise _no_reference(op, f"no NumPy reference for sdpa with {role}")
+    if a.get("dropout"):
+        raise _no_reference(op, "dropout is random: no reference")
+    _, v, scores, _ = _masked_scores(op, vals)
+    top = scores.max(axis=-1, keepdims=True)
+    e = np.exp(scores - top)
+    total = e.sum(axis=-1, keepdims=True)
+    out = {"o": np.matmul(e / total, v)}
+    if "stats" in op.outputs:
+        out["stats"] = top + np.log(total)
+    return out
+
+
+def _norm_axes(mode: str, ndim: int) -> tuple[int, ...]:
+    if mode in ("layer", "rms"):
+        return tuple(range(1, ndim))
+    if mode == "batch":
+        return (0, *range(2, ndim))
+    return tuple(range(2, ndim))  # instance
+
+
+def norm_forward(op: Any, vals: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``y`` (and ``mean``, ``inv_variance`` in training) of a ``norm_forward`` operation."""
+    a = op.attrs
+    if "running_mean" in op.inputs or "running_var" in op.inputs:
+        raise _no_reference(op, "running statistics have no NumPy reference here")
+    x = vals["x"]
+    axes = _norm_axes(a["mode"], x.ndim)
+    eps = float(a["epsilon"])
+    if a["mode"] == "rms":
+        mean = np.zeros_like(x.mean(axis=axes, keepdims=True))
+        var = np.mean(x * x, axis=axes, keepdims=True)
+    else:
+        mean = x.mean(axis=axes, keepdims=True)
+        var = np.mean((x - mean) ** 2, axis=axes, keepdims=True)
+    inv = 1.0 / np.sqrt(var + eps)
+    y = (x - mean) * inv * vals["scale"]
+    if "bias" in vals:
+        y = y + vals["bias"]
+    out: dict[str, Any] = {"y": y}
+    if "mean" in op.outputs:
+        out["mean"] = mean
+    if "inv_variance" in op.outputs:
+        out["inv_variance"] = inv
+    return out
+
+
+def _masked_scores(op: Any, vals: Mapping[str, np.ndarray]) -> tuple[Any, Any, Any, int]:
+    """K and V expanded to Q's heads, the masked scores (``-inf`` where masked), the group size."""
+    a = op.attrs
+    q, k, v = vals["q"], vals["k"], vals["v"]
+    group = q.shape[1] // k.shape[1]
+    k = np.repeat(k, group, axis=1)
+    v = np.repeat(v, group, axis=1)
+    scores = a["scale"] * np.matmul(q, np.swapaxes(k, -1, -2))
+    if "bias" in vals:
+        scores = scores + vals["bias"]
+    sq, skv = scores.shape[-2:]
+    i = np.arange(sq)[:, None]
+    j = np.arange(skv)[None, :]
+    keep = np.ones((sq, skv), dtype=bool)
+    if a.get("causal"):
+        keep &= j <= i
+    if a.get("sliding_window") is not None:
+        keep &= j > i - int(a["sliding_window"])
+    return k, v, np.where(keep, scores, -np.inf), group
+
+
+def _fold(grad: np.ndarray, group: int) -> np.ndarray:
+    """Gradients of the expanded K/V heads summed back onto the K/V heads they came from."""
+    b, h, *rest = grad.shape
+    return grad.reshape(b, h // group, group, *rest).sum(axis=2)
+
+
+def sdpa_backward(op: Operation, vals: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``{"dq", "dk", "dv"}`` of an ``sdpa_backward`` operation: the exact gradients of
+    ``sum(O * dO)`` for the forward of the same settings (the probabilities are recomputed from
+    Q and K; ``O`` enters through ``rowsum(dO * O)``, as in flash attention's backward)."""
+    for role in ("seq_len_q", "seq_len_kv", "seed", "offset"):
+        if role in op.inputs:
+            raise _no_reference(op, f"no NumPy reference for sdpa_backward with {role}")
+    if op.attrs.get("dropout"):
+        raise _no_reference(op, "dropout is random: no reference")
+    k, v, scores, group = _masked_scores(op, vals)
+    p = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    p = p / p.sum(axis=-1, keepdims=True)
+    do, o = vals["do"], vals["o"]
+    dv = np.matmul(np.swapaxes(p, -1, -2), do)
+    dp = np.matmul(do, np.swapaxes(v, -1, -2))
+    ds = p * (dp - np.sum(do * o, axis=-1, keepdims=True)) * op.attrs["scale"]
+    dq = np.matmul(ds, k)
+    dk = np.matmul(np.swapaxes(ds, -1, -2), vals["q"])
+    return {"dq": dq, "dk": _fold(dk, group), "dv": _fold(dv, group)}
+
+
+def norm_backward(op: Operation, vals: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``{"dx", "dscale", "dbias"}`` of a ``norm_backward`` operation, from the saved mean and
+    inverse standard deviation: the exact gradients of the forward's ``sum(y * dy)``."""
+    mode = op.attrs["mode"]
+    x, dy, scale = vals["x"], vals["dy"], vals["scale"]
+    axes = _norm_axes(mode, x.ndim)
+    mean = vals["mean"] if "mean" in vals else np.zeros(1)
+    inv = vals["inv_variance"]
+    xhat = (x - mean) * inv
+    g = dy * scale
+    n = int(np.prod([x.shape[i] for i in axes]))  # elements per normalised group
+    mean_g = np.sum(g, axis=axes, keepdims=True) / n
+    mean_gx = np.sum(g * xhat, axis=axes, keepdims=True) / n
+    # RMS norm has no mean, so no mean term in its gradient.
+    centred = g - xhat * mean_gx if mode == "rms" else g - mean_g - xhat * mean_gx
+    dx = inv * centred
+    param_axes = tuple(i for i in range(x.ndim) if scale.shape[i] == 1 and x.shape[i] != 1)
+    out = {"dx": dx, "dscale": np.sum(dy * xhat, axis=param_axes, keepdims=True)}
+    if "dbias" in op.outputs:
+        out["dbias"] = np.sum(dy, axis=param_axes, keepdims=True)
+    return out
+
+
+def consistent_inputs(op: Operation, vals: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """For a backward operation, the saved forward values (O and stats; mean and inverse
+    standard deviation) computed from its other inputs, so that the inputs are ones a forward
+    could have produced (by role; empty for other operations)."""
+    if op.kind == "sdpa_backward":
+        fwd = sdpa_forward(_Forward(op, {"stats"}), vals)
+        return {"o": fwd["o"], "stats": fwd["stats"]}
+    if op.kind == "norm_backward":
+        eps = float(np.asarray(vals["epsilon"]).reshape(-1)[0]) if "epsilon" in vals else 1e-5
+        fwd_op = _Forward(op, {"mean", "inv_variance"}, {"epsilon": eps, "mode": op.attrs["mode"]})
+        fwd = norm_forward(fwd_op, {**vals, "bias": np.zeros(1)})
+        return {r: fwd[r] for r in ("mean", "inv_variance") if r in op.inputs}
+    return {}
+
+
+class _Forward:
+    """The forward operation a backward one mirrors (settings shared, outputs as asked)."""
+
+    def __init__(self, op: Operation, outputs: set[str], attrs: Mapping[str, Any] | None = None):
+        self.label = op.label
+        self.attrs = {**op.attrs, **(attrs or {})}
+        self.inputs = {r: t for r, t in op.inputs.items() if r not in outputs}
+        self.outputs = dict.fromkeys(outputs)

@@ -1,0 +1,83 @@
+"""The callback pycutensor registers with ``cutensorLoggerSetCallback``, and what it records.
+
+cuTENSOR has no last-error API: the error line it logs for a failing call is the only explanation,
+so this callback keeps the last one per thread for the exception (``take_last_error``), and
+forwards entries to Python logging while :func:`pycutensor.log.enable_logging` is on. It lives
+below both ``_lib`` (which registers it when the library loads) and ``log`` (which switches the
+forwarding), so that neither imports the other in a cycle.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from . import _bindings
+
+__all__ = ["clear_last_error", "install", "record_error", "take_last_error"]
+
+logger = logging.getLogger("pycutensor.cutensor")
+
+# cuTENSOR levels: 1 errors, 2 performance trace, 3 performance hints, 4 heuristics trace, 5 API trace
+_TO_LOGGING = {
+    1: logging.ERROR,
+    2: logging.DEBUG,
+    3: logging.INFO,
+    4: logging.DEBUG,
+    5: logging.DEBUG,
+}
+ENV = ("CUTENSOR_LOG_LEVEL", "CUTENSOR_LOG_MASK", "CUTENSOR_LOG_FILE")
+
+# "forward": send entries to Python logging; "env_controls_output": cuTENSOR's own variables are
+# set, so its output and level are left as they say.
+state: dict[str, Any] = {"forward": False, "env_controls_output": False}
+
+# The last error line cuTENSOR logged on each thread.
+_errors = threading.local()
+
+
+def record_error(function: str, message: str) -> None:
+    _errors.last = (function, message)
+
+
+def take_last_error() -> str:
+    last = getattr(_errors, "last", None)
+    _errors.last = None
+    if last is None:
+        return ""
+    function, message = last
+    return f"{message} (logged by {function})" if function else message
+
+
+def clear_last_error() -> None:
+    _errors.last = None
+
+
+def _on_message(level: int, function: bytes | None, message: bytes | None) -> None:
+    try:
+        fname = function.decode("utf-8", "replace") if function else ""
+        text = message.decode("utf-8", "replace") if message else ""
+        if level == 1:
+            record_error(fname, text)
+        if state["forward"]:
+            logger.log(_TO_LOGGING.get(int(level), logging.DEBUG), "[%s] %s", fname, text)
+    except Exception:  # pragma: no cover - never let an exception cross back into C
+        pass
+
+
+_CALLBACK = _bindings.cutensorLoggerCallback_t(_on_message)  # must outlive the registration
+
+
+def install(function: Callable[[str], Any], check: Callable[[int, str], None]) -> None:
+    """Register the callback (``function`` binds a C function of the loaded library); called once
+    when the library loads. Unless cuTENSOR's own logging variables are set, its text output goes
+    to ``/dev/null`` at level 1 (errors), which it would otherwise print to stdout."""
+    check(function("cutensorLoggerSetCallback")(_CALLBACK), "cutensorLoggerSetCallback")
+    if any(os.environ.get(v) for v in ENV):
+        state["env_controls_output"] = True
+        return
+    check(function("cutensorLoggerOpenFile")(os.devnull.encode()), "cutensorLoggerOpenFile")
+    check(function("cutensorLoggerSetLevel")(1), "cutensorLoggerSetLevel")

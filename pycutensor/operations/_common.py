@@ -1,0 +1,292 @@
+"""The machinery shared by the operation kinds: planning an operation, and the functions on arrays.
+
+:class:`PlannableOperation` adds ``plan()`` and ``estimate_workspace()`` to the operation
+descriptor. :func:`run` is what :func:`~pycutensor.operations.contract` and the other array
+functions do: describe the arrays as they lie in memory, validate everything that can be validated
+without a GPU (:func:`prepare`), plan once and keep the descriptors, operation and plan in the
+handle's cache under a key made of everything that changes the plan (modes, shapes, strides, dtypes,
+pointer alignment, operators, compute type, preference), then execute. A repeated call checks the
+arrays and executes only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from pycudnn._shared.arrays import ArrayView, alignment_of, as_array_view
+from pycudnn._shared.cuda import stream_handle
+
+from ..checks import (
+    LoweredTensor,
+    check_device_view,
+    check_operation,
+    coerce_scalar,
+    label_tuple,
+    lower_layouts,
+    span,
+    table_scalar_dtype,
+)
+from ..handle import Handle, get_handle
+from ..operation import Operation
+from ..plan import Plan, PlanPreference, PlanPreferenceObject, estimate_workspace
+from ..tables import KINDS, Kind
+from ..tensor import (
+    MAX_ALIGNMENT,
+    TensorDescriptor,
+    TensorSpec,
+    check_modes,
+    check_pointer,
+    data_type_name,
+)
+
+__all__ = ["PlannableOperation", "prepare", "run"]
+
+
+#: Argument names of the array functions per kind ("a", "b", "c"), for messages.
+_ARRAY_NAMES: dict[str, tuple[str, ...]] = {name: k.array_names for name, k in KINDS.items()}
+
+
+class PlannableOperation(Operation):
+    """An operation of a concrete kind: the descriptor, plus planning (:mod:`pycutensor.plan`)."""
+
+    def plan(
+        self,
+        preference: PlanPreference | PlanPreferenceObject | None = None,
+        *,
+        workspace: str | int = "default",
+    ) -> Plan:
+        """A :class:`~pycutensor.plan.Plan` for this operation (``cutensorCreatePlan``); without a
+        preference, the handle's default one."""
+        return Plan(self, preference, workspace=workspace)
+
+    def estimate_workspace(
+        self,
+        preference: PlanPreference | PlanPreferenceObject | None = None,
+        workspace: str = "default",
+    ) -> int:
+        """``cutensorEstimateWorkspaceSize`` with the ``"min"``, ``"default"`` or ``"max"`` preference."""
+        return estimate_workspace(self, preference, workspace)
+
+
+# -- the functions on arrays --------------------------------------------------------------------------
+class _Prepared(NamedTuple):
+    specs: list[TensorSpec]  # per described tensor (output last)
+    lowered: list[LoweredTensor]
+    layouts: list[tuple[tuple[int, ...], tuple[int, ...]]]
+
+
+def prepare(  # noqa: PLR0917 - internal, one argument per part of the request
+    info: Kind,
+    views: Sequence[ArrayView],
+    labels: Sequence[tuple[Hashable, ...]],
+    out_view: ArrayView | None,
+    unary: Sequence[Any],
+    binary: Sequence[Any],
+    compute_type: Any,
+    scalars: Mapping[str, Any],
+) -> _Prepared:
+    """Everything that can be checked without a GPU, from the arrays' layouts."""
+    names = [t.lower() for t in info.tensors]
+    for view, tensor_labels, name in zip(views, labels, names, strict=False):
+        check_modes(tensor_labels, view.ndim, f"modes_{name}")
+        data_type_name(view.dtype, name=f"{name}.dtype")
+    # The scalars' types are known before any plan exists: refuse them here, not after a plan
+    # was built (the execute path checks them again per call).
+    scalar_dtype = table_scalar_dtype(data_type_name(views[-1].dtype))
+    for scalar_name, value in scalars.items():
+        if value is not None and scalar_dtype is not None:
+            coerce_scalar(value, scalar_dtype, scalar_name)
+    lowered, _ = lower_layouts(
+        labels,
+        [v.shape for v in views],
+        [v.strides for v in views],
+        len(views) - 1,
+        names=names,
+        output_broadcasts=info.rule == "elementwise",
+    )
+    out_name = names[-1]
+    if out_view is not None:
+        last = views[-1]
+        if out_view.dtype != last.dtype:
+            raise TypeError(
+                f"out has dtype {out_view.dtype}, {out_name} has {last.dtype}: they must match"
+            )
+        if out_view.shape != last.shape or out_view.strides != last.strides:
+            raise ValueError(
+                f"out must be laid out like {out_name} (cuTENSOR describes both with one "
+                f"descriptor): {out_name} has shape {last.shape} and strides {last.strides}, out "
+                f"has {out_view.shape} and {out_view.strides}"
+            )
+    for view, name in zip(views, names, strict=False):
+        check_pointer(view.ptr, view.itemsize, name)
+    specs = []
+    for i, (view, low) in enumerate(zip(views, lowered, strict=False)):
+        alignment = alignment_of(view.ptr, MAX_ALIGNMENT)
+        if i == len(views) - 1 and out_view is not None:
+            alignment = min(alignment, alignment_of(out_view.ptr, MAX_ALIGNMENT))
+        dt = np.dtype(view.dtype)
+        specs.append(TensorSpec(low.extents, low.strides, dt, alignment))
+    check_operation(info.name, specs, [low.labels for low in lowered], unary=unary,
+                    binary=binary, compute_type=compute_type)  # fmt: skip
+    # Known before any plan exists too (the execute path checks it again per call).
+    target = out_view if out_view is not None else views[-1]
+    if target.readonly:
+        raise ValueError(f"the output {'out' if out_view is not None else out_name} is read-only")
+    layouts = [(tuple(v.shape), tuple(v.strides)) for v in views]
+    return _Prepared(specs, lowered, layouts)
+
+
+class _Ready:
+    """A planned operation kept in a handle's cache: descriptors, operation, plan."""
+
+    __slots__ = ("descriptors", "offsets", "operation", "plan")
+
+    def __init__(self, descriptors: list[TensorDescriptor], operation: Operation, plan: Plan,
+                 offsets: list[tuple[int, int]]) -> None:  # fmt: skip
+        self.descriptors = descriptors
+        self.operation = operation
+        self.plan = plan
+        self.offsets = offsets  # per operand: (lowest, one past highest) byte offset
+
+    def close(self) -> None:
+        self.plan.close()
+        self.operation.close()
+        for d in self.descriptors:
+            d.close()
+
+
+def _byte_offsets(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> tuple[int, int]:
+    lo, hi = span(0, shape, strides, itemsize)
+    return lo, hi
+
+
+def _common_device(views: Sequence[ArrayView], names: Sequence[str]) -> int:
+    device = None
+    for view, name in zip(views, names, strict=False):
+        check_device_view(view, name, device)
+        device = view.device_id
+    assert device is not None
+    return device
+
+
+def run(  # noqa: PLR0917 - called from the public functions only
+    cls: type[PlannableOperation],
+    arrays: Sequence[Any],
+    modes: Sequence[Any],
+    out: Any,
+    scalars: dict[str, Any],
+    unary: tuple[Any, ...],
+    binary: tuple[Any, ...],
+    compute_type: Any,
+    preference: PlanPreference | None,
+    stream: Any,
+    workspace: Any,
+) -> Any:
+    """``cls``'s operation on ``arrays`` (see the module docstring); returns the output array."""
+    kind = cls.kind
+    info = KINDS[kind]
+    names = _ARRAY_NAMES[kind]  # built once, not per call
+    stream_ptr = stream_handle(stream)
+    views = [
+        as_array_view(x, name=n, stream_ptr=stream_ptr) for x, n in zip(arrays, names, strict=False)
+    ]
+    out_view = None if out is None else as_array_view(out, name="out", stream_ptr=stream_ptr)
+    labels = tuple(label_tuple(m, f"modes_{n}") for m, n in zip(modes, names, strict=False))
+    all_views = [*views, out_view] if out_view is not None else views
+    all_names = [*names, "out"] if out_view is not None else names
+    if any(not v.is_device for v in all_views):
+        prepare(
+            info, views, labels, out_view, unary, binary, compute_type, scalars
+        )  # the specific error first
+    device = _common_device(all_views, all_names)
+    handle = get_handle(device)
+    key = (
+        kind, labels,
+        tuple((v.shape, v.strides, v.dtype, alignment_of(v.ptr, MAX_ALIGNMENT)) for v in views),
+        None if out_view is None else (out_view.shape, out_view.strides,
+                                       alignment_of(out_view.ptr, MAX_ALIGNMENT)),
+        unary, binary, compute_type, preference,
+    )  # fmt: skip
+    try:
+        ready: _Ready | None = handle.cached(key)
+    except TypeError:  # an unhashable label or operator: _prepare names the argument
+        prepare(info, views, labels, out_view, unary, binary, compute_type, scalars)
+        raise
+    if ready is None:
+        ready = _build(
+            cls,
+            handle,
+            info,
+            views,
+            labels,
+            out_view,
+            unary,
+            binary,
+            compute_type,
+            preference,
+            scalars,
+        )
+        handle.cache(key, ready)
+    target = out_view if out_view is not None else views[-1]
+    if target.readonly:
+        raise ValueError(f"the output {'out' if out_view is not None else names[-1]} is read-only")
+    pointers = [v.ptr for v in views]
+    if len(info.operands) > len(info.tensors):
+        pointers.append(target.ptr)
+    lo, hi = ready.offsets[-1]
+    out_lo, out_hi = pointers[-1] + lo, pointers[-1] + hi
+    for i in range(len(views) - (0 if len(info.operands) > len(info.tensors) else 1)):
+        if i == len(views) - 1 and pointers[i] == pointers[-1]:
+            continue  # C is D
+        a, b = ready.offsets[i]
+        if pointers[i] + a < out_hi and out_lo < pointers[i] + b:
+            raise ValueError(
+                f"{names[i]} overlaps the output in memory: cuTENSOR requires inputs not to "
+                "overlap the output"
+            )
+    values = ready.operation.scalar_values(**scalars)
+    previous = handle.activate()  # the workspace is allocated on the handle's device
+    try:
+        ws_ptr, ws_size = ready.plan._workspace(workspace, stream_ptr, stream)
+        ready.plan._call(pointers, values, stream_ptr, ws_ptr, ws_size)
+    finally:
+        handle.restore(previous)
+    return out if out is not None else arrays[-1]
+
+
+def _build(  # noqa: PLR0917 - private
+    cls: type[PlannableOperation],
+    handle: Handle,
+    info: Kind,
+    views: Sequence[ArrayView],
+    labels: Sequence[tuple[Hashable, ...]],
+    out_view: ArrayView | None,
+    unary: tuple[Any, ...],
+    binary: tuple[Any, ...],
+    compute_type: Any,
+    preference: PlanPreference | None,
+    scalars: Mapping[str, Any],
+) -> _Ready:
+    prepared = prepare(info, views, labels, out_view, unary, binary, compute_type, scalars)
+    descriptors: list[TensorDescriptor] = []
+    try:
+        for spec in prepared.specs:
+            descriptors.append(TensorDescriptor.from_spec(handle, spec))
+        tensors = [(d, low.labels) for d, low in zip(descriptors, prepared.lowered, strict=False)]
+        operation = cls.__new__(cls)
+        lowered_layouts = [(low.extents, low.strides) for low in prepared.lowered]
+        operation._create(handle, tensors, unary=unary, binary=binary, compute_type=compute_type,
+                          layouts=lowered_layouts)  # fmt: skip
+        plan = Plan(operation, preference)
+    except BaseException:
+        for d in descriptors:
+            d.close()
+        raise
+    offsets = [_byte_offsets(shape, strides, v.itemsize)
+               for (shape, strides), v in zip(prepared.layouts, views, strict=False)]  # fmt: skip
+    if len(info.operands) > len(info.tensors):
+        offsets.append(offsets[-1])
+    return _Ready(descriptors, operation, plan, offsets)

@@ -1,0 +1,139 @@
+"""The runnable examples in ``examples/``, each in a child process, and the README's code.
+
+CPU tier: every example runs up to the point that needs a GPU (parsing, validation, descriptors,
+graphs and deviceless plans for the committed H100 properties when libcuda.so.1 is present),
+prints one line saying what needs a GPU and exits 0. GPU tier: every example runs to the end and
+its own check against NumPy passes. The README's Python blocks are excerpts of the examples.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pycudnn._shared.cuda import driver_status
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((REPO / "examples").glob("*.py"))
+NAMES = [p.stem for p in EXAMPLES]
+
+# What each example prints before it needs a GPU (beyond the "needs a GPU" line), derived from
+# the problem it states: shapes from the convolution formula, the H100 from the committed file.
+CPU_OUTPUT = {
+    "legacy_conv": ["x (2, 8, 12, 12) * w (16, 8, 3, 3) (pad 1) -> y (2, 16, 12, 12)"],
+    "raw_c_api": ["NHWC: dims [2, 3, 8, 8], strides [192, 1, 24, 3]"],
+    "einsum": ["bii->b", "-> (8,)", "ii->i", "-> (5,)", "-> (4, 7, 2, 5)"],
+    "cutensor_contraction": ["3XTF32: allowed", "refused before cuTENSOR"],
+    "cuda_graph_capture": ["z[m,p] = y[m,n] v[n,p]: valid"],
+}
+# Parts that need the NVIDIA driver library (deviceless planning), not a GPU.
+LIBCUDA_OUTPUT = {
+    "graph_conv_bias_relu": ["plan for NVIDIA H100 80GB HBM3 without a GPU: engine"],
+    "deviceless_plan": ["target: NVIDIA H100 80GB HBM3", "reloaded: engine"],
+    "training_step": ["fprop: engine", "dgrad: engine", "wgrad: engine"],
+    # the second cache on the same directory finds the plan the first one stored
+    "matmul_autotune": ["'misses': 1, 'stores': 1", "'disk_hits': 1, 'misses': 0"],
+    "cuda_graph_capture": ["cuDNN plan for NVIDIA H100 80GB HBM3: engine"],
+    "attention_normalization": [
+        "attention: plan for NVIDIA H100 80GB HBM3 without a GPU",
+        "attention_backward: plan for NVIDIA H100 80GB HBM3 without a GPU",
+        "norm: plan for NVIDIA H100 80GB HBM3 without a GPU",
+    ],
+}
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return env
+
+
+def run(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, timeout=600, env=_env(),
+        cwd=REPO,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cpu_runs() -> dict[str, subprocess.CompletedProcess[str]]:
+    """Every example at once, each in its own child process (they spend most time starting)."""
+    if driver_status().usable:
+        pytest.skip("a GPU is usable here: test_example_on_a_gpu runs each example to the end")
+    procs = {}
+    for p in EXAMPLES:
+        procs[p.stem] = subprocess.Popen(
+            [sys.executable, str(p)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_env(),
+            cwd=REPO,
+        )
+    done = {}
+    for name, proc in procs.items():
+        out, err = proc.communicate(timeout=600)
+        done[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return done
+
+
+def test_every_named_example_exists() -> None:
+    for name in (*CPU_OUTPUT, *LIBCUDA_OUTPUT):
+        assert name in NAMES, name
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=NAMES)
+def test_example_runs_up_to_the_gpu(
+    path: Path, cpu_runs: dict[str, subprocess.CompletedProcess[str]]
+) -> None:
+    done = cpu_runs[path.stem]
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines and lines[-1].startswith("needs a"), done.stdout
+    assert "GPU" in lines[-1]
+    for text in CPU_OUTPUT.get(path.stem, []):
+        assert text in done.stdout, (text, done.stdout)
+    if driver_status().library_found:
+        for text in LIBCUDA_OUTPUT.get(path.stem, []):
+            assert text in done.stdout, (text, done.stdout)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("path", EXAMPLES, ids=NAMES)
+def test_example_on_a_gpu(path: Path) -> None:
+    done = run(path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == "matches NumPy", done.stdout
+    assert "needs a" not in done.stdout
+
+
+def _is_import(line: str) -> bool:
+    return line.startswith(("import ", "from "))
+
+
+def test_readme_code_is_taken_from_the_examples() -> None:
+    """Each ```python block of the README is an excerpt of one example: its lines (indentation
+    and blank lines aside) appear there in the same order and contiguously, and its imports are
+    among that example's imports."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
+    assert blocks
+    sources = {p.name: [x.strip() for x in p.read_text().splitlines()] for p in EXAMPLES}
+    for block in blocks:
+        lines = [x.strip() for x in block.splitlines() if x.strip()]
+        imports = [x for x in lines if _is_import(x)]
+        body = [x for x in lines if not _is_import(x)]
+        found = []
+        for name, source in sources.items():
+            text = [x for x in source if x]
+            contiguous = any(
+                text[i : i + len(body)] == body for i in range(len(text) - len(body) + 1)
+            )
+            if contiguous and all(x in source for x in imports):
+                found.append(name)
+        assert found, f"this README block is in no example:\n{block}"
