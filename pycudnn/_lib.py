@@ -41,6 +41,9 @@ LIB = NativeLibrary(
     read_version=_read_version,
     minimum_version=MINIMUM_VERSION,
     version_symbol="cudnnGetVersion",
+    # libcudnn.so.9 is a dispatcher: its functions live in sublibraries it loads from its own
+    # directory, and without libcudnn_graph it aborts the process on the first call.
+    companions=(f"libcudnn_graph.so.{_bindings.HEADER_VERSION[0]}",),
 )
 
 _ERROR_BUFFER_SIZE = 4096

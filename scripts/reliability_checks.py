@@ -289,6 +289,7 @@ def fault(name: str) -> dict[str, Any]:
             src.write_text("unsigned long cudnnGetVersion(void) { return 8906; }\n")
             lib = tmp / "libcudnn.so.8"
             subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+            (tmp / "libcudnn_graph.so.9").write_bytes(b"")  # a complete-looking installation
             return _expect(_python(_CATCH.format(body="pycudnn.version()"), {"PYCUDNN_LIBRARY": str(lib)}),
                            "LibraryNotFoundError", "major version 9")  # fmt: skip
         if name in ("truncated_library", "library_without_sublibraries"):

@@ -305,3 +305,118 @@ def test_plan_cache_names_what_is_wrong_with_a_file(
     assert any(fragment in r.getMessage() for r in caplog.records), caplog.text
     assert "written by cuDNN None" not in caplog.text
     assert json.loads(path.read_text())["cudnnVersion"] == pycudnn.version()  # rewritten
+
+
+# -- loading and the raw layer (found with the loader and raw-layer work merged) ----------------------
+
+
+def _load_with_override(path: Path) -> subprocess.CompletedProcess[str]:
+    code = """
+        import pycudnn
+        try:
+            pycudnn.version()
+        except pycudnn.LibraryNotFoundError as exc:
+            print("REFUSED", exc)
+        """
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYCUDNN_LIBRARY": str(path)}
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_truncated_library_is_refused_before_the_loader_maps_it(tmp_path: Path) -> None:
+    # The dynamic loader maps a cut libcudnn.so.9 beyond its end: SIGBUS on first access.
+    data = Path(pycudnn.library_path()).read_bytes()
+    for fraction in (2, 4):
+        lib = tmp_path / f"cut{fraction}" / "libcudnn.so.9"
+        lib.parent.mkdir()
+        lib.write_bytes(data[: len(data) // fraction])
+        out = _load_with_override(lib)
+        assert out.returncode == 0, f"rc {out.returncode}: {out.stderr[-1000:]}"
+        assert "REFUSED" in out.stdout and "truncated" in out.stdout, out.stdout
+
+
+def test_a_lone_copy_of_the_dispatcher_is_refused_before_it_aborts(tmp_path: Path) -> None:
+    # cuDNN 9's libcudnn.so.9 loads libcudnn_graph.so.9 (and the rest) from its own directory;
+    # without them its first function call aborts the process.
+    lib = tmp_path / "libcudnn.so.9"
+    lib.write_bytes(Path(pycudnn.library_path()).read_bytes())
+    out = _load_with_override(lib)
+    assert out.returncode == 0, f"rc {out.returncode}: {out.stderr[-1000:]}"
+    assert "REFUSED" in out.stdout and "libcudnn_graph.so.9" in out.stdout, out.stdout
+
+
+def test_a_library_with_its_sublibraries_still_loads(tmp_path: Path) -> None:
+    real = Path(pycudnn.library_path()).parent
+    copy = tmp_path / "lib"
+    copy.mkdir()
+    for f in real.glob("libcudnn*.so.*"):
+        (copy / f.name).symlink_to(f)
+    out = subprocess.run(
+        [sys.executable, "-c", "import pycudnn; print('VERSION', pycudnn.version())"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), "PYCUDNN_LIBRARY": str(copy / "libcudnn.so.9")},
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-1000:]
+    assert f"VERSION {pycudnn.version()}" in out.stdout
+
+
+@pytest.mark.parametrize("buffer", [b"x", "x"])
+def test_an_immutable_buffer_for_a_written_string_is_refused(buffer: Any) -> None:
+    # cudnnGetLastErrorString(b"x", 2**62) wrote the message into Python's heap (SIGSEGV).
+    out = run_child(
+        f"""
+        from pycudnn import raw
+        try:
+            raw.cudnnGetLastErrorString({buffer!r}, 2**62)
+        except TypeError as exc:
+            print("REFUSED", exc)
+        """
+    )
+    assert out.returncode == 0, f"rc {out.returncode}: {out.stderr[-1000:]}"
+    assert "REFUSED" in out.stdout and "create_string_buffer" in out.stdout
+
+
+def test_a_mutable_buffer_for_a_written_string_still_works() -> None:
+    import ctypes
+
+    from pycudnn import raw
+
+    buf = ctypes.create_string_buffer(256)
+    raw.cudnnGetLastErrorString(buf, 256)
+    assert isinstance(buf.value, bytes)
+
+
+def test_the_backend_layer_checks_spatial_arrays_too(
+    plan_json: dict[str, Any], tmp_path: Path
+) -> None:
+    # The same crash through BackendDescriptor.set, without Plan.from_json.
+    plan_json["operationGraph"]["nodes"][0]["dilation"] = [1] * 9
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(plan_json))
+    out = run_child(
+        f"""
+        import pathlib
+        import pycudnn
+        from pycudnn.backend import BackendDescriptor
+        props = pycudnn.DeviceProperties.load({str(PROPS_FILE)!r})
+        d = BackendDescriptor("EXECUTION_PLAN")
+        d.set("EXECUTION_PLAN_DEVICEPROP", props.descriptor)
+        try:
+            d.set("EXECUTION_PLAN_JSON_REPRESENTATION", pathlib.Path({str(bad)!r}).read_text(),
+                  attr_type="CHAR")
+            d.finalize()
+        except ValueError as exc:
+            print("REFUSED", exc)
+        """
+    )
+    assert out.returncode == 0, f"rc {out.returncode}: {out.stderr[-2000:]}"
+    assert "REFUSED" in out.stdout and "dilation must be a list of 2 entries" in out.stdout

@@ -26,7 +26,6 @@ from .heuristics import EngineConfig
 from .report import PlanningReport, PlanVersionError, _capture
 from .serialization import (
     _check_json_matches_graph,
-    _check_spatial_arrays,
     _version,
     _version_text,
 )
@@ -310,7 +309,6 @@ class Plan(VariantPacks, CudaGraphs):
                 "version that wrote them; rebuild it"
             )
         check_plan_json(data)  # before cuDNN sees it: some malformed plans crash it
-        _check_spatial_arrays(data)
         if graph is not None:
             if not isinstance(graph, Graph):
                 raise TypeError(f"graph must be a pycudnn.Graph, not {type(graph).__name__}")
