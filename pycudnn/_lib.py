@@ -28,6 +28,8 @@ def _read_version(cdll: ctypes.CDLL) -> tuple[int, int, int]:
     fn = cdll.cudnnGetVersion
     fn.restype, fn.argtypes = ctypes.c_size_t, []
     v = int(fn())
+    if v < 90000:  # cuDNN 8 and older encode major*1000 + minor*100 + patch (8906 is 8.9.6)
+        return v // 1000, v % 1000 // 100, v % 100
     return v // 10000, v % 10000 // 100, v % 100
 
 

@@ -420,3 +420,19 @@ def test_the_backend_layer_checks_spatial_arrays_too(
     )
     assert out.returncode == 0, f"rc {out.returncode}: {out.stderr[-2000:]}"
     assert "REFUSED" in out.stdout and "dilation must be a list of 2 entries" in out.stdout
+
+
+def test_a_cudnn_8_library_is_named_by_its_own_version(tmp_path: Path) -> None:
+    import shutil
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("needs a C compiler to build a stand-in cuDNN 8 library")
+    src = tmp_path / "stub.c"
+    src.write_text("unsigned long cudnnGetVersion(void) { return 8906; }\n")  # cuDNN 8.9.6's value
+    lib = tmp_path / "libcudnn.so.8"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    (tmp_path / "libcudnn_graph.so.9").write_bytes(b"")  # so that only the version is wrong
+    out = _load_with_override(lib)
+    assert out.returncode == 0, out.stderr[-1000:]
+    assert "is cuDNN 8.9.6" in out.stdout and "major version 9" in out.stdout, out.stdout
