@@ -168,6 +168,9 @@ def _fuzz_worker(target: str, seed: int, start: int, stop: int, include_known: b
     fuzz.quiet()
     ctx = fuzz.Context()
     ctx.include_known = include_known
+    # Raw inputs may name files (cutensorLoggerOpenFile(b"x") creates one): keep them out of the
+    # directory the campaign was started from.
+    os.chdir(ctx.tmp)
     gen = fuzz.ALL_TARGETS[target]
     out = sys.stdout
     try:
