@@ -28,6 +28,8 @@ def _read_version(cdll: ctypes.CDLL) -> tuple[int, int, int]:
     fn = cdll.cudnnGetVersion
     fn.restype, fn.argtypes = ctypes.c_size_t, []
     v = int(fn())
+    if v < 90000:  # cuDNN 8 and older encode major*1000 + minor*100 + patch (8906 is 8.9.6)
+        return v // 1000, v % 1000 // 100, v % 100
     return v // 10000, v % 10000 // 100, v % 100
 
 
@@ -41,6 +43,9 @@ LIB = NativeLibrary(
     read_version=_read_version,
     minimum_version=MINIMUM_VERSION,
     version_symbol="cudnnGetVersion",
+    # libcudnn.so.9 is a dispatcher: its functions live in sublibraries it loads from its own
+    # directory, and without libcudnn_graph it aborts the process on the first call.
+    companions=(f"libcudnn_graph.so.{_bindings.HEADER_VERSION[0]}",),
 )
 
 _ERROR_BUFFER_SIZE = 4096

@@ -82,6 +82,53 @@ def check_plan_json(data: Mapping[str, Any]) -> None:
             is_reference = key in _TENSOR_ROLE_KEYS or not value.startswith("CUDNN_")
             if is_reference and not _is_uid_text(value):
                 raise bad(f"{where}.{key}", "must name a tensor by its unique id", value)
+    _check_spatial_arrays(data)
+
+
+#: Node attributes that hold one entry per spatial dim (convolution and resample nodes).
+_SPATIAL_KEYS = frozenset(
+    ("pad", "prePaddings", "postPaddings", "stride", "strides", "dilation", "windowDims")
+)
+#: Tensor roles whose rank gives a convolution's spatial rank (the input, or its gradient).
+_RANK_ROLES = ("X", "DX", "W", "DW", "Y", "DY")
+
+
+def _check_spatial_arrays(data: Mapping[str, Any]) -> None:
+    """Refuse a plan whose per-spatial-dim arrays do not have one entry per spatial dim.
+
+    cuDNN checks most lengths, but a convolution whose ``stride``, ``pad`` or ``dilation`` has 8 or
+    9 entries crashes it while deserializing (segfault, cuDNN 9.27 and 9.28; other lengths are
+    refused). The spatial rank follows from the node's tensors: rank minus 2 (N and C).
+    """
+    og = data.get("operationGraph")
+    if not isinstance(og, Mapping):
+        return  # malformed containers are check_plan_json's to refuse
+    ranks: dict[str, int] = {}
+    for t in og.get("tensors", ()) if isinstance(og.get("tensors"), list) else ():
+        if isinstance(t, Mapping) and isinstance(t.get("dim"), list):
+            ranks[str(t.get("name"))] = len(t["dim"])
+    nodes = og.get("nodes")
+    for i, node in enumerate(nodes if isinstance(nodes, list) else ()):
+        if not isinstance(node, Mapping):
+            continue
+        keys = [k for k in node if k in _SPATIAL_KEYS]
+        if not keys:
+            continue
+        where = f"not a valid cuDNN execution-plan JSON: operationGraph.nodes[{i}]"
+        rank = next((ranks[str(node[r])] for r in _RANK_ROLES if str(node.get(r)) in ranks), None)
+        if rank is None or not 3 <= rank <= 8:
+            raise ValueError(
+                f"{where} has {', '.join(keys)} but names no tensor of rank 3 to 8 to check them "
+                "against"
+            )
+        for key in keys:
+            value = node[key]
+            if not isinstance(value, list) or len(value) != rank - 2:
+                got = f"{len(value)} entries" if isinstance(value, list) else repr(value)[:40]
+                raise ValueError(
+                    f"{where}.{key} must be a list of {rank - 2} entries (one per spatial dim of "
+                    f"its rank-{rank} tensors), got {got}"
+                )
 
 
 def _check_device_name(name: Any, where: str) -> None:

@@ -76,8 +76,28 @@ _MAX_NAME_BYTES = 255  # + the NUL: cudaDeviceProp::name is char[256]
 _NOT_IN_FINGERPRINT = ("cudaDeviceId", VERSION_KEY)
 
 
+#: Keys cuDNN reads as 64-bit ints (measured, cuDNN 9.27: values up to 2**63 - 1 finalize); every
+#: other integer key is a C ``int`` in ``cudaDeviceProp`` and cuDNN refuses values from 2**31 on.
+_INT64_KEYS = ("totalGlobalMem",)
+_INT32_LIMIT = 2**31
+_INT64_LIMIT = 2**63
+
+
 def _is_int(v: Any) -> bool:
-    return isinstance(v, int)  # bool is accepted: a JSON true is how some writers spell 1
+    # A JSON true is not an int to cuDNN: it refuses it with an opaque "!json_object.Is<T>()".
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_range(key: str, v: int) -> None:
+    # cuDNN's JSON reader refuses a value beyond its field's C type with a message naming neither
+    # the key nor the rule (the key is only in its log): name both here.
+    limit = _INT64_LIMIT if key in _INT64_KEYS else _INT32_LIMIT
+    if v >= limit:
+        width = "64" if limit == _INT64_LIMIT else "32"
+        raise ValueError(
+            f"device-properties key {key!r} must fit a signed {width}-bit int (below "
+            f"{limit}), got {v}"
+        )
 
 
 def validate_json(data: Mapping[str, Any]) -> None:
@@ -111,6 +131,8 @@ def validate_json(data: Mapping[str, Any]) -> None:
                 raise ValueError(
                     f"device-properties key {key!r} must be a list of 3 positive ints, got {v!r}"
                 )
+            for x in v:
+                _check_range(key, x)  # int[3] in cudaDeviceProp
         elif key in _STRINGS:
             if not isinstance(v, str):
                 raise ValueError(f"device-properties key {key!r} must be a string, got {v!r}")
@@ -123,6 +145,8 @@ def validate_json(data: Mapping[str, Any]) -> None:
                 )
         elif not _is_int(v) or v < 0:
             raise ValueError(f"device-properties key {key!r} must be a non-negative int, got {v!r}")
+        else:
+            _check_range(key, v)
     if data["deviceVer"] < 100 or data["deviceVer"] % 10:
         raise ValueError(
             f"device-properties key 'deviceVer' must be SM major*100 + minor*10 (e.g. 900 for sm_90), "

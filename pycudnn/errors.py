@@ -101,8 +101,27 @@ def error_class_for_status(status: int) -> type[CudnnError]:
     return _BY_CATEGORY.get(int(status) // 1000 * 1000, CudnnError)
 
 
+_SUBLIBRARY_LOADING_FAILED = 1008
+
+
 def error_from_status(status: int, function: str = "", message: str = "") -> CudnnError:
+    if status == _SUBLIBRARY_LOADING_FAILED:
+        message = _with_driver_hint(message)
     return error_class_for_status(status)(status, function, message)
+
+
+def _with_driver_hint(message: str) -> str:
+    # cuDNN reports a missing driver library (libcuda.so.1, which it loads even to plan without a
+    # GPU) only as a sublibrary that failed to load: name the cause when that is it.
+    from ._shared.cuda import driver_status
+
+    st = driver_status()
+    if st.library_found:
+        return message
+    return (
+        f"{message} (the NVIDIA driver library libcuda.so.1 could not be loaded: {st.reason}; "
+        "cuDNN needs it even to plan without a GPU)"
+    )
 
 
 def status_name(status: int) -> str:

@@ -8,8 +8,10 @@ function whose ``@since`` version is newer than the loaded library, naming the v
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import logging
 import os
+import struct
 import sys
 import threading
 from collections.abc import Callable
@@ -133,6 +135,47 @@ def loaded_copy(soname: str, symbol: str) -> str | None:
     return os.path.realpath(os.fsdecode(info.dli_fname))
 
 
+_ELF_HEADER = struct.Struct("<16sHHIQQQIHHHHHH")  # Elf64_Ehdr, little-endian
+_ELF_PHDR = struct.Struct("<IIQQQQQQ")  # Elf64_Phdr
+_PT_LOAD = 1
+
+
+def check_elf(path: str, what: str, hint: str) -> None:
+    """Refuse a file that is not a whole 64-bit little-endian ELF object before the dynamic loader
+    maps it: a truncated library is mapped beyond its end and the first access kills the process
+    with SIGBUS (observed with a cut libcudnn.so.9 named by PYCUDNN_LIBRARY)."""
+
+    def bad(reason: str) -> LibraryNotFoundError:
+        return LibraryNotFoundError(f"{what} could not be loaded: {reason}. {hint}.")
+
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            header = f.read(_ELF_HEADER.size)
+            if len(header) < _ELF_HEADER.size or header[:4] != b"\x7fELF":
+                raise bad("it is not an ELF shared library")
+            if header[4] != 2 or header[5] != 1:  # ELFCLASS64, ELFDATA2LSB
+                raise bad("it is not a 64-bit little-endian ELF library")
+            fields = _ELF_HEADER.unpack(header)
+            phoff, shoff, phentsize, phnum, shentsize, shnum = (
+                fields[5], fields[6], fields[9], fields[10], fields[11], fields[12]
+            )  # fmt: skip
+            if shoff + shentsize * shnum > size or phoff + phentsize * phnum > size:
+                raise bad(f"it is truncated ({size} bytes, its tables reach beyond the end)")
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+    except OSError as exc:
+        raise bad(f"it cannot be read ({exc})") from None
+    for i in range(phnum):
+        if phentsize < _ELF_PHDR.size:
+            break
+        p_type, _, p_offset, _, _, p_filesz, _, _ = _ELF_PHDR.unpack_from(table, i * phentsize)
+        if p_type == _PT_LOAD and p_offset + p_filesz > size:
+            raise bad(
+                f"it is truncated ({size} bytes, a loadable segment ends at {p_offset + p_filesz})"
+            )
+
+
 class NativeLibrary:
     """A lazily loaded shared library and its generated prototypes.
 
@@ -152,8 +195,12 @@ class NativeLibrary:
         read_version: Callable[[ctypes.CDLL], tuple[int, int, int]],
         minimum_version: tuple[int, int, int],
         version_symbol: str,
+        companions: tuple[str, ...] = (),
     ) -> None:
         self.display_name = display_name
+        # Libraries the named one loads from its own directory (cuDNN 9's libcudnn.so.9 is a
+        # dispatcher that aborts the process when its sublibraries are missing).
+        self._companions = companions
         self.minimum_version = minimum_version
         self.soname = f"lib{pathfinder_name}.so.{expected_major}"
         self._version_symbol = version_symbol
@@ -214,7 +261,9 @@ class NativeLibrary:
                     f"{self._env_var} to use the loaded one, or set it before that package loads"
                 )
             self.found_via = self._env_var
-            return os.path.abspath(override)
+            path = os.path.abspath(override)
+            check_elf(path, f"{self._env_var}={override!r}", self._install_hint)
+            return path
         if loaded is not None:
             self.found_via = "already loaded in this process"
             return loaded
@@ -236,6 +285,20 @@ class NativeLibrary:
         self.found_via = str(found.found_via)
         return str(found.abs_path)
 
+    def _check_companions(self, path: str) -> None:
+        missing = [
+            name
+            for name in self._companions
+            if not os.path.exists(os.path.join(os.path.dirname(path), name))
+            and ctypes.util.find_library(name.removeprefix("lib").split(".so")[0]) is None
+        ]
+        if missing:
+            raise LibraryNotFoundError(
+                f"{self._env_var}={path!r}: {', '.join(missing)} is neither beside it nor on the "
+                f"loader's path; {self.display_name} loads it from there and aborts the process "
+                f"without it. Point {self._env_var} at a complete installation. {self._install_hint}."
+            )
+
     def _load(self) -> ctypes.CDLL:
         with self._lock:
             if self._cdll is not None:
@@ -247,6 +310,8 @@ class NativeLibrary:
                 raise LibraryNotFoundError(
                     f"{self.display_name} at {path} could not be loaded: {exc}. {self._install_hint}."
                 ) from exc
+            if self.found_via == self._env_var and hasattr(cdll, self._version_symbol):
+                self._check_companions(path)  # before the first call, which would abort
             try:
                 version = self._read_version(cdll)
             except AttributeError as exc:  # the version symbol is missing: some other library

@@ -105,6 +105,8 @@ def make_checked(
         (i, *b) for i, b in enumerate(map(_integer_bounds, spec.argtypes)) if b is not None
     )
     nonnull = tuple(spec.argnames.index(p) for p in spec.nonnull)
+    # char* parameters the library writes into (cudnnGetLastErrorString's message)
+    written_strings = tuple(i for i in nonnull if spec.argtypes[i] is ctypes.c_char_p)
 
     @functools.wraps(_doc_stub(spec))
     def call(*args: Any) -> Any:
@@ -127,6 +129,16 @@ def make_checked(
                     f"{name}: argument {index + 1} ({spec.argnames[index]}) must not be NULL "
                     "(the library reads or writes through it without a check); pass "
                     "ctypes.byref(...), an array or a live descriptor"
+                )
+        for index in written_strings:
+            if isinstance(args[index], (bytes, str)):
+                # ctypes passes the immutable object's own buffer: the library would write its
+                # text into Python's heap, past the end of a short one (a crash, found by the
+                # reliability campaign with b"x" and a large max_size).
+                raise TypeError(
+                    f"{name}: argument {index + 1} ({spec.argnames[index]}) is a buffer the "
+                    f"library writes into, not a {type(args[index]).__name__} (immutable); pass "
+                    "ctypes.create_string_buffer(size)"
                 )
         fn = state.get("fn")
         if fn is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import numbers
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -420,7 +421,18 @@ class GraphCore:
     def _real(value: Any, what: str) -> float:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError(f"{what} must be a real number, not {value!r}")
-        return float(value)
+        try:
+            result = float(value)
+        except OverflowError:  # an int beyond a double's range: float() names no argument
+            raise ValueError(
+                f"{what} must be a finite real number; this {type(value).__name__} is beyond a "
+                "double's range (about 1.8e308)"
+            ) from None
+        if not math.isfinite(result):
+            # cuDNN takes NaN and inf as scale factors and clips without a word; the result would
+            # be all NaN (or inf) with no hint why. The legacy API refuses them too.
+            raise ValueError(f"{what} must be a finite real number, got {result}")
+        return result
 
     # -- resolution, key, description -----------------------------------------------------------
     def _source_dtype(self, t: Tensor, seen: set[int] | None = None) -> np.dtype | None:

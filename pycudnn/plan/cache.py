@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import logging
 import os
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ from typing import Any
 from ..errors import CudnnError
 from ..graph import Graph
 from .execution import Plan
+from .report import PlanVersionError
 from .serialization import _version, _version_text
 from .targets import _Target
 
@@ -48,9 +51,7 @@ class PlanCache:
     ) -> None:
         if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:
             raise ValueError(f"max_size must be a positive int, got {max_size!r}")
-        self.directory = None if directory is None else Path(directory)
-        if self.directory is not None:
-            self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory = None if directory is None else _make_directory(Path(directory))
         self.max_size = max_size
         self._plans: collections.OrderedDict[str, Plan] = collections.OrderedDict()
         self._lock = threading.Lock()
@@ -96,18 +97,35 @@ class PlanCache:
         try:
             text = path.read_text(encoding="utf-8")
             data = json.loads(text)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError) as exc:  # unreadable, not UTF-8, not JSON
             self.stats["disk_errors"] += 1
             _log.warning("plan cache: ignoring unreadable %s (%s); rebuilding", path, exc)
             return None
-        written = data.get("cudnnVersion") if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            self.stats["disk_errors"] += 1
+            _log.warning(
+                "plan cache: %s holds a JSON %s, not a cuDNN execution plan; rebuilding",
+                path,
+                type(data).__name__,
+            )
+            return None
+        written = data.get("cudnnVersion")
+        if isinstance(written, bool) or not isinstance(written, int):
+            self.stats["disk_errors"] += 1
+            _log.warning(
+                "plan cache: %s has no valid cudnnVersion (%r), so is not a cuDNN execution plan; "
+                "rebuilding",
+                path,
+                written,
+            )
+            return None
         if written != _version():
             self.stats["version_mismatches"] += 1
             _log.warning(
                 "plan cache: %s was written by cuDNN %s, this is %s; plans load only in the exact "
                 "version that wrote them: rebuilding it",
                 path,
-                _version_text(written) if isinstance(written, int) else written,
+                _version_text(written),
                 _version_text(_version()),
             )
             return None
@@ -115,7 +133,11 @@ class PlanCache:
             return Plan.from_json(
                 data, graph=graph, device_properties=target.props, device=target.device_id
             )
-        except (CudnnError, ValueError) as exc:
+        except PlanVersionError as exc:  # same version, another serialization schema
+            self.stats["version_mismatches"] += 1
+            _log.warning("plan cache: %s: %s", path, exc)
+            return None
+        except (CudnnError, ValueError, TypeError) as exc:
             self.stats["disk_errors"] += 1
             _log.warning("plan cache: %s could not be loaded (%s); rebuilding", path, exc)
             return None
@@ -131,18 +153,57 @@ class PlanCache:
         self._remember(self._memory_key(key, target), plan)
         self.stats["stores"] += 1
         path = self.path_for(key)
-        if path is not None:
-            try:
-                tmp = path.with_suffix(f".tmp{os.getpid()}")
-                tmp.write_text(plan.to_json(), encoding="utf-8")
-                os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the new
-            except (OSError, CudnnError) as exc:
-                self.stats["disk_errors"] += 1
-                _log.warning("plan cache: could not write %s: %s", path, exc)
+        if path is None:
+            return
+        try:
+            _write_atomically(path, plan.to_json())
+        except (OSError, CudnnError) as exc:  # a full disk, a directory in the way, ...
+            self.stats["disk_errors"] += 1
+            _log.warning("plan cache: could not write %s: %s", path, exc)
 
     def __repr__(self) -> str:
         where = f" in {self.directory}" if self.directory is not None else ""
         return f"<pycudnn.PlanCache {len(self)} plan(s){where}, max {self.max_size}>"
+
+
+def _make_directory(directory: Path) -> Path:
+    """Create the cache directory, or say in one sentence why it cannot be one."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise NotADirectoryError(
+            f"plan cache directory {os.fspath(directory)!r} exists and is not a directory: pass "
+            "a directory (it is created if missing)"
+        ) from None
+    except OSError as exc:  # a read-only parent or file system, a file in the path, ...
+        raise type(exc)(
+            exc.errno,
+            f"plan cache directory {os.fspath(directory)!r} cannot be created: {exc.strerror} "
+            f"({os.fspath(exc.filename) if exc.filename else 'a parent'} is not writable by this "
+            "user or not a directory); choose a writable location",
+        ) from None
+    return directory
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that no reader ever sees a part of it.
+
+    The text goes to a temporary file of its own in the same directory (unique per call, so two
+    threads or processes storing the same key never share one), is flushed to disk, and is renamed
+    over ``path`` (atomic on POSIX): a reader sees the old file or the new one. On any failure
+    (a full disk, a directory where the file should be) the temporary file is removed.
+    """
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 _thread_caches = threading.local()

@@ -24,7 +24,11 @@ from ..graph import Graph, Tensor
 from .cuda_graph import CudaGraphs
 from .heuristics import EngineConfig
 from .report import PlanningReport, PlanVersionError, _capture
-from .serialization import _check_json_matches_graph, _version, _version_text
+from .serialization import (
+    _check_json_matches_graph,
+    _version,
+    _version_text,
+)
 from .slots import _pointer_getter, _Slot, _slots_from_graph, _slots_from_json
 from .targets import _deserialize_props
 from .variant_pack import VariantPacks, _Handle, _stream_handle, _workspace
@@ -339,6 +343,13 @@ class Plan(VariantPacks, CudaGraphs):
                 except CudnnError as exc:
                     lines = _error_lines(records)
                     extra = ("; cuDNN log: " + " | ".join(lines)) if lines else ""
+                    if exc.status_name == "CUDNN_STATUS_SERIALIZATION_VERSION_MISMATCH":
+                        # cuDNN files this under "not initialized" (1003); it is a plan written
+                        # in another serialization schema, the same case as another version.
+                        raise PlanVersionError(
+                            f"this plan's schemaVersion {data.get('schemaVersion')!r} is not one "
+                            f"cuDNN {_version_text(loaded)} reads ({exc.message}{extra}); rebuild it"
+                        ) from None
                     raise type(exc)(
                         exc.status, exc.function, f"loading a serialized plan: {exc.message}{extra}"
                     ) from None

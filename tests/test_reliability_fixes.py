@@ -1,0 +1,438 @@
+"""Regression tests for what the reliability campaigns found (``scripts/reliability.py``).
+
+Inputs that once crashed the process run in a child process, so that a regression fails this test
+with the child's signal instead of ending the test session.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pycudnn
+from pycudnn.deviceprops import DeviceProperties
+from pycudnn.graph import Graph, GraphError
+from pycudnn.plan import Plan, PlanCache, PlanVersionError
+from pycudnn.plan.cache import _write_atomically
+
+REPO = Path(__file__).resolve().parent.parent
+PROPS_FILE = REPO / "tests" / "data" / "deviceprops" / "h100-sxm-80gb.json"
+
+
+def conv_bias_relu() -> Graph:
+    g = Graph("conv_bias_relu")
+    x = g.tensor([1, 32, 16, 16], fmt="NHWC", dtype="float16", name="x")
+    w = g.tensor([32, 32, 3, 3], fmt="NHWC", dtype="float16", name="w")
+    b = g.tensor([1, 32, 1, 1], fmt="NHWC", dtype="float16", name="bias")
+    g.relu(g.add(g.conv_fprop(x, w, padding=1, name="conv"), b, name="bias_add"), name="relu")
+    return g
+
+
+@pytest.fixture
+def props(deviceprops_json: dict[str, Any]) -> DeviceProperties:
+    return DeviceProperties.from_json(deviceprops_json)
+
+
+@pytest.fixture
+def plan_json(props: DeviceProperties) -> dict[str, Any]:
+    with conv_bias_relu().build(device_properties=props, cache=False) as plan:
+        return dict(json.loads(plan.to_json()))
+
+
+def run_child(code: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+        check=False,
+    )
+
+
+# -- graph scale factors and clips -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), 10**400])
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda g, x, w, v: g.conv_fprop(x, w, alpha=v), "alpha"),
+        (lambda g, x, w, v: g.conv_fprop(x, w, beta=v), "beta"),
+        (lambda g, x, w, v: g.relu(x, upper_clip=v), "relu_upper_clip"),
+        (lambda g, x, w, v: g.relu(x, lower_clip=v), "relu_lower_clip"),
+        (lambda g, x, w, v: g.add(x, x, alpha1=v), "alpha1"),
+        (lambda g, x, w, v: g.add(x, x, alpha2=v), "alpha2"),
+        (lambda g, x, w, v: g.elu(x, alpha=v), "elu_alpha"),
+    ],
+)
+def test_graph_scale_factors_must_be_finite(call: Any, name: str, value: Any) -> None:
+    g = Graph()
+    x = g.tensor([1, 8, 4, 4], name="x")
+    w = g.tensor([8, 8, 1, 1], name="w")
+    with pytest.raises(ValueError, match="must be a finite real number") as info:
+        call(g, x, w, value)
+    assert name in str(info.value)
+    assert not isinstance(info.value, OverflowError)
+    assert not isinstance(info.value, GraphError) or "finite" in str(info.value)
+
+
+def test_graph_scale_factors_still_take_large_finite_values() -> None:
+    g = Graph()
+    x = g.tensor([1, 8, 4, 4], name="x")
+    y = g.relu(x, upper_clip=10**300, lower_clip=-1.5e308)
+    assert y.producer is not None
+    assert y.producer.attrs["relu_upper_clip"] == 1e300
+
+
+# -- device properties ------------------------------------------------------------------------------
+
+
+def _props_data() -> dict[str, Any]:
+    return dict(json.loads(PROPS_FILE.read_text()))
+
+
+@pytest.mark.parametrize("key", ["multiProcessorCount", "isTccDriver", "l2CacheSize", "driverVer"])
+@pytest.mark.parametrize("value", [2**31, 2**32 + 5, 2**63])
+def test_deviceprops_32_bit_keys_refuse_values_cuDNN_cannot_read(key: str, value: int) -> None:
+    data = _props_data()
+    data[key] = value
+    with pytest.raises(ValueError, match=f"'{key}' must fit a signed 32-bit int"):
+        DeviceProperties.from_json(data)
+
+
+@pytest.mark.parametrize("key", ["supportCoopLaunch", "isTccDriver", "warpSize", "totalGlobalMem"])
+def test_deviceprops_refuse_bools(key: str) -> None:
+    data = _props_data()
+    data[key] = True
+    with pytest.raises(ValueError, match=f"'{key}' must be a non-negative int, got True"):
+        DeviceProperties.from_json(data)
+
+
+def test_deviceprops_grid_entries_are_32_bit() -> None:
+    data = _props_data()
+    data["maxGridSize"] = [2**31, 65535, 65535]
+    with pytest.raises(ValueError, match="'maxGridSize' must fit a signed 32-bit int"):
+        DeviceProperties.from_json(data)
+
+
+@pytest.mark.usefixtures("libcuda")
+def test_deviceprops_total_memory_is_64_bit() -> None:
+    # cuDNN reads totalGlobalMem as a 64-bit int: 2**40 (1 TiB) finalizes, 2**63 does not fit.
+    data = _props_data()
+    data["totalGlobalMem"] = 2**40
+    with DeviceProperties.from_json(data) as p:
+        assert not p.descriptor.closed
+    data["totalGlobalMem"] = 2**63
+    with pytest.raises(ValueError, match="'totalGlobalMem' must fit a signed 64-bit int"):
+        DeviceProperties.from_json(data)
+
+
+@pytest.mark.usefixtures("libcuda")
+def test_deviceprops_largest_32_bit_value_reaches_cudnn() -> None:
+    # The bound is cuDNN's, not a guess: 2**31 - 1 finalizes.
+    data = _props_data()
+    data["l2CacheSize"] = 2**31 - 1
+    with DeviceProperties.from_json(data) as p:
+        assert not p.descriptor.closed
+
+
+# -- plan JSON --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", ["stride", "pad", "dilation"])
+@pytest.mark.parametrize("length", [0, 1, 3, 8, 9, 16])
+def test_plan_json_spatial_arrays_need_one_entry_per_spatial_dim(
+    plan_json: dict[str, Any], props: DeviceProperties, key: str, length: int
+) -> None:
+    plan_json["operationGraph"]["nodes"][0][key] = [1] * length
+    with pytest.raises(ValueError, match=rf"nodes\[0\]\.{key} must be a list of 2 entries"):
+        Plan.from_json(plan_json, device_properties=props)
+
+
+def test_plan_json_with_8_entry_stride_does_not_crash_a_child(
+    plan_json: dict[str, Any], tmp_path: Path
+) -> None:
+    # cuDNN 9.27/9.28 segfault deserializing this; the check must come first, also through a
+    # PlanCache directory that holds such a file.
+    plan_json["operationGraph"]["nodes"][0]["stride"] = [1] * 8
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(plan_json))
+    out = run_child(
+        f"""
+        import json, pathlib, shutil
+        import pycudnn
+        from pycudnn.plan import PlanCache
+        props = pycudnn.DeviceProperties.load({str(PROPS_FILE)!r})
+        try:
+            pycudnn.Plan.load({str(bad)!r}, device_properties=props)
+        except ValueError as exc:
+            print("REFUSED", exc)
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_reliability_fixes import conv_bias_relu
+        pc = PlanCache({str(tmp_path / "cache")!r})
+        conv_bias_relu().build(device_properties=props, cache=pc)
+        (path,) = pathlib.Path({str(tmp_path / "cache")!r}).glob("*.json")
+        shutil.copy({str(bad)!r}, path)
+        fresh = PlanCache(path.parent)
+        plan = conv_bias_relu().build(device_properties=props, cache=fresh)
+        print("REBUILT", fresh.stats["disk_errors"], fresh.stats["stores"], plan.engine_id)
+        """
+    )
+    assert out.returncode == 0, f"rc {out.returncode}: {out.stderr[-2000:]}"
+    assert "REFUSED" in out.stdout and "stride must be a list of 2 entries" in out.stdout
+    assert "REBUILT 1 1" in out.stdout
+
+
+def test_plan_schema_version_mismatch_is_a_version_error(
+    plan_json: dict[str, Any], props: DeviceProperties
+) -> None:
+    plan_json["schemaVersion"] = 99
+    with pytest.raises(PlanVersionError, match="schemaVersion 99") as info:
+        Plan.from_json(plan_json, device_properties=props)
+    assert not isinstance(info.value, pycudnn.CudnnError)
+
+
+# -- the plan cache ---------------------------------------------------------------------------------
+
+
+def test_plan_cache_on_a_regular_file_says_so(tmp_path: Path) -> None:
+    f = tmp_path / "plans"
+    f.write_text("x")
+    with pytest.raises(NotADirectoryError, match="exists and is not a directory"):
+        PlanCache(f)
+
+
+def test_plan_cache_under_an_unwritable_parent_says_so(tmp_path: Path) -> None:
+    parent = tmp_path / "ro"
+    parent.mkdir()
+    parent.chmod(0o500)
+    try:
+        target = parent / "plans"
+        if os.access(parent, os.W_OK):  # root ignores the mode: use a read-only file system
+            target = Path("/sys/pycudnn-plan-cache-test/plans")
+        try:
+            PlanCache(target)
+        except PermissionError as exc:
+            assert "cannot be created" in str(exc) and "choose a writable location" in str(exc)
+        else:
+            pytest.skip(f"{target} was writable here: no unwritable location to test with")
+    finally:
+        parent.chmod(0o700)
+
+
+def test_atomic_write_is_safe_for_threads_storing_the_same_key(tmp_path: Path) -> None:
+    path = tmp_path / "k.json"
+    errors: list[BaseException] = []
+    texts = [json.dumps({"writer": i, "pad": "x" * 20000}) for i in range(8)]
+
+    def store(i: int) -> None:
+        try:
+            for _ in range(50):
+                _write_atomically(path, texts[i])
+        except BaseException as exc:  # collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=store, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert path.read_text() in texts  # one writer's whole text, never a mix
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k.json"]  # no temporary left
+
+
+def test_atomic_write_leaves_nothing_when_a_directory_is_in_the_way(tmp_path: Path) -> None:
+    (tmp_path / "k.json").mkdir()
+    with pytest.raises(OSError):
+        _write_atomically(tmp_path / "k.json", "{}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k.json"]
+
+
+def test_plan_cache_store_with_a_directory_in_the_way(
+    props: DeviceProperties, tmp_path: Path
+) -> None:
+    pc = PlanCache(tmp_path)
+    g = conv_bias_relu()
+    key_path = None
+    plan = g.build(device_properties=props, cache=pc)
+    (key_path,) = tmp_path.glob("*.json")
+    key_path.unlink()
+    key_path.mkdir()
+    fresh = PlanCache(tmp_path)
+    plan = conv_bias_relu().build(device_properties=props, cache=fresh)
+    assert plan.engine_id is not None
+    assert fresh.stats["disk_errors"] == 1 and fresh.stats["stores"] == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [key_path.name]
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ("null", "holds a JSON NoneType"),
+        ("[1, 2]", "holds a JSON list"),
+        ('{"cudnnVersion": "92700"}', "no valid cudnnVersion ('92700')"),
+        ('{"cudnnVersion": true}', "no valid cudnnVersion (True)"),
+        ("\xff\xfe", "unreadable"),
+    ],
+)
+def test_plan_cache_names_what_is_wrong_with_a_file(
+    props: DeviceProperties,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    content: str,
+    fragment: str,
+) -> None:
+    conv_bias_relu().build(device_properties=props, cache=PlanCache(tmp_path))
+    (path,) = tmp_path.glob("*.json")
+    path.write_bytes(content.encode("latin-1"))
+    fresh = PlanCache(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="pycudnn"):
+        plan = conv_bias_relu().build(device_properties=props, cache=fresh)
+    assert plan.engine_id is not None and fresh.stats["disk_errors"] == 1
+    assert any(fragment in r.getMessage() for r in caplog.records), caplog.text
+    assert "written by cuDNN None" not in caplog.text
+    assert json.loads(path.read_text())["cudnnVersion"] == pycudnn.version()  # rewritten
+
+
+# -- loading and the raw layer (found with the loader and raw-layer work merged) ----------------------
+
+
+def _load_with_override(path: Path) -> subprocess.CompletedProcess[str]:
+    code = """
+        import pycudnn
+        try:
+            pycudnn.version()
+        except pycudnn.LibraryNotFoundError as exc:
+            print("REFUSED", exc)
+        """
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYCUDNN_LIBRARY": str(path)}
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_truncated_library_is_refused_before_the_loader_maps_it(tmp_path: Path) -> None:
+    # The dynamic loader maps a cut libcudnn.so.9 beyond its end: SIGBUS on first access.
+    data = Path(pycudnn.library_path()).read_bytes()
+    for fraction in (2, 4):
+        lib = tmp_path / f"cut{fraction}" / "libcudnn.so.9"
+        lib.parent.mkdir()
+        lib.write_bytes(data[: len(data) // fraction])
+        out = _load_with_override(lib)
+        assert out.returncode == 0, f"rc {out.returncode}: {out.stderr[-1000:]}"
+        assert "REFUSED" in out.stdout and "truncated" in out.stdout, out.stdout
+
+
+def test_a_lone_copy_of_the_dispatcher_is_refused_before_it_aborts(tmp_path: Path) -> None:
+    # cuDNN 9's libcudnn.so.9 loads libcudnn_graph.so.9 (and the rest) from its own directory;
+    # without them its first function call aborts the process.
+    lib = tmp_path / "libcudnn.so.9"
+    lib.write_bytes(Path(pycudnn.library_path()).read_bytes())
+    out = _load_with_override(lib)
+    assert out.returncode == 0, f"rc {out.returncode}: {out.stderr[-1000:]}"
+    assert "REFUSED" in out.stdout and "libcudnn_graph.so.9" in out.stdout, out.stdout
+
+
+def test_a_library_with_its_sublibraries_still_loads(tmp_path: Path) -> None:
+    real = Path(pycudnn.library_path()).parent
+    copy = tmp_path / "lib"
+    copy.mkdir()
+    for f in real.glob("libcudnn*.so.*"):
+        (copy / f.name).symlink_to(f)
+    out = subprocess.run(
+        [sys.executable, "-c", "import pycudnn; print('VERSION', pycudnn.version())"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), "PYCUDNN_LIBRARY": str(copy / "libcudnn.so.9")},
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-1000:]
+    assert f"VERSION {pycudnn.version()}" in out.stdout
+
+
+@pytest.mark.parametrize("buffer", [b"x", "x"])
+def test_an_immutable_buffer_for_a_written_string_is_refused(buffer: Any) -> None:
+    # cudnnGetLastErrorString(b"x", 2**62) wrote the message into Python's heap (SIGSEGV).
+    out = run_child(
+        f"""
+        from pycudnn import raw
+        try:
+            raw.cudnnGetLastErrorString({buffer!r}, 2**62)
+        except TypeError as exc:
+            print("REFUSED", exc)
+        """
+    )
+    assert out.returncode == 0, f"rc {out.returncode}: {out.stderr[-1000:]}"
+    assert "REFUSED" in out.stdout and "create_string_buffer" in out.stdout
+
+
+def test_a_mutable_buffer_for_a_written_string_still_works() -> None:
+    import ctypes
+
+    from pycudnn import raw
+
+    buf = ctypes.create_string_buffer(256)
+    raw.cudnnGetLastErrorString(buf, 256)
+    assert isinstance(buf.value, bytes)
+
+
+def test_the_backend_layer_checks_spatial_arrays_too(
+    plan_json: dict[str, Any], tmp_path: Path
+) -> None:
+    # The same crash through BackendDescriptor.set, without Plan.from_json.
+    plan_json["operationGraph"]["nodes"][0]["dilation"] = [1] * 9
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(plan_json))
+    out = run_child(
+        f"""
+        import pathlib
+        import pycudnn
+        from pycudnn.backend import BackendDescriptor
+        props = pycudnn.DeviceProperties.load({str(PROPS_FILE)!r})
+        d = BackendDescriptor("EXECUTION_PLAN")
+        d.set("EXECUTION_PLAN_DEVICEPROP", props.descriptor)
+        try:
+            d.set("EXECUTION_PLAN_JSON_REPRESENTATION", pathlib.Path({str(bad)!r}).read_text(),
+                  attr_type="CHAR")
+            d.finalize()
+        except ValueError as exc:
+            print("REFUSED", exc)
+        """
+    )
+    assert out.returncode == 0, f"rc {out.returncode}: {out.stderr[-2000:]}"
+    assert "REFUSED" in out.stdout and "dilation must be a list of 2 entries" in out.stdout
+
+
+def test_a_cudnn_8_library_is_named_by_its_own_version(tmp_path: Path) -> None:
+    import shutil
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("needs a C compiler to build a stand-in cuDNN 8 library")
+    src = tmp_path / "stub.c"
+    src.write_text("unsigned long cudnnGetVersion(void) { return 8906; }\n")  # cuDNN 8.9.6's value
+    lib = tmp_path / "libcudnn.so.8"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    (tmp_path / "libcudnn_graph.so.9").write_bytes(b"")  # so that only the version is wrong
+    out = _load_with_override(lib)
+    assert out.returncode == 0, out.stderr[-1000:]
+    assert "is cuDNN 8.9.6" in out.stdout and "major version 9" in out.stdout, out.stdout
