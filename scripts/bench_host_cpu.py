@@ -13,9 +13,11 @@ the committed H100 device properties (deviceless planning, needs ``libcuda.so.1`
 lookup, the output allocation and the cuTENSOR calls): compare them with each other and across
 commits, never with the GPU figures of ``bench_cudnn.py`` / ``bench_cutensor.py``.
 
-Measured per call (median of ``--batches`` batches of ``--calls`` calls):
+Measured per call (median and minimum of ``--batches`` batches of ``--calls`` calls; on a shared
+machine the minimum is the steadier figure):
 
-* ``plan.execute (dict of 3 DeviceArrays)``: the public path, cached variant pack;
+* ``plan.execute (dict of 3 DeviceArrays)``: the public path, cached variant pack (and again
+  with a ``workspace=`` array given);
 * ``plan.execute, new array objects at the same addresses``: what a pooled allocator does;
 * ``plan.execute_raw``: pointers in unique-id order;
 * ``array_view(DeviceArray)`` and ``as_array_view(DeviceArray)``: one operand, the fast and the
@@ -108,6 +110,9 @@ def bench_cudnn(calls: int, batches: int) -> dict[str, Any]:
     arrays = {x: xd, w: wd, y: yd}
     out: dict[str, Any] = {}
     out["plan.execute (dict of 3 DeviceArrays)"] = _per_call_us(
+        lambda: plan.execute(arrays), calls, batches
+    )
+    out["plan.execute (dict of 3 DeviceArrays), workspace= given"] = _per_call_us(
         lambda: plan.execute(arrays, workspace=ws), calls, batches
     )
 
@@ -217,7 +222,11 @@ def main(argv: list[str] | None = None) -> int:
     (out / "bench_host_cpu.json").write_text(json.dumps(report, indent=2) + "\n")
     print(LABEL)
     for name, r in results.items():
-        shown = f"{r['median_us']:8.3f} us" if isinstance(r, dict) and "median_us" in r else r
+        shown = (
+            f"median {r['median_us']:7.3f} us, min {r['min_us']:7.3f} us"
+            if isinstance(r, dict) and "median_us" in r
+            else r
+        )
         print(f"  {name:78s} {shown}")
     print(f"written to {out / 'bench_host_cpu.json'}")
     return 0

@@ -24,7 +24,14 @@ from .dlpack import import_dlpack, repair_strides
 from .strides import c_strides as _c_strides
 from .strides import element_extent
 
-__all__ = ["ArrayView", "alignment_of", "array_view", "as_array_view", "element_extent"]
+__all__ = [
+    "ArrayView",
+    "alignment_of",
+    "array_view",
+    "as_array_view",
+    "describe_array",
+    "element_extent",
+]
 
 
 def alignment_of(ptr: int, cap: int = 256) -> int:
@@ -363,3 +370,18 @@ def array_view(obj: Any, name: str = "array", stream_ptr: int | None = None) -> 
     if view is None:
         return as_array_view(obj, name=name, stream_ptr=stream_ptr)
     return view
+
+
+def describe_array(name: str, obj: Any, stream_ptr: int = -1) -> tuple[Any, ...]:
+    """``array_view(obj, name, stream_ptr)[:6]`` (pointer, shape, strides, dtype, device,
+    read-only: what a cached launch depends on), with the name first so that
+    ``functools.partial(describe_array, name)`` is a per-slot reader with no Python frame of its
+    own (``-1``: no stream ordering)."""
+    tp = type(obj)
+    reader = _READERS.get(tp)
+    if reader is None:
+        reader = _reader_for(tp, obj)
+    view = reader(obj, stream_ptr)
+    if view is None:
+        view = as_array_view(obj, name=name, stream_ptr=None if stream_ptr == -1 else stream_ptr)
+    return view[:6]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import functools
 import json
 import logging
 import os
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._lib import LIB, check
-from .._shared.arrays import array_view, as_array_view
+from .._shared.arrays import as_array_view, describe_array
 from .._shared.resource import ClosedError
 from ..backend import BackendDescriptor, check_plan_json
 from ..deviceprops import DeviceProperties, _error_lines
@@ -38,16 +39,6 @@ _log = logging.getLogger("pycudnn")
 
 
 _get_ident = threading.get_ident
-
-
-def _array_reader(name: str) -> Callable[..., tuple[Any, ...]]:
-    """What a variant pack depends on for one array: (ptr, shape, strides, dtype, device_id,
-    readonly), from :func:`array_view` (the array's own attributes when nothing needs ordering)."""
-
-    def read(value: Any, stream_ptr: int = -1) -> tuple[Any, ...]:
-        return array_view(value, name, stream_ptr)[:6]
-
-    return read
 
 
 class Plan(VariantPacks, CudaGraphs):
@@ -397,7 +388,8 @@ class Plan(VariantPacks, CudaGraphs):
         self._getters = tuple(
             self._scalar_setter(self._slots[i])
             if self._slots[i].by_value
-            else _array_reader(f"tensor '{self._slots[i].name}'")
+            # what a variant pack depends on, read per call (see describe_array)
+            else functools.partial(describe_array, f"tensor '{self._slots[i].name}'")
             for i in order
         )
         self._order = order
