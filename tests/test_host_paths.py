@@ -122,3 +122,25 @@ def test_the_views_are_array_views() -> None:
     a = fake(BASE, (2, 2), np.float32)
     v = array_view(a, "a", 0)
     assert isinstance(v, ArrayView) and v.owner is a
+
+
+def test_einsum_reads_its_operands_as_the_general_path_does() -> None:
+    from pycutensor._einsum import _inspect
+
+    a = fake(BASE, (4, 8), np.float32)
+    b = fake(BASE + 0x1000, (8, 2), np.float32, strides=(1, 8))
+    c = fake(BASE + 0x2000, (4, 2), np.float32)
+    views, out_view, beta_zero, out_align, key = _inspect(
+        "ij,jk->ik", (a, b), c, 0, None, 0.0, "greedy", None
+    )
+    assert views == [
+        as_array_view(a, name="a", stream_ptr=0),
+        as_array_view(b, name="b", stream_ptr=0),
+    ]
+    assert out_view == as_array_view(c, name="out", stream_ptr=0)
+    assert beta_zero and out_align == 256
+    # the program key holds every operand's layout: another layout is another program
+    assert key[-1] == (((4, 8), (8, 1), np.dtype(np.float32), 256),
+                       ((8, 2), (1, 8), np.dtype(np.float32), 256))  # fmt: skip
+    with pytest.raises(ValueError, match="beta other than 0 scales out"):
+        _inspect("ij,jk->ik", (a, b), None, 0, None, 2.0, "greedy", None)

@@ -87,3 +87,23 @@ def test_plan_execute_checks_an_address_reused_with_another_layout(gpu_device: i
     nchw = cupy.ndarray((1, 32, 16, 16), cupy.float16, memptr=xd.data)  # same address
     with pytest.raises(ValueError, match="strides"):
         plan.execute({x: nchw, w: wd, y: yd})
+
+
+def test_einsum_on_cupy_arrays_made_on_another_stream(gpu_device: int) -> None:
+    """CuPy's current stream is not the one einsum runs on: the reader declines, the protocol
+    orders CuPy's stream before ours, and the result is the one of the finished inputs."""
+    cupy = pytest.importorskip("cupy")
+    import numpy as np
+
+    import pycutensor
+
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        a = cupy.random.random((512, 512), dtype=cupy.float32)
+        b = cupy.random.random((512, 512), dtype=cupy.float32)
+        array_view(a, "a", 0)  # the reader for CuPy arrays is chosen
+        assert _READERS[type(a)](a, 0) is None  # and declines: CuPy is on another stream
+        out = pycutensor.einsum("ij,jk->ik", a, b, stream=0)
+    cupy.cuda.Device().synchronize()
+    want = cupy.asnumpy(a).astype(np.float64) @ cupy.asnumpy(b).astype(np.float64)
+    np.testing.assert_allclose(cupy.asnumpy(out), want, rtol=1e-3)
