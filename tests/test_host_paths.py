@@ -144,3 +144,41 @@ def test_einsum_reads_its_operands_as_the_general_path_does() -> None:
                        ((8, 2), (1, 8), np.dtype(np.float32), 256))  # fmt: skip
     with pytest.raises(ValueError, match="beta other than 0 scales out"):
         _inspect("ij,jk->ik", (a, b), None, 0, None, 2.0, "greedy", None)
+
+
+class _RecordingPlan:
+    """Stands in for a cuTENSOR plan's execute (which needs a GPU): records what it is given."""
+
+    operation = None
+    scalar_dtype = np.dtype(np.float32)
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def _call(self, ptrs: Any, values: Any, stream_ptr: int, ws_ptr: int, ws_size: int) -> None:
+        self.calls.append((list(ptrs), [float(v) for v in values], stream_ptr, ws_ptr, ws_size))
+
+
+def test_einsum_program_routes_pointers_and_scalars(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A two-step program (a contraction into an intermediate, then a permutation into out): each
+    step gets the caller's operands, the intermediate's address in the block and the output, and
+    alpha/beta/1/0 where its scalars say."""
+    from pycutensor import _einsum_build
+
+    block = 0x7F20_0000_0000
+    monkeypatch.setattr(_einsum_build.memory, "workspace", lambda n, device, stream: block)
+    first, second = _RecordingPlan(), _RecordingPlan()
+    program = _einsum_build._Program()
+    program.steps = [
+        _einsum_build._Step([], first, [("in", 0), ("in", 1), ("tmp", 1), ("tmp", 1)],  # type: ignore[arg-type]
+                            ("one", "zero")),
+        _einsum_build._Step([], second, [("tmp", 1), ("out",)], ("alpha", "beta")),  # type: ignore[arg-type]
+    ]  # fmt: skip
+    program.tmp_offsets = [0, 4096]
+    program.block, program.workspace_offset, program.workspace_size = 8192 + 512, 8192, 512
+    a, b, out = BASE, BASE + 0x1000, BASE + 0x2000
+    program.run([a, b], out, 2.5, 0.0, 0x55)
+    assert first.calls == [
+        ([a, b, block + 4096, block + 4096], [1.0, 0.0], 0x55, block + 8192, 512)
+    ]
+    assert second.calls == [([block + 4096, out], [2.5, 0.0], 0x55, block + 8192, 512)]
