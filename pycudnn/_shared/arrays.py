@@ -281,7 +281,7 @@ def _torch_setup(torch: Any) -> None:
     names = {
         "float16": np.float16, "float32": np.float32, "float64": np.float64, "int8": np.int8,
         "uint8": np.uint8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
-        "bool": np.bool_, "complex64": np.complex64, "complex128": np.complex128,
+        "complex64": np.complex64, "complex128": np.complex128,
         "bfloat16": ml_dtypes.bfloat16,
     }  # fmt: skip
     for name, np_type in names.items():
@@ -314,7 +314,7 @@ def _cupy_reader(a: Any, stream_ptr: int) -> ArrayView | None:
     if stream_ptr != -1 and _CUPY_STREAM[0]().ptr != stream_ptr:
         return None  # CuPy's current stream is not ours: the protocol orders them
     dtype = a.dtype
-    if a.size == 0 or dtype.kind not in "biufc":
+    if a.size == 0 or dtype.kind not in "iufc":  # bool and the rest: as the protocol says
         return None
     item = dtype.itemsize
     strides_b = a.strides
