@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pycudnn._shared.arrays import ArrayView, alignment_of, as_array_view
+from pycudnn._shared.arrays import ArrayView, alignment_of, array_view
 from pycudnn._shared.cuda import stream_handle
 
 from ._einsum_build import (
@@ -91,6 +91,8 @@ def _new_output(
     if module == "cupy":
         import cupy
 
+        if cupy.cuda.runtime.getDevice() == device:  # entering a Device context costs ~2 us
+            return cupy.empty(shape, dtype=dtype)
         with cupy.cuda.Device(device):
             return cupy.empty(shape, dtype=dtype)
     from pycudnn._shared.device_array import DeviceArray
@@ -147,27 +149,9 @@ def einsum(
     if not operands:
         raise ValueError("einsum needs at least one operand")
     stream_ptr = stream_handle(stream)
-    views = [
-        as_array_view(x, name=f"operand {i}", stream_ptr=stream_ptr) for i, x in enumerate(operands)
-    ]
-    out_view = None if out is None else as_array_view(out, name="out", stream_ptr=stream_ptr)
-    if beta is not None and beta.__class__ is not float and beta.__class__ is not int:
-        # before comparing it with 0: an array or another object may not compare to a bool
-        _check_number(beta, "beta")
-    beta_zero = beta is None or bool(beta == 0)
-    if not beta_zero and out_view is None:
-        raise ValueError("beta other than 0 scales out, so it needs out=")
-    compute_key = (
-        compute_type if compute_type is None or isinstance(compute_type, str) else str(compute_type)
+    views, out_view, beta_zero, out_align, key = _inspect(
+        subscripts, operands, out, stream_ptr, compute_type, beta, optimize, dtype
     )
-    out_align = 0 if out_view is None else alignment_of(out_view.ptr, MAX_ALIGNMENT)
-    out_key = None if out_view is None else (out_view.shape, out_view.strides, out_view.dtype,
-                                             out_align)  # fmt: skip
-    key = (
-        "einsum", subscripts, compute_key, beta_zero, out_key, _optimize_key(optimize),
-        None if dtype is None else str(dtype),
-        tuple((v.shape, v.strides, v.dtype, alignment_of(v.ptr, MAX_ALIGNMENT)) for v in views),
-    )  # fmt: skip
     device = views[0].device_id
     handle = None
     program: _Program | None = None
@@ -187,7 +171,7 @@ def einsum(
     fresh = out is None
     if fresh:
         out = _new_output(operands[0], program.out_shape, program.dtype, device, stream)
-        out_view = as_array_view(out, name="out", stream_ptr=stream_ptr)
+        out_view = array_view(out, "out", stream_ptr)
         if out_view.strides != _c_strides(out_view.shape):
             raise RuntimeError("the new output array is not C-contiguous")
     assert out_view is not None
@@ -218,6 +202,47 @@ def einsum(
     finally:
         handle.restore(previous)
     return out
+
+
+def _inspect(  # noqa: PLR0917 - private
+    subscripts: str,
+    operands: Sequence[Any],
+    out: Any,
+    stream_ptr: int,
+    compute_type: Any,
+    beta: Any,
+    optimize: Any,
+    dtype: Any,
+) -> tuple[list[ArrayView], ArrayView | None, bool, int, tuple[Any, ...]]:
+    """The per-call reading of a call: the operands' and ``out``'s views (stream-ordered, through
+    :func:`array_view`), whether beta is 0, ``out``'s alignment and the program cache key."""
+    names = _OPERAND_NAMES if len(operands) <= len(_OPERAND_NAMES) else None
+    views = [
+        array_view(x, names[i] if names is not None else f"operand {i}", stream_ptr)
+        for i, x in enumerate(operands)
+    ]
+    out_view = None if out is None else array_view(out, "out", stream_ptr)
+    if beta is not None and beta.__class__ is not float and beta.__class__ is not int:
+        # before comparing it with 0: an array or another object may not compare to a bool
+        _check_number(beta, "beta")
+    beta_zero = beta is None or bool(beta == 0)
+    if not beta_zero and out_view is None:
+        raise ValueError("beta other than 0 scales out, so it needs out=")
+    compute_key = (
+        compute_type if compute_type is None or isinstance(compute_type, str) else str(compute_type)
+    )
+    out_align = 0 if out_view is None else alignment_of(out_view.ptr, MAX_ALIGNMENT)
+    out_key = None if out_view is None else (out_view.shape, out_view.strides, out_view.dtype,
+                                             out_align)  # fmt: skip
+    key = (
+        "einsum", subscripts, compute_key, beta_zero, out_key, _optimize_key(optimize),
+        None if dtype is None else str(dtype),
+        tuple([(v.shape, v.strides, v.dtype, alignment_of(v.ptr, MAX_ALIGNMENT)) for v in views]),
+    )  # fmt: skip
+    return views, out_view, beta_zero, out_align, key
+
+
+_OPERAND_NAMES = tuple(f"operand {i}" for i in range(8))
 
 
 def _first_call(  # noqa: PLR0917 - private

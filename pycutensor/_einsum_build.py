@@ -32,8 +32,12 @@ _Source = tuple[Any, ...]
 _CAST_COMPUTE = {"float32": "32F", "float64": "64F", "complex128": "64F"}
 
 
+_SCALAR_INDEX = {"alpha": 0, "beta": 1, "one": 2, "zero": 3}  # into run()'s (alpha, beta, 1, 0)
+_SOURCE_KIND = {"in": 0, "tmp": 1, "out": 2}
+
+
 class _Step:
-    __slots__ = ("descriptors", "operation", "plan", "scalars", "sources")
+    __slots__ = ("descriptors", "gather", "operation", "plan", "scalar_index", "scalars", "sources")
 
     def __init__(self, descriptors: list[TensorDescriptor], plan: Plan, sources: list[_Source],
                  scalars: tuple[str, ...]) -> None:  # fmt: skip
@@ -42,6 +46,11 @@ class _Step:
         self.operation = plan.operation
         self.sources = sources  # one per execute operand
         self.scalars = scalars  # per scalar of the operation: "alpha", "beta", "one" or "zero"
+        # The same, as integers for run(): (kind, index) per operand, index per scalar.
+        self.gather = tuple(
+            (_SOURCE_KIND[src[0]], src[1] if len(src) > 1 else 0) for src in sources
+        )
+        self.scalar_index = tuple(_SCALAR_INDEX[name] for name in scalars)
 
     def close(self) -> None:
         self.plan.close()
@@ -88,21 +97,16 @@ class _Program:
                 raise RuntimeError(f"the memory pool returned 0x{base:x}, not 256-byte aligned")
         tmp = self.tmp_offsets
         ws_ptr = base + self.workspace_offset if self.workspace_size else 0
+        ws_size = self.workspace_size
+        values = (alpha, beta, 1.0, 0.0)
         for step in self.steps:
-            ptrs = []
-            for src in step.sources:
-                kind = src[0]
-                if kind == "in":
-                    ptrs.append(pointers[src[1]])
-                elif kind == "tmp":
-                    ptrs.append(base + tmp[src[1]])
-                else:
-                    ptrs.append(out_ptr)
-            values = [
-                alpha if s == "alpha" else beta if s == "beta" else 1.0 if s == "one" else 0.0
-                for s in step.scalars
+            # operands: 0 = the caller's operand i, 1 = intermediate i, 2 = the output
+            ptrs = [
+                pointers[i] if kind == 0 else base + tmp[i] if kind == 1 else out_ptr
+                for kind, i in step.gather
             ]
-            step.plan._call(ptrs, values, stream_ptr, ws_ptr, self.workspace_size)
+            step.plan._call(ptrs, [values[i] for i in step.scalar_index], stream_ptr, ws_ptr,
+                            ws_size)  # fmt: skip
 
 
 def _round_up(n: int, to: int = 256) -> int:

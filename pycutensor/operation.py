@@ -16,7 +16,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from pycudnn._shared.arrays import as_array_view
+from pycudnn._shared.arrays import array_view
 from pycudnn._shared.resource import CResource
 
 from . import _bindings
@@ -282,7 +282,7 @@ class Operation(CResource):
                 pointers.append(ptr)
                 spans.append(None)
                 continue
-            view = as_array_view(array, name=name, stream_ptr=stream_ptr)
+            view = array_view(array, name, stream_ptr)
             check_device_view(view, name, device)
             spec = operand.spec
             if view.dtype != spec.dtype:

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from pycudnn._shared.arrays import alignment_of, as_array_view
+from pycudnn._shared.arrays import alignment_of, array_view
 from pycudnn._shared.cuda import stream_handle
 from pycudnn._shared.resource import ClosedError, CResource
 
@@ -446,7 +446,7 @@ def _buffer_extent(buffer: Any, stream_ptr: int) -> tuple[int, int]:
     size = getattr(buffer, "size", None)
     if handle is not None and isinstance(size, int) and not hasattr(buffer, "shape"):
         return int(handle), int(size)  # a cuda.core Buffer
-    view = as_array_view(buffer, name="workspace", stream_ptr=stream_ptr)
+    view = array_view(buffer, "workspace", stream_ptr)
     if not view.is_device:
         raise ValueError("workspace must be device memory, not a host array")
     return view.ptr, view.span_bytes()

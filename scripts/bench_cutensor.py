@@ -8,7 +8,9 @@ The suite: GEMM-like 4096^3 contractions in fp32 (32F compute), tf32 (TF32 compu
 a batched GEMM; the cuTENSOR user guide's 4-mode contraction C[m,u,n,v] = A[m,h,k,n] B[u,k,v,h]
 (extents of NVIDIA's contraction sample); a tensor-network contraction over many small modes; a
 transpose-heavy 6-mode permutation (in GB/s); and the host overhead of a cached einsum call
-(small tensors, so the call itself dominates) next to a raw ``Plan.launch``.
+(64x64 fp32 ``ij,jk->ik``, so the call itself dominates) on every array library installed, next to
+``Plan.launch``, a raw ctypes loop calling ``cutensorContract`` with everything prebuilt (the floor),
+``torch.einsum`` and ``cupy.einsum``.
 
 Operands are PyTorch tensors when PyTorch with CUDA is installed, else CuPy arrays, else
 pycutensor.DeviceArray. CuPy is run with ``CUPY_ACCELERATORS=cutensor`` unless the variable is
@@ -178,44 +180,98 @@ def run_case(case: dict[str, Any], backend: Backend, repeat: int) -> dict[str, A
     return result
 
 
-def overhead(backend: Backend, calls: int) -> dict[str, float]:
-    """Host microseconds per call for tiny problems (the GPU work is negligible)."""
+def _batched_us(
+    call: Callable[[], Any], sync: Callable[[], None], calls: int, batches: int = 20
+) -> float:
+    """Median host microseconds per call over batches of ``calls`` launches, each batch timed
+    before synchronising (the launch queue does not fill for these sizes)."""
+    for _ in range(min(calls, 200)):
+        call()
+    sync()
+    per_call = []
+    for _ in range(batches):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            call()
+        per_call.append((time.perf_counter() - t0) / calls * 1e6)
+        sync()
+    per_call.sort()
+    return per_call[len(per_call) // 2]
+
+
+def _einsum_overhead(
+    name: str, lib: Backend, calls: int, figures: dict[str, Any]
+) -> tuple[Any, ...]:
     import pycutensor
+
+    a, b = lib.random((64, 64), "float32"), lib.random((64, 64), "float32")
+    out = pycutensor.einsum("ij,jk->ik", a, b)
+    figures[f"pycutensor.einsum, {name}, out given (us)"] = _batched_us(
+        lambda: pycutensor.einsum("ij,jk->ik", a, b, out=out), lib.sync, calls
+    )
+    figures[f"pycutensor.einsum, {name}, new output (us)"] = _batched_us(
+        lambda: pycutensor.einsum("ij,jk->ik", a, b), lib.sync, calls
+    )
+    if name == "torch":
+        torch: Any = lib.torch
+        figures["torch.einsum (us)"] = _batched_us(
+            lambda: torch.einsum("ij,jk->ik", a, b), lib.sync, calls
+        )
+    if name == "cupy":
+        cp: Any = lib.cupy
+        accel = os.environ.get("CUPY_ACCELERATORS", "")
+        figures[f"cupy.einsum, CUPY_ACCELERATORS={accel} (us)"] = _batched_us(
+            lambda: cp.einsum("ij,jk->ik", a, b), lib.sync, calls
+        )
+    return a, b, out
+
+
+def overhead(calls: int) -> dict[str, Any]:
+    """Host microseconds per call of a cached ``ij,jk->ik`` on 64x64 fp32 operands (the GPU work
+    is a few microseconds, below the host time), for every array library installed, next to the
+    floor: ``cutensorContract`` called through ctypes with everything prebuilt."""
     from pycutensor.handle import get_handle
 
-    a, b = backend.random((8, 8), "float32"), backend.random((8, 8), "float32")
-    out = pycutensor.einsum("ij,jk->ik", a, b)
-    pycutensor.einsum("ij,jk->ik", a, b, out=out)
-    backend.sync()
-    start = time.perf_counter()
-    for _ in range(calls):
-        pycutensor.einsum("ij,jk->ik", a, b, out=out)
-    per_call = (time.perf_counter() - start) / calls
-    backend.sync()
-    # the plan einsum cached, launched with raw pointers: the floor of any Python wrapper
+    figures: dict[str, Any] = {}
+    libraries = [("DeviceArray", Backend("devicearray"))]
+    for name in ("cupy", "torch"):
+        module = _optional(name)
+        if module is None:
+            figures[f"{name} operands"] = "absent"
+        else:
+            libraries.append((name, Backend(name)))
+    floor_ops = None
+    for name, lib in libraries:
+        floor_ops = (*_einsum_overhead(name, lib, calls, figures), lib)
+    assert floor_ops is not None
+    a, b, out, lib = floor_ops  # the last library's operands
     from pycudnn._shared.arrays import as_array_view
+    from pycudnn._shared.memory import workspace
 
     handle = get_handle()
     program = next(p for k, p in reversed(handle._operations.items()) if k[1] == "ij,jk->ik")
     plan = program.steps[0].plan
     ptrs = [as_array_view(x, stream_ptr=0).ptr for x in (a, b, out, out)]
     ws = program.workspace_size
-    from pycudnn._shared.memory import workspace
-
     ws_ptr = workspace(ws, device=handle.device, stream=0) if ws else 0
-    start = time.perf_counter()
-    for _ in range(calls):
-        plan.launch(ptrs, (1.0, 0.0), 0, ws_ptr, ws)
-    raw = (time.perf_counter() - start) / calls
-    backend.sync()
-    figures = {"pycutensor.einsum cached (us)": per_call * 1e6, "Plan.launch (us)": raw * 1e6}
-    if backend.torch is not None:
-        torch = backend.torch
-        start = time.perf_counter()
-        for _ in range(calls):
-            torch.einsum("ij,jk->ik", a, b)
-        figures["torch.einsum (us)"] = (time.perf_counter() - start) / calls * 1e6
-        backend.sync()
+    figures["Plan.launch, raw pointers (us)"] = _batched_us(
+        lambda: plan.launch(ptrs, (1.0, 0.0), 0, ws_ptr, ws), lib.sync, calls
+    )
+    # The floor: the C function with its arguments prebuilt, one ctypes call per launch.
+    plan.launch(ptrs, (1.0, 0.0), 0, ws_ptr, ws)  # sets the scalars
+    fn = plan._fn
+    c_args = plan._args(plan._handle_ptr, plan._plan_ptr, plan._scalar_ptrs, ptrs, ws_ptr, ws, 0)
+    previous = handle.activate()
+    try:
+        figures[f"raw {plan.operation.execute_function} ctypes loop (us)"] = _batched_us(
+            lambda: fn(*c_args), lib.sync, calls
+        )
+    finally:
+        handle.restore(previous)
+    figures["targets"] = (
+        "a cached einsum on CuPy or PyTorch operands within 6 us of the raw loop and below "
+        "torch.einsum; per operand reading under 2 us"
+    )
     return figures
 
 
@@ -305,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         "backend": name,
         "repeat": args.repeat,
         "results": results,
-        "overhead": overhead(backend, args.calls),
+        "overhead": overhead(args.calls),
     }
     args.out.write_text(json.dumps(report, indent=2, default=str))
     print(f"wrote {args.out}")

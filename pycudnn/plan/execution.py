@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import functools
 import json
 import logging
 import os
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._lib import LIB, check
-from .._shared.arrays import as_array_view
+from .._shared.arrays import as_array_view, describe_array
 from .._shared.resource import ClosedError
 from ..backend import BackendDescriptor, check_plan_json
 from ..deviceprops import DeviceProperties, _error_lines
@@ -24,12 +25,8 @@ from ..graph import Graph, Tensor
 from .cuda_graph import CudaGraphs
 from .heuristics import EngineConfig
 from .report import PlanningReport, PlanVersionError, _capture
-from .serialization import (
-    _check_json_matches_graph,
-    _version,
-    _version_text,
-)
-from .slots import _pointer_getter, _Slot, _slots_from_graph, _slots_from_json
+from .serialization import _check_json_matches_graph, _version, _version_text
+from .slots import _Slot, _slots_from_graph, _slots_from_json
 from .targets import _deserialize_props
 from .variant_pack import VariantPacks, _Handle, _stream_handle, _workspace
 
@@ -121,7 +118,7 @@ class Plan(VariantPacks, CudaGraphs):
         # hot-path state
         self._keys: tuple[Any, ...] | None = None
         self._order: tuple[int, ...] = ()
-        self._getters: tuple[Callable[[Any], int], ...] = ()
+        self._getters: tuple[Callable[..., Any], ...] = ()
         self._vpacks: collections.OrderedDict[Any, tuple[Any, int, BackendDescriptor]] = (
             collections.OrderedDict()
         )
@@ -142,12 +139,12 @@ class Plan(VariantPacks, CudaGraphs):
             buf[0] = slot.tensor.value
         return buf
 
-    def _scalar_setter(self, slot: _Slot) -> Callable[[Any], int]:
+    def _scalar_setter(self, slot: _Slot) -> Callable[..., int]:
         buf = slot.scalar
         address = int(buf.ctypes.data)
         name = slot.name
 
-        def set_value(value: Any) -> int:
+        def set_value(value: Any, stream_ptr: int = -1) -> int:
             if value is not None:
                 try:
                     buf[0] = value
@@ -413,8 +410,11 @@ class Plan(VariantPacks, CudaGraphs):
         if missing:
             raise KeyError("arrays are missing for tensor(s): " + ", ".join(missing))
         self._getters = tuple(
-            self._scalar_setter(self._slots[i]) if self._slots[i].by_value else _pointer_getter(v)
-            for i, v in zip(order, values, strict=True)
+            self._scalar_setter(self._slots[i])
+            if self._slots[i].by_value
+            # what a variant pack depends on, read per call (see describe_array)
+            else functools.partial(describe_array, f"tensor '{self._slots[i].name}'")
+            for i in order
         )
         self._order = order
         self._keys = keys
@@ -476,13 +476,12 @@ class Plan(VariantPacks, CudaGraphs):
         keys = tuple(tensors)
         if keys != self._keys:  # tuple comparison checks identity first: cheap when unchanged
             self._bind(keys, values)
-        try:
-            ptrs = tuple([g(v) for g, v in zip(self._getters, values, strict=True)])
-        except (AttributeError, TypeError):
-            # An array of another type than last time: pick new pointer readers (or, for a
-            # by-value scalar, report the bad value).
-            self._bind(keys, values)
-            ptrs = tuple([g(v) for g, v in zip(self._getters, values, strict=True)])
+        sptr = 0 if stream is None else _stream_handle(stream)
+        # Every call reads each array's full description (pointer, shape, strides, dtype, device,
+        # read-only), not only its pointer: a new array at a pooled address with another layout
+        # is a new key and is checked again. Reading it through array_view also orders the
+        # producer's stream before ours whenever the two differ (DLPack / CAI v3).
+        sigs = tuple([g(v, sptr) for g, v in zip(self._getters, values, strict=True)])
         if workspace is not None:
             ws = self._user_workspace(workspace)
         if handle is None:
@@ -490,22 +489,22 @@ class Plan(VariantPacks, CudaGraphs):
         elif not isinstance(handle, _Handle()):
             raise TypeError(f"handle must be a pycudnn.Handle, not {type(handle).__name__}")
         # Handle.use_stream sets the stream only on change; comparing here first saves its call.
-        if (0 if stream is None else _stream_handle(stream)) != handle._stream_ptr:
+        if sptr != handle._stream_ptr:
             handle.use_stream(stream)
         if workspace is None:
             size = self.workspace_size
             ws = _workspace(size, handle.device, stream) if size else 0
         last = self._last
-        if last[0] == ptrs and last[1] == ws and last[2] is self._order:
+        if last[0] == sigs and last[1] == ws and last[2] is self._order:
             entry = last[3]
         else:
-            key = (self._order, ptrs, ws)
+            key = (self._order, sigs, ws)
             entry = self._vpacks.get(key)
             if entry is None:
                 entry = self._new_variant_pack(key, values, handle, stream)
             else:
                 self._vpacks.move_to_end(key)
-            self._last = (ptrs, ws, self._order, entry)
+            self._last = (sigs, ws, self._order, entry)
         if entry[1] != handle.device_id:
             self._wrong_device(handle, entry[1])
         status = self._exec(handle._as_parameter_, self._ptr, entry[0])

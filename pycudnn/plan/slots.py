@@ -1,16 +1,14 @@
-"""The tensors of a plan in variant-pack order, from its graph or its JSON, and fast pointer reads."""
+"""The tensors of a plan in variant-pack order, from its graph or its JSON."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from .._shared.arrays import as_array_view
 from .._shared.dtypes import CUDNN_DATA_TYPE_NAMES
 from ..graph import Graph, Tensor
 
@@ -90,26 +88,3 @@ def _slots_from_json(data: Mapping[str, Any]) -> list[_Slot]:
         )
     out.sort(key=lambda s: s.uid)
     return out
-
-
-def _pointer_getter(obj: Any) -> Callable[[Any], int]:
-    """A fast data-pointer reader for arrays of ``type(obj)``, chosen once per type.
-
-    C-level accessors where the library has one (``operator.attrgetter``, unbound methods), so
-    that reading the pointers of a cached call costs tens of nanoseconds per array.
-    """
-    tp = type(obj)
-    module = tp.__module__ or ""
-    if hasattr(obj, "_array_view") and isinstance(getattr(obj, "ptr", None), int):
-        return operator.attrgetter("ptr")  # pycudnn.DeviceArray
-    if module.startswith("torch") and hasattr(tp, "data_ptr"):
-        return tp.data_ptr
-    if module.startswith("cupy") and isinstance(
-        getattr(getattr(obj, "data", None), "ptr", None), int
-    ):
-        return operator.attrgetter("data.ptr")
-    if module.startswith("jax") and hasattr(obj, "unsafe_buffer_pointer"):
-        return operator.methodcaller("unsafe_buffer_pointer")
-    if hasattr(obj, "__cuda_array_interface__"):
-        return lambda o: int(o.__cuda_array_interface__["data"][0] or 0)
-    return lambda o: as_array_view(o).ptr
