@@ -13,7 +13,7 @@ import pytest
 import pycudnn
 import pycutensor
 from pycudnn import DeviceArray, layout
-from pycudnn._shared import array_checks
+from pycudnn._shared import array_checks, host_copy
 from pycudnn._shared import device_array as da
 from pycudnn._shared import dlpack as dl
 from pycudnn._shared.arrays import as_array_view
@@ -585,7 +585,7 @@ def test_staged_host_view_names_every_type(dtype: object) -> None:
         (ctypes.c_char * (span * item)).from_address(low_address), dtype=src.dtype
     ).copy()
     arr = DeviceArray._new(None, src.ctypes.data, src.shape, strides, src.dtype, 0)
-    view = arr._staged_view(staging, low_address)
+    view = host_copy._staged_view(arr, staging, low_address)
     assert view.dtype == src.dtype
     np.testing.assert_array_equal(view.astype(np.float32), src.astype(np.float32))
 

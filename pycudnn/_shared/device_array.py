@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from . import host_copy
 from .array_checks import (
     _check_dtype,
     _check_shape,
@@ -33,6 +34,7 @@ from .arrays import ArrayView, _from_dlpack, as_array_view
 from .cuda import get_device, stream_handle
 from .dlpack import _KDL_CUDA, _has_live_exports, export_dlpack
 from .dtypes import dtype_name
+from .host_copy import _copy, _host_buffer
 from .memory import allocate, stream_object
 from .resource import ClosedError
 from .strides import c_strides as _c_strides
@@ -492,53 +494,13 @@ class DeviceArray:
         core = require_cuda_core()
         core.Stream.from_handle(consumer).wait(producer)
 
-    # -- host transfers ------------------------------------------------------------------
-    def _span(self) -> tuple[int, int]:
-        """``(address of the lowest element, bytes spanned)``."""
-        lo, span = element_extent(self._shape, self._strides)
-        return self.ptr + lo * self.itemsize, span * self.itemsize
-
-    def _copy_stream(self, stream: Any) -> tuple[Any, Any]:
-        dev = _device_or_raise(self.device_id, "DeviceArray host transfer")
-        return dev, (
-            stream_object(stream, dev) if stream is not None else self._stream or dev.default_stream
-        )
-
+    # -- host transfers (pycudnn._shared.host_copy) ------------------------------------------
     def to_numpy(self, stream: Any = None) -> np.ndarray:
         """Copy to a new C-contiguous NumPy array (waits for the copy; strides are honoured).
 
         ``stream`` defaults to the stream the array was allocated on.
         """
-        self.ptr  # noqa: B018
-        host = np.empty(self._shape, dtype=self._dtype)
-        base, nbytes = self._span()
-        if not nbytes:
-            return host
-        dev, s = self._copy_stream(stream)
-        staging = np.empty(nbytes // self.itemsize, dtype=self._dtype)
-        _copy(
-            dev,
-            s,
-            dst=_host_buffer(staging.ctypes.data, nbytes, staging),
-            src=_device_buffer(base, nbytes, self),
-        )
-        s.sync()
-        host[...] = self._staged_view(staging, base)
-        return host
-
-    def _staged_view(self, staging: np.ndarray, base: int) -> np.ndarray:
-        """This array's elements inside ``staging``, a host copy of its span from ``base``.
-
-        Built with the ndarray constructor, not ``as_strided``: that goes through the array
-        interface, whose typestr cannot name fp8 (``'<f1'``) or bf16 (raw bytes).
-        """
-        return np.ndarray(
-            self._shape,
-            dtype=self._dtype,
-            buffer=staging,
-            offset=self.ptr - base,
-            strides=tuple(st * self.itemsize for st in self._strides),
-        )
+        return host_copy.to_numpy(self, stream)
 
     def copy_from_numpy(self, array: Any, stream: Any = None) -> None:
         """Overwrite this array with a NumPy array of the same shape and dtype (waits).
@@ -546,29 +508,7 @@ class DeviceArray:
         Strided layouts are honoured; bytes in the gaps between elements are preserved (read
         back and written again).
         """
-        self.ptr  # noqa: B018
-        a = np.asarray(array)
-        if a.shape != self._shape:
-            raise ValueError(f"array has shape {a.shape}, this DeviceArray {self._shape}")
-        if a.dtype != self._dtype:
-            raise TypeError(
-                f"array has dtype {dtype_name(a.dtype)}, this DeviceArray {dtype_name(self._dtype)}; "
-                "convert it first (array.astype(...))"
-            )
-        if self._readonly:
-            raise ValueError("this DeviceArray is read-only")
-        base, nbytes = self._span()
-        if not nbytes:
-            return
-        dev, s = self._copy_stream(stream)
-        staging = np.empty(nbytes // self.itemsize, dtype=self._dtype)
-        device_span = _device_buffer(base, nbytes, self)
-        if nbytes != self.nbytes:  # gaps between elements belong to someone else: keep them
-            _copy(dev, s, dst=_host_buffer(staging.ctypes.data, nbytes, staging), src=device_span)
-            s.sync()
-        self._staged_view(staging, base)[...] = a
-        _copy(dev, s, dst=device_span, src=_host_buffer(staging.ctypes.data, nbytes, staging))
-        s.sync()
+        host_copy.copy_from_numpy(self, array, stream)
 
     # -- lifetime ------------------------------------------------------------------------
     def close(self, stream: Any = None) -> None:
@@ -610,23 +550,3 @@ class DeviceArray:
             f"DeviceArray(shape={self._shape}, dtype={dtype_name(self._dtype)}, "
             f"strides={self._strides}, device={device})"
         )
-
-
-def _host_buffer(ptr: int, nbytes: int, owner: Any) -> Any:
-    from .cuda import require_cuda_core
-
-    return require_cuda_core().Buffer.from_handle(ptr, nbytes, owner=owner)
-
-
-def _device_buffer(ptr: int, nbytes: int, owner: DeviceArray) -> Any:
-    buf = owner._buffer
-    if buf is not None and int(buf.handle) == ptr and int(buf.size) == nbytes:
-        return buf
-    return _host_buffer(ptr, nbytes, owner)  # a non-owning Buffer over device memory
-
-
-def _copy(device: Any, stream: Any, *, dst: Any, src: Any) -> None:
-    # cuMemcpyAsync through cuda.core; the driver infers the direction from the pointers (unified
-    # addressing). Pageable host memory makes it return only when the host side is done.
-    device.set_current()
-    dst.copy_from(src, stream=stream)
