@@ -19,6 +19,7 @@ import pytest
 
 import pycudnn
 from pycudnn.graph import Graph
+from pycudnn.graph import attention as attention_module
 from pycudnn.plan import GraphNotSupportedError, Plan
 from pycudnn.verification import (
     DEFAULT_MAX_REFERENCE_COST,
@@ -313,7 +314,9 @@ def test_verify_needs_a_gpu_and_a_graph(props: Any) -> None:
 # -- the suite and the command line --------------------------------------------------------------
 
 
-def test_the_suite_covers_the_families_and_every_case_has_a_reference() -> None:
+def test_the_suite_covers_the_families_and_every_case_has_a_reference(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     all_cases = cases()
     names = [c.name for c in all_cases]
     assert len(names) == len(set(names))
@@ -325,7 +328,16 @@ def test_the_suite_covers_the_families_and_every_case_has_a_reference() -> None:
         assert f"conv_wgrad-strided-NCHW-{dt}-{out}" in quick
     assert {c.family for c in cases(quick=True)} == families
     for c in all_cases:
-        g = c.build()
+        try:
+            g = c.build()
+        except pycudnn.UnsupportedByLibraryError as exc:
+            # an attention case on an older cuDNN (the version matrix): `verify` reports it as
+            # unsupported; its NumPy reference is still checked below, on a graph built as the
+            # newest cuDNN would (the graph never reaches cuDNN here)
+            assert c.family == "attention" and "needs cuDNN" in str(exc), (c.name, exc)
+            with monkeypatch.context() as m:
+                m.setattr(attention_module, "_loaded_version", lambda: 92800)
+                g = c.build()
         g.signature()
         assert reference_cost(g) <= DEFAULT_MAX_REFERENCE_COST
         out = evaluate(g, make_inputs(g))
