@@ -227,9 +227,19 @@ def test_a_result_reports_errors_tolerance_reference_and_verdict() -> None:
 
 def test_engine_70_is_the_only_plan_for_nchw_fp16_wgrad_and_the_table_names_it(props: Any) -> None:
     g = conv_graph("wgrad", "NCHW", "float16", "float32", "strided")
+    assert "engine 70" in known_bad_note(g, 70)
+    nhwc = conv_graph("wgrad", "NHWC", "float16", "float32", "strided")
+    assert known_bad_note(nhwc, 70) == ""
+    if pycudnn.version_tuple() < (9, 28):
+        # measured on 9.10.2, 9.12.0 and 9.19.0: deviceless planning finds no engine for it at
+        # all (the H100 itself found engine 70 alone with 9.19); the refusal still names engine 70
+        # and what would work
+        with pytest.raises(GraphNotSupportedError, match="no engine supports") as info:
+            g.build_all(device_properties=props, allow_known_bad=True)
+        assert "engine 70" in str(info.value) and "what would work" in str(info.value)
+        return
     plans = g.build_all(device_properties=props, allow_known_bad=True)
     assert [p.engine_id for p in plans] == [70]
-    assert "engine 70" in known_bad_note(g, 70)
     # Its tolerance is the tensor-core rule (fp16 operands read exactly, fp32 accumulation).
     (dw,) = g.outputs
     tol = tolerance_for(dw, plans[0].numerical_notes)
@@ -238,8 +248,6 @@ def test_engine_70_is_the_only_plan_for_nchw_fp16_wgrad_and_the_table_names_it(p
         conv_graph("wgrad", "NCHW", "float16", "float32", "strided").build_all(
             device_properties=props
         )
-    nhwc = conv_graph("wgrad", "NHWC", "float16", "float32", "strided")
-    assert known_bad_note(nhwc, 70) == ""
 
 
 def test_tolerances_follow_the_notes_of_real_fp32_plans(
