@@ -240,6 +240,10 @@ def adalayernorm_backward(g: Graph) -> None:
 
 PLAN, NO_ENGINE = "plan", "no engine"
 RECORDED = (9, 28)  # the cuDNN whose planning outcomes CASES records (docs/operations.md)
+# The other versions of the matrix, measured: every outcome is 9.28's but these. On 9.19 the only
+# MoE engine is Blackwell-only ("FORT_NATIVE_10X engine is only supported since Blackwell").
+MEASURED = {(9, 10), (9, 12), (9, 19), RECORDED}
+OTHER_OUTCOMES = {((9, 19), "moe"): NO_ENGINE}
 
 # (builder, the OPERATION_* descriptor it lowers to, what cuDNN 9.28 does for the H100 properties)
 CASES: list[tuple[Callable[[Graph], None], str, str]] = [
@@ -297,20 +301,21 @@ def test_kind_finalizes_and_plans_as_recorded(
     need = kind_since(descriptor)
     if need is not None and loaded < need:
         # an older cuDNN (the version matrix): refused before cuDNN sees it, naming the version
-        # (the first gate met wins: on 9.12 sdpa_backward_rope's SDPA backward, 9.17, before RoPE)
+        # (the first gate met wins: sdpa_backward_rope meets SDPA backward's, 9.28, before RoPE's)
         with pytest.raises(pycudnn.UnsupportedByLibraryError, match="needs cuDNN ") as info:
             build(g)
         named = re.search(r"needs cuDNN (?:>= )?(\d+)\.(\d+)\.(\d+)", str(info.value))
         assert named is not None
-        assert loaded < tuple(int(v) for v in named.groups()) <= need
+        assert loaded < tuple(int(v) for v in named.groups())
         return
     build(g)
     g.finalize(None)  # unbound: deviceless
     assert g._descriptors is not None
     kinds = {d.type_name for d in g._descriptors["ops"]}
     assert f"CUDNN_BACKEND_{descriptor}_DESCRIPTOR" in kinds
-    if loaded[:2] != RECORDED:
-        pytest.skip(f"plan outcomes are recorded for cuDNN {RECORDED}; the loaded one is {loaded}")
+    if loaded[:2] not in MEASURED:
+        pytest.skip(f"plan outcomes are measured for cuDNN {sorted(MEASURED)}, not {loaded}")
+    outcome = OTHER_OUTCOMES.get((loaded[:2], build.__name__), outcome)
     if outcome == PLAN:
         plan = g.build(device_properties=props, cache=False)
         assert plan.engine_id >= 0 and plan.workspace_size >= 0
