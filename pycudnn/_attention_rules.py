@@ -34,6 +34,7 @@ __all__ = [
     "NORM_DTYPES",
     "NORM_PARAM_DTYPES",
     "VERSIONS",
+    "WHY",
     "RuleError",
     "TensorSpec",
     "attention_layout",
@@ -78,10 +79,23 @@ VERSIONS: dict[str, int] = {
     "sdpa padding (seq_len_q/seq_len_kv)": 91500,
     "sdpa score modifiers (causal, sliding_window, bias)": 92100,  # SDPA_FWD_SUBGRAPH
     "sdpa dropout": 92200,  # attributes since 9.21; the frontend enables dropout from 9.22
-    "sdpa_backward": 91700,  # OPERATION_SDPA_BWD_DESCRIPTOR
+    # OPERATION_SDPA_BWD_DESCRIPTOR is declared since 9.17, but 9.19 cannot finalize an operation
+    # graph holding one (see WHY); 9.28 is the oldest release measured to build and plan it
+    "sdpa_backward": 92800,
     "sdpa_backward score modifiers (causal, sliding_window, bias)": 92100,
     "sdpa_backward dropout": 92800,  # SDPA_BWD_DROPOUT_* attributes
     "norm": 90000,  # OPERATION_NORM_FORWARD/BACKWARD_DESCRIPTOR
+}
+
+
+#: Why a feature needs a newer cuDNN than the headers' ``@since`` says (added to the refusal).
+WHY: dict[str, str] = {
+    "sdpa_backward": (
+        "OPERATION_SDPA_BWD is declared since 9.17.0, but cuDNN 9.19 refuses every operation graph "
+        "holding one (CUDNN_STATUS_BAD_PARAM, outputGraph.buildDAG(), whatever the shapes, "
+        "layout, dtype or optional inputs; measured); 9.28 builds and plans it, 9.20 to 9.27 "
+        "are not measured"
+    ),
 }
 
 
@@ -96,7 +110,7 @@ def require_version(operation: str, feature: str, loaded: int) -> None:
     if loaded < needed:
         raise UnsupportedByLibraryError(
             f"{operation}: {feature} needs cuDNN {version_text(needed)} or newer; the loaded "
-            f"cuDNN is {version_text(loaded)}"
+            f"cuDNN is {version_text(loaded)}" + (f" ({WHY[feature]})" if feature in WHY else "")
         )
 
 

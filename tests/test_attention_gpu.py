@@ -259,12 +259,14 @@ def test_sdpa_backward(hk: int, causal: bool) -> None:
     b, hq, s, d = 2, 8, 129, 64
     dtype = BF16
     scale = 1 / math.sqrt(d)
-    if causal and not needs(92100):
+    if not needs(92800):
+        # 9.19 (the H100's) cannot finalize a graph holding OPERATION_SDPA_BWD (buildDAG fails,
+        # measured deviceless): the backward is refused naming 9.28, the oldest measured to plan it
         g = Graph("refused")
         q = qkv_tensor(g, "q", (b, hq, s, d), "bshd", dtype)
         st = g.tensor([b, hq, s, 1], name="stats")
-        with pytest.raises(UnsupportedByLibraryError, match=r"needs cuDNN 9.21.0"):
-            g.sdpa_backward(q, q, q, q, q, stats=st, causal=True)
+        with pytest.raises(UnsupportedByLibraryError, match=r"needs cuDNN 9.28.0"):
+            g.sdpa_backward(q, q, q, q, q, stats=st, causal=causal)
         return
     fwd = Graph("fwd")
     q = qkv_tensor(fwd, "q", (b, hq, s, d), "bshd", dtype)

@@ -12,6 +12,7 @@ import pytest
 
 import pycudnn
 from pycudnn.deviceprops import DeviceProperties
+from pycudnn.errors import CudnnNotSupportedError
 from pycudnn.graph import Graph, GraphError
 from pycudnn.plan import GraphNotSupportedError, build_engine, engine_config, engine_configs
 from pycudnn.plan.cuda_graph import cuda_graph_pointer
@@ -111,6 +112,12 @@ def test_build_engine_refuses_a_known_bad_engine(props: DeviceProperties) -> Non
     g.conv_wgrad(x, dy, padding=1, dw_dims=[8, 8, 3, 3])
     with pytest.raises(ValueError, match="engine 70 of graph 'wgrad_nchw' is known to give wrong"):
         build_engine(g, 70, device_properties=props)
+    if pycudnn.version_tuple() < (9, 28):
+        # measured: deviceless, 9.10 and 9.12's engine 70 takes no NCHW dy and 9.19's cannot set
+        # up its sm_90 grid ("No GPC available"): on request, cuDNN's own refusal comes through
+        with pytest.raises(CudnnNotSupportedError, match="engine 70 of graph 'wgrad_nchw'"):
+            build_engine(g, 70, device_properties=props, allow_known_bad=True)
+        return
     plan = build_engine(g, 70, device_properties=props, allow_known_bad=True)  # on request
     assert plan.engine_id == 70
 
@@ -203,6 +210,11 @@ def test_slice_matmul_plans_can_populate_cuda_graphs(props: DeviceProperties) ->
     g = Graph("slice_gemm_graph")
     a = g.tensor([4, 24, 32], dtype="float16", name="a")
     b = g.tensor([4, 32, 16], dtype="float16", name="b")
-    g.relu(g.matmul(g.slice(a, [(0, 4), (0, 16), (0, 32)]), b))
+    window = [(0, 4), (0, 16), (0, 32)]
+    if pycudnn.version_tuple() < (9, 22):  # OPERATION_SLICE is new in 9.22: refused, naming it
+        with pytest.raises(pycudnn.UnsupportedByLibraryError, match=r"needs cuDNN >= 9\.22\.0"):
+            g.slice(a, window)
+        return
+    g.relu(g.matmul(g.slice(a, window), b))
     plan = g.build(device_properties=props, cache=False)
     assert "SUPPORTS_CUDA_GRAPH_NATIVE_API" in plan.behavior_notes

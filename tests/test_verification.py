@@ -19,6 +19,7 @@ import pytest
 
 import pycudnn
 from pycudnn.graph import Graph
+from pycudnn.graph import attention as attention_module
 from pycudnn.plan import GraphNotSupportedError, Plan
 from pycudnn.verification import (
     DEFAULT_MAX_REFERENCE_COST,
@@ -226,9 +227,19 @@ def test_a_result_reports_errors_tolerance_reference_and_verdict() -> None:
 
 def test_engine_70_is_the_only_plan_for_nchw_fp16_wgrad_and_the_table_names_it(props: Any) -> None:
     g = conv_graph("wgrad", "NCHW", "float16", "float32", "strided")
+    assert "engine 70" in known_bad_note(g, 70)
+    nhwc = conv_graph("wgrad", "NHWC", "float16", "float32", "strided")
+    assert known_bad_note(nhwc, 70) == ""
+    if pycudnn.version_tuple() < (9, 28):
+        # measured on 9.10.2, 9.12.0 and 9.19.0: deviceless planning finds no engine for it at
+        # all (the H100 itself found engine 70 alone with 9.19); the refusal still names engine 70
+        # and what would work
+        with pytest.raises(GraphNotSupportedError, match="no engine supports") as info:
+            g.build_all(device_properties=props, allow_known_bad=True)
+        assert "engine 70" in str(info.value) and "what would work" in str(info.value)
+        return
     plans = g.build_all(device_properties=props, allow_known_bad=True)
     assert [p.engine_id for p in plans] == [70]
-    assert "engine 70" in known_bad_note(g, 70)
     # Its tolerance is the tensor-core rule (fp16 operands read exactly, fp32 accumulation).
     (dw,) = g.outputs
     tol = tolerance_for(dw, plans[0].numerical_notes)
@@ -237,8 +248,6 @@ def test_engine_70_is_the_only_plan_for_nchw_fp16_wgrad_and_the_table_names_it(p
         conv_graph("wgrad", "NCHW", "float16", "float32", "strided").build_all(
             device_properties=props
         )
-    nhwc = conv_graph("wgrad", "NHWC", "float16", "float32", "strided")
-    assert known_bad_note(nhwc, 70) == ""
 
 
 def test_tolerances_follow_the_notes_of_real_fp32_plans(
@@ -313,7 +322,9 @@ def test_verify_needs_a_gpu_and_a_graph(props: Any) -> None:
 # -- the suite and the command line --------------------------------------------------------------
 
 
-def test_the_suite_covers_the_families_and_every_case_has_a_reference() -> None:
+def test_the_suite_covers_the_families_and_every_case_has_a_reference(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     all_cases = cases()
     names = [c.name for c in all_cases]
     assert len(names) == len(set(names))
@@ -325,7 +336,16 @@ def test_the_suite_covers_the_families_and_every_case_has_a_reference() -> None:
         assert f"conv_wgrad-strided-NCHW-{dt}-{out}" in quick
     assert {c.family for c in cases(quick=True)} == families
     for c in all_cases:
-        g = c.build()
+        try:
+            g = c.build()
+        except pycudnn.UnsupportedByLibraryError as exc:
+            # an attention case on an older cuDNN (the version matrix): `verify` reports it as
+            # unsupported; its NumPy reference is still checked below, on a graph built as the
+            # newest cuDNN would (the graph never reaches cuDNN here)
+            assert c.family == "attention" and "needs cuDNN" in str(exc), (c.name, exc)
+            with monkeypatch.context() as m:
+                m.setattr(attention_module, "_loaded_version", lambda: 92800)
+                g = c.build()
         g.signature()
         assert reference_cost(g) <= DEFAULT_MAX_REFERENCE_COST
         out = evaluate(g, make_inputs(g))

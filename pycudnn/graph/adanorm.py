@@ -72,6 +72,7 @@ class AdaNormOps(GraphCore):
         _need_dims(b, sc.dims, label, "BIAS")
         if not isinstance(training, bool):
             raise TypeError(f"{label}: training must be a bool, not {training!r}")
+        require_kind("OPERATION_NORM_FORWARD", label)
         eps = _scalar_or_tensor(
             self, epsilon, label=label, role="epsilon", rank=x.ndim, dtype="float32",
             name=f"{op_name}.epsilon",
@@ -128,6 +129,7 @@ class AdaNormOps(GraphCore):
             _need_dims(ins[role], sd, label, role)
         if not isinstance(dbias, bool):
             raise TypeError(f"{label}: dbias must be a bool, not {dbias!r}")
+        require_kind("OPERATION_NORM_BACKWARD", label)
         dx = self._output(
             label, op_name, "dx", x.dims, x, out=out, out_dtype=None, inputs=ins.values()
         )

@@ -87,12 +87,17 @@ def _per_channel(x: Tensor) -> tuple[int, ...]:
 
 
 def _start(graph: Any, kind: str, name: str | None, descriptor: str) -> tuple[str, str]:
-    """Name a new operation of one of the newer kinds, check the graph may still change and
-    that the loaded cuDNN has the kind's descriptor. Returns ``(op_name, label)``."""
+    """Name a new operation of one of the newer kinds and check the graph may still change.
+    Returns ``(op_name, label)``.
+
+    The version gate (``require_kind(descriptor, label)``) is not here: each method calls it
+    after its operand checks and before it adds a tensor to the graph, so that a caller gets
+    the same argument error on every cuDNN version, and a refused operation leaves the graph
+    as it was."""
+    del descriptor  # named at each call for the reader; gated later by the method
     op_name = graph._op_name(kind, name)
     label = f"{kind} '{op_name}'"
     graph._check_mutable()
-    require_kind(descriptor, label)
     return op_name, label
 
 

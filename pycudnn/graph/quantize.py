@@ -47,6 +47,7 @@ class QuantizeOps(GraphCore):
             raise GraphError(
                 f"{label}: X's last dim ({x.dims[-1]}) is not a multiple of block_size {bs}"
             )
+        require_kind("OPERATION_BLOCK_SCALE_QUANTIZE", label)
         y = self._output(
             label,
             op_name,
@@ -98,6 +99,7 @@ class QuantizeOps(GraphCore):
                 "OPERATION_BLOCK_SCALE_DEQUANTIZE", f"{label}: neg_scale", since=(9, 13, 0)
             )
             attrs["neg_scale"] = neg_scale
+        require_kind("OPERATION_BLOCK_SCALE_DEQUANTIZE", label)
         y = self._output(
             label,
             op_name,
@@ -173,6 +175,7 @@ class QuantizeOps(GraphCore):
         if top_k is not None:
             attrs["top_k"] = _int_arg(top_k, f"{label}: top_k", minimum=1)
         od = (1, rows, w.dims[2])
+        require_kind("OPERATION_MOE_GROUPED_MATMUL", label)
         y = self._output(
             label, op_name, "output", od, t, out=out, out_dtype=out_dtype, inputs=ins.values()
         )
@@ -207,6 +210,7 @@ class QuantizeOps(GraphCore):
         _need_dtype(f, "i", label, "FIRST_TOKEN_OFFSET", "offsets are integers")
         od = (e, t.dims[2], dy.dims[2])
         ins = {"token": t, "doutput": dy, "first_token_offset": f}
+        require_kind("OPERATION_MOE_GROUPED_MATMUL_BWD", label)
         dw = self._output(
             label, op_name, "dweight", od, t, out=out, out_dtype=out_dtype, inputs=ins.values()
         )

@@ -6,7 +6,7 @@ from typing import Any
 
 from .common import GraphError, _dims_text, _enum_member, _ints
 from .core import GraphCore
-from .kinds import _need_dims, _start
+from .kinds import _need_dims, _start, require_kind
 from .tensors import Tensor
 
 __all__ = ["ResampleOps"]
@@ -119,6 +119,7 @@ class ResampleOps(GraphCore):
             propagate_nan,
         )
         od = (*x.dims[:2], *sp)
+        require_kind("OPERATION_RESAMPLE_FWD", label)
         y = self._output(label, op_name, "y", od, x, out=out, out_dtype=None, inputs=(x,))
         outs = {"y": y}
         if generate_index:
@@ -188,6 +189,7 @@ class ResampleOps(GraphCore):
         ):
             raise GraphError(f"{label}: max pooling's gradient needs index=, or x= and y=")
         like = ins.get("x", dy)
+        require_kind("OPERATION_RESAMPLE_BWD", label)
         dx = self._output(
             label, op_name, "dx", dxd, like, out=out, out_dtype=None, inputs=ins.values()
         )

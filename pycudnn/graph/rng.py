@@ -10,7 +10,7 @@ from typing import Any
 from .._shared.dtypes import as_numpy_dtype
 from .common import GraphError, _cudnn_dtype, _enum_member
 from .core import GraphCore
-from .kinds import _int_arg, _need_dtype, _start
+from .kinds import _int_arg, _need_dtype, _start, require_kind
 from .tensors import Tensor
 
 __all__ = ["RngOps"]
@@ -90,6 +90,7 @@ class RngOps(GraphCore):
                 attrs["seed_value"] = int(t)
             elif t is not None:
                 raise TypeError(f"{label}: offset must be a Tensor, not {t!r}")
+        require_kind("OPERATION_RNG", label)
         if out is not None:
             y = self._output(
                 label, op_name, "y", od, out, out=out, out_dtype=out_dtype, inputs=ins.values()
@@ -125,6 +126,7 @@ class RngOps(GraphCore):
             raise GraphError(f"{label}: FLAG ('{f.name}') must have all dims 1")
         _need_dtype(f, "i", label, "FLAG", "the flag is an int64")
         v = _int_arg(value, f"{label}: value")
+        require_kind("OPERATION_SIGNAL", label)
         y = self._output(label, op_name, "y", x.dims, x, out=out, out_dtype=x.dtype, inputs=(x, f))
         attrs = {"compute_dtype": self.compute_dtype, "mode": smode, "value": v}
         self._add_op(kind, op_name, {"x": x, "flag": f}, {"y": y}, attrs)

@@ -66,6 +66,7 @@ class SequenceOps(GraphCore):
                 raise GraphError(f"{label}: stats_log2 is about the stats output; set stats=True")
             require_kind("OPERATION_SOFTMAX", f"{label}: stats_log2", since=(9, 27, 0))
             attrs["stats_log2"] = stats_log2
+        require_kind("OPERATION_SOFTMAX", label)
         y = self._output(label, op_name, "y", x.dims, x, out=out, out_dtype=out_dtype, inputs=(x,))
         row = (*x.dims[:-1], 1)
         outs = {"y": y}
@@ -91,7 +92,6 @@ class SequenceOps(GraphCore):
         desc = "OPERATION_ROPE_FWD" if kind == "rope" else "OPERATION_ROPE_BWD"
         since = (9, 24, 0) if kind == "rope" else (9, 25, 0)
         op_name, label = _start(self, kind, name, desc)
-        require_kind(desc, label, since=since)
         xin, xout = ("x", "y") if kind == "rope" else ("dy", "dx")
         x = self._own(x, label, xin.upper())
         f = self._own(freqs, label, "FREQS")
@@ -113,6 +113,7 @@ class SequenceOps(GraphCore):
                 f"[S, 1, 1, D] (rank 4), got ranks {x.ndim} and {f.ndim}"
             )
         _need_dtype(f, "f", label, "FREQS", "frequencies are angles (floating point)")
+        require_kind(desc, label, since=since)
         # the rotated tensor keeps the input's type (attention after it takes fp16/bf16)
         y = self._output(label, op_name, xout, x.dims, x, out=out, out_dtype=x.dtype, inputs=(x, f))
         self._add_op(kind, op_name, {xin: x, "freqs": f}, {xout: y}, attrs)
@@ -191,6 +192,7 @@ class SequenceOps(GraphCore):
             )
         od = (b, c.dims[1], s, c.dims[3])
         # gathered pages keep the cache's type (attention after it takes fp16/bf16)
+        require_kind("OPERATION_PAGED_CACHE_LOAD", label)
         y = self._output(label, op_name, "y", od, c, out=out, out_dtype=c.dtype, inputs=(c, pt, sl))
         attrs = {"compute_dtype": self.compute_dtype}
         self._add_op(
@@ -251,6 +253,7 @@ class SequenceOps(GraphCore):
             if extra.get("max_token") is not None:
                 attrs["max_token"] = _int_arg(extra["max_token"], f"{label}: max_token", minimum=1)
         od_t = tuple(od)
+        require_kind(desc, label)
         y = self._output(
             label,
             op_name,
@@ -370,23 +373,25 @@ class SequenceOps(GraphCore):
             if any(d != 1 for d in ins[role].dims):
                 raise GraphError(f"{label}: {role} must have all dims 1")
             _need_dtype(ins[role], "i", label, role, "band bounds are integers")
-        # cuDNN refuses the operation without its B tensor (9.28: "!bPort.tensor.isFinalized()")
-        if fill is None:
-            fill = self.scalar(
-                float("-inf"), dtype="float32", rank=x.ndim,
-                name=self._unique_name(None, f"{op_name}.fill"),
-            )  # fmt: skip
-        ins["fill"] = self._own(fill, label, "fill")
-        for role, sl in (("seq_len_q", seq_len_q), ("seq_len_kv", seq_len_kv)):
-            if sl is not None:
-                ins[role] = self._own(sl, label, role)
-                _need_dims(ins[role], (x.dims[0], 1, 1, 1), label, role)
-                _need_dtype(ins[role], "i", label, role, "sequence lengths are integers")
         mode = pointwise_mode(comparison)
         if not mode.name.startswith("CMP_"):
             raise GraphError(
                 f"{label}: comparison must be a cmp_* pointwise mode, not {mode.name.lower()}"
             )
+        given_fill = None if fill is None else self._own(fill, label, "fill")
+        lens = {}
+        for role, sl in (("seq_len_q", seq_len_q), ("seq_len_kv", seq_len_kv)):
+            if sl is not None:
+                lens[role] = self._own(sl, label, role)
+                _need_dims(lens[role], (x.dims[0], 1, 1, 1), label, role)
+                _need_dtype(lens[role], "i", label, role, "sequence lengths are integers")
+        require_kind("OPERATION_DIAGONAL_BAND_MASK", label)
+        # cuDNN refuses the operation without its B tensor (9.28: "!bPort.tensor.isFinalized()")
+        ins["fill"] = given_fill or self.scalar(
+            float("-inf"), dtype="float32", rank=x.ndim,
+            name=self._unique_name(None, f"{op_name}.fill"),
+        )  # fmt: skip
+        ins.update(lens)
         y = self._output(
             label, op_name, "y", x.dims, x, out=out, out_dtype=x.dtype, inputs=ins.values()
         )

@@ -55,6 +55,7 @@ class ShapeOps(GraphCore):
         if mode is not None:
             require_kind("OPERATION_RESHAPE", f"{label}: mode", since=(9, 22, 0))
             attrs["mode"] = _reshape_mode(mode)
+        require_kind("OPERATION_RESHAPE", label)
         y = self._output(
             label, op_name, "y", od, x, out=out, out_dtype=x.dtype, strides=st, inputs=(x,)
         )
@@ -83,6 +84,7 @@ class ShapeOps(GraphCore):
             )
         od = tuple(x.dims[p] for p in perm)
         st = tuple(x.strides[p] for p in perm)
+        require_kind("OPERATION_TRANSPOSE", label)
         y = self._output(
             label, op_name, "y", od, x, out=out, out_dtype=x.dtype, strides=st, inputs=(x,)
         )
@@ -137,6 +139,7 @@ class ShapeOps(GraphCore):
             step.append(c)
         od = tuple((b - a + c - 1) // c for a, b, c in zip(start, limit, step, strict=True))
         st = tuple(s * c for s, c in zip(x.strides, step, strict=True))
+        require_kind("OPERATION_SLICE", label)
         y = self._output(
             label, op_name, "y", od, x, out=out, out_dtype=x.dtype, strides=st, inputs=(x,)
         )
@@ -195,6 +198,7 @@ class ShapeOps(GraphCore):
             attrs["in_place_index"] = idx
         fmt = first.format
         st = tuple(layout.packed_strides(tuple(od), fmt)) if len(fmt) == len(od) else None
+        require_kind("OPERATION_CONCAT", label)
         y = self._output(
             label,
             op_name,

@@ -9,7 +9,14 @@ from typing import Any
 
 from .common import GraphError, _enum_member
 from .core import GraphCore
-from .kinds import _need_dims, _need_dtype, _per_channel, _scalar_or_tensor, _start
+from .kinds import (
+    _need_dims,
+    _need_dtype,
+    _per_channel,
+    _scalar_or_tensor,
+    _start,
+    require_kind,
+)
 from .tensors import Tensor
 
 __all__ = ["StatisticsOps"]
@@ -34,6 +41,7 @@ class StatisticsOps(GraphCore):
         x = self._own(x, label, "X")
         _need_dtype(x, "f", label, "X", "statistics are taken of floating-point data")
         pc = _per_channel(x)
+        require_kind("OPERATION_GEN_STATS", label)
         s = self._output(label, op_name, "sum", pc, x, out=None, out_dtype="float32", inputs=(x,))
         sq = self._output(
             label, op_name, "sq_sum", pc, x, out=None, out_dtype="float32", inputs=(x,)
@@ -84,6 +92,7 @@ class StatisticsOps(GraphCore):
             ins[role] = self._own(t, label, role.upper())
             _need_dims(ins[role], pc, label, role.upper())
         rank = len(pc)
+        require_kind("OPERATION_BN_FINALIZE_STATISTICS", label)
         ins["epsilon"] = _scalar_or_tensor(
             self, epsilon, label=label, role="epsilon", rank=rank, dtype="float64",
             name=f"{op_name}.epsilon",
@@ -159,6 +168,7 @@ class StatisticsOps(GraphCore):
         for role, t in (("mean", mean), ("inv_variance", inv_variance), ("scale", scale)):
             ins[role] = self._own(t, label, role.upper())
             _need_dims(ins[role], pc, label, role.upper())
+        require_kind("OPERATION_BN_BWD_WEIGHTS", label)
         outs = {
             role: self._output(
                 label, op_name, role, pc, x, out=None, out_dtype="float32", inputs=ins.values()

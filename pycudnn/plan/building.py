@@ -163,6 +163,16 @@ def _not_supported(graph: Graph, report: PlanningReport) -> GraphNotSupportedErr
     for entry in dict.fromkeys(report.known_bad):
         if entry.advice and entry.advice not in report.advice:
             report.advice.append(entry.advice)
+    # An entry for this graph that removed nothing: cuDNN offered no engine at all (deviceless
+    # planning of NCHW 16-bit wgrad on 9.10 to 9.19 finds none, where a GPU finds only engine 70).
+    # What works is the same, and the user should know the engine a GPU would offer is known bad.
+    for entry in known_bad.exclusions_for(graph, _version()):
+        if entry.advice and entry not in report.known_bad and entry.advice not in report.advice:
+            seen = "; ".join(entry.seen_wrong_in) or "no version recorded"
+            report.advice.append(
+                f"{entry.advice} (where cuDNN offers engine {entry.engine_id} for this graph, it "
+                f"is known to give wrong results: seen wrong in cuDNN {seen})"
+            )
     for line in rewrites.advice(graph):
         if line not in report.advice:
             report.advice.append(line)
