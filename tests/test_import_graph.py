@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: (importing module, imported module) pairs allowed as function-level imports pointing back up.
 DEFERRED_UPWARD = {
     ("pycudnn.graph.graph", "pycudnn.plan"),  # Graph.build, build_all, autotune, heuristics, ...
-    ("pycudnn.graph.core", "pycudnn.graph.lowering"),  # Graph.finalize builds its descriptors
+    ("pycudnn.graph.descriptors", "pycudnn.graph.lowering"),  # Graph.finalize builds them
     # verification plans a reference from another engine (planning imports verification to
     # check the plans it builds)
     ("pycudnn.verification.run", "pycudnn.plan"),

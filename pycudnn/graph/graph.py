@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .adanorm import AdaNormOps
 from .attention import AttentionOps
 from .convolution import ConvolutionOps
+from .descriptors import DescriptorSets
 from .like import TensorLikeOps
 from .matmul import MatmulOps
 from .normalization import NormalizationOps
@@ -46,6 +47,7 @@ class Graph(
     RngOps,
     TensorLikeOps,
     AdaNormOps,
+    DescriptorSets,
 ):
     """A cuDNN operation graph under construction, then finalized (``CUDNN_BACKEND_OPERATIONGRAPH``).
 
