@@ -38,6 +38,15 @@ def _target(device_properties: Any, device: Any) -> _Target:
                 "device_properties must be a pycudnn.DeviceProperties (DeviceProperties.load(path)), "
                 f"not {type(device_properties).__name__}"
             )
+        st = driver_status()
+        if not st.library_found:
+            # cuDNN needs the driver library even without a GPU; without it, some versions say
+            # SUBLIBRARY_LOADING_FAILED and others only "no engine" (9.10): say why here.
+            raise RuntimeError(
+                "deviceless planning needs the NVIDIA driver library libcuda.so.1 (no GPU is "
+                f"needed), which could not be loaded: {st.reason}. On Debian install libcuda1 "
+                "(scripts/install_libcuda.sh)"
+            )
         # The same fingerprint as the GPU itself gives (below): a plan cache directory filled
         # ahead of time from captured properties serves the real device.
         return _Target(device_properties, None, "device:" + device_properties.fingerprint, "")
