@@ -18,7 +18,6 @@ data and compares with NumPy (exit status 1 on a mismatch).
 
 from __future__ import annotations
 
-import ctypes
 import sys
 from pathlib import Path
 
@@ -51,10 +50,9 @@ specs = [pycutensor.TensorSpec.create(s) for s in ((N, M), (P, N), (P, M))]  # c
 check_operation("contraction", specs, ["nm", "pn", "pm"])
 print("cuTENSOR contraction z[m,p] = y[m,n] v[n,p]: valid")
 
-try:
-    ctypes.CDLL("libcuda.so.1")
-except OSError:
-    print("deviceless planning skipped: cuDNN needs the NVIDIA driver library libcuda.so.1")
+why_not = pycudnn.DeviceProperties.why_no_plans()  # no libcuda.so.1, or too old a cuDNN
+if why_not:
+    print(f"deviceless planning skipped: {why_not}")
 else:
     h100 = pycudnn.DeviceProperties.load(H100)
     aot = g.build(device_properties=h100, allow_reduced_precision=False, cache=False)

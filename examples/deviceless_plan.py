@@ -14,7 +14,6 @@ it and compares with NumPy (exit status 1 on a mismatch).
 
 from __future__ import annotations
 
-import ctypes
 import math
 import sys
 import tempfile
@@ -47,10 +46,9 @@ def matmul_bias_gelu() -> tuple[pycudnn.Graph, dict[str, object]]:
     return g, {"a": a, "b": b, "bias": bias, "y": y}
 
 
-try:
-    ctypes.CDLL("libcuda.so.1")
-except OSError:
-    print("needs the NVIDIA driver library libcuda.so.1 (not a GPU) to plan; needs a GPU to run")
+why_not = pycudnn.DeviceProperties.why_no_plans()  # no libcuda.so.1, or too old a cuDNN
+if why_not:
+    print(f"needs a GPU to run, and cannot plan for device properties here: {why_not}")
     sys.exit(0)
 
 scratch = tempfile.TemporaryDirectory()  # removed at exit

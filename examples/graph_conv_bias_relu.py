@@ -10,7 +10,6 @@ plan, says what needs a GPU and exits 0. With a GPU it plans for that GPU, runs 
 
 from __future__ import annotations
 
-import ctypes
 import sys
 from pathlib import Path
 
@@ -46,10 +45,9 @@ b = g.tensor([1, 32, 1, 1], fmt="NHWC", dtype="float16", name="bias")
 y = g.relu(g.add(g.conv_fprop(x, w, padding=1), b))  # intermediates become virtual
 print(g.describe())
 
-try:
-    ctypes.CDLL("libcuda.so.1")
-except OSError:
-    print("deviceless planning skipped: cuDNN needs the NVIDIA driver library libcuda.so.1")
+why_not = pycudnn.DeviceProperties.why_no_plans()  # no libcuda.so.1, or too old a cuDNN
+if why_not:
+    print(f"deviceless planning skipped: {why_not}")
 else:
     h100 = pycudnn.DeviceProperties.load(H100)
     print(g.heuristics("a", device_properties=h100).describe())

@@ -15,7 +15,6 @@ cached winner and compares the product with NumPy (exit status 1 on a mismatch).
 
 from __future__ import annotations
 
-import ctypes
 import sys
 import tempfile
 from pathlib import Path
@@ -54,10 +53,9 @@ cache_dir = Path(scratch.name) / "plans"
 g, a, b, c = matmul_graph()
 print(g.describe())
 
-try:
-    ctypes.CDLL("libcuda.so.1")
-except OSError:
-    print("deviceless planning skipped: cuDNN needs the NVIDIA driver library libcuda.so.1")
+why_not = pycudnn.DeviceProperties.why_no_plans()  # no libcuda.so.1, or too old a cuDNN
+if why_not:
+    print(f"deviceless planning skipped: {why_not}")
 else:
     h100 = pycudnn.DeviceProperties.load(H100)
     first = pycudnn.PlanCache(cache_dir)

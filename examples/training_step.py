@@ -15,7 +15,6 @@ runs one step and compares ``dx`` and ``dw`` with NumPy (exit status 1 on a mism
 
 from __future__ import annotations
 
-import ctypes
 import sys
 from pathlib import Path
 
@@ -56,10 +55,9 @@ dy_w = wgrad.tensor([N, K, H, W], fmt="NHWC", dtype="float32", name="dy")
 dw = wgrad.conv_wgrad(x_in, dy_w, padding=1, dw_dims=[K, C, 3, 3])
 graphs = (fprop, dgrad, wgrad)
 
-try:
-    ctypes.CDLL("libcuda.so.1")
-except OSError:
-    print("deviceless planning skipped: cuDNN needs the NVIDIA driver library libcuda.so.1")
+why_not = pycudnn.DeviceProperties.why_no_plans()  # no libcuda.so.1, or too old a cuDNN
+if why_not:
+    print(f"deviceless planning skipped: {why_not}")
 else:
     h100 = pycudnn.DeviceProperties.load(H100)
     for g in graphs:

@@ -17,9 +17,9 @@ __all__ = ["LIB", "MINIMUM_VERSION", "check", "last_error_string"]
 
 ENV_VAR = "PYCUDNN_LIBRARY"
 # The oldest cuDNN this project supports (README, "Supported versions"; docs/versions.md says why).
-MINIMUM_VERSION = (9, 10, 0)
+MINIMUM_VERSION = (9, 0, 0)
 INSTALL_HINT = (
-    "Install cuDNN 9 (9.10 or newer) with `pip install 'cudnn-cutensor-ctypes[cu12]'` (CUDA 12) or "
+    "Install cuDNN 9 with `pip install 'cudnn-cutensor-ctypes[cu12]'` (CUDA 12) or "
     "`pip install 'cudnn-cutensor-ctypes[cu13]'` (CUDA 13)"
 )
 

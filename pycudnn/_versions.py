@@ -8,7 +8,9 @@ symbol, the version that introduced it and the loaded version. An older cuDNN an
 with a bare ``CUDNN_STATUS_BAD_PARAM`` at best.
 
 Nothing here is listed by hand: the tables are the generated ones, and the features that
-:func:`missing_features` reports are named by the symbol that introduces them.
+:func:`missing_features` reports are named by the symbol that introduces them, except three
+behaviours measured on real libraries (``docs/versions.md``): plans for device properties without
+a GPU (9.10), heuristics without a GPU or device properties (9.9), named with the reason.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from ._lib import LIB
 from ._shared.ffi import format_version
 
 __all__ = [
+    "DEVICELESS_PLANS_SINCE",
+    "DEVICEPROP_SINCE",
     "FEATURES",
     "check_enum",
     "enum_since",
@@ -83,6 +87,16 @@ def _enumerator(c_name: str) -> tuple[int, int, int] | None:
     return _bindings.ENUMERATOR_SINCE.get(c_name)
 
 
+#: cuDNN 9.8 introduced ``CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR``: heuristics and plans for device
+#: properties need it.
+DEVICEPROP_SINCE = (9, 8)
+#: Execution plans for device properties without a GPU need cuDNN 9.10: without one, 9.8 and 9.9
+#: fail to finalize runtime-compiled engines (``cuLibraryLoadData``: initialization error) and
+#: cannot serialize the plans they do finalize (``ConvolutionEngine::getStatus()``); measured on
+#: both. With a GPU present they are not refused (not measured on a GPU for 9.8 and 9.9).
+DEVICELESS_PLANS_SINCE = (9, 10)
+
+
 def _function(name: str) -> tuple[int, int, int] | None:
     spec = _bindings.FUNCTIONS.get(name)
     return None if spec is None else spec.since
@@ -90,9 +104,19 @@ def _function(name: str) -> tuple[int, int, int] | None:
 
 # Features a user notices, each dated by the symbol that introduces it.
 FEATURES: dict[str, tuple[int, int, int] | None] = {
-    "deviceless planning (CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR)": _enumerator(
+    "device properties and planning for them (CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR)": _enumerator(
         "CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR"
     ),
+    "execution plans for device properties without a GPU (9.8 and 9.9 cannot build them)": (
+        *DEVICELESS_PLANS_SINCE,
+        0,
+    ),
+    "heuristics without a GPU or device properties (before 9.9 cuDNN reads uninitialized "
+    "properties; pycudnn does not run them)": (9, 9, 0),
+    "engine-config workspace sizes before planning (CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE)": (
+        _enumerator("CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE")
+    ),
+    "adaptive layer norm (CUDNN_ADA_LAYER_NORM)": _enumerator("CUDNN_ADA_LAYER_NORM"),
     "kernel cache (CUDNN_BACKEND_KERNEL_CACHE_DESCRIPTOR)": _enumerator(
         "CUDNN_BACKEND_KERNEL_CACHE_DESCRIPTOR"
     ),

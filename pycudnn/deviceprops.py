@@ -173,6 +173,35 @@ class DeviceProperties:
         self._descriptor = _descriptor
         self._lock = threading.Lock()
 
+    @staticmethod
+    def why_no_plans() -> str | None:
+        """Why execution plans for device properties cannot be built in this process, or None
+        when they can: they need the NVIDIA driver library ``libcuda.so.1`` (not a GPU), cuDNN
+        9.8 (``CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR``) and, without a GPU, cuDNN 9.10. Loads
+        cuDNN; calls nothing else in it."""
+        from ._lib import LIB
+        from ._shared.cuda import driver_status
+        from ._shared.ffi import format_version
+        from ._versions import DEVICELESS_PLANS_SINCE, DEVICEPROP_SINCE
+
+        st = driver_status()
+        if not st.library_found:
+            return f"cuDNN needs the NVIDIA driver library libcuda.so.1 (no GPU): {st.reason}"
+        loaded = format_version(LIB.version)
+        if LIB.version < DEVICEPROP_SINCE:
+            return (
+                f"device properties need cuDNN {format_version(DEVICEPROP_SINCE)} or later "
+                f"(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR); the loaded cuDNN is {loaded}"
+            )
+        if not st.usable and LIB.version < DEVICELESS_PLANS_SINCE:
+            return (
+                f"plans for device properties without a GPU need cuDNN "
+                f"{format_version(DEVICELESS_PLANS_SINCE)} or later (9.8 and 9.9 cannot load "
+                f"runtime-compiled kernels or serialize plans without one); the loaded cuDNN is "
+                f"{loaded}"
+            )
+        return None
+
     # -- constructors ------------------------------------------------------------------------
     @classmethod
     def from_device(cls, ordinal: int = 0) -> DeviceProperties:

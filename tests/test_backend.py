@@ -7,6 +7,7 @@ import weakref
 
 import numpy as np
 import pytest
+from versioned import skip_unless_cudnn, skip_unless_heuristics_run_here
 
 import pycudnn
 from pycudnn import raw
@@ -220,6 +221,7 @@ def test_alignment_not_multiple_of_element_size_is_refused_by_cudnn() -> None:
 
 
 def test_incomplete_deviceprop_json_is_refused_naming_the_key() -> None:
+    skip_unless_cudnn((9, 8), "CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR")
     # Only the mechanism is tested here: an incomplete JSON must be refused, with the key named.
     d = BackendDescriptor("DEVICEPROP")
     d.set("DEVICEPROP_JSON_REPRESENTATION", '{"deviceName": "incomplete"}', attr_type="CHAR")
@@ -232,6 +234,7 @@ def test_incomplete_deviceprop_json_is_refused_naming_the_key() -> None:
 def test_deviceprop_from_device_id_needs_a_gpu() -> None:
     if driver_status().usable:
         pytest.skip("this machine has a GPU")
+    skip_unless_cudnn((9, 8), "CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR")
     d = BackendDescriptor("DEVICEPROP")
     d.set("DEVICEPROP_DEVICE_ID", 0, attr_type="INT32")
     with pytest.raises(pycudnn.CudnnNotInitializedError):
@@ -331,6 +334,7 @@ def _conv_graph() -> BackendDescriptor:
 
 
 def test_heuristic_results_count_query_then_read_uses_the_returned_count() -> None:
+    skip_unless_heuristics_run_here()
     g = _conv_graph()
     assert g.get("OPERATIONGRAPH_ENGINE_GLOBAL_COUNT") > 0
     heur = BackendDescriptor("ENGINEHEUR")
@@ -357,6 +361,7 @@ def test_descriptor_get_is_refused_when_the_kind_is_unknown() -> None:
     # cuDNN fills descriptors the caller creates without checking their kind everywhere, so a
     # descriptor-valued read is refused unless the kind is known (set here, or filled by cuDNN);
     # tests/test_graph_robustness.py has the crashes this prevents.
+    skip_unless_cudnn((9, 6), "CUDNN_ATTR_OPERATIONGRAPH_IS_SAME_TOPOLOGY")
     g = _conv_graph()
     with pytest.raises(ValueError, match="kind of descriptor it holds"):
         g.get("OPERATIONGRAPH_IS_SAME_TOPOLOGY", attr_type="BACKEND_DESCRIPTOR", many=True)

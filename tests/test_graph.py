@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from versioned import heuristics_run_here
 
 import pycudnn
 from pycudnn import raw
@@ -438,7 +439,8 @@ def test_convolutions_finalize_and_have_heuristic_candidates(kind: str, nd: int,
     assert desc.is_finalized and g.is_finalized
     assert g.engine_count > 0
     res = g.heuristics("a")
-    assert res.count > 0 and res.returned <= res.count
+    assert res.returned <= res.count
+    assert res.count > 0 or not heuristics_run_here()
 
 
 @needs_libcuda
@@ -491,15 +493,20 @@ def test_unsupported_reductions_name_the_operator(op: str) -> None:
 
 @needs_libcuda
 def test_fusions_finalize() -> None:
+    # Mode A counts configs for these fusions with or without a GPU where heuristics run here
+    # (see versioned.py); the engine count says they have engines either way.
+    counts = heuristics_run_here()
     g, _ = _conv_bias_relu()
-    assert g.finalize().is_finalized and g.heuristics("a").count > 0
+    assert g.finalize().is_finalized and g.engine_count > 0
+    assert g.heuristics("a").count > 0 or not counts
 
     m = Graph("matmul_bias_gelu")
     a = m.tensor([1, 64, 32], dtype="float16")
     b = m.tensor([1, 32, 16], dtype="float16")
     bias = m.tensor([1, 1, 16], dtype="float16")
     m.gelu(m.add(m.matmul(a, b), bias))
-    assert m.finalize().is_finalized and m.heuristics("a").count > 0
+    assert m.finalize().is_finalized and m.engine_count > 0
+    assert m.heuristics("a").count > 0 or not counts
 
     s = Graph("scale_bias_relu")
     x = s.tensor([2, 16, 8, 8], fmt="NHWC", dtype="float16")
@@ -530,7 +537,8 @@ def test_cudnn_refusal_names_the_operation() -> None:
     with pytest.raises(pycudnn.CudnnBadParamError) as info:
         g.finalize()
     assert "gen_index 'idx'" in info.value.message
-    assert "axis" in info.value.message  # cuDNN's own explanation
+    if pycudnn.version_tuple() >= (9, 9):  # 9.0 says only "finalize_internal()" (measured)
+        assert "axis" in info.value.message  # cuDNN's own explanation
     assert not g.is_finalized
 
 
@@ -547,12 +555,17 @@ def test_build_without_gpu_or_device_properties_explains_why() -> None:
     assert isinstance(err, pycudnn.CudnnNotSupportedError) and err.status == 3000
     text = str(err)
     assert "no engine supports graph 'conv_bias_relu'" in text
-    assert "a: " in text and "fallback: " in text and "returned" in text
+    assert "a: " in text and "fallback: " in text
     assert "device_properties=" in text
-    assert "No viable engine configs" in text  # cuDNN's own words, from its log
     assert [h.mode for h in err.report.heuristics] == ["a", "fallback"]
-    assert all(h.returned == 0 and h.count >= 0 for h in err.report.heuristics)
-    assert err.report.heuristics[0].count > 0
+    if heuristics_run_here():
+        assert "returned" in text
+        assert "No viable engine configs" in text  # cuDNN's own words, from its log
+        assert all(h.returned == 0 and h.count >= 0 for h in err.report.heuristics)
+        assert err.report.heuristics[0].count > 0
+    else:  # before 9.9 heuristics are not run without a target, and the report says why
+        assert "not run: cuDNN before 9.9" in text
+        assert all(h.count == 0 and h.returned == 0 for h in err.report.heuristics)
 
 
 @needs_libcuda

@@ -41,6 +41,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from versioned import heuristics_run_here, skip_unless_cudnn_has, skip_unless_heuristics_run_here
 
 import pycudnn
 from pycudnn import log, raw
@@ -167,6 +168,7 @@ def pointwise_op_graph() -> tuple[BackendDescriptor, list[BackendDescriptor]]:
     ],
 )
 def test_descriptor_of_the_wrong_kind_is_refused(owner: str, attr: str) -> None:
+    skip_unless_cudnn_has(f"CUDNN_ATTR_{attr}")
     d = BackendDescriptor(owner)
     with pytest.raises(TypeError) as info:
         d.set(attr, tensor_descriptor())
@@ -176,6 +178,7 @@ def test_descriptor_of_the_wrong_kind_is_refused(owner: str, attr: str) -> None:
 
 @libcuda
 def test_descriptors_of_the_right_kind_are_still_accepted() -> None:
+    skip_unless_heuristics_run_here()
     graph, _ = pointwise_op_graph()  # TENSORs, a POINTWISE and an OPERATION_POINTWISE above
     heur = BackendDescriptor("ENGINEHEUR")
     heur.set("ENGINEHEUR_OPERATION_GRAPH", graph)
@@ -197,6 +200,7 @@ def test_descriptors_of_the_right_kind_are_still_accepted() -> None:
 def test_handle_attributes_take_handles_not_raw_pointers(owner: str, attr: str, value: Any) -> None:
     # cuDNN dereferences a HANDLE attribute: 0x1234 segfaulted finalizing a DEVICEPROP or an
     # OPERATIONGRAPH, and a NULL EXECUTION_PLAN_HANDLE finalizing a deserialized plan.
+    skip_unless_cudnn_has(f"CUDNN_BACKEND_{owner}_DESCRIPTOR", f"CUDNN_ATTR_{attr}")
     d = BackendDescriptor(owner)
     with pytest.raises(TypeError, match=rf"CUDNN_ATTR_{attr} takes .*pycudnn\.Handle"):
         d.set(attr, value)
@@ -263,6 +267,7 @@ def test_reading_an_unset_descriptor_attribute_is_refused() -> None:
 @libcuda
 def test_reading_a_non_descriptor_attribute_as_descriptors_is_refused() -> None:
     # A count query of OPERATIONGRAPH_IS_SAME_TOPOLOGY as BACKEND_DESCRIPTOR segfaulted.
+    skip_unless_cudnn_has("CUDNN_ATTR_OPERATIONGRAPH_IS_SAME_TOPOLOGY")
     graph, _ = pointwise_op_graph()
     for call in (graph.get, graph.element_count):
         with pytest.raises(ValueError, match="OPERATIONGRAPH_IS_SAME_TOPOLOGY"):
@@ -271,6 +276,7 @@ def test_reading_a_non_descriptor_attribute_as_descriptors_is_refused() -> None:
 
 @libcuda
 def test_descriptor_reads_use_the_kind_the_attribute_holds() -> None:
+    skip_unless_heuristics_run_here()
     graph, _ = pointwise_op_graph()
     heur = BackendDescriptor("ENGINEHEUR")
     heur.set("ENGINEHEUR_OPERATION_GRAPH", graph)
@@ -975,6 +981,7 @@ def test_raw_execution_plan_json_is_checked_too() -> None:
             json.dumps(_edit("operationGraph.nodes", "x")),
             attr_type="CHAR",
         )
+    skip_unless_cudnn_has("CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR")
     dp = BackendDescriptor("DEVICEPROP")
     # a 5000-character name corrupted the heap when the DEVICEPROP was used (segfault/abort)
     with pytest.raises(ValueError, match="deviceName' must be at most 255 bytes"):
@@ -1424,8 +1431,8 @@ def test_every_descriptor_is_destroyed_exactly_once() -> None:
         g = conv_bias_relu()
         g.finalize()
         res = g.heuristics("a")
-        g.heuristics("fallback")
-        assert res.count > 0
+        fallback = g.heuristics("fallback")
+        assert res.count + fallback.count > 0 or not heuristics_run_here()
         # explicit close, garbage collection, and a graph dropped in a reference cycle
         relu = relu_graph()
         relu.finalize()
@@ -1436,7 +1443,7 @@ def test_every_descriptor_is_destroyed_exactly_once() -> None:
         raw_graph, parts = pointwise_op_graph()
         raw_graph.close()
         raw_graph.close()  # a second close destroys nothing
-        del g, res, relu, cyclic, raw_graph, parts
+        del g, res, fallback, relu, cyclic, raw_graph, parts
         gc.collect()
     created, destroyed, failed = _descriptor_traffic(records)
     assert sum(created.values()) >= 20, created
@@ -1570,12 +1577,19 @@ def test_not_supported_error_names_modes_counts_and_reason() -> None:
     text = str(err)
     assert err.status == 3000 and isinstance(err, CudnnNotSupportedError)
     assert "no engine supports graph 'unsupported_here'" in text
-    # each mode tried, with the count query and what it returned
-    assert re.search(r"heuristics tried: a: \d+ counted, 0 returned; fallback: \d+ counted", text)
+    # each mode tried, with the count query and what it returned (nothing without a target), or
+    # why it was not run (before 9.9: see versioned.py)
+    if heuristics_run_here():
+        assert re.search(
+            r"heuristics tried: a: \d+ counted, 0 returned; fallback: \d+ counted", text
+        )
+    else:
+        assert "heuristics tried: a: failed (not run: cuDNN before 9.9" in text
     assert [h.mode for h in err.report.heuristics] == ["a", "fallback"]
-    # why: no target device, and what cuDNN logged
+    # why: no target device, and what cuDNN logged (where it ran)
     assert "device_properties=" in text
-    assert "cuDNN said:" in text and "Reason:" in text
+    if heuristics_run_here():
+        assert "cuDNN said:" in text and "Reason:" in text
 
 
 # ==================================================================================================
@@ -1617,7 +1631,7 @@ def test_threads_build_and_finalize_different_graphs_concurrently() -> None:
         t.join()
     assert not errors, errors
     assert len(seen) == 24
-    assert all(result == expected[kind] for kind, result in seen)
+    assert all(result == expected[kind] for kind, result in seen), (expected, seen)
 
 
 def test_the_default_plan_cache_is_per_thread() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from versioned import skip_unless_cudnn_has
 
 import pycudnn
 from pycudnn.deviceprops import DeviceProperties
@@ -128,6 +129,7 @@ def test_deviceprops_grid_entries_are_32_bit() -> None:
 
 @pytest.mark.usefixtures("libcuda")
 def test_deviceprops_total_memory_is_64_bit() -> None:
+    skip_unless_cudnn_has("CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR")
     # cuDNN reads totalGlobalMem as a 64-bit int: 2**40 (1 TiB) finalizes, 2**63 does not fit.
     data = _props_data()
     data["totalGlobalMem"] = 2**40
@@ -140,6 +142,7 @@ def test_deviceprops_total_memory_is_64_bit() -> None:
 
 @pytest.mark.usefixtures("libcuda")
 def test_deviceprops_largest_32_bit_value_reaches_cudnn() -> None:
+    skip_unless_cudnn_has("CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR")
     # The bound is cuDNN's, not a guess: 2**31 - 1 finalizes.
     data = _props_data()
     data["l2CacheSize"] = 2**31 - 1

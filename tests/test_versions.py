@@ -24,6 +24,7 @@ import pycutensor
 from pycudnn import _bindings as cb
 from pycudnn import raw
 from pycudnn._lib import LIB as CUDNN
+from pycudnn._shared.cuda import driver_status
 from pycudnn._shared.ffi import LibraryNotFoundError, NativeLibrary, UnsupportedByLibraryError
 from pycudnn._versions import enum_since, missing_features
 from pycudnn.backend import BackendDescriptor
@@ -220,6 +221,83 @@ def test_require_version() -> None:
             pycudnn.require_version(bad, "x")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="feature"):
         pycudnn.require_version((9, 8), "")
+
+
+# -- planning for device properties, by version ----------------------------------------------------
+
+H100 = ROOT / "tests" / "data" / "deviceprops" / "h100-sxm-80gb.json"
+
+
+def _matmul() -> pycudnn.Graph:
+    g = pycudnn.Graph("versions_matmul")
+    g.matmul(g.tensor([1, 64, 32], dtype="float16"), g.tensor([1, 32, 48], dtype="float16"))
+    return g
+
+
+def _no_gpu() -> None:
+    if driver_status().usable:
+        pytest.skip("this machine has a GPU: plans for device properties are built on it")
+
+
+@pytest.mark.usefixtures("libcuda")
+def test_planning_for_device_properties_follows_the_loaded_cudnn() -> None:
+    # The real library: before 9.8 no device properties at all; 9.8 and 9.9 run heuristics for
+    # them but build no plan without a GPU; from 9.10 plans are built (and tested everywhere else).
+    _no_gpu()
+    props = pycudnn.DeviceProperties.load(H100)
+    loaded = pycudnn.version_tuple()
+    why_not = pycudnn.DeviceProperties.why_no_plans()
+    g = _matmul()
+    if loaded >= (9, 10):
+        assert why_not is None
+        assert g.build(device_properties=props, cache=False).engine_id >= 0
+        return
+    with pytest.raises(UnsupportedByLibraryError) as e:
+        g.build(device_properties=props, cache=False)
+    if loaded < (9, 8):
+        assert why_not is not None and "need cuDNN 9.8 or later" in why_not
+        assert e.value.required == (9, 8, 0) and e.value.loaded == loaded
+        with pytest.raises(UnsupportedByLibraryError, match=r"DEVICEPROP.* needs cuDNN >= 9\.8"):
+            g.heuristics("a", device_properties=props)
+    else:
+        assert why_not is not None and "need cuDNN 9.10 or later" in why_not
+        assert e.value.required == (9, 10, 0)
+        assert g.heuristics("a", device_properties=props).count > 0
+
+
+@pytest.mark.usefixtures("libcuda")
+def test_deviceless_plans_are_refused_before_9_10_without_calling_cudnn(cudnn_at) -> None:  # type: ignore[no-untyped-def]
+    # The same refusals with the loaded version declared older, so every environment runs them.
+    _no_gpu()
+    props = pycudnn.DeviceProperties.load(H100)
+    declared = cudnn_at((9, 9, 0))
+    g = _matmul()
+    with pytest.raises(UnsupportedByLibraryError) as e:
+        g.build(device_properties=props, cache=False)
+    # (declaring never raises the version: a real cuDNN before 9.8 stays what it is)
+    need, why = ((9, 10), "9.10") if declared >= (9, 8, 0) else ((9, 8), "9.8")
+    assert e.value.required == (*need, 0) and e.value.loaded == declared
+    with pytest.raises(UnsupportedByLibraryError, match=rf"needs cuDNN >= {why}"):
+        g.build_all(device_properties=props)
+    why_not = pycudnn.DeviceProperties.why_no_plans()
+    assert why_not is not None and f"need cuDNN {why} or later" in why_not
+    declared = cudnn_at((9, 7, 0))
+    with pytest.raises(UnsupportedByLibraryError) as e:
+        g.heuristics("a", device_properties=props)
+    assert e.value.required == (9, 8, 0) and e.value.loaded == declared
+    why_not = pycudnn.DeviceProperties.why_no_plans()
+    assert why_not is not None and "9.8" in why_not
+
+
+@pytest.mark.usefixtures("libcuda")
+def test_heuristics_without_a_target_are_not_run_before_9_9(cudnn_at) -> None:  # type: ignore[no-untyped-def]
+    # cuDNN before 9.9 runs them on uninitialized device properties without a GPU (9.0: counts
+    # change from call to call, finalize fails at random): pycudnn does not call it there.
+    _no_gpu()
+    cudnn_at((9, 8, 0))
+    res = _matmul().heuristics("a")
+    assert (res.count, res.configs) == (0, [])
+    assert res.error.startswith("not run: cuDNN before 9.9")
 
 
 def test_unsupported_error_pickles_with_its_fields() -> None:

@@ -65,13 +65,13 @@ class AdaNormOps(GraphCore):
 
         kind = "adalayernorm"
         op_name, label = _start(self, kind, name, "OPERATION_NORM_FORWARD")
-        require_kind("OPERATION_NORM_FORWARD", f"{label}: mode ADA_LAYER_NORM", since=_ADA_SINCE)
         x, sc, b = (self._own(t, label, r) for t, r in ((x, "X"), (scale, "SCALE"), (bias, "BIAS")))
         _need_dtype(x, "f", label, "X", "normalization takes floating-point input")
         _check_scale(x, sc, label, "SCALE")
         _need_dims(b, sc.dims, label, "BIAS")
         if not isinstance(training, bool):
             raise TypeError(f"{label}: training must be a bool, not {training!r}")
+        require_kind("OPERATION_NORM_FORWARD", f"{label}: mode ADA_LAYER_NORM", since=_ADA_SINCE)
         require_kind("OPERATION_NORM_FORWARD", label)
         eps = _scalar_or_tensor(
             self, epsilon, label=label, role="epsilon", rank=x.ndim, dtype="float32",
@@ -118,7 +118,6 @@ class AdaNormOps(GraphCore):
 
         kind = "adalayernorm_backward"
         op_name, label = _start(self, kind, name, "OPERATION_NORM_BACKWARD")
-        require_kind("OPERATION_NORM_BACKWARD", f"{label}: mode ADA_LAYER_NORM", since=_ADA_SINCE)
         dy, x, sc = (self._own(t, label, r) for t, r in ((dy, "DY"), (x, "X"), (scale, "SCALE")))
         _need_dims(dy, x.dims, label, "DY")
         _check_scale(x, sc, label, "SCALE")
@@ -129,6 +128,7 @@ class AdaNormOps(GraphCore):
             _need_dims(ins[role], sd, label, role)
         if not isinstance(dbias, bool):
             raise TypeError(f"{label}: dbias must be a bool, not {dbias!r}")
+        require_kind("OPERATION_NORM_BACKWARD", f"{label}: mode ADA_LAYER_NORM", since=_ADA_SINCE)
         require_kind("OPERATION_NORM_BACKWARD", label)
         dx = self._output(
             label, op_name, "dx", x.dims, x, out=out, out_dtype=None, inputs=ins.values()

@@ -332,7 +332,12 @@ class Plan(VariantPacks, CudaGraphs):
         props, ordinal = _deserialize_props(device_properties, device)
         desc = BackendDescriptor("EXECUTION_PLAN")
         try:
-            desc.set("EXECUTION_PLAN_DEVICEPROP", props.descriptor)
+            if props is not None:
+                desc.set("EXECUTION_PLAN_DEVICEPROP", props.descriptor)
+            else:  # a cuDNN older than DEVICEPROP (9.8) loads plans for a GPU's handle
+                from ..handle import get_handle
+
+                desc.set("EXECUTION_PLAN_HANDLE", get_handle(ordinal), attr_type="HANDLE")
             desc.set("EXECUTION_PLAN_JSON_REPRESENTATION", text, attr_type="CHAR")
             with _capture() as records:
                 try:
@@ -350,7 +355,8 @@ class Plan(VariantPacks, CudaGraphs):
                     raise type(exc)(
                         exc.status, exc.function, f"loading a serialized plan: {exc.message}{extra}"
                     ) from None
-            desc.keep_alive(props)
+            if props is not None:
+                desc.keep_alive(props)
             plan = cls(
                 desc,
                 graph=graph,

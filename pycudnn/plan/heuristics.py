@@ -8,9 +8,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from .. import _bindings, known_bad
+from .._lib import LIB
 from ..backend import BackendDescriptor
 from ..deviceprops import DeviceProperties, _error_lines
-from ..errors import CudnnError
+from ..errors import CudnnError, UnsupportedByLibraryError
 from ..graph import Graph
 from ..graph.rewrites import Variant as _Variant
 from .exclusions import exclusion_reason, normalize_exclusions
@@ -126,7 +127,7 @@ class EngineConfig:
         self.workspace_size: int | None
         try:
             self.workspace_size = int(descriptor.get("ENGINECFG_WORKSPACE_SIZE"))
-        except (CudnnError, KeyError, ValueError):
+        except (CudnnError, KeyError, ValueError, UnsupportedByLibraryError):  # before 9.2
             self.workspace_size = None
 
     @property
@@ -183,7 +184,18 @@ def run_heuristics(
         isinstance(sm_count, bool) or not isinstance(sm_count, int) or sm_count < 1
     ):
         raise ValueError(f"sm_count must be a positive int, got {sm_count!r}")
-    return _run_heuristics(graph, hm, _target(device_properties, device), sm_count)
+    return _run_heuristics(graph, hm, _target(device_properties, device, plans=False), sm_count)
+
+
+# Without a GPU and without DEVICEPROP, cuDNN before 9.9 runs its heuristics on device properties
+# it never initialized: on 9.0 the same graph counts 0, 4, 11 or 12 configs from call to call, and
+# finalizing the heuristics fails at random with "target_sm_count > multiProcessorCount"
+# (measured; 9.9 and newer count configs and return none, as they should). So none is run.
+_HEURISTICS_WITHOUT_TARGET = (9, 9, 0)  # also in pycudnn._versions.FEATURES, for `info`
+_NO_TARGET_BEFORE_9_9 = (
+    "not run: cuDNN before 9.9 runs heuristics on uninitialized device properties when there is "
+    "no GPU and no device_properties="
+)
 
 
 def _run_heuristics(
@@ -194,6 +206,8 @@ def _run_heuristics(
         op_graph = graph._descriptors_for(target.handle)["graph"]
     else:
         op_graph = graph._descriptors_for(target.handle, variant.name, variant.views)["graph"]
+    if target.props is None and target.device_id is None and LIB.lacks(_HEURISTICS_WITHOUT_TARGET):
+        return HeuristicsResult(name, 0, [], _NO_TARGET_BEFORE_9_9)
     with _capture() as records:
         heur = BackendDescriptor("ENGINEHEUR")
         try:
@@ -351,7 +365,7 @@ def engine_configs(
     return _collect(
         graph,
         heuristics=heuristics,
-        target=_target(device_properties, device),
+        target=_target(device_properties, device, plans=False),
         sm_count=sm_count,
         filters=filters,
         report=PlanningReport(),

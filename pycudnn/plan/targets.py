@@ -6,6 +6,7 @@ import dataclasses
 import logging
 from typing import Any
 
+from .._versions import DEVICELESS_PLANS_SINCE, DEVICEPROP_SINCE
 from ..deviceprops import DeviceProperties
 
 __all__ = []
@@ -29,7 +30,10 @@ class _Target:
     handle: Any = None
 
 
-def _target(device_properties: Any, device: Any) -> _Target:
+def _target(device_properties: Any, device: Any, *, plans: bool = True) -> _Target:
+    """The target of a planning call. ``plans=False`` for heuristics only (no execution plan is
+    finalized), which device properties allow on older cuDNN than plans without a GPU do."""
+    from .._lib import LIB
     from .._shared.cuda import driver_status
 
     if device_properties is not None:
@@ -47,6 +51,9 @@ def _target(device_properties: Any, device: Any) -> _Target:
                 f"needed), which could not be loaded: {st.reason}. On Debian install libcuda1 "
                 "(scripts/install_libcuda.sh)"
             )
+        LIB.require(DEVICEPROP_SINCE, "device properties (CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR)")
+        if plans and not st.usable:
+            _require_deviceless_plans()
         # The same fingerprint as the GPU itself gives (below): a plan cache directory filled
         # ahead of time from captured properties serves the real device.
         return _Target(device_properties, None, "device:" + device_properties.fingerprint, "")
@@ -77,23 +84,49 @@ def _target(device_properties: Any, device: Any) -> _Target:
     return _Target(None, ordinal, fp, "", handle)
 
 
-def _deserialize_props(device_properties: Any, device: Any) -> tuple[DeviceProperties, int | None]:
-    """Device properties to deserialize with: given, or queried from the GPU. Never neither
+def _require_deviceless_plans() -> None:
+    from .._lib import LIB
+
+    LIB.require(
+        DEVICELESS_PLANS_SINCE,
+        "execution plans for device properties without a GPU (cuDNN 9.8 and 9.9 cannot load "
+        "runtime-compiled kernels or serialize plans without one; on a GPU plan for the GPU)",
+    )
+
+
+def _deserialize_props(
+    device_properties: Any, device: Any
+) -> tuple[DeviceProperties | None, int | None]:
+    """Device properties to deserialize with: given, or queried from the GPU; None (with the
+    GPU's ordinal, whose handle is used instead) on a cuDNN older than DEVICEPROP. Never neither
     (finalizing a deserialized plan with neither DEVICEPROP nor a handle crashes cuDNN)."""
+    from .._lib import LIB
+    from .._shared.cuda import device_id_of, driver_status, get_device
+
     if device_properties is not None:
         if not isinstance(device_properties, DeviceProperties):
             raise TypeError(
                 f"device_properties must be a pycudnn.DeviceProperties, not {type(device_properties).__name__}"
             )
+        LIB.require(DEVICEPROP_SINCE, "device properties (CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR)")
+        # (the driver is probed only where the answer matters: a failing cuInit leaks in libcuda)
+        if LIB.version < DEVICELESS_PLANS_SINCE and not driver_status().usable:
+            _require_deviceless_plans()
         return device_properties, None
-    from .._shared.cuda import device_id_of, driver_status, get_device
-
     st = driver_status()
     if not st.usable:
+        if LIB.version < DEVICEPROP_SINCE:
+            raise ValueError(
+                f"loading a serialized plan needs a GPU with this cuDNN: no GPU is usable here "
+                f"({st.reason}), and device properties need cuDNN >= 9.8 "
+                f"(the loaded one is {'.'.join(map(str, LIB.version))})"
+            )
         raise ValueError(
             f"loading a serialized plan needs the target's device properties: no GPU is usable "
             f"here ({st.reason}); pass device_properties=DeviceProperties.load(FILE)"
         )
     ordinal = device_id_of(device)
     get_device(ordinal).set_current()
+    if LIB.version < DEVICEPROP_SINCE:
+        return None, ordinal  # the plan is finalized with the GPU's handle instead
     return DeviceProperties.for_device(ordinal), ordinal
