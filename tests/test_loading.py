@@ -63,13 +63,14 @@ def test_import_leaves_numpy_and_the_bindings_for_later() -> None:
     assert out.stdout.strip() == "[]"
 
 
-#: Modules that planning imports on first use only: building a plan, or loading it from a
-#: plan-cache directory, needs none of them.
+#: Modules imported on first use only: building a plan for a graph in NumPy's own types, or
+#: loading it from a plan-cache directory, needs none of them.
 _PLANNING_EXTRAS = (
     "pycudnn.plan.autotuning",
     "pycudnn.plan.selection",
     "pycudnn.plan.smoke",
     "pycudnn.verification",
+    "ml_dtypes",
 )
 
 
@@ -101,6 +102,29 @@ def test_a_plan_from_a_cache_directory_imports_no_autotuning_or_verification(
     assert [r["stats"]["stores"] for r in runs] == [1, 0]
     assert [r["stats"]["disk_hits"] for r in runs] == [0, 1]
     assert [r["extras"] for r in runs] == [[], []]
+
+
+def test_ml_dtypes_types_are_known_once_named() -> None:
+    """The dtype tables answer NumPy's own types without ml_dtypes, and import it for the first
+    ml_dtypes name or type: bf16 aliases, names only NumPy resolves once ml_dtypes is imported."""
+    out = run_python(
+        """
+        import sys
+        import numpy as np
+        from pycudnn._shared.dtypes import CUDNN_DATA_TYPE_NAMES, CUDA_DATA_TYPE_NAMES, as_numpy_dtype
+
+        assert CUDNN_DATA_TYPE_NAMES[as_numpy_dtype("half")] == "HALF"
+        assert CUDA_DATA_TYPE_NAMES.get(np.dtype(np.int16)) == "R_16I"
+        assert "ml_dtypes" not in sys.modules
+        assert as_numpy_dtype("float8_e4m3fnuz").name == "float8_e4m3fnuz"  # no alias: NumPy's
+        assert "ml_dtypes" in sys.modules
+        assert CUDNN_DATA_TYPE_NAMES[as_numpy_dtype("bf16")] == "BFLOAT16"
+        assert CUDA_DATA_TYPE_NAMES.get(np.dtype(np.int16)) == "R_16I"
+        print(len(CUDNN_DATA_TYPE_NAMES), CUDNN_DATA_TYPE_NAMES.get(np.dtype(np.int16)))
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["18", "None"]
 
 
 def test_the_planning_names_imported_on_first_use_resolve() -> None:
