@@ -14,7 +14,10 @@ the cache statistics (a disk hit is required, else the figure is not what it cla
 Without a GPU the plans target the committed H100 device properties (deviceless, needs
 ``libcuda.so.1``) and the figure stops at the loaded plan: it EXCLUDES the first execution and
 whatever a real GPU adds (context creation, cuDNN's handle, module loading). Writes
-``DIR/bench_first_plan.json`` with the machine and versions.
+``DIR/bench_first_plan.json`` with the machine and versions, and whether the children found
+pycudnn's compiled bytecode: without it (``PYTHONDONTWRITEBYTECODE`` set in a checkout that has no
+``__pycache__``) every process compiles the sources, the generated bindings above all, which an
+installed package never does.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from importlib.util import cache_from_source
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         "cudnn": pycudnn.version(),
         "python": platform.python_version(),
         "platform": platform.platform(),
+        "bytecode_cached": Path(
+            cache_from_source(str(ROOT / "pycudnn" / "_bindings.py"))
+        ).is_file(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "median_ms": statistics.median(ms),
         "min_ms": min(ms),
@@ -132,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{report['measures']}: median {report['median_ms']:.1f} ms, min {report['min_ms']:.1f} ms"
     )
+    if not report["bytecode_cached"]:
+        print("pycudnn had no compiled bytecode (.pyc): every run compiled its sources first")
     return 0
 
 

@@ -1,7 +1,9 @@
 """Measures ``import pycudnn, pycutensor`` in fresh interpreters (the target is under 150 ms).
 
-Writes JSON with the machine and versions to ``--out`` (default: bench-results/import.json).
-Usage: ``python scripts/bench_import.py [--repeats 15] [--out FILE]``.
+Writes JSON with the machine and versions to ``--out`` (default: bench-results/import.json), and
+whether the interpreters found pycudnn's compiled bytecode (``bytecode_cached``: with
+``PYTHONDONTWRITEBYTECODE`` set in a checkout without ``__pycache__``, each one compiles the
+sources it imports). Usage: ``python scripts/bench_import.py [--repeats 15] [--out FILE]``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import statistics
 import subprocess
 import sys
 import time
+from importlib.util import cache_from_source
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,6 +55,7 @@ def main() -> int:
             "cpu_count": os.cpu_count(),
             "python": sys.version.split()[0],
         },
+        "bytecode_cached": Path(cache_from_source(str(ROOT / "pycudnn" / "__init__.py"))).is_file(),
         "repeats": args.repeats,
         "median_ms": statistics.median(samples) * 1e3,
         "max_ms": max(samples) * 1e3,

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,6 +44,102 @@ def test_import_loads_no_shared_library() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "False", "False"]
+
+
+def test_import_leaves_numpy_and_the_bindings_for_later() -> None:
+    """``import pycudnn, pycutensor`` imports neither NumPy, nor the generated bindings, nor
+    cuda-python's packages: each is imported by the first call that needs it (the import target is
+    under 150 ms; these are most of what a process that uses the libraries then pays)."""
+    out = run_python(
+        """
+        import sys
+        import pycudnn, pycutensor
+        later = ("numpy", "ml_dtypes", "pycudnn._bindings", "pycutensor._bindings", "cuda.core",
+                 "cuda.pathfinder")
+        print([m for m in later if m in sys.modules])
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+#: Modules imported on first use only: building a plan for a graph in NumPy's own types, or
+#: loading it from a plan-cache directory, needs none of them.
+_PLANNING_EXTRAS = (
+    "pycudnn.plan.autotuning",
+    "pycudnn.plan.selection",
+    "pycudnn.plan.smoke",
+    "pycudnn.verification",
+    "ml_dtypes",
+)
+
+
+def test_a_plan_from_a_cache_directory_imports_no_autotuning_or_verification(
+    tmp_path: Path, deviceprops_json: dict[str, Any]
+) -> None:
+    props = tmp_path / "props.json"
+    props.write_text(json.dumps(deviceprops_json))
+    code = f"""
+        import json, sys
+        import pycudnn
+        from pycudnn.plan import PlanCache
+
+        props = pycudnn.DeviceProperties.from_json(json.loads(open({str(props)!r}).read()))
+        g = pycudnn.Graph("first_plan")
+        x = g.tensor([1, 32, 16, 16], fmt="NHWC", dtype="float16", name="x")
+        w = g.tensor([32, 32, 3, 3], fmt="NHWC", dtype="float16", name="w")
+        g.conv_fprop(x, w, padding=1, name="conv")
+        cache = PlanCache({str(tmp_path / "plans")!r})
+        g.build(device_properties=props, cache=cache)
+        extras = [m for m in sys.modules if m.startswith({_PLANNING_EXTRAS!r})]
+        print(json.dumps({{"stats": cache.stats, "extras": extras}}))
+        """
+    runs = []
+    for _ in range(2):  # the first process plans and stores, the second loads from the directory
+        out = run_python(code)
+        assert out.returncode == 0, out.stderr
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert [r["stats"]["stores"] for r in runs] == [1, 0]
+    assert [r["stats"]["disk_hits"] for r in runs] == [0, 1]
+    assert [r["extras"] for r in runs] == [[], []]
+
+
+def test_ml_dtypes_types_are_known_once_named() -> None:
+    """The dtype tables answer NumPy's own types without ml_dtypes, and import it for the first
+    ml_dtypes name or type: bf16 aliases, names only NumPy resolves once ml_dtypes is imported."""
+    out = run_python(
+        """
+        import sys
+        import numpy as np
+        from pycudnn._shared.dtypes import CUDNN_DATA_TYPE_NAMES, CUDA_DATA_TYPE_NAMES, as_numpy_dtype
+
+        assert CUDNN_DATA_TYPE_NAMES[as_numpy_dtype("half")] == "HALF"
+        assert CUDA_DATA_TYPE_NAMES.get(np.dtype(np.int16)) == "R_16I"
+        assert "ml_dtypes" not in sys.modules
+        assert as_numpy_dtype("float8_e4m3fnuz").name == "float8_e4m3fnuz"  # no alias: NumPy's
+        assert "ml_dtypes" in sys.modules
+        assert CUDNN_DATA_TYPE_NAMES[as_numpy_dtype("bf16")] == "BFLOAT16"
+        assert CUDA_DATA_TYPE_NAMES.get(np.dtype(np.int16)) == "R_16I"
+        print(len(CUDNN_DATA_TYPE_NAMES), CUDNN_DATA_TYPE_NAMES.get(np.dtype(np.int16)))
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["18", "None"]
+
+
+def test_the_planning_names_imported_on_first_use_resolve() -> None:
+    import pycudnn.plan as plan
+    from pycudnn.plan import autotuning, selection, smoke
+
+    assert plan.autotune is autotuning.autotune
+    assert plan.AutotuneResult is autotuning.AutotuneResult
+    assert plan.AutotuneResults is autotuning.AutotuneResults
+    assert plan.build_engine is selection.build_engine
+    assert plan.engine_config is selection.engine_config
+    assert plan.smoke_checks is smoke.smoke_checks
+    assert set(plan.__all__) <= set(dir(plan))
+    with pytest.raises(AttributeError, match="no attribute 'autotuner'"):
+        _ = plan.autotuner
 
 
 def _independent_version(libname: str, symbol: str) -> int:

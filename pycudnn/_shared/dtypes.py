@@ -7,6 +7,8 @@ numbers always come from the headers.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -20,29 +22,58 @@ __all__ = [
     "dtype_name",
 ]
 
-_ml: Any
-try:  # bf16 and the fp8/fp4 types
-    import ml_dtypes as _ml
-except ImportError:  # pragma: no cover - ml_dtypes is a base dependency
-    _ml = None
+
+@functools.cache
+def _ml() -> Any:
+    """ml_dtypes (bf16 and the fp8/fp4 types), imported on first need: a few milliseconds that a
+    process working in NumPy's own types never pays. None when it is not installed."""
+    try:
+        import ml_dtypes
+    except ImportError:  # pragma: no cover - ml_dtypes is a base dependency
+        return None
+    return ml_dtypes
 
 
 def _ml_dtype(name: str) -> np.dtype | None:
-    t = getattr(_ml, name, None) if _ml is not None else None
+    t = getattr(_ml(), name, None)
     return np.dtype(t) if t is not None else None
 
 
-def _table(pairs: list[tuple[Any, str]]) -> dict[np.dtype, str]:
-    out: dict[np.dtype, str] = {}
-    for spec, name in pairs:
-        dt = _ml_dtype(spec) if isinstance(spec, str) else np.dtype(spec)
-        if dt is not None:
-            out[dt] = name
-    return out
+class _DtypeTable(Mapping[np.dtype, str]):
+    """dtype -> name, answering NumPy's own types without importing ml_dtypes.
+
+    An ml_dtypes dtype can only be asked about once ml_dtypes is imported, so a lookup that misses
+    the NumPy part (and iterating, or the length) completes the table first.
+    """
+
+    def __init__(self, numpy_pairs: list[tuple[Any, str]], ml_pairs: list[tuple[str, str]]):
+        self._numpy = {np.dtype(spec): name for spec, name in numpy_pairs}
+        self._ml_pairs = ml_pairs
+
+    @functools.cached_property
+    def _all(self) -> dict[np.dtype, str]:
+        out = dict(self._numpy)
+        for spec, name in self._ml_pairs:
+            dt = _ml_dtype(spec)
+            if dt is not None:
+                out[dt] = name
+        return out
+
+    def __getitem__(self, dtype: np.dtype) -> str:
+        try:
+            return self._numpy[dtype]
+        except (KeyError, TypeError):
+            return self._all[dtype]
+
+    def __iter__(self) -> Iterator[np.dtype]:
+        return iter(self._all)
+
+    def __len__(self) -> int:
+        return len(self._all)
 
 
 #: NumPy dtype -> ``cudnnDataType_t`` member name (prefix ``CUDNN_DATA_`` stripped).
-CUDNN_DATA_TYPE_NAMES: dict[np.dtype, str] = _table(
+CUDNN_DATA_TYPE_NAMES: Mapping[np.dtype, str] = _DtypeTable(
     [
         (np.float32, "FLOAT"),
         (np.float64, "DOUBLE"),
@@ -55,6 +86,8 @@ CUDNN_DATA_TYPE_NAMES: dict[np.dtype, str] = _table(
         (np.uint32, "UINT32"),
         (np.complex64, "COMPLEX_FP32"),
         (np.complex128, "COMPLEX_FP64"),
+    ],
+    [
         ("bfloat16", "BFLOAT16"),
         ("float8_e4m3fn", "FP8_E4M3"),
         ("float8_e5m2", "FP8_E5M2"),
@@ -62,11 +95,11 @@ CUDNN_DATA_TYPE_NAMES: dict[np.dtype, str] = _table(
         ("float4_e2m1fn", "FP4_E2M1"),
         ("int4", "INT4"),
         ("uint4", "UINT4"),
-    ]
+    ],
 )
 
 #: NumPy dtype -> ``cudaDataType_t`` name as cuTENSOR spells it (``CUTENSOR_`` stripped).
-CUDA_DATA_TYPE_NAMES: dict[np.dtype, str] = _table(
+CUDA_DATA_TYPE_NAMES: Mapping[np.dtype, str] = _DtypeTable(
     [
         (np.float16, "R_16F"),
         (np.float32, "R_32F"),
@@ -81,12 +114,14 @@ CUDA_DATA_TYPE_NAMES: dict[np.dtype, str] = _table(
         (np.uint32, "R_32U"),
         (np.int64, "R_64I"),
         (np.uint64, "R_64U"),
+    ],
+    [
         ("bfloat16", "R_16BF"),
         ("complex32", "C_16F"),
         ("bcomplex32", "C_16BF"),
         ("int4", "R_4I"),
         ("uint4", "R_4U"),
-    ]
+    ],
 )
 
 # NumPy's own names, offered (with the aliases) when a dtype name is misspelt.
@@ -96,27 +131,31 @@ _NUMPY_NAMES = (
 )  # fmt: skip
 
 # Spellings people use for types NumPy itself does not name.
-_ALIASES: dict[str, np.dtype | None] = {
+_ALIASES: dict[str, np.dtype] = {
     "half": np.dtype(np.float16),
     "fp16": np.dtype(np.float16),
     "float": np.dtype(np.float32),
     "fp32": np.dtype(np.float32),
     "double": np.dtype(np.float64),
     "fp64": np.dtype(np.float64),
-    "bf16": _ml_dtype("bfloat16"),
-    "bfloat16": _ml_dtype("bfloat16"),
-    "fp8_e4m3": _ml_dtype("float8_e4m3fn"),
-    "float8_e4m3": _ml_dtype("float8_e4m3fn"),
-    "e4m3": _ml_dtype("float8_e4m3fn"),
-    "fp8_e5m2": _ml_dtype("float8_e5m2"),
-    "e5m2": _ml_dtype("float8_e5m2"),
-    "float8_e4m3fn": _ml_dtype("float8_e4m3fn"),
-    "float8_e5m2": _ml_dtype("float8_e5m2"),
-    "float8_e8m0fnu": _ml_dtype("float8_e8m0fnu"),
-    "float4_e2m1fn": _ml_dtype("float4_e2m1fn"),
-    "int4": _ml_dtype("int4"),
-    "uint4": _ml_dtype("uint4"),
-    "complex32": _ml_dtype("complex32"),
+}
+
+# ... and for the ml_dtypes types (the value is the ml_dtypes name), resolved when first used.
+_ML_ALIASES: dict[str, str] = {
+    "bf16": "bfloat16",
+    "bfloat16": "bfloat16",
+    "fp8_e4m3": "float8_e4m3fn",
+    "float8_e4m3": "float8_e4m3fn",
+    "e4m3": "float8_e4m3fn",
+    "fp8_e5m2": "float8_e5m2",
+    "e5m2": "float8_e5m2",
+    "float8_e4m3fn": "float8_e4m3fn",
+    "float8_e5m2": "float8_e5m2",
+    "float8_e8m0fnu": "float8_e8m0fnu",
+    "float4_e2m1fn": "float4_e2m1fn",
+    "int4": "int4",
+    "uint4": "uint4",
+    "complex32": "complex32",
 }
 
 
@@ -125,16 +164,28 @@ def as_numpy_dtype(dtype: Any, *, name: str = "dtype") -> np.dtype:
     if dtype is None:
         raise TypeError(f"{name} must be a data type, not None")
     if isinstance(dtype, str):
-        alias = _ALIASES.get(dtype.lower())
+        key = dtype.lower()
+        alias = _ALIASES.get(key)
+        if alias is None and key in _ML_ALIASES:
+            alias = _ml_dtype(_ML_ALIASES[key])
         if alias is not None:
             return alias
     try:
         return np.dtype(dtype)
     except TypeError:
-        hint = did_you_mean(dtype, [*_ALIASES, *_NUMPY_NAMES]) if isinstance(dtype, str) else ""
-        raise TypeError(
-            f"{name}={dtype!r} is not a data type NumPy or ml_dtypes knows{hint}"
-        ) from None
+        pass
+    # NumPy knows the other ml_dtypes names (float8_e4m3fnuz, ...) once ml_dtypes is imported.
+    if isinstance(dtype, str) and _ml() is not None:
+        try:
+            return np.dtype(dtype)
+        except TypeError:
+            pass
+    hint = (
+        did_you_mean(dtype, [*_ALIASES, *_ML_ALIASES, *_NUMPY_NAMES])
+        if isinstance(dtype, str)
+        else ""
+    )
+    raise TypeError(f"{name}={dtype!r} is not a data type NumPy or ml_dtypes knows{hint}") from None
 
 
 def dtype_name(dtype: np.dtype) -> str:

@@ -8,7 +8,6 @@ function whose ``@since`` version is newer than the loaded library, naming the v
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 import os
 import struct
@@ -286,6 +285,10 @@ class NativeLibrary:
         return str(found.abs_path)
 
     def _check_companions(self, path: str) -> None:
+        # Imported here, not with the module: ctypes.util brings subprocess, shutil and tempfile,
+        # about 5 ms of every ``import pycudnn`` for a check that runs only with an explicit path.
+        import ctypes.util
+
         missing = [
             name
             for name in self._companions

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 __all__ = ["did_you_mean"]
@@ -14,6 +13,8 @@ def did_you_mean(word: str, choices: Iterable[str], *, n: int = 3, cutoff: float
 
     The text is meant to follow the error's own sentence: ``f"unknown format {fmt!r}{hint}"``.
     """
+    import difflib  # only when a name was misspelt: not a cost of every import
+
     spelled = {c.upper(): c for c in choices}
     close = difflib.get_close_matches(word.strip().upper(), list(spelled), n=n, cutoff=cutoff)
     if not close:

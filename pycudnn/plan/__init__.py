@@ -26,14 +26,29 @@ plan per thread, which the default plan cache does.
 
 from __future__ import annotations
 
-from .autotuning import AutotuneResult, AutotuneResults, autotune
+from typing import TYPE_CHECKING
+
+from .._shared.lazy import lazy_module_attributes
 from .building import build, build_all
 from .cache import PlanCache, default_plan_cache
 from .execution import Plan
 from .heuristics import HEURISTIC_MODES, EngineConfig, KnobInfo, engine_configs, run_heuristics
 from .report import GraphNotSupportedError, HeuristicsResult, PlanningReport, PlanVersionError
-from .selection import build_engine, engine_config
-from .smoke import smoke_checks
+
+# Autotuning, engine selection and the smoke checks are imported on first use (PEP 562): a process
+# that only builds or loads plans (``Graph.build``, a plan-cache directory) never needs them, and
+# they pull timing, NumPy reference and statistics code with them.
+_LAZY: dict[str, str] = {
+    "AutotuneResult": ".autotuning",
+    "AutotuneResults": ".autotuning",
+    "autotune": ".autotuning",
+    "build_engine": ".selection",
+    "engine_config": ".selection",
+    "smoke_checks": ".smoke",
+}
+
+# Submodules that used to be imported with the package: still reachable as attributes.
+_SUBMODULES = {"autotuning", "selection", "smoke", "verifying"}
 
 __all__ = [
     "HEURISTIC_MODES",
@@ -57,3 +72,12 @@ __all__ = [
     "run_heuristics",
     "smoke_checks",
 ]
+
+
+__getattr__, __dir__ = lazy_module_attributes(__name__, globals(), _LAZY, _SUBMODULES)
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .autotuning import AutotuneResult, AutotuneResults, autotune
+    from .selection import build_engine, engine_config
+    from .smoke import smoke_checks

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -24,8 +25,12 @@ _log = logging.getLogger("pycudnn")
 # Plans
 # --------------------------------------------------------------------------------------------------
 
-# cuDNN data type name (JSON spelling without CUDNN_DATA_) -> NumPy dtype
-_DTYPE_BY_CUDNN_NAME = {name: dt for dt, name in CUDNN_DATA_TYPE_NAMES.items()}
+
+@functools.cache
+def _dtype_by_cudnn_name() -> dict[str, np.dtype]:
+    """cuDNN data type name (JSON spelling without CUDNN_DATA_) -> NumPy dtype. Built on first use:
+    the whole table includes the ml_dtypes types, which only a plan loaded without its graph needs."""
+    return {name: dt for dt, name in CUDNN_DATA_TYPE_NAMES.items()}
 
 
 @dataclasses.dataclass
@@ -72,7 +77,7 @@ def _slots_from_json(data: Mapping[str, Any]) -> list[_Slot]:
                 "the plan's JSON names tensors in a way this version cannot map to unique ids; "
                 "load it with graph= to execute it"
             ) from None
-        dt = _DTYPE_BY_CUDNN_NAME.get(str(t.get("dataType", "")).removeprefix("CUDNN_DATA_"))
+        dt = _dtype_by_cudnn_name().get(str(t.get("dataType", "")).removeprefix("CUDNN_DATA_"))
         out.append(
             _Slot(
                 uid,

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..verification.result import VerifyResult
-from ..verification.run import verify_plan
 from .execution import Plan
 from .report import PlanningReport
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..verification.result import VerifyResult
 
 __all__ = ["check_verify", "verified", "verify_row"]
 
@@ -45,6 +46,14 @@ def check_verify(verify: Any) -> bool:
             "without verify= (deviceless plans too) and call plan.verify() on the target GPU"
         )
     return verify
+
+
+def verify_plan(plan: Plan, *, seed: int = 0) -> VerifyResult:
+    """:func:`pycudnn.verification.run.verify_plan`, imported on the first verification: the
+    references (NumPy code for every operation) stay out of processes that only build plans."""
+    from ..verification.run import verify_plan as run
+
+    return run(plan, seed=seed)
 
 
 def _record(report: PlanningReport | None, plan: Plan, result: VerifyResult) -> None:
