@@ -20,7 +20,7 @@ import numpy as np
 from pycudnn._shared.resource import CResource
 
 from . import _bindings
-from ._lib import LIB, check, clear_last_error, take_last_error
+from ._lib import LIB, check, check_enum, clear_last_error, take_last_error
 from .errors import error_from_status
 from .handle import Handle
 
@@ -176,6 +176,20 @@ class PlanPreference:
         return PlanPreferenceObject(handle, self)
 
 
+def _check_versions(preference: PlanPreference) -> None:
+    """Refuse, before any C call, an algorithm, JIT mode, attribute or attribute value newer than
+    the loaded cuTENSOR (``CUTENSOR_PLAN_PREFERENCE_GPU_ARCH`` needs 2.6, for instance)."""
+    context = "PlanPreference"
+    check_enum(_bindings.cutensorAlgo_t, preference.algo_value, context)
+    check_enum(_bindings.cutensorJitMode_t, _JIT[str(preference.jit)], context)
+    for attribute, value in preference.attributes():
+        check_enum(_bindings.cutensorPlanPreferenceAttribute_t, attribute, context)
+        if attribute == _bindings.CUTENSOR_PLAN_PREFERENCE_AUTOTUNE_MODE:
+            check_enum(_bindings.cutensorAutotuneMode_t, value, context)
+        elif attribute == _bindings.CUTENSOR_PLAN_PREFERENCE_CACHE_MODE:
+            check_enum(_bindings.cutensorCacheMode_t, value, context)
+
+
 def _destroy_preference(ptr: int) -> None:
     LIB.function("cutensorDestroyPlanPreference")(ptr)
 
@@ -199,6 +213,7 @@ class PlanPreferenceObject(CResource):
         if not isinstance(preference, PlanPreference):
             raise TypeError(f"preference must be a PlanPreference, not {type(preference).__name__}")
         handle._check_open()
+        _check_versions(preference)
         out = ctypes.c_void_p()
         clear_last_error()
         check_planning(
@@ -228,6 +243,7 @@ class PlanPreferenceObject(CResource):
 
     def get(self, attribute: int) -> int:
         """Read an int32 attribute back (``cutensorPlanPreferenceGetAttribute``, cuTENSOR >= 2.4)."""
+        check_enum(_bindings.cutensorPlanPreferenceAttribute_t, int(attribute), "get")
         buf = ctypes.c_int32(0)
         clear_last_error()
         check(

@@ -497,3 +497,10 @@ def test_cutensor_enumerators_are_dated_by_the_older_headers(
     assert any(
         line.startswith("CUTENSOR_PLAN_PREFERENCE_GPU_ARCH") for line in _lib.missing_symbols()
     )
+    # pycutensor's own plan preferences check what they pass to C the same way (before any call:
+    # PlanPreferenceObject runs this check before cutensorCreatePlanPreference).
+    from pycutensor.preference import PlanPreference, _check_versions
+
+    with pytest.raises(UnsupportedByLibraryError, match=r"GPU_ARCH \(PlanPreference\) needs"):
+        _check_versions(PlanPreference(gpu_arch=90))
+    _check_versions(PlanPreference(autotune="incremental", cache_mode="pedantic", kernel_rank=1))
