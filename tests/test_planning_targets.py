@@ -319,6 +319,25 @@ def test_a_broadcast_across_two_batch_dims_says_what_would_work(props: Any) -> N
     assert "rank-3 operands" in str(info.value) and "loop over one" in str(info.value)
 
 
+def test_a_scaled_pointwise_input_says_to_multiply_by_a_scalar(props: Any) -> None:
+    # No engine takes a pointwise alpha other than 1 (measured on 9.19 and 9.28); the same sum
+    # with the scales as by-value scalar multiplies plans, and the error says so.
+    g = Graph("scaled_add")
+    a = g.tensor([1, 8, 16], dtype="float32", name="a")
+    b = g.tensor([1, 8, 16], dtype="float32", name="b")
+    g.add(a, b, alpha1=2.0, alpha2=-0.5, name="sum")
+    with pytest.raises(GraphNotSupportedError) as info:
+        g.build(device_properties=props, cache=False)
+    assert "alpha1/alpha2 of 1 only" in str(info.value) and "'sum'" in str(info.value)
+    h = Graph("scaled_add_by_scalars")
+    a = h.tensor([1, 8, 16], dtype="float32", name="a")
+    b = h.tensor([1, 8, 16], dtype="float32", name="b")
+    two = h.tensor([1, 1, 1], dtype="float32", by_value=2.0)
+    half = h.tensor([1, 1, 1], dtype="float32", by_value=-0.5)
+    h.add(h.mul(a, two), h.mul(b, half))
+    assert sm_of(h.build(device_properties=props, cache=False)) == 900
+
+
 def test_compare_and_select_plans_for_the_h100(props: Any) -> None:
     """cuDNN 9.19 had no engine for this on an H100 (the GPU test accepts its error there);
     deviceless, for the same GPU's properties, every version of the matrix plans it (measured:

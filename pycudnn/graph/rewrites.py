@@ -208,6 +208,18 @@ def advice(graph: Graph) -> list[str]:
             "across two batch dims (e.g. [3, 1, M, K] x [1, 2, K, N]) cannot be, so loop over one "
             "of them or make the operand dense"
         )
+    scaled = [
+        op.name
+        for op in graph._ops
+        if op.kind == "pointwise" and {"alpha1", "alpha2"} & set(op.attrs)
+    ]
+    if scaled:
+        out.append(
+            f"cuDNN's fusion engines take pointwise alpha1/alpha2 of 1 only (measured on 9.19 and "
+            f"9.28: `pointwise_op->getAlpha1() != 1.0`); for {', '.join(map(repr, scaled))}, "
+            "multiply the input by a by-value scalar instead (g.mul(x, g.tensor([1, 1, 1], "
+            "by_value=2.0))), which plans"
+        )
     conv_first = any(
         op.kind in ("conv_fprop", "conv_dgrad", "conv_wgrad")
         and any(_channels_first(t) for t in (*op.inputs.values(), *op.outputs.values()))
