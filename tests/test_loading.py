@@ -180,8 +180,9 @@ def test_header_versions_recorded() -> None:
         _macro(inc / "cudnn_version.h", n)
         for n in ("CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL")
     )
-    # The bindings come from the newest headers; a version-matrix entry installs older ones.
-    assert pycudnn.header_version() >= expected
+    # The bindings come from the newest headers; a version-matrix entry installs older ones, or a
+    # newer patch release (9.28.1's headers differ from 9.28.0's only in the patch macros).
+    assert pycudnn.header_version()[:2] >= expected[:2]
     assert pycudnn.header_version() == expected or pycudnn.version_tuple()[:2] == expected[:2]
     inc_t = Path(pathfinder.find_nvidia_header_directory("cutensor"))
     text = (inc_t / "cutensor.h").read_text()
