@@ -8,7 +8,7 @@ symbol, the version that introduced it and the loaded version. An older cuDNN an
 with a bare ``CUDNN_STATUS_BAD_PARAM`` at best.
 
 Nothing here is listed by hand: the tables are the generated ones, and the features that
-:func:`missing_features` reports are named by the symbol that introduces them, except three
+:func:`missing_features` reports are named by the symbol that introduces them, except two
 behaviours measured on real libraries (``docs/versions.md``): plans for device properties without
 a GPU (9.10), heuristics without a GPU or device properties (9.9), named with the reason.
 """
@@ -75,7 +75,7 @@ def require_version(version: tuple[int, ...], feature: str) -> None:
 
 
 def supported_range() -> str:
-    """The supported cuDNN versions, e.g. ``">= 9.10, < 10 (bindings from 9.28.0 headers)"``."""
+    """The supported cuDNN versions, e.g. ``">= 9.0, < 10 (bindings from 9.28.0 headers)"``."""
     low = format_version(LIB.minimum_version[:2])
     return (
         f">= {low}, < {LIB.minimum_version[0] + 1} "
