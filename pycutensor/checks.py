@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from pycudnn._shared.suggest import did_you_mean
+
 from . import _bindings
 from .tables import (
     KINDS,
@@ -131,7 +133,8 @@ def check_operation(
 
     info = KINDS.get(kind)
     if info is None:
-        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        hint = did_you_mean(kind, KINDS) if isinstance(kind, str) else ""
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}{hint}")
     if len(specs) != len(info.tensors) or len(modes) != len(info.tensors):
         raise TypeError(f"a {info.title} describes the tensors {', '.join(info.tensors)}")
     labels = tuple(

@@ -32,6 +32,7 @@ import numpy as np
 from pycudnn._shared.arrays import alignment_of, array_view
 from pycudnn._shared.cuda import stream_handle
 from pycudnn._shared.resource import ClosedError, CResource
+from pycudnn._shared.suggest import did_you_mean
 
 from . import _bindings
 from ._lib import LIB, check, clear_last_error
@@ -69,9 +70,10 @@ _WORKSPACE_ALIGNMENT = 256  # cutensorContract/Reduce: "the workspace must be al
 def _workspace_preference(value: Any) -> int:
     if isinstance(value, str) and value.lower() in WORKSPACE_PREFERENCES:
         return WORKSPACE_PREFERENCES[value.lower()]
+    hint = did_you_mean(value, WORKSPACE_PREFERENCES) if isinstance(value, str) else ""
     raise ValueError(
         f"workspace must be one of {', '.join(map(repr, WORKSPACE_PREFERENCES))} or a byte count, "
-        f"got {value!r}"
+        f"got {value!r}{hint}"
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from pycudnn._shared.resource import CResource
+from pycudnn._shared.suggest import did_you_mean
 
 from . import _bindings
 from ._lib import LIB, check, check_enum, clear_last_error, take_last_error
@@ -75,7 +76,8 @@ def _choice(value: Any, table: dict[str, int], name: str) -> str:
         return "default" if value else "none"
     if isinstance(value, str) and value.lower() in table:
         return value.lower()
-    raise ValueError(f"{name} must be one of {', '.join(map(repr, table))}, got {value!r}")
+    hint = did_you_mean(value, table) if isinstance(value, str) else ""
+    raise ValueError(f"{name} must be one of {', '.join(map(repr, table))}, got {value!r}{hint}")
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,7 @@ class PlanPreference:
             if algo.lower() not in ALGORITHMS:
                 raise ValueError(
                     f"algo must be one of {', '.join(map(repr, ALGORITHMS))} or an int >= 0, "
-                    f"got {algo!r}"
+                    f"got {algo!r}{did_you_mean(algo, ALGORITHMS)}"
                 )
             object.__setattr__(self, "algo", algo.lower())
         else:

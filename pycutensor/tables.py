@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from pycudnn._shared.suggest import did_you_mean
+
 from . import _bindings
 
 __all__ = [
@@ -90,8 +92,9 @@ def _operator(value: Any, table: dict[str, int], what: str, name: str) -> int:
         and int(value) in table.values()
     ):
         return int(value)
+    hint = did_you_mean(value.lower(), table) if isinstance(value, str) else ""
     raise ValueError(
-        f"{name}={value!r} is not a {what} cuTENSOR operator; use one of: {', '.join(table)}"
+        f"{name}={value!r} is not a {what} cuTENSOR operator{hint}; use one of: {', '.join(table)}"
     )
 
 
@@ -141,8 +144,9 @@ def compute_type_name(value: Any) -> str | None:
             dt = None
         if dt is not None and dt.name in _COMPUTE_BY_DTYPE:
             return _COMPUTE_BY_DTYPE[dt.name]
+    hint = did_you_mean(value.upper(), COMPUTE_TYPES) if isinstance(value, str) else ""
     raise ValueError(
-        f"compute_type={value!r} is not a cuTENSOR compute descriptor; use one of: "
+        f"compute_type={value!r} is not a cuTENSOR compute descriptor{hint}; use one of: "
         f"{', '.join(COMPUTE_TYPES)}"
     )
 

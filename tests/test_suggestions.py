@@ -10,6 +10,9 @@ from pycudnn._shared.dtypes import as_numpy_dtype
 from pycudnn._shared.suggest import did_you_mean
 from pycudnn.backend import BackendDescriptor
 from pycudnn.graph import GraphError
+from pycutensor.checks import check_operation
+from pycutensor.preference import PlanPreference
+from pycutensor.tables import binary_operator, compute_type_name, unary_operator
 
 
 def test_did_you_mean_lists_the_closest_names_in_the_callers_spelling() -> None:
@@ -57,3 +60,23 @@ def test_a_name_far_from_every_valid_one_gets_no_guess() -> None:
     with pytest.raises(ValueError, match="unknown format") as info:
         layout.packed_strides((1, 2, 3, 4), "QXYZ")
     assert "did you mean" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("call", "suggested"),
+    [
+        (lambda: unary_operator("conjj"), "'conj'"),
+        (lambda: binary_operator("ad"), "'add'"),
+        (lambda: compute_type_name("3xtf23"), "'3XTF32'"),
+        (lambda: PlanPreference(jit="defualt"), "'default'"),
+        (lambda: PlanPreference(algo="get"), "'gett'"),
+        (lambda: PlanPreference(cache_mode="pedantik"), "'pedantic'"),
+        (lambda: check_operation("contractoin", [], []), "'contraction'"),
+    ],
+    ids=["unary op", "binary op", "compute type", "jit", "algo", "cache mode", "kind"],
+)
+def test_pycutensor_names_get_the_nearest_valid_one(call: object, suggested: str) -> None:
+    # None of these reaches cuTENSOR: the names are checked in Python (no GPU needed).
+    with pytest.raises(ValueError, match="did you mean") as info:
+        call()  # type: ignore[operator]
+    assert suggested in str(info.value)
