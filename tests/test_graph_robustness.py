@@ -26,12 +26,9 @@ import copy
 import gc
 import json
 import logging
-import os
 import pickle
 import re
 import subprocess
-import sys
-import textwrap
 import threading
 import weakref
 from collections import Counter
@@ -39,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from children import run_python
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from versioned import heuristics_run_here, skip_unless_cudnn_has, skip_unless_heuristics_run_here
@@ -67,19 +65,6 @@ REPO = Path(__file__).resolve().parent.parent
 INT64_MAX = 2**63 - 1
 
 libcuda = pytest.mark.usefixtures("libcuda")
-
-
-def run_python(script: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run ``script`` in a fresh interpreter with the repository importable."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def assert_clean_exit(out: subprocess.CompletedProcess[str]) -> None:

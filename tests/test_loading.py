@@ -6,31 +6,17 @@ import ctypes
 import json
 import os
 import re
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+from children import run_python
 
 import pycudnn
 import pycutensor
 from pycudnn._shared.ffi import FunctionSpec, NativeLibrary, UnsupportedByLibraryError
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_import_loads_no_shared_library() -> None:

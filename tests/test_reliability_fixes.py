@@ -6,6 +6,7 @@ with the child's signal instead of ending the test session.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from children import run_python
 from versioned import skip_unless_cudnn_has
 
 import pycudnn
@@ -27,6 +29,7 @@ from pycudnn.plan.cache import _write_atomically
 
 REPO = Path(__file__).resolve().parent.parent
 PROPS_FILE = REPO / "tests" / "data" / "deviceprops" / "h100-sxm-80gb.json"
+run_child = functools.partial(run_python, timeout=180)  # these children plan and reload
 
 
 def conv_bias_relu() -> Graph:
@@ -47,18 +50,6 @@ def props(deviceprops_json: dict[str, Any]) -> DeviceProperties:
 def plan_json(props: DeviceProperties) -> dict[str, Any]:
     with conv_bias_relu().build(device_properties=props, cache=False) as plan:
         return dict(json.loads(plan.to_json()))
-
-
-def run_child(code: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=180,
-        check=False,
-    )
 
 
 # -- graph scale factors and clips -----------------------------------------------------------------

@@ -12,12 +12,10 @@ import ctypes
 import os
 import pickle
 import shutil
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from children import run_python
 
 import pycudnn
 import pycutensor
@@ -33,18 +31,6 @@ from pycutensor._lib import LIB as CUTENSOR
 
 ROOT = Path(__file__).resolve().parent.parent
 FLOOR = CUDNN.minimum_version
-
-
-def run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=120,
-        check=False,
-    )
 
 
 @pytest.fixture
