@@ -25,6 +25,7 @@ from ._shared.ffi import format_version
 __all__ = [
     "DEVICELESS_PLANS_SINCE",
     "DEVICEPROP_SINCE",
+    "HEURISTICS_WITHOUT_TARGET_SINCE",
     "FEATURES",
     "check_enum",
     "enum_since",
@@ -95,6 +96,11 @@ DEVICEPROP_SINCE = (9, 8)
 #: cannot serialize the plans they do finalize (``ConvolutionEngine::getStatus()``); measured on
 #: both. With a GPU present they are not refused (not measured on a GPU for 9.8 and 9.9).
 DEVICELESS_PLANS_SINCE = (9, 10)
+#: Heuristics without a GPU and without DEVICEPROP need cuDNN 9.9: before it, cuDNN runs them on
+#: device properties it never initialized (9.0: the same graph counts 0, 4, 11 or 12 configs from
+#: call to call, and finalizing the heuristics fails at random with "target_sm_count >
+#: multiProcessorCount"; measured). 9.9 and newer count configs and return none, as they should.
+HEURISTICS_WITHOUT_TARGET_SINCE = (9, 9)
 
 
 def _function(name: str) -> tuple[int, int, int] | None:
@@ -112,7 +118,7 @@ FEATURES: dict[str, tuple[int, int, int] | None] = {
         0,
     ),
     "heuristics without a GPU or device properties (before 9.9 cuDNN reads uninitialized "
-    "properties; pycudnn does not run them)": (9, 9, 0),
+    "properties; pycudnn does not run them)": (*HEURISTICS_WITHOUT_TARGET_SINCE, 0),
     "engine-config workspace sizes before planning (CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE)": (
         _enumerator("CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE")
     ),

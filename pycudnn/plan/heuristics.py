@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import _bindings, known_bad
 from .._lib import LIB
+from .._versions import HEURISTICS_WITHOUT_TARGET_SINCE
 from ..backend import BackendDescriptor
 from ..deviceprops import DeviceProperties, _error_lines
 from ..errors import CudnnError, UnsupportedByLibraryError
@@ -187,11 +188,7 @@ def run_heuristics(
     return _run_heuristics(graph, hm, _target(device_properties, device, plans=False), sm_count)
 
 
-# Without a GPU and without DEVICEPROP, cuDNN before 9.9 runs its heuristics on device properties
-# it never initialized: on 9.0 the same graph counts 0, 4, 11 or 12 configs from call to call, and
-# finalizing the heuristics fails at random with "target_sm_count > multiProcessorCount"
-# (measured; 9.9 and newer count configs and return none, as they should). So none is run.
-_HEURISTICS_WITHOUT_TARGET = (9, 9, 0)  # also in pycudnn._versions.FEATURES, for `info`
+# Not run where cuDNN would read uninitialized device properties (HEURISTICS_WITHOUT_TARGET_SINCE).
 _NO_TARGET_BEFORE_9_9 = (
     "not run: cuDNN before 9.9 runs heuristics on uninitialized device properties when there is "
     "no GPU and no device_properties="
@@ -206,7 +203,11 @@ def _run_heuristics(
         op_graph = graph._descriptors_for(target.handle)["graph"]
     else:
         op_graph = graph._descriptors_for(target.handle, variant.name, variant.views)["graph"]
-    if target.props is None and target.device_id is None and LIB.lacks(_HEURISTICS_WITHOUT_TARGET):
+    if (
+        target.props is None
+        and target.device_id is None
+        and LIB.version < HEURISTICS_WITHOUT_TARGET_SINCE
+    ):
         return HeuristicsResult(name, 0, [], _NO_TARGET_BEFORE_9_9)
     with _capture() as records:
         heur = BackendDescriptor("ENGINEHEUR")

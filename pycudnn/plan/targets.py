@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from .._versions import DEVICELESS_PLANS_SINCE, DEVICEPROP_SINCE
@@ -33,7 +34,6 @@ class _Target:
 def _target(device_properties: Any, device: Any, *, plans: bool = True) -> _Target:
     """The target of a planning call. ``plans=False`` for heuristics only (no execution plan is
     finalized), which device properties allow on older cuDNN than plans without a GPU do."""
-    from .._lib import LIB
     from .._shared.cuda import driver_status
 
     if device_properties is not None:
@@ -51,9 +51,7 @@ def _target(device_properties: Any, device: Any, *, plans: bool = True) -> _Targ
                 f"needed), which could not be loaded: {st.reason}. On Debian install libcuda1 "
                 "(scripts/install_libcuda.sh)"
             )
-        LIB.require(DEVICEPROP_SINCE, "device properties (CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR)")
-        if plans and not st.usable:
-            _require_deviceless_plans()
+        _require_planning_for_props(plans=plans, gpu_usable=lambda: st.usable)
         # The same fingerprint as the GPU itself gives (below): a plan cache directory filled
         # ahead of time from captured properties serves the real device.
         return _Target(device_properties, None, "device:" + device_properties.fingerprint, "")
@@ -84,14 +82,20 @@ def _target(device_properties: Any, device: Any, *, plans: bool = True) -> _Targ
     return _Target(None, ordinal, fp, "", handle)
 
 
-def _require_deviceless_plans() -> None:
+def _require_planning_for_props(*, plans: bool, gpu_usable: Callable[[], bool]) -> None:
+    """Refuse planning for device properties where the loaded cuDNN cannot: DEVICEPROP needs 9.8,
+    execution plans for it without a GPU 9.10 (9.8 and 9.9 cannot load runtime-compiled kernels or
+    serialize plans without one). ``gpu_usable`` is asked only where the answer matters: probing
+    the driver calls cuInit, which leaks in libcuda each time it fails."""
     from .._lib import LIB
 
-    LIB.require(
-        DEVICELESS_PLANS_SINCE,
-        "execution plans for device properties without a GPU (cuDNN 9.8 and 9.9 cannot load "
-        "runtime-compiled kernels or serialize plans without one; on a GPU plan for the GPU)",
-    )
+    LIB.require(DEVICEPROP_SINCE, "device properties (CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR)")
+    if plans and LIB.version < DEVICELESS_PLANS_SINCE and not gpu_usable():
+        LIB.require(
+            DEVICELESS_PLANS_SINCE,
+            "execution plans for device properties without a GPU (cuDNN 9.8 and 9.9 cannot load "
+            "runtime-compiled kernels or serialize plans without one; on a GPU plan for the GPU)",
+        )
 
 
 def _deserialize_props(
@@ -108,10 +112,7 @@ def _deserialize_props(
             raise TypeError(
                 f"device_properties must be a pycudnn.DeviceProperties, not {type(device_properties).__name__}"
             )
-        LIB.require(DEVICEPROP_SINCE, "device properties (CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR)")
-        # (the driver is probed only where the answer matters: a failing cuInit leaks in libcuda)
-        if LIB.version < DEVICELESS_PLANS_SINCE and not driver_status().usable:
-            _require_deviceless_plans()
+        _require_planning_for_props(plans=True, gpu_usable=lambda: driver_status().usable)
         return device_properties, None
     st = driver_status()
     if not st.usable:
