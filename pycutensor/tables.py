@@ -125,6 +125,12 @@ MIN_COMPUTE_CAPABILITY: dict[str, tuple[int, int]] = {
     "4X16F": (10, 0),
 }
 _COMPUTE_BY_DTYPE = {"float16": "16F", "bfloat16": "16BF", "float32": "32F", "float64": "64F"}
+# How other libraries spell the plain types: only for the hint ("FP32" is closer to "TF32" than to
+# "32F" by spelling, and TF32 is the one that would silently change the precision).
+_COMPUTE_ALIASES = {
+    "FP16": "16F", "F16": "16F", "HALF": "16F", "BF16": "16BF",
+    "FP32": "32F", "F32": "32F", "FLOAT": "32F", "FP64": "64F", "F64": "64F", "DOUBLE": "64F",
+}  # fmt: skip
 
 
 def compute_type_name(value: Any) -> str | None:
@@ -144,7 +150,10 @@ def compute_type_name(value: Any) -> str | None:
             dt = None
         if dt is not None and dt.name in _COMPUTE_BY_DTYPE:
             return _COMPUTE_BY_DTYPE[dt.name]
-    hint = did_you_mean(value.upper(), COMPUTE_TYPES) if isinstance(value, str) else ""
+    hint = ""
+    if isinstance(value, str):
+        alias = _COMPUTE_ALIASES.get(value.strip().upper().replace("_", ""))
+        hint = f"; did you mean {alias!r}?" if alias else did_you_mean(value.upper(), COMPUTE_TYPES)
     raise ValueError(
         f"compute_type={value!r} is not a cuTENSOR compute descriptor{hint}; use one of: "
         f"{', '.join(COMPUTE_TYPES)}"

@@ -68,12 +68,24 @@ def test_a_name_far_from_every_valid_one_gets_no_guess() -> None:
         (lambda: unary_operator("conjj"), "'conj'"),
         (lambda: binary_operator("ad"), "'add'"),
         (lambda: compute_type_name("3xtf23"), "'3XTF32'"),
+        (lambda: compute_type_name("FP32"), "'32F'"),
+        (lambda: compute_type_name("bf16"), "'16BF'"),
         (lambda: PlanPreference(jit="defualt"), "'default'"),
         (lambda: PlanPreference(algo="get"), "'gett'"),
         (lambda: PlanPreference(cache_mode="pedantik"), "'pedantic'"),
         (lambda: check_operation("contractoin", [], []), "'contraction'"),
     ],
-    ids=["unary op", "binary op", "compute type", "jit", "algo", "cache mode", "kind"],
+    ids=[
+        "unary op",
+        "binary op",
+        "compute type",
+        "FP32",
+        "bf16",
+        "jit",
+        "algo",
+        "cache mode",
+        "kind",
+    ],
 )
 def test_pycutensor_names_get_the_nearest_valid_one(call: object, suggested: str) -> None:
     # None of these reaches cuTENSOR: the names are checked in Python (no GPU needed).
