@@ -650,3 +650,40 @@ def test_pointwise_broadcast_agrees_with_numpy(spec: list[tuple[int, bool, bool]
     g = Graph()
     a, b = g.tensor(a_dims), g.tensor(b_dims)
     assert g.add(a, b).dims == np.broadcast_shapes(tuple(a_dims), tuple(b_dims))
+
+
+# -- a failed operation call leaves the graph as it was --------------------------------------------
+def _conv_inputs(g: Graph) -> tuple[object, object]:
+    x = g.tensor([1, 8, 6, 6], fmt="NHWC", dtype="float16", name="x")
+    w = g.tensor([8, 8, 3, 3], fmt="NHWC", dtype="float16", name="w")
+    return x, w
+
+
+def test_a_failed_operation_adds_nothing_to_the_graph() -> None:
+    failed = Graph("g")
+    x, w = _conv_inputs(failed)
+    for bad in ({"compute_dtype": "flot32"}, {"out_dtype": "flot16"}, {"padding": (1, 2, 3)}):
+        with pytest.raises((TypeError, ValueError, GraphError)):
+            failed.conv_fprop(x, w, **bad)
+    failed.relu(failed.conv_fprop(x, w, padding=1))
+
+    clean = Graph("g")
+    x, w = _conv_inputs(clean)
+    clean.relu(clean.conv_fprop(x, w, padding=1))
+
+    # Same tensors, uids and operation names as a graph that never saw the failed calls.
+    assert failed.describe() == clean.describe()
+    assert failed.key() == clean.key()
+    assert [op.name for op in failed.operations] == ["conv_fprop0", "relu_fwd0"]
+
+
+def test_a_failed_operation_leaves_its_out_tensor_as_it_was() -> None:
+    g = Graph("g")
+    x, w = _conv_inputs(g)
+    y = g.tensor([1, 8, 6, 6], fmt="NHWC", dtype="float32", name="y")
+    # out_dtype is applied to ``out`` before compute_dtype is checked.
+    with pytest.raises((TypeError, ValueError)):
+        g.conv_fprop(x, w, padding=1, out=y, out_dtype="float16", compute_dtype="flot32")
+    assert y.dtype == np.float32 and y.producer is None and not x.consumers and not w.consumers
+    g.conv_fprop(x, w, padding=1, out=y)
+    assert y.producer is not None and y.producer.name == "conv_fprop0"

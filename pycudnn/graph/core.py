@@ -12,7 +12,8 @@ import json
 import math
 import numbers
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -383,6 +384,36 @@ class GraphCore:
         self._ops.append(op)
         self._op_names.add(name)
         return op
+
+    @contextmanager
+    def _all_or_nothing(self) -> Iterator[None]:
+        """Undo what an operation method added to the graph when it raises.
+
+        An operation names and creates its output tensors before its last check; without this, a
+        call that failed (a misspelt ``compute_dtype``, say) would leave an output no operation
+        writes, and the graph could no longer be built. Nested calls (a composite operation made
+        of others) each restore their own starting point.
+        """
+        tensors, ops, op_names, counters, next_uid = (
+            len(self._tensors), len(self._ops), set(self._op_names), dict(self._counters),
+            self._next_uid,
+        )  # fmt: skip
+        # What an operation may change on the tensors it was given: who reads them, who writes
+        # them (``out=``), their dtype and whether they are virtual or a graph output.
+        states = [(t, len(t.consumers), t.producer, t._dtype, t._virtual, t._is_output)
+                  for t in self._tensors]  # fmt: skip
+        try:
+            yield
+        except BaseException:
+            for t in self._tensors[tensors:]:
+                del self._names[t.name]
+            del self._tensors[tensors:]
+            del self._ops[ops:]
+            self._op_names, self._counters, self._next_uid = op_names, counters, next_uid
+            for t, n_consumers, producer, dt, virtual, is_output in states:
+                del t.consumers[n_consumers:]
+                t.producer, t._dtype, t._virtual, t._is_output = producer, dt, virtual, is_output
+            raise
 
     def _begin_op(self, kind: str, name: str | None) -> tuple[str, str]:
         """Name a new convolution or matmul operation and check it may join this graph.

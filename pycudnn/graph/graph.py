@@ -6,7 +6,9 @@ import it when they are called, so that building a graph never imports planning.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .adanorm import AdaNormOps
@@ -192,3 +194,23 @@ def _keywords(frame_locals: dict[str, Any]) -> dict[str, Any]:
     (the keywords are spelled out on both, so that ``help()`` and type checkers see them; a test
     checks that the two lists are the same)."""
     return {k: v for k, v in frame_locals.items() if k != "self"}
+
+
+def _all_or_nothing(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def operation(self: Graph, *args: Any, **kwargs: Any) -> Any:
+        with self._all_or_nothing():
+            return method(self, *args, **kwargs)
+
+    return operation
+
+
+_OPERATION_FAMILIES = tuple(base for base in Graph.__bases__ if base is not DescriptorSets)
+
+# Every public method of an operation family adds to the graph completely or not at all (a call
+# that raises leaves the graph as it was; see GraphCore._all_or_nothing). Done here, once, rather
+# than in each of the families' methods, so that a new operation cannot forget it.
+for _family in _OPERATION_FAMILIES:
+    for _name, _method in vars(_family).items():
+        if not _name.startswith("_") and inspect.isfunction(_method):
+            setattr(Graph, _name, _all_or_nothing(_method))
