@@ -687,3 +687,19 @@ def test_a_failed_operation_leaves_its_out_tensor_as_it_was() -> None:
     assert y.dtype == np.float32 and y.producer is None and not x.consumers and not w.consumers
     g.conv_fprop(x, w, padding=1, out=y)
     assert y.producer is not None and y.producer.name == "conv_fprop0"
+
+
+def test_describe_shows_what_building_would_decide_before_it_is_built() -> None:
+    # The documented defaults: an intermediate takes the graph's intermediate_dtype and is
+    # virtual; an output takes the dtype of the caller's tensor it is computed from.
+    g = Graph("g", intermediate_dtype="float32")
+    x, w = _conv_inputs(g)
+    y = g.relu(g.conv_fprop(x, w, padding=1))
+    before = g.describe()
+    assert "'conv_fprop0.y' #3 [1, 8, 6, 6] float32 NHWC (virtual; decided at build)" in before
+    assert "'relu_fwd0.y' #4 [1, 8, 6, 6] float16 NHWC (output; decided at build)" in before
+    assert y.dtype is None  # still open: the graph may change before it is built
+    g._resolve()
+    after = g.describe()
+    assert "'relu_fwd0.y' #4 [1, 8, 6, 6] float16 NHWC (output)" in after
+    assert "decided at build" not in after

@@ -483,6 +483,18 @@ class GraphCore:
                 return dt
         return None
 
+    def _decide(self, t: Tensor) -> tuple[bool, np.dtype]:
+        """Whether an operation output is virtual, and its dtype, as the graph stands now: what
+        finalizing it would decide for what the caller left open."""
+        virtual = (not t.is_output) if t._virtual is None else t._virtual
+        dtype = t._dtype
+        if dtype is None:
+            if virtual:
+                dtype = self.intermediate_dtype
+            else:
+                dtype = self.io_dtype or self._source_dtype(t) or self.intermediate_dtype
+        return virtual, dtype
+
     def _resolve(self) -> None:
         """Decide virtual flags and dtypes of op outputs; freeze the graph."""
         if self._resolved:
@@ -502,13 +514,7 @@ class GraphCore:
                 continue
             # Decided here but stored only once every check passed: a refused graph stays as
             # the caller built it, so that the mistake can be fixed (e.g. with set_output()).
-            virtual = (not t.is_output) if t._virtual is None else t._virtual
-            dtype = t._dtype
-            if dtype is None:
-                if virtual:
-                    dtype = self.intermediate_dtype
-                else:
-                    dtype = self.io_dtype or self._source_dtype(t) or self.intermediate_dtype
+            virtual, dtype = self._decide(t)
             if virtual and not t.consumers:
                 # cuDNN accepts such a graph and then finds no engine for it ("NOT_SUPPORTED_LAYOUT").
                 raise GraphError(

@@ -85,7 +85,8 @@ class Tensor:
 
     @property
     def dtype(self) -> np.dtype | None:
-        """The element type (None for an op output whose type is decided at finalize)."""
+        """The element type (None for an op output whose type is decided at finalize; ``describe()``
+        shows what finalizing the graph now would choose)."""
         return self._dtype
 
     @property
@@ -131,16 +132,24 @@ class Tensor:
 
     def describe(self) -> str:
         """One readable line: name, dims, strides, dtype and flags (virtual, output, by value)."""
-        dt = dtype_name(self._dtype) if self._dtype is not None else "auto"
+        virtual, dt = self._virtual, self._dtype
+        undecided = self.producer is not None and (virtual is None or dt is None)
+        if undecided:
+            # Show what building the graph now would choose, marked as not yet fixed.
+            virtual, dt = self.graph._decide(self)
         flags = []
-        if self._virtual:
+        if virtual:
             flags.append("virtual")
         if self.by_value:
             flags.append(f"by value={self.value!r}" if self.value is not None else "by value")
         if self.producer is not None and self.is_output:
             flags.append("output")
-        extra = f" ({', '.join(flags)})" if flags else ""
-        return f"'{self.name}' #{self.uid} {_dims_text(self.dims)} {dt} {self.format}{extra}"
+        extra = ", ".join(flags)
+        if undecided:
+            extra = f"{extra}; decided at build" if extra else "decided at build"
+        extra = f" ({extra})" if extra else ""
+        dt_text = dtype_name(dt) if dt is not None else "auto"
+        return f"'{self.name}' #{self.uid} {_dims_text(self.dims)} {dt_text} {self.format}{extra}"
 
     def __repr__(self) -> str:
         return f"<pycudnn.graph.Tensor {self.describe()}>"
