@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _bindings
-from ._shared.rawlayer import make_checked
+from ._shared.rawlayer import make_checked, no_such_name
 
 __all__ = sorted(_bindings.FUNCTIONS)  # noqa: PLE0605 - computed from the generated table
 
@@ -40,7 +40,7 @@ def __getattr__(name: str) -> Any:
         return wrapper
     if not name.startswith("_") and hasattr(_bindings, name):
         return getattr(_bindings, name)
-    raise AttributeError(f"module 'pycudnn.raw' has no attribute {name!r}")
+    raise no_such_name("pycudnn.raw", name, __dir__)
 
 
 def __dir__() -> list[str]:

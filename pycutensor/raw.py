@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pycudnn._shared.rawlayer import make_checked
+from pycudnn._shared.rawlayer import make_checked, no_such_name
 
 from . import _bindings
 
@@ -55,7 +55,7 @@ def __getattr__(name: str) -> Any:
         return value
     if not name.startswith("_") and hasattr(_bindings, name):
         return getattr(_bindings, name)
-    raise AttributeError(f"module 'pycutensor.raw' has no attribute {name!r}")
+    raise no_such_name("pycutensor.raw", name, __dir__)
 
 
 def __dir__() -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 import pycudnn
@@ -92,3 +94,20 @@ def test_pycutensor_names_get_the_nearest_valid_one(call: object, suggested: str
     with pytest.raises(ValueError, match="did you mean") as info:
         call()  # type: ignore[operator]
     assert suggested in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "suggested"),
+    [
+        ("pycudnn.raw", "cudnnCreat", "'cudnnCreate'"),
+        ("pycudnn.raw", "CUDNN_STATUS_SUCES", "'CUDNN_STATUS_SUCCESS'"),
+        ("pycutensor.raw", "cutensorCreat", "'cutensorCreate'"),
+    ],
+)
+def test_raw_layers_suggest_the_c_name_meant(module: str, name: str, suggested: str) -> None:
+    # pycudnn.raw has more names than Python's own suggestion looks through.
+    raw_module = importlib.import_module(module)
+    with pytest.raises(AttributeError, match="did you mean") as info:
+        getattr(raw_module, name)
+    assert suggested in str(info.value)
+    assert not hasattr(raw_module, "__wrapped__")  # a tool's probe: still a plain miss

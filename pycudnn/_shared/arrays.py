@@ -250,7 +250,7 @@ def as_array_view(obj: Any, *, name: str = "array", stream_ptr: int | None = Non
         return _from_interface(obj, host_iface, -1, name)
     raise TypeError(
         f"{name} must be an array exposing DLPack or __cuda_array_interface__ (CuPy, PyTorch, JAX, "
-        f"Numba, pycudnn.DeviceArray) or a NumPy array, not {type(obj).__name__}"
+        f"Numba, or this library's DeviceArray), not {type(obj).__name__}"
     )
 
 

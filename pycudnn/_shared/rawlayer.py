@@ -17,7 +17,22 @@ import numpy as np
 from .ffi import FunctionSpec, NativeLibrary
 from .resource import ClosedError, CResource
 
-__all__ = ["make_checked", "translate_argument_error"]
+__all__ = ["make_checked", "no_such_name", "translate_argument_error"]
+
+
+def no_such_name(module: str, name: str, names: Callable[[], list[str]]) -> AttributeError:
+    """The ``AttributeError`` of a raw module for a name it lacks, with the nearest C names.
+
+    Python's own suggestion gives up on a module this large (pycudnn.raw has over 1,300 names), so
+    a misspelt ``cudnnCreat`` would get none. Names starting with ``_`` are probes by tools
+    (``__wrapped__``, ``__path__``), answered without the search.
+    """
+    hint = ""
+    if not name.startswith("_"):
+        from .suggest import did_you_mean
+
+        hint = did_you_mean(name, names())
+    return AttributeError(f"module {module!r} has no attribute {name!r}{hint}")
 
 
 def translate_argument_error(
