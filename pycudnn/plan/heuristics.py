@@ -177,7 +177,7 @@ def run_heuristics(
     the heuristics), else the GPU ``device`` (None: the current one; the operation graph is bound
     to the calling thread's handle for it). cuDNN may return fewer configs than it counted (those
     that cannot be materialized for the target are dropped; with neither a GPU nor
-    ``device_properties`` that is usually all of them).
+    ``device_properties`` that is all of them, and the result's ``note`` says so).
     """
     _check_graph(graph)
     hm = _heur_mode(mode)
@@ -193,6 +193,8 @@ _NO_TARGET_BEFORE_9_9 = (
     "not run: cuDNN before 9.9 runs heuristics on uninitialized device properties when there is "
     "no GPU and no device_properties="
 )
+# 9.9 and newer count configs without a target but materialize none (measured on 9.9 to 9.28).
+_NO_TARGET_NOTE = "none without a target: no GPU is usable and no device_properties= were given"
 
 
 def _run_heuristics(
@@ -233,7 +235,10 @@ def _run_heuristics(
             except CudnnError as exc:
                 _log.debug("engine config %d of %s unreadable: %s", i, name, exc)
                 d.close()
-    return HeuristicsResult(name, count, configs, "", _error_lines(records))
+    note = ""
+    if not configs and target.props is None and target.device_id is None:
+        note = _NO_TARGET_NOTE
+    return HeuristicsResult(name, count, configs, "", _error_lines(records), note)
 
 
 def _filter_reason(
