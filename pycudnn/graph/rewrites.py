@@ -213,6 +213,7 @@ def _reduction_variant(graph: Graph) -> Variant | None:
         return None
     inner = math.prod(x.dims[a] for a in kept)
     outer = math.prod(x.dims) // inner
+    views: dict[int, View]
     if kept:
         views = {
             x.uid: ((outer, inner, 1, 1), (inner, 1, inner, inner)),
