@@ -21,9 +21,11 @@ from .exclusions import normalize_exclusions
 from .execution import Plan
 from .heuristics import (
     _MODE_NAMES,
+    _SM_COUNT_ADVICE,
     DEFAULT_HEURISTICS,
     EngineConfig,
     _check_filters,
+    _check_sm_count,
     _collect,
     _heur_modes,
 )
@@ -81,6 +83,7 @@ def _plans(
     filters = _check_filters(options)
     if options:
         raise TypeError(f"unexpected option(s): {', '.join(sorted(options))}")
+    _check_sm_count(sm_count, target)
     attempt = functools.partial(
         _plans_for,
         graph,
@@ -109,6 +112,9 @@ def _plans(
             _log.info("graph '%s': %s", graph.name, variant.note)
             return plans
         report.rewrites.append(f"tried the {variant.note}: no engine either")
+    props = target.props
+    if sm_count is not None and props is not None and sm_count < props.multiprocessor_count:
+        report.advice.append(_SM_COUNT_ADVICE.format(sm=sm_count, mp=props.multiprocessor_count))
     return []
 
 
