@@ -25,7 +25,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +154,25 @@ def validate_json(data: Mapping[str, Any]) -> None:
         )
 
 
+class _class_or_instance:
+    """A method callable on the class (``self`` is None) or on an instance: ``why_no_plans``
+    answers for the process on the class, and for the process and the properties on an
+    instance (an explicit descriptor, where a ``staticmethod`` would ignore the instance)."""
+
+    def __init__(self, func: Callable[[Any], str | None]) -> None:
+        self.func = func
+        functools.update_wrapper(self, func)  # type: ignore[arg-type]
+
+    def __get__(self, obj: Any, owner: Any = None) -> Callable[[], str | None]:
+        func = self.func
+
+        @functools.wraps(func)  # keeps the name and docstring for help() and the API docs
+        def bound() -> str | None:
+            return func(obj)
+
+        return bound
+
+
 class DeviceProperties:
     """A GPU's properties as cuDNN sees them, and the finalized DEVICEPROP descriptor built from them.
 
@@ -173,33 +192,26 @@ class DeviceProperties:
         self._descriptor = _descriptor
         self._lock = threading.Lock()
 
-    @staticmethod
-    def why_no_plans() -> str | None:
+    @_class_or_instance
+    def why_no_plans(self: DeviceProperties | None) -> str | None:
         """Why execution plans for device properties cannot be built in this process, or None
         when they can: they need the NVIDIA driver library ``libcuda.so.1`` (not a GPU), cuDNN
-        9.8 (``CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR``) and, without a GPU, cuDNN 9.10. Loads
-        cuDNN; calls nothing else in it."""
-        from ._lib import LIB
-        from ._shared.cuda import driver_status
-        from ._shared.ffi import format_version
-        from ._versions import DEVICELESS_PLANS_SINCE, DEVICEPROP_SINCE
+        9.8 (``CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR``) and, without a GPU, cuDNN 9.10.
 
-        st = driver_status()
-        if not st.library_found:
-            return f"cuDNN needs the NVIDIA driver library libcuda.so.1 (no GPU): {st.reason}"
-        loaded = format_version(LIB.version)
-        if LIB.version < DEVICEPROP_SINCE:
-            return (
-                f"device properties need cuDNN {format_version(DEVICEPROP_SINCE)} or later "
-                f"(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR); the loaded cuDNN is {loaded}"
-            )
-        if not st.usable and LIB.version < DEVICELESS_PLANS_SINCE:
-            return (
-                f"plans for device properties without a GPU need cuDNN "
-                f"{format_version(DEVICELESS_PLANS_SINCE)} or later (9.8 and 9.9 cannot load "
-                f"runtime-compiled kernels or serialize plans without one); the loaded cuDNN is "
-                f"{loaded}"
-            )
+        ``DeviceProperties.why_no_plans()`` asks about the process only: it loads cuDNN and calls
+        nothing else in it. ``props.why_no_plans()`` also asks about these properties: it builds
+        their ``DEVICEPROP`` descriptor (``cudnnBackendFinalize``), and says so when the loaded
+        cuDNN refuses them, e.g. a key it requires that the file lacks (``memoryBusWidth`` from
+        9.27 on)."""
+        why = _why_no_plans_here()
+        if why is not None or self is None:
+            return why
+        from .errors import CudnnError
+
+        try:
+            self.descriptor  # noqa: B018 - built (and kept) for what cuDNN says of it
+        except (ValueError, CudnnError) as exc:
+            return str(exc)
         return None
 
     # -- constructors ------------------------------------------------------------------------
@@ -445,6 +457,32 @@ class DeviceProperties:
             f"<pycudnn.DeviceProperties {self.device_name!r} sm_{major}{minor} "
             f"{self.multiprocessor_count} SMs>"
         )
+
+
+def _why_no_plans_here() -> str | None:
+    """The process-wide part of :meth:`DeviceProperties.why_no_plans` (loads cuDNN only)."""
+    from ._lib import LIB
+    from ._shared.cuda import driver_status
+    from ._shared.ffi import format_version
+    from ._versions import DEVICELESS_PLANS_SINCE, DEVICEPROP_SINCE
+
+    st = driver_status()
+    if not st.library_found:
+        return f"cuDNN needs the NVIDIA driver library libcuda.so.1 (no GPU): {st.reason}"
+    loaded = format_version(LIB.version)
+    if LIB.version < DEVICEPROP_SINCE:
+        return (
+            f"device properties need cuDNN {format_version(DEVICEPROP_SINCE)} or later "
+            f"(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR); the loaded cuDNN is {loaded}"
+        )
+    if not st.usable and LIB.version < DEVICELESS_PLANS_SINCE:
+        return (
+            f"plans for device properties without a GPU need cuDNN "
+            f"{format_version(DEVICELESS_PLANS_SINCE)} or later (9.8 and 9.9 cannot load "
+            f"runtime-compiled kernels or serialize plans without one); the loaded cuDNN is "
+            f"{loaded}"
+        )
+    return None
 
 
 def _loaded_version() -> int:

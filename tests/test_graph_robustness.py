@@ -43,7 +43,6 @@ from versioned import heuristics_run_here, skip_unless_cudnn_has, skip_unless_he
 
 import pycudnn
 from pycudnn import log, raw
-from pycudnn._shared.cuda import driver_status
 from pycudnn._shared.resource import ClosedError
 from pycudnn.backend import BackendDescriptor, check_plan_json
 from pycudnn.deviceprops import REQUIRED_KEYS, DeviceProperties, validate_json
@@ -1553,28 +1552,27 @@ def test_interpreter_exit_without_closing_is_clean() -> None:
 
 @libcuda
 def test_not_supported_error_names_modes_counts_and_reason() -> None:
-    if driver_status().usable:
-        pytest.skip("this machine has a GPU: the graph is supported there")
-    g = conv_graph("unsupported_here")
+    g = Graph("unsupported_here")
+    x = g.tensor([4, 32, 16, 16], fmt="NCHW", dtype="float32", name="x")
+    g.reduction(x, op="add", out_dims=[1, 32, 1, 1])  # no engine: measured on 9.19 and 9.28
+    props = DeviceProperties.load(REPO / "tests" / "data" / "deviceprops" / "h100-sxm-80gb.json")
+    why_not = DeviceProperties.why_no_plans()
+    if why_not is not None:
+        pytest.skip(why_not)
     with pytest.raises(GraphNotSupportedError) as info:
-        g.build(heuristics=["a", "fallback"], cache=False)
+        g.build(heuristics=["a", "fallback"], device_properties=props, cache=False)
     err = info.value
     text = str(err)
     assert err.status == 3000 and isinstance(err, CudnnNotSupportedError)
-    assert "no engine supports graph 'unsupported_here'" in text
-    # each mode tried, with the count query and what it returned (nothing without a target), or
-    # why it was not run (before 9.9: see versioned.py)
-    if heuristics_run_here():
-        assert re.search(
-            r"heuristics tried: a: \d+ counted, 0 returned; fallback: \d+ counted", text
-        )
-    else:
-        assert "heuristics tried: a: failed (not run: cuDNN before 9.9" in text
+    # the step that left no plan: the heuristics returned no config (not a failed finalize)
+    assert err.function == "cudnnBackendGetAttribute"
+    assert "no engine supports graph 'unsupported_here': the heuristics returned no" in text
+    # each mode tried, with the count query and what it returned
+    assert re.search(r"heuristics tried: a: \d+ counted, 0 returned; fallback: \d+ counted", text)
     assert [h.mode for h in err.report.heuristics] == ["a", "fallback"]
-    # why: no target device, and what cuDNN logged (where it ran)
-    assert "device_properties=" in text
-    if heuristics_run_here():
-        assert "cuDNN said:" in text and "Reason:" in text
+    # why (cuDNN's log), and what would work
+    assert "cuDNN said:" in text and "Reason:" in text
+    assert "what would work: " in text and "fmt='NHWC'" in text
 
 
 # ==================================================================================================

@@ -149,7 +149,11 @@ def test_without_gpu_or_properties_heuristics_count_but_return_nothing() -> None
         assert engine_configs(g, heuristics=["a", "fallback"]) == []
         return
     assert res.count > 0 and res.returned == 0 and res.configs == []
-    assert "a: " in res.describe() and "0 returned" in res.describe()
+    # the result says why it returned nothing: there is no target
+    assert "no device_properties= were given" in res.note
+    assert (
+        res.describe().startswith("a: ") and "0 returned (none without a target" in res.describe()
+    )
     assert engine_configs(g, heuristics=["a", "fallback"]) == []
 
 

@@ -13,6 +13,15 @@ cuDNN's engines accept fewer layouts than the operations allow. Two cases matter
   ``[3, 2, M, K]`` is ``[6, M, K]``) are folded; a broadcast across two batch dimensions
   (``[3, 1, ...] x [1, 2, ...]``) cannot be one stride, and :func:`advice` says so.
 
+- **Reductions** have one engine (engine 1, measured deviceless for an H100 on cuDNN 9.19 and
+  9.28, identical): a packed channels-last input (``fmt='NHWC'``/``'NDHWC'``) reduced to
+  ``[1, C, 1, 1]`` or to all ones, with a float32 output (16-bit inputs plan with
+  ``out_dtype='float32'``), for ``add``, ``min``, ``max`` and ``amax``. Any packed input whose kept
+  axes are its innermost ones in memory is that case in disguise: ``[B, M, N] -> [1, 1, N]``, or NCHW
+  ``-> [1, 1, 1, W]``, is the rank-4 channels-last ``[B*M, N, 1, 1] -> [1, N, 1, 1]`` (planned by
+  engine 1), and a reduction to all ones is ``[total, 1, 1, 1]``. NCHW reduced to ``[1, C, 1, 1]``
+  keeps a middle axis and has no such description: :func:`advice` says what plans instead.
+
 A rewrite changes only the dims and strides cuDNN is shown (``views``: uid -> (dims, strides));
 unique ids and data pointers stay, so a plan for the rewritten description executes with the
 graph's own arrays. Planning tries the graph as described first and a rewrite only when that has
@@ -171,6 +180,58 @@ def _matmul_variant(graph: Graph) -> Variant | None:
     )
 
 
+_REDUCTION_OPS = frozenset({"ADD", "MIN", "MAX", "AMAX"})  # engine 1 plans these (9.19, 9.28)
+
+
+def _packed_order(t: Tensor) -> list[int] | None:
+    """``t``'s axes (size 1 left out) outermost first, when its memory is packed; else None."""
+    axes = sorted((i for i in range(t.ndim) if t.dims[i] != 1), key=lambda i: (-t.strides[i], i))
+    expected = 1
+    for a in reversed(axes):
+        if t.strides[a] != expected:
+            return None
+        expected *= t.dims[a]
+    return axes
+
+
+def _reduction_variant(graph: Graph) -> Variant | None:
+    """A lone reduction whose kept axes are the input's innermost (packed) ones, described as
+    the rank-4 channels-last reduction engine 1 plans: ``[outer, inner, 1, 1] -> [1, inner, 1, 1]``
+    (``[outer, 1, 1, 1] -> [1, 1, 1, 1]`` when everything is reduced)."""
+    if len(graph._ops) != 1:
+        return None
+    op = graph._ops[0]
+    x, y = op.inputs["x"], op.outputs["y"]
+    if x.is_virtual or y.is_virtual:
+        return None
+    x_order, y_order = _packed_order(x), _packed_order(y)
+    if x_order is None or y_order is None:
+        return None
+    kept = [a for a in x_order if y.dims[a] != 1]
+    # The kept axes must be x's innermost ones, in the same memory order in y.
+    if x_order[len(x_order) - len(kept) :] != kept or y_order != kept:
+        return None
+    inner = math.prod(x.dims[a] for a in kept)
+    outer = math.prod(x.dims) // inner
+    views: dict[int, View]
+    if kept:
+        views = {
+            x.uid: ((outer, inner, 1, 1), (inner, 1, inner, inner)),
+            y.uid: ((1, inner, 1, 1), (inner, 1, inner, inner)),
+        }
+    else:
+        views = {x.uid: ((outer, 1, 1, 1), (1, 1, 1, 1)), y.uid: ((1, 1, 1, 1), (1, 1, 1, 1))}
+    if all(views[t.uid] == (t.dims, t.strides) for t in (x, y)):
+        return None
+    return Variant(
+        "reduction-nhwc",
+        views,
+        f"reduction {_dims_text(x.dims)} -> {_dims_text(y.dims)} described as the channels-last "
+        f"{_dims_text(views[x.uid][0])} -> {_dims_text(views[y.uid][0])} (same memory: the kept "
+        "axes are the innermost)",
+    )
+
+
 def variants(graph: Graph) -> list[Variant]:
     """Equivalent descriptions to try when the graph as described has no engine (maybe none)."""
     kinds = {op.kind for op in graph._ops}
@@ -179,6 +240,8 @@ def variants(graph: Graph) -> list[Variant]:
         found = _pointwise_variant(graph)
     elif "matmul" in kinds and kinds <= {"matmul", "pointwise"}:
         found = _matmul_variant(graph)
+    elif kinds == {"reduction"}:
+        found = _reduction_variant(graph)
     return [found] if found is not None else []
 
 
@@ -220,6 +283,7 @@ def advice(graph: Graph) -> list[str]:
             "multiply the input by a by-value scalar instead (g.mul(x, g.tensor([1, 1, 1], "
             "by_value=2.0))), which plans"
         )
+    out.extend(_reduction_advice(graph))
     conv_first = any(
         op.kind in ("conv_fprop", "conv_dgrad", "conv_wgrad")
         and any(_channels_first(t) for t in (*op.inputs.values(), *op.outputs.values()))
@@ -230,4 +294,39 @@ def advice(graph: Graph) -> list[str]:
             "on Hopper, cuDNN 9.19 had no engine for NCHW convolutions fused with ReLU (they ran "
             "with a bias, or alone); describe the tensors channels-last (fmt='NHWC')"
         )
+    return out
+
+
+def _reduction_advice(graph: Graph) -> list[str]:
+    """What plans for a reduction (measured deviceless for an H100, cuDNN 9.19 and 9.28: engine 1
+    only, and only in the form the module docstring gives)."""
+    import numpy as np
+
+    out: list[str] = []
+    # Only a lone reduction: none fused after a matmul or a convolution planned in the forms tried.
+    if len(graph._ops) == 1 and graph._ops[0].kind == "reduction":
+        op = graph._ops[0]
+        x, y = op.inputs["x"], op.outputs["y"]
+        wrong: list[str] = []
+        kept = [a for a in range(x.ndim) if y.dims[a] != 1 and x.dims[a] != 1]
+        channels_last = _packed_order(x) is not None and x.ndim >= 4 and not _channels_first(x)
+        layout_ok = (channels_last and kept in ([], [1])) or _reduction_variant(graph) is not None
+        if not layout_ok:
+            wrong.append(
+                "a packed channels-last input (fmt='NHWC'/'NDHWC') reduced to [1, C, 1, 1] or to "
+                "all ones (or any packed input whose kept axes are its innermost in memory, which "
+                "planning describes that way itself)"
+            )
+        ydt = y.dtype if y.dtype is not None else x.dtype
+        if ydt is not None and ydt != np.dtype("float32"):
+            wrong.append(f"out_dtype='float32' (the output is {np.dtype(ydt).name})")
+        name = getattr(op.attrs.get("op"), "name", str(op.attrs.get("op")))
+        if name not in _REDUCTION_OPS:
+            wrong.append(f"op add, min, max or amax (not {name.lower()})")
+        if wrong:
+            out.append(
+                f"cuDNN's one reduction engine (engine 1; measured for an H100 with 9.19 and 9.28) "
+                f"plans {op.name!r} given " + "; and ".join(wrong) + ". Otherwise "
+                "pycudnn.ops.reduce_tensor (the legacy API) reduces any axes of NCHW tensors"
+            )
     return out

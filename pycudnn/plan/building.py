@@ -21,13 +21,21 @@ from .exclusions import normalize_exclusions
 from .execution import Plan
 from .heuristics import (
     _MODE_NAMES,
+    _SM_COUNT_ADVICE,
     DEFAULT_HEURISTICS,
     EngineConfig,
     _check_filters,
+    _check_sm_count,
     _collect,
     _heur_modes,
 )
-from .report import GraphNotSupportedError, PlanningReport, _capture, _check_graph
+from .report import (
+    GraphNotSupportedError,
+    NoTargetError,
+    PlanningReport,
+    _capture,
+    _check_graph,
+)
 from .serialization import _version
 from .targets import _Target, _target
 from .verifying import check_verify, verified
@@ -75,6 +83,7 @@ def _plans(
     filters = _check_filters(options)
     if options:
         raise TypeError(f"unexpected option(s): {', '.join(sorted(options))}")
+    _check_sm_count(sm_count, target)
     attempt = functools.partial(
         _plans_for,
         graph,
@@ -86,8 +95,10 @@ def _plans(
         limit=limit,
     )
     if target.device_id is None and target.props is None:
+        # Refused before cuDNN: its heuristics would count engines and return none, and "no
+        # engine supports the graph" would hide the cause (and print cuDNN's warnings).
         report.device = target.note
-        return attempt(variant=None)  # records why nothing can be planned without a target
+        raise NoTargetError(3000, "", f"cannot plan graph '{graph.name}': {target.note}", report)
     plans = attempt(variant=None)
     if plans:
         return plans
@@ -101,6 +112,9 @@ def _plans(
             _log.info("graph '%s': %s", graph.name, variant.note)
             return plans
         report.rewrites.append(f"tried the {variant.note}: no engine either")
+    props = target.props
+    if sm_count is not None and props is not None and sm_count < props.multiprocessor_count:
+        report.advice.append(_SM_COUNT_ADVICE.format(sm=sm_count, mp=props.multiprocessor_count))
     return []
 
 
@@ -126,11 +140,6 @@ def _plans_for(
             report=report,
             variant=variant,
         )
-        if target.props is None and target.device_id is None:
-            # No GPU and no DEVICEPROP: cuDNN cannot finalize plans here (and configs are empty).
-            for cfg in configs:
-                report.failed.append((f"engine {cfg.engine_id}", "no target device"))
-            configs = []
         for cfg in configs:
             if limit is not None and len(plans) >= limit:
                 break
@@ -176,8 +185,25 @@ def _not_supported(graph: Graph, report: PlanningReport) -> GraphNotSupportedErr
     for line in rewrites.advice(graph):
         if line not in report.advice:
             report.advice.append(line)
-    message = f"no engine supports graph '{graph.name}'\n" + report.describe()
-    return GraphNotSupportedError(3000, "cudnnBackendFinalize", message, report)
+    function, step = _failed_step(report)
+    message = f"no engine supports graph '{graph.name}': {step}\n" + report.describe()
+    return GraphNotSupportedError(3000, function, message, report)
+
+
+def _failed_step(report: PlanningReport) -> tuple[str, str]:
+    """The C function of the step that left no plan, and that step in words: the heuristics
+    returning no config is not a failed ``cudnnBackendFinalize`` of an execution plan."""
+    if report.failed:
+        return "cudnnBackendFinalize", "no execution plan finalized (EXECUTION_PLAN)"
+    if report.filtered:
+        # every config the heuristics returned was dropped by a filter or the known-bad table
+        return "", "every engine config the heuristics returned was filtered out"
+    if any(h.error for h in report.heuristics) and not any(h.count for h in report.heuristics):
+        return "cudnnBackendFinalize", "the heuristics (ENGINEHEUR) did not run"
+    return (
+        "cudnnBackendGetAttribute",
+        "the heuristics returned no engine config (CUDNN_ATTR_ENGINEHEUR_RESULTS)",
+    )
 
 
 def _cache_key(
@@ -245,7 +271,9 @@ def build_all(
     ``CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR``); ``limit`` stops after that many plans;
     ``verify=True`` keeps only the plans whose results agree with a reference
     (:mod:`pycudnn.plan.verifying`). Raises :class:`GraphNotSupportedError` when none finalizes
-    (or none is right), ``ValueError`` for a bad ``limit`` or filter.
+    (or none is right; its ``function`` is the C step that left none), :class:`NoTargetError`
+    (before any cuDNN call) with no usable GPU and no ``device_properties``, ``ValueError`` for a
+    bad ``limit`` or filter.
     """
     _check_graph(graph)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
@@ -321,7 +349,11 @@ def build(
     graph as described has no engine, equivalent descriptions cuDNN has engines for are tried (:mod:`pycudnn.graph.rewrites`; ``plan.rewrite`` says which). The
     plan's ``report`` is the :class:`PlanningReport`. Raises :class:`GraphNotSupportedError` with
     the modes tried, the configs each returned, what was excluded and why, cuDNN's own
-    explanation and what would work instead, when no plan can be built.
+    explanation and what would work instead, when no plan can be built (its ``function`` is the
+    C step that left none: ``cudnnBackendGetAttribute`` when the heuristics returned no config,
+    ``cudnnBackendFinalize`` when no execution plan finalized). With no usable GPU and no
+    ``device_properties`` it raises :class:`NoTargetError` (a :class:`GraphNotSupportedError`)
+    before calling cuDNN.
 
     ``verify=True`` (on the GPU the plan is for) executes the candidates in heuristic order on
     seeded inputs and returns the first whose results agree with a reference computed without

@@ -93,6 +93,24 @@ class KnobInfo:
     stride: int
 
 
+def _knob_infos(engine: BackendDescriptor) -> list[KnobInfo]:
+    """The knobs of a finalized ``ENGINE`` descriptor (``ENGINE_KNOB_INFO``, read with
+    ``cudnnBackendGetAttribute``)."""
+    out = []
+    for info in engine.get("ENGINE_KNOB_INFO", many=True):
+        ktype = info.get("KNOB_INFO_TYPE", attr_type="KNOB_TYPE", many=False)
+        out.append(
+            KnobInfo(
+                ktype.name if hasattr(ktype, "name") else str(ktype),
+                int(info.get("KNOB_INFO_MINIMUM_VALUE", attr_type="INT64", many=False)),
+                int(info.get("KNOB_INFO_MAXIMUM_VALUE", attr_type="INT64", many=False)),
+                int(info.get("KNOB_INFO_STRIDE", attr_type="INT64", many=False)),
+            )
+        )
+        info.close()
+    return out
+
+
 def _note_names(values: Iterable[Any]) -> tuple[str, ...]:
     return tuple(v.name if hasattr(v, "name") else str(v) for v in values)
 
@@ -138,19 +156,7 @@ class EngineConfig:
 
     def knob_info(self) -> list[KnobInfo]:
         """The engine's tunable knobs and their ranges (``ENGINE_KNOB_INFO``)."""
-        out = []
-        for info in self._engine.get("ENGINE_KNOB_INFO", many=True):
-            ktype = info.get("KNOB_INFO_TYPE", attr_type="KNOB_TYPE", many=False)
-            out.append(
-                KnobInfo(
-                    ktype.name if hasattr(ktype, "name") else str(ktype),
-                    int(info.get("KNOB_INFO_MINIMUM_VALUE", attr_type="INT64", many=False)),
-                    int(info.get("KNOB_INFO_MAXIMUM_VALUE", attr_type="INT64", many=False)),
-                    int(info.get("KNOB_INFO_STRIDE", attr_type="INT64", many=False)),
-                )
-            )
-            info.close()
-        return out
+        return _knob_infos(self._engine)
 
     def describe(self) -> str:
         """One readable line: engine id, knobs, notes, workspace and heuristic mode."""
@@ -177,15 +183,39 @@ def run_heuristics(
     the heuristics), else the GPU ``device`` (None: the current one; the operation graph is bound
     to the calling thread's handle for it). cuDNN may return fewer configs than it counted (those
     that cannot be materialized for the target are dropped; with neither a GPU nor
-    ``device_properties`` that is usually all of them).
+    ``device_properties`` that is all of them, and the result's ``note`` says so).
     """
     _check_graph(graph)
     hm = _heur_mode(mode)
-    if sm_count is not None and (
-        isinstance(sm_count, bool) or not isinstance(sm_count, int) or sm_count < 1
-    ):
+    target = _target(device_properties, device, plans=False)
+    _check_sm_count(sm_count, target)
+    return _run_heuristics(graph, hm, target, sm_count)
+
+
+def _check_sm_count(sm_count: Any, target: _Target) -> None:
+    """``sm_count`` (``ENGINEHEUR_SM_COUNT_TARGET``): a positive int, and for device properties
+    at most their ``multiProcessorCount``: cuDNN 9.19 fails the heuristics beyond it
+    (``target_sm_count > multiProcessorCount``; 9.28 plans as for the whole GPU), measured
+    deviceless for an H100."""
+    if sm_count is None:
+        return
+    if isinstance(sm_count, bool) or not isinstance(sm_count, int) or sm_count < 1:
         raise ValueError(f"sm_count must be a positive int, got {sm_count!r}")
-    return _run_heuristics(graph, hm, _target(device_properties, device, plans=False), sm_count)
+    if target.props is not None and sm_count > target.props.multiprocessor_count:
+        raise ValueError(
+            f"sm_count={sm_count} exceeds the target's {target.props.multiprocessor_count} SMs "
+            f"(multiProcessorCount of {target.props.device_name!r}); cuDNN refuses a target SM "
+            "count above the device's"
+        )
+
+
+#: Advice when planning with ``sm_count`` below the device's SMs found nothing (measured).
+_SM_COUNT_ADVICE = (
+    "sm_count={sm} is below the target's {mp} SMs, and most engines do not support such an SM "
+    "carveout (cuDNN 9.28: 'SM carveout not supported for this engine'; measured deviceless for an "
+    "H100 with cuDNN 9.19 and 9.28: matmul and pointwise graphs have no engine for any sm_count "
+    "below 132, a convolution only engine 41, up to sm_count 16). Leave sm_count=None (the whole GPU)"
+)
 
 
 # Not run where cuDNN would read uninitialized device properties (HEURISTICS_WITHOUT_TARGET_SINCE).
@@ -193,6 +223,8 @@ _NO_TARGET_BEFORE_9_9 = (
     "not run: cuDNN before 9.9 runs heuristics on uninitialized device properties when there is "
     "no GPU and no device_properties="
 )
+# 9.9 and newer count configs without a target but materialize none (measured on 9.9 to 9.28).
+_NO_TARGET_NOTE = "none without a target: no GPU is usable and no device_properties= were given"
 
 
 def _run_heuristics(
@@ -233,7 +265,10 @@ def _run_heuristics(
             except CudnnError as exc:
                 _log.debug("engine config %d of %s unreadable: %s", i, name, exc)
                 d.close()
-    return HeuristicsResult(name, count, configs, "", _error_lines(records))
+    note = ""
+    if not configs and target.props is None and target.device_id is None:
+        note = _NO_TARGET_NOTE
+    return HeuristicsResult(name, count, configs, "", _error_lines(records), note)
 
 
 def _filter_reason(
@@ -363,10 +398,12 @@ def engine_configs(
             "exclude_notes": exclude_notes,
         }
     )
+    target = _target(device_properties, device, plans=False)
+    _check_sm_count(sm_count, target)
     return _collect(
         graph,
         heuristics=heuristics,
-        target=_target(device_properties, device, plans=False),
+        target=target,
         sm_count=sm_count,
         filters=filters,
         report=PlanningReport(),

@@ -13,7 +13,13 @@ from ..graph import Graph
 if TYPE_CHECKING:  # pragma: no cover
     from .heuristics import EngineConfig
 
-__all__ = ["GraphNotSupportedError", "HeuristicsResult", "PlanVersionError", "PlanningReport"]
+__all__ = [
+    "GraphNotSupportedError",
+    "HeuristicsResult",
+    "NoTargetError",
+    "PlanVersionError",
+    "PlanningReport",
+]
 
 _log = logging.getLogger("pycudnn")
 
@@ -37,6 +43,19 @@ class GraphNotSupportedError(CudnnNotSupportedError):
         return (type(self), (self.status, self.function, self.message))
 
 
+class NoTargetError(GraphNotSupportedError):
+    """Plans were asked for with no target: no usable GPU and no ``device_properties=``.
+
+    Raised before any cuDNN call: without a target cuDNN's heuristics return no engine config
+    (9.9 and newer count them and return none; older versions would read uninitialized device
+    properties), so "no engine supports the graph" would name the wrong cause. A
+    :class:`GraphNotSupportedError` (status 3000) for callers that catch that; its text is the
+    cause alone, without a C function or status, since no C function failed."""
+
+    def _text(self) -> str:
+        return self.message
+
+
 class PlanVersionError(ValueError):
     """A serialized plan was written by another cuDNN version (plans load only in the exact one)."""
 
@@ -57,6 +76,8 @@ class HeuristicsResult:
     configs: list[EngineConfig]
     error: str = ""
     log: list[str] = dataclasses.field(default_factory=list)
+    #: Why the mode returned no config when pycudnn knows the cause (no target to plan for), else "".
+    note: str = ""
 
     @property
     def returned(self) -> int:
@@ -67,7 +88,8 @@ class HeuristicsResult:
         """The mode and what it gave: counted and returned configs, or its error."""
         if self.error:
             return f"{self.mode}: failed ({self.error})"
-        return f"{self.mode}: {self.count} counted, {self.returned} returned"
+        text = f"{self.mode}: {self.count} counted, {self.returned} returned"
+        return f"{text} ({self.note})" if self.note else text
 
 
 @dataclasses.dataclass

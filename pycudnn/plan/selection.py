@@ -8,9 +8,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import _bindings, known_bad
+from .._shared.suggest import did_you_mean
 from ..backend import BackendDescriptor
 from ..errors import CudnnError
-from .heuristics import EngineConfig
+from .heuristics import EngineConfig, KnobInfo, _knob_infos
 from .report import _check_graph
 from .serialization import _version
 from .targets import _target
@@ -31,8 +32,41 @@ def _knob_type(name: Any) -> Any:
         key = name.strip().upper().removeprefix("CUDNN_KNOB_TYPE_")
         if key in kt.__members__:
             return kt[key]
-        raise ValueError(f"unknown knob {name!r}; knob names are cudnnBackendKnobType_t names")
+        names = [m for m in kt.__members__ if m != "COUNTS"]
+        raise ValueError(
+            f"unknown knob {name!r}; knob names are cudnnBackendKnobType_t names"
+            + did_you_mean(key, names)
+        )
     raise TypeError(f"a knob is named by a str or a cudnnBackendKnobType_t, not {name!r}")
+
+
+def _check_knobs(choices: list[tuple[Any, int]], infos: list[KnobInfo], label: str) -> None:
+    """Refuse knobs the engine lacks and values outside the range it reports (``KNOB_INFO``), before
+    cuDNN, which answers either with a bare NOT_SUPPORTED when finalizing the ENGINECFG. The
+    headers (``cudnn_graph.h``, 9.28) define no special value for a knob, so none is let through
+    (cuDNN 9.28 accepts -1 for TILE_SIZE, whose range is 0..23, and says nothing of its meaning).
+    A value in range may still be refused by cuDNN for the graph (measured: TILE_SIZE 23 on engine
+    22 of a convolution)."""
+    by_name = {k.name: k for k in infos}
+    for ktype, value in choices:
+        name = ktype.name
+        info = by_name.get(name)
+        if info is None:
+            have = ", ".join(by_name) or "none"
+            raise ValueError(
+                f"{label} has no knob {name!r} (its knobs, ENGINE_KNOB_INFO: {have})"
+                + did_you_mean(name, by_name)
+            )
+        if not info.minimum <= value <= info.maximum:
+            raise ValueError(
+                f"knob {name!r} of {label}: {value} is outside its range {info.minimum}.."
+                f"{info.maximum} (KNOB_INFO_MINIMUM_VALUE..KNOB_INFO_MAXIMUM_VALUE)"
+            )
+        if info.stride > 1 and (value - info.minimum) % info.stride:
+            raise ValueError(
+                f"knob {name!r} of {label}: {value} is not {info.minimum} plus a multiple of its "
+                f"stride {info.stride} (KNOB_INFO_STRIDE)"
+            )
 
 
 def engine_config(
@@ -46,8 +80,10 @@ def engine_config(
 ) -> EngineConfig:
     """The engine config for engine ``engine_id`` of ``graph`` with ``knobs`` (``{knob name:
     value}``; unset knobs keep the engine's defaults): ``ENGINE`` (``ENGINE_GLOBAL_INDEX``),
-    ``KNOB_CHOICE`` descriptors and ``ENGINECFG``, finalized by cuDNN, which refuses an engine the
-    graph does not have or a knob value out of range. An engine in the known-bad table
+    ``KNOB_CHOICE`` descriptors and ``ENGINECFG``, finalized by cuDNN. A knob the engine does
+    not have (``ENGINE_KNOB_INFO``) or a value outside its ``[minimum, maximum]`` (or off its
+    stride) is refused with ``ValueError`` before the knob descriptors are made; cuDNN refuses an
+    engine the graph does not have, and may refuse a value in range for this graph. An engine in the known-bad table
     (:mod:`pycudnn.known_bad`) for this graph and cuDNN version is refused unless
     ``allow_known_bad=True``: choosing it by hand does not make its results right."""
     _check_graph(graph)
@@ -85,6 +121,10 @@ def engine_config(
             engine.set("ENGINE_DEVICEPROP", target.props.descriptor)
             engine.keep_alive(target.props)
         engine.finalize()
+        if choices:
+            _check_knobs(
+                choices, _knob_infos(engine), f"engine {engine_id} of graph '{graph.name}'"
+            )
         knob_descs = []
         for ktype, value in choices:
             kc = BackendDescriptor("KNOB_CHOICE")
