@@ -48,6 +48,7 @@ _LAZY: dict[str, str] = {
     "Plan": ".plan",
     "PlanCache": ".plan",
     "GraphNotSupportedError": ".plan",
+    "NoTargetError": ".plan",
 }
 
 _SUBMODULES = {"raw", "layout", "errors", "tensor", "handle", "graph", "backend", "plan", "ops"}
@@ -68,6 +69,7 @@ __all__ = [
     "GraphNotSupportedError",
     "Handle",
     "LibraryNotFoundError",
+    "NoTargetError",
     "Plan",
     "PlanCache",
     "TensorDescriptor",
@@ -94,5 +96,5 @@ if TYPE_CHECKING:  # pragma: no cover
     from .graph import Graph
     from .handle import Handle, get_handle
     from .log import disable_logging, enable_logging
-    from .plan import GraphNotSupportedError, Plan, PlanCache
+    from .plan import GraphNotSupportedError, NoTargetError, Plan, PlanCache
     from .tensor import ConvolutionDescriptor, FilterDescriptor, TensorDescriptor

@@ -33,7 +33,13 @@ from .building import build, build_all
 from .cache import PlanCache, default_plan_cache
 from .execution import Plan
 from .heuristics import HEURISTIC_MODES, EngineConfig, KnobInfo, engine_configs, run_heuristics
-from .report import GraphNotSupportedError, HeuristicsResult, PlanningReport, PlanVersionError
+from .report import (
+    GraphNotSupportedError,
+    HeuristicsResult,
+    NoTargetError,
+    PlanningReport,
+    PlanVersionError,
+)
 
 # Autotuning, engine selection and the smoke checks are imported on first use (PEP 562): a process
 # that only builds or loads plans (``Graph.build``, a plan-cache directory) never needs them, and
@@ -56,6 +62,7 @@ __all__ = [
     "AutotuneResults",
     "EngineConfig",
     "GraphNotSupportedError",
+    "NoTargetError",
     "HeuristicsResult",
     "KnobInfo",
     "Plan",
