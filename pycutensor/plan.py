@@ -24,6 +24,7 @@ plans that are still tuning should not be captured in CUDA graphs.
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -294,6 +295,9 @@ class Plan(CResource):
         self._scalar_ptrs = tuple(base + i * size for i in range(len(op.scalar_names)))
         self._alignments = tuple(o.spec.alignment for o in op.operands)
         self._device = self.handle.device
+        # Threads sharing a handle share its cached plans: the lock keeps one thread's scalars in
+        # the buffer until cuTENSOR has read them (ctypes releases the GIL during the call).
+        self._call_lock = threading.Lock()
 
     # -- executing ----------------------------------------------------------------------------
     def execute(
@@ -421,16 +425,14 @@ class Plan(CResource):
                     f"made for {need}-byte aligned operands; describe the tensors with "
                     f"alignment={alignment_of(ptr)} and plan again"
                 )
+        args = self._args(self._handle_ptr, self._plan_ptr, self._scalar_ptrs, pointers,
+                          workspace_ptr, workspace_size, stream_ptr)  # fmt: skip
         buf = self._scalars
-        for i, value in enumerate(scalars):
-            buf[i] = value
-        clear_last_error()
-        status = self._fn(
-            *self._args(
-                self._handle_ptr, self._plan_ptr, self._scalar_ptrs, pointers,
-                workspace_ptr, workspace_size, stream_ptr,
-            )
-        )  # fmt: skip
+        with self._call_lock:  # cuTENSOR reads the scalars from buf during the call
+            for i, value in enumerate(scalars):
+                buf[i] = value
+            clear_last_error()
+            status = self._fn(*args)
         if status:
             check(status, self.operation.execute_function)
 

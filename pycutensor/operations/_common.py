@@ -29,7 +29,7 @@ from ..checks import (
     span,
     table_scalar_dtype,
 )
-from ..handle import Handle, get_handle
+from ..handle import Handle, check_handle_argument, handle_for
 from ..operation import Operation
 from ..plan import Plan, PlanPreference, PlanPreferenceObject, estimate_workspace
 from ..tables import KINDS, Kind
@@ -184,8 +184,13 @@ def run(  # noqa: PLR0917 - called from the public functions only
     preference: PlanPreference | None,
     stream: Any,
     workspace: Any,
+    handle: Handle | None = None,
 ) -> Any:
-    """``cls``'s operation on ``arrays`` (see the module docstring); returns the output array."""
+    """``cls``'s operation on ``arrays`` (see the module docstring); returns the output array.
+
+    ``handle``: the handle to plan and execute with (its device must be the arrays'); None uses
+    the calling thread's handle for the arrays' device."""
+    check_handle_argument(handle)
     kind = cls.kind
     info = KINDS[kind]
     names = _ARRAY_NAMES[kind]  # built once, not per call
@@ -202,7 +207,7 @@ def run(  # noqa: PLR0917 - called from the public functions only
             info, views, labels, out_view, unary, binary, compute_type, scalars
         )  # the specific error first
     device = _common_device(all_views, all_names)
-    handle = get_handle(device)
+    handle = handle_for(handle, device)
     key = (
         kind, labels,
         tuple((v.shape, v.strides, v.dtype, alignment_of(v.ptr, MAX_ALIGNMENT)) for v in views),
@@ -229,7 +234,7 @@ def run(  # noqa: PLR0917 - called from the public functions only
             preference,
             scalars,
         )
-        handle.cache(key, ready)
+        ready = handle.cache(key, ready)  # another thread sharing the handle may have won
     target = out_view if out_view is not None else views[-1]
     if target.readonly:
         raise ValueError(f"the output {'out' if out_view is not None else names[-1]} is read-only")
