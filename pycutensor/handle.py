@@ -62,15 +62,39 @@ from .errors import error_from_status
 
 __all__ = [
     "DEFAULT_PLAN_CACHE_SIZE",
+    "DISABLE_PLAN_CACHE_VARIABLE",
     "Handle",
     "OperationCache",
     "get_handle",
     "handle_for",
+    "plan_cache_unavailable",
     "write_atomically",
 ]
 
 #: cuTENSOR's default plan-cache capacity (``cutensorCreate`` documentation).
 DEFAULT_PLAN_CACHE_SIZE = 64
+#: The variable that, set to 1 when a handle is created, leaves it without a plan cache.
+DISABLE_PLAN_CACHE_VARIABLE = "CUTENSOR_DISABLE_PLAN_CACHE"
+
+
+def plan_cache_unavailable(disable_variable: str | None, capacity: int) -> str | None:
+    """Why a handle has no usable plan cache, or None when it has one.
+
+    ``disable_variable``: ``CUTENSOR_DISABLE_PLAN_CACHE`` as it was when the handle was created
+    (cuTENSOR reads it only then; the user guide documents the value 1, so only 1 counts here);
+    ``capacity``: the plan cache's capacity (:meth:`Handle.resize_plan_cache`; 0 keeps no plan).
+    Incremental autotuning needs the cache: cuTENSOR keeps the candidates' timings and the
+    winning kernel there.
+    """
+    if disable_variable is not None and disable_variable.strip() == "1":
+        return (
+            f"{DISABLE_PLAN_CACHE_VARIABLE}=1 was set when the handle was created, so cuTENSOR "
+            "gave it no plan cache (unset it before the handle is created)"
+        )
+    if capacity == 0:
+        return "the handle's plan cache was resized to 0 entries (resize_plan_cache)"
+    return None
+
 
 _UINT32_MAX = 2**32 - 1
 
@@ -242,6 +266,9 @@ class Handle(CResource):
         previous = _current_context()
         dev.set_current()  # cutensorCreate binds the handle to the current device
         out = ctypes.c_void_p()
+        # cuTENSOR reads the variable during cutensorCreate: what it was then decides for good
+        # whether this handle has a plan cache (see plan_cache_unavailable).
+        disable_cache = os.environ.get(DISABLE_PLAN_CACHE_VARIABLE)
         try:
             clear_last_error()
             status = LIB.function("cutensorCreate")(ctypes.byref(out))
@@ -256,6 +283,7 @@ class Handle(CResource):
         self._device = dev
         self._lock = threading.Lock()  # cutensorHandleResizePlanCache is not thread-safe
         self._plan_cache_size = DEFAULT_PLAN_CACHE_SIZE
+        self._disable_plan_cache: str | None = disable_cache
         self._operations = OperationCache(128)
         self._compute_capability: tuple[int, int] | None = None
         #: The plan preference with cuTENSOR's defaults that plans made without one use: created
@@ -307,6 +335,12 @@ class Handle(CResource):
     def plan_cache_size(self) -> int:
         """The capacity last given to :meth:`resize_plan_cache` (64, cuTENSOR's default, before)."""
         return self._plan_cache_size
+
+    @property
+    def plan_cache_unavailable(self) -> str | None:
+        """Why this handle has no usable plan cache (so no incremental autotuning), or None when
+        it has one: see :func:`plan_cache_unavailable`."""
+        return plan_cache_unavailable(self._disable_plan_cache, self._plan_cache_size)
 
     def resize_plan_cache(self, entries: int) -> None:
         """Set the plan cache's capacity (``cutensorHandleResizePlanCache``).

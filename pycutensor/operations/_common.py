@@ -6,7 +6,9 @@ functions do: describe the arrays as they lie in memory, validate everything tha
 without a GPU (:func:`prepare`), plan once and keep the descriptors, operation and plan in the
 handle's cache under a key made of everything that changes the plan (modes, shapes, strides, dtypes,
 pointer alignment, operators, compute type, preference), then execute. A repeated call checks the
-arrays and executes only.
+arrays and executes only, except while a preference's incremental autotuning is unfinished: then
+each call plans again (cuTENSOR's next candidate) until ``incremental_count`` candidates ran and
+the winner is kept (:class:`~pycutensor.plan.IncrementalTuning`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,15 @@ from ..checks import (
 )
 from ..handle import Handle, check_handle_argument, handle_for
 from ..operation import Operation
-from ..plan import Plan, PlanPreference, PlanPreferenceObject, estimate_workspace
+from ..plan import (
+    IncrementalTuning,
+    Plan,
+    PlanPreference,
+    PlanPreferenceObject,
+    estimate_workspace,
+    require_plan_cache,
+    tuning_count,
+)
 from ..tables import KINDS, Kind
 from ..tensor import (
     MAX_ALIGNMENT,
@@ -140,18 +150,43 @@ def prepare(  # noqa: PLR0917 - internal, one argument per part of the request
 
 
 class _Ready:
-    """A planned operation kept in a handle's cache: descriptors, operation, plan."""
+    """A planned operation kept in a handle's cache: descriptors, operation, plan, and for a
+    preference with ``autotune="incremental"`` the tuning state and the preference's C object
+    (every plan of the tuning is made with the same one, as in NVIDIA's sample)."""
 
-    __slots__ = ("descriptors", "offsets", "operation", "plan")
+    __slots__ = ("descriptors", "offsets", "operation", "plan", "preference", "tuning")
 
     def __init__(self, descriptors: list[TensorDescriptor], operation: Operation, plan: Plan,
-                 offsets: list[tuple[int, int]]) -> None:  # fmt: skip
+                 offsets: list[tuple[int, int]], *, preference: PlanPreferenceObject | None = None,
+                 tuning: IncrementalTuning[Plan] | None = None) -> None:  # fmt: skip
         self.descriptors = descriptors
         self.operation = operation
         self.plan = plan
         self.offsets = offsets  # per operand: (lowest, one past highest) byte offset
+        self.preference = preference
+        self.tuning = tuning  # None once tuning is finished (one attribute test per call)
+
+    def next_plan(self) -> Plan:
+        """The plan for this call while incremental tuning is unfinished: cuTENSOR's next
+        candidate (``cutensorCreatePlan`` again with the same operation and preference), or, once
+        ``incremental_count`` candidates ran, the winner from its plan cache, kept from then on."""
+        tuning = self.tuning
+        if tuning is None:
+            return self.plan
+        plan = tuning.next_plan(self._replan)
+        if tuning.finished:
+            # plan first, then tuning: a thread that sees tuning None must find the winner
+            self.plan = tuning.plan
+            self.tuning = None
+        return plan
+
+    def _replan(self) -> Plan:
+        return Plan(self.operation, self.preference)
 
     def close(self) -> None:
+        tuning = self.tuning
+        if tuning is not None:
+            tuning.plan.close()
         self.plan.close()
         self.operation.close()
         for d in self.descriptors:
@@ -235,6 +270,10 @@ def run(  # noqa: PLR0917 - called from the public functions only
             scalars,
         )
         ready = handle.cache(key, ready)  # another thread sharing the handle may have won
+        plan = ready.plan
+    else:
+        # while incremental tuning is unfinished, every call plans again (the next candidate)
+        plan = ready.plan if ready.tuning is None else ready.next_plan()
     target = out_view if out_view is not None else views[-1]
     if target.readonly:
         raise ValueError(f"the output {'out' if out_view is not None else names[-1]} is read-only")
@@ -255,8 +294,8 @@ def run(  # noqa: PLR0917 - called from the public functions only
     values = ready.operation.scalar_values(**scalars)
     previous = handle.activate()  # the workspace is allocated on the handle's device
     try:
-        ws_ptr, ws_size = ready.plan._workspace(workspace, stream_ptr, stream)
-        ready.plan._call(pointers, values, stream_ptr, ws_ptr, ws_size)
+        ws_ptr, ws_size = plan._workspace(workspace, stream_ptr, stream)
+        plan._call(pointers, values, stream_ptr, ws_ptr, ws_size)
     finally:
         handle.restore(previous)
     return out if out is not None else arrays[-1]
@@ -276,7 +315,12 @@ def _build(  # noqa: PLR0917 - private
     scalars: Mapping[str, Any],
 ) -> _Ready:
     prepared = prepare(info, views, labels, out_view, unary, binary, compute_type, scalars)
+    tuned = preference is not None and preference.autotune == "incremental"
+    if tuned:
+        require_plan_cache(handle, "PlanPreference(autotune='incremental')")
     descriptors: list[TensorDescriptor] = []
+    pref_obj: PlanPreferenceObject | None = None
+    tuning: IncrementalTuning[Plan] | None = None
     try:
         for spec in prepared.specs:
             descriptors.append(TensorDescriptor.from_spec(handle, spec))
@@ -285,7 +329,14 @@ def _build(  # noqa: PLR0917 - private
         lowered_layouts = [(low.extents, low.strides) for low in prepared.lowered]
         operation._create(handle, tensors, unary=unary, binary=binary, compute_type=compute_type,
                           layouts=lowered_layouts)  # fmt: skip
-        plan = Plan(operation, preference)
+        if tuned:
+            assert preference is not None
+            # one C preference for every plan of the tuning, kept with the entry
+            pref_obj = preference.create(handle)
+            plan = Plan(operation, pref_obj)
+            tuning = IncrementalTuning(tuning_count(preference, pref_obj), plan)
+        else:
+            plan = Plan(operation, preference)
     except BaseException:
         for d in descriptors:
             d.close()
@@ -294,4 +345,4 @@ def _build(  # noqa: PLR0917 - private
                for (shape, strides), v in zip(prepared.layouts, views, strict=False)]  # fmt: skip
     if len(info.operands) > len(info.tensors):
         offsets.append(offsets[-1])
-    return _Ready(descriptors, operation, plan, offsets)
+    return _Ready(descriptors, operation, plan, offsets, preference=pref_obj, tuning=tuning)
