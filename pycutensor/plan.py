@@ -39,7 +39,9 @@ from pycudnn._shared.resource import ClosedError, CResource
 from pycudnn._shared.suggest import did_you_mean
 
 from . import _bindings
+from ._capture import capture_state, jit_planning_refusal, tuning_refusal
 from ._lib import LIB, check, clear_last_error
+from .errors import GraphCaptureError
 from .handle import Handle
 from .operation import Operation
 from .preference import (
@@ -145,6 +147,8 @@ def _create_plan(
 
     The one place the library calls ``cutensorCreatePlan``. ``preference`` must be a C object:
     cuTENSOR 2.8 refuses NULL ("pref must not be nullptr"), though ``cutensor.h`` allows it.
+    With just-in-time compilation enabled it raises :class:`~pycutensor.errors.GraphCaptureError`
+    while a blocking stream of the handle's device is being captured (see :mod:`._capture`).
     """
     if not isinstance(preference, PlanPreferenceObject):
         raise TypeError(
@@ -155,6 +159,12 @@ def _create_plan(
     out = ctypes.c_void_p()
     previous = handle.activate()
     try:
+        if preference.preference.jit != "none":
+            # JIT planning must not be captured; the legacy stream of the handle's (now current)
+            # context tells whether a blocking stream is capturing. One driver call, JIT only.
+            refusal = jit_planning_refusal(capture_state(None), jit=True)
+            if refusal is not None:
+                raise GraphCaptureError(refusal)
         clear_last_error()
         status = LIB.function("cutensorCreatePlan")(
             handle, ctypes.byref(out), operation, preference, limit
@@ -560,7 +570,9 @@ def autotune(
     host work and plan creation are not counted. ``arrays`` are overwritten as by
     :meth:`Plan.execute`.
 
-    Raises ``ValueError`` when the operation's handle has no plan cache
+    Raises :class:`~pycutensor.errors.GraphCaptureError` when ``stream`` is being captured in a
+    CUDA graph (tuning plans must not be captured), and ``ValueError`` when the operation's handle
+    has no plan cache
     (``CUTENSOR_DISABLE_PLAN_CACHE=1`` when it was created, or a capacity of 0): every plan would
     then be an untimed candidate, not the tuned one.
     """
@@ -587,6 +599,9 @@ def autotune(
         pref_obj = preference.create(handle)  # one for every plan of the run; they keep it alive
         # cuTENSOR's own count when none is given (the loop used to assume 4)
         count = tuning_count(preference, pref_obj)
+        refusal = tuning_refusal(capture_state(stream_handle(s)), 0, count)
+        if refusal is not None:
+            raise GraphCaptureError(refusal)
         for i in range(count + 1):
             plan = Plan(operation, pref_obj)
             try:

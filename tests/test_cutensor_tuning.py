@@ -8,6 +8,7 @@ test_cutensor_tuning_gpu.py.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import threading
 import time
@@ -15,6 +16,8 @@ from itertools import count as counter
 
 import pytest
 
+from pycudnn._shared.cuda import driver_status
+from pycutensor._capture import capture_state, jit_planning_refusal, tuning_refusal
 from pycutensor.handle import plan_cache_unavailable
 from pycutensor.plan import IncrementalTuning, PlanPreference, tuning_count
 
@@ -114,3 +117,45 @@ def test_plan_cache_unavailable(variable: str | None, capacity: int, expected: s
         assert reason is None
     else:
         assert reason is not None and expected in reason
+
+
+# -- CUDA graph capture: the decisions (the driver query is exercised by the GPU tests) ----------
+@pytest.mark.parametrize("state", ["none", "unknown", "active", "invalidated"])
+def test_jit_planning_is_allowed_unless_a_blocking_stream_captures(state: str) -> None:
+    # "active" cannot come from the legacy stream; only "implicit" (a blocking stream of the
+    # context is capturing) makes cutensorCreatePlan's JIT work part of the capture.
+    assert jit_planning_refusal(state, jit=True) is None
+
+
+def test_jit_planning_during_a_blocking_capture_is_refused_with_the_workarounds() -> None:
+    message = jit_planning_refusal("implicit", jit=True)
+    assert message is not None
+    for part in ("must not be captured", "Plan before the capture", "non-blocking", "jit='none'"):
+        assert part in message
+
+
+def test_planning_without_jit_may_be_captured() -> None:
+    assert jit_planning_refusal("implicit", jit=False) is None
+
+
+@pytest.mark.parametrize(("state", "refused"), [("none", False), ("unknown", False),
+                                                ("active", True), ("invalidated", True),
+                                                ("implicit", True)])  # fmt: skip
+def test_tuning_is_refused_on_a_capturing_stream(state: str, refused: bool) -> None:
+    assert (tuning_refusal(state, 2, 4) is not None) is refused
+
+
+def test_tuning_refusal_says_how_many_calls_are_left() -> None:
+    message = tuning_refusal("active", 2, 4)
+    assert message is not None
+    assert "2 of 5 plans made" in message and "call it 3 more times" in message
+    assert "call it 1 more time " in (tuning_refusal("active", 4, 4) or "")
+
+
+def test_capture_state_without_a_context_is_unknown() -> None:
+    if driver_status().usable:
+        pytest.skip("a GPU is usable here: the GPU tests check the real states")
+    if importlib.util.find_spec("cuda.bindings") is None:
+        pytest.skip("cuda.bindings is not installed")
+    assert capture_state(None) == "unknown"
+    assert capture_state(0) == "unknown"

@@ -21,6 +21,7 @@ import numpy as np
 from pycudnn._shared.arrays import ArrayView, alignment_of, as_array_view
 from pycudnn._shared.cuda import stream_handle
 
+from .._capture import capture_state, tuning_refusal
 from ..checks import (
     LoweredTensor,
     check_device_view,
@@ -31,6 +32,7 @@ from ..checks import (
     span,
     table_scalar_dtype,
 )
+from ..errors import GraphCaptureError
 from ..handle import Handle, check_handle_argument, handle_for
 from ..operation import Operation
 from ..plan import (
@@ -166,13 +168,16 @@ class _Ready:
         self.preference = preference
         self.tuning = tuning  # None once tuning is finished (one attribute test per call)
 
-    def next_plan(self) -> Plan:
+    def next_plan(self, stream_ptr: int) -> Plan:
         """The plan for this call while incremental tuning is unfinished: cuTENSOR's next
         candidate (``cutensorCreatePlan`` again with the same operation and preference), or, once
-        ``incremental_count`` candidates ran, the winner from its plan cache, kept from then on."""
+        ``incremental_count`` candidates ran, the winner from its plan cache, kept from then on.
+        Refused while ``stream_ptr`` is being captured in a CUDA graph."""
         tuning = self.tuning
         if tuning is None:
             return self.plan
+        if not tuning.finished:
+            _refuse_tuning_capture(stream_ptr, tuning.plans_made, tuning.count)
         plan = tuning.next_plan(self._replan)
         if tuning.finished:
             # plan first, then tuning: a thread that sees tuning None must find the winner
@@ -191,6 +196,13 @@ class _Ready:
         self.operation.close()
         for d in self.descriptors:
             d.close()
+
+
+def _refuse_tuning_capture(stream_ptr: int, planned: int, count: int) -> None:
+    # Only while tuning (one driver call per tuning call), never for a finished entry.
+    refusal = tuning_refusal(capture_state(stream_ptr), planned, count)
+    if refusal is not None:
+        raise GraphCaptureError(refusal)
 
 
 def _byte_offsets(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> tuple[int, int]:
@@ -268,12 +280,13 @@ def run(  # noqa: PLR0917 - called from the public functions only
             compute_type,
             preference,
             scalars,
+            stream_ptr,
         )
         ready = handle.cache(key, ready)  # another thread sharing the handle may have won
         plan = ready.plan
     else:
         # while incremental tuning is unfinished, every call plans again (the next candidate)
-        plan = ready.plan if ready.tuning is None else ready.next_plan()
+        plan = ready.plan if ready.tuning is None else ready.next_plan(stream_ptr)
     target = out_view if out_view is not None else views[-1]
     if target.readonly:
         raise ValueError(f"the output {'out' if out_view is not None else names[-1]} is read-only")
@@ -313,6 +326,7 @@ def _build(  # noqa: PLR0917 - private
     compute_type: Any,
     preference: PlanPreference | None,
     scalars: Mapping[str, Any],
+    stream_ptr: int = 0,
 ) -> _Ready:
     prepared = prepare(info, views, labels, out_view, unary, binary, compute_type, scalars)
     tuned = preference is not None and preference.autotune == "incremental"
@@ -333,8 +347,10 @@ def _build(  # noqa: PLR0917 - private
             assert preference is not None
             # one C preference for every plan of the tuning, kept with the entry
             pref_obj = preference.create(handle)
+            count = tuning_count(preference, pref_obj)
+            _refuse_tuning_capture(stream_ptr, 0, count)
             plan = Plan(operation, pref_obj)
-            tuning = IncrementalTuning(tuning_count(preference, pref_obj), plan)
+            tuning = IncrementalTuning(count, plan)
         else:
             plan = Plan(operation, preference)
     except BaseException:
