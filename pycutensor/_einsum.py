@@ -34,7 +34,7 @@ cuTENSOR operation widens while adding). A label of extent 0 that is summed rais
 ``ValueError`` (cuTENSOR has no empty tensors); an empty output is returned as it is.
 
 Repeating a call is cheap: the program (descriptors, operations, plans, intermediate layout) is
-cached in the calling thread's handle under a key of the subscripts, shapes, strides, dtypes,
+cached in the handle (``handle=``, else the calling thread's own) under a key of the subscripts, shapes, strides, dtypes,
 pointer alignments, ``optimize``, ``dtype``, compute type and whether ``beta`` is zero, so a
 repeated call only inspects its arrays and executes. :func:`parse_einsum` does the parsing alone
 and needs no GPU.
@@ -63,7 +63,7 @@ from ._einsum_build import (
 )
 from ._einsum_parse import EinsumSpec, parse_einsum, subscripts_from_sublists
 from ._einsum_plan import plan_einsum, result_dtype
-from .handle import get_handle
+from .handle import check_handle_argument, handle_for
 from .operations import _check_device_view, _coerce_scalar, _span, _table_scalar_dtype
 from .tensor import MAX_ALIGNMENT
 
@@ -124,6 +124,7 @@ def einsum(
     beta: Any = 0.0,
     compute_type: Any = None,
     stream: Any = None,
+    handle: Handle | None = None,
 ) -> Any:
     """``alpha * numpy.einsum(subscripts, *operands) + beta * out``, on the GPU with cuTENSOR.
 
@@ -139,8 +140,11 @@ def einsum(
     ``False``, an opt_einsum strategy, or an explicit path). ``compute_type``: a cuTENSOR compute
     descriptor name (``"32F"``, ``"TF32"``, ``"3XTF32"``, ``"16BF"``, ``"16F"``, ``"64F"``, ...);
     the default follows the data type (32F for 16-bit and 32-bit data, 64F for doubles).
-    ``stream``: the stream to run on (None: the legacy default stream). Returns ``out``, or a new
-    array. The work is done by ``cutensorPermute``, ``cutensorReduce``, ``cutensorContract`` and
+    ``stream``: the stream to run on (None: the legacy default stream). ``handle``: the
+    :class:`~pycutensor.Handle` to plan and execute with, bound to the operands' device (share one
+    between threads to share its caches); None: the calling thread's own
+    (:func:`~pycutensor.get_handle`). Returns ``out``, or a new array. The work is done by
+    ``cutensorPermute``, ``cutensorReduce``, ``cutensorContract`` and
     ``cutensorElementwiseBinaryExecute``.
     """
     if not isinstance(subscripts, str):
@@ -148,23 +152,25 @@ def einsum(
         operands = tuple(operand_list)
     if not operands:
         raise ValueError("einsum needs at least one operand")
+    check_handle_argument(handle)
     stream_ptr = stream_handle(stream)
     views, out_view, beta_zero, out_align, key = _inspect(
         subscripts, operands, out, stream_ptr, compute_type, beta, optimize, dtype
     )
     device = views[0].device_id
-    handle = None
+    given = handle
     program: _Program | None = None
     same = device >= 0 and (out_view is None or out_view.device_id == device)
     for v in views:
         same = same and v.device_id == device
     if same:
-        handle = get_handle(device)
+        handle = handle_for(given, device)
         program = handle.cached(key)
     if program is None:
         program, handle = _first_call(
-            subscripts, views, out_view, compute_type, beta_zero, key, alpha, beta, optimize, dtype
-        )
+            subscripts, views, out_view, compute_type, beta_zero, key, alpha, beta, optimize, dtype,
+            given,
+        )  # fmt: skip
         if program is None:  # an empty output: nothing to compute
             return _empty_result(operands[0], views, out, subscripts, stream, dtype)
     assert handle is not None
@@ -181,7 +187,8 @@ def einsum(
         # The program was planned for 256-byte aligned outputs; this allocation is less aligned,
         # so plan (once, cached) for an out of this alignment.
         return einsum(subscripts, *operands, out=out, dtype=dtype, optimize=optimize, alpha=alpha,
-                      beta=0.0, compute_type=compute_type, stream=stream)  # fmt: skip
+                      beta=0.0, compute_type=compute_type, stream=stream,
+                      handle=given)  # fmt: skip
     if out_view.readonly:
         raise ValueError("out is read-only")
     pointers = [v.ptr for v in views]
@@ -256,6 +263,7 @@ def _first_call(  # noqa: PLR0917 - private
     beta: Any = 0.0,
     optimize: Any = "greedy",
     dtype: Any = None,
+    handle: Handle | None = None,
 ) -> tuple[_Program | None, Handle | None]:
     """Parse, validate and plan; returns None for an empty output. Everything that can be checked
     without a GPU is checked before the devices are looked at."""
@@ -301,14 +309,14 @@ def _first_call(  # noqa: PLR0917 - private
     # Validate every step (layouts, broadcasts, type tables) without a GPU.
     build_program(None, plan, layouts, out_layout, compute_type, beta_zero)
     device = _check_devices(views, out_view)
-    handle = get_handle(device)
+    handle = handle_for(handle, device)
     program = build_program(handle, plan, layouts, out_layout, compute_type, beta_zero)
     program.out_shape = out_shape
     program.out_alignment = out_alignment
     program.spans = [_span(0, v.shape, v.strides, v.itemsize) for v in views]
     program.out_span = _span(0, out_layout[0], out_layout[1], out_dtype.itemsize)
-    handle.cache(key, program)
-    return program, handle
+    # another thread sharing the handle may have stored the same program first: use that one
+    return handle.cache(key, program), handle
 
 
 def _check_devices(views: Sequence[ArrayView], out_view: ArrayView | None) -> int:

@@ -19,11 +19,19 @@ __all__ = [
     "CutensorInsufficientWorkspaceError",
     "CutensorInvalidValueError",
     "CutensorNotSupportedError",
+    "GraphCaptureError",
     "LibraryNotFoundError",
     "UnsupportedByLibraryError",
     "error_class_for_status",
     "status_name",
 ]
+
+
+class GraphCaptureError(RuntimeError):
+    """Refused before a cuTENSOR call that must not happen during CUDA graph capture: planning
+    with just-in-time compilation while a blocking stream is captured, or planning/executing a
+    problem whose incremental autotuning is unfinished (cuTENSOR user guide, "CUDA Graph
+    Support"). The message gives the way around it."""
 
 
 class CutensorError(RuntimeError):

@@ -1,4 +1,4 @@
-"""cuTENSOR handles: one per host thread per device, with the handle's plan cache.
+"""cuTENSOR handles: one per device (per host thread by default, or shared), with the plan cache.
 
 A handle (``cutensorCreate``) belongs to the device that was current when it was created; cuTENSOR
 plans are created for, and must execute on, that device ("executing with another active device
@@ -29,8 +29,17 @@ only handles created later):
 
 Besides cuTENSOR's cache, a handle keeps a small Python-side LRU of ready-to-run operations (the
 plans behind :func:`pycutensor.einsum` and the functions of :mod:`pycutensor.operations`), so that
-repeating a call costs only its execute. Handles are not meant to be shared between threads; use
-:func:`get_handle` in each thread.
+repeating a call costs only its execute.
+
+**Threads.** cuTENSOR's plan cache "is implemented in a thread-safe manner and shared among all
+threads that use the same cutensorHandle_t" (user guide). :func:`get_handle` gives each thread its
+own handle, and so its own plan cache; to share one cache (and one plan-cache file written by
+:meth:`Handle.write_plan_cache`) between threads, create one :class:`Handle` and pass it as
+``handle=`` to :func:`pycutensor.einsum` and the functions of :mod:`pycutensor.operations`. The
+Python-side operation cache is guarded by a lock, plan-cache resizing and reading are serialised
+(``cutensorHandleResizePlanCache`` is not thread-safe), and a plan's execute holds the plan's own
+lock while it fills the host buffer its scalars are read from. Closing a handle while another
+thread uses it is not supported.
 """
 
 from __future__ import annotations
@@ -51,10 +60,41 @@ from . import _bindings
 from ._lib import LIB, check, clear_last_error, take_last_error
 from .errors import error_from_status
 
-__all__ = ["DEFAULT_PLAN_CACHE_SIZE", "Handle", "get_handle", "write_atomically"]
+__all__ = [
+    "DEFAULT_PLAN_CACHE_SIZE",
+    "DISABLE_PLAN_CACHE_VARIABLE",
+    "Handle",
+    "OperationCache",
+    "get_handle",
+    "handle_for",
+    "plan_cache_unavailable",
+    "write_atomically",
+]
 
 #: cuTENSOR's default plan-cache capacity (``cutensorCreate`` documentation).
 DEFAULT_PLAN_CACHE_SIZE = 64
+#: The variable that, set to 1 when a handle is created, leaves it without a plan cache.
+DISABLE_PLAN_CACHE_VARIABLE = "CUTENSOR_DISABLE_PLAN_CACHE"
+
+
+def plan_cache_unavailable(disable_variable: str | None, capacity: int) -> str | None:
+    """Why a handle has no usable plan cache, or None when it has one.
+
+    ``disable_variable``: ``CUTENSOR_DISABLE_PLAN_CACHE`` as it was when the handle was created
+    (cuTENSOR reads it only then; the user guide documents the value 1, so only 1 counts here);
+    ``capacity``: the plan cache's capacity (:meth:`Handle.resize_plan_cache`; 0 keeps no plan).
+    Incremental autotuning needs the cache: cuTENSOR keeps the candidates' timings and the
+    winning kernel there.
+    """
+    if disable_variable is not None and disable_variable.strip() == "1":
+        return (
+            f"{DISABLE_PLAN_CACHE_VARIABLE}=1 was set when the handle was created, so cuTENSOR "
+            "gave it no plan cache (unset it before the handle is created)"
+        )
+    if capacity == 0:
+        return "the handle's plan cache was resized to 0 entries (resize_plan_cache)"
+    return None
+
 
 _UINT32_MAX = 2**32 - 1
 
@@ -138,6 +178,77 @@ def _device(device: Any) -> Any:
         raise _no_device_error(exc) from exc
 
 
+class OperationCache:
+    """The Python-side LRU of ready operations a :class:`Handle` keeps, safe to use from several
+    threads.
+
+    One lock (created with the cache, never per call) guards the dictionary: without it a lookup
+    that moves its entry to the recent end could race with another thread's eviction of that
+    entry (``KeyError`` from ``move_to_end``). Evicted entries are dropped, not closed: another
+    thread may be executing the plan it just looked up, so its C objects are destroyed by their
+    finalizers once the last reference goes (immediately in CPython when no thread holds one).
+    """
+
+    __slots__ = ("_capacity", "_entries", "_lock")
+
+    def __init__(self, capacity: int = 128) -> None:
+        self._entries: collections.OrderedDict[Any, Any] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self._capacity = 1
+        self.capacity = capacity
+
+    @property
+    def capacity(self) -> int:
+        """The number of entries kept; the least recently used beyond it are dropped."""
+        return self._capacity
+
+    @capacity.setter
+    def capacity(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"max_cached_operations must be an int, not {type(value).__name__}")
+        if value < 1:
+            raise ValueError(f"max_cached_operations must be at least 1, got {value}")
+        with self._lock:
+            self._capacity = value
+            self._trim()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: Any) -> Any:
+        """The entry for ``key`` (now the most recently used), or None. An unhashable key raises
+        ``TypeError``, as a dictionary lookup does."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+            return entry
+
+    def add(self, key: Any, entry: Any) -> Any:
+        """Store ``entry`` under ``key`` unless another thread stored one first; return the stored
+        entry (so that all threads use one, and one incremental-tuning state per problem)."""
+        with self._lock:
+            existing = self._entries.get(key)
+            if existing is not None:
+                self._entries.move_to_end(key)
+                return existing
+            self._entries[key] = entry
+            self._trim()
+            return entry
+
+    def clear(self) -> list[Any]:
+        """Empty the cache; returns the entries it held (the caller closes them)."""
+        with self._lock:
+            entries = list(self._entries.values())
+            self._entries.clear()
+        return entries
+
+    def _trim(self) -> None:
+        # Called with the lock held. Dropped entries are not closed (see the class docstring).
+        while len(self._entries) > self._capacity:
+            self._entries.popitem(last=False)
+
+
 class Handle(CResource):
     """A ``cutensorHandle_t`` bound to one device (``cutensorCreate`` / ``cutensorDestroy``).
 
@@ -155,6 +266,9 @@ class Handle(CResource):
         previous = _current_context()
         dev.set_current()  # cutensorCreate binds the handle to the current device
         out = ctypes.c_void_p()
+        # cuTENSOR reads the variable during cutensorCreate: what it was then decides for good
+        # whether this handle has a plan cache (see plan_cache_unavailable).
+        disable_cache = os.environ.get(DISABLE_PLAN_CACHE_VARIABLE)
         try:
             clear_last_error()
             status = LIB.function("cutensorCreate")(ctypes.byref(out))
@@ -169,8 +283,8 @@ class Handle(CResource):
         self._device = dev
         self._lock = threading.Lock()  # cutensorHandleResizePlanCache is not thread-safe
         self._plan_cache_size = DEFAULT_PLAN_CACHE_SIZE
-        self._operations: collections.OrderedDict[Any, Any] = collections.OrderedDict()
-        self.max_cached_operations = 128
+        self._disable_plan_cache: str | None = disable_cache
+        self._operations = OperationCache(128)
         self._compute_capability: tuple[int, int] | None = None
         #: The plan preference with cuTENSOR's defaults that plans made without one use: created
         #: on first use by :func:`pycutensor.preference.default_preference`, owned by the handle.
@@ -221,6 +335,12 @@ class Handle(CResource):
     def plan_cache_size(self) -> int:
         """The capacity last given to :meth:`resize_plan_cache` (64, cuTENSOR's default, before)."""
         return self._plan_cache_size
+
+    @property
+    def plan_cache_unavailable(self) -> str | None:
+        """Why this handle has no usable plan cache (so no incremental autotuning), or None when
+        it has one: see :func:`plan_cache_unavailable`."""
+        return plan_cache_unavailable(self._disable_plan_cache, self._plan_cache_size)
 
     def resize_plan_cache(self, entries: int) -> None:
         """Set the plan cache's capacity (``cutensorHandleResizePlanCache``).
@@ -322,31 +442,27 @@ class Handle(CResource):
         )
 
     # -- the Python-side cache of ready operations -------------------------------------------
+    @property
+    def max_cached_operations(self) -> int:
+        """How many ready operations the Python-side cache keeps (128 by default)."""
+        return self._operations.capacity
+
+    @max_cached_operations.setter
+    def max_cached_operations(self, value: int) -> None:
+        self._operations.capacity = value
+
     def cached(self, key: Any) -> Any:
         """The cached entry for ``key`` (moved to the most-recently-used end), or None."""
-        entries = self._operations
-        entry = entries.get(key)
-        if entry is not None:
-            entries.move_to_end(key)
-        return entry
+        return self._operations.get(key)
 
-    def cache(self, key: Any, entry: Any) -> None:
-        """Remember ``entry`` under ``key``; the least recently used entries beyond
-        :attr:`max_cached_operations` are closed."""
-        entries = self._operations
-        entries[key] = entry
-        entries.move_to_end(key)
-        while len(entries) > max(self.max_cached_operations, 1):
-            _, old = entries.popitem(last=False)
-            close = getattr(old, "close", None)
-            if close is not None:
-                close()
+    def cache(self, key: Any, entry: Any) -> Any:
+        """Remember ``entry`` under ``key`` and return the entry to use: ``entry``, or the one
+        another thread stored under ``key`` first (see :meth:`OperationCache.add`)."""
+        return self._operations.add(key, entry)
 
     def clear_cached_operations(self) -> None:
         """Close every entry of the Python-side operation cache."""
-        entries = self._operations
-        while entries:
-            _, old = entries.popitem(last=False)
+        for old in self._operations.clear():
             close = getattr(old, "close", None)
             if close is not None:
                 close()
@@ -427,3 +543,26 @@ def get_handle(device: Any = None) -> Handle:
     if handle is None or handle.closed:
         handle = handles[ordinal] = Handle(dev)
     return handle
+
+
+def handle_for(handle: Any, device: int) -> Handle:
+    """The handle an operation on arrays of ``device`` runs on: ``handle`` when given (an open
+    :class:`Handle` bound to ``device``), else the calling thread's (:func:`get_handle`)."""
+    if handle is None:
+        return get_handle(device)
+    check_handle_argument(handle)
+    if handle.closed:
+        raise ValueError("handle is closed")
+    if handle.device_id != device:
+        raise ValueError(
+            f"handle is bound to device {handle.device_id}, but the arrays are on device {device}: "
+            "cuTENSOR plans are created for, and execute on, their handle's device"
+        )
+    return handle
+
+
+def check_handle_argument(handle: Any) -> None:
+    """Refuse a ``handle=`` argument that is neither None nor a :class:`Handle` (before any array
+    is looked at, so that the mistake is named even without a GPU)."""
+    if handle is not None and not isinstance(handle, Handle):
+        raise TypeError(f"handle must be a pycutensor.Handle or None, not {type(handle).__name__}")

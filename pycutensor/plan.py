@@ -16,26 +16,32 @@ call. :meth:`Plan.launch` skips the array checks for callers that pass raw devic
 Incremental autotuning (:func:`autotune`) follows NVIDIA's ``contraction_plan_cache`` sample: with
 ``PlanPreference(autotune="incremental", incremental_count=n)`` every new plan for the same problem
 tries another kernel and cuTENSOR times it; after ``n`` such plans the fastest is in the handle's plan
-cache and the next plan created is that one. The cache must be enabled
-(``CUTENSOR_DISABLE_PLAN_CACHE`` unset); results are not bitwise reproducible while it tunes, and
-plans that are still tuning should not be captured in CUDA graphs.
+cache and the next plan created is that one. The functions on arrays (:func:`pycutensor.contract`,
+...) do the same across calls (:class:`IncrementalTuning`). The cache must be enabled
+(``CUTENSOR_DISABLE_PLAN_CACHE`` unset, a capacity above 0: :func:`autotune` refuses otherwise);
+results are not bitwise reproducible while it tunes, and plans that are still tuning must not be
+captured in CUDA graphs.
 """
 
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
 from pycudnn._shared.arrays import alignment_of, array_view
 from pycudnn._shared.cuda import stream_handle
+from pycudnn._shared.ffi import UnsupportedByLibraryError
 from pycudnn._shared.resource import ClosedError, CResource
 from pycudnn._shared.suggest import did_you_mean
 
 from . import _bindings
+from ._capture import capture_state, jit_planning_refusal, tuning_refusal
 from ._lib import LIB, check, clear_last_error
+from .errors import GraphCaptureError
 from .handle import Handle
 from .operation import Operation
 from .preference import (
@@ -50,12 +56,15 @@ from .preference import (
 __all__ = [
     "ALGORITHMS",
     "WORKSPACE_PREFERENCES",
+    "IncrementalTuning",
     "Plan",
     "PlanPreference",
     "PlanPreferenceObject",
     "autotune",
     "default_preference",
     "estimate_workspace",
+    "require_plan_cache",
+    "tuning_count",
 ]
 
 #: ``cutensorWorksizePreference_t`` by name.
@@ -138,6 +147,8 @@ def _create_plan(
 
     The one place the library calls ``cutensorCreatePlan``. ``preference`` must be a C object:
     cuTENSOR 2.8 refuses NULL ("pref must not be nullptr"), though ``cutensor.h`` allows it.
+    With just-in-time compilation enabled it raises :class:`~pycutensor.errors.GraphCaptureError`
+    while a blocking stream of the handle's device is being captured (see :mod:`._capture`).
     """
     if not isinstance(preference, PlanPreferenceObject):
         raise TypeError(
@@ -148,6 +159,12 @@ def _create_plan(
     out = ctypes.c_void_p()
     previous = handle.activate()
     try:
+        if preference.preference.jit != "none":
+            # JIT planning must not be captured; the legacy stream of the handle's (now current)
+            # context tells whether a blocking stream is capturing. One driver call, JIT only.
+            refusal = jit_planning_refusal(capture_state(None), jit=True)
+            if refusal is not None:
+                raise GraphCaptureError(refusal)
         clear_last_error()
         status = LIB.function("cutensorCreatePlan")(
             handle, ctypes.byref(out), operation, preference, limit
@@ -294,6 +311,9 @@ class Plan(CResource):
         self._scalar_ptrs = tuple(base + i * size for i in range(len(op.scalar_names)))
         self._alignments = tuple(o.spec.alignment for o in op.operands)
         self._device = self.handle.device
+        # Threads sharing a handle share its cached plans: the lock keeps one thread's scalars in
+        # the buffer until cuTENSOR has read them (ctypes releases the GIL during the call).
+        self._call_lock = threading.Lock()
 
     # -- executing ----------------------------------------------------------------------------
     def execute(
@@ -421,16 +441,14 @@ class Plan(CResource):
                     f"made for {need}-byte aligned operands; describe the tensors with "
                     f"alignment={alignment_of(ptr)} and plan again"
                 )
+        args = self._args(self._handle_ptr, self._plan_ptr, self._scalar_ptrs, pointers,
+                          workspace_ptr, workspace_size, stream_ptr)  # fmt: skip
         buf = self._scalars
-        for i, value in enumerate(scalars):
-            buf[i] = value
-        clear_last_error()
-        status = self._fn(
-            *self._args(
-                self._handle_ptr, self._plan_ptr, self._scalar_ptrs, pointers,
-                workspace_ptr, workspace_size, stream_ptr,
-            )
-        )  # fmt: skip
+        with self._call_lock:  # cuTENSOR reads the scalars from buf during the call
+            for i, value in enumerate(scalars):
+                buf[i] = value
+            clear_last_error()
+            status = self._fn(*args)
         if status:
             check(status, self.operation.execute_function)
 
@@ -454,6 +472,84 @@ def _buffer_extent(buffer: Any, stream_ptr: int) -> tuple[int, int]:
     return view.ptr, view.span_bytes()
 
 
+# -- incremental autotuning ---------------------------------------------------------------------
+_P = TypeVar("_P")
+
+
+class IncrementalTuning(Generic[_P]):
+    """Where the incremental autotuning of one problem stands, across calls.
+
+    With ``autotune="incremental"`` each ``cutensorCreatePlan`` for the same operation and
+    preference makes a plan with the next kernel candidate, whose execute cuTENSOR times in its
+    plan cache; after ``count`` candidates the next plan created is the fastest one, from the
+    cache. So a caller that keeps one plan per problem (the functions on arrays) must plan again
+    on each of the ``count`` calls after the first, then keep the plan: :meth:`next_plan` does
+    that bookkeeping. ``plan`` is the first plan, made (and about to be executed) by the caller.
+
+    Thread-safe: plans are made under a lock, so that the plan kept in the end is the last one
+    made (the winner), whatever order threads finish in. Pure Python: ``make`` creates the plan.
+    """
+
+    __slots__ = ("_lock", "count", "plan", "plans_made")
+
+    def __init__(self, count: int, plan: _P) -> None:
+        self.count = int_option(count, "incremental_count", 1)
+        self.plan = plan
+        self.plans_made = 1
+        self._lock = threading.Lock()  # made once per problem, never per call
+
+    @property
+    def finished(self) -> bool:
+        """True once ``count`` candidates were planned and the winner after them."""
+        return self.plans_made > self.count
+
+    def next_plan(self, make: Callable[[], _P]) -> _P:
+        """The plan to execute now: a new one from ``make`` while tuning is unfinished (it becomes
+        :attr:`plan`), else the plan kept."""
+        with self._lock:
+            if self.plans_made > self.count:
+                return self.plan
+            plan = make()
+            self.plans_made += 1
+            self.plan = plan  # the previous plan goes when its last user drops it
+            return plan
+
+
+def tuning_count(preference: PlanPreference, preference_object: PlanPreferenceObject | None) -> int:
+    """How many kernel candidates incremental autotuning with ``preference`` tries.
+
+    ``incremental_count`` when given; otherwise cuTENSOR's default, read back from the C object
+    (``cutensorPlanPreferenceGetAttribute(CUTENSOR_PLAN_PREFERENCE_INCREMENTAL_COUNT)``, cuTENSOR
+    2.4 or newer): guessing it would stop tuning early, or plan the winner too late.
+    """
+    if preference.incremental_count is not None:
+        return int(preference.incremental_count)
+    if preference_object is None:
+        raise ValueError(
+            "incremental_count is not set and there is no preference object to read cuTENSOR's "
+            "default from"
+        )
+    try:
+        count = preference_object.get(int(_bindings.CUTENSOR_PLAN_PREFERENCE_INCREMENTAL_COUNT))
+    except UnsupportedByLibraryError as exc:
+        raise ValueError(
+            "set PlanPreference(incremental_count=...): this cuTENSOR cannot report its default "
+            f"count (cutensorPlanPreferenceGetAttribute needs cuTENSOR 2.4): {exc}"
+        ) from exc
+    return max(int(count), 1)
+
+
+def require_plan_cache(handle: Handle, what: str) -> None:
+    """Refuse incremental autotuning on a handle without a plan cache: cuTENSOR would hand out
+    untuned candidates (nothing to learn the timings in) that would pass for tuned plans."""
+    reason = handle.plan_cache_unavailable
+    if reason is not None:
+        raise ValueError(
+            f"{what} needs cuTENSOR's plan cache (it keeps the candidates' timings and the winning "
+            f"kernel), but this handle has none: {reason}"
+        )
+
+
 def autotune(
     operation: Operation,
     *arrays: Any,
@@ -473,6 +569,12 @@ def autotune(
     ``stream`` around it (``cuda.core`` events with timing, as :mod:`pycudnn`'s autotune does), so
     host work and plan creation are not counted. ``arrays`` are overwritten as by
     :meth:`Plan.execute`.
+
+    Raises :class:`~pycutensor.errors.GraphCaptureError` when ``stream`` is being captured in a
+    CUDA graph (tuning plans must not be captured), and ``ValueError`` when the operation's handle
+    has no plan cache
+    (``CUTENSOR_DISABLE_PLAN_CACHE=1`` when it was created, or a capacity of 0): every plan would
+    then be an untimed candidate, not the tuned one.
     """
     if not isinstance(operation, Operation):
         raise TypeError(f"operation must be a pycutensor Operation, not {type(operation).__name__}")
@@ -486,15 +588,20 @@ def autotune(
     from pycudnn._shared.memory import stream_object
 
     operation._check_open()
-    core = require_cuda_core()
     handle = operation.handle
-    count = preference.incremental_count or 4
+    require_plan_cache(handle, "autotune()")
+    core = require_cuda_core()
     timing = core.EventOptions(timing_enabled=True)
     times: list[float] = []
     previous = handle.activate()  # events and the stream belong to the handle's device
     try:
         s = stream_object(stream, handle.device)
         pref_obj = preference.create(handle)  # one for every plan of the run; they keep it alive
+        # cuTENSOR's own count when none is given (the loop used to assume 4)
+        count = tuning_count(preference, pref_obj)
+        refusal = tuning_refusal(capture_state(stream_handle(s)), 0, count)
+        if refusal is not None:
+            raise GraphCaptureError(refusal)
         for i in range(count + 1):
             plan = Plan(operation, pref_obj)
             try:

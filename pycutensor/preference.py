@@ -268,7 +268,7 @@ def default_preference(handle: Handle) -> PlanPreferenceObject:
     if isinstance(pref, PlanPreferenceObject) and not pref.closed:
         return pref
     handle._check_open()
-    with handle._lock:  # handles are per thread, but a user may share one
+    with handle._lock:  # a handle may be shared between threads (handle=)
         pref = handle._default_preference
         if not isinstance(pref, PlanPreferenceObject) or pref.closed:
             pref = PlanPreferenceObject(handle, PlanPreference(), owned_by_handle=True)

@@ -63,21 +63,24 @@ BINARY_OPERATORS: dict[str, int] = {
     name.lower(): int(_bindings.cutensorOperator_t[name]) for name in _BINARY_NAMES
 }
 
-# The user guide's table "supported unary operators" (per data type). MISH, SWISH, SOFT_PLUS and
-# SOFT_SIGN came later (cutensor/types.h documents them as real-valued activations) and are
-# allowed for the real floating-point types too.
+# The user guide's table "supported unary operators" (per data type), restricted to the data types
+# some operation accepts. MISH, SWISH, SOFT_PLUS and SOFT_SIGN came later (cutensor/types.h
+# documents them as real-valued activations) and are allowed for the real floating-point types too.
+# The guide also lists C_16F (IDENTITY, CONJ) and R_8I, R_8U, R_32I, R_32U (IDENTITY, RELU), but no
+# create call of cutensor.h 2.8 (contraction, trinary contraction, reduction, elementwise binary and
+# trinary, permutation) lists those types in its table of supported combinations, so every such
+# request is refused by the type tables first: rows for them here would only be dead data.
 _REAL_UNARY = (
     "identity", "sqrt", "rcp", "relu", "sigmoid", "tanh", "exp", "log", "abs", "neg",
     "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh",
     "ceil", "floor", "mish", "swish", "soft_plus", "soft_sign",
 )  # fmt: skip
 _COMPLEX_UNARY = ("identity", "conj")
-_INTEGER_UNARY = ("identity", "relu")
-#: Data type name -> the unary operators the user guide lists for it.
+#: Data type name -> the unary operators the user guide lists for it, for the data types that some
+#: operation's table accepts (see the comment above for the guide's rows left out).
 UNARY_OPERATORS_BY_DATA_TYPE: dict[str, frozenset[str]] = {
     **{t: frozenset(_REAL_UNARY) for t in ("R_32F", "R_64F", "R_16F", "R_16BF")},
-    **{t: frozenset(_COMPLEX_UNARY) for t in ("C_32F", "C_64F", "C_16F")},
-    **{t: frozenset(_INTEGER_UNARY) for t in ("R_8I", "R_8U", "R_32I", "R_32U")},
+    **{t: frozenset(_COMPLEX_UNARY) for t in ("C_32F", "C_64F")},
 }
 
 

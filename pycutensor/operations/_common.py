@@ -6,7 +6,9 @@ functions do: describe the arrays as they lie in memory, validate everything tha
 without a GPU (:func:`prepare`), plan once and keep the descriptors, operation and plan in the
 handle's cache under a key made of everything that changes the plan (modes, shapes, strides, dtypes,
 pointer alignment, operators, compute type, preference), then execute. A repeated call checks the
-arrays and executes only.
+arrays and executes only, except while a preference's incremental autotuning is unfinished: then
+each call plans again (cuTENSOR's next candidate) until ``incremental_count`` candidates ran and
+the winner is kept (:class:`~pycutensor.plan.IncrementalTuning`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 from pycudnn._shared.arrays import ArrayView, alignment_of, as_array_view
 from pycudnn._shared.cuda import stream_handle
 
+from .._capture import capture_state, tuning_refusal
 from ..checks import (
     LoweredTensor,
     check_device_view,
@@ -29,9 +32,18 @@ from ..checks import (
     span,
     table_scalar_dtype,
 )
-from ..handle import Handle, get_handle
+from ..errors import GraphCaptureError
+from ..handle import Handle, check_handle_argument, handle_for
 from ..operation import Operation
-from ..plan import Plan, PlanPreference, PlanPreferenceObject, estimate_workspace
+from ..plan import (
+    IncrementalTuning,
+    Plan,
+    PlanPreference,
+    PlanPreferenceObject,
+    estimate_workspace,
+    require_plan_cache,
+    tuning_count,
+)
 from ..tables import KINDS, Kind
 from ..tensor import (
     MAX_ALIGNMENT,
@@ -140,22 +152,57 @@ def prepare(  # noqa: PLR0917 - internal, one argument per part of the request
 
 
 class _Ready:
-    """A planned operation kept in a handle's cache: descriptors, operation, plan."""
+    """A planned operation kept in a handle's cache: descriptors, operation, plan, and for a
+    preference with ``autotune="incremental"`` the tuning state and the preference's C object
+    (every plan of the tuning is made with the same one, as in NVIDIA's sample)."""
 
-    __slots__ = ("descriptors", "offsets", "operation", "plan")
+    __slots__ = ("descriptors", "offsets", "operation", "plan", "preference", "tuning")
 
     def __init__(self, descriptors: list[TensorDescriptor], operation: Operation, plan: Plan,
-                 offsets: list[tuple[int, int]]) -> None:  # fmt: skip
+                 offsets: list[tuple[int, int]], *, preference: PlanPreferenceObject | None = None,
+                 tuning: IncrementalTuning[Plan] | None = None) -> None:  # fmt: skip
         self.descriptors = descriptors
         self.operation = operation
         self.plan = plan
         self.offsets = offsets  # per operand: (lowest, one past highest) byte offset
+        self.preference = preference
+        self.tuning = tuning  # None once tuning is finished (one attribute test per call)
+
+    def next_plan(self, stream_ptr: int) -> Plan:
+        """The plan for this call while incremental tuning is unfinished: cuTENSOR's next
+        candidate (``cutensorCreatePlan`` again with the same operation and preference), or, once
+        ``incremental_count`` candidates ran, the winner from its plan cache, kept from then on.
+        Refused while ``stream_ptr`` is being captured in a CUDA graph."""
+        tuning = self.tuning
+        if tuning is None:
+            return self.plan
+        if not tuning.finished:
+            _refuse_tuning_capture(stream_ptr, tuning.plans_made, tuning.count)
+        plan = tuning.next_plan(self._replan)
+        if tuning.finished:
+            # plan first, then tuning: a thread that sees tuning None must find the winner
+            self.plan = tuning.plan
+            self.tuning = None
+        return plan
+
+    def _replan(self) -> Plan:
+        return Plan(self.operation, self.preference)
 
     def close(self) -> None:
+        tuning = self.tuning
+        if tuning is not None:
+            tuning.plan.close()
         self.plan.close()
         self.operation.close()
         for d in self.descriptors:
             d.close()
+
+
+def _refuse_tuning_capture(stream_ptr: int, planned: int, count: int) -> None:
+    # Only while tuning (one driver call per tuning call), never for a finished entry.
+    refusal = tuning_refusal(capture_state(stream_ptr), planned, count)
+    if refusal is not None:
+        raise GraphCaptureError(refusal)
 
 
 def _byte_offsets(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> tuple[int, int]:
@@ -184,8 +231,13 @@ def run(  # noqa: PLR0917 - called from the public functions only
     preference: PlanPreference | None,
     stream: Any,
     workspace: Any,
+    handle: Handle | None = None,
 ) -> Any:
-    """``cls``'s operation on ``arrays`` (see the module docstring); returns the output array."""
+    """``cls``'s operation on ``arrays`` (see the module docstring); returns the output array.
+
+    ``handle``: the handle to plan and execute with (its device must be the arrays'); None uses
+    the calling thread's handle for the arrays' device."""
+    check_handle_argument(handle)
     kind = cls.kind
     info = KINDS[kind]
     names = _ARRAY_NAMES[kind]  # built once, not per call
@@ -202,7 +254,7 @@ def run(  # noqa: PLR0917 - called from the public functions only
             info, views, labels, out_view, unary, binary, compute_type, scalars
         )  # the specific error first
     device = _common_device(all_views, all_names)
-    handle = get_handle(device)
+    handle = handle_for(handle, device)
     key = (
         kind, labels,
         tuple((v.shape, v.strides, v.dtype, alignment_of(v.ptr, MAX_ALIGNMENT)) for v in views),
@@ -228,8 +280,13 @@ def run(  # noqa: PLR0917 - called from the public functions only
             compute_type,
             preference,
             scalars,
+            stream_ptr,
         )
-        handle.cache(key, ready)
+        ready = handle.cache(key, ready)  # another thread sharing the handle may have won
+        plan = ready.plan
+    else:
+        # while incremental tuning is unfinished, every call plans again (the next candidate)
+        plan = ready.plan if ready.tuning is None else ready.next_plan(stream_ptr)
     target = out_view if out_view is not None else views[-1]
     if target.readonly:
         raise ValueError(f"the output {'out' if out_view is not None else names[-1]} is read-only")
@@ -250,8 +307,8 @@ def run(  # noqa: PLR0917 - called from the public functions only
     values = ready.operation.scalar_values(**scalars)
     previous = handle.activate()  # the workspace is allocated on the handle's device
     try:
-        ws_ptr, ws_size = ready.plan._workspace(workspace, stream_ptr, stream)
-        ready.plan._call(pointers, values, stream_ptr, ws_ptr, ws_size)
+        ws_ptr, ws_size = plan._workspace(workspace, stream_ptr, stream)
+        plan._call(pointers, values, stream_ptr, ws_ptr, ws_size)
     finally:
         handle.restore(previous)
     return out if out is not None else arrays[-1]
@@ -269,9 +326,15 @@ def _build(  # noqa: PLR0917 - private
     compute_type: Any,
     preference: PlanPreference | None,
     scalars: Mapping[str, Any],
+    stream_ptr: int = 0,
 ) -> _Ready:
     prepared = prepare(info, views, labels, out_view, unary, binary, compute_type, scalars)
+    tuned = preference is not None and preference.autotune == "incremental"
+    if tuned:
+        require_plan_cache(handle, "PlanPreference(autotune='incremental')")
     descriptors: list[TensorDescriptor] = []
+    pref_obj: PlanPreferenceObject | None = None
+    tuning: IncrementalTuning[Plan] | None = None
     try:
         for spec in prepared.specs:
             descriptors.append(TensorDescriptor.from_spec(handle, spec))
@@ -280,7 +343,16 @@ def _build(  # noqa: PLR0917 - private
         lowered_layouts = [(low.extents, low.strides) for low in prepared.lowered]
         operation._create(handle, tensors, unary=unary, binary=binary, compute_type=compute_type,
                           layouts=lowered_layouts)  # fmt: skip
-        plan = Plan(operation, preference)
+        if tuned:
+            assert preference is not None
+            # one C preference for every plan of the tuning, kept with the entry
+            pref_obj = preference.create(handle)
+            count = tuning_count(preference, pref_obj)
+            _refuse_tuning_capture(stream_ptr, 0, count)
+            plan = Plan(operation, pref_obj)
+            tuning = IncrementalTuning(count, plan)
+        else:
+            plan = Plan(operation, preference)
     except BaseException:
         for d in descriptors:
             d.close()
@@ -289,4 +361,4 @@ def _build(  # noqa: PLR0917 - private
                for (shape, strides), v in zip(prepared.layouts, views, strict=False)]  # fmt: skip
     if len(info.operands) > len(info.tensors):
         offsets.append(offsets[-1])
-    return _Ready(descriptors, operation, plan, offsets)
+    return _Ready(descriptors, operation, plan, offsets, preference=pref_obj, tuning=tuning)

@@ -59,12 +59,16 @@ def contract(  # noqa: PLR0917 - the C API's argument order
     preference: PlanPreference | None = None,
     stream: Any = None,
     workspace: Any = None,
+    handle: Handle | None = None,
 ) -> Any:
     """``out = alpha opA(A) opB(B) + beta C`` over the modes given (``cutensorContract``).
 
     ``out`` defaults to ``c`` itself (C and D are the same array); when given, it must be laid out
     like ``c``. Modes of A and B missing from C are contracted. Returns the output array.
+    ``handle``: the :class:`~pycutensor.Handle` to plan and execute with, bound to the arrays'
+    device (share one between threads to share its plan cache); None: the calling thread's own
+    (:func:`~pycutensor.get_handle`).
     """
     return run(Contraction, (a, b, c), (modes_a, modes_b, modes_c), out,
                {"alpha": alpha, "beta": beta}, (op_a, op_b), (), compute_type, preference,
-               stream, workspace)  # fmt: skip
+               stream, workspace, handle=handle)  # fmt: skip

@@ -62,11 +62,15 @@ def contract_trinary(  # noqa: PLR0917 - the C API's argument order
     preference: PlanPreference | None = None,
     stream: Any = None,
     workspace: Any = None,
+    handle: Handle | None = None,
 ) -> Any:
     """``out = alpha opA(A) opB(B) opC(C) + beta opD(D)`` (``cutensorContractTrinary``).
 
     ``out`` defaults to ``d`` itself; when given it must be laid out like ``d``.
+    ``handle``: the :class:`~pycutensor.Handle` to plan and execute with, bound to the arrays'
+    device (share one between threads to share its plan cache); None: the calling thread's own
+    (:func:`~pycutensor.get_handle`).
     """
     return run(ContractionTrinary, (a, b, c, d), (modes_a, modes_b, modes_c, modes_d), out,
                {"alpha": alpha, "beta": beta}, (op_a, op_b, op_c, op_d), (), compute_type,
-               preference, stream, workspace)  # fmt: skip
+               preference, stream, workspace, handle=handle)  # fmt: skip

@@ -78,14 +78,18 @@ def elementwise_binary(
     op_c: Any = "identity",
     compute_type: Any = None,
     stream: Any = None,
+    handle: Handle | None = None,
 ) -> Any:
     """``out = opAC(alpha opA(A), gamma opC(C))`` (``cutensorElementwiseBinaryExecute``).
 
     ``out`` defaults to ``c`` (updated in place; allowed because C and D share one descriptor).
+    ``handle``: the :class:`~pycutensor.Handle` to plan and execute with, bound to the arrays'
+    device (share one between threads to share its plan cache); None: the calling thread's own
+    (:func:`~pycutensor.get_handle`).
     """
     return run(ElementwiseBinary, (a, c), (modes_a, modes_c), out,
                {"alpha": alpha, "gamma": gamma}, (op_a, op_c), (op_ac,), compute_type, None,
-               stream, None)  # fmt: skip
+               stream, None, handle=handle)  # fmt: skip
 
 
 def elementwise_trinary(  # noqa: PLR0917 - the C API's argument order
@@ -107,9 +111,15 @@ def elementwise_trinary(  # noqa: PLR0917 - the C API's argument order
     op_c: Any = "identity",
     compute_type: Any = None,
     stream: Any = None,
+    handle: Handle | None = None,
 ) -> Any:
     """``out = opABC(opAB(alpha opA(A), beta opB(B)), gamma opC(C))``
-    (``cutensorElementwiseTrinaryExecute``). ``out`` defaults to ``c``."""
+    (``cutensorElementwiseTrinaryExecute``). ``out`` defaults to ``c``.
+
+    ``handle``: the :class:`~pycutensor.Handle` to plan and execute with, bound to the arrays'
+    device (share one between threads to share its plan cache); None: the calling thread's own
+    (:func:`~pycutensor.get_handle`).
+    """
     return run(ElementwiseTrinary, (a, b, c), (modes_a, modes_b, modes_c), out,
                {"alpha": alpha, "beta": beta, "gamma": gamma}, (op_a, op_b, op_c),
-               (op_ab, op_abc), compute_type, None, stream, None)  # fmt: skip
+               (op_ab, op_abc), compute_type, None, stream, None, handle=handle)  # fmt: skip

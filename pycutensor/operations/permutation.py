@@ -43,7 +43,13 @@ def permute(
     op_a: Any = "identity",
     compute_type: Any = None,
     stream: Any = None,
+    handle: Handle | None = None,
 ) -> Any:
-    """``B = alpha opA(A)`` with B's modes in any order (``cutensorPermute``); returns ``b``."""
+    """``B = alpha opA(A)`` with B's modes in any order (``cutensorPermute``); returns ``b``.
+
+    ``handle``: the :class:`~pycutensor.Handle` to plan and execute with, bound to the arrays'
+    device (share one between threads to share its plan cache); None: the calling thread's own
+    (:func:`~pycutensor.get_handle`).
+    """
     return run(Permutation, (a, b), (modes_a, modes_b), None, {"alpha": alpha}, (op_a,), (),
-               compute_type, None, stream, None)  # fmt: skip
+               compute_type, None, stream, None, handle=handle)  # fmt: skip

@@ -55,9 +55,15 @@ def reduce(
     preference: PlanPreference | None = None,
     stream: Any = None,
     workspace: Any = None,
+    handle: Handle | None = None,
 ) -> Any:
     """``out = alpha opReduce(opA(A)) + beta opC(C)`` (``cutensorReduce``): modes of A that C
-    lacks are reduced. ``out`` defaults to ``c``."""
+    lacks are reduced. ``out`` defaults to ``c``.
+
+    ``handle``: the :class:`~pycutensor.Handle` to plan and execute with, bound to the arrays'
+    device (share one between threads to share its plan cache); None: the calling thread's own
+    (:func:`~pycutensor.get_handle`).
+    """
     return run(Reduction, (a, c), (modes_a, modes_c), out, {"alpha": alpha, "beta": beta},
                (op_a, op_c), (op_reduce,), compute_type, preference, stream,
-               workspace)  # fmt: skip
+               workspace, handle=handle)  # fmt: skip
