@@ -218,9 +218,21 @@ def test_non_positive_extents_are_refused(dims: tuple[int, ...]) -> None:
         TensorDescriptor(dims)
 
 
+def test_negative_strides_are_kept() -> None:
+    # cuDNN's descriptor format takes negative strides (only its routines refuse them): they are
+    # set as given, read back unchanged, and the size is the span 1 + sum((dim - 1) * |stride|)
+    # elements, here 1 + 1*12 + 1*12 + 2*4 + 3*1 = 36 floats.
+    desc = TensorDescriptor((2, 2, 3, 4), (-12, 12, 4, 1))
+    assert desc.strides == (-12, 12, 4, 1)
+    assert desc.size_in_bytes == 36 * 4 == desc.cudnn_size_in_bytes
+    assert TensorDescriptor((1, 2, 3, 4), (12, -12, 4, 1)).strides == (12, -12, 4, 1)
+    # A mirrored dim is not an overlap: every address is still reached once.
+    assert not TensorDescriptor((2, 3, 4, 5), (60, 20, 5, -1), output=True).is_overlapping
+    with pytest.raises(ValueError, match=r"strides\[3\] = -2147483648 is below"):
+        TensorDescriptor((2, 3, 4, 1), (12, 4, 1, -(2**31)))
+
+
 def test_stride_errors() -> None:
-    with pytest.raises(ValueError, match="negative"):
-        TensorDescriptor((2, 3, 4, 5), (60, 20, 5, -1))
     with pytest.raises(ValueError, match="zero stride"):
         TensorDescriptor((2, 3, 4, 5), (60, 20, 5, 0))
     # A zero stride on an extent-1 dim addresses nothing and is fine.
