@@ -64,9 +64,9 @@ def _check_strides(strides: Any, dims: tuple[int, ...]) -> tuple[int, ...]:
         # Negative strides are kept: cudnnSetTensorNdDescriptor takes them (probed on cuDNN 9.28,
         # and cudnnGetTensorSizeInBytes then counts |stride|); only routines refuse them, and
         # pycudnn.ops refuses such arrays before calling one. The C int must still hold them.
-        if st < -_INT_MAX:
+        if st < -_INT_MAX - 1:
             raise ValueError(
-                f"strides[{i}] = {st} is below the smallest stride a C int holds ({-_INT_MAX})"
+                f"strides[{i}] = {st} is below the smallest stride a C int holds ({-_INT_MAX - 1})"
             )
         if st == 0 and n > 1:
             raise ValueError(
