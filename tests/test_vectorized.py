@@ -16,7 +16,9 @@ import pytest
 
 import pycudnn
 from pycudnn import layout
+from pycudnn._shared.arrays import ArrayView
 from pycudnn.graph import Graph, GraphError
+from pycudnn.ops.convolution import _vector_descs
 from pycudnn.plan.slots import _Slot
 
 
@@ -159,3 +161,72 @@ def test_verification_refuses_vectorized_graphs(props: pycudnn.DeviceProperties)
     plan = g.build(device_properties=props, cache=False)
     with pytest.raises(ValueError, match=r"vectorized \(NC/xHWx\) tensors is not supported"):
         verify_plan(plan)
+
+
+# -- the legacy API: cudnnConvolutionForward with NCHW_VECT_C -----------------------------------
+
+
+def packed_view(shape: tuple[int, ...], dtype: Any = np.int8) -> ArrayView:
+    """A device-array description (no memory behind it: only the descriptors are built)."""
+    strides = tuple(int(np.prod(shape[i + 1 :])) for i in range(len(shape)))
+    return ArrayView(0x10000, shape, strides, np.dtype(dtype), 0, False, None)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_legacy_vectorized_descriptors_from_packed_arrays() -> None:
+    # x [2, 64, 8, 8] and w [96, 64, 3, 3] as their packed NC/32HW32 arrays.
+    x_desc, w_desc = _vector_descs(
+        packed_view((2, 2, 8, 8, 32)),
+        packed_view((96, 2, 3, 3, 32)),
+        np.dtype(np.int8),
+        layout.parse_format("NC/32HW32"),
+    )
+    assert x_desc.dims == (2, 64, 8, 8) and x_desc.cudnn_data_type.name == "INT8x32"
+    assert w_desc.dims == (96, 64, 3, 3) and w_desc.fmt == "NC/32HW32"
+    conv = pycudnn.ConvolutionDescriptor((1, 1), compute_type=np.int32)
+    assert conv.output_dims(x_desc, w_desc) == (2, 96, 8, 8)  # (8 + 2 - 3) // 1 + 1 = 8
+    f = layout.parse_format("NC/32HW32")
+    with pytest.raises(ValueError, match=r"x has shape \(2, 64, 8, 8\); in fmt 'NC/32HW32' it is"):
+        _vector_descs(packed_view((2, 64, 8, 8)), packed_view((96, 2, 3, 3, 32)), np.int8, f)
+    padded = packed_view((96, 2, 3, 3, 32))._replace(strides=(1000, 288, 96, 32, 1))
+    with pytest.raises(ValueError, match=r"w has strides .* are packed"):
+        _vector_descs(packed_view((2, 2, 8, 8, 32)), padded, np.int8, f)
+    with pytest.raises(TypeError, match=r"x and w: .*float16"):
+        _vector_descs(
+            packed_view((2, 2, 8, 8, 32), np.float16),
+            packed_view((96, 2, 3, 3, 32), np.float16),
+            np.dtype(np.float16),
+            f,
+        )
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"fmt": "NHWC"}, ValueError, "names a vectorized layout, NC/4HW4 or NC/32HW32"),
+        ({"fmt": "NC/8HW8"}, ValueError, "names a vectorized layout"),
+        ({"fmt": "NC/32HW33"}, ValueError, "fmt: format"),
+        ({"fmt": "NC/32HW32", "algo": "winograd"}, ValueError, "'implicit_precomp_gemm' only"),
+        ({"fmt": "NC/32HW32", "algo": 0}, ValueError, "INT8x32_CONFIG"),
+    ],
+)
+def test_legacy_vectorized_conv_refusals_need_no_gpu(
+    kwargs: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    x = np.zeros((1, 2, 4, 4, 32), np.int8)
+    with pytest.raises(error, match=message):
+        pycudnn.ops.convolution_forward(x, x, **kwargs)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_legacy_vectorized_conv_needs_an_int32_accumulator() -> None:
+    x = np.zeros((1, 2, 4, 4, 32), np.int8)
+    conv = pycudnn.ConvolutionDescriptor((1, 1), compute_type=np.float32)
+    with pytest.raises(ValueError, match=r"compute_type float32.*accumulate in int32"):
+        pycudnn.ops.convolution_forward(x, x, conv, fmt="NC/32HW32")
+    # The algorithm INT8x32 needs is accepted by name and by value; the refusal then is the
+    # host-memory one, which comes after the checks above.
+    for algo in ("implicit_precomp_gemm", 1, None):
+        with pytest.raises(ValueError, match="host memory"):
+            pycudnn.ops.convolution_forward(x, x, fmt="NC/32HW32", algo=algo)
