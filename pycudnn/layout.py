@@ -350,10 +350,13 @@ def strides_to_format(dims: Sequence[int], strides: Sequence[int]) -> str:
     """Guess the letter format of a strided tensor: its letters sorted by decreasing stride.
 
     The logical letters follow from the rank (3: BMN, 4: NCHW, 5: NCDHW, 6 to 8: ABCDEF...).
-    Extent-1 dims make strides tie, so the common formats are tried first (for rank 4: NCHW, NHWC,
-    CHWN): the first one the tensor is fully packed in, else the first one its strides are
-    non-increasing along; otherwise ties go to the logical order. This names a memory order; it
-    does not check that the tensor is packed or non-overlapping.
+    Extent-1 dims address nothing, so their strides (which exporters fill with anything, 0
+    included) never decide the order: the common formats are tried first (for rank 4: NCHW, NHWC,
+    CHWN), and the answer is the first one the tensor is fully packed in, else the first one along
+    which the strides of the dims of extent > 1 are non-increasing. Otherwise the dims of extent > 1
+    are sorted by decreasing stride (ties keep their logical order) and extent-1 dims keep their
+    logical places. This names a memory order; it does not check that the tensor is packed or
+    non-overlapping.
     """
     d = _check_dims(dims)
     s = _check_strides(strides, d)
@@ -369,11 +372,16 @@ def strides_to_format(dims: Sequence[int], strides: Sequence[int]) -> str:
         if _is_packed_in(d, s, parse_format(name), frozenset(name)):
             return name
     for name in candidates:
-        along = [s[i] for i in parse_format(name).perm]
+        along = [s[i] for i in parse_format(name).perm if d[i] > 1]
         if all(a >= b for a, b in itertools.pairwise(along)):
             return name
-    # sorted() is stable, so equal strides keep their logical order.
-    return "".join(logical[i] for i in sorted(range(len(d)), key=lambda i: -s[i]))
+    # The dims of extent > 1, by decreasing stride (sorted() is stable: ties keep logical order),
+    # fill the logical places of those dims; extent-1 dims stay where they are.
+    moving = [i for i in range(len(d)) if d[i] > 1]
+    order = list(range(len(d)))
+    for place, i in zip(moving, sorted(moving, key=lambda i: -s[i]), strict=True):
+        order[place] = i
+    return "".join(logical[i] for i in order)
 
 
 # --- packing predicates --------------------------------------------------------------------------
@@ -472,14 +480,26 @@ def _check_packed_letters(packed: object, f: Format) -> frozenset[str]:
     return frozenset(letters)
 
 
-def is_spatially_packed(dims: Sequence[int], strides: Sequence[int], fmt: str | Format) -> bool:
+def is_spatially_packed(
+    dims: Sequence[int], strides: Sequence[int], fmt: str | Format | None = None
+) -> bool:
     """True if the tensor is spatially packed: ``fmt`` HW-packed (DHW-packed for 5-D).
 
     cuDNN's definition reads "either NCHW HW-packed or CNHW HW-packed": the formats whose memory
-    order ends with the spatial letters in their logical order (HW, or DHW). Any other format
-    (NHWC, NCWH, ...) returns False; formats without spatial letters (BMN, generic) raise
-    ValueError.
+    order ends with the spatial letters in their logical order (HW, or DHW). Without ``fmt`` the
+    answer is that definition itself: NCHW or CNHW HW-packed for 4-D dims, NCDHW or CNDHW
+    DHW-packed for 5-D ones (other ranks have no spatial dims and raise ValueError). With ``fmt``,
+    only that format is tried: any other format (NHWC, NCWH, ...) returns False; formats without
+    spatial letters (BMN, generic) raise ValueError.
     """
+    if fmt is None:
+        spatial = {4: "HW", 5: "DHW"}.get(len(_as_ints(dims, "dims")))
+        if spatial is None:
+            raise ValueError(
+                f"dims has {len(_as_ints(dims, 'dims'))} entries; spatial packing applies to 4-D "
+                "(NCHW) and 5-D (NCDHW) tensors, or pass fmt"
+            )
+        return any(is_spatially_packed(dims, strides, outer + spatial) for outer in ("NC", "CN"))
     d, s, f = _check_predicate_args(dims, strides, fmt)
     if f is None:
         return False

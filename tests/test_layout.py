@@ -624,6 +624,22 @@ def test_spatially_packed() -> None:
             is_spatially_packed((2, 3, 4, 5)[: len(fmt)], (60, 20, 5, 1)[: len(fmt)], fmt)
 
 
+def test_spatially_packed_without_a_format_is_the_definition() -> None:
+    # Without fmt the seed's definition applies as written: NCHW HW-packed or CNHW HW-packed
+    # (NCDHW or CNDHW DHW-packed for 5-D). Strides below are worked out by hand from the
+    # partially-packed rules: w stride 1, h stride = W * 1, the outer two only bounded below.
+    dims = (2, 3, 4, 5)
+    assert is_spatially_packed(dims, (96, 32, 5, 1))  # NCHW, each channel plane padded
+    assert is_spatially_packed(dims, (24, 48, 5, 1))  # CNHW: n 24 >= 4*5, c 48 >= 2*24
+    assert not is_spatially_packed(dims, (60, 1, 15, 3))  # NHWC: w stride 3
+    assert not is_spatially_packed(dims, (96, 32, 6, 1))  # rows padded
+    assert not is_spatially_packed(dims, (60, 20, 1, 4))  # NCWH: h innermost
+    assert is_spatially_packed((2, 3, 4, 5, 6), (500, 150, 30, 6, 1))
+    assert is_spatially_packed((2, 3, 4, 5, 6), (120, 240, 30, 6, 1))  # CNDHW
+    with pytest.raises(ValueError, match=r"4-D.*5-D.*or pass fmt"):
+        is_spatially_packed((2, 3, 4), (12, 4, 1))
+
+
 # --- overlap -------------------------------------------------------------------------------------
 
 
@@ -719,12 +735,23 @@ def test_strides_to_format_examples() -> None:
     assert strides_to_format((2, 3, 4, 5, 6), (360, 1, 90, 18, 3)) == "NDHWC"
     assert strides_to_format((2,) * 6, (32, 16, 8, 4, 2, 1)) == "ABCDEF"
     # Ties from extent-1 dims go to the common formats: an NHWC tensor with C = 1 has equal C and W
-    # strides, packed or padded.
+    # strides. Packed, it is NHWC-fully-packed (and not NCHW-fully-packed: C's stride is not H*W).
     assert strides_to_format((2, 1, 3, 4), (12, 1, 4, 1)) == "NHWC"
-    assert strides_to_format((2, 1, 3, 4), (15, 1, 5, 1)) == "NHWC"
+    # Padded, nothing but the extent-1 C tells NCHW from NHWC, and extent-1 dims do not decide:
+    # the first common format along which N, H, W strides do not increase wins.
+    assert strides_to_format((2, 1, 3, 4), (15, 1, 5, 1)) == "NCHW"
     assert strides_to_format((1, 1, 1, 1), (1, 1, 1, 1)) == "NCHW"
     # Otherwise letters in decreasing stride order, ties in logical order.
     assert strides_to_format((2, 3, 4, 5), (7, 100, 6, 6)) == "CNHW"
+    # Extent-1 dims never decide the order, whatever stride they were given (0 included): an
+    # N = 1 tensor whose other dims are NCHW-ordered is NCHW (not CHWN, where stride 0 would
+    # sort N last), and one whose other dims are NHWC-ordered is NHWC.
+    assert strides_to_format((1, 3, 4, 5), (0, 20, 5, 1)) == "NCHW"
+    assert strides_to_format((1, 3, 4, 5), (0, 1, 15, 3)) == "NHWC"
+    assert strides_to_format((1, 3, 4, 5), (10**6, 1, 15, 3)) == "NHWC"
+    # Beyond the common formats only the dims of extent > 1 are sorted; N keeps its place.
+    assert strides_to_format((1, 3, 4, 5), (0, 100, 6, 7)) == "NCWH"
+    assert strides_to_format((2, 3, 1, 5), (1, 10, 0, 2)) == "CHWN"
     with pytest.raises(ValueError, match="strides"):
         strides_to_format((2, 3, 4, 5), (60, 20, -5, 1))
     with pytest.raises(ValueError, match="dims has 2 entries"):

@@ -218,9 +218,21 @@ def test_non_positive_extents_are_refused(dims: tuple[int, ...]) -> None:
         TensorDescriptor(dims)
 
 
+def test_negative_strides_are_kept() -> None:
+    # cuDNN's descriptor format takes negative strides (only its routines refuse them): they are
+    # set as given, read back unchanged, and the size is the span 1 + sum((dim - 1) * |stride|)
+    # elements, here 1 + 1*12 + 1*12 + 2*4 + 3*1 = 36 floats.
+    desc = TensorDescriptor((2, 2, 3, 4), (-12, 12, 4, 1))
+    assert desc.strides == (-12, 12, 4, 1)
+    assert desc.size_in_bytes == 36 * 4 == desc.cudnn_size_in_bytes
+    assert TensorDescriptor((1, 2, 3, 4), (12, -12, 4, 1)).strides == (12, -12, 4, 1)
+    # A mirrored dim is not an overlap: every address is still reached once.
+    assert not TensorDescriptor((2, 3, 4, 5), (60, 20, 5, -1), output=True).is_overlapping
+    with pytest.raises(ValueError, match=r"strides\[3\] = -2147483649 is below"):
+        TensorDescriptor((2, 3, 4, 1), (12, 4, 1, -(2**31) - 1))
+
+
 def test_stride_errors() -> None:
-    with pytest.raises(ValueError, match="negative"):
-        TensorDescriptor((2, 3, 4, 5), (60, 20, 5, -1))
     with pytest.raises(ValueError, match="zero stride"):
         TensorDescriptor((2, 3, 4, 5), (60, 20, 5, 0))
     # A zero stride on an extent-1 dim addresses nothing and is fine.
@@ -313,6 +325,64 @@ def test_filter_errors() -> None:
     w.close()
     with pytest.raises(pycudnn.ClosedError):
         _ = w.dims
+
+
+@pytest.mark.parametrize(
+    ("args", "cudnn_type", "fmt", "vector"),
+    [
+        (("int8", "NC/32HW32"), "INT8x32", "NC/32HW32", 32),
+        (("int8x32",), "INT8x32", "NC/32HW32", 32),
+        (("int8", "nc/4hw4"), "INT8x4", "NC/4HW4", 4),
+        (("int8x4",), "INT8x4", "NC/4HW4", 4),
+        (("uint8x4", "NC/4HW4"), "UINT8x4", "NC/4HW4", 4),
+    ],
+)
+def test_vectorized_filter_descriptor(
+    args: tuple[str, ...], cudnn_type: str, fmt: str, vector: int
+) -> None:
+    k, c, r, s = 64, 64, 3, 3
+    with FilterDescriptor((k, c, r, s), *args) as w:
+        # Read back from cuDNN: the vector type and CUDNN_TENSOR_NCHW_VECT_C, dims unchanged.
+        dims, data_type, tensor_format = w._read_back()
+        assert dims == (k, c, r, s)
+        assert data_type == int(getattr(pycudnn._bindings, f"CUDNN_DATA_{cudnn_type}"))
+        assert tensor_format == int(pycudnn._bindings.CUDNN_TENSOR_NCHW_VECT_C)
+        assert w.fmt == fmt and w.vector_count == vector
+        assert w.dtype == (np.uint8 if cudnn_type.startswith("U") else np.int8)
+        # The seed's reading of NC/xHWx: K x (C/x) x R x S x x, one byte per element.
+        assert w.array_shape == (k, c // vector, r, s, vector)
+        assert w.array_strides == (c * r * s, r * s * vector, s * vector, vector, 1)
+        assert w.strides == (c // vector * r * s, r * s, s, 1)  # whole vectors
+        assert w.size_in_bytes == k * c * r * s
+        assert cudnn_type.lower() in repr(w) and fmt in repr(w)
+
+
+def test_vectorized_filters_give_the_convolution_output_dims() -> None:
+    # The legacy output-dim query works on INT8x32 operands; expected dims from the convolution
+    # arithmetic: (H + 2*pad - R) // stride + 1 = (8 + 2 - 3) // 1 + 1 = 8, and K channels.
+    x = TensorDescriptor((2, 64, 8, 8), dtype="int8", fmt="NC/32HW32")
+    w = FilterDescriptor((96, 64, 3, 3), "int8", "NC/32HW32")
+    conv = ConvolutionDescriptor((1, 1), compute_type=np.int32)
+    assert conv.output_dims(x, w) == (2, 96, 8, 8)
+    assert conv.tensor_core_issues(x, w) == ["the batch size N = 2 is not a multiple of 8"]
+
+
+def test_vectorized_filter_errors() -> None:
+    # cuDNN itself would round C = 48 down to 32 without a word (probed on 9.28).
+    with pytest.raises(ValueError, match=r"C \(dims\[1\]\) to be a multiple of 32, got C = 48"):
+        FilterDescriptor((64, 48, 3, 3), "int8", "NC/32HW32")
+    with pytest.raises(TypeError, match=r"only for int8.*and uint8"):
+        FilterDescriptor((64, 64, 3, 3), "uint8", "NC/32HW32")
+    with pytest.raises(TypeError, match="float32 in NC/4HW4"):
+        FilterDescriptor((64, 64, 3, 3), np.float32, "NC/4HW4")
+    with pytest.raises(ValueError, match="vectors of 4, fmt 'NC/32HW32' of 32"):
+        FilterDescriptor((64, 64, 3, 3), "int8x4", "NC/32HW32")
+    with pytest.raises(ValueError, match="vectorised type; it needs fmt NC/32HW32"):
+        FilterDescriptor((64, 64, 3, 3), "int8x32", "NHWC")
+    with pytest.raises(ValueError, match="needs 4 dims"):
+        FilterDescriptor((64, 64, 3, 3, 3), "int8", "NC/32HW32")
+    # NC/1HW1 is NCHW (seed 002), so no vector type is involved.
+    assert FilterDescriptor((8, 3, 3, 3), "int8", "NC/1HW1").fmt == "NCHW"
 
 
 @pytest.mark.parametrize(("vectorized", "plain"), [("NC/1HW1", "NCHW"), ("NC/1DHW1", "NCDHW")])

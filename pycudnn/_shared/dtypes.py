@@ -159,6 +159,21 @@ _ML_ALIASES: dict[str, str] = {
 }
 
 
+# cuDNN's vectorised types of the NCHW_VECT_C layouts (NC/4HW4, NC/32HW32), keyed by (element type,
+# vector count), and the dtype strings that name them. The legacy descriptors set these types; the
+# graph API sets the element type with TENSOR_VECTOR_COUNT instead.
+VECTOR_TYPES: dict[tuple[str, int], str] = {
+    ("int8", 4): "INT8x4",
+    ("uint8", 4): "UINT8x4",
+    ("int8", 32): "INT8x32",
+}
+VECTOR_DTYPE_STRINGS: dict[str, tuple[str, int]] = {
+    "int8x4": ("int8", 4),
+    "uint8x4": ("uint8", 4),
+    "int8x32": ("int8", 32),
+}
+
+
 def as_numpy_dtype(dtype: Any, *, name: str = "dtype") -> np.dtype:
     """Normalise a dtype given as a NumPy/ml_dtypes type, a ``np.dtype`` or a string."""
     if dtype is None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._shared.dtypes import dtype_name
+import numpy as np
+
+from .._shared.dtypes import as_numpy_dtype, dtype_name
 from .common import (
     _INT64_MAX,
     GraphError,
@@ -168,6 +170,9 @@ class ConvolutionOps(GraphCore):
             raise GraphError(
                 f"{label}: W has {w.dims[0]} output channels, not a multiple of groups={g}"
             )
+        vectorized = self._check_vectorized(label, x, w, out_dtype)
+        if vectorized and compute_dtype is None:
+            compute_dtype = "int32"  # the only accumulator int8 vector engines have
         s = self._conv_settings(
             label,
             spatial,
@@ -187,12 +192,54 @@ class ConvolutionOps(GraphCore):
                     f"{list(s['dilation'])}): the filter does not fit"
                 )
         y_dims = (x.dims[0], w.dims[0], *out_sp)
-        y = self._output(
-            label, op_name, "y", y_dims, x, out=out, out_dtype=out_dtype, inputs=(x, w)
-        )
         attrs = self._conv_attrs(label, s, compute_dtype, alpha, beta)
+        if vectorized and attrs["compute_dtype"] != np.int32:
+            raise GraphError(
+                f"{label}: compute_dtype is {dtype_name(attrs['compute_dtype'])}, but a vectorized "
+                "int8 convolution accumulates in int32 (cuDNN 9.28 has no engine for another "
+                "compute type); leave compute_dtype unset or pass 'int32'"
+            )
+        y = self._output(
+            label,
+            op_name,
+            "y",
+            y_dims,
+            x,
+            out=out,
+            # Y of a vectorized convolution has X's element type (int8), never the io default.
+            out_dtype=x.dtype if vectorized and out_dtype is None else out_dtype,
+            inputs=(x, w),
+            vectorized=vectorized,
+        )
         self._add_op(kind, op_name, {"x": x, "w": w}, {"y": y}, attrs)
         return y
+
+    @staticmethod
+    def _check_vectorized(label: str, x: Tensor, w: Tensor, out_dtype: Any) -> bool:
+        """Whether a forward convolution is vectorized (NC/xHWx), after checking that it can be.
+
+        cuDNN's vectorized convolutions take X and W vectorized alike and write Y in the same
+        layout and type: K is Y's C, so it must be a multiple of the vector width too.
+        """
+        if not (x.is_vectorized or w.is_vectorized):
+            return False
+        if x.vector_count != w.vector_count:
+            raise GraphError(
+                f"{label}: X ('{x.name}') is {x.format} but W ('{w.name}') is {w.format}; a "
+                "vectorized convolution takes both in the same NC/xHWx layout"
+            )
+        k, vec = w.dims[0], w.vector_count
+        if k % vec:
+            raise GraphError(
+                f"{label}: W has K = {k} output channels, not a multiple of {vec}: Y, {x.format} "
+                "like X, splits its K channels into vectors of that width"
+            )
+        if out_dtype is not None and x.dtype is not None and as_numpy_dtype(out_dtype) != x.dtype:
+            raise GraphError(
+                f"{label}: out_dtype is {dtype_name(as_numpy_dtype(out_dtype))}, but a vectorized "
+                f"convolution writes Y in X's layout and type ({dtype_name(x.dtype)} {x.format})"
+            )
+        return True
 
     @staticmethod
     def _groups(groups: Any, label: str) -> int:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import layout
-from .._shared.dtypes import as_numpy_dtype, dtype_name
+from .._shared.dtypes import VECTOR_DTYPE_STRINGS, VECTOR_TYPES, as_numpy_dtype, dtype_name
 from .._shared.resource import ClosedError
 from .common import (
     _CONV_OPS,
@@ -32,12 +32,17 @@ from .common import (
     _format_of,
     _ints,
 )
-from .tensors import Operation, Tensor, _attr_text
+from .tensors import Operation, Tensor, _attr_text, vector_array, vector_dims
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
 
 __all__ = ["GraphCore"]
+
+# Operations that take vectorized (NC/xHWx) tensors. Only the forward convolution is known to have
+# engines for them (cuDNN 9.28 plans an INT8x32 conv_fprop for an H100); the others are refused
+# before cuDNN sees such a graph.
+_VECTORIZED_OPS = frozenset({"conv_fprop"})
 
 
 class GraphCore:
@@ -192,14 +197,37 @@ class GraphCore:
         host scalar passed by value: ``True`` (value given at execute time) or the value itself;
         its dims must all be 1. ``alignment`` is the byte alignment promised for the data pointer
         (a power of two, a multiple of the element size).
+
+        Vectorized layouts: ``fmt="NC/32HW32"`` or ``"NC/4HW4"`` (``NC/xDHWx`` for 5-D) with
+        ``dtype="int8"`` (uint8 also for ``NC/4HW4``), or the dtype strings ``"int8x32"``,
+        ``"int8x4"``, ``"uint8x4"``, which imply the format. ``dims`` stay logical
+        (``[N, C, H, W]``, C a multiple of x); cuDNN gets ``TENSOR_VECTOR_COUNT`` x and
+        ``TENSOR_VECTORIZED_DIMENSION`` 1 with C counted in vectors, and the tensor's ``strides``
+        count whole vectors. Its data is the packed ``[N, C/x, H, W, x]`` array of the element type
+        (:attr:`Tensor.array_shape`, what :func:`pycudnn.layout.to_format` lays out), and that is
+        the array ``plan.execute`` takes for it. Only ``conv_fprop`` takes such tensors.
         """
         self._check_mutable()
         label = f"tensor '{name}'" if name else "tensor"
         dims_t = self._check_dims(dims, label)
+        dtype, fmt, vector = self._vector_request(dims_t, dtype, fmt, strides, label)
         dt = as_numpy_dtype(dtype, name=f"dtype of {label}")
         _cudnn_dtype(dt, label)
-        strides_t = self._check_strides(dims_t, strides, fmt, label)
-        _check_extent(dims_t, strides_t, dt, label)
+        if vector > 1:
+            if (dtype_name(dt), vector) not in VECTOR_TYPES:
+                raise GraphError(
+                    f"{label}: {dtype_name(dt)} in NC/{vector}HW{vector}: cuDNN vectorizes int8 "
+                    "by 4 or 32 and uint8 by 4 only (the INT8x4, INT8x32 and UINT8x4 layouts)"
+                )
+            if virtual or by_value is not False:
+                raise GraphError(f"{label}: a vectorized tensor cannot be virtual or by value")
+            # Row-major over [N, C/x, H, W]: the packed NC/xHWx layout, in whole vectors.
+            strides_t = layout.packed_strides(
+                vector_dims(dims_t, vector), "ABCDEFGH"[: len(dims_t)]
+            )
+        else:
+            strides_t = self._check_strides(dims_t, strides, fmt, label)
+        _check_extent(*vector_array(vector_dims(dims_t, vector), strides_t, vector), dt, label)
         if not isinstance(virtual, bool):
             raise TypeError(f"{label}: virtual must be a bool, not {virtual!r}")
         if isinstance(alignment, bool) or not isinstance(alignment, int):
@@ -232,7 +260,51 @@ class GraphCore:
             by_value=is_scalar,
             value=value,
             alignment=alignment,
+            vector_count=vector,
         )
+
+    @staticmethod
+    def _vector_request(
+        dims: tuple[int, ...], dtype: Any, fmt: Any, strides: Any, label: str
+    ) -> tuple[Any, Any, int]:
+        """``(element dtype, fmt, vector count)`` of a tensor request; count 1 unless ``fmt`` (or
+        a dtype such as ``"int8x32"``) asks for cuDNN's vectorized NC/4HW4 or NC/32HW32."""
+        vector = 1
+        if isinstance(dtype, str) and dtype.strip().lower() in VECTOR_DTYPE_STRINGS:
+            dtype, vector = VECTOR_DTYPE_STRINGS[dtype.strip().lower()]
+            spatial = "HW" if len(dims) == 4 else "DHW"
+            fmt = f"NC/{vector}{spatial}{vector}" if fmt is None else fmt
+        if fmt is None:
+            return dtype, fmt, 1
+        try:
+            f = layout.parse_format(fmt)
+        except (ValueError, TypeError) as exc:
+            raise GraphError(f"{label}: {exc}") from None
+        if vector > 1 and f.vector != vector:
+            raise GraphError(
+                f"{label}: a dtype of vectors of {vector} needs fmt NC/{vector}HW{vector} (or "
+                f"NC/{vector}DHW{vector}), not {f.name!r}"
+            )
+        if f.vector is None or f.vector == 1:
+            return dtype, fmt, 1  # plain formats, and NC/1HW1 which is NCHW (seed 002)
+        if f.vector not in (4, 32) and len(dims) == f.rank and dims[1] == f.vector:
+            return dtype, fmt, 1  # one vector of all C is NHWC (seed 002); packed_strides says so
+        if f.vector not in (4, 32):
+            # Probed on cuDNN 9.28: TENSOR_VECTOR_COUNT 2, 8, 16, 64 finalize NOT_SUPPORTED.
+            raise GraphError(
+                f"{label}: fmt {f.name!r}: cuDNN's graph tensors are vectorized by 4 or 32 "
+                "(TENSOR_VECTOR_COUNT), not by other widths"
+            )
+        if strides is not None:
+            raise GraphError(
+                f"{label}: fmt {f.name!r} is a vectorized layout; its strides follow from the "
+                "format, do not pass strides"
+            )
+        try:
+            layout.vectorized_dims_strides(dims, f)  # rank and C % x
+        except ValueError as exc:
+            raise GraphError(f"{label}: {exc}") from None
+        return dtype, fmt, f.vector
 
     def scalar(
         self, value: Any = None, *, dtype: Any = "float32", rank: int = 4, name: str | None = None
@@ -326,6 +398,7 @@ class GraphCore:
         out_dtype: Any,
         strides: tuple[int, ...] | None = None,
         inputs: Iterable[Tensor] = (),
+        vectorized: bool = False,
     ) -> Tensor:
         if out is not None:
             if not isinstance(out, Tensor) or out.graph is not self:
@@ -353,11 +426,22 @@ class GraphCore:
                     f"{op_label}: {role.upper()} ('{out.name}') has dims {_dims_text(out.dims)} but "
                     f"the operation produces {_dims_text(dims)}"
                 )
+            want = like.vector_count if vectorized else 1
+            if out.vector_count != want:
+                raise GraphError(
+                    f"{op_label}: {role.upper()} ('{out.name}') is {out.format} but the operation "
+                    f"writes {like.format if want > 1 else 'a plain (not vectorized) layout'}: "
+                    "the output of a vectorized operation is vectorized alike"
+                )
             if out_dtype is not None:
                 out.set_dtype(out_dtype)
             if not out.is_virtual:
                 out._is_output = True
             return out
+        vector = like.vector_count if vectorized else 1
+        if out is None and vector > 1:
+            # The output of a vectorized operation is vectorized alike (packed, whole vectors).
+            strides = layout.packed_strides(vector_dims(dims, vector), "ABCDEFGH"[: len(dims)])
         if strides is None:
             strides = tuple(layout.packed_strides(dims, _format_of(like.dims, like.strides)))
         dt = None
@@ -365,7 +449,12 @@ class GraphCore:
             dt = as_numpy_dtype(out_dtype, name=f"{op_label}: out_dtype")
             _cudnn_dtype(dt, f"{op_label}: out_dtype")
         return self._new_tensor(
-            self._unique_name(None, f"{op_name}.{role}"), dims, strides, dt, virtual=None
+            self._unique_name(None, f"{op_name}.{role}"),
+            dims,
+            strides,
+            dt,
+            virtual=None,
+            vector_count=vector,
         )
 
     def _add_op(
@@ -376,6 +465,13 @@ class GraphCore:
         outputs: dict[str, Tensor],
         attrs: dict[str, Any],
     ) -> Operation:
+        if kind not in _VECTORIZED_OPS:
+            for role, t in (*inputs.items(), *outputs.items()):
+                if t.is_vectorized:
+                    raise GraphError(
+                        f"{kind} '{name}': {role} ('{t.name}') is {t.format}; vectorized tensors "
+                        f"are taken by {', '.join(sorted(_VECTORIZED_OPS))} only"
+                    )
         op = Operation(kind, name, inputs, outputs, attrs)
         for t in inputs.values():
             t.consumers.append(op)
@@ -521,8 +617,9 @@ class GraphCore:
                     f"{t.producer.label}: output '{t.name}' is virtual and read by no operation, "
                     "so the graph computes nothing with it; make it a graph output (set_output())"
                 )
-            _check_extent(t.dims, t.strides, dtype, f"{t.producer.label}: output '{t.name}'")
-            if not virtual and layout.is_overlapping(t.dims, t.strides):
+            shape, strides = t.array_shape, t.array_strides  # elements, vectors unpacked
+            _check_extent(shape, strides, dtype, f"{t.producer.label}: output '{t.name}'")
+            if not virtual and layout.is_overlapping(shape, strides):
                 raise GraphError(
                     f"{t.producer.label}: output '{t.name}' has overlapping strides "
                     f"{_dims_text(t.strides)} for dims {_dims_text(t.dims)}: outputs may not overlap"
@@ -537,6 +634,7 @@ class GraphCore:
         self._resolve()
         tensors = [
             {
+                **({"vector_count": t.vector_count} if t.is_vectorized else {}),
                 "uid": t.uid,
                 "dims": list(t.dims),
                 "strides": list(t.strides),

@@ -71,12 +71,16 @@ def build_descriptors(
         for t in graph._tensors:
             d = new("TENSOR")
             assert t.dtype is not None
-            dims, strides = views.get(t.uid, (t.dims, t.strides))
+            # A vectorized tensor is shown with C counted in vectors (its strides already are).
+            dims, strides = views.get(t.uid, (t.vector_dims, t.strides))
             d.set("TENSOR_UNIQUE_ID", t.uid, attr_type="INT64")
             d.set("TENSOR_DATA_TYPE", _cudnn_dtype(t.dtype, t.name), attr_type="DATA_TYPE")
             d.set("TENSOR_BYTE_ALIGNMENT", t.alignment, attr_type="INT64")
             d.set("TENSOR_DIMENSIONS", dims, attr_type="INT64")
             d.set("TENSOR_STRIDES", strides, attr_type="INT64")
+            if t.is_vectorized:
+                d.set("TENSOR_VECTOR_COUNT", t.vector_count, attr_type="INT64")
+                d.set("TENSOR_VECTORIZED_DIMENSION", t.vectorized_dim, attr_type="INT64")
             if t.is_virtual:
                 d.set("TENSOR_IS_VIRTUAL", True, attr_type="BOOLEAN")
             if t.by_value:

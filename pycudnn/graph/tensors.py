@@ -42,6 +42,7 @@ class Tensor:
         "strides",
         "uid",
         "value",
+        "vector_count",
     )
 
     def __init__(
@@ -57,6 +58,7 @@ class Tensor:
         by_value: bool = False,
         value: Any = None,
         alignment: int = 16,
+        vector_count: int = 1,
     ) -> None:
         self.graph = graph
         self.uid = uid
@@ -69,6 +71,9 @@ class Tensor:
         self.by_value = by_value
         self.value = value
         self.alignment = alignment
+        # > 1: an NC/xHWx tensor, its C dim (TENSOR_VECTORIZED_DIMENSION 1) split into vectors of
+        # this many elements (TENSOR_VECTOR_COUNT); ``strides`` then count whole vectors.
+        self.vector_count = vector_count
         self.producer: Operation | None = None
         self.consumers: list[Operation] = []
 
@@ -105,8 +110,36 @@ class Tensor:
 
     @property
     def format(self) -> str:
-        """The memory format its strides describe (``"NHWC"``, ``"BMN"``, ...)."""
+        """The memory format its strides describe (``"NHWC"``, ``"BMN"``, ``"NC/32HW32"``, ...)."""
+        if self.is_vectorized:
+            x = self.vector_count
+            return f"NC/{x}HW{x}" if self.ndim == 4 else f"NC/{x}DHW{x}"
         return _format_of(self.dims, self.strides)
+
+    @property
+    def is_vectorized(self) -> bool:
+        """True for an ``NC/xHWx`` tensor (``TENSOR_VECTOR_COUNT`` > 1)."""
+        return self.vector_count > 1
+
+    @property
+    def vectorized_dim(self) -> int | None:
+        """``TENSOR_VECTORIZED_DIMENSION``: 1 (C) for a vectorized tensor, else None."""
+        return VECTORIZED_DIM if self.is_vectorized else None
+
+    @property
+    def vector_dims(self) -> tuple[int, ...]:
+        """The dims cuDNN is given (``TENSOR_DIMENSIONS``): ``dims`` with C counted in vectors."""
+        return vector_dims(self.dims, self.vector_count)
+
+    @property
+    def array_shape(self) -> tuple[int, ...]:
+        """Shape of the array that holds the tensor: ``dims``, or ``[N, C/x, H, W, x]``."""
+        return vector_array(self.vector_dims, self.strides, self.vector_count)[0]
+
+    @property
+    def array_strides(self) -> tuple[int, ...]:
+        """Element strides of the array that holds the tensor (see :attr:`array_shape`)."""
+        return vector_array(self.vector_dims, self.strides, self.vector_count)[1]
 
     def set_output(self, is_output: bool = True, *, dtype: Any = None) -> Tensor:
         """Mark an op output as a graph output (kept in memory even if other ops consume it)."""
@@ -153,6 +186,28 @@ class Tensor:
 
     def __repr__(self) -> str:
         return f"<pycudnn.graph.Tensor {self.describe()}>"
+
+
+VECTORIZED_DIM = 1  # NC/xHWx vectorizes C, the second logical dim
+
+
+def vector_dims(dims: tuple[int, ...], count: int) -> tuple[int, ...]:
+    """``dims`` with the vectorized dim (C) counted in vectors of ``count`` elements."""
+    if count <= 1:
+        return dims
+    v = VECTORIZED_DIM
+    return (*dims[:v], dims[v] // count, *dims[v + 1 :])
+
+
+def vector_array(
+    dims: tuple[int, ...], strides: tuple[int, ...], count: int
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The array that holds a tensor cuDNN describes by ``dims`` and ``strides`` in whole vectors
+    of ``count`` elements: one more, innermost, dim of ``count`` contiguous elements (a vector's
+    elements are adjacent in memory), and element strides. ``count`` 1 returns the input."""
+    if count <= 1:
+        return dims, strides
+    return (*dims, count), (*(s * count for s in strides), 1)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import _bindings as _b
+from .. import layout
 from .._shared.arrays import ArrayView
 from .._shared.device_array import DeviceArray
 from .._shared.memory import workspace
@@ -67,6 +68,79 @@ def _filter_format(wv: ArrayView) -> str:
         f"w has strides {wv.strides}: filters must be packed KCRS (NCHW) or KRSC (NHWC, channels "
         "last), the only filter layouts cuDNN has"
     )
+
+
+# The legacy API's vectorized configurations (cudnnConvolutionForward's INT8x4_CONFIG,
+# UINT8x4_CONFIG and INT8x32_CONFIG): x, w and y all NCHW_VECT_C of one vector type, an int32
+# accumulator. INT8x32 runs on one algorithm only, IMPLICIT_PRECOMP_GEMM.
+_VECTOR_WIDTHS = (4, 32)
+_INT8X32_ALGO = "implicit_precomp_gemm"
+
+
+def _vector_format(fmt: Any, algo: Any, conv_desc: Any) -> layout.Format | None:
+    """The parsed vectorized ``fmt`` (None for None), after the checks that need no GPU."""
+    if fmt is None:
+        return None
+    try:
+        f = layout.parse_format(fmt)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"fmt: {exc}") from None
+    if f.vector not in _VECTOR_WIDTHS:
+        raise ValueError(
+            f"fmt={fmt!r}: convolution_forward's fmt names a vectorized layout, NC/4HW4 or "
+            "NC/32HW32 (NC/4DHW4, NC/32DHW32); plain layouts follow from the arrays' strides"
+        )
+    if f.vector == 32:
+        name = algo.strip().lower() if isinstance(algo, str) else None
+        ok = algo is None or name in ("heuristic", "find", _INT8X32_ALGO)
+        if not ok and not isinstance(algo, str):
+            ok = _choice(algo, "algo", _FWD_ALGOS) == _FWD_ALGOS[_INT8X32_ALGO]
+        if not ok:
+            raise ValueError(
+                f"algo={algo!r}: cuDNN runs INT8x32 (NC/32HW32) convolutions with "
+                f"{_INT8X32_ALGO!r} only (cudnnConvolutionForward's INT8x32_CONFIG)"
+            )
+    if isinstance(conv_desc, ConvolutionDescriptor) and conv_desc.compute_type != np.int32:
+        raise ValueError(
+            f"conv_desc has compute_type {conv_desc.compute_type}, but vectorized int8 "
+            f"convolutions ({f.name}) accumulate in int32: pass compute_type=np.int32"
+        )
+    return f
+
+
+def _vector_descs(
+    xv: ArrayView, wv: ArrayView, dtype: np.dtype, f: layout.Format
+) -> tuple[TensorDescriptor, FilterDescriptor]:
+    """The NCHW_VECT_C descriptors of the packed ``[N, C/x, H, W, x]`` arrays ``xv`` and ``wv``."""
+    x = int(f.vector or 0)
+    dims = []
+    for name, view in (("x", xv), ("w", wv)):
+        shape = tuple(view.shape)
+        if len(shape) != f.rank + 1 or shape[-1] != x:
+            raise ValueError(
+                f"{name} has shape {shape}; in fmt {f.name!r} it is the packed "
+                f"[N, C/{x}, {', '.join(f.spatial)}, {x}] array ({f.rank + 1} dims, the last {x})"
+            )
+        logical = (shape[0], shape[1] * x, *shape[2:-1])
+        packed = layout.vectorized_dims_strides(logical, f)[1]
+        if any(n > 1 and a != b for n, a, b in zip(shape, view.strides, packed, strict=True)):
+            raise ValueError(
+                f"{name} has strides {view.strides}; {f.name} arrays are packed (C-contiguous, "
+                f"strides {packed})"
+            )
+        dims.append(logical)
+    try:
+        x_desc = _cached(
+            "tensors",
+            (dims[0], f.name, dtype),
+            lambda: TensorDescriptor(dims[0], dtype=dtype, fmt=f.name),
+        )
+        w_desc = _cached(
+            "filters", (dims[1], f.name, dtype), lambda: FilterDescriptor(dims[1], dtype, f.name)
+        )
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"x and w: {exc}") from None
+    return x_desc, w_desc
 
 
 def _perf_results(n: int) -> Any:
@@ -163,6 +237,7 @@ def convolution_forward(
     alpha: float = 1.0,
     beta: float = 0.0,
     algo: str | int | None = None,
+    fmt: str | None = None,
     handle: Handle | None = None,
     stream: Any = None,
 ) -> Any:
@@ -177,8 +252,18 @@ def convolution_forward(
     value. The workspace comes from :func:`pycudnn._shared.memory.workspace`. With tensor-op math
     in ``conv_desc``, layouts and pointers that break cuDNN's Tensor Core guidelines draw a
     :class:`~pycudnn.tensor.TensorCoreWarning`. Returns ``y``.
+
+    ``fmt="NC/32HW32"`` or ``"NC/4HW4"`` runs cuDNN's vectorized int8 convolution (INT8x32,
+    INT8x4, UINT8x4 with ``CUDNN_TENSOR_NCHW_VECT_C``): ``x``, ``w`` and ``y`` are then the packed
+    ``[N, C/x, H, W, x]`` int8 (uint8 for NC/4HW4) arrays that :func:`pycudnn.layout.to_format`
+    lays out, ``K`` must be a multiple of x as well, and ``y`` is int8 in the same layout. The
+    accumulator is int32 (the default ``conv_desc`` has it). INT8x32 runs only with
+    ``"implicit_precomp_gemm"``, which ``algo=None`` then picks; other algorithms raise ValueError.
     """
     warn_deprecated_once("pycudnn.ops.convolution_forward (cudnnConvolutionForward)", _GRAPH)
+    vec = _vector_format(fmt, algo, conv_desc)
+    if vec is not None and vec.vector == 32 and algo is None:
+        algo = _INT8X32_ALGO  # the only INT8x32 algorithm; no heuristic query needed
     h, sp = _resolve(handle, stream, x, "x")
     xv = _operand(x, "x", h, sp)
     wv = _operand(w, "w", h, sp)
@@ -199,14 +284,31 @@ def convolution_forward(
             f"conv_desc must be a ConvolutionDescriptor, not {type(conv_desc).__name__}"
         )
     assert conv_desc is not None
-    x_desc = _tensor_desc(xv, "x")
-    fmt = _filter_format(wv)
-    w_desc = _cached(
-        "filters", (wv.shape, fmt, dtype), lambda: FilterDescriptor(wv.shape, dtype, fmt)
-    )
-    y_dims = conv_desc._output_dims(x_desc, w_desc)
-    y, yv = _output(y, "y", y_dims, dtype, like=xv, handle=h, stream_ptr=sp, beta=beta)
-    y_desc = _tensor_desc(yv, "y")
+    if vec is not None:
+        x_desc, w_desc = _vector_descs(xv, wv, dtype, vec)
+        y_dims = conv_desc._output_dims(x_desc, w_desc)
+        if y_dims[1] % int(vec.vector or 1):
+            raise ValueError(
+                f"w has K = {y_dims[1]} output channels; y in {vec.name} needs a multiple of "
+                f"{vec.vector}"
+            )
+        y_shape = layout.vectorized_dims_strides(y_dims, vec)[0]
+    else:
+        x_desc = _tensor_desc(xv, "x")
+        w_fmt = _filter_format(wv)
+        w_desc = _cached(
+            "filters", (wv.shape, w_fmt, dtype), lambda: FilterDescriptor(wv.shape, dtype, w_fmt)
+        )
+        y_dims = y_shape = conv_desc._output_dims(x_desc, w_desc)
+    y, yv = _output(y, "y", y_shape, dtype, like=xv, handle=h, stream_ptr=sp, beta=beta)
+    if vec is not None:
+        y_desc = _cached(
+            "tensors",
+            (y_dims, vec.name, dtype),
+            lambda: TensorDescriptor(y_dims, dtype=dtype, fmt=vec.name, output=True),
+        )
+    else:
+        y_desc = _tensor_desc(yv, "y")
     a, b = _scalars(dtype, alpha=alpha, beta=beta)
     descs = (x_desc, w_desc, conv_desc, y_desc)
     find_y = yv.ptr

@@ -38,7 +38,7 @@ def _check_json_matches_graph(data: Mapping[str, Any], graph: Graph) -> str:
                 raise ValueError(
                     f"the plan has no tensor {t.uid} ('{t.name}'): it was built for another graph"
                 )
-            dims, strides = (t.dims, t.strides) if variant is None else variant.views[t.uid]
+            dims, strides = (t.vector_dims, t.strides) if variant is None else variant.views[t.uid]
             jd, js = tuple(j.get("dim", ())), tuple(j.get("stride", ()))
             if jd != dims or (not t.is_virtual and js != strides):
                 mismatch = (

@@ -12,6 +12,7 @@ import numpy as np
 
 from .._shared.dtypes import CUDNN_DATA_TYPE_NAMES
 from ..graph import Graph, Tensor
+from ..graph.tensors import vector_array
 
 __all__: list[str] = []
 
@@ -51,8 +52,20 @@ class _Slot:
 
 def _slots_from_graph(graph: Graph) -> list[_Slot]:
     graph._resolve()
+    # The arrays are described as the caller holds them: a vectorized tensor is its packed
+    # [N, C/x, H, W, x] array of elements (Tensor.array_shape), not cuDNN's vector-counted view.
     return [
-        _Slot(t.uid, t.name, t.dims, t.strides, t.dtype, t.alignment, t.by_value, t.is_output, t)
+        _Slot(
+            t.uid,
+            t.name,
+            t.array_shape,
+            t.array_strides,
+            t.dtype,
+            t.alignment,
+            t.by_value,
+            t.is_output,
+            t,
+        )
         for t in graph.tensors
         if not t.is_virtual
     ]
@@ -78,12 +91,15 @@ def _slots_from_json(data: Mapping[str, Any]) -> list[_Slot]:
                 "load it with graph= to execute it"
             ) from None
         dt = _dtype_by_cudnn_name().get(str(t.get("dataType", "")).removeprefix("CUDNN_DATA_"))
+        shape, strides = vector_array(
+            tuple(t.get("dim", ())), tuple(t.get("stride", ())), int(t.get("vectCount", 1))
+        )
         out.append(
             _Slot(
                 uid,
                 str(uid),
-                tuple(t.get("dim", ())),
-                tuple(t.get("stride", ())),
+                shape,
+                strides,
                 dt,
                 int(t.get("ptrAlignment", 16)),
                 bool(t.get("isByValue")),

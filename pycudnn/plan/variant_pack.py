@@ -148,8 +148,15 @@ class VariantPacks:
                 f"{dtype_name(slot.dtype)}"
             )
         if tuple(shape) != tuple(slot.dims):
+            hint = ""
+            if slot.tensor is not None and slot.tensor.is_vectorized:
+                hint = (
+                    f" (the packed [N, C/x, H, W, x] array of this {slot.tensor.format} tensor, "
+                    f"e.g. layout.to_format(a, {slot.tensor.format!r}).reshape(tensor.array_shape))"
+                )
             raise ValueError(
-                f"{what}: the array has shape {list(shape)} but the graph says {list(slot.dims)}"
+                f"{what}: the array has shape {list(shape)} but the graph says "
+                f"{list(slot.dims)}{hint}"
             )
         for i, (n, got, want) in enumerate(zip(slot.dims, strides, slot.strides, strict=True)):
             if n > 1 and got != want:

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import _bindings as _b
 from .._lib import LIB, check
-from .._shared.dtypes import as_numpy_dtype, dtype_name
+from .._shared.dtypes import VECTOR_DTYPE_STRINGS, VECTOR_TYPES, as_numpy_dtype, dtype_name
 from .._shared.resource import CResource
 
 _log = logging.getLogger("pycudnn")
@@ -143,17 +143,9 @@ _LEGACY_TYPE_NAMES: dict[str, str] = {
     "uint8": "UINT8",
     "int32": "INT32",
 }
-# The deprecated vectorised types of the NCHW_VECT_C format, keyed by (element type, vector count).
-_VECTOR_TYPES: dict[tuple[str, int], str] = {
-    ("int8", 4): "INT8x4",
-    ("uint8", 4): "UINT8x4",
-    ("int8", 32): "INT8x32",
-}
-_VECTOR_DTYPE_STRINGS: dict[str, tuple[str, int]] = {
-    "int8x4": ("int8", 4),
-    "uint8x4": ("uint8", 4),
-    "int8x32": ("int8", 32),
-}
+# The deprecated vectorised types of the NCHW_VECT_C format (shared with the graph API).
+_VECTOR_TYPES = VECTOR_TYPES
+_VECTOR_DTYPE_STRINGS = VECTOR_DTYPE_STRINGS
 
 
 def _data_type_value(name: str) -> int:

@@ -252,7 +252,8 @@ class ConvolutionDescriptor(CResource):
         perm = channels_last_perm(len(xd))
         if x_desc._vector is None and xs != packed_strides_in_order(xd, perm):
             issues.append(f"x is not packed channels-last (NHWC); its strides are {xs}")
-        if not w_desc._channels_last:
+        if not w_desc._channels_last and w_desc._vector is None:
+            # NC/xHWx filters are the layout cuDNN's IMMA kernels take; only plain ones can miss.
             issues.append("w is not in NHWC (KRSC) format")
         groups = self._key[6]
         for what, value in (

@@ -61,10 +61,12 @@ def _check_strides(strides: Any, dims: tuple[int, ...]) -> tuple[int, ...]:
     if len(s) != len(dims):
         raise ValueError(f"strides has {len(s)} entries but dims has {len(dims)}; they must match")
     for i, (st, n) in enumerate(zip(s, dims, strict=True)):
-        if st < 0:
+        # Negative strides are kept: cudnnSetTensorNdDescriptor takes them (probed on cuDNN 9.28,
+        # and cudnnGetTensorSizeInBytes then counts |stride|); only routines refuse them, and
+        # pycudnn.ops refuses such arrays before calling one. The C int must still hold them.
+        if st < -_INT_MAX - 1:
             raise ValueError(
-                f"strides[{i}] = {st}: negative strides are not supported by cuDNN routines "
-                '("cuDNN routines do not support tensors with negative strides")'
+                f"strides[{i}] = {st} is below the smallest stride a C int holds ({-_INT_MAX - 1})"
             )
         if st == 0 and n > 1:
             raise ValueError(
@@ -80,7 +82,9 @@ class TensorDescriptor(CResource):
     ``TensorDescriptor(dims, strides=None, dtype=np.float32, fmt=None, *, output=False)``
 
     * ``dims``: 3 to 8 positive extents in logical order.
-    * ``strides``: in elements, non-negative; or ``fmt``, a layout format (strides from
+    * ``strides``: in elements, possibly negative (the descriptor format takes them, cuDNN's
+      routines and :mod:`pycudnn.ops` do not; ``size_in_bytes`` is then the span, with element 0
+      inside it, see :func:`pycudnn.layout.min_buffer_size`); or ``fmt``, a layout format (strides from
       :func:`pycudnn.layout.packed_strides`); or neither (packed row-major). Both may be given when
       they agree.
     * ``dtype``: float32, float64, float16, bfloat16, int8, uint8, int32 (NumPy or ml_dtypes types

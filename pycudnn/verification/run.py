@@ -188,6 +188,15 @@ def verify_plan(
         )
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, not {seed!r}")
+    vectorized = [t.name for t in graph.tensors if t.is_vectorized]
+    if vectorized:
+        # The seeded inputs and the NumPy reference work on logical-order strided arrays; an
+        # NC/xHWx tensor has no such strides (its strides count whole vectors).
+        raise ValueError(
+            f"verifying graphs with vectorized (NC/xHWx) tensors is not supported (tensors "
+            f"{', '.join(repr(n) for n in vectorized)}); compare with a reference yourself, "
+            "reading outputs with pycudnn.layout.from_format"
+        )
     st = driver_status()
     if not st.usable:
         raise RuntimeError(
