@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import functools
 import numbers
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
@@ -210,12 +211,15 @@ def _enum_value(enum_cls: type[enum.IntEnum], v: Any) -> int:
         return int(v)
     if isinstance(v, str):
         key = v.strip().upper()
+        members = _member_spellings(enum_cls)
+        prefixes = _enum_prefixes(enum_cls)
+        spelled = (key, "CUDNN_" + key)  # the C name, also without its "CUDNN_"
         for candidate in (
             key,
-            *(key[len(p) :] for p in _enum_prefixes(enum_cls) if key.startswith(p)),
+            *(k[len(p) :] for k in spelled for p in prefixes if k.startswith(p)),
         ):
-            if candidate in enum_cls.__members__:
-                return int(enum_cls[candidate])
+            if candidate in members:
+                return int(members[candidate])
         hint = did_you_mean(key, enum_cls.__members__)
         for p in _enum_prefixes(enum_cls):  # also the spelling with the C prefix
             hint = hint or did_you_mean(key.removeprefix(p), enum_cls.__members__)
@@ -226,6 +230,22 @@ def _enum_value(enum_cls: type[enum.IntEnum], v: Any) -> int:
         except ValueError:
             raise TypeError(f"{int(v)} is not a {enum_cls.__name__} value") from None
     raise TypeError(f"{v!r} is not a {enum_cls.__name__}")
+
+
+@functools.cache
+def _member_spellings(enum_cls: type[enum.IntEnum]) -> dict[str, enum.IntEnum]:
+    """Upper-cased member names (``"int8x32"`` is INT8x32), and, where every member but a count
+    starts with the same word, the names without it too (cudnnBackendHeurMode_t's MODE_A is
+    also ``"A"``, as cudnn-frontend spells it)."""
+    spellings = {name.upper(): member for name, member in enum_cls.__members__.items()}
+    words = {name.split("_", 1)[0] for name in spellings if not name.endswith("_COUNT")}
+    if len(words) == 1 and all("_" in name for name in spellings):
+        word = words.pop() + "_"
+        spellings |= {
+            name.removeprefix(word): member for name, member in list(spellings.items())
+            if name.startswith(word) and name.removeprefix(word) not in spellings
+        }  # fmt: skip
+    return spellings
 
 
 def _enum_prefixes(enum_cls: type[enum.IntEnum]) -> tuple[str, ...]:

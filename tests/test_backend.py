@@ -365,3 +365,33 @@ def test_descriptor_get_is_refused_when_the_kind_is_unknown() -> None:
     g = _conv_graph()
     with pytest.raises(ValueError, match="kind of descriptor it holds"):
         g.get("OPERATIONGRAPH_IS_SAME_TOPOLOGY", attr_type="BACKEND_DESCRIPTOR", many=True)
+
+
+@pytest.mark.parametrize(
+    ("spelling", "member"),
+    [
+        ("INT8x32", "CUDNN_DATA_INT8x32"),
+        ("int8x32", "CUDNN_DATA_INT8x32"),  # member names are mixed case in C
+        ("CUDNN_DATA_INT8x32", "CUDNN_DATA_INT8x32"),
+        ("DATA_HALF", "CUDNN_DATA_HALF"),
+        ("a", "CUDNN_HEUR_MODE_A"),  # cudnn-frontend's spelling
+        ("fallback", "CUDNN_HEUR_MODE_FALLBACK"),
+        ("HEUR_MODE_B", "CUDNN_HEUR_MODE_B"),
+        ("MODE_INSTANT", "CUDNN_HEUR_MODE_INSTANT"),
+    ],
+)
+def test_enum_values_take_the_c_name_in_any_case_and_prefix(spelling: str, member: str) -> None:
+    from pycudnn import _bindings
+    from pycudnn._attrs import _enum_value
+
+    expected = getattr(_bindings, member)
+    assert _enum_value(type(expected), spelling) == int(expected)
+
+
+def test_an_enum_word_shared_by_several_members_is_not_guessed() -> None:
+    from pycudnn import _bindings
+    from pycudnn._attrs import _enum_value
+
+    # "FP8" ends FAST_FLOAT_FOR_FP8 and starts FP8_E4M3 and FP8_E5M2: no single member is meant.
+    with pytest.raises(TypeError, match="not a cudnnDataType_t member"):
+        _enum_value(_bindings.cudnnDataType_t, "FP8")
