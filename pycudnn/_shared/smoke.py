@@ -119,8 +119,8 @@ def run_checks(
     failed = [r for r in results if r.status == "failed"]
     gpu_skipped = [r for r in results if r.status == "skipped" and r.needs_gpu]
     if failed:
-        missing = all(r.data.get("cannot_run") for r in failed)
-        code = EXIT_CANNOT_RUN if missing else EXIT_FAILED
+        cannot_run = all(r.data.get("cannot_run") for r in failed)
+        code = EXIT_CANNOT_RUN if cannot_run else EXIT_FAILED
     else:
         code = EXIT_CANNOT_RUN if require_gpu and gpu_skipped else EXIT_OK
     counts = summarize(r.status for r in results)
