@@ -138,3 +138,15 @@ def test_verify_list_filter_selects_and_a_filter_matching_nothing_exits_2(
         assert main(["verify", "--list", "--filter", "nomatch"]) == 2
         out = capsys.readouterr()
         assert out.out == "" and "no case name contains 'nomatch'" in out.err
+
+
+def test_demo_script_reports_a_bad_argument_once_and_as_one_document() -> None:
+    # Checked before the environment is set up, so this runs in a second without a .venv.
+    script = str(ROOT / "scripts" / "demo.sh")
+    text = subprocess.run(["bash", script, "--bogus"], capture_output=True, text=True, check=False)
+    assert text.returncode == 2 and text.stdout == ""
+    assert text.stderr.count("usage: scripts/demo.sh") == 1 and "--bogus" in text.stderr
+    doc = subprocess.run(
+        ["bash", script, "--json", "--bogus"], capture_output=True, text=True, check=False
+    )
+    assert doc.returncode == _one_document(doc.stdout)["exit_code"] == 2
