@@ -41,7 +41,9 @@ shape = {name: tuple(extent[c] for c in name) for name in ("mhkn", "ukvh", "munv
 specs = [pycutensor.TensorSpec.create(shape[n], dtype=np.float32) for n in ("mhkn", "ukvh", "munv")]
 labels, _, _, compute = check_operation("contraction", specs, ["mhkn", "ukvh", "munv"],
                                         compute_type="3XTF32")  # fmt: skip
-print(f"contraction {labels} of float32 with compute type {compute}: allowed")
+a_modes, b_modes, c_modes = (",".join(m) for m in labels)  # the mode labels check_operation read
+print(f"contraction C[{c_modes}] = A[{a_modes}] B[{b_modes}] of float32, compute type {compute}: "
+      "allowed")  # fmt: skip
 try:
     half = [pycutensor.TensorSpec.create(s.extents, dtype=np.float16) for s in specs]
     check_operation("contraction", half, ["mhkn", "ukvh", "munv"], compute_type="TF32")

@@ -1,5 +1,7 @@
-"""Command line: ``python -m pycudnn info | smoke [--require-gpu] | deviceprops --save FILE |
-verify [--quick] [--no-known-bad]``, each with ``--json`` (exactly one JSON document on stdout).
+"""Command line: ``python -m pycudnn info | smoke [--require-gpu] | deviceprops [--save FILE] |
+verify [--quick] [--no-known-bad] [--filter TEXT] [--list]``, each with ``--json`` (before or
+after the command): exactly one JSON document on stdout, whatever happens, its ``exit_code``
+repeating the exit code.
 
 Exit codes: 0 everything passed; 1 something failed; 2 bad command line; 3 could not run here
 (no GPU where one is needed, library not installed); 141 the reader closed the pipe.
@@ -17,7 +19,9 @@ from ._shared.report import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
+    CliParser,
     devices_report,
+    parse_args,
     print_json,
     print_report,
     run_cli,
@@ -34,34 +38,54 @@ def info() -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pycudnn", description=__doc__)
+    parser = CliParser(prog="python -m pycudnn", description=__doc__)
+    parser.add_argument("--json", dest="json_first", action="store_true", help=_JSON_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     p_info = sub.add_parser("info", help="versions, library paths, driver and devices")
-    p_info.add_argument("--json", action="store_true", help="print JSON")
+    p_info.add_argument("--json", action="store_true", help=_JSON_HELP)
     p_smoke = sub.add_parser("smoke", help="run real cuDNN work against NumPy")
-    p_smoke.add_argument("--json", action="store_true", help="print JSON")
+    p_smoke.add_argument("--json", action="store_true", help=_JSON_HELP)
     p_smoke.add_argument(
         "--require-gpu", action="store_true", help="fail when checks that need a GPU cannot run"
     )
-    p_dev = sub.add_parser("deviceprops", help="capture this GPU's properties for deviceless plans")
-    p_dev.add_argument("--save", metavar="FILE", required=True, help="where to write the JSON")
+    p_dev = sub.add_parser(
+        "deviceprops",
+        help="capture this GPU's properties for deviceless plans",
+        description=_deviceprops.__doc__,
+    )
+    p_dev.add_argument(
+        "--save",
+        metavar="FILE",
+        default="-",
+        help="where to write the properties JSON (default -: stdout)",
+    )
     p_dev.add_argument("--device", type=int, default=0, help="device ordinal (default 0)")
-    p_dev.add_argument("--json", action="store_true", help="print JSON")
-    from .verification.cli import add_arguments as add_verify_arguments
+    p_dev.add_argument("--json", action="store_true", help=_JSON_HELP)
+    from .verification import cli as verify_cli
 
-    add_verify_arguments(sub.add_parser("verify", help="check every engine against NumPy"))
-    args = parser.parse_args(argv)
+    verify_cli.add_arguments(
+        sub.add_parser(
+            "verify", help="check every engine against NumPy", description=verify_cli.__doc__
+        )
+    )
+    args = parse_args(parser, argv)
+    if isinstance(args, int):
+        return args
     return run_cli(lambda: _dispatch(args), json_mode=args.json, command=args.command)
+
+
+_JSON_HELP = "print exactly one JSON document on stdout (its exit_code repeats the exit code)"
 
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "info":
         report = info()
+        code = EXIT_CANNOT_RUN if "cudnn_error" in report else EXIT_OK
         if args.json:
-            print_json(report)
+            print_json({"command": "info", "exit_code": code, **report})
         else:
             print_report(report)
-        return EXIT_CANNOT_RUN if "cudnn_error" in report else EXIT_OK
+        return code
     if args.command == "smoke":
         from ._shared.smoke import run_checks
         from .smoke import checks
@@ -79,9 +103,16 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _deviceprops(args: argparse.Namespace) -> int:
-    """``deviceprops --save FILE``: the JSON form has the device in :func:`device_record`'s schema."""
+    """Capture a GPU's properties for execution plans built without one (deviceless plans).
+
+    ``--save FILE`` writes them to FILE; without it (or with ``--save -``) the properties JSON is
+    printed on stdout, so ``python -m pycudnn deviceprops > h100.json`` works too. With ``--json``
+    stdout has the report instead (the device in the schema of ``info``, and the properties under
+    ``properties`` when they were not saved to a file). Needs a GPU: exit code 3 without one.
+    """
     from ._shared.cuda import driver_status
 
+    to_stdout = args.save == "-"
     st = driver_status()
     record: dict[str, Any] = {"command": "deviceprops", "saved": None, **devices_report(st)}
 
@@ -94,16 +125,23 @@ def _deviceprops(args: argparse.Namespace) -> int:
 
     if not st.usable:
         return fail(EXIT_CANNOT_RUN, f"capturing device properties needs a GPU: {st.reason}")
+    if not any(d["ordinal"] == args.device for d in record["devices"]):
+        ordinals = ", ".join(str(d["ordinal"]) for d in record["devices"])
+        return fail(EXIT_USAGE, f"no device {args.device} (devices here: {ordinals})")
     from .deviceprops import DeviceProperties
 
     try:
         props = DeviceProperties.from_device(args.device)
-        props.save(args.save)
+        if not to_stdout:
+            props.save(args.save)
     except Exception as exc:  # report, don't dump a traceback on the command line
         return fail(EXIT_FAILED, f"{type(exc).__name__}: {exc}")
     if args.json:
         device = [d for d in record["devices"] if d["ordinal"] == args.device]
-        print_json({**record, "exit_code": EXIT_OK, "saved": args.save, "device": device[0]})
+        extra = {"properties": props.as_dict()} if to_stdout else {"saved": args.save}
+        print_json({**record, "exit_code": EXIT_OK, "device": device[0], **extra})
+    elif to_stdout:
+        print(props.to_json(indent=2))
     else:
         print(f"saved the properties of device {args.device} ({props.device_name}) to {args.save}")
     return EXIT_OK

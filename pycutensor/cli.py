@@ -1,5 +1,6 @@
-"""Command line: ``python -m pycutensor info | smoke [--require-gpu] | verify [--quick]``, each with
-``--json`` (exactly one JSON document on stdout).
+"""Command line: ``python -m pycutensor info | smoke [--require-gpu] | verify [--quick]
+[--filter TEXT] [--list]``, each with ``--json`` (before or after the command): exactly one JSON
+document on stdout, whatever happens, its ``exit_code`` repeating the exit code.
 
 Exit codes: 0 everything passed; 1 something failed; 2 bad command line; 3 could not run here
 (no GPU where one is needed, library not installed); 141 the reader closed the pipe.
@@ -16,6 +17,8 @@ from pycudnn._shared.report import (
     EXIT_CANNOT_RUN,
     EXIT_OK,
     EXIT_USAGE,
+    CliParser,
+    parse_args,
     print_json,
     print_report,
     run_cli,
@@ -32,30 +35,43 @@ def info() -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pycutensor", description=__doc__)
+    parser = CliParser(prog="python -m pycutensor", description=__doc__)
+    parser.add_argument("--json", dest="json_first", action="store_true", help=_JSON_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     p_info = sub.add_parser("info", help="versions, library paths, driver and devices")
-    p_info.add_argument("--json", action="store_true", help="print JSON")
+    p_info.add_argument("--json", action="store_true", help=_JSON_HELP)
     p_smoke = sub.add_parser("smoke", help="run real cuTENSOR work against NumPy")
-    p_smoke.add_argument("--json", action="store_true", help="print JSON")
+    p_smoke.add_argument("--json", action="store_true", help=_JSON_HELP)
     p_smoke.add_argument(
         "--require-gpu", action="store_true", help="fail when checks that need a GPU cannot run"
     )
-    from .verification import add_arguments as add_verify_arguments
+    from . import verification
 
-    add_verify_arguments(sub.add_parser("verify", help="check every algorithm against NumPy"))
-    args = parser.parse_args(argv)
+    verification.add_arguments(
+        sub.add_parser(
+            "verify",
+            help="check every algorithm against NumPy",
+            description=verification.run.__doc__,
+        )
+    )
+    args = parse_args(parser, argv)
+    if isinstance(args, int):
+        return args
     return run_cli(lambda: _dispatch(args), json_mode=args.json, command=args.command)
+
+
+_JSON_HELP = "print exactly one JSON document on stdout (its exit_code repeats the exit code)"
 
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "info":
         report = info()
+        code = EXIT_CANNOT_RUN if "cutensor_error" in report else EXIT_OK
         if args.json:
-            print_json(report)
+            print_json({"command": "info", "exit_code": code, **report})
         else:
             print_report(report)
-        return EXIT_CANNOT_RUN if "cutensor_error" in report else EXIT_OK
+        return code
     if args.command == "smoke":
         from pycudnn._shared.smoke import run_checks
 

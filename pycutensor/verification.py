@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import string
 import sys
@@ -404,35 +403,59 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="the CI subset")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
+    parser.add_argument(
+        "--filter", metavar="TEXT", default="", help="only cases whose name contains TEXT"
+    )
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
-    """``python -m pycutensor verify``: the exit status is 1 when any result is wrong."""
+    """``python -m pycutensor verify``: the exit status is 1 when any result is wrong, 3 without a
+    GPU, 2 when ``--filter`` matches no case; ``--json`` prints one JSON document, ``--list`` too."""
     from pycudnn._shared.cuda import driver_status
+    from pycudnn._shared.report import EXIT_CANNOT_RUN, EXIT_USAGE, print_json
+    from pycudnn.verification.cli import progress_bar
 
-    selected = cases(args.quick)
+    selected = [c for c in cases(args.quick) if args.filter in c.name]
+    if not selected:
+        message = f"no case name contains {args.filter!r} (`python -m pycutensor verify --list` shows them all)"
+        if args.json:
+            print_json({"command": "verify", "exit_code": EXIT_USAGE, "error": message})
+        else:
+            print(f"error: {message}", file=sys.stderr)
+        return EXIT_USAGE
     if args.list:
+        if args.json:
+            listed = [{"name": c.name, "kind": c.kind, "modes": list(c.modes)} for c in selected]
+            print_json({"command": "verify", "exit_code": 0, "cases": listed})
+            return 0
         for c in selected:
             print(f"{c.name:<24} {c.kind:<20} {' '.join(c.modes)}")
         return 0
     st = driver_status()
     if not st.usable:
-        from pycudnn._shared.report import EXIT_CANNOT_RUN, print_json
-
         message = f"verify executes on a GPU, and none is usable here: {st.reason}"
         if args.json:
             print_json({"command": "verify", "exit_code": EXIT_CANNOT_RUN, "error": message})
         else:
             print(f"error: {message}", file=sys.stderr)
         return EXIT_CANNOT_RUN
+    bar = progress_bar(len(selected), not args.no_progress and not args.json)
     start = time.perf_counter()
-    rows = [row for spec in selected for row in verify_case(spec, seed=args.seed)]
+    rows = []
+    for spec in selected:
+        rows.extend(verify_case(spec, seed=args.seed))
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
     wrong = [r for r in rows if r["status"] in ("fail", "error")]
     report = {"rows": rows, "runs": len(rows), "wrong": len(wrong), "passed": not wrong,
               "seconds": round(time.perf_counter() - start, 2)}  # fmt: skip
+    code = 0 if not wrong else 1
     if args.json:
-        print(json.dumps(report, indent=2, default=str))
+        print_json({"command": "verify", "exit_code": code, **report})
     else:
         for r in rows:
             detail = (
@@ -443,4 +466,4 @@ def run(args: argparse.Namespace) -> int:
             print(f"{r['case']:<24} {r['algorithm']:<16} {r['status']:<14} {detail}")
         verdict = "all right" if not wrong else f"{len(wrong)} WRONG"
         print(f"\n{len(rows)} runs, {verdict} ({report['seconds']} s)")
-    return 0 if not wrong else 1
+    return code

@@ -1,18 +1,39 @@
 #!/usr/bin/env bash
 # The main job: sets up .venv (once), then runs the smoke demos of both packages. They find the
 # libraries, report versions and devices, and run real cuDNN and cuTENSOR work against NumPy, or
-# say plainly what could not run without a GPU. Extra arguments go to both smoke commands
-# (e.g. --require-gpu, --json).
+# say plainly what could not run without a GPU. Its arguments, --json and --require-gpu, go to both
+# smoke commands.
 #
 # With --json the output is ONE JSON document: {"exit_code", "summary", "pycudnn": <smoke report>,
-# "pycutensor": <smoke report>}. Exit codes are the smoke commands' (0 passed, 1 something failed,
-# 3 could not run here): the worst of the two, a failure counting above could-not-run.
+# "pycutensor": <smoke report>} ({"exit_code": 2, "error", "usage"} for a bad argument). Exit codes
+# are the smoke commands' (0 passed, 1 something failed, 3 could not run here): the worst of the
+# two, a failure counting above could-not-run; 2 for an argument other than --json/--require-gpu.
 set -euo pipefail
+usage="usage: scripts/demo.sh [-h] [--json] [--require-gpu]"
+json=0
+bad=""
+for arg in "$@"; do
+  case "$arg" in
+    --json) json=1 ;;
+    --require-gpu) ;;
+    -h | --help) echo "$usage"; exit 0 ;;
+    *) [ -n "$bad" ] || bad=$arg ;;
+  esac
+done
+# Checked here, before the two smoke commands, so that a bad argument is reported once, under
+# this script's name (and, with --json, as the one JSON document the script promises).
+if [ -n "$bad" ]; then
+  message="scripts/demo.sh: error: unrecognized argument: $bad"
+  if [ "$json" = 1 ]; then
+    python3 -c 'import json, sys; print(json.dumps({"exit_code": 2, "error": sys.argv[1], "usage": sys.argv[2]}, indent=2))' "$message" "$usage"
+  else
+    printf '%s\n%s\n' "$usage" "$message" >&2
+  fi
+  exit 2
+fi
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 . scripts/env.sh
-json=0
-for arg in "$@"; do [ "$arg" = "--json" ] && json=1; done
 if [ "$json" = 0 ]; then
   status=0
   python -m pycudnn smoke "$@" || status=$?

@@ -16,8 +16,8 @@ from pycudnn._shared.cuda import driver_status
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_module(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def run_module(*args: str, **env_vars: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **env_vars}
     return subprocess.run(
         [sys.executable, "-m", *args],
         capture_output=True,
@@ -72,6 +72,24 @@ def test_smoke_reports_and_require_gpu_fails_without_gpu(package: str) -> None:
     assert any(c["needs_gpu"] and c["status"] == "skipped" for c in report["checks"])
     assert strict.returncode == 3  # could not run here, not a failure
     assert "needed a GPU" in strict.stdout
+
+
+@pytest.mark.parametrize("package", ["pycudnn", "pycutensor"])
+def test_a_missing_library_is_one_failure_and_its_dependents_skip(
+    package: str, tmp_path: Path
+) -> None:
+    variable = f"{package.upper()}_LIBRARY"
+    nowhere = str(tmp_path / "no-such-library.so")
+    out = run_module(package, "smoke", **{variable: nowhere})
+    assert out.returncode == 3, out.stdout + out.stderr  # could not run here, not wrong
+    assert "Traceback" not in out.stdout + out.stderr
+    assert out.stdout.count(nowhere) == 1  # the library check says it, once
+    assert "1 failed" in out.stdout and "could not run here (exit code 3)" in out.stdout
+    assert "needs what the 'library' check could not load" in out.stdout
+    doc = json.loads(run_module(package, "smoke", "--json", **{variable: nowhere}).stdout)
+    assert doc["exit_code"] == 3 and doc["summary"]["failed"] == 1
+    failed = [c for c in doc["checks"] if c["status"] == "failed"]
+    assert [c["name"] for c in failed] == ["library"] and failed[0]["data"]["cannot_run"]
 
 
 def test_deviceprops_saves_on_a_gpu_and_fails_cleanly_without(tmp_path: Path) -> None:

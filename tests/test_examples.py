@@ -29,7 +29,10 @@ CPU_OUTPUT = {
     "legacy_conv": ["x (2, 8, 12, 12) * w (16, 8, 3, 3) (pad 1) -> y (2, 16, 12, 12)"],
     "raw_c_api": ["NHWC: dims [2, 3, 8, 8], strides [192, 1, 24, 3]"],
     "einsum": ["bii->b", "-> (8,)", "ii->i", "-> (5,)", "-> (4, 7, 2, 5)"],
-    "cutensor_contraction": ["3XTF32: allowed", "refused before cuTENSOR"],
+    "cutensor_contraction": [
+        "contraction C[m,u,n,v] = A[m,h,k,n] B[u,k,v,h] of float32, compute type 3XTF32: allowed",
+        "refused before cuTENSOR",
+    ],
     "cuda_graph_capture": ["z[m,p] = y[m,n] v[n,p]: valid"],
 }
 # Parts that need the NVIDIA driver library (deviceless planning), not a GPU.

@@ -14,11 +14,14 @@ Exit codes (documented in the README, so that a CI job can branch on them):
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import inspect
 import json
 import os
+import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -31,9 +34,12 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_OK",
     "EXIT_USAGE",
+    "CliParser",
     "device_record",
     "devices_report",
     "info_report",
+    "parse_args",
+    "plain_text",
     "print_json",
     "print_report",
     "run_cli",
@@ -182,16 +188,103 @@ def run_cli(main: Callable[[], int], *, json_mode: bool, command: str) -> int:
         sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
         return code
     except BrokenPipeError:
-        # Python would print "Exception ignored ... BrokenPipeError" at exit while flushing
-        # stdout: point stdout at /dev/null so that the exit is quiet.
-        devnull = os.open(os.devnull, os.O_WRONLY)
+        return _closed_pipe()
+
+
+def _closed_pipe() -> int:
+    # Python would print "Exception ignored ... BrokenPipeError" at exit while flushing stdout:
+    # point stdout at /dev/null so that the exit is quiet.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (captured in a test)
+        pass
+    finally:
+        os.close(devnull)
+    return EXIT_CLOSED_PIPE
+
+
+_ROLE = re.compile(r":[a-z]+:`~?\.?([^`]+)`")  # :func:`name`, :mod:`~.suite`, ...
+
+
+def plain_text(text: str | None) -> str:
+    """A docstring as terminal text: reStructuredText roles become their target's name and
+    ````literal```` becomes ```literal``` (argparse prints descriptions as they are)."""
+    return _ROLE.sub(r"\1", inspect.cleandoc(text or "")).replace("``", "`")
+
+
+class _UsageError(Exception):
+    def __init__(self, usage: str, message: str) -> None:
+        super().__init__(message)
+        self.usage = usage
+        self.message = message
+
+
+class _HelpRequested(Exception):
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+class CliParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors and help come back to :func:`parse_args` (which
+    prints them as text or as one JSON document) instead of being printed and exiting. Its
+    subparsers are of this class too (argparse makes them with the parent's class)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # The descriptions are docstrings, already wrapped; argparse would refill their lists.
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        if "description" in kwargs:
+            kwargs["description"] = plain_text(kwargs["description"])
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> Any:  # argparse's contract: does not return
+        raise _UsageError(self.format_usage(), f"{self.prog}: error: {message}")
+
+    def print_help(self, file: Any = None) -> None:
+        raise _HelpRequested(self.format_help())
+
+
+def parse_args(
+    parser: argparse.ArgumentParser, argv: Sequence[str] | None
+) -> argparse.Namespace | int:
+    """Parse ``argv`` (default ``sys.argv[1:]``) with a :class:`CliParser`: the namespace, or the
+    exit code after printing help (0) or a usage error (:data:`EXIT_USAGE`). With ``--json``
+    anywhere on the line either is one JSON document on stdout (``command``, ``exit_code`` and
+    ``help`` or ``error`` with ``usage``), as every ``--json`` command promises."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    json_mode = "--json" in argv
+    command = next((a for a in argv if not a.startswith("-")), None)
+    try:
         try:
-            os.dup2(devnull, sys.stdout.fileno())
-        except (OSError, ValueError):  # stdout is not a real file (captured in a test)
-            pass
-        finally:
-            os.close(devnull)
-        return EXIT_CLOSED_PIPE
+            args = parser.parse_args(argv)
+        except _HelpRequested as exc:
+            if json_mode:
+                print_json({"command": command, "exit_code": EXIT_OK, "help": exc.text})
+            else:
+                print(exc.text, end="")
+            sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
+            return EXIT_OK
+        except _UsageError as exc:
+            if json_mode:
+                print_json(
+                    {
+                        "command": command,
+                        "exit_code": EXIT_USAGE,
+                        "error": exc.message,
+                        "usage": exc.usage.strip(),
+                    }
+                )
+                sys.stdout.flush()
+            else:
+                print(exc.usage + exc.message, file=sys.stderr)
+            return EXIT_USAGE
+    except BrokenPipeError:
+        return _closed_pipe()
+    # ``--json`` is accepted before the subcommand too (``python -m pycudnn --json info``); the
+    # main parser stores it apart, as a subcommand's own default would overwrite it.
+    args.json = bool(getattr(args, "json", False) or getattr(args, "json_first", False))
+    return args
 
 
 def summarize(statuses: Iterable[str]) -> dict[str, int]:

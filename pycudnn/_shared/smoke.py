@@ -47,7 +47,10 @@ class CheckResult:
 Check = Callable[[], "dict[str, Any] | str | None"]
 
 
-def _run_one(name: str, check: Check) -> CheckResult:
+def _run_one(name: str, check: Check, missing: CheckResult | None = None) -> CheckResult:
+    """Run one check. ``missing`` is an earlier check that could not load a library: a check that
+    fails with the same error is skipped (it depends on that library), so that a missing library
+    is reported once, not by every check that needs it."""
     start = time.perf_counter()
     try:
         out = check()
@@ -61,10 +64,16 @@ def _run_one(name: str, check: Check) -> CheckResult:
         )
     except Exception as exc:
         detail = f"{type(exc).__name__}: {exc}"
+        elapsed = time.perf_counter() - start
+        if isinstance(exc, ImportError):
+            # LibraryNotFoundError (or a missing optional package): nothing could run, nothing
+            # is wrong. Its message says what to install; a traceback would add nothing.
+            if missing is not None and detail == missing.detail:
+                reason = f"needs what the {missing.name!r} check could not load"
+                return CheckResult(name, "skipped", reason, seconds=elapsed)
+            return CheckResult(name, "failed", detail, {"cannot_run": True}, seconds=elapsed)
         data: dict[str, Any] = {"traceback": traceback.format_exc(limit=4)}
-        if isinstance(exc, ImportError):  # LibraryNotFoundError: nothing could run, not wrong
-            data["cannot_run"] = True
-        return CheckResult(name, "failed", detail, data, seconds=time.perf_counter() - start)
+        return CheckResult(name, "failed", detail, data, seconds=elapsed)
     elapsed = time.perf_counter() - start
     if isinstance(out, dict):
         detail = str(out.pop("summary", ""))
@@ -85,7 +94,9 @@ def run_checks(
     The code is :data:`~pycudnn._shared.report.EXIT_FAILED` when a check failed (unless every
     failure is an ``ImportError``, a library that is not installed:
     :data:`~pycudnn._shared.report.EXIT_CANNOT_RUN`), ``EXIT_CANNOT_RUN`` when ``require_gpu``
-    and a check that needs a GPU could not run, else ``EXIT_OK``. With ``as_json`` the whole
+    and a check that needs a GPU could not run, else ``EXIT_OK``. A library that cannot be loaded
+    fails the first check that needs it (one line, no traceback); later checks that fail the same
+    way are skipped, naming that check. With ``as_json`` the whole
     report is one JSON document: ``title``, ``exit_code``, ``summary`` (counts),
     ``cuda_driver``/``devices``/``devices_reason`` (the schema of ``info``) and ``checks`` (each
     skipped one with its ``reason``).
@@ -94,9 +105,12 @@ def run_checks(
     results = []
     if not as_json:
         print(f"{title}", file=out)
+    missing: CheckResult | None = None
     for name, check in checks:
-        result = _run_one(name, check)
+        result = _run_one(name, check, missing)
         results.append(result)
+        if missing is None and result.data.get("cannot_run"):
+            missing = result
         if not as_json:
             mark = {"ok": "ok     ", "skipped": "SKIPPED", "failed": "FAILED "}[result.status]
             print(f"  [{mark}] {name}: {result.detail}", file=out)
@@ -105,8 +119,8 @@ def run_checks(
     failed = [r for r in results if r.status == "failed"]
     gpu_skipped = [r for r in results if r.status == "skipped" and r.needs_gpu]
     if failed:
-        missing = all(r.data.get("cannot_run") for r in failed)
-        code = EXIT_CANNOT_RUN if missing else EXIT_FAILED
+        cannot_run = all(r.data.get("cannot_run") for r in failed)
+        code = EXIT_CANNOT_RUN if cannot_run else EXIT_FAILED
     else:
         code = EXIT_CANNOT_RUN if require_gpu and gpu_skipped else EXIT_OK
     counts = summarize(r.status for r in results)
@@ -130,6 +144,12 @@ def run_checks(
         print(
             f"  {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed", file=out
         )
+        if code == EXIT_CANNOT_RUN and failed:
+            print(
+                "  could not run here (exit code 3): a library could not be loaded, and the "
+                "checks that need it were skipped",
+                file=out,
+            )
         if require_gpu and gpu_skipped:
             print(
                 "  --require-gpu: these checks needed a GPU and did not run: "

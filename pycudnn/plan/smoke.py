@@ -37,53 +37,93 @@ def _smoke_graphs() -> dict[str, Graph]:
     return {"conv_bias_relu": g, "matmul": m}
 
 
+def checkout_deviceprops_dir(package_dir: Path | None = None) -> Path | None:
+    """``tests/data/deviceprops/`` of the source checkout that holds the ``pycudnn`` package
+    (``package_dir``, default this one), or None for an installed package (no checkout)."""
+    package_dir = package_dir or Path(__file__).resolve().parent.parent
+    root = package_dir.parent
+    # pyproject.toml marks a checkout: site-packages has no such file, and may hold some other
+    # distribution's stray top-level tests/ folder.
+    folder = root / "tests" / "data" / "deviceprops"
+    return folder if (root / "pyproject.toml").is_file() and folder.is_dir() else None
+
+
 def _smoke_deviceprops() -> tuple[DeviceProperties | None, str]:
+    """The properties the smoke demo plans against without a GPU, and where they came from (or,
+    when there are none, why)."""
     env = os.environ.get("PYCUDNN_DEVICEPROPS")
     if env:
         return DeviceProperties.load(env), env
-    folder = Path(__file__).resolve().parent.parent / "tests" / "data" / "deviceprops"
-    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
-    if files:
-        return DeviceProperties.load(files[0]), str(files[0])
-    return None, ""
+    folder = checkout_deviceprops_dir()
+    hint = (
+        "set PYCUDNN_DEVICEPROPS to a file captured with `python -m pycudnn deviceprops --save "
+        "FILE` on a GPU"
+    )
+    if folder is None:
+        return (
+            None,
+            f"no device-properties JSON: not a source checkout (no tests/data/deviceprops/); {hint}",
+        )
+    files = sorted(folder.glob("*.json"))
+    if not files:
+        return None, f"no device-properties JSON in {folder}; {hint}, or add one there"
+    return DeviceProperties.load(files[0]), str(files[0])
 
 
 def _smoke_heuristics() -> dict[str, Any]:
     from .._shared.cuda import driver_status
     from .._shared.smoke import SkipCheck
 
-    if not driver_status().library_found:
+    st = driver_status()
+    if not st.library_found:
         raise SkipCheck("cuDNN's backend needs libcuda.so.1 (Debian: libcuda1), not installed")
-    out: dict[str, Any] = {}
+    # Heuristics need a target to return configs: the GPU, else device properties. With neither,
+    # cuDNN counts configs but returns none (it cannot materialize them), which proves nothing.
+    props: DeviceProperties | None = None
+    target = "this GPU"
+    if not st.usable:
+        why = DeviceProperties.why_no_plans()
+        props, where = _smoke_deviceprops() if why is None else (None, why)
+        if props is None:
+            raise SkipCheck(
+                f"heuristics return engine configs for a target: no GPU ({st.reason}) and no "
+                f"usable device properties ({where})"
+            )
+        target = f"{props.device_name} (device properties from {where})"
+    out: dict[str, Any] = {"target": target}
     parts = []
     for name, g in _smoke_graphs().items():
         counts = {}
         for mode in ("a", "fallback"):
-            res = g.heuristics(mode)
+            res = g.heuristics(mode, device_properties=props)
+            if res.error:
+                raise AssertionError(f"{name}: heuristics {res.describe()}")
             counts[mode] = [res.count, res.returned]
+        if not any(returned for _, returned in counts.values()):
+            raise AssertionError(
+                f"{name}: no heuristic mode returned an engine config for {target} "
+                f"({', '.join(f'{m} {c[0]} counted/0 returned' for m, c in counts.items())})"
+            )
         out[name] = {"engines": g.engine_count, "heuristics": counts}
         parts.append(
             f"{name}: {g.engine_count} engines, "
             + ", ".join(f"{m} {c[0]} counted/{c[1]} returned" for m, c in counts.items())
         )
-    out["summary"] = "graphs finalized; " + "; ".join(parts)
+    out["summary"] = f"graphs finalized; engine configs for {target}: " + "; ".join(parts)
     return out
 
 
 def _smoke_deviceless() -> dict[str, Any]:
-    from .._shared.cuda import driver_status
     from .._shared.smoke import SkipCheck
 
-    if not driver_status().library_found:
-        raise SkipCheck("cuDNN's backend needs libcuda.so.1 (Debian: libcuda1), not installed")
+    why = DeviceProperties.why_no_plans()
+    if why is not None:
+        raise SkipCheck(why)
     props, where = _smoke_deviceprops()
     if props is None:
-        raise SkipCheck(
-            "no device-properties JSON (set PYCUDNN_DEVICEPROPS or add one captured with "
-            "`python -m pycudnn deviceprops --save FILE` to tests/data/deviceprops/)"
-        )
+        raise SkipCheck(where)
     parts: list[str] = []
-    data: dict[str, Any] = {}
+    data: dict[str, Any] = {"deviceprops": where}
     for name, g in _smoke_graphs().items():
         plan = g.build(device_properties=props, cache=False)
         text = plan.to_json()

@@ -3,7 +3,8 @@
 For each graph of :mod:`.suite`, every execution plan that finalizes (heuristics A and FALLBACK;
 engines in the known-bad table are left out and listed, unless ``--no-known-bad``) is executed on
 seeded inputs and compared with the NumPy reference. The exit status is 1 when any plan is wrong
-or fails to execute (and when no GPU is usable), else 0. ``--json`` prints the whole report;
+or fails to execute, 3 when no GPU is usable (nothing could run), 2 when ``--filter`` matches no
+case, else 0. ``--json`` prints the whole report as one JSON document (``--list`` too);
 ``--write-known-bad FILE`` adds an entry for every wrong engine to a table that
 ``PYCUDNN_KNOWN_BAD_ENGINES`` can name.
 """
@@ -11,7 +12,6 @@ or fails to execute (and when no GPU is usable), else 0. ``--json`` prints the w
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from typing import Any
@@ -45,14 +45,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _progress(total: int, enabled: bool) -> Any:
+def progress_bar(total: int, enabled: bool) -> Any:
+    """A tqdm bar on stderr (units: cases), or None when disabled, not a terminal or no tqdm."""
     if not enabled or not sys.stderr.isatty():
         return None
     try:
         from tqdm.auto import tqdm
     except ImportError:
         return None
-    return tqdm(total=total, desc="verify", unit="graph", leave=False)
+    return tqdm(total=total, desc="verify", unit="case", leave=False)
 
 
 def _run_case(case: Case, *, allow_known_bad: bool, seed: int) -> dict[str, Any]:
@@ -104,7 +105,7 @@ def run_suite(
     from .._info import version
 
     selected = [c for c in cases(quick) if name_filter in c.name]
-    bar = _progress(len(selected), progress)
+    bar = progress_bar(len(selected), progress)
     start = time.perf_counter()
     out = []
     for case in selected:
@@ -166,16 +167,26 @@ def _device_name() -> str:
 def run(args: argparse.Namespace) -> int:
     """The ``verify`` subcommand; returns the exit status."""
     from .._shared.cuda import driver_status
+    from .._shared.report import EXIT_CANNOT_RUN, EXIT_USAGE, print_json
 
+    selected = [c for c in cases(args.quick) if args.filter in c.name]
+    if not selected:
+        message = f"no case name contains {args.filter!r} (`python -m pycudnn verify --list` shows them all)"
+        if args.json:
+            print_json({"command": "verify", "exit_code": EXIT_USAGE, "error": message})
+        else:
+            print(f"error: {message}", file=sys.stderr)
+        return EXIT_USAGE
     if args.list:
-        for c in cases(args.quick):
-            if args.filter in c.name:
-                print(f"{c.name:<40} {c.family:<12} {'quick' if c.quick else ''}".rstrip())
+        if args.json:
+            listed = [{"name": c.name, "family": c.family, "quick": c.quick} for c in selected]
+            print_json({"command": "verify", "exit_code": 0, "cases": listed})
+            return 0
+        for c in selected:
+            print(f"{c.name:<40} {c.family:<12} {'quick' if c.quick else ''}".rstrip())
         return 0
     st = driver_status()
     if not st.usable:
-        from .._shared.report import EXIT_CANNOT_RUN, print_json
-
         message = f"verify executes plans on a GPU, and none is usable here: {st.reason}"
         if args.json:
             print_json({"command": "verify", "exit_code": EXIT_CANNOT_RUN, "error": message})
@@ -214,8 +225,9 @@ def run(args: argparse.Namespace) -> int:
         )
     for case in report["cases"]:
         case.pop("_results", None)
+    code = 0 if report["passed"] else 1
     if args.json:
-        print(json.dumps(report, indent=2, default=str))
+        print_json({"command": "verify", "exit_code": code, **report})
     else:
         for case in report["cases"]:
             print(_line(case))
@@ -224,4 +236,4 @@ def run(args: argparse.Namespace) -> int:
             f"\ncuDNN {report['cudnn']}: {report['plan_runs']} plan runs in {len(report['cases'])} graphs, "
             f"{verdict} ({report['seconds']} s; known-bad table {'on' if report['known_bad_table'] else 'off'})"
         )
-    return 0 if report["passed"] else 1
+    return code

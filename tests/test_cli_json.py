@@ -1,0 +1,152 @@
+"""The ``--json`` promise of both command lines (README): whatever happens, stdout is exactly one
+JSON document and its ``exit_code`` is the exit code. Every subcommand, in a succeeding and a
+failing form, with ``--json`` after and before the subcommand; usage errors and help too."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pycudnn._shared.cuda import driver_status
+
+ROOT = Path(__file__).resolve().parent.parent
+GPU = driver_status().usable
+
+# (package, arguments, the exit code expected here): the code depends on the GPU where a command
+# needs one. The verify runs without --list are filtered to one cheap case, as on a GPU they run.
+LINES = [
+    ("pycudnn", ["info", "--json"], 0),
+    ("pycudnn", ["--json", "info"], 0),
+    ("pycudnn", ["info", "--json", "--bogus"], 2),
+    ("pycudnn", ["smoke", "--json"], 0),
+    ("pycudnn", ["smoke", "--json", "--require-gpu"], 0 if GPU else 3),
+    ("pycudnn", ["smoke", "--json", "--bogus"], 2),
+    ("pycudnn", ["--json", "smoke", "--bogus"], 2),
+    ("pycudnn", ["deviceprops", "--json"], 0 if GPU else 3),
+    ("pycudnn", ["deviceprops", "--json", "--device", "zero"], 2),
+    ("pycudnn", ["verify", "--list", "--json"], 0),
+    ("pycudnn", ["verify", "--json", "--filter", "nomatch", "--list"], 2),
+    ("pycudnn", ["verify", "--json", "--quick", "--filter", "matmul-fp16-fp32"], 0 if GPU else 3),
+    ("pycudnn", ["verify", "--json", "--seed", "x"], 2),
+    ("pycudnn", ["--json"], 2),  # no subcommand
+    ("pycudnn", ["--json", "bogus"], 2),
+    ("pycudnn", ["--json", "--help"], 0),
+    ("pycudnn", ["verify", "--help", "--json"], 0),
+    ("pycutensor", ["info", "--json"], 0),
+    ("pycutensor", ["--json", "info"], 0),
+    ("pycutensor", ["info", "--json", "--bogus"], 2),
+    ("pycutensor", ["smoke", "--json"], 0),
+    ("pycutensor", ["smoke", "--json", "--require-gpu"], 0 if GPU else 3),
+    ("pycutensor", ["smoke", "--json", "--bogus"], 2),
+    ("pycutensor", ["verify", "--list", "--json"], 0),
+    ("pycutensor", ["verify", "--json", "--filter", "nomatch"], 2),
+    ("pycutensor", ["verify", "--json", "--quick", "--filter", "gemm-float32"], 0 if GPU else 3),
+    ("pycutensor", ["verify", "--json", "--seed", "x"], 2),
+    ("pycutensor", ["--json"], 2),
+    ("pycutensor", ["--json", "deviceprops"], 2),  # pycudnn's command only
+    ("pycutensor", ["smoke", "--help", "--json"], 0),
+]
+
+
+def _one_document(stdout: str) -> dict[str, object]:
+    doc = json.loads(stdout)  # refuses text around the document, or two of them
+    assert isinstance(doc, dict)
+    return doc
+
+
+@pytest.mark.parametrize(("package", "argv", "expected"), LINES, ids=lambda v: str(v))
+def test_json_is_one_document_with_the_exit_code(
+    package: str, argv: list[str], expected: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main = importlib.import_module(f"{package}.cli").main
+    code = main(argv)
+    out = capsys.readouterr()
+    doc = _one_document(out.out)
+    assert code == expected, out
+    assert doc["exit_code"] == code
+    if code == 2:  # a usage error says what was wrong
+        assert doc["error"], doc
+
+
+@pytest.mark.parametrize("package", ["pycudnn", "pycutensor"])
+@pytest.mark.parametrize("command", ["info", "smoke"])
+def test_json_without_the_library_is_one_document_with_exit_code_3(
+    package: str, command: str, tmp_path: Path
+) -> None:
+    # A fresh interpreter: the library is loaded once per process.
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        f"{package.upper()}_LIBRARY": str(tmp_path / "no-such-library.so"),
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", package, command, "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    doc = _one_document(out.stdout)
+    assert out.returncode == doc["exit_code"] == 3, out.stdout + out.stderr
+
+
+def test_without_json_a_usage_error_prints_usage_once_on_stderr(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from pycudnn.cli import main
+
+    assert main(["smoke", "--bogus"]) == 2
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err.count("usage:") == 1 and "unrecognized arguments: --bogus" in out.err
+
+
+def test_help_shows_no_restructuredtext_markup(capsys: pytest.CaptureFixture[str]) -> None:
+    from pycudnn.cli import main as cudnn_main
+    from pycutensor.cli import main as cutensor_main
+
+    for main, argv in (
+        (cudnn_main, ["--help"]),
+        (cudnn_main, ["verify", "--help"]),
+        (cudnn_main, ["deviceprops", "--help"]),
+        (cutensor_main, ["--help"]),
+        (cutensor_main, ["verify", "--help"]),
+    ):
+        assert main(argv) == 0
+        text = capsys.readouterr().out
+        assert text.startswith("usage: ")
+        assert "``" not in text and ":mod:" not in text and ":func:" not in text, text
+
+
+def test_verify_list_filter_selects_and_a_filter_matching_nothing_exits_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from pycudnn.cli import main as cudnn_main
+    from pycutensor.cli import main as cutensor_main
+
+    for main in (cudnn_main, cutensor_main):
+        assert main(["verify", "--list", "--filter", "fp32"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert lines and all("fp32" in line.split()[0] for line in lines)
+        assert main(["verify", "--list", "--filter", "nomatch"]) == 2
+        out = capsys.readouterr()
+        assert out.out == "" and "no case name contains 'nomatch'" in out.err
+
+
+def test_demo_script_reports_a_bad_argument_once_and_as_one_document() -> None:
+    # Checked before the environment is set up, so this runs in a second without a .venv.
+    script = str(ROOT / "scripts" / "demo.sh")
+    text = subprocess.run(["bash", script, "--bogus"], capture_output=True, text=True, check=False)
+    assert text.returncode == 2 and text.stdout == ""
+    assert text.stderr.count("usage: scripts/demo.sh") == 1 and "--bogus" in text.stderr
+    doc = subprocess.run(
+        ["bash", script, "--json", "--bogus"], capture_output=True, text=True, check=False
+    )
+    assert doc.returncode == _one_document(doc.stdout)["exit_code"] == 2
