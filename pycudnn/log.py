@@ -73,8 +73,15 @@ def _on_message(severity: int, _udata: Any, dbg: Any, msg: int | None) -> None:
         if sinks:
             for sink in sinks:
                 sink.append(LogRecord(int(severity), status, text))
-        if _registered.get("forward", True):
-            logger.log(_LEVELS.get(int(severity), logging.DEBUG), "%s", text)
+        if _registered.get("forward", True) and not getattr(_state, "forwarding", False):
+            # A handler that calls cuDNN itself makes cuDNN log again, on this thread, from inside
+            # this call: forwarding those too would recurse without end (each call logs an entry),
+            # so the handler's own calls are not forwarded. capture() above still sees them.
+            _state.forwarding = True
+            try:
+                logger.log(_LEVELS.get(int(severity), logging.DEBUG), "%s", text)
+            finally:
+                _state.forwarding = False
     except Exception:  # pragma: no cover - never let an exception cross back into C
         pass
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import subprocess
 
 import pytest
+from children import run_python
 
 import pycudnn
 import pycutensor
@@ -155,3 +157,33 @@ def test_releasing_the_callback_keeps_cudnn_quiet_unless_its_env_asks(
     assert proc.returncode == 0, proc.stderr
     after = proc.stderr.split("AFTER", 1)[1]
     assert ("CUDNN_STATUS_BAD_PARAM" in after) is prints_after, proc.stderr
+
+
+_HANDLER_CALLS_CUDNN = """
+import logging, sys
+import pycudnn
+
+class CallsCudnn(logging.Handler):
+    def emit(self, record):
+        pycudnn.TensorDescriptor([1, 2, 3, 4]).close()  # cuDNN calls from inside logging
+
+logger = logging.getLogger("pycudnn")
+logger.addHandler(CallsCudnn())
+logger.setLevel(logging.DEBUG)
+if sys.argv[1] == "forwarded":
+    pycudnn.enable_logging(logging.DEBUG)  # every cuDNN call logs an entry
+pycudnn.TensorDescriptor([1, 2, 3, 4])  # the first call also loads the library (logged)
+print("returned")
+"""
+
+
+@pytest.mark.parametrize("when", ["first load", "forwarded"])
+def test_a_logging_handler_may_call_cudnn(when: str) -> None:
+    # Both hung: the load's debug line was logged under the load lock, and each forwarded entry
+    # made the handler's own call log another entry.
+    try:
+        done = run_python(_HANDLER_CALLS_CUDNN, when, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{when}: a handler calling cuDNN hung the process")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "returned"

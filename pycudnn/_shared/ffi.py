@@ -280,7 +280,6 @@ class NativeLibrary:
                 f"{self.display_name} was not found ({type(exc).__name__}: {exc}). "
                 f"{self._install_hint}, or set {self._env_var} to the library's path."
             ) from exc
-        _log.debug("%s found via %s at %s", self.display_name, found.found_via, found.abs_path)
         self.found_via = str(found.found_via)
         return str(found.abs_path)
 
@@ -306,36 +305,47 @@ class NativeLibrary:
         with self._lock:
             if self._cdll is not None:
                 return self._cdll
-            path = self._locate()
-            try:
-                cdll = ctypes.CDLL(path)
-            except OSError as exc:
-                raise LibraryNotFoundError(
-                    f"{self.display_name} at {path} could not be loaded: {exc}. {self._install_hint}."
-                ) from exc
-            if self.found_via == self._env_var and hasattr(cdll, self._version_symbol):
-                self._check_companions(path)  # before the first call, which would abort
-            try:
-                version = self._read_version(cdll)
-            except AttributeError as exc:  # the version symbol is missing: some other library
-                raise LibraryNotFoundError(
-                    f"{path} does not look like {self.display_name} ({exc}). {self._install_hint}."
-                ) from exc
-            if version[0] != self._expected_major:
-                raise LibraryNotFoundError(
-                    f"{path} is {self.display_name} {format_version(version)}, but these bindings need "
-                    f"major version {self._expected_major}. {self._install_hint}."
-                )
-            if version < self.minimum_version:
-                raise LibraryNotFoundError(
-                    f"{path} is {self.display_name} {format_version(version)}, older than the oldest "
-                    f"supported {format_version(self.minimum_version[:2])} (see the README's "
-                    f"'Supported versions'). {self._install_hint}, or set {self._env_var} to a "
-                    "newer library."
-                )
-            self._path, self._version = path, version
-            self._cdll = cdll
-            return cdll
+            cdll = self._open()
+        # Logged once the lock is released: a logging handler that itself calls into the library
+        # would otherwise wait forever for the lock its own thread holds.
+        _log.debug(
+            "%s %s loaded from %s (found via %s)",
+            self.display_name, format_version(self._version), self._path, self.found_via,
+        )  # fmt: skip
+        return cdll
+
+    def _open(self) -> ctypes.CDLL:
+        """Locate, load and check the library (under the load lock); record what was loaded."""
+        path = self._locate()
+        try:
+            cdll = ctypes.CDLL(path)
+        except OSError as exc:
+            raise LibraryNotFoundError(
+                f"{self.display_name} at {path} could not be loaded: {exc}. {self._install_hint}."
+            ) from exc
+        if self.found_via == self._env_var and hasattr(cdll, self._version_symbol):
+            self._check_companions(path)  # before the first call, which would abort
+        try:
+            version = self._read_version(cdll)
+        except AttributeError as exc:  # the version symbol is missing: some other library
+            raise LibraryNotFoundError(
+                f"{path} does not look like {self.display_name} ({exc}). {self._install_hint}."
+            ) from exc
+        if version[0] != self._expected_major:
+            raise LibraryNotFoundError(
+                f"{path} is {self.display_name} {format_version(version)}, but these bindings need "
+                f"major version {self._expected_major}. {self._install_hint}."
+            )
+        if version < self.minimum_version:
+            raise LibraryNotFoundError(
+                f"{path} is {self.display_name} {format_version(version)}, older than the oldest "
+                f"supported {format_version(self.minimum_version[:2])} (see the README's "
+                f"'Supported versions'). {self._install_hint}, or set {self._env_var} to a "
+                "newer library."
+            )
+        self._path, self._version = path, version
+        self._cdll = cdll
+        return cdll
 
     # -- versions ----------------------------------------------------------------------------
     def lacks(self, since: tuple[int, ...] | None) -> bool:
