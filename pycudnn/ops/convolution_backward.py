@@ -368,7 +368,7 @@ def convolution_backward_filter(
 
     Unverified on a GPU for NCHW 16-bit data: the graph API's engine 70 returns wrong NCHW 16-bit
     weight gradients on an H100 with cuDNN 9.19 (:mod:`pycudnn.known_bad`), and whether this
-    legacy path can reach the same kernels is not known (docs/operations.md).
+    legacy path can reach the same kernels is not known (docs/legacy-ops.md).
     """
     warn_deprecated_once(
         "pycudnn.ops.convolution_backward_filter (cudnnConvolutionBackwardFilter)", _GRAPH
