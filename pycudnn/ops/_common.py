@@ -168,8 +168,13 @@ def _output(
     handle: Handle,
     stream_ptr: int,
     beta: Any,
+    strides: tuple[int, ...] | None = None,
 ) -> tuple[Any, ArrayView]:
-    """The output array (allocated when ``y`` is None) and its checked view."""
+    """The output array (allocated when ``y`` is None) and its checked view.
+
+    An allocated output is packed in ``like``'s memory order, or has ``strides`` where given (the
+    backward routines whose ``dx`` must have ``x``'s strides).
+    """
     if y is None:
         if _real(beta, "beta") != 0.0:
             raise ValueError(
@@ -181,7 +186,7 @@ def _output(
             dtype,
             device=handle.device_id,
             stream=stream_ptr or None,
-            strides=_strides_like(like, shape),
+            strides=_strides_like(like, shape) if strides is None else strides,
         )
     yv = _operand(y, name, handle, stream_ptr, output=True)
     if yv.shape != shape:
@@ -200,6 +205,26 @@ def _same_dtype(views: Sequence[tuple[str, ArrayView]]) -> np.dtype:
                 f"{dtype_name(first.dtype)}; they must match"
             )
     return first.dtype
+
+
+def _own_strides(view: ArrayView) -> tuple[int, ...]:
+    """``view``'s strides, those of extent-1 dims made 1 (they address nothing; exporters fill
+    them with anything), as an output allocated to match it gets them."""
+    return tuple(s if n > 1 or s >= 1 else 1 for n, s in zip(view.shape, view.strides, strict=True))
+
+
+def _same_layout(a: ArrayView, b: ArrayView, a_name: str, b_name: str, function: str) -> None:
+    """``a`` and ``b`` have the same shape and strides (extent-1 dims aside): ``function``'s rule."""
+    if a.shape != b.shape:
+        raise ValueError(
+            f"{a_name} has shape {a.shape} but {b_name} has {b.shape}; they must match"
+        )
+    differ = [i for i, n in enumerate(a.shape) if n > 1 and a.strides[i] != b.strides[i]]
+    if differ:
+        raise ValueError(
+            f"{a_name} has strides {a.strides} but {b_name} has {b.strides} (dims {differ} "
+            f"differ); {function} needs them laid out alike"
+        )
 
 
 def _check_broadcast(small: ArrayView, big: ArrayView, small_name: str, big_name: str) -> None:

@@ -1,4 +1,6 @@
-"""Activations and softmax (``cudnnActivationForward``, ``cudnnSoftmaxForward``)."""
+"""Activations and softmax, forward and backward (``cudnnActivationForward``,
+``cudnnActivationBackward``, ``cudnnSoftmaxForward``, ``cudnnSoftmaxBackward``).
+"""
 
 from __future__ import annotations
 
@@ -17,12 +19,23 @@ from ._common import (
     _cached,
     _operand,
     _output,
+    _own_strides,
     _resolve,
+    _same_dtype,
+    _same_layout,
     _scalar_type,
     _scalars,
     _tensor_desc,
     _transform,
 )
+
+
+def _activation(mode: Any, coef: Any, swish_beta: Any) -> ActivationDescriptor:
+    return _cached(
+        "activations",
+        (str(mode), _real(coef, "coef"), _real(swish_beta, "swish_beta")),
+        lambda: ActivationDescriptor(mode, coef, swish_beta=swish_beta),
+    )
 
 
 def activation_forward(
@@ -46,11 +59,7 @@ def activation_forward(
     (``cudnnScaleTensor`` in place). Returns ``y``.
     """
     warn_deprecated_once("pycudnn.ops.activation_forward (cudnnActivationForward)", _GRAPH)
-    act = _cached(
-        "activations",
-        (str(mode), _real(coef, "coef"), _real(swish_beta, "swish_beta")),
-        lambda: ActivationDescriptor(mode, coef, swish_beta=swish_beta),
-    )
+    act = _activation(mode, coef, swish_beta)
     h, sp = _resolve(handle, stream, x, "x")
     xv = _operand(x, "x", h, sp)
     y, yv = _output(y, "y", xv.shape, xv.dtype, like=xv, handle=h, stream_ptr=sp, beta=beta)
@@ -76,6 +85,79 @@ def activation_forward(
     else:
         _transform(h, al, x_desc, xv, be, y_desc, yv)
     return y
+
+
+def activation_backward(
+    y: Any,
+    dy: Any,
+    x: Any,
+    mode: str = "relu",
+    *,
+    dx: Any = None,
+    coef: float = 0.0,
+    swish_beta: float = 1.0,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    handle: Handle | None = None,
+    stream: Any = None,
+) -> Any:
+    """``dx = alpha * act'(x) * dy + beta * dx`` (``cudnnActivationBackward``; deprecated in
+    cuDNN 9).
+
+    ``y`` is the forward's output for input ``x``, ``dy`` the gradient of ``y``; the arguments
+    come in the C function's order (y, dy, x) and ``mode``, ``coef`` and ``swish_beta`` are the
+    forward's. All four tensors share shape and dtype, and cuDNN's API reference requires ``dy``
+    to have ``y``'s strides and ``dx`` to have ``x``'s (checked here; a ``dx`` allocated here gets
+    them). ``dx`` may be ``dy`` (in place; then ``x`` and ``y`` are laid out alike). For
+    ``"identity"`` the gradient is ``dy`` itself, copied with ``cudnnTransformTensor``, as the
+    forward does. Returns ``dx``.
+    """
+    warn_deprecated_once("pycudnn.ops.activation_backward (cudnnActivationBackward)", _GRAPH)
+    act = _activation(mode, coef, swish_beta)
+    h, sp = _resolve(handle, stream, dy, "dy")
+    yv, dyv, xv = (_operand(a, n, h, sp) for a, n in ((y, "y"), (dy, "dy"), (x, "x")))
+    dtype = _same_dtype([("y", yv), ("dy", dyv), ("x", xv)])
+    fn = "cudnnActivationBackward"
+    _same_layout(dyv, yv, "dy", "y", fn)
+    if xv.shape != yv.shape:
+        raise ValueError(f"x has shape {xv.shape} but y has {yv.shape}; they must match")
+    dx, dxv = _output(
+        dx,
+        "dx",
+        xv.shape,
+        dtype,
+        like=xv,
+        handle=h,
+        stream_ptr=sp,
+        beta=beta,
+        strides=_own_strides(xv),
+    )
+    _same_layout(dxv, xv, "dx", "x", fn)
+    al, be = _scalars(dtype, alpha=alpha, beta=beta)
+    dy_desc, dx_desc = _tensor_desc(dyv, "dy"), _tensor_desc(dxv, "dx")
+    if act.key()[0] == int(_b.CUDNN_ACTIVATION_IDENTITY):
+        if dxv.ptr == dyv.ptr and dxv.size:
+            scale = _scalar_type(dtype)(float(al.value) + float(be.value))
+            _call("cudnnScaleTensor", h, dx_desc, dxv.ptr, ctypes.byref(scale))
+        else:
+            _transform(h, al, dy_desc, dyv, be, dx_desc, dxv)
+        return dx
+    _call(
+        fn,
+        h,
+        act,
+        ctypes.byref(al),
+        _tensor_desc(yv, "y"),
+        yv.ptr,
+        dy_desc,
+        dyv.ptr,
+        _tensor_desc(xv, "x"),
+        xv.ptr,
+        ctypes.byref(be),
+        dx_desc,
+        dxv.ptr,
+    )
+    return dx
 
 
 _SOFTMAX_ALGOS = {
@@ -125,3 +207,48 @@ def softmax_forward(
         yv.ptr,
     )
     return y
+
+
+def softmax_backward(
+    y: Any,
+    dy: Any,
+    *,
+    algorithm: str = "accurate",
+    mode: str = "channel",
+    dx: Any = None,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    handle: Handle | None = None,
+    stream: Any = None,
+) -> Any:
+    """``dx = alpha * softmax'(y) dy + beta * dx`` (``cudnnSoftmaxBackward``, current in cuDNN 9).
+
+    ``y`` is :func:`softmax_forward`'s output and ``algorithm`` and ``mode`` are the forward's:
+    ``dx = y * (dy - sum(dy * y))`` for ``"accurate"`` and ``"fast"``, ``dx = dy - exp(y) *
+    sum(dy)`` for ``"log"``, the sums over the softmax's dims. ``y``, ``dy`` and ``dx`` share shape
+    and dtype, and ``dy`` has ``y``'s strides (checked here); a ``dx`` allocated here is packed in
+    ``y``'s memory order. Returns ``dx``.
+    """
+    algo = _choice(algorithm, "algorithm", _SOFTMAX_ALGOS)
+    m = _choice(mode, "mode", _SOFTMAX_MODES)
+    h, sp = _resolve(handle, stream, dy, "dy")
+    yv, dyv = _operand(y, "y", h, sp), _operand(dy, "dy", h, sp)
+    dtype = _same_dtype([("y", yv), ("dy", dyv)])
+    _same_layout(dyv, yv, "dy", "y", "cudnnSoftmaxBackward")
+    dx, dxv = _output(dx, "dx", yv.shape, dtype, like=yv, handle=h, stream_ptr=sp, beta=beta)
+    al, be = _scalars(dtype, alpha=alpha, beta=beta)
+    _call(
+        "cudnnSoftmaxBackward",
+        h,
+        algo,
+        m,
+        ctypes.byref(al),
+        _tensor_desc(yv, "y"),
+        yv.ptr,
+        _tensor_desc(dyv, "dy"),
+        dyv.ptr,
+        ctypes.byref(be),
+        _tensor_desc(dxv, "dx"),
+        dxv.ptr,
+    )
+    return dx

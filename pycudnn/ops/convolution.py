@@ -53,7 +53,7 @@ def _default_compute(dtype: np.dtype) -> Any:
     return np.float32
 
 
-def _filter_format(wv: ArrayView) -> str:
+def _filter_format(wv: ArrayView, name: str = "w") -> str:
     n = len(wv.shape)
 
     def matches(order: Sequence[int]) -> bool:
@@ -65,9 +65,41 @@ def _filter_format(wv: ArrayView) -> str:
     if matches(channels_last_perm(n)):
         return "NHWC"
     raise ValueError(
-        f"w has strides {wv.strides}: filters must be packed KCRS (NCHW) or KRSC (NHWC, channels "
+        f"{name} has strides {wv.strides}: filters must be packed KCRS (NCHW) or KRSC (NHWC, channels "
         "last), the only filter layouts cuDNN has"
     )
+
+
+def _filter_desc(wv: ArrayView, name: str, dtype: np.dtype) -> FilterDescriptor:
+    """The cached filter descriptor of the packed KCRS or KRSC array ``wv``."""
+    return _filter_desc_for(wv.shape, _filter_format(wv, name), dtype)
+
+
+def _filter_desc_for(shape: tuple[int, ...], fmt: str, dtype: np.dtype) -> FilterDescriptor:
+    """The cached filter descriptor of ``shape`` in ``fmt`` (``"NCHW"`` or ``"NHWC"``)."""
+    return _cached("filters", (shape, fmt, dtype), lambda: FilterDescriptor(shape, dtype, fmt))
+
+
+def _conv_or_default(
+    conv_desc: ConvolutionDescriptor | None, xv: ArrayView, name: str, dtype: np.dtype
+) -> ConvolutionDescriptor:
+    """``conv_desc``, or the cached plain one (no padding, unit strides) for ``xv``'s rank."""
+    if conv_desc is None:
+        spatial = len(xv.shape) - 2
+        if spatial < 1:
+            raise ValueError(
+                f"{name} must have at least 3 dims (N, C, spatial...), got shape {xv.shape}"
+            )
+        return _cached(
+            "convs",
+            (spatial, np.dtype(_default_compute(dtype))),
+            lambda: ConvolutionDescriptor((0,) * spatial, compute_type=_default_compute(dtype)),
+        )
+    if not isinstance(conv_desc, ConvolutionDescriptor):
+        raise TypeError(
+            f"conv_desc must be a ConvolutionDescriptor, not {type(conv_desc).__name__}"
+        )
+    return conv_desc
 
 
 # The legacy API's vectorized configurations (cudnnConvolutionForward's INT8x4_CONFIG,
@@ -268,22 +300,7 @@ def convolution_forward(
     xv = _operand(x, "x", h, sp)
     wv = _operand(w, "w", h, sp)
     dtype = _same_dtype([("x", xv), ("w", wv)])
-    if conv_desc is None:
-        spatial = len(xv.shape) - 2
-        if spatial < 1:
-            raise ValueError(
-                f"x must have at least 3 dims (N, C, spatial...), got shape {xv.shape}"
-            )
-        conv_desc = _cached(
-            "convs",
-            (spatial, np.dtype(_default_compute(dtype))),
-            lambda: ConvolutionDescriptor((0,) * spatial, compute_type=_default_compute(dtype)),
-        )
-    elif not isinstance(conv_desc, ConvolutionDescriptor):
-        raise TypeError(
-            f"conv_desc must be a ConvolutionDescriptor, not {type(conv_desc).__name__}"
-        )
-    assert conv_desc is not None
+    conv_desc = _conv_or_default(conv_desc, xv, "x", dtype)
     if vec is not None:
         x_desc, w_desc = _vector_descs(xv, wv, dtype, vec)
         y_dims = conv_desc._output_dims(x_desc, w_desc)
@@ -295,10 +312,7 @@ def convolution_forward(
         y_shape = layout.vectorized_dims_strides(y_dims, vec)[0]
     else:
         x_desc = _tensor_desc(xv, "x")
-        w_fmt = _filter_format(wv)
-        w_desc = _cached(
-            "filters", (wv.shape, w_fmt, dtype), lambda: FilterDescriptor(wv.shape, dtype, w_fmt)
-        )
+        w_desc = _filter_desc(wv, "w", dtype)
         y_dims = y_shape = conv_desc._output_dims(x_desc, w_desc)
     y, yv = _output(y, "y", y_shape, dtype, like=xv, handle=h, stream_ptr=sp, beta=beta)
     if vec is not None:
