@@ -459,6 +459,14 @@ class DeviceProperties:
     def __hash__(self) -> int:
         return hash(self.fingerprint)
 
+    def __copy__(self) -> Any:
+        # A copy would share the DEVICEPROP descriptor (closing either would close it under the
+        # other) while locking it with a lock of its own. deepcopy and pickle fail on the lock.
+        raise TypeError(
+            "DeviceProperties own a cuDNN descriptor and cannot be copied; use "
+            "DeviceProperties.from_json(props.to_json()) for a second one"
+        )
+
     def __repr__(self) -> str:
         major, minor = self.compute_capability
         return (

@@ -7,6 +7,7 @@ test with the child's signal instead of ending the session.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import logging
@@ -215,3 +216,26 @@ def test_lone_surrogate_device_name_is_a_value_error(deviceprops_json: dict[str,
     data["GPUProfile"]["deviceName"] = "\ud800"
     with pytest.raises(ValueError, match=r"GPUProfile\.deviceName must be valid Unicode"):
         Plan.from_json(json.dumps(data), device_properties=props)
+
+
+# -- copies ----------------------------------------------------------------------------------------
+
+
+def test_copy_of_objects_with_shared_state_is_refused(deviceprops_json: dict[str, Any]) -> None:
+    props = DeviceProperties.from_json(deviceprops_json)
+    g = Graph("mm")
+    g.matmul(g.tensor([1, 64, 32], dtype="float16"), g.tensor([1, 32, 48], dtype="float16"))
+    config = g.engine_configs(device_properties=props)[0]
+    fresh = Graph("fresh")
+    fresh.tensor([1, 8, 8])
+    for obj, what in [
+        (fresh, "a Graph cannot be copied"),
+        (g, "a Graph cannot be copied"),
+        (props, "DeviceProperties own a cuDNN descriptor"),
+        (PlanCache(), "a PlanCache cannot be copied"),
+        (config, "an EngineConfig owns a cuDNN descriptor"),
+    ]:
+        with pytest.raises(TypeError, match=what):
+            copy.copy(obj)
+        with pytest.raises(TypeError):
+            copy.deepcopy(obj)

@@ -161,6 +161,14 @@ class PlanCache:
             self.stats["disk_errors"] += 1
             _log.warning("plan cache: could not write %s: %s", path, exc)
 
+    def __copy__(self) -> Any:
+        # A copy would share the plans and the stats with the original but lock them with a lock
+        # of its own, so threads using the two could change them at once.
+        raise TypeError(
+            "a PlanCache cannot be copied: a copy would share its plans but not its lock; make a "
+            "new PlanCache (with the same directory to share the files)"
+        )
+
     def __repr__(self) -> str:
         where = f" in {self.directory}" if self.directory is not None else ""
         return f"<pycudnn.PlanCache {len(self)} plan(s){where}, max {self.max_size}>"
