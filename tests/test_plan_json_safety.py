@@ -239,3 +239,45 @@ def test_copy_of_objects_with_shared_state_is_refused(deviceprops_json: dict[str
             copy.copy(obj)
         with pytest.raises(TypeError):
             copy.deepcopy(obj)
+
+
+# -- a plan for another graph ----------------------------------------------------------------------
+
+
+def _matmul(dtype: str) -> Graph:
+    g = Graph("mm")
+    g.matmul(g.tensor([1, 64, 32], dtype=dtype), g.tensor([1, 32, 48], dtype=dtype))
+    return g
+
+
+def _pointwise(op: str) -> Graph:
+    g = Graph("pw")
+    getattr(g, op)(g.tensor([1, 64, 64], name="a"), g.tensor([1, 64, 64], name="b"))
+    return g
+
+
+def test_plan_for_another_dtype_is_refused(deviceprops_json: dict[str, Any]) -> None:
+    # Dims and strides match: the float32 plan loaded and was then handed float16 arrays.
+    props = DeviceProperties.from_json(deviceprops_json)
+    text = _matmul("float32").build(device_properties=props, cache=False).to_json()
+    with pytest.raises(ValueError, match="dataType 'CUDNN_DATA_FLOAT' in the plan but"):
+        _matmul("float16").load_plan(text, device_properties=props)
+    assert _matmul("float32").load_plan(text, device_properties=props).graph is not None
+
+
+def test_plan_for_another_operation_is_refused(deviceprops_json: dict[str, Any]) -> None:
+    props = DeviceProperties.from_json(deviceprops_json)
+    text = _pointwise("add").build(device_properties=props, cache=False).to_json()
+    with pytest.raises(ValueError, match="no operation like pointwise 'mul0' \\(MUL"):
+        Plan.from_json(text, graph=_pointwise("mul"), device_properties=props)
+    Plan.from_json(text, graph=_pointwise("add"), device_properties=props).close()
+
+
+def test_plan_with_other_tensor_kinds_is_refused(deviceprops_json: dict[str, Any]) -> None:
+    props = DeviceProperties.from_json(deviceprops_json)
+    data = json.loads(_matmul("float16").build(device_properties=props, cache=False).to_json())
+    for key, value in [("ptrAlignment", 4), ("isByValue", True), ("vectCount", 4)]:
+        changed = copy.deepcopy(data)
+        changed["operationGraph"]["tensors"][0][key] = value
+        with pytest.raises(ValueError, match=f"has {key} {value!r} in the plan but"):
+            Plan.from_json(changed, graph=_matmul("float16"), device_properties=props)
