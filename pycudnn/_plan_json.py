@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["check_json_attribute", "check_plan_json"]
+__all__ = ["check_json_attribute", "check_plan_json", "parse_json_for_cudnn"]
 
 # cudaDeviceProp::name is char[256]; cuDNN copies the JSON's device name into such a buffer
 # unchecked. (pycudnn.deviceprops applies the same limit to the files it writes and reads.)
@@ -16,6 +16,64 @@ _MAX_NAME_BYTES = 255
 _TENSOR_ROLE_KEYS = frozenset(
     {"X", "Y", "W", "B", "T", "A", "C", "DX", "DY", "DW", "dX", "dY", "dW", "matA", "matB", "matC"}
 )
+
+
+#: Attributes whose CHAR value cuDNN parses as JSON.
+_JSON_ATTRIBUTES = frozenset(
+    (
+        "DEVICEPROP_JSON_REPRESENTATION",
+        "EXECUTION_PLAN_JSON_REPRESENTATION",
+        "KERNEL_CACHE_JSON_REPRESENTATION",
+    )
+)
+
+
+def parse_json_for_cudnn(text: Any, what: str) -> Any:
+    """Parse JSON text that is headed for cuDNN, refusing what cuDNN would read differently.
+
+    The checks in this module are only as good as the agreement between Python's parse and
+    cuDNN's. They disagree on: a repeated key (Python keeps the last copy, cuDNN reads the first,
+    so a checked last copy can hide a crashing first one); a NUL character (cuDNN reads the text
+    as a C string and stops there, so it reads a prefix Python never checked); and text Python
+    cannot parse at all (nothing was checked). All three are refused here with a ValueError naming
+    ``what``, so that the data checked is the data cuDNN reads.
+    """
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{what} is not UTF-8 text: {exc}") from None
+    if not isinstance(text, str):
+        raise TypeError(f"{what} must be JSON text (str or bytes), not {type(text).__name__}")
+    nul = text.find("\0")
+    if nul >= 0:
+        raise ValueError(
+            f"{what} contains a NUL character at offset {nul}: cuDNN reads it as a C string and "
+            "would stop there, reading other JSON than the text given"
+        )
+
+    def refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in obj:
+                others = ", ".join(repr(k) for k in list(obj)[:6])
+                raise ValueError(
+                    f"{what} has the key {key!r} twice in one object (the object with keys "
+                    f"{others}{', ...' if len(obj) > 6 else ''}): cuDNN reads the first copy and "
+                    "Python the last, so it cannot be checked before cuDNN reads it"
+                )
+            obj[key] = value
+        return obj
+
+    try:
+        return json.loads(text, object_pairs_hook=refuse_duplicates)
+    except RecursionError:
+        raise ValueError(
+            f"{what} is nested too deeply to be checked (Python's JSON parser gives up at about "
+            "1000 levels; cuDNN's JSON never nests more than a few)"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{what} does not parse as JSON: {exc}") from None
 
 
 def _is_uid_text(value: Any) -> bool:
@@ -131,26 +189,43 @@ def _check_spatial_arrays(data: Mapping[str, Any]) -> None:
                 )
 
 
+def utf8_length(name: str, where: str) -> int:
+    """The UTF-8 length of ``name``; a ValueError naming ``where`` if it has no UTF-8 form (a lone
+    surrogate such as ``"\\ud800"``, which JSON escapes can spell)."""
+    try:
+        return len(name.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"{where} must be valid Unicode text, got {name[:40]!r} (a lone surrogate has no "
+            "UTF-8 form)"
+        ) from None
+
+
 def _check_device_name(name: Any, where: str) -> None:
-    if isinstance(name, str) and len(name.encode("utf-8")) > _MAX_NAME_BYTES:
+    if not isinstance(name, str):
+        return
+    size = utf8_length(name, where)
+    if size > _MAX_NAME_BYTES:
         raise ValueError(
             f"{where} must be at most {_MAX_NAME_BYTES} bytes (UTF-8), got "
-            f"{len(name.encode('utf-8'))}: cuDNN copies it into a 256-byte buffer unchecked"
+            f"{size}: cuDNN copies it into a 256-byte buffer unchecked"
         )
 
 
 def check_json_attribute(name: Any, value: Any) -> None:
     """Refuse the JSON texts that corrupt cuDNN's memory instead of being rejected (see
-    :func:`check_plan_json`); unparsable JSON is left to cuDNN, which reports it."""
-    if name.name not in ("DEVICEPROP_JSON_REPRESENTATION", "EXECUTION_PLAN_JSON_REPRESENTATION"):
+    :func:`check_plan_json`).
+
+    Text that Python cannot parse strictly (see :func:`parse_json_for_cudnn`) is refused rather
+    than left to cuDNN: such text was not checked, and a NUL or a repeated key is exactly how
+    crashing JSON gets past the checks. Valid JSON always parses, so nothing legitimate is lost.
+    """
+    if name.name not in _JSON_ATTRIBUTES:
         return
-    try:
-        data = json.loads(value)
-    except (TypeError, ValueError):
-        return
+    data = parse_json_for_cudnn(value, f"the value of CUDNN_ATTR_{name.name}")
     if not isinstance(data, dict):
-        return
+        return  # cuDNN refuses a JSON that is not an object with an error of its own
     if name.name == "DEVICEPROP_JSON_REPRESENTATION":
         _check_device_name(data.get("deviceName"), "device-properties key 'deviceName'")
-    else:
+    elif name.name == "EXECUTION_PLAN_JSON_REPRESENTATION":
         check_plan_json(data)

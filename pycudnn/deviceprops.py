@@ -29,6 +29,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ._plan_json import parse_json_for_cudnn, utf8_length
+
 __all__ = ["KNOWN_KEYS", "REQUIRED_KEYS", "VERSION_KEY", "DeviceProperties"]
 
 #: Keys every cuDNN with DEVICEPROP writes and requires (cuDNN 9.19 writes exactly these 23; a
@@ -138,10 +140,11 @@ def validate_json(data: Mapping[str, Any]) -> None:
                 raise ValueError(f"device-properties key {key!r} must be a string, got {v!r}")
             # cuDNN copies the name into a fixed 256-byte buffer (cudaDeviceProp::name) without a
             # bound: a longer one corrupts memory and aborts or crashes the process (observed, 9.28).
-            if len(v.encode("utf-8")) > _MAX_NAME_BYTES:
+            size = utf8_length(v, f"device-properties key {key!r}")
+            if size > _MAX_NAME_BYTES:
                 raise ValueError(
                     f"device-properties key {key!r} must be at most {_MAX_NAME_BYTES} bytes "
-                    f"(UTF-8), got {len(v.encode('utf-8'))}"
+                    f"(UTF-8), got {size}"
                 )
         elif not _is_int(v) or v < 0:
             raise ValueError(f"device-properties key {key!r} must be a non-negative int, got {v!r}")
@@ -186,9 +189,15 @@ class DeviceProperties:
         validate_json(data)
         self._data: dict[str, Any] = dict(data)
         # What cuDNN is given: its own keys, without the version this library records.
-        self._text = json.dumps(
-            {k: v for k, v in self._data.items() if k != VERSION_KEY}, separators=(",", ":")
-        )
+        try:
+            self._text = json.dumps(
+                {k: v for k, v in self._data.items() if k != VERSION_KEY}, separators=(",", ":")
+            )
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise ValueError(f"device properties cannot be written as JSON: {exc}") from None
+        # Parsed back and checked again: json.dumps writes the keys 1 and "1" both as "1", and
+        # the text cuDNN is given must not hold a key twice (it would read the first copy).
+        parse_json_for_cudnn(self._text, "the device-properties JSON")
         self._descriptor = _descriptor
         self._lock = threading.Lock()
 
@@ -256,10 +265,9 @@ class DeviceProperties:
     def from_json(cls, source: str | bytes | Mapping[str, Any]) -> DeviceProperties:
         """From a JSON text or an already parsed dict (validated; the descriptor is built lazily)."""
         if isinstance(source, (str, bytes, bytearray)):
-            try:
-                data = json.loads(source)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"device-properties JSON does not parse: {exc}") from None
+            # Strict: a repeated key, a NUL or too deep a nesting is a ValueError (see
+            # parse_json_for_cudnn), never a RecursionError or a silently dropped copy.
+            data = parse_json_for_cudnn(source, "device-properties JSON")
         elif isinstance(source, Mapping):
             data = source
         else:
@@ -450,6 +458,14 @@ class DeviceProperties:
 
     def __hash__(self) -> int:
         return hash(self.fingerprint)
+
+    def __copy__(self) -> Any:
+        # A copy would share the DEVICEPROP descriptor (closing either would close it under the
+        # other) while locking it with a lock of its own. deepcopy and pickle fail on the lock.
+        raise TypeError(
+            "DeviceProperties own a cuDNN descriptor and cannot be copied; use "
+            "DeviceProperties.from_json(props.to_json()) for a second one"
+        )
 
     def __repr__(self) -> str:
         major, minor = self.compute_capability

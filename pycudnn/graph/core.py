@@ -675,6 +675,15 @@ class GraphCore:
         lines.extend(f"    {op.describe()}" for op in self._ops)
         return "\n".join(lines)
 
+    def __copy__(self) -> Any:
+        # A shallow copy would share the tensor list, names and operations with the original but
+        # count unique ids apart: tensors added to one would collide with the other's (cuDNN then
+        # refuses the graph with an opaque BAD_PARAM). deepcopy and pickle fail on the descriptors.
+        raise TypeError(
+            "a Graph cannot be copied: a copy would share its tensors and operations but not its "
+            "unique-id counter; build a second Graph instead"
+        )
+
     def __repr__(self) -> str:
         if self._closed:
             state = "closed"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import json
 import logging
 import os
 import tempfile
@@ -12,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from .._plan_json import parse_json_for_cudnn
 from ..errors import CudnnError
 from ..graph import Graph
 from .execution import Plan
@@ -96,8 +96,8 @@ class PlanCache:
     def _load_file(self, path: Path, graph: Graph, target: _Target) -> Plan | None:
         try:
             text = path.read_text(encoding="utf-8")
-            data = json.loads(text)
-        except (OSError, ValueError) as exc:  # unreadable, not UTF-8, not JSON
+            data = parse_json_for_cudnn(text, "the file")
+        except (OSError, ValueError) as exc:  # unreadable, not UTF-8, not JSON, nested too deep
             self.stats["disk_errors"] += 1
             _log.warning("plan cache: ignoring unreadable %s (%s); rebuilding", path, exc)
             return None
@@ -160,6 +160,14 @@ class PlanCache:
         except (OSError, CudnnError) as exc:  # a full disk, a directory in the way, ...
             self.stats["disk_errors"] += 1
             _log.warning("plan cache: could not write %s: %s", path, exc)
+
+    def __copy__(self) -> Any:
+        # A copy would share the plans and the stats with the original but lock them with a lock
+        # of its own, so threads using the two could change them at once.
+        raise TypeError(
+            "a PlanCache cannot be copied: a copy would share its plans but not its lock; make a "
+            "new PlanCache (with the same directory to share the files)"
+        )
 
     def __repr__(self) -> str:
         where = f" in {self.directory}" if self.directory is not None else ""

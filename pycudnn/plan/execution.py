@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._lib import LIB, check
+from .._plan_json import parse_json_for_cudnn
 from .._shared.arrays import as_array_view, describe_array
 from .._shared.resource import ClosedError
 from ..backend import BackendDescriptor, check_plan_json
@@ -297,16 +298,17 @@ class Plan(VariantPacks, CudaGraphs):
         accepts the graph's tensors as keys; without, keys are unique ids (``plan.uids``).
         """
         if isinstance(source, Mapping):
-            data = dict(source)
-            text = json.dumps(data)
-        elif isinstance(source, (str, bytes, bytearray)):
-            text = source.decode() if isinstance(source, (bytes, bytearray)) else source
             try:
-                data = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"the plan JSON does not parse: {exc}") from None
+                text = json.dumps(dict(source))
+            except (TypeError, ValueError, RecursionError) as exc:
+                raise ValueError(f"the plan dict cannot be written as JSON: {exc}") from None
+        elif isinstance(source, (str, bytes, bytearray)):
+            text = source  # type: ignore[assignment]
         else:
             raise TypeError(f"from_json takes a JSON string or a dict, not {type(source).__name__}")
+        # A dict is parsed back from its JSON too: json.dumps writes the keys 1 and "1" both as
+        # "1", and what is checked must be what cuDNN reads.
+        data = parse_json_for_cudnn(text, "the plan JSON")
         if not isinstance(data, dict) or "cudnnVersion" not in data:
             raise ValueError("this is not a cuDNN execution-plan JSON (no 'cudnnVersion' key)")
         written, loaded = data["cudnnVersion"], _version()
@@ -330,6 +332,9 @@ class Plan(VariantPacks, CudaGraphs):
         else:
             rewrite = ""
         props, ordinal = _deserialize_props(device_properties, device)
+        # cuDNN is handed the JSON written from the parsed data, not the caller's text: what it
+        # reads is then exactly what was checked (the parse above refuses what would differ).
+        text = json.dumps(data)
         desc = BackendDescriptor("EXECUTION_PLAN")
         try:
             if props is not None:
@@ -380,6 +385,11 @@ class Plan(VariantPacks, CudaGraphs):
             text = Path(source).read_text(encoding="utf-8")
         except OSError as exc:
             raise OSError(f"cannot read a plan from {os.fspath(source)!r}: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ValueError(
+                f"cannot read a plan from {os.fspath(source)!r}: it is not UTF-8 text ({exc}), so "
+                "not a cuDNN execution-plan JSON"
+            ) from None
         return cls.from_json(text, **options)
 
     # -- execution ---------------------------------------------------------------------------

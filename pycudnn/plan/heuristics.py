@@ -165,6 +165,13 @@ class EngineConfig:
         ws = "?" if self.workspace_size is None else f"{self.workspace_size} B"
         return f"engine {self.engine_id} ({knobs}; {notes}; workspace {ws}; from heuristic {self.mode})"
 
+    def __copy__(self) -> Any:
+        # A copy would hold the same ENGINECFG descriptor, which closing either would destroy under
+        # the other. deepcopy and pickle already fail on the descriptor.
+        raise TypeError(
+            "an EngineConfig owns a cuDNN descriptor and cannot be copied; use the original"
+        )
+
     def __repr__(self) -> str:
         return f"<pycudnn.plan.EngineConfig {self.describe()}>"
 
