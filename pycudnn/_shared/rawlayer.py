@@ -131,9 +131,11 @@ _BYREF_ADDRESS = re.compile(r"\((0x[0-9a-fA-F]+)\)>$")  # "<cparam 'P' (0x7f...)
 
 
 def _block_end(obj: Any) -> int:
-    """The address one past the memory block ``obj`` lives in: an element or field of a larger
-    ctypes object (``perf[2]``) reaches the end of that object."""
-    while getattr(obj, "_b_base_", None) is not None:
+    """The address one past the memory ``obj`` may be read or written through: an element of a
+    ctypes array (``perf[2]``) reaches the end of that array, as C indexes on from it; a field of a
+    structure ends where the field does, since what follows it belongs to the other fields (the
+    audit's repro wrote 7 ints past a 1-element array field into the next ones)."""
+    while isinstance(obj._b_base_, ctypes.Array):
         obj = obj._b_base_
     return ctypes.addressof(obj) + ctypes.sizeof(obj)
 
