@@ -16,12 +16,12 @@ import json
 
 import numpy as np
 import pytest
+from children import run_python
 
 import pycudnn._bindings as cudnn_bindings
 import pycutensor._bindings as cutensor_bindings
 from pycudnn import _rawchecks
 from pycudnn._shared.rawlayer import array_count_check, storage_bytes
-from tests.children import run_python
 
 # --------------------------------------------------------------------------------------------------
 # What the rule covers
