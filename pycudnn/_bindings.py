@@ -9879,6 +9879,75 @@ FUNCTIONS: dict[str, FunctionSpec] = {
     ),
 }
 
+# Array parameters whose element count is another argument: function -> (array,
+# count parameters multiplied, offset added). The raw layer refuses a count larger
+# than a ctypes array passed there holds (rules in the generator, at COUNT_PARAM_RE).
+ARRAY_COUNTS: dict[str, tuple[tuple[str, tuple[str, ...], int], ...]] = {
+    "cudnnGetLastErrorString": (("message", ("max_size",), 0),),
+    "cudnnSetTensorNdDescriptor": (("dimA", ("nbDims",), 0), ("strideA", ("nbDims",), 0)),
+    "cudnnSetTensorNdDescriptorEx": (("dimA", ("nbDims",), 0),),
+    "cudnnGetTensorNdDescriptor": (
+        ("dimA", ("nbDimsRequested",), 0),
+        ("strideA", ("nbDimsRequested",), 0),
+    ),
+    "cudnnSetTensorTransformDescriptor": (
+        ("padBeforeA", ("nbDims",), 0),
+        ("padAfterA", ("nbDims",), 0),
+        ("foldA", ("nbDims",), -2),
+    ),
+    "cudnnGetTensorTransformDescriptor": (
+        ("padBeforeA", ("nbDimsRequested",), 0),
+        ("padAfterA", ("nbDimsRequested",), 0),
+        ("foldA", ("nbDimsRequested",), -2),
+    ),
+    "cudnnSetFilterNdDescriptor": (("filterDimA", ("nbDims",), 0),),
+    "cudnnGetFilterNdDescriptor": (("filterDimA", ("nbDimsRequested",), 0),),
+    "cudnnSetPoolingNdDescriptor": (
+        ("windowDimA", ("nbDims",), 0),
+        ("paddingA", ("nbDims",), 0),
+        ("strideA", ("nbDims",), 0),
+    ),
+    "cudnnGetPoolingNdDescriptor": (
+        ("windowDimA", ("nbDimsRequested",), 0),
+        ("paddingA", ("nbDimsRequested",), 0),
+        ("strideA", ("nbDimsRequested",), 0),
+    ),
+    "cudnnGetPoolingNdForwardOutputDim": (("outputTensorDimA", ("nbDims",), 0),),
+    "cudnnSetSpatialTransformerNdDescriptor": (("dimA", ("nbDims",), 0),),
+    "cudnnSetRNNDataDescriptor": (("seqLengthArray", ("batchSize",), 0),),
+    "cudnnGetRNNDataDescriptor": (("seqLengthArray", ("arrayLengthRequested",), 0),),
+    "cudnnSetSeqDataDescriptor": (
+        ("dimA", ("nbDims",), 0),
+        ("axes", ("nbDims",), 0),
+        ("seqLengthArray", ("seqLengthArraySize",), 0),
+    ),
+    "cudnnGetSeqDataDescriptor": (
+        ("dimA", ("nbDimsRequested",), 0),
+        ("axes", ("nbDimsRequested",), 0),
+        ("seqLengthArray", ("seqLengthSizeRequested",), 0),
+    ),
+    "cudnnSetConvolutionNdDescriptor": (
+        ("padA", ("arrayLength",), 0),
+        ("filterStrideA", ("arrayLength",), 0),
+        ("dilationA", ("arrayLength",), 0),
+    ),
+    "cudnnGetConvolutionNdDescriptor": (
+        ("padA", ("arrayLengthRequested",), 0),
+        ("strideA", ("arrayLengthRequested",), 0),
+        ("dilationA", ("arrayLengthRequested",), 0),
+    ),
+    "cudnnGetConvolutionNdForwardOutputDim": (("tensorOuputDimA", ("nbDims",), 0),),
+    "cudnnGetConvolutionForwardAlgorithm_v7": (("perfResults", ("requestedAlgoCount",), 0),),
+    "cudnnFindConvolutionForwardAlgorithm": (("perfResults", ("requestedAlgoCount",), 0),),
+    "cudnnFindConvolutionForwardAlgorithmEx": (("perfResults", ("requestedAlgoCount",), 0),),
+    "cudnnFindConvolutionBackwardDataAlgorithm": (("perfResults", ("requestedAlgoCount",), 0),),
+    "cudnnFindConvolutionBackwardDataAlgorithmEx": (("perfResults", ("requestedAlgoCount",), 0),),
+    "cudnnGetConvolutionBackwardDataAlgorithm_v7": (("perfResults", ("requestedAlgoCount",), 0),),
+    "cudnnFindConvolutionBackwardFilterAlgorithm": (("perfResults", ("requestedAlgoCount",), 0),),
+    "cudnnFindConvolutionBackwardFilterAlgorithmEx": (("perfResults", ("requestedAlgoCount",), 0),),
+    "cudnnGetConvolutionBackwardFilterAlgorithm_v7": (("perfResults", ("requestedAlgoCount",), 0),),
+}
+
 # Functions tagged `@since cuDNN 9.NEXT`/`UNPUBLISHED`; FunctionSpec.since is None.
 UNSTABLE_FUNCTIONS: frozenset[str] = frozenset()
 

@@ -6,6 +6,11 @@
   passed array can hold (cuDNN reads, writes or, with logging on, formats that many elements: a
   count of 2**63 - 1 with a NULL array hung the process), the attribute name and type must exist in
   the loaded cuDNN, and enum values inside the array are checked like enum arguments.
+- Functions with an array whose length another argument gives (``_bindings.ARRAY_COUNTS``: the
+  legacy ``Nd`` descriptor getters and setters, the algorithm searches' ``perfResults``, ...): the
+  count must fit a ctypes array passed there (``array_count_check``).
+
+``precheck(spec)`` binds these once per function; a function with none of them gets None.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 from . import _bindings
 from ._attrnames import ENUM_OF_TYPE
 from ._shared.ffi import FunctionSpec
+from ._shared.rawlayer import CallCheck, array_count_check, combine_checks, storage_bytes
 from ._versions import check_enum
 
 __all__ = ["precheck"]
@@ -31,12 +37,8 @@ def _enum_class(typedef: str) -> Any:
 def _capacity(array: Any, element: Any) -> int | None:
     """How many ``element``s the ctypes object ``array`` holds; None when it cannot be told (a
     raw address)."""
-    obj = getattr(array, "_obj", array)  # ctypes.byref(x) -> x
-    if isinstance(obj, ctypes._SimpleCData) and isinstance(obj, ctypes.c_void_p):
-        return None  # a pointer value, not storage
-    if isinstance(obj, (ctypes.Array, ctypes.Structure, ctypes._SimpleCData, ctypes.Union)):
-        return ctypes.sizeof(obj) // max(ctypes.sizeof(element), 1)
-    return None
+    size = storage_bytes(array)
+    return None if size is None else size // max(ctypes.sizeof(element), 1)
 
 
 def _is_null(value: Any) -> bool:
@@ -83,36 +85,62 @@ def _check_enum_elements(
         check_enum(enum_cls, int(value), f"{function}: a value of {name}")
 
 
-def precheck(spec: FunctionSpec, args: tuple[Any, ...]) -> None:
-    """The cuDNN rules for one call of ``spec`` with ``args`` (arity already checked)."""
-    for param, typedef in spec.enum_args:
-        if typedef == "cudnnStatus_t":
-            continue  # a status is asked about (cudnnGetErrorString), never acted on
-        enum_cls = _enum_class(typedef)
-        value = args[spec.argnames.index(param)]
-        if enum_cls is not None and isinstance(value, int):
-            check_enum(enum_cls, value, f"{spec.name}: {param}")
-    if spec.name == "cudnnBackendSetAttribute":
-        _, attr_name, attr_type, count, array = args
-        if isinstance(count, int) and isinstance(attr_type, int):
-            _check_elements(
-                spec.name,
-                attr_type,
-                count,
-                array,
-                count_param="elementCount",
-                array_param="arrayOfElements",
-            )
-            if isinstance(attr_name, int):
-                _check_enum_elements(spec.name, attr_name, attr_type, count, array)
-    elif spec.name == "cudnnBackendGetAttribute":
-        _, _, attr_type, requested, _, array = args
-        if isinstance(requested, int) and isinstance(attr_type, int):
-            _check_elements(
-                spec.name,
-                attr_type,
-                requested,
-                array,
-                count_param="requestedElementCount",
-                array_param="arrayOfElements",
-            )
+def _check_set_attribute(args: tuple[Any, ...]) -> None:
+    _, attr_name, attr_type, count, array = args
+    if isinstance(count, int) and isinstance(attr_type, int):
+        _check_elements(
+            "cudnnBackendSetAttribute",
+            attr_type,
+            count,
+            array,
+            count_param="elementCount",
+            array_param="arrayOfElements",
+        )
+        if isinstance(attr_name, int):
+            _check_enum_elements("cudnnBackendSetAttribute", attr_name, attr_type, count, array)
+
+
+def _check_get_attribute(args: tuple[Any, ...]) -> None:
+    _, _, attr_type, requested, _, array = args
+    if isinstance(requested, int) and isinstance(attr_type, int):
+        _check_elements(
+            "cudnnBackendGetAttribute",
+            attr_type,
+            requested,
+            array,
+            count_param="requestedElementCount",
+            array_param="arrayOfElements",
+        )
+
+
+def _enum_check(spec: FunctionSpec) -> CallCheck | None:
+    enums = tuple(
+        (spec.argnames.index(param), enum_cls, f"{spec.name}: {param}")
+        for param, typedef in spec.enum_args
+        # a status is asked about (cudnnGetErrorString), never acted on
+        if typedef != "cudnnStatus_t" and (enum_cls := _enum_class(typedef)) is not None
+    )
+    if not enums:
+        return None
+
+    def check(args: tuple[Any, ...]) -> None:
+        for index, enum_cls, context in enums:
+            value = args[index]
+            if isinstance(value, int):
+                check_enum(enum_cls, value, context)
+
+    return check
+
+
+def precheck(spec: FunctionSpec) -> CallCheck | None:
+    """The cuDNN rules for calls of ``spec`` (arity already checked), or None when it has none;
+    asked once per function by ``make_checked``."""
+    checks = [
+        array_count_check(spec, _bindings.ARRAY_COUNTS.get(spec.name, ()), "cuDNN"),
+        _enum_check(spec),
+        {
+            "cudnnBackendSetAttribute": _check_set_attribute,
+            "cudnnBackendGetAttribute": _check_get_attribute,
+        }.get(spec.name),
+    ]
+    return combine_checks(checks)

@@ -1266,3 +1266,20 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         header="cutensor.h",
     ),
 }
+
+# Array parameters whose element count is another argument: function -> (array,
+# count parameters multiplied, offset added). The raw layer refuses a count larger
+# than a ctypes array passed there holds (rules in the generator, at COUNT_PARAM_RE).
+ARRAY_COUNTS: dict[str, tuple[tuple[str, tuple[str, ...], int], ...]] = {
+    "cutensorCreateTensorDescriptor": (("extent", ("numModes",), 0), ("stride", ("numModes",), 0)),
+    "cutensorOperationDescriptorSetAttribute": (("buf", ("sizeInBytes",), 0),),
+    "cutensorOperationDescriptorGetAttribute": (("buf", ("sizeInBytes",), 0),),
+    "cutensorPlanPreferenceGetAttribute": (("buf", ("sizeInBytes",), 0),),
+    "cutensorPlanPreferenceSetAttribute": (("buf", ("sizeInBytes",), 0),),
+    "cutensorPlanGetAttribute": (("buf", ("sizeInBytes",), 0),),
+    "cutensorCreateBlockSparseTensorDescriptor": (
+        ("numSectionsPerMode", ("numModes",), 0),
+        ("nonZeroCoordinates", ("numModes", "numNonZeroBlocks"), 0),
+        ("stride", ("numModes", "numNonZeroBlocks"), 0),
+    ),
+}

@@ -13,6 +13,7 @@ from pycudnn._shared.ffi import (
     UnsupportedByLibraryError,
     format_version,
 )
+from pycudnn._shared.rawlayer import CallCheck, array_count_check, combine_checks
 
 from . import _bindings
 from ._errorlog import clear_last_error, install, record_error, take_last_error
@@ -127,13 +128,28 @@ def check_enum(enum_cls: type, value: int, context: str = "") -> None:
         LIB.check_since(entry[0], entry[1], context)
 
 
-def precheck(spec: FunctionSpec, args: tuple[Any, ...]) -> None:
-    """The raw layer's check of enum-typed arguments (``make_checked``'s precheck)."""
-    for param, typedef in spec.enum_args:
-        enum_cls = getattr(_bindings, typedef, None)
-        value = args[spec.argnames.index(param)]
-        if enum_cls is not None and isinstance(value, int):
-            check_enum(enum_cls, value, f"{spec.name}: {param}")
+def precheck(spec: FunctionSpec) -> CallCheck | None:
+    """The raw layer's checks of one function (``make_checked``'s precheck, asked once per
+    function): enum-typed arguments newer than the loaded cuTENSOR, and array arguments too small
+    for the count passed with them (``_bindings.ARRAY_COUNTS``); None when it has neither."""
+    enums = tuple(
+        (spec.argnames.index(param), enum_cls, f"{spec.name}: {param}")
+        for param, typedef in spec.enum_args
+        if (enum_cls := getattr(_bindings, typedef, None)) is not None
+    )
+
+    def check_enums(args: tuple[Any, ...]) -> None:
+        for index, enum_cls, context in enums:
+            value = args[index]
+            if isinstance(value, int):
+                check_enum(enum_cls, value, context)
+
+    return combine_checks(
+        [
+            array_count_check(spec, _bindings.ARRAY_COUNTS.get(spec.name, ()), "cuTENSOR"),
+            check_enums if enums else None,
+        ]
+    )
 
 
 def missing_symbols() -> list[str]:

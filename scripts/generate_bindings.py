@@ -307,7 +307,47 @@ NULL_CRASHES: dict[str, tuple[str, ...]] = {
     ),
 }
 
+# Array parameters whose element count another argument gives (``ARRAY_COUNTS`` in the output): the
+# raw layer refuses a count larger than a ctypes array it is given can hold, since the library reads
+# or writes that many elements (a getter asked for 8 dimensions into 1-element arrays wrote past
+# them). The pairs come from the headers, by three rules tried in this order:
+# 1. the array's @param text states its length: "(length nbDims)", or cuTENSOR's "array of size
+#    `numModes`" and "array of size `numModes` x `numNonZeroBlocks`" (a product);
+# 2. otherwise an array parameter (``T name[]``, or a pointer to a struct such as ``perfResults``)
+#    is counted by the nearest integer parameter before it whose name says it is a count
+#    (COUNT_PARAM_RE): nbDims, nbDimsRequested, arrayLength[Requested], requestedAlgoCount, ...;
+# 3. a ``void *``/``char *`` buffer right before a parameter named in BYTE_COUNT_PARAMS holds
+#    that many bytes (cuTENSOR's attribute buffers, cudnnGetLastErrorString's message).
+# An array whose documented size is an expression none of these read is left out (the caller's
+# responsibility, as in C); ARRAY_COUNT_OVERRIDES settles the names the rules get wrong.
+COUNT_PARAM_RE = re.compile(
+    r"^(?:nbDims|arrayLength|numModes)(?:Requested)?$"
+    r"|^requestedAlgoCount$"
+    r"|^seqLength(?:ArraySize|SizeRequested)$"
+)
+BYTE_COUNT_PARAMS: frozenset[str] = frozenset({"sizeInBytes", "max_size"})
+DOC_LENGTH_RE = re.compile(r"\(length (\w+)\)|\barray of size `(\w+)`(?: x `(\w+)`)?")
+DOC_SIZE_WORDS_RE = re.compile(r"\(length\b|\barray of size\b")
+# (function, array parameter) -> (count parameters multiplied, offset added), or None: not checked.
+ARRAY_COUNT_OVERRIDES: dict[tuple[str, str], tuple[tuple[str, ...], int] | None] = {
+    # The sequence lengths are one per batch entry; vectorSize stands between the two.
+    ("cudnnSetRNNDataDescriptor", "seqLengthArray"): (("batchSize",), 0),
+    # foldA folds the spatial dimensions only: cuDNN 9.28 reads nbDims - 2 elements and its
+    # getter writes nbDimsRequested - 2 (observed with sentinel-filled arrays); the pads are whole.
+    ("cudnnSetTensorTransformDescriptor", "foldA"): (("nbDims",), -2),
+    ("cudnnGetTensorTransformDescriptor", "foldA"): (("nbDimsRequested",), -2),
+    # "host array of size \sum_i^numModes(numSectionsPerMode[i])": a sum over another array.
+    ("cutensorCreateBlockSparseTensorDescriptor", "extent"): None,
+}
+ArrayCount = tuple[str, tuple[str, ...], int]  # (array parameter, count factors, offset)
+
 PARAM_DOC_RE = re.compile(r"@param(?:\[[^\]]*\])?\s+(\w+)\s+([^@]*)")
+# ``@param`` (cuDNN) or ``\param`` (cuTENSOR), up to the next tag or the end of the comment.
+ANY_PARAM_DOC_RE = re.compile(
+    r"[@\\]param(?:\[[^\]]*\])?\s+(\w+)\s+"
+    r"(.*?)(?=[@\\](?:param|retval|return|pre|remarks)\b|\*/|$)",
+    re.DOTALL,
+)
 NULL_ALLOWED_RE = re.compile(r"\bNULL\b|nullptr|\boptional", re.IGNORECASE)
 
 
@@ -419,6 +459,7 @@ class Function:
     header: str
     nonnull: list[str] = field(default_factory=list)
     enum_args: list[tuple[str, str]] = field(default_factory=list)  # (parameter, enum typedef)
+    array_counts: list[ArrayCount] = field(default_factory=list)
 
 
 @dataclass
@@ -738,6 +779,7 @@ class ModelBuilder:
                 header=header,
                 nonnull=nonnull,
                 enum_args=enum_args,
+                array_counts=self._array_counts(cursor, argnames),
             )
         )
 
@@ -778,6 +820,56 @@ class ModelBuilder:
             out.append(name)
         crashes = NULL_CRASHES.get(cursor.spelling, ())
         return out + [name for name in argnames if name in crashes and name not in out]
+
+    def _array_counts(self, cursor: Any, argnames: list[str]) -> list[ArrayCount]:
+        """The (array parameter, count parameters, offset) triples of a function (see
+        COUNT_PARAM_RE for the rules)."""
+        kinds = self.ci.TypeKind
+        integers = (kinds.INT, kinds.UINT, kinds.LONG, kinds.ULONG, kinds.LONGLONG, kinds.ULONGLONG)
+        types = [arg.type.get_canonical() for arg in cursor.get_arguments()]
+        docs = {
+            m.group(1): " ".join(m.group(2).split())
+            for m in ANY_PARAM_DOC_RE.finditer(cursor.raw_comment or "")
+        }
+        out: list[ArrayCount] = []
+        counter: str | None = None  # the count-named integer parameter seen last
+        for i, (name, t) in enumerate(zip(argnames, types, strict=True)):
+            if t.kind in integers:
+                if COUNT_PARAM_RE.match(name):
+                    counter = name
+                if name in BYTE_COUNT_PARAMS and i and types[i - 1].kind == kinds.POINTER:
+                    pointee = types[i - 1].get_pointee().kind
+                    if pointee in (kinds.VOID, kinds.CHAR_S, kinds.CHAR_U):
+                        out.append((argnames[i - 1], (name,), 0))
+                continue
+            is_array = t.kind == kinds.INCOMPLETEARRAY and t.element_type.kind != kinds.POINTER
+            is_struct = (
+                t.kind == kinds.POINTER
+                and t.get_pointee().kind == kinds.RECORD
+                and t.get_pointee().get_size() > 0
+            )
+            if not (is_array or is_struct):
+                continue
+            key = (cursor.spelling, name)
+            if key in ARRAY_COUNT_OVERRIDES:
+                override = ARRAY_COUNT_OVERRIDES[key]
+                if override is not None:
+                    out.append((name, *override))
+                continue
+            doc = docs.get(name, "")
+            stated = DOC_LENGTH_RE.search(doc)
+            if stated is not None:
+                factors = tuple(g for g in stated.groups() if g)
+                if all(
+                    f in argnames and types[argnames.index(f)].kind in integers for f in factors
+                ):
+                    out.append((name, factors, 0))
+                    continue
+            if DOC_SIZE_WORDS_RE.search(doc):
+                continue  # a documented size these rules cannot read: not guessed from names
+            if counter is not None:
+                out.append((name, (counter,), 0))
+        return out
 
     def _note_stub_enum(self, t: Any) -> None:
         """Remember stub-header enums that prototypes name directly (``libraryPropertyType``)."""
@@ -1342,6 +1434,27 @@ def emit_functions(w: Writer, functions: list[Function], header_note: str) -> No
     w.add(section(f"Functions declared in {header_note}"))
     specs = dict_of((repr_str(fn.name), function_spec(fn)) for fn in functions)
     w.add(assign("FUNCTIONS: dict[str, FunctionSpec]", specs))
+    counts = dict_of(
+        (
+            repr_str(fn.name),
+            tuple_of(
+                tuple_of([repr_str(array), tuple_of(map(repr_str, factors)), str(offset)])
+                for array, factors, offset in fn.array_counts
+            ),
+        )
+        for fn in functions
+        if fn.array_counts
+    )
+    w.add(
+        [
+            "# Array parameters whose element count is another argument: function -> (array,",
+            "# count parameters multiplied, offset added). The raw layer refuses a count larger",
+            "# than a ctypes array passed there holds (rules in the generator, at COUNT_PARAM_RE).",
+            *assign(
+                "ARRAY_COUNTS: dict[str, tuple[tuple[str, tuple[str, ...], int], ...]]", counts
+            ),
+        ]
+    )
 
 
 # --------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import re
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +18,22 @@ import numpy as np
 from .ffi import FunctionSpec, NativeLibrary
 from .resource import ClosedError, CResource
 
-__all__ = ["make_checked", "no_such_name", "translate_argument_error"]
+__all__ = [
+    "ArrayCounts",
+    "CallCheck",
+    "array_count_check",
+    "combine_checks",
+    "make_checked",
+    "no_such_name",
+    "storage_bytes",
+    "translate_argument_error",
+]
+
+# The generated ``ARRAY_COUNTS`` entries of one function: (array parameter, count parameters
+# multiplied, offset added).
+ArrayCounts = tuple[tuple[str, tuple[str, ...], int], ...]
+# A library's checks of one function's arguments, bound once per function (``make_checked``).
+CallCheck = Callable[[tuple[Any, ...]], None]
 
 
 def no_such_name(module: str, name: str, names: Callable[[], list[str]]) -> AttributeError:
@@ -102,18 +118,182 @@ def _is_null(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and int(value) == 0
 
 
+# --------------------------------------------------------------------------------------------------
+# How much memory a ctypes argument reaches
+# --------------------------------------------------------------------------------------------------
+
+_STORAGE = (ctypes.Array, ctypes.Structure, ctypes.Union, ctypes._SimpleCData, ctypes._Pointer)
+# Instances that hold a pointer value: passed for a pointer parameter, they are the address, not
+# storage of their own.
+_POINTER_VALUES = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_wchar_p, ctypes._Pointer)
+_BYREF = type(ctypes.byref(ctypes.c_int()))  # CArgObject, which ctypes does not export
+_BYREF_ADDRESS = re.compile(r"\((0x[0-9a-fA-F]+)\)>$")  # "<cparam 'P' (0x7f...)>"
+
+
+def _block_end(obj: Any) -> int:
+    """The address one past the memory ``obj`` may be read or written through: an element of a
+    ctypes array (``perf[2]``) reaches the end of that array, as C indexes on from it; a field of a
+    structure ends where the field does, since what follows it belongs to the other fields (the
+    audit's repro wrote 7 ints past a 1-element array field into the next ones)."""
+    while isinstance(obj._b_base_, ctypes.Array):
+        obj = obj._b_base_
+    return ctypes.addressof(obj) + ctypes.sizeof(obj)
+
+
+def _reach(target: int | None, owners: Any, depth: int = 0) -> int | None:
+    """Bytes from ``target`` to the end of the object among ``owners`` (a pointer's ``_objects``:
+    an object, or dicts of them) whose memory holds it."""
+    if target is None or depth > 4:
+        return None
+    if isinstance(owners, dict):
+        for owner in owners.values():
+            found = _reach(target, owner, depth + 1)
+            if found is not None:
+                return found
+        return None
+    if isinstance(owners, _STORAGE) and not isinstance(owners, _POINTER_VALUES):
+        start, end = ctypes.addressof(owners), _block_end(owners)
+        if start <= target < end:
+            return end - target
+    return None
+
+
+def storage_bytes(value: Any) -> int | None:
+    """How many bytes of memory the pointer argument ``value`` reaches, or None when that cannot be
+    told (then C's rule applies: the caller must pass enough).
+
+    Known: a ctypes array, structure or scalar (its size, or to the end of the object it is part
+    of); ``ctypes.byref(obj, offset)`` (``obj``'s size less the offset); a ctypes pointer to memory
+    of a ctypes object it keeps alive (``ctypes.pointer(arr)``, ``ctypes.cast(arr, ...)``); a
+    pointer from ``ndarray.ctypes.data_as`` into a contiguous array. Unknown: an int address,
+    ``c_void_p``, ``None``, and pointers to memory ctypes did not allocate.
+    """
+    if type(value).__base__ is ctypes.Array and value._b_base_ is None:
+        return ctypes.sizeof(value)  # the usual case: a whole array, (c_int * 8)()
+    if isinstance(value, _POINTER_VALUES):
+        if isinstance(value, ctypes._Pointer) and value:
+            target = ctypes.cast(value, ctypes.c_void_p).value
+            array = getattr(value, "_arr", None)  # numpy's data_as keeps its array here
+            if isinstance(array, np.ndarray) and target is not None:
+                if not (array.flags.c_contiguous or array.flags.f_contiguous):
+                    return None
+                start = array.ctypes.data
+                return (
+                    start + array.nbytes - target
+                    if start <= target < start + array.nbytes
+                    else None
+                )
+            return _reach(target, value._objects)
+        return None
+    if isinstance(value, _STORAGE):
+        return _block_end(value) - ctypes.addressof(value)
+    if isinstance(value, _BYREF):
+        obj = getattr(value, "_obj", None)  # the object byref() was given
+        if not isinstance(obj, _STORAGE):
+            return None
+        # byref(obj, offset) does not expose its offset; its repr shows the address it passes.
+        match = _BYREF_ADDRESS.search(repr(value))
+        start = int(match.group(1), 16) if match else ctypes.addressof(obj)
+        return max(_block_end(obj) - start, 0)
+    return None
+
+
+def _count_value(value: Any) -> int | None:
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, ctypes._SimpleCData) and isinstance(value.value, int):
+        return value.value  # ctypes.c_int(8) passed for an int parameter
+    return None
+
+
+def array_count_check(spec: FunctionSpec, counts: ArrayCounts, library: str) -> CallCheck | None:
+    """The check that each array argument of ``spec`` can hold the elements its count argument
+    asks the library to read or write (``counts``: the generated ``ARRAY_COUNTS`` entry); None
+    when the function has no such arrays. Arrays whose size cannot be told pass unchecked."""
+    # Arrays sharing a count (dimA and strideA share nbDims) are grouped so that it is read once.
+    groups: dict[tuple[tuple[str, ...], int], list[tuple[int, int, str]]] = {}
+    for array, factors, offset in counts:
+        index = spec.argnames.index(array)
+        argtype = spec.argtypes[index]
+        if argtype in (ctypes.c_void_p, ctypes.c_char_p):
+            element, unit = 1, "byte(s)"  # a byte count: sizeInBytes, max_size
+        elif isinstance(argtype, type) and issubclass(argtype, ctypes._Pointer):
+            element, unit = ctypes.sizeof(argtype._type_), f"{argtype._type_.__name__} element(s)"
+        else:
+            continue
+        groups.setdefault((factors, offset), []).append((index, element, unit))
+    if not groups:
+        return None
+    name, argnames = spec.name, spec.argnames
+    rules = tuple(
+        (
+            tuple(argnames.index(f) for f in factors),
+            offset,
+            " * ".join(factors) + (f" - {-offset}" if offset < 0 else ""),
+            tuple(arrays),
+        )
+        for (factors, offset), arrays in groups.items()
+    )
+
+    def check(args: tuple[Any, ...]) -> None:
+        for factor_indices, offset, expression, arrays in rules:
+            count = 1
+            for i in factor_indices:
+                value = args[i]
+                if type(value) is not int:  # the usual case skips the general conversion
+                    value = _count_value(value)
+                    if value is None:
+                        break  # ctypes refuses the argument itself
+                count *= value
+            else:
+                count += offset
+                if count <= 0:
+                    continue
+                for index, element, unit in arrays:
+                    array = args[index]
+                    if array is None or isinstance(array, int):
+                        continue  # NULL, or an address: not sized
+                    size = storage_bytes(array)
+                    if size is not None and count > size // element:
+                        raise ValueError(
+                            f"{name}: argument {index + 1} ({argnames[index]}) holds "
+                            f"{size // element} {unit} but {expression} = {count}; {library} "
+                            "would read or write past its end. Pass a larger array or a smaller "
+                            "count"
+                        )
+
+    return check
+
+
+def combine_checks(checks: list[CallCheck | None]) -> CallCheck | None:
+    """One check running ``checks`` in order (None entries dropped); None when none is left, so
+    that ``make_checked`` skips the call altogether."""
+    present = tuple(c for c in checks if c is not None)
+    if len(present) <= 1:
+        return present[0] if present else None
+
+    def check(args: tuple[Any, ...]) -> None:
+        for each in present:
+            each(args)
+
+    return check
+
+
 def make_checked(
     lib: NativeLibrary,
     name: str,
     raise_status: Callable[[int, str], None],
-    precheck: Callable[[FunctionSpec, tuple[Any, ...]], None] | None = None,
+    precheck: Callable[[FunctionSpec], CallCheck | None] | None = None,
 ) -> Callable[..., Any]:
     """A wrapper around C function ``name`` that checks its status with ``raise_status``.
 
-    ``precheck(spec, args)``, when given, runs after the generic argument checks and before C: the
-    library-specific rules (enum values newer than the loaded library, element counts).
+    ``precheck(spec)``, when given, is asked once for the library-specific check of this function
+    (enum values newer than the loaded library, element counts), or None when it has none; the
+    check then runs on each call's arguments after the generic checks and before C. Asked once so
+    that a function without such rules (cudnnBackendExecute) pays nothing for them per call.
     """
     spec = lib.spec(name)
+    check = precheck(spec) if precheck is not None else None
     state: dict[str, Any] = {}
     nargs = len(spec.argtypes)
     bounds = tuple(
@@ -163,8 +343,8 @@ def make_checked(
                 warnings.warn(
                     f"{name} is deprecated in {lib.display_name}", DeprecationWarning, stacklevel=2
                 )
-        if precheck is not None:
-            precheck(spec, args)
+        if check is not None:
+            check(args)
         try:
             result = fn(*args)
         except ctypes.ArgumentError as exc:
