@@ -1110,19 +1110,27 @@ def test_closed_plans_and_cache_views(target: DeviceProperties) -> None:
     first = conv_graph().build(device_properties=target, cache=pc)
     view = conv_graph().build(device_properties=target, cache=pc)  # another graph object
     assert view is not first and view.descriptor is first.descriptor
-    first.close()
-    for plan in (first, view):
+    first.close()  # closes that object; the cache keeps the execution plan for the view
+    assert first.closed and not view.closed and not first.descriptor.closed
+    with pytest.raises(ClosedError):
+        first.to_json()
+    with pytest.raises(ClosedError):
+        first.execute({})
+    with pytest.raises(ClosedError):
+        first.execute_raw([0, 0, 0])
+    again = conv_graph().build(device_properties=target, cache=pc)
+    assert again.descriptor is first.descriptor and pc.stats["misses"] == 1
+    first.descriptor.close()  # the execution plan itself destroyed: every view refuses
+    for plan in (view, again):
         assert plan.closed
         with pytest.raises(ClosedError):
             plan.to_json()
         with pytest.raises(ClosedError):
             plan.execute({})
-        with pytest.raises(ClosedError):
-            plan.execute_raw([0, 0, 0])
     view.close()  # closing a view of a closed plan is fine
     # the cache notices and builds a new plan instead of handing out the closed one
     fresh = conv_graph().build(device_properties=target, cache=pc)
-    assert not fresh.closed
+    assert not fresh.closed and pc.stats["misses"] == 2
     fresh.close()
 
 

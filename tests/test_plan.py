@@ -281,9 +281,28 @@ def test_memory_cache_returns_the_same_plan(props: DeviceProperties) -> None:
     different = conv_bias_relu().build(device_properties=props, cache=pc)
     assert different is not p1 and pc.stats["misses"] == 2
     p1.close()
-    assert p3.closed  # the shared plan is gone: the view refuses too
+    # The cache keeps the execution plan: closing the plan build() handed out closes that object
+    # only; the view and the next build still use the cached plan (no second finalize).
+    assert p1.closed and not p3.closed and not p1.descriptor.closed
     with pytest.raises(pycudnn.ClosedError):
-        p3.execute({})
+        p1.execute({})
+    p4 = g.build(device_properties=props, cache=pc)
+    assert p4 is not p1 and not p4.closed and p4.descriptor is p1.descriptor
+    assert pc.stats["memory_hits"] == 3 and pc.stats["misses"] == 2
+
+
+def test_closing_each_built_plan_does_not_rebuild_it(props: DeviceProperties) -> None:
+    # `with g.build() as plan:` in a loop: each close used to destroy the cached plan, so every
+    # build after the first missed and finalized a new plan (for runtime-compiled engines a
+    # kernel compilation and memory cuDNN keeps; docs/reliability.md, "Runtime compilation").
+    pc = PlanCache()
+    for _ in range(3):
+        with conv_only().build(device_properties=props, cache=pc) as plan:
+            assert not plan.closed
+    assert pc.stats["misses"] == 1 and pc.stats["memory_hits"] == 2
+    pc.clear()
+    assert conv_only().build(device_properties=props, cache=pc) is not plan
+    assert pc.stats["misses"] == 2
 
 
 def test_execute_checks_arguments_before_any_gpu_work(props: DeviceProperties) -> None:

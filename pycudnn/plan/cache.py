@@ -79,10 +79,12 @@ class PlanCache:
         mkey = self._memory_key(key, target)
         with self._lock:
             plan = self._plans.get(mkey)
-            if plan is not None and not plan.closed:
+            # The execution plan outlives a caller's close() of the plan build() handed out (see
+            # _remember): a closed Plan object is answered with a fresh view of the same plan.
+            if plan is not None and not plan.descriptor.closed:
                 self._plans.move_to_end(mkey)
                 self.stats["memory_hits"] += 1
-                return plan if plan.graph is graph else plan._for_graph(graph)
+                return plan if plan.graph is graph and not plan.closed else plan._for_graph(graph)
         path = self.path_for(key)
         if path is not None and path.is_file():
             plan = self._load_file(path, graph, target)
@@ -143,6 +145,12 @@ class PlanCache:
             return None
 
     def _remember(self, mkey: str, plan: Plan) -> None:
+        # The cache, not the caller, decides when the execution plan goes: a caller's close()
+        # releases its variant packs but leaves the plan to the cache (it is destroyed once evicted
+        # and unreferenced). Otherwise `with g.build() as plan:` in a loop made every later build
+        # a miss, and a miss re-finalizes: for runtime-compiled engines that is a kernel
+        # compilation (~0.5 s) and ~210 KiB that cuDNN never gives back (docs/reliability.md).
+        plan._owns_descriptor = False
         with self._lock:
             self._plans[mkey] = plan
             self._plans.move_to_end(mkey)

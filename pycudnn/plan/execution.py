@@ -215,7 +215,11 @@ class Plan(VariantPacks, CudaGraphs):
         return f"<pycudnn.Plan {', '.join(parts)}>"
 
     def close(self) -> None:
-        """Release the variant packs and the execution plan. Idempotent."""
+        """Release the variant packs and the execution plan. Idempotent.
+
+        A plan held by a :class:`PlanCache` (``build()``'s default) keeps its execution plan for
+        the cache: this closes this object only, and the next ``build()`` of the graph is still a
+        hit. ``cache=False`` plans, or :meth:`PlanCache.clear`, release it."""
         if self._closed:
             return
         self._closed = True
