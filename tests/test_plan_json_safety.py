@@ -281,3 +281,37 @@ def test_plan_with_other_tensor_kinds_is_refused(deviceprops_json: dict[str, Any
         changed["operationGraph"]["tensors"][0][key] = value
         with pytest.raises(ValueError, match=f"has {key} {value!r} in the plan but"):
             Plan.from_json(changed, graph=_matmul("float16"), device_properties=props)
+
+
+def _dilated_conv(pad: int) -> Graph:
+    # Padding p with dilation p keeps a 3x3 convolution's output 6x6 for every p: the plans for
+    # two such graphs have the same tensors, dtypes and operation kinds.
+    g = Graph("c")
+    x = g.tensor([1, 8, 6, 6], fmt="NHWC", dtype="float16", name="x")
+    w = g.tensor([8, 8, 3, 3], fmt="NHWC", dtype="float16", name="w")
+    g.conv_fprop(x, w, padding=pad, dilation=pad)
+    return g
+
+
+@pytest.fixture
+def h100(deviceprops_json: dict[str, Any]) -> DeviceProperties:
+    return DeviceProperties.from_json(deviceprops_json)
+
+
+def test_a_plan_for_other_padding_is_refused_by_its_graph_key(h100: DeviceProperties) -> None:
+    saved = _dilated_conv(1).build(device_properties=h100, cache=False).to_json()
+    assert json.loads(saved)["pycudnnGraphKey"] == _dilated_conv(1).key()
+    with _dilated_conv(1).load_plan(saved, device_properties=h100) as plan:
+        assert plan.to_json() == saved
+    with pytest.raises(ValueError, match=r"built for another graph.*pycudnnGraphKey"):
+        _dilated_conv(2).load_plan(saved, device_properties=h100)
+    # Loaded without its graph, the plan keeps the key for its own JSON.
+    with Plan.from_json(saved, device_properties=h100) as plan:
+        assert json.loads(plan.to_json())["pycudnnGraphKey"] == _dilated_conv(1).key()
+
+
+def test_the_graph_key_must_be_a_string(h100: DeviceProperties) -> None:
+    data = json.loads(_dilated_conv(1).build(device_properties=h100, cache=False).to_json())
+    data["pycudnnGraphKey"] = 5
+    with pytest.raises(ValueError, match="must be a str"):
+        Plan.from_json(data, graph=_dilated_conv(1), device_properties=h100)

@@ -26,7 +26,13 @@ from ..graph import Graph, Tensor
 from .cuda_graph import CudaGraphs
 from .heuristics import EngineConfig
 from .report import PlanningReport, PlanVersionError, _capture
-from .serialization import _check_json_matches_graph, _version, _version_text
+from .serialization import (
+    GRAPH_KEY_FIELD,
+    _check_graph_key,
+    _check_json_matches_graph,
+    _version,
+    _version_text,
+)
 from .slots import _Slot, _slots_from_graph, _slots_from_json
 from .targets import _deserialize_props
 from .variant_pack import VariantPacks, _Handle, _stream_handle, _workspace
@@ -76,6 +82,9 @@ class Plan(VariantPacks, CudaGraphs):
         #: The last :meth:`verify` verdict (a :class:`pycudnn.verification.VerifyResult`), if any.
         self.verification: Any = None
         self.workspace_size = int(descriptor.get("EXECUTION_PLAN_WORKSPACE_SIZE"))
+        # The key of the graph the plan is for, written into to_json() (None: unknown; from_json
+        # sets the key its JSON carried on a plan loaded without its graph).
+        self._graph_key: str | None = graph.key() if graph is not None else None
         if config is None and json_data is not None:
             # A deserialized plan: its engine config reads back like a heuristic one, which gives
             # the same knobs and notes as the plan had when it was built.
@@ -276,9 +285,16 @@ class Plan(VariantPacks, CudaGraphs):
     # -- serialization -----------------------------------------------------------------------
     def to_json(self) -> str:
         """cuDNN's JSON of the plan (``EXECUTION_PLAN_JSON_REPRESENTATION``), with its engine,
-        knobs, device profile and, for runtime-compiled engines, the compiled kernels."""
+        knobs, device profile and, for runtime-compiled engines, the compiled kernels; and the key
+        of the graph it was built for (``"pycudnnGraphKey"``, checked by :meth:`from_json` with a
+        graph, and left out of what cuDNN is given)."""
         self._check_open()
-        return str(self._desc.get("EXECUTION_PLAN_JSON_REPRESENTATION", attr_type="CHAR"))
+        text = str(self._desc.get("EXECUTION_PLAN_JSON_REPRESENTATION", attr_type="CHAR"))
+        if self._graph_key is None:
+            return text
+        data = json.loads(text)
+        data[GRAPH_KEY_FIELD] = self._graph_key
+        return json.dumps(data)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write :meth:`to_json` to ``path``."""
@@ -328,11 +344,14 @@ class Plan(VariantPacks, CudaGraphs):
                 f"library is cuDNN {_version_text(loaded)}: cuDNN loads plans only in the exact "
                 "version that wrote them; rebuild it"
             )
+        graph_key = data.pop(GRAPH_KEY_FIELD, None)  # ours, not cuDNN's: it is not handed on
         check_plan_json(data)  # before cuDNN sees it: some malformed plans crash it
         if graph is not None:
             if not isinstance(graph, Graph):
                 raise TypeError(f"graph must be a pycudnn.Graph, not {type(graph).__name__}")
             rewrite = _check_json_matches_graph(data, graph)
+            if graph_key is not None:
+                _check_graph_key(graph_key, graph)
         else:
             rewrite = ""
         props, ordinal = _deserialize_props(device_properties, device)
@@ -375,6 +394,8 @@ class Plan(VariantPacks, CudaGraphs):
                 source="json",
             )
             plan.rewrite = rewrite
+            if graph is None:
+                plan._graph_key = graph_key
             return plan
         except BaseException:
             desc.close()

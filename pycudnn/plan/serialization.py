@@ -13,12 +13,32 @@ from ..graph.common import _cudnn_dtype
 
 __all__ = []
 
+#: The top-level key :meth:`pycudnn.plan.Plan.to_json` adds to cuDNN's JSON: the key of the graph
+#: the plan was built for (:meth:`pycudnn.Graph.key`), compared when the plan is loaded for a graph.
+GRAPH_KEY_FIELD = "pycudnnGraphKey"
+
 _log = logging.getLogger("pycudnn")
+
+
+def _check_graph_key(written: Any, graph: Graph) -> None:
+    """Refuse a plan saved for a graph whose key differs from ``graph``'s. The key covers what
+    the comparison of tensors and operations below cannot read back from cuDNN's JSON (a
+    convolution's padding, stride and dilation, a pointwise alpha): a plan for padding 2 has the
+    same tensors as one for padding 1 and would compute other numbers."""
+    if not isinstance(written, str):
+        raise ValueError(f"the plan's {GRAPH_KEY_FIELD!r} must be a str, got {written!r}")
+    if written != graph.key():
+        raise ValueError(
+            f"the plan was built for another graph: its {GRAPH_KEY_FIELD} {written[:12]}... is "
+            f"not the key of graph '{graph.name}', {graph.key()[:12]}... (an operation setting such as "
+            "padding, stride or a scalar differs); build the plan for this graph"
+        )
 
 
 def _check_json_matches_graph(data: Mapping[str, Any], graph: Graph) -> str:
     """Check that a plan JSON was built for ``graph`` (as described, or as one of its equivalent
-    descriptions from :mod:`pycudnn.graph.rewrites`); returns the rewrite's note ("" for none)."""
+    descriptions from :mod:`pycudnn.graph.rewrites`); returns the rewrite's note ("" for none).
+    A plan saved by this library also carries its graph's key, which must be ``graph``'s."""
     graph._resolve()  # decides the dtypes and kinds of intermediates, compared below
     by_uid = {}
     for t in data.get("operationGraph", {}).get("tensors", []):
