@@ -4318,7 +4318,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_graph.h",
-        nonnull=("rstatus",),
+        nonnull=("rstatus", "handle"),
         enum_args=(("mode", "cudnnErrQueryMode_t"),),
     ),
     "cudnnGetProperty": FunctionSpec(
@@ -4353,6 +4353,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_graph.h",
+        nonnull=("handle",),
     ),
     "cudnnSetStream": FunctionSpec(
         name="cudnnSetStream",
@@ -4363,6 +4364,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_graph.h",
+        nonnull=("handle",),
     ),
     "cudnnGetStream": FunctionSpec(
         name="cudnnGetStream",
@@ -4373,7 +4375,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_graph.h",
-        nonnull=("streamId",),
+        nonnull=("streamId", "handle"),
     ),
     "cudnnSetCallback": FunctionSpec(
         name="cudnnSetCallback",
@@ -4521,7 +4523,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_graph.h",
-        nonnull=("workspaceSizeInBytes",),
+        nonnull=("workspaceSizeInBytes", "handle"),
     ),
     "cudnnBackendExecute": FunctionSpec(
         name="cudnnBackendExecute",
@@ -4532,6 +4534,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_graph.h",
+        nonnull=("handle",),
     ),
     "cudnnBackendPopulateCudaGraph": FunctionSpec(
         name="cudnnBackendPopulateCudaGraph",
@@ -4542,6 +4545,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_graph.h",
+        nonnull=("handle",),
     ),
     "cudnnBackendUpdateCudaGraph": FunctionSpec(
         name="cudnnBackendUpdateCudaGraph",
@@ -4552,6 +4556,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_graph.h",
+        nonnull=("handle",),
     ),
     "cudnnCreateTensorDescriptor": FunctionSpec(
         name="cudnnCreateTensorDescriptor",
@@ -4830,6 +4835,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
     ),
     "cudnnTransformTensorEx": FunctionSpec(
         name="cudnnTransformTensorEx",
@@ -4858,6 +4864,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
     ),
     "cudnnAddTensor": FunctionSpec(
         name="cudnnAddTensor",
@@ -4876,6 +4883,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
     ),
     "cudnnCreateOpTensorDescriptor": FunctionSpec(
         name="cudnnCreateOpTensorDescriptor",
@@ -4962,6 +4970,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
     ),
     "cudnnCreateReduceTensorDescriptor": FunctionSpec(
         name="cudnnCreateReduceTensorDescriptor",
@@ -5061,7 +5070,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
-        nonnull=("sizeInBytes",),
+        nonnull=("sizeInBytes", "handle"),
     ),
     "cudnnGetReductionWorkspaceSize": FunctionSpec(
         name="cudnnGetReductionWorkspaceSize",
@@ -5078,7 +5087,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
-        nonnull=("sizeInBytes",),
+        nonnull=("sizeInBytes", "handle"),
     ),
     "cudnnReduceTensor": FunctionSpec(
         name="cudnnReduceTensor",
@@ -5115,6 +5124,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
     ),
     "cudnnSetTensor": FunctionSpec(
         name="cudnnSetTensor",
@@ -5125,6 +5135,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
     ),
     "cudnnScaleTensor": FunctionSpec(
         name="cudnnScaleTensor",
@@ -5135,6 +5146,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
     ),
     "cudnnCreateFilterDescriptor": FunctionSpec(
         name="cudnnCreateFilterDescriptor",
@@ -5258,7 +5270,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
-        nonnull=("srcDesc", "destDesc"),
+        nonnull=("handle", "srcDesc", "destDesc"),
     ),
     "cudnnDestroyFilterDescriptor": FunctionSpec(
         name="cudnnDestroyFilterDescriptor",
@@ -5289,6 +5301,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
         enum_args=(("algo", "cudnnSoftmaxAlgorithm_t"), ("mode", "cudnnSoftmaxMode_t")),
     ),
     "cudnnCreatePoolingDescriptor": FunctionSpec(
@@ -5491,6 +5504,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
     ),
     "cudnnCreateActivationDescriptor": FunctionSpec(
         name="cudnnCreateActivationDescriptor",
@@ -5579,6 +5593,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
     ),
     "cudnnCreateLRNDescriptor": FunctionSpec(
         name="cudnnCreateLRNDescriptor",
@@ -5653,6 +5668,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
         enum_args=(("lrnMode", "cudnnLRNMode_t"),),
     ),
     "cudnnDivisiveNormalizationForward": FunctionSpec(
@@ -5690,6 +5706,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
         enum_args=(("mode", "cudnnDivNormMode_t"),),
     ),
     "cudnnDeriveBNTensorDescriptor": FunctionSpec(
@@ -5743,6 +5760,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
         enum_args=(("mode", "cudnnBatchNormMode_t"),),
     ),
     "cudnnDeriveNormTensorDescriptor": FunctionSpec(
@@ -5822,6 +5840,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
         enum_args=(
             ("mode", "cudnnNormMode_t"),
             ("normOps", "cudnnNormOps_t"),
@@ -5880,6 +5899,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
     ),
     "cudnnSpatialTfSamplerForward": FunctionSpec(
         name="cudnnSpatialTfSamplerForward",
@@ -5900,6 +5920,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
     ),
     "cudnnCreateDropoutDescriptor": FunctionSpec(
         name="cudnnCreateDropoutDescriptor",
@@ -5931,7 +5952,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
-        nonnull=("sizeInBytes",),
+        nonnull=("sizeInBytes", "handle"),
     ),
     "cudnnDropoutGetReserveSpaceSize": FunctionSpec(
         name="cudnnDropoutGetReserveSpaceSize",
@@ -5960,6 +5981,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
     ),
     "cudnnRestoreDropoutDescriptor": FunctionSpec(
         name="cudnnRestoreDropoutDescriptor",
@@ -5977,6 +5999,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
     ),
     "cudnnGetDropoutDescriptor": FunctionSpec(
         name="cudnnGetDropoutDescriptor",
@@ -5993,7 +6016,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
-        nonnull=("dropout", "states", "seed"),
+        nonnull=("dropout", "states", "seed", "handle"),
     ),
     "cudnnDropoutForward": FunctionSpec(
         name="cudnnDropoutForward",
@@ -6022,6 +6045,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
     ),
     "cudnnOpsVersionCheck": FunctionSpec(
         name="cudnnOpsVersionCheck",
@@ -6066,6 +6090,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
         enum_args=(("algo", "cudnnSoftmaxAlgorithm_t"), ("mode", "cudnnSoftmaxMode_t")),
     ),
     "cudnnPoolingBackward": FunctionSpec(
@@ -6103,6 +6128,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
     ),
     "cudnnActivationBackward": FunctionSpec(
         name="cudnnActivationBackward",
@@ -6139,6 +6165,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
     ),
     "cudnnLRNCrossChannelBackward": FunctionSpec(
         name="cudnnLRNCrossChannelBackward",
@@ -6177,6 +6204,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
         enum_args=(("lrnMode", "cudnnLRNMode_t"),),
     ),
     "cudnnDivisiveNormalizationBackward": FunctionSpec(
@@ -6218,6 +6246,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
         enum_args=(("mode", "cudnnDivNormMode_t"),),
     ),
     "cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize": FunctionSpec(
@@ -6249,7 +6278,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
-        nonnull=("sizeInBytes",),
+        nonnull=("sizeInBytes", "handle"),
         enum_args=(("mode", "cudnnBatchNormMode_t"), ("bnOps", "cudnnBatchNormOps_t")),
     ),
     "cudnnGetBatchNormalizationBackwardExWorkspaceSize": FunctionSpec(
@@ -6285,7 +6314,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
-        nonnull=("sizeInBytes",),
+        nonnull=("sizeInBytes", "handle"),
         enum_args=(("mode", "cudnnBatchNormMode_t"), ("bnOps", "cudnnBatchNormOps_t")),
     ),
     "cudnnGetBatchNormalizationTrainingExReserveSpaceSize": FunctionSpec(
@@ -6304,7 +6333,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
-        nonnull=("sizeInBytes",),
+        nonnull=("sizeInBytes", "handle"),
         enum_args=(("mode", "cudnnBatchNormMode_t"), ("bnOps", "cudnnBatchNormOps_t")),
     ),
     "cudnnBatchNormalizationForwardTraining": FunctionSpec(
@@ -6352,6 +6381,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
         enum_args=(("mode", "cudnnBatchNormMode_t"),),
     ),
     "cudnnBatchNormalizationForwardTrainingEx": FunctionSpec(
@@ -6415,6 +6445,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
         enum_args=(("mode", "cudnnBatchNormMode_t"), ("bnOps", "cudnnBatchNormOps_t")),
     ),
     "cudnnBatchNormalizationBackward": FunctionSpec(
@@ -6466,6 +6497,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
         enum_args=(("mode", "cudnnBatchNormMode_t"),),
     ),
     "cudnnBatchNormalizationBackwardEx": FunctionSpec(
@@ -6539,6 +6571,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
         enum_args=(("mode", "cudnnBatchNormMode_t"), ("bnOps", "cudnnBatchNormOps_t")),
     ),
     "cudnnGetNormalizationForwardTrainingWorkspaceSize": FunctionSpec(
@@ -6576,7 +6609,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
-        nonnull=("sizeInBytes",),
+        nonnull=("sizeInBytes", "handle"),
         enum_args=(
             ("mode", "cudnnNormMode_t"),
             ("normOps", "cudnnNormOps_t"),
@@ -6622,7 +6655,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
-        nonnull=("sizeInBytes",),
+        nonnull=("sizeInBytes", "handle"),
         enum_args=(
             ("mode", "cudnnNormMode_t"),
             ("normOps", "cudnnNormOps_t"),
@@ -6656,7 +6689,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
-        nonnull=("sizeInBytes",),
+        nonnull=("sizeInBytes", "handle"),
         enum_args=(
             ("mode", "cudnnNormMode_t"),
             ("normOps", "cudnnNormOps_t"),
@@ -6730,6 +6763,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
         enum_args=(
             ("mode", "cudnnNormMode_t"),
             ("normOps", "cudnnNormOps_t"),
@@ -6813,6 +6847,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
         enum_args=(
             ("mode", "cudnnNormMode_t"),
             ("normOps", "cudnnNormOps_t"),
@@ -6833,6 +6868,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
     ),
     "cudnnSpatialTfSamplerBackward": FunctionSpec(
         name="cudnnSpatialTfSamplerBackward",
@@ -6873,6 +6909,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
     ),
     "cudnnDropoutBackward": FunctionSpec(
         name="cudnnDropoutBackward",
@@ -6901,6 +6938,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("handle",),
     ),
     "cudnnCreateRNNDescriptor": FunctionSpec(
         name="cudnnCreateRNNDescriptor",
@@ -7103,6 +7141,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("handle",),
     ),
     "cudnnGetRNNTempSpaceSizes": FunctionSpec(
         name="cudnnGetRNNTempSpaceSizes",
@@ -7120,7 +7159,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
-        nonnull=("workSpaceSize", "reserveSpaceSize"),
+        nonnull=("workSpaceSize", "reserveSpaceSize", "handle"),
         enum_args=(("fwdMode", "cudnnForwardMode_t"),),
     ),
     "cudnnGetRNNWeightSpaceSize": FunctionSpec(
@@ -7132,7 +7171,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
-        nonnull=("weightSpaceSize",),
+        nonnull=("weightSpaceSize", "handle"),
     ),
     "cudnnGetRNNWeightParams": FunctionSpec(
         name="cudnnGetRNNWeightParams",
@@ -7165,7 +7204,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
-        nonnull=("mAddr", "bAddr"),
+        nonnull=("mAddr", "bAddr", "handle"),
     ),
     "cudnnCreateRNNDataDescriptor": FunctionSpec(
         name="cudnnCreateRNNDataDescriptor",
@@ -7299,6 +7338,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("handle",),
         enum_args=(("fwdMode", "cudnnForwardMode_t"),),
     ),
     "cudnnCreateSeqDataDescriptor": FunctionSpec(
@@ -7556,7 +7596,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
-        nonnull=("weightSizeInBytes", "workSpaceSizeInBytes", "reserveSpaceSizeInBytes"),
+        nonnull=("weightSizeInBytes", "workSpaceSizeInBytes", "reserveSpaceSizeInBytes", "handle"),
     ),
     "cudnnGetMultiHeadAttnWeights": FunctionSpec(
         name="cudnnGetMultiHeadAttnWeights",
@@ -7575,7 +7615,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
-        nonnull=("wAddr",),
+        nonnull=("wAddr", "handle"),
         enum_args=(("wKind", "cudnnMultiHeadAttnWeightKind_t"),),
     ),
     "cudnnMultiHeadAttnForward": FunctionSpec(
@@ -7633,6 +7673,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("handle",),
     ),
     "cudnnAdvVersionCheck": FunctionSpec(
         name="cudnnAdvVersionCheck",
@@ -7699,6 +7740,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("handle",),
     ),
     "cudnnRNNBackwardWeights_v8": FunctionSpec(
         name="cudnnRNNBackwardWeights_v8",
@@ -7743,6 +7785,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("handle",),
         enum_args=(("addGrad", "cudnnWgradMode_t"),),
     ),
     "cudnnMultiHeadAttnBackwardData": FunctionSpec(
@@ -7802,6 +7845,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("handle",),
     ),
     "cudnnMultiHeadAttnBackwardWeights": FunctionSpec(
         name="cudnnMultiHeadAttnBackwardWeights",
@@ -7850,6 +7894,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_adv.h",
+        nonnull=("handle",),
         enum_args=(("addGrad", "cudnnWgradMode_t"),),
     ),
     "cudnnCreateCTCLossDescriptor": FunctionSpec(
@@ -8106,7 +8151,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
-        nonnull=("sizeInBytes",),
+        nonnull=("sizeInBytes", "handle"),
         enum_args=(("algo", "cudnnCTCLossAlgo_t"),),
     ),
     "cudnnGetCTCLossWorkspaceSize_v8": FunctionSpec(
@@ -8125,7 +8170,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_adv.h",
-        nonnull=("sizeInBytes",),
+        nonnull=("sizeInBytes", "handle"),
         enum_args=(("algo", "cudnnCTCLossAlgo_t"),),
     ),
     "cudnnCreateConvolutionDescriptor": FunctionSpec(
@@ -8377,7 +8422,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
-        nonnull=("count",),
+        nonnull=("count", "handle"),
     ),
     "cudnnGetConvolutionForwardAlgorithm_v7": FunctionSpec(
         name="cudnnGetConvolutionForwardAlgorithm_v7",
@@ -8406,7 +8451,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
-        nonnull=("returnedAlgoCount", "perfResults"),
+        nonnull=("returnedAlgoCount", "perfResults", "handle"),
     ),
     "cudnnFindConvolutionForwardAlgorithm": FunctionSpec(
         name="cudnnFindConvolutionForwardAlgorithm",
@@ -8435,7 +8480,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
-        nonnull=("returnedAlgoCount", "perfResults"),
+        nonnull=("returnedAlgoCount", "perfResults", "handle"),
     ),
     "cudnnFindConvolutionForwardAlgorithmEx": FunctionSpec(
         name="cudnnFindConvolutionForwardAlgorithmEx",
@@ -8474,7 +8519,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
-        nonnull=("returnedAlgoCount", "perfResults"),
+        nonnull=("returnedAlgoCount", "perfResults", "handle"),
     ),
     "cudnnIm2Col": FunctionSpec(
         name="cudnnIm2Col",
@@ -8492,6 +8537,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("handle",),
     ),
     "cudnnReorderFilterAndBias": FunctionSpec(
         name="cudnnReorderFilterAndBias",
@@ -8520,6 +8566,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("handle",),
         enum_args=(("reorderType", "cudnnReorderType_t"),),
     ),
     "cudnnGetConvolutionForwardWorkspaceSize": FunctionSpec(
@@ -8539,7 +8586,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
-        nonnull=("sizeInBytes",),
+        nonnull=("sizeInBytes", "handle"),
         enum_args=(("algo", "cudnnConvolutionFwdAlgo_t"),),
     ),
     "cudnnConvolutionForward": FunctionSpec(
@@ -8579,6 +8626,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("handle",),
         enum_args=(("algo", "cudnnConvolutionFwdAlgo_t"),),
     ),
     "cudnnConvolutionBiasActivationForward": FunctionSpec(
@@ -8628,6 +8676,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("handle",),
         enum_args=(("algo", "cudnnConvolutionFwdAlgo_t"),),
     ),
     "cudnnGetConvolutionBackwardDataAlgorithmMaxCount": FunctionSpec(
@@ -8639,7 +8688,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
-        nonnull=("count",),
+        nonnull=("count", "handle"),
     ),
     "cudnnFindConvolutionBackwardDataAlgorithm": FunctionSpec(
         name="cudnnFindConvolutionBackwardDataAlgorithm",
@@ -8668,7 +8717,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
-        nonnull=("returnedAlgoCount", "perfResults"),
+        nonnull=("returnedAlgoCount", "perfResults", "handle"),
     ),
     "cudnnFindConvolutionBackwardDataAlgorithmEx": FunctionSpec(
         name="cudnnFindConvolutionBackwardDataAlgorithmEx",
@@ -8707,7 +8756,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
-        nonnull=("returnedAlgoCount", "perfResults"),
+        nonnull=("returnedAlgoCount", "perfResults", "handle"),
     ),
     "cudnnGetConvolutionBackwardDataAlgorithm_v7": FunctionSpec(
         name="cudnnGetConvolutionBackwardDataAlgorithm_v7",
@@ -8736,7 +8785,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
-        nonnull=("returnedAlgoCount", "perfResults"),
+        nonnull=("returnedAlgoCount", "perfResults", "handle"),
     ),
     "cudnnGetConvolutionBackwardDataWorkspaceSize": FunctionSpec(
         name="cudnnGetConvolutionBackwardDataWorkspaceSize",
@@ -8755,7 +8804,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
-        nonnull=("sizeInBytes",),
+        nonnull=("sizeInBytes", "handle"),
         enum_args=(("algo", "cudnnConvolutionBwdDataAlgo_t"),),
     ),
     "cudnnConvolutionBackwardData": FunctionSpec(
@@ -8795,6 +8844,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("handle",),
         enum_args=(("algo", "cudnnConvolutionBwdDataAlgo_t"),),
     ),
     "cudnnGetFoldedConvBackwardDataDescriptors": FunctionSpec(
@@ -8836,6 +8886,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("handle",),
         enum_args=(("transformFormat", "cudnnTensorFormat_t"),),
     ),
     "cudnnCnnVersionCheck": FunctionSpec(
@@ -8857,7 +8908,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
-        nonnull=("count",),
+        nonnull=("count", "handle"),
     ),
     "cudnnFindConvolutionBackwardFilterAlgorithm": FunctionSpec(
         name="cudnnFindConvolutionBackwardFilterAlgorithm",
@@ -8886,7 +8937,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
-        nonnull=("returnedAlgoCount", "perfResults"),
+        nonnull=("returnedAlgoCount", "perfResults", "handle"),
     ),
     "cudnnFindConvolutionBackwardFilterAlgorithmEx": FunctionSpec(
         name="cudnnFindConvolutionBackwardFilterAlgorithmEx",
@@ -8925,7 +8976,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
-        nonnull=("returnedAlgoCount", "perfResults"),
+        nonnull=("returnedAlgoCount", "perfResults", "handle"),
     ),
     "cudnnGetConvolutionBackwardFilterAlgorithm_v7": FunctionSpec(
         name="cudnnGetConvolutionBackwardFilterAlgorithm_v7",
@@ -8954,7 +9005,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
-        nonnull=("returnedAlgoCount", "perfResults"),
+        nonnull=("returnedAlgoCount", "perfResults", "handle"),
     ),
     "cudnnGetConvolutionBackwardFilterWorkspaceSize": FunctionSpec(
         name="cudnnGetConvolutionBackwardFilterWorkspaceSize",
@@ -8973,7 +9024,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
-        nonnull=("sizeInBytes",),
+        nonnull=("sizeInBytes", "handle"),
         enum_args=(("algo", "cudnnConvolutionBwdFilterAlgo_t"),),
     ),
     "cudnnConvolutionBackwardFilter": FunctionSpec(
@@ -9013,6 +9064,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("handle",),
         enum_args=(("algo", "cudnnConvolutionBwdFilterAlgo_t"),),
     ),
     "cudnnConvolutionBackwardBias": FunctionSpec(
@@ -9032,6 +9084,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
+        nonnull=("handle",),
     ),
     "cudnnCreateFusedOpsConstParamPack": FunctionSpec(
         name="cudnnCreateFusedOpsConstParamPack",
@@ -9162,7 +9215,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
-        nonnull=("workspaceSizeInBytes",),
+        nonnull=("workspaceSizeInBytes", "handle"),
     ),
     "cudnnFusedOpsExecute": FunctionSpec(
         name="cudnnFusedOpsExecute",
@@ -9173,7 +9226,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_cnn.h",
-        nonnull=("plan",),
+        nonnull=("handle", "plan"),
     ),
     "cudnnSubquadraticOpsVersionCheck": FunctionSpec(
         name="cudnnSubquadraticOpsVersionCheck",

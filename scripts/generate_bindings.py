@@ -818,7 +818,14 @@ class ModelBuilder:
             if NULL_ALLOWED_RE.search(docs.get(name, "")):
                 continue
             out.append(name)
-        crashes = NULL_CRASHES.get(cursor.spelling, ())
+        # No cuDNN function takes a NULL handle, and some dereference it without a check
+        # (cudnnGetConvolutionForwardAlgorithm_v7 crashed with one, cuDNN 9.28).
+        handles = [
+            name
+            for arg, name in zip(cursor.get_arguments(), argnames, strict=True)
+            if arg.type.spelling.removeprefix("const ") == "cudnnHandle_t"
+        ]
+        crashes = (*NULL_CRASHES.get(cursor.spelling, ()), *handles)
         return out + [name for name in argnames if name in crashes and name not in out]
 
     def _array_counts(self, cursor: Any, argnames: list[str]) -> list[ArrayCount]:

@@ -393,8 +393,11 @@ message = (C.c_char * 4).from_address(C.addressof(g))  # g.array would be a byte
 run("cudnnGetLastErrorString", lambda: raw.cudnnGetLastErrorString(message, 256), g)
 
 perf = raw.cudnnConvolutionFwdAlgoPerf_t * 1
-run("cudnnGetConvolutionForwardAlgorithm_v7", lambda: raw.cudnnGetConvolutionForwardAlgorithm_v7(None, t4, f, c, t4, 8, out(), perf()))
-run("cudnnFindConvolutionBackwardDataAlgorithm", lambda: raw.cudnnFindConvolutionBackwardDataAlgorithm(None, f, t4, c, t4, 2, out(), (raw.cudnnConvolutionBwdDataAlgoPerf_t * 1)()))
+# A handle needs a GPU; a NULL one is refused first. These calls must stop at the array check,
+# before cuDNN would see this made-up handle.
+NOT_NULL = C.c_void_p(0x10)
+run("cudnnGetConvolutionForwardAlgorithm_v7", lambda: raw.cudnnGetConvolutionForwardAlgorithm_v7(NOT_NULL, t4, f, c, t4, 8, out(), perf()))
+run("cudnnFindConvolutionBackwardDataAlgorithm", lambda: raw.cudnnFindConvolutionBackwardDataAlgorithm(NOT_NULL, f, t4, c, t4, 2, out(), (raw.cudnnConvolutionBwdDataAlgoPerf_t * 1)()))
 
 # the arrays that fit still work, and return what was set
 d8, s8 = ints(*[0] * 8), ints(*[0] * 8)

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from children import run_python
 
 import pycudnn
 from pycudnn import raw
@@ -230,3 +231,28 @@ def test_no_cudnn_function_crashes_when_every_argument_is_null() -> None:
     )
     last = proc.stdout.strip().splitlines()[-1:] or ["<nothing>"]
     assert proc.returncode == 0 and last == ["DONE"], f"crashed in {last[0]} ({proc.returncode})"
+
+
+def test_a_null_handle_is_refused_before_cudnn() -> None:
+    # cudnnGetConvolutionForwardAlgorithm_v7 dereferences its handle without a check (SIGSEGV
+    # with cuDNN 9.28): no cuDNN function takes a NULL handle, so the raw layer refuses it.
+    done = run_python(
+        """
+        import ctypes
+        from pycudnn import raw
+        perf = (raw.cudnnConvolutionFwdAlgoPerf_t * 1)()
+        returned = ctypes.c_int()
+        try:
+            raw.cudnnGetConvolutionForwardAlgorithm_v7(
+                None, None, None, None, None, 1, ctypes.byref(returned), perf
+            )
+        except ValueError as exc:
+            print(exc)
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert "argument 1 (handle) must not be NULL" in done.stdout
+    from pycudnn import _bindings
+
+    with_handle = [f for f, s in _bindings.FUNCTIONS.items() if "handle" in s.argnames[:1]]
+    assert with_handle and all("handle" in _bindings.FUNCTIONS[f].nonnull for f in with_handle)
