@@ -59,6 +59,7 @@ from ._attrs import (
 from ._lib import LIB, last_error_string
 from ._plan_json import check_json_attribute, check_plan_json
 from ._shared.resource import CResource
+from ._shared.shutdown import long_call
 from .errors import CudnnError, error_from_status
 
 __all__ = [
@@ -138,7 +139,8 @@ class BackendDescriptor(CResource):
         if self._finalized:
             return
         self._check_finalizable()
-        status = LIB.function("cudnnBackendFinalize")(self)
+        with long_call("cudnnBackendFinalize"):  # compiles kernels, runs heuristics: see shutdown
+            status = LIB.function("cudnnBackendFinalize")(self)
         _raise_for(status, "cudnnBackendFinalize", f"finalizing a {self.type_name}")
         self._finalized = True
 
@@ -256,9 +258,10 @@ class BackendDescriptor(CResource):
     # -- get ---------------------------------------------------------------------------------
     def _get_raw(self, name: Any, atype: int, requested: int, array: Any) -> int:
         count = ctypes.c_int64(0)
-        status = LIB.function("cudnnBackendGetAttribute")(
-            self, int(name), atype, requested, ctypes.byref(count), array
-        )
+        with long_call("cudnnBackendGetAttribute"):  # ENGINEHEUR_RESULTS runs the heuristics
+            status = LIB.function("cudnnBackendGetAttribute")(
+                self, int(name), atype, requested, ctypes.byref(count), array
+            )
         if status == _SIZE_INSUFFICIENT:  # a concurrent change grew it: the caller retries
             last_error_string()
             return -max(int(count.value), requested + 1)
