@@ -234,6 +234,7 @@ def test_copy_of_objects_with_shared_state_is_refused(deviceprops_json: dict[str
         (props, "DeviceProperties own a cuDNN descriptor"),
         (PlanCache(), "a PlanCache cannot be copied"),
         (config, "an EngineConfig owns a cuDNN descriptor"),
+        (g.tensors[0], "belongs to graph 'mm' and cannot be copied or pickled"),
     ]:
         with pytest.raises(TypeError, match=what):
             copy.copy(obj)

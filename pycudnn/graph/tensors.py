@@ -187,6 +187,16 @@ class Tensor:
     def __repr__(self) -> str:
         return f"<pycudnn.graph.Tensor {self.describe()}>"
 
+    def _refuse_copy(self, *_: Any) -> Any:
+        # A copy would have the original's unique id but its own readers and writer: the graph
+        # would hold two tensors with one id (cuDNN refuses that graph with an opaque BAD_PARAM).
+        raise TypeError(
+            f"tensor '{self.name}' belongs to graph '{self.graph.name}' and cannot be copied or "
+            "pickled; use it as it is, or create another with Graph.tensor / tensor_like"
+        )
+
+    __copy__ = __deepcopy__ = __reduce_ex__ = _refuse_copy
+
 
 VECTORIZED_DIM = 1  # NC/xHWx vectorizes C, the second logical dim
 
