@@ -12,6 +12,12 @@ attribute name, type or enum value passed to ``cudnnBackendSetAttribute``) newer
 cuDNN raises :class:`~pycudnn.UnsupportedByLibraryError` before C. Enums, constants and structs of the headers are here too
 (``raw.CUDNN_DATA_FLOAT``, ``raw.cudnnDataType_t.FLOAT``, ``raw.cudnnDebug_t``). The library loads on
 the first call, not on import.
+
+What would crash cuDNN rather than return a status is refused before C with a ``ValueError`` or
+``TypeError`` naming the function and argument: a NULL handle, a NULL out-parameter cuDNN writes
+through unchecked, and a count larger than the ctypes array passed with it (the (count, array)
+pairs come from the headers: ``_bindings.ARRAY_COUNTS``). A bare integer address cannot be sized
+and stays the caller's responsibility, as in C.
 """
 
 from __future__ import annotations

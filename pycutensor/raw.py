@@ -6,7 +6,9 @@ line cuTENSOR logged for it. Enums and data-type constants are here too (``raw.C
 (``extern const cutensorComputeDescriptor_t``); they are here under their C names
 (``raw.CUTENSOR_COMPUTE_DESC_32F``, ``..._TF32``, ``..._64F``, ...), read from the library the first
 time one is used, and by short name with :func:`compute_descriptor` (``compute_descriptor("32F")``).
-The library loads on first use, never at import.
+The library loads on first use, never at import. A count larger than the ctypes array passed with
+it (a tensor descriptor's extents and strides, an attribute buffer) is refused before C, naming the
+function, the argument and both numbers (``_bindings.ARRAY_COUNTS``, from the headers).
 """
 
 from __future__ import annotations
