@@ -182,9 +182,8 @@ class OperationCache:
     """The Python-side LRU of ready operations a :class:`Handle` keeps, safe to use from several
     threads.
 
-    One lock (created with the cache, never per call) guards the dictionary: without it a lookup
-    that moves its entry to the recent end could race with another thread's eviction of that
-    entry (``KeyError`` from ``move_to_end``). Evicted entries are dropped, not closed: another
+    One lock (created with the cache, never per call) guards the changes that read and then write
+    (adding, trimming, clearing); a lookup takes no lock (see :meth:`get`). Evicted entries are dropped, not closed: another
     thread may be executing the plan it just looked up, so its C objects are destroyed by their
     finalizers once the last reference goes (immediately in CPython when no thread holds one).
     """
@@ -218,11 +217,16 @@ class OperationCache:
     def get(self, key: Any) -> Any:
         """The entry for ``key`` (now the most recently used), or None. An unhashable key raises
         ``TypeError``, as a dictionary lookup does."""
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
+        # Without the lock: this is every cached call's lookup (0.18 us here against 0.5 with it).
+        # Each of the two dictionary calls is atomic; between them another thread may evict the
+        # entry, which leaves it usable by this caller (evicted entries are not closed).
+        entry = self._entries.get(key)
+        if entry is not None:
+            try:
                 self._entries.move_to_end(key)
-            return entry
+            except KeyError:
+                pass
+        return entry
 
     def add(self, key: Any, entry: Any) -> Any:
         """Store ``entry`` under ``key`` unless another thread stored one first; return the stored
