@@ -258,7 +258,9 @@ class BackendDescriptor(CResource):
     # -- get ---------------------------------------------------------------------------------
     def _get_raw(self, name: Any, atype: int, requested: int, array: Any) -> int:
         count = ctypes.c_int64(0)
-        with long_call("cudnnBackendGetAttribute"):  # ENGINEHEUR_RESULTS runs the heuristics
+        # Every read, not only ENGINEHEUR_RESULTS (which runs the heuristics): with only those
+        # waited for at exit, the exit still crashed under threads reading plans and configs.
+        with long_call("cudnnBackendGetAttribute"):
             status = LIB.function("cudnnBackendGetAttribute")(
                 self, int(name), atype, requested, ctypes.byref(count), array
             )
