@@ -21,7 +21,13 @@ from typing import Any
 from . import _bindings
 from ._attrnames import ENUM_OF_TYPE
 from ._shared.ffi import FunctionSpec
-from ._shared.rawlayer import CallCheck, array_count_check, combine_checks, storage_bytes
+from ._shared.rawlayer import (
+    CallCheck,
+    array_count_check,
+    combine_checks,
+    enum_argument_check,
+    storage_bytes,
+)
 from ._versions import check_enum
 
 __all__ = ["precheck"]
@@ -113,31 +119,13 @@ def _check_get_attribute(args: tuple[Any, ...]) -> None:
         )
 
 
-def _enum_check(spec: FunctionSpec) -> CallCheck | None:
-    enums = tuple(
-        (spec.argnames.index(param), enum_cls, f"{spec.name}: {param}")
-        for param, typedef in spec.enum_args
-        # a status is asked about (cudnnGetErrorString), never acted on
-        if typedef != "cudnnStatus_t" and (enum_cls := _enum_class(typedef)) is not None
-    )
-    if not enums:
-        return None
-
-    def check(args: tuple[Any, ...]) -> None:
-        for index, enum_cls, context in enums:
-            value = args[index]
-            if isinstance(value, int):
-                check_enum(enum_cls, value, context)
-
-    return check
-
-
 def precheck(spec: FunctionSpec) -> CallCheck | None:
     """The cuDNN rules for calls of ``spec`` (arity already checked), or None when it has none;
     asked once per function by ``make_checked``."""
     checks = [
         array_count_check(spec, _bindings.ARRAY_COUNTS.get(spec.name, ()), "cuDNN"),
-        _enum_check(spec),
+        # a status is asked about (cudnnGetErrorString), never acted on
+        enum_argument_check(spec, _enum_class, check_enum, skip=("cudnnStatus_t",)),
         {
             "cudnnBackendSetAttribute": _check_set_attribute,
             "cudnnBackendGetAttribute": _check_get_attribute,

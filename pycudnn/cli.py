@@ -19,11 +19,13 @@ from ._shared.report import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
+    JSON_HELP,
     CliParser,
     devices_report,
     parse_args,
     print_json,
     print_report,
+    report_error,
     run_cli,
 )
 
@@ -39,12 +41,12 @@ def info() -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = CliParser(prog="python -m pycudnn", description=__doc__)
-    parser.add_argument("--json", dest="json_first", action="store_true", help=_JSON_HELP)
+    parser.add_argument("--json", dest="json_first", action="store_true", help=JSON_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     p_info = sub.add_parser("info", help="versions, library paths, driver and devices")
-    p_info.add_argument("--json", action="store_true", help=_JSON_HELP)
+    p_info.add_argument("--json", action="store_true", help=JSON_HELP)
     p_smoke = sub.add_parser("smoke", help="run real cuDNN work against NumPy")
-    p_smoke.add_argument("--json", action="store_true", help=_JSON_HELP)
+    p_smoke.add_argument("--json", action="store_true", help=JSON_HELP)
     p_smoke.add_argument(
         "--require-gpu", action="store_true", help="fail when checks that need a GPU cannot run"
     )
@@ -60,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="where to write the properties JSON (default -: stdout)",
     )
     p_dev.add_argument("--device", type=int, default=0, help="device ordinal (default 0)")
-    p_dev.add_argument("--json", action="store_true", help=_JSON_HELP)
+    p_dev.add_argument("--json", action="store_true", help=JSON_HELP)
     from .verification import cli as verify_cli
 
     verify_cli.add_arguments(
@@ -72,9 +74,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(args, int):
         return args
     return run_cli(lambda: _dispatch(args), json_mode=args.json, command=args.command)
-
-
-_JSON_HELP = "print exactly one JSON document on stdout (its exit_code repeats the exit code)"
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -114,14 +113,10 @@ def _deviceprops(args: argparse.Namespace) -> int:
 
     to_stdout = args.save == "-"
     st = driver_status()
-    record: dict[str, Any] = {"command": "deviceprops", "saved": None, **devices_report(st)}
+    record: dict[str, Any] = {"saved": None, **devices_report(st)}
 
     def fail(code: int, message: str) -> int:
-        if args.json:
-            print_json({**record, "exit_code": code, "error": message})
-        else:
-            print(f"error: {message}", file=sys.stderr)
-        return code
+        return report_error(args.json, "deviceprops", code, message, **record)
 
     if not st.usable:
         return fail(EXIT_CANNOT_RUN, f"capturing device properties needs a GPU: {st.reason}")
@@ -139,7 +134,9 @@ def _deviceprops(args: argparse.Namespace) -> int:
     if args.json:
         device = [d for d in record["devices"] if d["ordinal"] == args.device]
         extra = {"properties": props.as_dict()} if to_stdout else {"saved": args.save}
-        print_json({**record, "exit_code": EXIT_OK, "device": device[0], **extra})
+        print_json(
+            {"command": "deviceprops", **record, "exit_code": EXIT_OK, "device": device[0], **extra}
+        )
     elif to_stdout:
         print(props.to_json(indent=2))
     else:

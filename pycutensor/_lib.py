@@ -5,7 +5,6 @@ from __future__ import annotations
 import ctypes
 import enum
 import functools
-from typing import Any
 
 from pycudnn._shared.ffi import (
     FunctionSpec,
@@ -13,7 +12,12 @@ from pycudnn._shared.ffi import (
     UnsupportedByLibraryError,
     format_version,
 )
-from pycudnn._shared.rawlayer import CallCheck, array_count_check, combine_checks
+from pycudnn._shared.rawlayer import (
+    CallCheck,
+    array_count_check,
+    combine_checks,
+    enum_argument_check,
+)
 
 from . import _bindings
 from ._errorlog import clear_last_error, install, record_error, take_last_error
@@ -132,22 +136,12 @@ def precheck(spec: FunctionSpec) -> CallCheck | None:
     """The raw layer's checks of one function (``make_checked``'s precheck, asked once per
     function): enum-typed arguments newer than the loaded cuTENSOR, and array arguments too small
     for the count passed with them (``_bindings.ARRAY_COUNTS``); None when it has neither."""
-    enums = tuple(
-        (spec.argnames.index(param), enum_cls, f"{spec.name}: {param}")
-        for param, typedef in spec.enum_args
-        if (enum_cls := getattr(_bindings, typedef, None)) is not None
-    )
-
-    def check_enums(args: tuple[Any, ...]) -> None:
-        for index, enum_cls, context in enums:
-            value = args[index]
-            if isinstance(value, int):
-                check_enum(enum_cls, value, context)
-
     return combine_checks(
         [
             array_count_check(spec, _bindings.ARRAY_COUNTS.get(spec.name, ()), "cuTENSOR"),
-            check_enums if enums else None,
+            enum_argument_check(
+                spec, lambda typedef: getattr(_bindings, typedef, None), check_enum
+            ),
         ]
     )
 

@@ -17,6 +17,7 @@ from pycudnn._shared.report import (
     EXIT_CANNOT_RUN,
     EXIT_OK,
     EXIT_USAGE,
+    JSON_HELP,
     CliParser,
     parse_args,
     print_json,
@@ -36,12 +37,12 @@ def info() -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = CliParser(prog="python -m pycutensor", description=__doc__)
-    parser.add_argument("--json", dest="json_first", action="store_true", help=_JSON_HELP)
+    parser.add_argument("--json", dest="json_first", action="store_true", help=JSON_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     p_info = sub.add_parser("info", help="versions, library paths, driver and devices")
-    p_info.add_argument("--json", action="store_true", help=_JSON_HELP)
+    p_info.add_argument("--json", action="store_true", help=JSON_HELP)
     p_smoke = sub.add_parser("smoke", help="run real cuTENSOR work against NumPy")
-    p_smoke.add_argument("--json", action="store_true", help=_JSON_HELP)
+    p_smoke.add_argument("--json", action="store_true", help=JSON_HELP)
     p_smoke.add_argument(
         "--require-gpu", action="store_true", help="fail when checks that need a GPU cannot run"
     )
@@ -58,9 +59,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(args, int):
         return args
     return run_cli(lambda: _dispatch(args), json_mode=args.json, command=args.command)
-
-
-_JSON_HELP = "print exactly one JSON document on stdout (its exit_code repeats the exit code)"
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -20,7 +20,6 @@ import argparse
 import dataclasses
 import math
 import string
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -413,34 +412,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """``python -m pycutensor verify``: the exit status is 1 when any result is wrong, 3 without a
     GPU, 2 when ``--filter`` matches no case; ``--json`` prints one JSON document, ``--list`` too."""
-    from pycudnn._shared.cuda import driver_status
-    from pycudnn._shared.report import EXIT_CANNOT_RUN, EXIT_USAGE, print_json
+    from pycudnn._shared.report import print_json, select_verify_cases
     from pycudnn.verification.cli import progress_bar
 
-    selected = [c for c in cases(args.quick) if args.filter in c.name]
-    if not selected:
-        message = f"no case name contains {args.filter!r} (`python -m pycutensor verify --list` shows them all)"
-        if args.json:
-            print_json({"command": "verify", "exit_code": EXIT_USAGE, "error": message})
-        else:
-            print(f"error: {message}", file=sys.stderr)
-        return EXIT_USAGE
-    if args.list:
-        if args.json:
-            listed = [{"name": c.name, "kind": c.kind, "modes": list(c.modes)} for c in selected]
-            print_json({"command": "verify", "exit_code": 0, "cases": listed})
-            return 0
-        for c in selected:
-            print(f"{c.name:<24} {c.kind:<20} {' '.join(c.modes)}")
-        return 0
-    st = driver_status()
-    if not st.usable:
-        message = f"verify executes on a GPU, and none is usable here: {st.reason}"
-        if args.json:
-            print_json({"command": "verify", "exit_code": EXIT_CANNOT_RUN, "error": message})
-        else:
-            print(f"error: {message}", file=sys.stderr)
-        return EXIT_CANNOT_RUN
+    selected = select_verify_cases(
+        args,
+        cases(args.quick),
+        "pycutensor",
+        listed=lambda c: {"name": c.name, "kind": c.kind, "modes": list(c.modes)},
+        line=lambda c: f"{c.name:<24} {c.kind:<20} {' '.join(c.modes)}",
+        needs="verify executes on a GPU",
+    )
+    if isinstance(selected, int):
+        return selected
     bar = progress_bar(len(selected), not args.no_progress and not args.json)
     start = time.perf_counter()
     rows = []

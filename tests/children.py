@@ -13,15 +13,25 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def run_python(
-    code: str, *args: str, timeout: float = 120, **env: str
-) -> subprocess.CompletedProcess[str]:
-    """``python -c code *args`` with ``PYTHONPATH`` set to the repository and ``env`` added."""
+def _run(argv: list[str], timeout: float, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code), *args],
+        [sys.executable, *argv],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO), **env},
         timeout=timeout,
         check=False,
     )
+
+
+def run_python(
+    code: str, *args: str, timeout: float = 120, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``python -c code *args`` with ``PYTHONPATH`` set to the repository and ``env`` added."""
+    return _run(["-c", textwrap.dedent(code), *args], timeout, env)
+
+
+def run_module(*args: str, timeout: float = 300, **env: str) -> subprocess.CompletedProcess[str]:
+    """``python -m *args`` (a command line: ``run_module("pycudnn", "info")``) with
+    ``PYTHONPATH`` set to the repository and ``env`` added."""
+    return _run(["-m", *args], timeout, env)

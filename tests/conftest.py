@@ -11,13 +11,17 @@ import ctypes.util
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from versioned import skip_unless_cudnn
 
+if TYPE_CHECKING:
+    from pycudnn.deviceprops import DeviceProperties
+
 DATA = Path(__file__).parent / "data"
 DEVICEPROPS_DIR = DATA / "deviceprops"
+H100_PROPS_FILE = DEVICEPROPS_DIR / "h100-sxm-80gb.json"
 
 # JAX (imported by a few GPU interop tests) grabs 75% of the GPU's memory on first use by default,
 # which would starve the cuDNN and cuTENSOR tests that run after it in the same process.
@@ -80,6 +84,19 @@ def deviceprops_json(libcuda: None) -> dict[str, Any]:
             "(capture one with `python -m pycudnn deviceprops --save FILE` on the target GPU)"
         )
     return json.loads(files[0].read_text())
+
+
+@pytest.fixture
+def h100_props(libcuda: None) -> DeviceProperties:
+    """The committed H100 SXM 80GB properties (``DeviceProperties``), for tests whose numbers were
+    measured for that GPU; skip with ``DeviceProperties.why_no_plans()`` where this process cannot
+    plan for device properties (tests/test_versions.py asserts those refusals)."""
+    from pycudnn.deviceprops import DeviceProperties
+
+    why_not = DeviceProperties.why_no_plans()
+    if why_not is not None:
+        pytest.skip(why_not)
+    return DeviceProperties.load(H100_PROPS_FILE)
 
 
 def has_library(name: str) -> bool:

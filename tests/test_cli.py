@@ -10,22 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from children import run_module
 
 from pycudnn._shared.cuda import driver_status
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def run_module(*args: str, **env_vars: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **env_vars}
-    return subprocess.run(
-        [sys.executable, "-m", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
 
 
 @pytest.mark.parametrize("package", ["pycudnn", "pycutensor"])

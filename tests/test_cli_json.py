@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from children import run_module
 
 from pycudnn._shared.cuda import driver_status
 
@@ -80,18 +79,11 @@ def test_json_without_the_library_is_one_document_with_exit_code_3(
     package: str, command: str, tmp_path: Path
 ) -> None:
     # A fresh interpreter: the library is loaded once per process.
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        f"{package.upper()}_LIBRARY": str(tmp_path / "no-such-library.so"),
-    }
-    out = subprocess.run(
-        [sys.executable, "-m", package, command, "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
+    out = run_module(
+        package,
+        command,
+        "--json",
+        **{f"{package.upper()}_LIBRARY": str(tmp_path / "no-such-library.so")},
     )
     doc = _one_document(out.stdout)
     assert out.returncode == doc["exit_code"] == 3, out.stdout + out.stderr

@@ -102,8 +102,11 @@ def test_unhashable_key_raises_type_error() -> None:
 
 
 def test_cache_survives_threads_looking_up_and_evicting_the_same_keys() -> None:
-    # Without the lock a lookup's move_to_end races with another thread's eviction of the same
-    # key (KeyError); a tiny switch interval makes such interleavings frequent.
+    # Lookups take no lock: they race with other threads' adds and trims (evictions) of the same
+    # keys. A lookup must still return its key's entry or None, never raise (an eviction between
+    # its two dictionary calls is caught in get), adds must hand every thread the stored entry,
+    # and trimming must keep the cache within its capacity. A tiny switch interval makes such
+    # interleavings frequent.
     cache = OperationCache(3)
     errors: list[BaseException] = []
     seen: list[set[int]] = []

@@ -16,28 +16,20 @@ from typing import Any
 
 import numpy as np
 import pytest
+from standins import BASE, stand_in_handle
+from standins import fake_device_array as fake
 
 import pycudnn
 from pycudnn._shared.arrays import ArrayView, array_view, as_array_view
-from pycudnn._shared.device_array import DeviceArray
-from pycudnn._shared.resource import CResource
 from pycudnn._shared.strides import c_strides
 from pycudnn.deviceprops import DeviceProperties
-from pycudnn.handle import Handle
-
-BASE = 0x7F00_0000_0000
-
-
-def fake(ptr: int, shape: tuple[int, ...], dtype: Any, strides: Any = None, **kw: Any) -> Any:
-    st = c_strides(shape) if strides is None else tuple(strides)
-    return DeviceArray._new(None, ptr, tuple(shape), st, np.dtype(dtype), 0, **kw)
 
 
 def test_device_array_fast_read_is_the_general_read() -> None:
     for a in (
-        fake(BASE, (2, 3, 4), np.float32),
-        fake(BASE + 256, (5, 7), np.float16, strides=(1, 5)),
-        fake(BASE + 512, (3,), np.complex64, readonly=True),
+        fake((2, 3, 4), np.float32, ptr=BASE),
+        fake((5, 7), np.float16, ptr=BASE + 256, strides=(1, 5)),
+        fake((3,), np.complex64, ptr=BASE + 512, readonly=True),
     ):
         for stream_ptr in (None, 0, 0x1234):
             assert array_view(a, "a", stream_ptr) == as_array_view(
@@ -60,7 +52,7 @@ def test_other_types_take_the_general_read() -> None:
 
 
 def test_a_closed_device_array_is_refused_on_the_fast_read() -> None:
-    a = fake(BASE, (4,), np.float32)
+    a = fake((4,), np.float32, ptr=BASE)
     a._ptr = None  # what close() leaves
     with pytest.raises(ValueError, match="closed"):
         array_view(a, "a", 0)
@@ -81,15 +73,12 @@ def conv_plan(deviceprops_json: dict[str, Any]) -> Any:
         return 0
 
     plan._exec = launch
-    h = Handle.__new__(Handle)
-    CResource.__init__(h, 0x1000, None, owned=False)  # never reaches C
-    h.device_id, h._device, h._stream_obj, h._stream_ptr = 0, None, None, 0
-    plan._handles[threading.get_ident()] = h
-    ws = fake(BASE + 0x30_0000, (max(plan.workspace_size, 1),), np.uint8)
+    plan._handles[threading.get_ident()] = stand_in_handle()
+    ws = fake((max(plan.workspace_size, 1),), np.uint8, ptr=BASE + 0x30_0000)
     arrays = {
-        x: fake(BASE, tuple(x.dims), np.float16, x.strides),
-        w: fake(BASE + 0x10_0000, tuple(w.dims), np.float16, w.strides),
-        y: fake(BASE + 0x20_0000, tuple(y.dims), np.float16, y.strides),
+        x: fake(tuple(x.dims), np.float16, ptr=BASE, strides=x.strides),
+        w: fake(tuple(w.dims), np.float16, ptr=BASE + 0x10_0000, strides=w.strides),
+        y: fake(tuple(y.dims), np.float16, ptr=BASE + 0x20_0000, strides=y.strides),
     }
     yield plan, arrays, ws, launches, (x, w, y)
     plan.close()
@@ -98,7 +87,7 @@ def conv_plan(deviceprops_json: dict[str, Any]) -> Any:
 def test_new_objects_with_the_same_description_reuse_the_pack(conv_plan: Any) -> None:
     plan, arrays, ws, launches, _ = conv_plan
     plan.execute(arrays, workspace=ws)
-    again = {k: fake(v.ptr, v.shape, v.dtype, v.strides) for k, v in arrays.items()}
+    again = {k: fake(v.shape, v.dtype, ptr=v.ptr, strides=v.strides) for k, v in arrays.items()}
     plan.execute(again, workspace=ws)
     assert plan.variant_pack_builds == 1
     assert len(launches) == 2 and launches[0] == launches[1]
@@ -111,20 +100,24 @@ def test_an_address_reused_with_another_layout_is_checked_again(conv_plan: Any) 
     nchw = c_strides(xd.shape)  # the same address and shape, NCHW instead of NHWC strides
     assert nchw != xd.strides
     with pytest.raises(ValueError, match="strides"):
-        plan.execute({**arrays, x: fake(xd.ptr, xd.shape, xd.dtype, nchw)}, workspace=ws)
+        plan.execute(
+            {**arrays, x: fake(xd.shape, xd.dtype, ptr=xd.ptr, strides=nchw)}, workspace=ws
+        )
     with pytest.raises(TypeError, match="float32"):
-        plan.execute({**arrays, x: fake(xd.ptr, xd.shape, np.float32, xd.strides)}, workspace=ws)
+        plan.execute(
+            {**arrays, x: fake(xd.shape, np.float32, ptr=xd.ptr, strides=xd.strides)}, workspace=ws
+        )
     yd = arrays[y]
     with pytest.raises(ValueError, match="read-only"):
         plan.execute(
-            {**arrays, y: fake(yd.ptr, yd.shape, yd.dtype, yd.strides, readonly=True)},
+            {**arrays, y: fake(yd.shape, yd.dtype, ptr=yd.ptr, strides=yd.strides, readonly=True)},
             workspace=ws,
         )
     assert len(launches) == 1  # none of the refused calls launched
 
 
 def test_the_views_are_array_views() -> None:
-    a = fake(BASE, (2, 2), np.float32)
+    a = fake((2, 2), np.float32, ptr=BASE)
     v = array_view(a, "a", 0)
     assert isinstance(v, ArrayView) and v.owner is a
 
@@ -132,9 +125,9 @@ def test_the_views_are_array_views() -> None:
 def test_einsum_reads_its_operands_as_the_general_path_does() -> None:
     from pycutensor._einsum import _inspect
 
-    a = fake(BASE, (4, 8), np.float32)
-    b = fake(BASE + 0x1000, (8, 2), np.float32, strides=(1, 8))
-    c = fake(BASE + 0x2000, (4, 2), np.float32)
+    a = fake((4, 8), np.float32, ptr=BASE)
+    b = fake((8, 2), np.float32, ptr=BASE + 0x1000, strides=(1, 8))
+    c = fake((4, 2), np.float32, ptr=BASE + 0x2000)
     views, out_view, beta_zero, out_align, key = _inspect(
         "ij,jk->ik", (a, b), c, 0, None, 0.0, "greedy", None
     )

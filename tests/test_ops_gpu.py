@@ -66,6 +66,15 @@ CALLS: list[tuple[str, Callable[..., Any]]] = [
     ("transform_tensor", lambda x: ops.transform_tensor(x, "NHWC")),
     ("op_tensor", lambda x: ops.op_tensor(x, x)),
     ("reduce_tensor", lambda x: ops.reduce_tensor(x)),
+    (
+        "convolution_backward_data",
+        lambda a: ops.convolution_backward_data(a, a, x_shape=HOST.shape),
+    ),
+    ("convolution_backward_filter", lambda a: ops.convolution_backward_filter(a, a, w_shape=(1,))),
+    ("convolution_backward_bias", lambda a: ops.convolution_backward_bias(a)),
+    ("activation_backward", lambda a: ops.activation_backward(a, a, a)),
+    ("softmax_backward", lambda a: ops.softmax_backward(a, a)),
+    ("pooling_backward", lambda a: ops.pooling_backward(a, a, a)),
 ]
 
 

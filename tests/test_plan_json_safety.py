@@ -111,7 +111,9 @@ attempt("backend", backend)
 attempt("from_json", lambda: pycudnn.DeviceProperties.from_json(text))
 """
     )
-    for label, result in _results(proc).items():
+    results = _results(proc)
+    assert set(results) == {"backend", "from_json"}, results
+    for label, result in results.items():
         assert result.startswith("ValueError"), (label, result)
         assert "the key 'deviceName' twice" in result, (label, result)
 
@@ -138,7 +140,9 @@ attempt("deviceprop", deviceprop)
 attempt("from_json", lambda: pycudnn.Plan.from_json(bad9 + "\\0", device_properties=props))
 """
     )
-    for label, result in _results(proc).items():
+    results = _results(proc)
+    assert set(results) == {"plan", "deviceprop", "from_json"}, results
+    for label, result in results.items():
         assert result.startswith("ValueError"), (label, result)
         assert "NUL character" in result, (label, result)
 

@@ -14,15 +14,8 @@ import pycudnn
 from pycudnn.graph import Graph
 from pycudnn.plan import GraphNotSupportedError, build_engine, engine_config
 
+# The file the h100_props fixture (conftest.py) loads, read as JSON by the why_no_plans test.
 H100 = Path(__file__).resolve().parent / "data" / "deviceprops" / "h100-sxm-80gb.json"
-
-
-@pytest.fixture
-def props(libcuda: Any) -> pycudnn.DeviceProperties:
-    why_not = pycudnn.DeviceProperties.why_no_plans()
-    if why_not is not None:  # tests/test_versions.py asserts these refusals
-        pytest.skip(why_not)
-    return pycudnn.DeviceProperties.load(H100)
 
 
 def conv() -> Graph:
@@ -50,26 +43,26 @@ def first_config(props: pycudnn.DeviceProperties) -> Any:
 
 
 def test_a_value_outside_the_knob_range_is_refused_naming_it(
-    props: pycudnn.DeviceProperties,
+    h100_props: pycudnn.DeviceProperties,
 ) -> None:
-    cfg = first_config(props)
+    cfg = first_config(h100_props)
     knob = cfg.knob_info()[0]
     for value in (knob.maximum + 1, knob.minimum - 1):  # minimum - 1 is -1 for most knobs
         with pytest.raises(ValueError) as info:
-            build_engine(conv(), cfg.engine_id, {knob.name: value}, device_properties=props)
+            build_engine(conv(), cfg.engine_id, {knob.name: value}, device_properties=h100_props)
         text = str(info.value)
         assert f"knob {knob.name!r} of engine {cfg.engine_id}" in text
         assert f"{value} is outside its range {knob.minimum}..{knob.maximum}" in text
 
 
 def test_a_knob_the_engine_lacks_is_refused_listing_its_knobs(
-    props: pycudnn.DeviceProperties,
+    h100_props: pycudnn.DeviceProperties,
 ) -> None:
-    cfg = first_config(props)
+    cfg = first_config(h100_props)
     names = [k.name for k in cfg.knob_info()]
     other = next(n for n in ("KBLOCK", "SPLIT_K_SLC", "TILE_SIZE", "SWIZZLE") if n not in names)
     with pytest.raises(ValueError) as info:
-        engine_config(conv(), cfg.engine_id, {other: 0}, device_properties=props)
+        engine_config(conv(), cfg.engine_id, {other: 0}, device_properties=h100_props)
     text = str(info.value)
     assert f"engine {cfg.engine_id} of graph 'conv' has no knob {other!r}" in text
     assert ", ".join(names) in text
@@ -82,12 +75,14 @@ def test_a_misspelt_knob_name_suggests_the_right_one() -> None:
         _knob_type("TILESIZE")
 
 
-def test_the_heuristics_own_knob_choices_pass_the_checks(props: pycudnn.DeviceProperties) -> None:
+def test_the_heuristics_own_knob_choices_pass_the_checks(
+    h100_props: pycudnn.DeviceProperties,
+) -> None:
     # Every choice the heuristics make is within the ranges the engine reports (442 checked for
     # three graphs on 9.28), so replaying a config by hand is never refused before cuDNN.
-    cfgs = conv().engine_configs(device_properties=props)[:3]
+    cfgs = conv().engine_configs(device_properties=h100_props)[:3]
     for cfg in cfgs:
-        plan = build_engine(conv(), cfg.engine_id, cfg.knobs, device_properties=props)
+        plan = build_engine(conv(), cfg.engine_id, cfg.knobs, device_properties=h100_props)
         assert plan.engine_id == cfg.engine_id and plan.knobs == cfg.knobs
 
 
@@ -104,24 +99,26 @@ def test_knob_values_are_checked_against_the_stride() -> None:
 # -- sm_count ---------------------------------------------------------------------------------------
 
 
-def test_sm_count_above_the_device_is_refused_before_cudnn(props: pycudnn.DeviceProperties) -> None:
+def test_sm_count_above_the_device_is_refused_before_cudnn(
+    h100_props: pycudnn.DeviceProperties,
+) -> None:
     # cuDNN 9.19 fails the heuristics for it ("target_sm_count > multiProcessorCount"; measured)
-    sms = props.multiprocessor_count
+    sms = h100_props.multiprocessor_count
     with pytest.raises(ValueError, match=rf"sm_count={sms + 1} exceeds the target's {sms} SMs"):
-        matmul().build(device_properties=props, sm_count=sms + 1, cache=False)
+        matmul().build(device_properties=h100_props, sm_count=sms + 1, cache=False)
     with pytest.raises(ValueError, match="exceeds"):
-        matmul().heuristics("a", device_properties=props, sm_count=sms + 1)
+        matmul().heuristics("a", device_properties=h100_props, sm_count=sms + 1)
     with pytest.raises(ValueError, match="sm_count must be a positive int"):
-        matmul().build(device_properties=props, sm_count=0, cache=False)
-    assert matmul().build(device_properties=props, sm_count=sms, cache=False).engine_id >= 0
+        matmul().build(device_properties=h100_props, sm_count=0, cache=False)
+    assert matmul().build(device_properties=h100_props, sm_count=sms, cache=False).engine_id >= 0
 
 
 def test_sm_count_below_the_device_says_why_nothing_planned(
-    props: pycudnn.DeviceProperties,
+    h100_props: pycudnn.DeviceProperties,
 ) -> None:
     # Measured on 9.19 and 9.28: no engine of a matmul supports an SM carveout deviceless.
     with pytest.raises(GraphNotSupportedError) as info:
-        matmul().build(device_properties=props, sm_count=66, cache=False)
+        matmul().build(device_properties=h100_props, sm_count=66, cache=False)
     assert any("sm_count=66 is below the target's 132 SMs" in a for a in info.value.report.advice)
     assert "Leave sm_count=None" in str(info.value)
 

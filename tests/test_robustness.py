@@ -36,6 +36,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from standins import stand_in_handle
 
 import pycudnn
 import pycutensor
@@ -656,9 +657,7 @@ def test_children_keep_their_parents_alive() -> None:
 
 def _fake_closed_handle() -> Handle:
     """A Handle object that never held a real cudnnHandle_t (cudnnCreate needs a GPU), closed."""
-    h = Handle.__new__(Handle)
-    CResource.__init__(h, 0x1000, None, owned=False)
-    h.device_id, h._device, h._stream_obj, h._stream_ptr = 0, None, None, 0
+    h = stand_in_handle()
     h.close()
     return h
 

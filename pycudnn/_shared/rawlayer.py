@@ -265,6 +265,33 @@ def array_count_check(spec: FunctionSpec, counts: ArrayCounts, library: str) -> 
     return check
 
 
+def enum_argument_check(
+    spec: FunctionSpec,
+    lookup: Callable[[str], Any],
+    check_enum: Callable[[Any, int, str], None],
+    skip: tuple[str, ...] = (),
+) -> CallCheck | None:
+    """The check of ``spec``'s enum-typed arguments (``spec.enum_args``): each int passed for one
+    goes to ``check_enum(enum class, value, "function: parameter")``, which refuses a value newer
+    than the loaded library. ``lookup`` gives a typedef's enum class (None: not checked); typedefs
+    in ``skip`` are not checked. None when the function has no such arguments."""
+    enums = tuple(
+        (spec.argnames.index(param), enum_cls, f"{spec.name}: {param}")
+        for param, typedef in spec.enum_args
+        if typedef not in skip and (enum_cls := lookup(typedef)) is not None
+    )
+    if not enums:
+        return None
+
+    def check(args: tuple[Any, ...]) -> None:
+        for index, enum_cls, context in enums:
+            value = args[index]
+            if isinstance(value, int):
+                check_enum(enum_cls, value, context)
+
+    return check
+
+
 def combine_checks(checks: list[CallCheck | None]) -> CallCheck | None:
     """One check running ``checks`` in order (None entries dropped); None when none is left, so
     that ``make_checked`` skips the call altogether."""

@@ -34,6 +34,7 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_OK",
     "EXIT_USAGE",
+    "JSON_HELP",
     "CliParser",
     "device_record",
     "devices_report",
@@ -42,7 +43,9 @@ __all__ = [
     "plain_text",
     "print_json",
     "print_report",
+    "report_error",
     "run_cli",
+    "select_verify_cases",
     "summarize",
     "wheel_of",
 ]
@@ -52,6 +55,9 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_CANNOT_RUN = 3
 EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool stopped by a closed pipe
+
+# The help of every command's ``--json`` option.
+JSON_HELP = "print exactly one JSON document on stdout (its exit_code repeats the exit code)"
 
 # The wheels each library can come from (NVIDIA's names on PyPI).
 _WHEELS = {
@@ -163,6 +169,55 @@ def print_report(report: Mapping[str, Any]) -> None:
 def print_json(document: Any) -> None:
     """Print one JSON document (the only thing a ``--json`` command writes to stdout)."""
     print(json.dumps(document, indent=2, default=str))
+
+
+def report_error(
+    json_mode: bool, command: str | None, code: int, message: str, **record: Any
+) -> int:
+    """Report a command's error and return its exit ``code``: in ``--json`` mode one document
+    (``command``, the ``record`` fields, ``exit_code`` and ``error``), else ``error: message`` on
+    stderr."""
+    if json_mode:
+        print_json({"command": command, **record, "exit_code": code, "error": message})
+    else:
+        print(f"error: {message}", file=sys.stderr)
+    return code
+
+
+def select_verify_cases(
+    args: argparse.Namespace,
+    all_cases: Sequence[Any],
+    package: str,
+    *,
+    listed: Callable[[Any], dict[str, Any]],
+    line: Callable[[Any], str],
+    needs: str,
+) -> list[Any] | int:
+    """The start of both ``verify`` commands: the cases whose name contains ``args.filter``, to
+    run; or the exit code when nothing is to run: :data:`EXIT_USAGE` when none matches, ``0``
+    after ``--list`` printed them (each as ``listed(case)`` in the JSON document, ``line(case)``
+    as text), :data:`EXIT_CANNOT_RUN` when no GPU is usable (``needs`` says what needs it)."""
+    selected = [c for c in all_cases if args.filter in c.name]
+    if not selected:
+        message = (
+            f"no case name contains {args.filter!r} "
+            f"(`python -m {package} verify --list` shows them all)"
+        )
+        return report_error(args.json, "verify", EXIT_USAGE, message)
+    if args.list:
+        if args.json:
+            print_json(
+                {"command": "verify", "exit_code": EXIT_OK, "cases": [listed(c) for c in selected]}
+            )
+        else:
+            for c in selected:
+                print(line(c))
+        return EXIT_OK
+    st = driver_status()
+    if not st.usable:
+        message = f"{needs}, and none is usable here: {st.reason}"
+        return report_error(args.json, "verify", EXIT_CANNOT_RUN, message)
+    return selected
 
 
 def run_cli(main: Callable[[], int], *, json_mode: bool, command: str) -> int:

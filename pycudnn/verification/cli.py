@@ -166,33 +166,18 @@ def _device_name() -> str:
 
 def run(args: argparse.Namespace) -> int:
     """The ``verify`` subcommand; returns the exit status."""
-    from .._shared.cuda import driver_status
-    from .._shared.report import EXIT_CANNOT_RUN, EXIT_USAGE, print_json
+    from .._shared.report import print_json, select_verify_cases
 
-    selected = [c for c in cases(args.quick) if args.filter in c.name]
-    if not selected:
-        message = f"no case name contains {args.filter!r} (`python -m pycudnn verify --list` shows them all)"
-        if args.json:
-            print_json({"command": "verify", "exit_code": EXIT_USAGE, "error": message})
-        else:
-            print(f"error: {message}", file=sys.stderr)
-        return EXIT_USAGE
-    if args.list:
-        if args.json:
-            listed = [{"name": c.name, "family": c.family, "quick": c.quick} for c in selected]
-            print_json({"command": "verify", "exit_code": 0, "cases": listed})
-            return 0
-        for c in selected:
-            print(f"{c.name:<40} {c.family:<12} {'quick' if c.quick else ''}".rstrip())
-        return 0
-    st = driver_status()
-    if not st.usable:
-        message = f"verify executes plans on a GPU, and none is usable here: {st.reason}"
-        if args.json:
-            print_json({"command": "verify", "exit_code": EXIT_CANNOT_RUN, "error": message})
-        else:
-            print(f"error: {message}", file=sys.stderr)
-        return EXIT_CANNOT_RUN
+    selected = select_verify_cases(
+        args,
+        cases(args.quick),
+        "pycudnn",
+        listed=lambda c: {"name": c.name, "family": c.family, "quick": c.quick},
+        line=lambda c: f"{c.name:<40} {c.family:<12} {'quick' if c.quick else ''}".rstrip(),
+        needs="verify executes plans on a GPU",
+    )
+    if isinstance(selected, int):
+        return selected
     report = run_suite(
         quick=args.quick,
         allow_known_bad=args.no_known_bad,
