@@ -59,7 +59,7 @@ from ._attrs import (
 from ._lib import LIB, last_error_string
 from ._plan_json import check_json_attribute, check_plan_json
 from ._shared.resource import CResource
-from ._shared.shutdown import long_call
+from ._shared.shutdown import InterpreterExitingError, library_call
 from .errors import CudnnError, error_from_status
 
 __all__ = [
@@ -87,7 +87,11 @@ def _raise_for(status: int, function: str, context: str) -> None:
 
 
 def _destroy(ptr: int) -> None:
-    LIB.function("cudnnBackendDestroyDescriptor")(ptr)
+    try:
+        with library_call("cudnnBackendDestroyDescriptor"):
+            LIB.function("cudnnBackendDestroyDescriptor")(ptr)
+    except InterpreterExitingError:
+        pass  # a daemon thread's object at exit: the process is ending, the library unloading
 
 
 class BackendDescriptor(CResource):
@@ -104,7 +108,8 @@ class BackendDescriptor(CResource):
         dtype = descriptor_type(kind)
         check_supported(kind=dtype)  # a type newer than the loaded cuDNN: refused, naming both
         out = ctypes.c_void_p()
-        status = LIB.function("cudnnBackendCreateDescriptor")(int(dtype), ctypes.byref(out))
+        with library_call("cudnnBackendCreateDescriptor"):
+            status = LIB.function("cudnnBackendCreateDescriptor")(int(dtype), ctypes.byref(out))
         _raise_for(
             status, "cudnnBackendCreateDescriptor", f"creating a {descriptor_type_name(dtype)}"
         )
@@ -139,7 +144,7 @@ class BackendDescriptor(CResource):
         if self._finalized:
             return
         self._check_finalizable()
-        with long_call("cudnnBackendFinalize"):  # compiles kernels, runs heuristics: see shutdown
+        with library_call("cudnnBackendFinalize"):  # see pycudnn._shared.shutdown
             status = LIB.function("cudnnBackendFinalize")(self)
         _raise_for(status, "cudnnBackendFinalize", f"finalizing a {self.type_name}")
         self._finalized = True
@@ -226,7 +231,8 @@ class BackendDescriptor(CResource):
         arr, count, keep = _encode(name, atype, value, BackendDescriptor)
         if atype == _CHAR:
             check_json_attribute(name, value)
-        status = LIB.function("cudnnBackendSetAttribute")(self, int(name), atype, count, arr)
+        with library_call("cudnnBackendSetAttribute"):
+            status = LIB.function("cudnnBackendSetAttribute")(self, int(name), atype, count, arr)
         _raise_for(
             status,
             "cudnnBackendSetAttribute",
@@ -258,9 +264,7 @@ class BackendDescriptor(CResource):
     # -- get ---------------------------------------------------------------------------------
     def _get_raw(self, name: Any, atype: int, requested: int, array: Any) -> int:
         count = ctypes.c_int64(0)
-        # Every read, not only ENGINEHEUR_RESULTS (which runs the heuristics): with only those
-        # waited for at exit, the exit still crashed under threads reading plans and configs.
-        with long_call("cudnnBackendGetAttribute"):
+        with library_call("cudnnBackendGetAttribute"):
             status = LIB.function("cudnnBackendGetAttribute")(
                 self, int(name), atype, requested, ctypes.byref(count), array
             )

@@ -36,7 +36,7 @@ from pycudnn._shared.arrays import alignment_of, array_view
 from pycudnn._shared.cuda import stream_handle
 from pycudnn._shared.ffi import UnsupportedByLibraryError
 from pycudnn._shared.resource import ClosedError, CResource
-from pycudnn._shared.shutdown import long_call
+from pycudnn._shared.shutdown import library_call
 from pycudnn._shared.suggest import did_you_mean
 
 from . import _bindings
@@ -167,7 +167,7 @@ def _create_plan(
             if refusal is not None:
                 raise GraphCaptureError(refusal)
         clear_last_error()
-        with long_call("cutensorCreatePlan"):  # JIT compiles kernels: exit waits for it
+        with library_call("cutensorCreatePlan"):  # JIT compiles kernels: exit waits for it
             status = LIB.function("cutensorCreatePlan")(
                 handle, ctypes.byref(out), operation, preference, limit
             )

@@ -10,6 +10,7 @@ docs/reliability.md.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -87,7 +88,9 @@ def test_no_owned_c_type_grows_memory_or_leaves_objects_open(report: dict[str, A
             continue
         assert "error" not in fig, (kind, fig)
         if kind in reliability.checks.CUDNN_ONLY:  # cuDNN's own growth: measured, reported
-            assert fig["cudnn_kib_per_cycle"] >= 0, (kind, fig)
+            # Not judged: near zero it reads slightly negative with the process's other memory
+            # (-1.8 KiB a cycle with cuDNN 9.12, which compiled these kernels without keeping any).
+            assert math.isfinite(fig["cudnn_kib_per_cycle"]), (kind, fig)
             continue
         if kind in reliability.checks.CUDNN_BASELINES:  # judged net of cuDNN's own growth
             assert fig["library_growth_mib"] < reliability.GROWTH_LIMIT_MIB, (kind, fig)

@@ -1,25 +1,28 @@
-"""Long library calls and interpreter exit: no thread may be inside one when the process ends.
+"""Library calls and interpreter exit: no other thread may be inside the library when it unloads.
 
-A daemon thread still building plans when the main thread returns used to crash the process at
-exit (SIGSEGV or SIGABRT in two of three runs, cuDNN 9.28): the library's static destructors, and
-NVRTC's, ran while that thread was inside ``cudnnBackendFinalize`` or the heuristics, with the GIL
-released. Calls that can take long are made inside :func:`long_call`; at exit, before the
-finalizers of this library's objects run, new ones are refused and those in progress are waited
-for (up to :data:`EXIT_WAIT_S` seconds). A daemon thread then stops at its next long call with
-:class:`InterpreterExitingError` instead of being inside the library when it unloads.
+Daemon threads still planning when the main thread returned crashed the process at exit (eight
+threads: SIGSEGV in six runs of six, cuDNN 9.28; one thread on the heuristics: one run in six on
+9.28 and 9.19): the library's static destructors, and NVRTC's, ran while such a thread was inside
+a cuDNN call with the GIL released. The backend descriptor calls are made inside
+:func:`library_call`. At exit, before the finalizers of this library's objects run, other threads
+are refused new calls and the calls in progress are waited for (up to :data:`EXIT_WAIT_S`
+seconds); a daemon thread then stops at its next call with :class:`InterpreterExitingError`
+instead of being inside the library when it unloads. The main thread, which runs the exit and the
+finalizers, is never refused.
 """
 
 from __future__ import annotations
 
 import atexit
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["EXIT_WAIT_S", "InterpreterExitingError", "long_call"]
+__all__ = ["EXIT_WAIT_S", "InterpreterExitingError", "exiting_elsewhere", "library_call"]
 
-#: How long exit waits for long calls in progress (a plan with runtime-compiled kernels takes
-#: about two seconds on a CPU).
+#: How long exit waits for calls in progress (a plan with runtime-compiled kernels takes about two
+#: seconds on a CPU).
 EXIT_WAIT_S = 30.0
 
 
@@ -31,26 +34,31 @@ class _State:
 
 
 class InterpreterExitingError(RuntimeError):
-    """A long library call was started while the interpreter is exiting."""
+    """A thread other than the main one called the library while the interpreter is exiting."""
+
+
+def exiting_elsewhere() -> bool:
+    """Whether the interpreter is exiting and this is not the thread running the exit."""
+    return _State.exiting and threading.current_thread() is not threading.main_thread()
 
 
 @contextmanager
-def long_call(what: str) -> Iterator[None]:
-    """Run a library call that may take long (``what`` names it for the error) so that exit
-    waits for it, and refuse it once the interpreter is exiting."""
+def library_call(what: str) -> Iterator[None]:
+    """Make a library call (``what`` names it for the error) that exit waits for; refused in
+    threads other than the main one once the interpreter is exiting."""
     state = _State
     with state.idle:
-        if state.exiting:
+        if exiting_elsewhere():
             raise InterpreterExitingError(
                 f"{what}: the interpreter is exiting, and the library must not be entered while "
                 "it unloads (a daemon thread outlived the main thread); join worker threads "
                 "before the program ends"
             )
         if not state.registered:
-            # Registered at the first long call, after weakref.finalize's own exit hook (the
-            # descriptors the call uses exist by then): exit hooks run last-registered first, so
-            # this one waits before any of this library's objects is destroyed.
-            atexit.register(_wait_for_long_calls)
+            # Exit hooks run last-registered first: weakref.finalize's own hook (which destroys
+            # this library's objects) is made to exist first, so that this one runs before it.
+            weakref.finalize(_State, _nothing)
+            atexit.register(_wait_for_calls)
             state.registered = True
         state.in_progress += 1
     try:
@@ -62,7 +70,11 @@ def long_call(what: str) -> Iterator[None]:
                 state.idle.notify_all()
 
 
-def _wait_for_long_calls() -> None:
+def _nothing() -> None:
+    pass
+
+
+def _wait_for_calls() -> None:
     with _State.idle:
         _State.exiting = True
         _State.idle.wait_for(lambda: _State.in_progress == 0, timeout=EXIT_WAIT_S)
