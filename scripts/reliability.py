@@ -320,6 +320,12 @@ def _split_cudnn_growth(leaks: dict[str, Any]) -> None:
         if "growth_mib" in f and "growth_mib" in base and f["cycles"] == base["cycles"]:
             f["cudnn_growth_mib"] = base["growth_mib"]
             f["library_growth_mib"] = round(f["growth_mib"] - base["growth_mib"], 2)
+            # The two runs' RSS moves in the allocator's chunks, in proportion to what cuDNN
+            # allocates: 50 runs of each on cuDNN 9.28.1 read 9.42 and 5.31 MiB, while two more
+            # passes of 30 in one process read 218 and 220 KiB a run for the library and raw C
+            # alike. Half the baseline is allowed on top of the limit; a library that compiled
+            # a second plan per build (the plan-cache ownership bug) would add all of it.
+            f["library_limit_mib"] = round(GROWTH_LIMIT_MIB + max(0.0, base["growth_mib"]) / 2, 2)
     for kind in checks.CUDNN_ONLY:
         f = leaks.get(kind, {})
         if "growth_mib" in f:
@@ -340,7 +346,9 @@ def verdict(report: dict[str, Any]) -> dict[str, Any]:
             pass  # cuDNN's own figure: in the table and docs/reliability.md, not the library's miss
         elif kind in checks.CUDNN_BASELINES and "library_growth_mib" not in f:
             misses.append(f"leak {kind}: no cuDNN baseline ({checks.CUDNN_BASELINES[kind]})")
-        elif f.get("library_growth_mib", f.get("growth_mib", 0)) >= GROWTH_LIMIT_MIB:
+        elif f.get("library_growth_mib", f.get("growth_mib", 0)) >= f.get(
+            "library_limit_mib", GROWTH_LIMIT_MIB
+        ):
             growth = f.get("library_growth_mib", f.get("growth_mib"))
             misses.append(f"leak {kind}: {growth} MiB")
         elif f.get("open_after", 0) > f.get("open_before", 0):
