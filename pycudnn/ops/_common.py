@@ -227,6 +227,33 @@ def _same_layout(a: ArrayView, b: ArrayView, a_name: str, b_name: str, function:
         )
 
 
+def _gradient_like(
+    dx: Any,
+    xv: ArrayView,
+    dtype: np.dtype,
+    *,
+    handle: Handle,
+    stream_ptr: int,
+    beta: Any,
+    function: str,
+) -> tuple[Any, ArrayView]:
+    """``dx`` (allocated when None) with ``x``'s shape and strides, as ``function`` (an activation
+    or pooling backward) requires of the gradient of its input."""
+    dx, dxv = _output(
+        dx,
+        "dx",
+        xv.shape,
+        dtype,
+        like=xv,
+        handle=handle,
+        stream_ptr=stream_ptr,
+        beta=beta,
+        strides=_own_strides(xv),
+    )
+    _same_layout(dxv, xv, "dx", "x", function)
+    return dx, dxv
+
+
 def _check_broadcast(small: ArrayView, big: ArrayView, small_name: str, big_name: str) -> None:
     if len(small.shape) != len(big.shape) or any(
         s not in (1, b) for s, b in zip(small.shape, big.shape, strict=True)

@@ -17,9 +17,9 @@ from ..tensor._common import call as _call
 from ._common import (
     _GRAPH,
     _cached,
+    _gradient_like,
     _operand,
     _output,
-    _own_strides,
     _resolve,
     _same_dtype,
     _same_layout,
@@ -121,18 +121,7 @@ def activation_backward(
     _same_layout(dyv, yv, "dy", "y", fn)
     if xv.shape != yv.shape:
         raise ValueError(f"x has shape {xv.shape} but y has {yv.shape}; they must match")
-    dx, dxv = _output(
-        dx,
-        "dx",
-        xv.shape,
-        dtype,
-        like=xv,
-        handle=h,
-        stream_ptr=sp,
-        beta=beta,
-        strides=_own_strides(xv),
-    )
-    _same_layout(dxv, xv, "dx", "x", fn)
+    dx, dxv = _gradient_like(dx, xv, dtype, handle=h, stream_ptr=sp, beta=beta, function=fn)
     al, be = _scalars(dtype, alpha=alpha, beta=beta)
     dy_desc, dx_desc = _tensor_desc(dyv, "dy"), _tensor_desc(dxv, "dx")
     if act.key()[0] == int(_b.CUDNN_ACTIVATION_IDENTITY):

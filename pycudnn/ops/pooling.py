@@ -15,9 +15,9 @@ from ..tensor._common import call as _call
 from ._common import (
     _GRAPH,
     _cached,
+    _gradient_like,
     _operand,
     _output,
-    _own_strides,
     _resolve,
     _same_dtype,
     _same_layout,
@@ -116,18 +116,7 @@ def pooling_backward(
         raise ValueError(f"y has shape {yv.shape}, but pooling x {xv.shape} gives {y_dims}")
     fn = "cudnnPoolingBackward"
     _same_layout(dyv, yv, "dy", "y", fn)
-    dx, dxv = _output(
-        dx,
-        "dx",
-        xv.shape,
-        dtype,
-        like=xv,
-        handle=h,
-        stream_ptr=sp,
-        beta=beta,
-        strides=_own_strides(xv),
-    )
-    _same_layout(dxv, xv, "dx", "x", fn)
+    dx, dxv = _gradient_like(dx, xv, dtype, handle=h, stream_ptr=sp, beta=beta, function=fn)
     al, be = _scalars(dtype, alpha=alpha, beta=beta)
     _call(
         fn,
