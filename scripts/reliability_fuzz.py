@@ -524,6 +524,13 @@ TARGETS: dict[str, Callable[[random.Random, Context], None]] = {
 WEIGHTS = {"legacy": 4, "layout": 4, "graph": 1, "plan_json": 2, "plan_cache": 0.5,
            "deviceprops": 2, "einsum": 4, "cutensor": 4, "raw": 4}  # fmt: skip
 
+# Targets kept in modules of their own, one surface each.
+from reliability_fuzz_surfaces import TARGETS as _SURFACE_TARGETS  # noqa: E402
+from reliability_fuzz_surfaces import WEIGHTS as _SURFACE_WEIGHTS  # noqa: E402
+
+TARGETS.update(_SURFACE_TARGETS)
+WEIGHTS.update(_SURFACE_WEIGHTS)
+
 
 def selftest(rng: random.Random, ctx: Context) -> None:
     """Not a campaign: checks the harness. Input 3 crashes (reads address 0), input 5 hangs."""
