@@ -8,7 +8,7 @@ write to a non-dense array first reads the span back and keeps them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -17,10 +17,33 @@ from .dtypes import dtype_name
 from .memory import stream_object
 from .strides import element_extent
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .device_array import DeviceArray
-
 __all__ = ["copy_from_numpy", "to_numpy"]
+
+
+class DeviceArray(Protocol):
+    """What a copy reads of a :class:`~pycudnn.DeviceArray`; named here so that this module,
+    which ``device_array`` imports, never imports it back."""
+
+    @property
+    def ptr(self) -> int: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def strides(self) -> tuple[int, ...]: ...
+    @property
+    def itemsize(self) -> int: ...
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def dtype(self) -> np.dtype: ...
+    @property
+    def device_id(self) -> int: ...
+    @property
+    def readonly(self) -> bool: ...
+    @property
+    def _stream(self) -> Any: ...
+    @property
+    def _buffer(self) -> Any: ...
 
 
 def _span(arr: DeviceArray) -> tuple[int, int]:

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from .._shared.dtypes import as_numpy_dtype, dtype_name
 from .common import GraphError, _cudnn_dtype, _dims_text, _format_of
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .core import GraphCore as Graph
-
 __all__ = ["Operation", "Tensor"]
+
+
+class Graph(Protocol):
+    """What a tensor asks of the graph that owns it (:class:`~pycudnn.graph.core.GraphCore`);
+    named here so that this module, below the graph, never imports it."""
+
+    name: str
+
+    def _check_mutable(self) -> None: ...
+
+    def _decide(self, t: Tensor) -> tuple[bool, np.dtype]: ...
+
 
 # --------------------------------------------------------------------------------------------------
 # Tensors
