@@ -159,11 +159,17 @@ def load_table(
     if text is None:
         if path is None:
             raise TypeError("load_table needs a path or text")
+        from ._shared.files import read_text
+
         try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
+            # Never blocks (a FIFO), never reads without end (/dev/zero): see _shared.files.
+            text = read_text(path, what="known-bad engine table")
         except OSError as exc:
             raise ValueError(f"cannot read the known-bad engine table {source!r}: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ValueError(
+                f"cannot read the known-bad engine table {source!r}: not UTF-8 text ({exc})"
+            ) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
