@@ -524,6 +524,11 @@ TARGETS: dict[str, Callable[[random.Random, Context], None]] = {
 WEIGHTS = {"legacy": 4, "layout": 4, "graph": 1, "plan_json": 2, "plan_cache": 0.5,
            "deviceprops": 2, "einsum": 4, "cutensor": 4, "raw": 4}  # fmt: skip
 
+import reliability_fuzz_files as _files  # noqa: E402 - it imports names defined above
+
+TARGETS.update(_files.TARGETS)
+WEIGHTS.update(_files.WEIGHTS)
+
 
 def selftest(rng: random.Random, ctx: Context) -> None:
     """Not a campaign: checks the harness. Input 3 crashes (reads address 0), input 5 hangs."""
