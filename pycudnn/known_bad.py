@@ -84,9 +84,14 @@ def _layout_problem(name: str) -> str | None:
 @functools.cache
 def _dtype_names() -> tuple[str, ...]:
     """The names ``dtype_name`` gives the data types a graph's tensors can have."""
-    from ._shared.dtypes import CUDNN_DATA_TYPE_NAMES, dtype_name
+    from ._shared.dtypes import CUDNN_DATA_TYPE_NAMES as table
 
-    return tuple(dtype_name(d) for d in CUDNN_DATA_TYPE_NAMES)
+    # From the table's two halves, without completing it: that imports ml_dtypes (milliseconds
+    # that planning in NumPy's own types never pays), and the ml_dtypes names are its keys.
+    return (
+        *(str(d.name) for d in table._numpy),  # type: ignore[attr-defined]
+        *(spec for spec, _ in table._ml_pairs),  # type: ignore[attr-defined]
+    )
 
 
 def _refuse_unknown(keys: Any, allowed: Sequence[str], where: str) -> None:

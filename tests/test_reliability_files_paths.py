@@ -326,3 +326,14 @@ def test_a_plan_cache_file_swapped_for_a_fifo_while_threads_read_never_blocks(
         stop.set()
         v.join(5)
     assert exc is None, exc
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero", "directory", "socket"])
+def test_the_library_override_check_refuses_special_files_at_once(
+    kind: str, tmp_path: Path
+) -> None:
+    from pycudnn._shared.ffi import LibraryNotFoundError, check_elf
+
+    with special(kind, tmp_path) as path:
+        exc = bounded(lambda: check_elf(os.fspath(path), "PYCUDNN_LIBRARY", "a hint"))
+    assert isinstance(exc, LibraryNotFoundError) and "cannot be read" in str(exc), exc
