@@ -337,3 +337,45 @@ def test_the_library_override_check_refuses_special_files_at_once(
     with special(kind, tmp_path) as path:
         exc = bounded(lambda: check_elf(os.fspath(path), "PYCUDNN_LIBRARY", "a hint"))
     assert isinstance(exc, LibraryNotFoundError) and "cannot be read" in str(exc), exc
+
+
+# -- cuTENSOR's cache files (cuTENSOR opens the path itself) --------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link_to_fifo", "dev_zero", "directory", "sparse_huge"])
+def test_cutensor_cache_files_are_checked_before_cutensor_opens_them(
+    kind: str, tmp_path: Path
+) -> None:
+    from pycutensor.handle import _opened_regular
+
+    def use() -> None:
+        with _opened_regular(os.fsencode(path), "plan-cache file"):
+            pass
+
+    with special(kind, tmp_path) as path:
+        exc = bounded(use)
+    assert isinstance(exc, OSError) and os.fspath(path) in str(exc), exc
+
+
+def test_cutensor_is_handed_the_opened_file_not_the_path(tmp_path: Path) -> None:
+    from pycutensor.handle import _opened_regular
+
+    path = tmp_path / "plans.bin"
+    path.write_bytes(b"first")
+    with _opened_regular(os.fsencode(path), "plan-cache file") as name:
+        assert name.startswith(b"/proc/self/fd/")
+        path.unlink()
+        os.mkfifo(path)  # swapped after the check: what cuTENSOR opens is still the file
+        with open(name, "rb") as f:
+            assert f.read() == b"first"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero", "directory"])
+def test_cutensor_cache_writes_refuse_a_special_target(kind: str, tmp_path: Path) -> None:
+    from pycutensor.handle import write_atomically
+
+    written: list[bytes] = []
+    with special(kind, tmp_path) as path:
+        exc = bounded(lambda: write_atomically(os.fsencode(path), written.append))
+    assert isinstance(exc, OSError) and "not a regular file" in str(exc), exc
+    assert written == []  # refused before cuTENSOR was asked to write anything
