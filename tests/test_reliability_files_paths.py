@@ -379,3 +379,14 @@ def test_cutensor_cache_writes_refuse_a_special_target(kind: str, tmp_path: Path
         exc = bounded(lambda: write_atomically(os.fsencode(path), written.append))
     assert isinstance(exc, OSError) and "not a regular file" in str(exc), exc
     assert written == []  # refused before cuTENSOR was asked to write anything
+
+
+def test_a_link_is_written_through_except_in_the_plan_cache(tmp_path: Path) -> None:
+    real = tmp_path / "real.json"
+    real.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    files.write_text(link, "new")
+    assert link.is_symlink() and real.read_text() == "new"
+    files.write_text(link, "own", follow_symlinks=False)
+    assert not link.is_symlink() and link.read_text() == "own" and real.read_text() == "new"

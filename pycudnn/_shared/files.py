@@ -185,12 +185,19 @@ def write_atomically(
     write: Callable[[str], None],
     *,
     what: str = "file",
+    follow_symlinks: bool = True,
 ) -> None:
     """Have ``write(temporary)`` create the file at ``temporary`` (a fresh name in ``path``'s
     directory), then rename it over ``path``; on any failure the temporary file is removed and an
-    existing ``path`` is left as it was. ``path`` must not be a FIFO, device or directory."""
+    existing ``path`` is left as it was. ``path`` must not be a FIFO, device or directory.
+
+    A symbolic link at ``path`` is written through (the file it names is replaced, the link
+    stays), as a plain ``open(path, "w")`` would; with ``follow_symlinks=False`` the link itself
+    is replaced (for files a library keeps in a directory of its own)."""
     check_write_target(path, what=what)
     target = os.fsdecode(os.path.abspath(path))
+    if follow_symlinks and os.path.islink(target):
+        target = os.path.realpath(target)
     directory, base = os.path.split(target)
     # A name of this call's own (process, thread, random): two threads or processes writing the
     # same path never share a temporary file. It is not created here, so that ``write`` creates
@@ -211,7 +218,12 @@ def write_atomically(
 
 
 def write_text(
-    path: str | bytes | os.PathLike[Any], text: str, *, what: str = "file", fsync: bool = True
+    path: str | bytes | os.PathLike[Any],
+    text: str,
+    *,
+    what: str = "file",
+    fsync: bool = True,
+    follow_symlinks: bool = True,
 ) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`write_atomically`)."""
 
@@ -222,4 +234,4 @@ def write_text(
             if fsync:
                 os.fsync(f.fileno())
 
-    write_atomically(path, write, what=what)
+    write_atomically(path, write, what=what, follow_symlinks=follow_symlinks)

@@ -209,8 +209,9 @@ def _make_directory(directory: Path) -> Path:
 def _write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so that no reader ever sees a part of it (a temporary file of
     its own, flushed to disk, renamed over ``path``; see :func:`pycudnn._shared.files.write_text`).
-    A FIFO, device or directory in the way is refused (an ``OSError``), not written into."""
-    files.write_text(path, text, what="plan-cache file")
+    A FIFO, device or directory in the way is refused (an ``OSError``), not written into; a link
+    there is replaced, not written through."""
+    files.write_text(path, text, what="plan-cache file", follow_symlinks=False)
 
 
 _thread_caches = threading.local()
