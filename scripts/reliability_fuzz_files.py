@@ -421,6 +421,6 @@ TARGETS: dict[str, Callable[[random.Random, Context], None]] = {
 WEIGHTS: dict[str, float] = {
     "special_files": 0.5,
     "known_bad_tables": 4,
-    "backend_typed": 6,
-    "tolerance": 6,
+    "backend_typed": 10,
+    "tolerance": 10,
 }
