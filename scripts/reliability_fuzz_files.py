@@ -21,6 +21,7 @@ import json
 import math
 import os
 import random
+import shutil
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -79,8 +80,6 @@ def _special(kind: str, where: Path, rng: random.Random) -> Iterator[Path]:
     finally:
         if sock is not None:
             sock.close()
-        import shutil
-
         shutil.rmtree(where, ignore_errors=True)
 
 
