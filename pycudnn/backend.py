@@ -24,7 +24,8 @@ once finalized, and refuses everything once closed.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from . import _bindings
@@ -55,6 +56,7 @@ from ._attrs import (
     _SIZE_INSUFFICIENT,
     _decode,
     _encode,
+    _kind_of,
 )
 from ._lib import LIB, last_error_string
 from ._plan_json import check_json_attribute, check_plan_json
@@ -82,8 +84,66 @@ def _raise_for(status: int, function: str, context: str) -> None:
 
 
 # --------------------------------------------------------------------------------------------------
+# Integer attributes by kind
+# --------------------------------------------------------------------------------------------------
+
+#: Integer attributes cuDNN uses as extents or divides by: every element must be at least 1.
+#: cuDNN does not refuse 0 for all of them; it finalizes the descriptor and later divides by it
+#: (observed, cuDNN 9.27/9.28, SIGFPE at finalize: a MATMUL with a batch extent 0, a REDUCTION
+#: whose output has an extent 0, a BLOCK_SCALE_QUANTIZE with BLOCK_SIZE 0). So the rule is kept
+#: by the kind of the attribute (its name's last words), not for the values seen to crash:
+#: dimensions, dilations, filter/window strides, window sizes, spatial ranks, vector counts, block
+#: sizes, alignments, multipliers, batch and group counts, RoPE dims, top-k, sequence-length caps.
+_POSITIVE_ATTR = re.compile(
+    r"(?:_DIMENSIONS|_DILATIONS|_FILTER_STRIDES|RESAMPLE_STRIDES|SLICE_STRIDES|_WINDOW_DIMS"
+    r"|_SPATIAL_DIMS|_VECTOR_COUNT|_BLOCK_SIZE|_BYTE_ALIGNMENT|_OFFSET_MULTIPLIER|_BATCH_COUNT"
+    r"|_GROUP_COUNT|_GROUPS|_ROPE_DIM|_TOP_K|_MAX_TOTAL_SEQ_LEN_Q|_MAX_TOTAL_SEQ_LEN_KV)$"
+)
+#: Integer attributes that are offsets, paddings, memory strides or indices: at least 0 (cuDNN
+#: refuses negative tensor strides and paddings itself for some descriptors, not for all).
+_NON_NEGATIVE_ATTR = re.compile(
+    r"(?:^TENSOR_STRIDES|_PADDINGS|_START_INDICES|_LIMIT_INDICES|_SM_COUNT_TARGET"
+    r"|_SHARED_MEMORY_LIMIT|_INPLACE_INDEX|_DEVICE_ID|_GLOBAL_INDEX)$"
+)
+
+
+def _integer_rule(attr_name: str) -> tuple[int, str] | None:
+    """``(minimum, why)`` for an integer attribute whose values cuDNN uses unchecked, else None."""
+    if _NON_NEGATIVE_ATTR.search(attr_name):
+        return 0, "it is an offset, padding, stride or index"
+    if _POSITIVE_ATTR.search(attr_name):
+        return 1, "cuDNN uses it as an extent or divides by it (0 crashes the process, SIGFPE)"
+    return None
+
+
+def check_integer_values(name: Any, values: Sequence[int]) -> None:
+    """Refuse integer values of ``name`` (an attribute) below the minimum of its kind.
+
+    Run on the encoded elements before ``cudnnBackendSetAttribute``, so it holds for every way a
+    value reaches the typed layer (ints, NumPy scalars and arrays, any ``attr_type=``).
+    """
+    rule = _integer_rule(name.name)
+    if rule is None:
+        return
+    minimum, why = rule
+    for i, v in enumerate(values):
+        if v < minimum:
+            where = "" if len(values) == 1 else f" (element {i} of {list(values)})"
+            raise ValueError(
+                f"{_attr_text(name)} must be at least {minimum}, got {v}{where}: {why}"
+            )
+
+
+# --------------------------------------------------------------------------------------------------
 # The descriptor
 # --------------------------------------------------------------------------------------------------
+
+
+#: Block-scale operations and their block-size attribute, which must be set before finalize.
+_BLOCK_SCALE_KINDS = {
+    "OPERATION_BLOCK_SCALE_QUANTIZE_DESCRIPTOR": "OPERATION_BLOCK_SCALE_QUANTIZE_BLOCK_SIZE",
+    "OPERATION_BLOCK_SCALE_DEQUANTIZE_DESCRIPTOR": "OPERATION_BLOCK_SCALE_DEQUANTIZE_BLOCK_SIZE",
+}
 
 
 def _destroy(ptr: int) -> None:
@@ -157,8 +217,9 @@ class BackendDescriptor(CResource):
         """Refuse the finalizations that crash cuDNN instead of failing (observed, cuDNN 9.28):
         an ENGINECFG without its ENGINE, an EXECUTION_PLAN without an ENGINE_CONFIG (even with
         only optional attributes set), a deserialized EXECUTION_PLAN (JSON set) with neither
-        DEVICEPROP nor a handle, a handle attribute whose Handle was closed since, and an
-        OPERATIONGRAPH mixing matmuls and convolutions (its heuristics crash)."""
+        DEVICEPROP nor a handle, a handle attribute whose Handle was closed since, a block-scale
+        (de)quantize without its BLOCK_SIZE (SIGFPE), and an OPERATIONGRAPH mixing matmuls and
+        convolutions (its heuristics crash)."""
         from .handle import Handle
 
         kind = self.descriptor_type.name
@@ -166,6 +227,9 @@ class BackendDescriptor(CResource):
         if any(isinstance(ref, Handle) and ref.closed for ref in self._refs):
             # set as a HANDLE attribute, then closed: cuDNN would dereference it
             missing = "a pycudnn.Handle set on it has been closed"
+        elif kind in _BLOCK_SCALE_KINDS and not self._has(_BLOCK_SCALE_KINDS[kind]):
+            # BLOCK_SIZE is required; unset, cuDNN divides by its default 0 (SIGFPE, 9.28)
+            missing = f"CUDNN_ATTR_{_BLOCK_SCALE_KINDS[kind]} is not set"
         elif kind == "ENGINECFG_DESCRIPTOR" and not self._has("ENGINECFG_ENGINE"):
             missing = "CUDNN_ATTR_ENGINECFG_ENGINE is not set"
         elif kind == "EXECUTION_PLAN_DESCRIPTOR":
@@ -229,6 +293,8 @@ class BackendDescriptor(CResource):
                 "freezes attributes at cudnnBackendFinalize"
             )
         arr, count, keep = _encode(name, atype, value, BackendDescriptor)
+        if _kind_of(atype) == "int":
+            check_integer_values(name, [int(arr[i]) for i in range(count)])
         if atype == _CHAR:
             check_json_attribute(name, value)
         with library_call("cudnnBackendSetAttribute"):

@@ -26,7 +26,6 @@ import json
 import os
 import threading
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from ._plan_json import parse_json_for_cudnn, utf8_length
@@ -277,10 +276,14 @@ class DeviceProperties:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> DeviceProperties:
         """Read a JSON file written by :meth:`save` (or ``python -m pycudnn deviceprops``)."""
+        from ._shared.files import read_text
+
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            text = read_text(path, what="device-properties file")  # no FIFO, no /dev/zero
         except OSError as exc:
             raise OSError(f"cannot read device properties from {os.fspath(path)!r}: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{os.fspath(path)}: not UTF-8 text ({exc})") from None
         try:
             return cls.from_json(text)
         except ValueError as exc:
@@ -302,8 +305,11 @@ class DeviceProperties:
         return int(v) if v is not None else None
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the JSON (indented, UTF-8) to ``path``."""
-        Path(path).write_text(self.to_json(indent=2) + "\n", encoding="utf-8")
+        """Write the JSON (indented, UTF-8) to ``path``, atomically (a temporary file renamed
+        over it); a FIFO, device or directory at ``path`` is refused with an ``OSError``."""
+        from ._shared.files import write_text
+
+        write_text(path, self.to_json(indent=2) + "\n", what="device-properties file")
 
     # -- the descriptor ----------------------------------------------------------------------
     @property

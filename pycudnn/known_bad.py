@@ -20,6 +20,7 @@ import dataclasses
 import functools
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,69 @@ ENV_VAR = "PYCUDNN_KNOWN_BAD_ENGINES"
 
 _SCHEMA = 1
 _OPERATIONS = ("conv_fprop", "conv_dgrad", "conv_wgrad", "matmul", "pointwise", "reduction")
+#: The keys of the table and of an entry. Anything else is refused: a misspelt key ("layout" for
+#: "layouts") would otherwise be ignored and the entry apply to every layout.
+_TABLE_KEYS = ("schema", "entries")
+_ENTRY_KEYS = (
+    "engine_id",
+    "operation",
+    "layouts",
+    "input_dtypes",
+    "cudnn_min",
+    "cudnn_max",
+    "seen_wrong_in",
+    "found",
+    "advice",
+)
+#: Tables nest 3 levels (table, entries, an entry's lists); deeper is refused before Python's
+#: parser hits its recursion limit (a RecursionError names neither the file nor the entry).
+_MAX_DEPTH = 16
+_VECTORIZED_LAYOUT = re.compile(r"NC/([1-9][0-9]*)(D?HW)\1")
+
+
+def _layout_problem(name: str) -> str | None:
+    """Why no operand can have the layout ``name`` (as ``Tensor.format`` spells it), or None.
+
+    Entries match operands of rank 4 to 8 (``KnownBadEngine.applies_to``): their formats are
+    orders of the logical letters (NCHW for rank 4, NCDHW for 5, ABCDEF... for 6 to 8) or a
+    vectorized ``NC/xHWx`` / ``NC/xDHWx`` with x > 1."""
+    m = _VECTORIZED_LAYOUT.fullmatch(name)
+    if m is not None:
+        return None if int(m.group(1)) > 1 else "a vector count of 1 is no vectorized layout"
+    for letters in ("NCHW", "NCDHW", "ABCDEF", "ABCDEFG", "ABCDEFGH"):
+        if sorted(name) == sorted(letters):
+            return None
+    if sorted(name) == sorted("BMN"):
+        return "rank-3 layouts never match: entries match operands of rank 4 to 8"
+    return (
+        "a layout is the order of an operand's dims in memory, in capitals, as Tensor.format "
+        "gives it: NCHW, NHWC, CHWN, NCDHW, NDHWC, NC/32HW32, ..."
+    )
+
+
+@functools.cache
+def _dtype_names() -> tuple[str, ...]:
+    """The names ``dtype_name`` gives the data types a graph's tensors can have."""
+    from ._shared.dtypes import CUDNN_DATA_TYPE_NAMES as table
+
+    # From the table's two halves, without completing it: that imports ml_dtypes (milliseconds
+    # that planning in NumPy's own types never pays), and the ml_dtypes names are its keys.
+    return (
+        *(str(d.name) for d in table._numpy),  # type: ignore[attr-defined]
+        *(spec for spec, _ in table._ml_pairs),  # type: ignore[attr-defined]
+    )
+
+
+def _refuse_unknown(keys: Any, allowed: Sequence[str], where: str) -> None:
+    from ._shared.suggest import did_you_mean
+
+    for key in keys:
+        if key not in allowed:
+            raise ValueError(
+                f"{where} has the unknown key {key!r}{did_you_mean(str(key), allowed)} (known: "
+                f"{', '.join(allowed)}): refused, not ignored, since an ignored key can make an "
+                "entry apply more widely than it was meant to"
+            )
 
 
 def _version_number(text: Any, where: str) -> int:
@@ -78,9 +142,12 @@ class KnownBadEngine:
         where = f"{source}: entries[{index}]"
         if not isinstance(data, Mapping):
             raise ValueError(f"{where} must be an object, got {type(data).__name__}")
+        _refuse_unknown(data, _ENTRY_KEYS, where)
         eid = data.get("engine_id")
-        if isinstance(eid, bool) or not isinstance(eid, int) or eid < 0:
-            raise ValueError(f"{where}.engine_id must be a non-negative int, got {eid!r}")
+        if isinstance(eid, bool) or not isinstance(eid, int) or not 0 <= eid < 2**63:
+            raise ValueError(
+                f"{where}.engine_id must be an int from 0 to 2**63-1 (an int64_t), got {eid!r}"
+            )
         op = data.get("operation")
         if op not in _OPERATIONS:
             raise ValueError(
@@ -93,17 +160,45 @@ class KnownBadEngine:
                 raise ValueError(f"{where}.{key} must be a list of strings, got {v!r}")
             return tuple(v)
 
+        def text(key: str) -> str:
+            v = data.get(key, "")
+            if not isinstance(v, str):
+                raise ValueError(f"{where}.{key} must be a string, got {type(v).__name__} {v!r}")
+            return v
+
+        layouts = strings("layouts")
+        for i, name in enumerate(layouts):
+            problem = _layout_problem(name)
+            if problem is not None:
+                raise ValueError(f"{where}.layouts[{i}] {name!r} is no operand's layout: {problem}")
+        dtypes = strings("input_dtypes")
+        for i, name in enumerate(dtypes):
+            if name not in _dtype_names():
+                from ._shared.suggest import did_you_mean
+
+                raise ValueError(
+                    f"{where}.input_dtypes[{i}] {name!r} is no tensor's data type"
+                    f"{did_you_mean(name, _dtype_names())} (names as NumPy and ml_dtypes give "
+                    f"them: {', '.join(_dtype_names())})"
+                )
+        cmin = _version_number(data.get("cudnn_min", "9.0.0"), f"{where}.cudnn_min")
         cmax = data.get("cudnn_max")
+        cmax = None if cmax is None else _version_number(cmax, f"{where}.cudnn_max")
+        if cmax is not None and cmax < cmin:
+            raise ValueError(
+                f"{where}: cudnn_max {_version_text(cmax)} is below cudnn_min "
+                f"{_version_text(cmin)}, so the entry would apply to no version"
+            )
         return cls(
             engine_id=eid,
             operation=op,
-            layouts=strings("layouts"),
-            input_dtypes=strings("input_dtypes"),
-            cudnn_min=_version_number(data.get("cudnn_min", "9.0.0"), f"{where}.cudnn_min"),
-            cudnn_max=None if cmax is None else _version_number(cmax, f"{where}.cudnn_max"),
+            layouts=layouts,
+            input_dtypes=dtypes,
+            cudnn_min=cmin,
+            cudnn_max=cmax,
             seen_wrong_in=strings("seen_wrong_in"),
-            found=str(data.get("found", "")),
-            advice=str(data.get("advice", "")),
+            found=text("found"),
+            advice=text("advice"),
             source=source,
         )
 
@@ -159,21 +254,104 @@ def load_table(
     if text is None:
         if path is None:
             raise TypeError("load_table needs a path or text")
+        from ._shared.files import read_text
+
         try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
+            # Never blocks (a FIFO), never reads without end (/dev/zero): see _shared.files.
+            text = read_text(path, what="known-bad engine table")
         except OSError as exc:
             raise ValueError(f"cannot read the known-bad engine table {source!r}: {exc}") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{source}: the known-bad engine table does not parse: {exc}") from None
-    if not isinstance(data, Mapping) or data.get("schema") != _SCHEMA:
-        raise ValueError(f'{source}: expected an object with "schema": {_SCHEMA}')
+        except UnicodeDecodeError as exc:
+            raise ValueError(
+                f"cannot read the known-bad engine table {source!r}: not UTF-8 text ({exc})"
+            ) from None
+    data = _parse(text, source)
+    schema = data.get("schema") if isinstance(data, Mapping) else None
+    if isinstance(schema, bool) or not isinstance(schema, int) or schema != _SCHEMA:
+        raise ValueError(f'{source}: expected an object with "schema": {_SCHEMA} (an int)')
+    _refuse_unknown(data, _TABLE_KEYS, f"{source}: the table")
     entries = data.get("entries")
     if not isinstance(entries, list):
         raise ValueError(f'{source}: "entries" must be a list')
-    return [KnownBadEngine.from_json(e, source, i) for i, e in enumerate(entries)]
+    out = [KnownBadEngine.from_json(e, source, i) for i, e in enumerate(entries)]
+    seen: dict[tuple[Any, ...], int] = {}
+    for i, e in enumerate(out):
+        scope = (e.engine_id, e.operation, e.layouts, e.input_dtypes, e.cudnn_min, e.cudnn_max)
+        if scope in seen:
+            raise ValueError(
+                f"{source}: entries[{i}] repeats entries[{seen[scope]}] (same engine, operation, "
+                "layouts, data types and versions); merge them into one"
+            )
+        seen[scope] = i
+    return out
+
+
+def _parse(text: str, source: str) -> Any:
+    """``json.loads`` refusing repeated keys (Python keeps the last silently) and nesting deeper
+    than :data:`_MAX_DEPTH` (Python's parser raises RecursionError), naming the entry."""
+    too_deep = _too_deep(text)
+    if too_deep is not None:
+        raise ValueError(f"{source}: {too_deep}")
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        for key, value in items:
+            if key in obj:
+                raise ValueError(
+                    f"{source}: the key {key!r} appears twice in one object (the last copy "
+                    "would silently win)"
+                )
+            obj[key] = value
+        return obj
+
+    try:
+        return json.loads(text, object_pairs_hook=pairs)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{source}: the known-bad engine table does not parse: {exc}") from None
+    except RecursionError:  # not reached after _too_deep; kept so no RecursionError escapes
+        raise ValueError(f"{source}: nested too deeply to parse") from None
+
+
+def _too_deep(text: str) -> str | None:
+    """Where ``text`` nests deeper than :data:`_MAX_DEPTH`, in words (naming the entry of the
+    top-level ``entries`` list when it is inside one), or None. A scan of brackets outside
+    strings: cheap for a table, and it never recurses."""
+    if text.count("[") + text.count("{") <= _MAX_DEPTH:
+        return None  # cannot be that deep
+    depth, in_string, escaped = 0, False, False
+    key, last_string, entries_depth, index = None, None, None, 0
+    start = 0
+    for pos, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+                last_string = text[start + 1 : pos]
+            continue
+        if ch == '"':
+            in_string, start = True, pos
+        elif ch == ":" and depth == 1:
+            key = last_string  # a key of the top-level object
+        elif ch in "[{":
+            depth += 1
+            if ch == "[" and depth == 2 and key == "entries":
+                entries_depth, index = depth, 0
+            if depth > _MAX_DEPTH:
+                where = f"entries[{index}]" if entries_depth is not None else "the table"
+                return (
+                    f"{where} nests more than {_MAX_DEPTH} levels deep (at offset {pos}); a "
+                    "known-bad table nests 3"
+                )
+        elif ch in "]}":
+            if depth == entries_depth:
+                entries_depth = None
+            depth -= 1
+        elif ch == "," and entries_depth is not None and depth == entries_depth:
+            index += 1
+    return None
 
 
 @functools.cache

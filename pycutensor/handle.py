@@ -50,9 +50,10 @@ import ctypes
 import functools
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from pycudnn._shared import files
 from pycudnn._shared.cuda import driver_status, get_device
 from pycudnn._shared.resource import CResource
 
@@ -395,9 +396,14 @@ class Handle(CResource):
         file is read again.
         """
         name = _path_bytes(path, "path")
-        if not os.path.isfile(os.fsdecode(name)):
-            raise FileNotFoundError(f"no plan-cache file at {os.fsdecode(name)!r}")
-        self._check_open()
+        # Opened (and checked) first: a missing or special file is refused before the handle's
+        # state is, as every other argument is.
+        with _opened_regular(name, "plan-cache file") as name:
+            self._check_open()
+            return self._read_plan_cache(name)
+
+    def _read_plan_cache(self, name: bytes) -> int:
+        """``cutensorHandleReadPlanCacheFromFile`` of ``name`` (already checked), resizing once."""
         read = LIB.function("cutensorHandleReadPlanCacheFromFile")
         count = ctypes.c_uint32(0)
         with self._lock:
@@ -436,14 +442,14 @@ class Handle(CResource):
         (``cutensorReadKernelCacheFromFile``; the file must come from the same cuTENSOR, CUDA
         version and GPU)."""
         name = _path_bytes(path, "path")
-        if not os.path.isfile(os.fsdecode(name)):
-            raise FileNotFoundError(f"no kernel-cache file at {os.fsdecode(name)!r}")
-        self._check_open()
-        clear_last_error()
-        check(
-            LIB.function("cutensorReadKernelCacheFromFile")(self, name),
-            "cutensorReadKernelCacheFromFile",
-        )
+        # Compiled kernels can make a large file; cuTENSOR, not Python, reads it.
+        with _opened_regular(name, "kernel-cache file", _MAX_KERNEL_CACHE_BYTES) as name:
+            self._check_open()
+            clear_last_error()
+            check(
+                LIB.function("cutensorReadKernelCacheFromFile")(self, name),
+                "cutensorReadKernelCacheFromFile",
+            )
 
     # -- the Python-side cache of ready operations -------------------------------------------
     @property
@@ -499,6 +505,24 @@ def _path_bytes(path: Any, name: str) -> bytes:
     return raw
 
 
+#: The largest kernel-cache file handed to cuTENSOR (1 GiB).
+_MAX_KERNEL_CACHE_BYTES = 1 << 30
+
+
+@contextlib.contextmanager
+def _opened_regular(
+    path: bytes, what: str, max_bytes: int = files.MAX_FILE_BYTES
+) -> Iterator[bytes]:
+    """Open ``path`` as :func:`pycudnn._shared.files.open_regular` does (a regular file, within
+    the size limit; FileNotFoundError when missing) and yield a path cuTENSOR can open that names
+    the *opened* file: ``/proc/self/fd/N``. cuTENSOR opens the path itself, and a FIFO there
+    blocks it forever; checking the path first and letting cuTENSOR open it again would leave a
+    window in which the file can be swapped. Without ``/proc`` the checked path is given."""
+    with files.open_regular(path, what=what, max_bytes=max_bytes) as fd:
+        proc = b"/proc/self/fd/%d" % fd
+        yield proc if os.path.exists(proc) else path
+
+
 def write_atomically(path: bytes, write: Callable[[bytes], None]) -> None:
     """Have ``write`` create a temporary file in ``path``'s directory, then move it onto ``path``
     (``os.replace``, atomic on POSIX). When ``write`` raises, the temporary file is removed and an
@@ -507,6 +531,8 @@ def write_atomically(path: bytes, write: Callable[[bytes], None]) -> None:
     The temporary name carries the process and thread ids, so concurrent writers never share one;
     the file is created by ``write`` itself, so it gets the permissions the umask gives.
     """
+    # A FIFO, device or directory at path is refused: cuTENSOR's own writer would block on a FIFO.
+    files.check_write_target(path, what="cache file")
     directory, base = os.path.split(os.path.abspath(path))
     temporary = os.path.join(
         directory, b".%s.%d-%d.tmp" % (base, os.getpid(), threading.get_ident())

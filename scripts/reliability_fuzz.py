@@ -524,12 +524,13 @@ TARGETS: dict[str, Callable[[random.Random, Context], None]] = {
 WEIGHTS = {"legacy": 4, "layout": 4, "graph": 1, "plan_json": 2, "plan_cache": 0.5,
            "deviceprops": 2, "einsum": 4, "cutensor": 4, "raw": 4}  # fmt: skip
 
-# Targets kept in modules of their own, one surface each.
-from reliability_fuzz_surfaces import TARGETS as _SURFACE_TARGETS  # noqa: E402
-from reliability_fuzz_surfaces import WEIGHTS as _SURFACE_WEIGHTS  # noqa: E402
+# Targets kept in modules of their own, one surface each (they import names defined above).
+import reliability_fuzz_files  # noqa: E402
+import reliability_fuzz_surfaces  # noqa: E402
 
-TARGETS.update(_SURFACE_TARGETS)
-WEIGHTS.update(_SURFACE_WEIGHTS)
+for _module in (reliability_fuzz_files, reliability_fuzz_surfaces):
+    TARGETS.update(_module.TARGETS)
+    WEIGHTS.update(_module.WEIGHTS)
 
 
 def selftest(rng: random.Random, ctx: Context) -> None:

@@ -148,8 +148,16 @@ def check_elf(path: str, what: str, hint: str) -> None:
         return LibraryNotFoundError(f"{what} could not be loaded: {reason}. {hint}.")
 
     try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as f:
+        from .files import open_regular
+
+        # Opened without blocking and checked on the descriptor: a FIFO named by the variable
+        # (or swapped in after the isfile check) would block open() forever. Not read whole, so
+        # the size limit is only that of a file.
+        with (
+            open_regular(path, what="library", max_bytes=1 << 62) as fd,
+            os.fdopen(fd, "rb", closefd=False) as f,
+        ):
+            size = os.fstat(fd).st_size
             header = f.read(_ELF_HEADER.size)
             if len(header) < _ELF_HEADER.size or header[:4] != b"\x7fELF":
                 raise bad("it is not an ELF shared library")

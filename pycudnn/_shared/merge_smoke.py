@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .files import read_text
 from .report import EXIT_CANNOT_RUN, EXIT_FAILED, EXIT_OK, print_json
 
 __all__ = ["merge", "worst"]
@@ -52,7 +53,7 @@ def main(argv: Sequence[str]) -> int:
         print("usage: merge_smoke FILE CODE [FILE CODE ...]", file=sys.stderr)
         return 2
     reports = [
-        (Path(argv[i]).stem, Path(argv[i]).read_text(encoding="utf-8"), int(argv[i + 1]))
+        (Path(argv[i]).stem, read_text(argv[i], what="smoke report"), int(argv[i + 1]))
         for i in range(0, len(argv), 2)
     ]
     document = merge(reports)

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import collections
-import contextlib
 import logging
 import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
 from .._plan_json import parse_json_for_cudnn
+from .._shared import files
 from ..errors import CudnnError
 from ..graph import Graph
 from .execution import Plan
@@ -86,7 +85,9 @@ class PlanCache:
                 self.stats["memory_hits"] += 1
                 return plan if plan.graph is graph and not plan.closed else plan._for_graph(graph)
         path = self.path_for(key)
-        if path is not None and path.is_file():
+        # No path.is_file() first: what is checked is the descriptor _load_file opens (a check of
+        # the path, then an open of it, let a file swapped for a FIFO in between block forever).
+        if path is not None:
             plan = self._load_file(path, graph, target)
             if plan is not None:
                 self.stats["disk_hits"] += 1
@@ -97,8 +98,12 @@ class PlanCache:
 
     def _load_file(self, path: Path, graph: Graph, target: _Target) -> Plan | None:
         try:
-            text = path.read_text(encoding="utf-8")
+            # A regular file of the cache's own, not a link (it could name a FIFO or a device),
+            # at most files.MAX_FILE_BYTES: anything else is refused at once, logged and rebuilt.
+            text = files.read_text(path, what="plan-cache file", follow_symlinks=False)
             data = parse_json_for_cudnn(text, "the file")
+        except FileNotFoundError:
+            return None  # not cached (yet): a plain miss
         except (OSError, ValueError) as exc:  # unreadable, not UTF-8, not JSON, nested too deep
             self.stats["disk_errors"] += 1
             _log.warning("plan cache: ignoring unreadable %s (%s); rebuilding", path, exc)
@@ -202,24 +207,11 @@ def _make_directory(directory: Path) -> Path:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that no reader ever sees a part of it.
-
-    The text goes to a temporary file of its own in the same directory (unique per call, so two
-    threads or processes storing the same key never share one), is flushed to disk, and is renamed
-    over ``path`` (atomic on POSIX): a reader sees the old file or the new one. On any failure
-    (a full disk, a directory where the file should be) the temporary file is removed.
-    """
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Write ``text`` to ``path`` so that no reader ever sees a part of it (a temporary file of
+    its own, flushed to disk, renamed over ``path``; see :func:`pycudnn._shared.files.write_text`).
+    A FIFO, device or directory in the way is refused (an ``OSError``), not written into; a link
+    there is replaced, not written through."""
+    files.write_text(path, text, what="plan-cache file", follow_symlinks=False)
 
 
 _thread_caches = threading.local()

@@ -10,7 +10,6 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -297,8 +296,11 @@ class Plan(VariantPacks, CudaGraphs):
         return json.dumps(data)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write :meth:`to_json` to ``path``."""
-        Path(path).write_text(self.to_json(), encoding="utf-8")
+        """Write :meth:`to_json` to ``path``, atomically (a temporary file renamed over it); a
+        FIFO, device or directory at ``path`` is refused with an ``OSError``."""
+        from .._shared.files import write_text
+
+        write_text(path, self.to_json(), what="plan file")
 
     @classmethod
     def from_json(
@@ -406,8 +408,10 @@ class Plan(VariantPacks, CudaGraphs):
         """:meth:`from_json` from a file path (or a JSON text)."""
         if isinstance(source, str) and source.lstrip().startswith("{"):
             return cls.from_json(source, **options)
+        from .._shared.files import read_text
+
         try:
-            text = Path(source).read_text(encoding="utf-8")
+            text = read_text(source, what="plan file")  # a regular file: no FIFO, no /dev/zero
         except OSError as exc:
             raise OSError(f"cannot read a plan from {os.fspath(source)!r}: {exc}") from exc
         except UnicodeDecodeError as exc:

@@ -81,11 +81,13 @@ def write_entries(path: str | os.PathLike[str], entries: Iterable[Mapping[str, A
     Returns how many were added. The file is checked with :func:`pycudnn.known_bad.load_table`
     before and after, so that a table planning cannot read is never written."""
     from .. import known_bad
+    from .._shared.files import check_write_target, read_text, write_text
 
     p = Path(path)
+    check_write_target(p, what="known-bad engine table")  # a FIFO would block the read below
     if p.exists():
         known_bad.load_table(p)  # refuse to extend a file that does not parse as a table
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = json.loads(read_text(p, what="known-bad engine table"))
     else:
         data = {"schema": 1, "entries": []}
     added = 0
@@ -95,5 +97,5 @@ def write_entries(path: str | os.PathLike[str], entries: Iterable[Mapping[str, A
             added += 1
     text = json.dumps(data, indent=2) + "\n"
     known_bad.load_table(text=text)
-    p.write_text(text, encoding="utf-8")
+    write_text(p, text, what="known-bad engine table")  # atomic: a reader never sees a part
     return added

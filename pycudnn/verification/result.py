@@ -24,11 +24,17 @@ class OutputCheck:
     tolerance: Tolerance
     nonfinite: int  # elements that are NaN/Inf in got but finite in ref
     mismatches: int  # elements beyond the tolerance (exact outputs: elements that differ)
+    #: Elements where the reference is NaN or +-Inf and ``got`` is not the same special value.
+    special_mismatches: int = 0
+    #: Elements compared against a finite reference value; 0 means nothing was measured.
+    compared: int = -1
 
     @property
     def passed(self) -> bool:
-        if self.nonfinite:
+        if self.nonfinite or self.special_mismatches:
             return False
+        if self.compared == 0:
+            return False  # a reference non-finite everywhere: nothing was verified
         if self.tolerance.exact:
             return self.mismatches == 0
         return self.max_rel_error <= self.tolerance.rtol
@@ -36,6 +42,11 @@ class OutputCheck:
     def describe(self) -> str:
         verdict = "ok" if self.passed else "WRONG"
         extra = f", {self.nonfinite} non-finite" if self.nonfinite else ""
+        if self.special_mismatches:
+            extra += f", {self.special_mismatches} differ where the reference is NaN/Inf"
+        if self.compared == 0:
+            verdict = "NOT VERIFIED"
+            extra += ", the reference is NaN/Inf everywhere: nothing to compare"
         return (
             f"'{self.name}' ({self.dtype}): {verdict}, max abs {self.max_abs_error:.3g}, "
             f"rel {self.max_rel_error:.3g} (tolerance {self.tolerance.describe()}){extra}"
@@ -45,10 +56,16 @@ class OutputCheck:
 def compare(name: str, got: Any, ref: np.ndarray, tolerance: Tolerance) -> OutputCheck:
     """Compare ``got`` (any dtype, the reference's shape) with the float64 ``ref``.
 
-    Elements where the reference itself is not finite are left out (the inputs are generated so
-    that there are none). NaN or Inf in ``got`` where the reference is finite is a failure whatever
-    the tolerance: an engine that leaves its output unwritten, or overflows, is wrong.
+    NaN or Inf in ``got`` where the reference is finite is a failure whatever the tolerance: an
+    engine that leaves its output unwritten, or overflows, is wrong. Where the reference itself is
+    not finite (the inputs are generated so that it never is), ``got`` must hold the same special
+    value (NaN for NaN, the same infinity for an infinity), and a reference with no finite element
+    at all never passes: the errors measured over no elements would be 0, a vacuous pass.
     """
+    if not isinstance(tolerance, Tolerance):
+        raise TypeError(
+            f"'{name}': tolerance must be a verification.Tolerance, not {type(tolerance).__name__}"
+        )
     g = np.asarray(got)
     dtype = g.dtype.name
     g = g.astype(np.float64)
@@ -56,9 +73,14 @@ def compare(name: str, got: Any, ref: np.ndarray, tolerance: Tolerance) -> Outpu
     if g.shape != r.shape:
         raise ValueError(f"'{name}': result shape {g.shape} differs from the reference {r.shape}")
     finite = np.isfinite(r)
+    compared = int(np.count_nonzero(finite))
+    special = ~finite
+    same_special = (np.isnan(r) & np.isnan(g)) | (np.isinf(r) & (g == r))
+    special_mismatches = int(np.count_nonzero(special & ~same_special))
     bad = finite & ~np.isfinite(g)
     nonfinite = int(np.count_nonzero(bad))
-    diff = np.abs(g - r)[finite & ~bad]
+    measured = finite & ~bad
+    diff = np.abs(g[measured] - r[measured])  # inf - inf elsewhere would warn
     max_abs = float(diff.max()) if diff.size else 0.0
     scale = float(np.abs(r[finite]).max()) if finite.any() else 0.0
     max_rel = max_abs / scale if scale > 0 else max_abs
@@ -69,7 +91,18 @@ def compare(name: str, got: Any, ref: np.ndarray, tolerance: Tolerance) -> Outpu
     else:
         limit = tolerance.rtol * (scale if scale > 0 else 1.0)
         mismatches = int(np.count_nonzero(diff > limit)) + nonfinite
-    return OutputCheck(name, dtype, max_abs, max_rel, tolerance, nonfinite, mismatches)
+    mismatches += special_mismatches
+    return OutputCheck(
+        name,
+        dtype,
+        max_abs,
+        max_rel,
+        tolerance,
+        nonfinite,
+        mismatches,
+        special_mismatches,
+        compared,
+    )
 
 
 @dataclasses.dataclass
@@ -172,6 +205,8 @@ class VerifyResult:
                     "tolerance_terms": [list(t) for t in o.tolerance.terms],
                     "nonfinite": o.nonfinite,
                     "mismatches": o.mismatches,
+                    "special_mismatches": o.special_mismatches,
+                    "compared": o.compared,
                     "passed": o.passed,
                 }
                 for o in self.outputs

@@ -105,6 +105,20 @@ _BITS = {  # explicit mantissa bits of the floating-point types
 }
 
 
+def _finite_non_negative(value: Any, name: str) -> float:
+    """``value`` as a float; a TypeError or ValueError naming ``name`` unless it is a real,
+    finite, non-negative number (bools are not numbers here)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    try:
+        f = float(value)
+    except (OverflowError, TypeError):  # 10**400; a complex NumPy scalar
+        raise ValueError(f"{name} must be a finite number, got {value!r:.60}") from None
+    if not math.isfinite(f) or f < 0:
+        raise ValueError(f"{name} must be finite and at least 0, got {f!r}")
+    return f
+
+
 def unit_roundoff(dtype: Any) -> float:
     """``2**-(mantissa bits + 1)`` for a floating-point type; 0 for integers and booleans."""
     dt = np.dtype(dtype)
@@ -151,6 +165,32 @@ class Tolerance:
     rtol: float
     exact: bool
     terms: tuple[tuple[str, float], ...]
+
+    def __post_init__(self) -> None:
+        # A NaN rtol makes every `error <= rtol` False but every `error > limit` False too (an
+        # output "failed" with no element beyond the tolerance), an infinite or 10**400 one passes
+        # anything (or raises OverflowError deep in compare), a negative one fails everything:
+        # refused here, naming the field, so no comparison is made with one.
+        object.__setattr__(self, "rtol", _finite_non_negative(self.rtol, "Tolerance.rtol"))
+        if not isinstance(self.exact, (bool, np.bool_)):
+            raise TypeError(f"Tolerance.exact must be a bool, got {type(self.exact).__name__}")
+        object.__setattr__(self, "exact", bool(self.exact))
+        try:
+            terms = tuple(self.terms)
+        except TypeError:
+            raise TypeError(
+                f"Tolerance.terms must be (name, value) pairs, got {type(self.terms).__name__}"
+            ) from None
+        checked = []
+        for i, term in enumerate(terms):
+            if (
+                not isinstance(term, (tuple, list))
+                or len(term) != 2
+                or not isinstance(term[0], str)
+            ):
+                raise TypeError(f"Tolerance.terms[{i}] must be a (name, value) pair, got {term!r}")
+            checked.append((term[0], _finite_non_negative(term[1], f"Tolerance.terms[{i}]")))
+        object.__setattr__(self, "terms", tuple(checked))
 
     def describe(self) -> str:
         if self.exact:
