@@ -28,7 +28,8 @@ def _mp_loadable() -> str:
 
 def test_importing_pycutensor_and_the_raw_layers_loads_neither_library() -> None:
     out = run_python(
-        "import sys, pycutensor, pycutensor.raw_mp, pycutensor.raw_mg\n"
+        "import sys, pycutensor, pycutensor.raw_mp, pycutensor.raw_mg, pycutensor.distributed\n"
+        "from pycutensor.distributed import mp, mg, blocksparse, comm, cost\n"
         "maps = open('/proc/self/maps').read()\n"
         "print('libcutensorMp' in maps, 'libcutensorMg' in maps, 'libnccl' in maps)\n"
     )

@@ -1,0 +1,60 @@
+"""Helpers shared by the cuTENSORMp, cuTENSORMg and block-sparse wrappers."""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["DeviceRequiredError", "c_array", "modes_of", "require_gpu"]
+
+
+class DeviceRequiredError(RuntimeError):
+    """The call needs a CUDA GPU (and, for cuTENSORMp, NCCL), and this machine has none.
+
+    Raised before any library call, with the driver's reason; everything that only needs the host
+    (distributions, cost models, argument checks) works without one.
+    """
+
+
+def require_gpu(what: str) -> None:
+    """Raise :class:`DeviceRequiredError` naming ``what`` unless a CUDA device is usable."""
+    from pycudnn._shared.cuda import gpu_available
+
+    ok, reason = gpu_available()
+    if not ok:
+        raise DeviceRequiredError(f"{what} needs a CUDA GPU: {reason}")
+
+
+def c_array(ctype: Any, values: Sequence[int] | None) -> Any:
+    """A ctypes array of ``values``, or None (C's NULL) for None."""
+    if values is None:
+        return None
+    return (ctype * len(values))(*values)
+
+
+def modes_of(modes: Sequence[Any] | str, ndim: int, name: str) -> tuple[int, ...]:
+    """Mode labels as C ints: a string of letters (``"mk"``) or a sequence of ints or one-char
+    strings; one per mode, each distinct (cuTENSOR's rule for an operand)."""
+    labels = list(modes)
+    if len(labels) != ndim:
+        raise ValueError(f"{name} has {len(labels)} modes but the tensor has {ndim}")
+    out = []
+    for label in labels:
+        if isinstance(label, str) and len(label) == 1:
+            out.append(ord(label))
+        elif isinstance(label, (int, np.integer)) and not isinstance(label, bool):
+            out.append(int(label))
+        else:
+            raise TypeError(f"{name}: a mode is an int or a one-character string, not {label!r}")
+    if len(set(out)) != len(out):
+        raise ValueError(
+            f"{name} repeats a mode ({list(modes)}); each mode appears once per tensor"
+        )
+    return tuple(out)
+
+
+def int64s(values: Sequence[int]) -> ctypes.Array[ctypes.c_int64]:
+    return (ctypes.c_int64 * len(values))(*values)

@@ -1,0 +1,107 @@
+"""CPU tier of pycutensor.distributed's cuTENSORMp and cuTENSORMg objects: argument checks that
+run before any library call, and the specific error for what needs a GPU."""
+
+from __future__ import annotations
+
+import pytest
+
+from pycudnn._shared.cuda import gpu_available
+from pycutensor.distributed import (
+    Communicator,
+    DeviceRequiredError,
+    DistributedTensor,
+    MgHandle,
+    MpHandle,
+)
+from pycutensor.distributed.mp import _groups, parse_subscripts
+
+
+@pytest.fixture
+def no_gpu() -> None:
+    if gpu_available()[0]:
+        pytest.skip("a GPU is usable here: the no-GPU errors are not raised")
+
+
+@pytest.mark.parametrize(
+    ("comm", "error", "match"),
+    [
+        ("comm", TypeError, "ncclComm_t address"),
+        (True, TypeError, "not a bool"),
+        (0, ValueError, "not the address"),
+        (2**64, ValueError, "not the address"),
+        (object(), TypeError, "PyTorch NCCL process group"),
+    ],
+)
+def test_communicator_refuses_what_is_not_one(comm: object, error: type, match: str) -> None:
+    with pytest.raises(error, match=match):
+        Communicator(comm)
+
+
+def test_communicator_says_it_needs_a_gpu(no_gpu: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(DeviceRequiredError, match="NCCL communicator needs a CUDA GPU"):
+        Communicator(0x1000)
+    with pytest.raises(DeviceRequiredError):
+        Communicator.single()
+    with pytest.raises(DeviceRequiredError):
+        Communicator.from_mpi()
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    with pytest.raises(DeviceRequiredError):
+        Communicator.from_env()  # no launcher: one rank
+
+
+def test_from_env_reads_torchrun_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "one")
+    with pytest.raises(ValueError, match="RANK and WORLD_SIZE must be set to ints"):
+        Communicator.from_env()
+
+
+def test_handle_and_tensor_check_their_arguments() -> None:
+    with pytest.raises(TypeError, match="Communicator"):
+        MpHandle(0x1000)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="MpHandle"):
+        DistributedTensor("handle", (4, 4))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("subscripts", "match"),
+    [
+        ("ik,kj", "explicit"),
+        ("ik,kj,jl->il", "two operands"),
+        ("i...,kj->ij", "distinct letters"),
+        ("iik,kj->ij", "distinct letters"),
+        ("ik,k1->i1", "distinct letters"),
+    ],
+)
+def test_einsum_subscripts(subscripts: str, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        parse_subscripts(subscripts)
+
+
+def test_einsum_subscripts_parse() -> None:
+    assert parse_subscripts("mk, kn -> mn") == ("mk", "kn", "mn")
+
+
+def test_unfold_groups_follow_the_header() -> None:
+    # "currently only the value 2 is supported"; groupSize entries "must sum to the number of
+    # modes"
+    indices, sizes = _groups([[0, 2], [1]], 3, "unfold")
+    assert list(indices) == [0, 2, 1] and list(sizes) == [2, 1]
+    with pytest.raises(ValueError, match="exactly 2 groups"):
+        _groups([[0], [1], [2]], 3, "unfold")
+    with pytest.raises(ValueError, match="each of the 3 modes"):
+        _groups([[0, 1], [1]], 3, "unfold")
+
+
+@pytest.mark.parametrize(
+    ("devices", "match"),
+    [([], "at least one device"), ([0, 0], "twice"), ([-1], r"ordinals \(>= 0\)")],
+)
+def test_mg_handle_checks_the_device_list(devices: list[int], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        MgHandle(devices)
+
+
+def test_mg_handle_says_it_needs_a_gpu(no_gpu: None) -> None:
+    with pytest.raises(DeviceRequiredError, match="cuTENSORMg handle needs a CUDA GPU"):
+        MgHandle([0])
