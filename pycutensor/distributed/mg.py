@@ -106,17 +106,19 @@ class MgTensor(CResource):
             raise TypeError(f"handle must be an MgHandle, not {type(handle).__name__}")
         ext = tuple(extents)
         counts = tuple(device_count) if device_count is not None else (1,) * len(ext)
+        if any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in counts):
+            raise ValueError(f"device_count must hold positive ints, got {list(counts)}")
         grid = math.prod(counts) if counts else 1
         devs = _devices(devices if devices is not None else handle.devices[:grid], "devices")
         outside = [d for d in devs if d not in handle.devices]
         if outside:
             raise ValueError(f"devices {outside} are not among the handle's {list(handle.devices)}")
-        self.distribution = Distribution.block_cyclic(ext, counts, block_sizes, len(devs))
         if len(devs) % grid:
             raise ValueError(
                 f"devices lists {len(devs)} devices; it must be a multiple of prod(device_count) "
                 f"= {grid} (the multiple replicates the tensor)"
             )
+        self.distribution = Distribution.block_cyclic(ext, counts, block_sizes, len(devs))
         self.handle, self.devices = handle, devs
         self.data_type = data_type_name(dtype)
         self.dtype = dtype_of_data_type(self.data_type)

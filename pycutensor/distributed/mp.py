@@ -567,12 +567,19 @@ def _rooted_like(
     )
 
 
+def _synchronize(handle: MpHandle) -> None:
+    from pycudnn._shared.cuda import get_device
+
+    get_device(handle.device_id).sync()
+
+
 def gather(tensor: DistributedTensor, root: int = 0) -> np.ndarray | None:
     """The whole tensor as a NumPy array on ``root`` (None elsewhere): a redistribution to a
     layout that only ``root`` holds. Collective; for tests and small data."""
     whole = _rooted_like(tensor, tensor.extents, tensor.dtype, root)
     try:
         RedistributionPlan(whole, tensor).execute()
+        _synchronize(tensor.handle)  # the plan ran on the handle's stream; the copy uses another
         return whole.local_to_numpy() if tensor.handle.rank == root else None
     finally:
         whole.close()
@@ -589,5 +596,6 @@ def scatter(array: np.ndarray | None, like: DistributedTensor, root: int = 0) ->
                 raise ValueError(f"array has shape {host.shape}, the tensor {like.extents}")
             whole.local_from_numpy(host)
         RedistributionPlan(like, whole).execute()
+        _synchronize(like.handle)  # ``whole`` is freed below: the plan must be done with it
     finally:
         whole.close()
