@@ -124,6 +124,10 @@ class ExtensionLibrary(NativeLibrary):
         self, soname: str, pattern: str, pathfinder_name: str | None, core_dir: str, path: str
     ) -> ctypes.CDLL:
         # RTLD_GLOBAL: the symbols must be there when the dynamic loader resolves this library's.
+        try:  # one copy per process: the one nccl4py, PyTorch or CuPy loaded, if any
+            return ctypes.CDLL(soname, mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
+        except OSError:
+            pass
         candidates = [c for c in (_wheel_library(core_dir, pattern), soname) if c]
         errors = []
         if pathfinder_name is not None:

@@ -64,6 +64,9 @@ class MpHandle(CResource):
         self.device_id = comm.device_id if device is None else int(device)
         self.stream = stream
         self._stream_ptr = stream_handle(stream)
+        from pycudnn._shared.cuda import get_device
+
+        get_device(self.device_id).set_current()  # NCCL and cuTENSORMp work on the current device
         handle = mpb.cutensorMpHandle_t()
         raw_mp.cutensorMpCreate(ctypes.byref(handle), comm.ptr, self.device_id, self._stream_ptr)
         super().__init__(int(handle.value or 0), raw_mp.cutensorMpDestroy, parents=(comm,))
@@ -83,10 +86,8 @@ class MpHandle(CResource):
 
 
 def _get_attribute(handle: MpHandle, desc: CResource, attr: int, ctype: Any, count: int) -> Any:
-    buf = (ctype * count)()
-    raw_mp.cutensorMpTensorDescriptorGetAttribute(
-        handle, desc, attr, ctypes.cast(buf, ctypes.c_void_p), ctypes.sizeof(buf)
-    )
+    buf = (ctype * count)()  # the raw layer checks sizeInBytes against the array's size
+    raw_mp.cutensorMpTensorDescriptorGetAttribute(handle, desc, attr, buf, ctypes.sizeof(buf))
     return tuple(int(v) for v in buf)
 
 
