@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Generate ``pycudnn/_bindings.py`` and ``pycutensor/_bindings.py`` from NVIDIA's C headers.
+"""Generate ``pycudnn/_bindings.py`` and ``pycutensor/_bindings.py`` from NVIDIA's C headers
+(and ``pycutensor/_bindings_mp.py``, ``_bindings_mg.py`` from the cuTENSORMp and cuTENSORMg headers
+of the same cuTENSOR wheel).
 
 Usage::
 
@@ -10,7 +12,8 @@ Usage::
 The headers come from the ``nvidia-cudnn-cu12``/``-cu13`` and ``cutensor-cu12``/``-cu13``
 wheels (found through ``cuda.pathfinder``) and are parsed with libclang (pip ``libclang``) as C99.
 The wheels do not ship the CUDA runtime headers they include, so ``scripts/stub_headers`` supplies
-small stand-ins for ``<cuda_runtime_api.h>``, ``<cuda_runtime.h>``, ``<library_types.h>`` and the
+small stand-ins for ``<cuda_runtime_api.h>``, ``<cuda_runtime.h>``, ``<library_types.h>``,
+``<nccl.h>`` (included by ``cutensorMp.h``) and the
 three libc headers the parse needs; the parse runs with ``-nostdinc`` and a fixed target triple so
 that it behaves the same on every machine, with or without a C toolchain.
 
@@ -1826,8 +1829,8 @@ def generate_cutensor(include_dir: Path, report: Report) -> str:
         "",
         "Enums are ``IntEnum`` classes named like their C typedefs, with every C enumerator also",
         "available under its C name; ``FUNCTIONS`` describes every function that ``cutensor.h``",
-        "declares, for the lazy loader in ``pycudnn._shared.ffi``. cuTENSORMg and cuTENSORMp are",
-        "not covered.",
+        "declares, for the lazy loader in ``pycudnn._shared.ffi``. cuTENSORMp and cuTENSORMg are",
+        "in ``_bindings_mp`` and ``_bindings_mg``.",
     ]
     w.add(file_header("cuTENSOR", version, "cutensor.h and cutensor/types.h", doc))
     w.add(
