@@ -13,9 +13,9 @@ The headers come from the ``nvidia-cudnn-cu12``/``-cu13`` and ``cutensor-cu12``/
 wheels (found through ``cuda.pathfinder``) and are parsed with libclang (pip ``libclang``) as C99.
 The wheels do not ship the CUDA runtime headers they include, so ``scripts/stub_headers`` supplies
 small stand-ins for ``<cuda_runtime_api.h>``, ``<cuda_runtime.h>``, ``<library_types.h>``,
-``<nccl.h>`` (included by ``cutensorMp.h``) and the
-three libc headers the parse needs; the parse runs with ``-nostdinc`` and a fixed target triple so
-that it behaves the same on every machine, with or without a C toolchain.
+``<nccl.h>`` (included by ``cutensorMp.h``) and the three libc headers the parse needs; the parse
+runs with ``-nostdinc`` and a fixed target triple so that it behaves the same on every machine,
+with or without a C toolchain.
 
 Everything in the generated modules comes from the parse: enumerator values, prototypes, struct
 layouts, integer macros, ``@since`` tags, deprecation attributes and the attribute tables that
