@@ -58,16 +58,35 @@ def test_stride_compatibility_rule_of_the_header() -> None:
     [
         ((), ((),), "1 to 32 modes"),
         (((2,),) * 33, ((0,) * 33,), "1 to 32 modes"),
-        (((2, 0),), ((0,),), "positive extents"),
+        (((2, 0),), ((0,),), r"sections\[0\]\[1\] must be >= 1"),
+        (((),), ((0,),), "one or more section extents"),
         (((2, 3),), (), "at least one"),
         (((2, 3),), ((2,),), "outside mode 0's 2 sections"),
         (((2, 3), (4,)), ((0,),), "1 coordinates for 2 modes"),
         (((2, 3),), ((1,), (1,)), "twice"),
     ],
 )
-def test_bad_structures_are_refused(sections: tuple, blocks: tuple, match: str) -> None:
+def test_bad_structures_are_refused_naming_the_argument(
+    sections: tuple, blocks: tuple, match: str
+) -> None:
     with pytest.raises(ValueError, match=match):
         BlockStructure(sections, blocks)
+
+
+@pytest.mark.parametrize(
+    ("sections", "blocks", "match"),
+    [
+        (2.5, ((0,),), "sections must be a sequence"),
+        (((2, "3"),), ((0,),), r"sections\[0\]\[1\] must be an int"),
+        (((2, 3),), ((0.0,),), r"blocks\[0\]\[0\] must be an int"),
+        (((2, 3),), "0", "blocks must be a sequence"),
+    ],
+)
+def test_wrong_types_are_refused_naming_the_argument(
+    sections: object, blocks: object, match: str
+) -> None:
+    with pytest.raises(TypeError, match=match):
+        BlockStructure(sections, blocks)  # type: ignore[arg-type]
 
 
 def test_a_mode_has_the_same_sections_everywhere() -> None:

@@ -16,7 +16,7 @@ from pycutensor.distributed.cost import (
     grid_for,
     redistribution_cost,
 )
-from pycutensor.distributed.layout import Distribution, owned_ranges
+from pycutensor.distributed.layout import Distribution, local_length, owned_ranges, owner_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,6 +34,31 @@ def test_near_even_slices_give_the_remainder_to_lower_coordinates() -> None:
     assert [owned_ranges(10, 3, 0, c) for c in range(3)] == [[(0, 4)], [(4, 7)], [(7, 10)]]
     # more coordinates than elements: the last ones hold nothing
     assert owned_ranges(2, 3, 0, 2) == []
+
+
+def test_counts_and_owner_arrays_agree_with_the_listed_ranges() -> None:
+    # local_length (closed form) and owner_of (vectorised) against the ranges listed block by
+    # block, over every small case
+    for extent in range(1, 23):
+        for parts in range(1, 6):
+            for block in range(7):
+                owner = owner_of(extent, parts, block)
+                for c in range(parts):
+                    ranges = owned_ranges(extent, parts, block, c)
+                    listed = [i for a, b in ranges for i in range(a, b)]
+                    assert local_length(extent, parts, block, c) == len(listed)
+                    assert listed == [i for i in range(extent) if owner[i] == c]
+
+
+def test_huge_extents_are_counted_not_listed() -> None:
+    d = Distribution((2**40, 3), (4, 1), block_sizes=(1, 0))
+    assert d.local_extents(1) == (2**38, 3)
+    with pytest.raises(ValueError, match="lists at most"):
+        d.global_indices(1)
+    with pytest.raises(ValueError, match="more than the"):
+        Distribution((8,), (2**30,))
+    with pytest.raises(ValueError, match=r"extents\[0\] must be <= "):
+        Distribution((2**63,), (1,))
 
 
 def test_logical_rank_coordinates_have_mode_0_fastest() -> None:

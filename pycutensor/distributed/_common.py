@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DeviceRequiredError", "c_array", "modes_of", "require_gpu"]
+__all__ = ["DeviceRequiredError", "c_array", "int64s", "int_tuple", "modes_of", "require_gpu"]
 
 
 class DeviceRequiredError(RuntimeError):
@@ -53,6 +53,25 @@ def modes_of(modes: Sequence[Any] | str, ndim: int, name: str) -> tuple[int, ...
         raise ValueError(
             f"{name} repeats a mode ({list(modes)}); each mode appears once per tensor"
         )
+    return tuple(out)
+
+
+def int_tuple(
+    values: Sequence[int], name: str, *, minimum: int, maximum: int = 2**63 - 1
+) -> tuple[int, ...]:
+    """``values`` as a tuple of ints from ``minimum`` to ``maximum`` (default: what C's int64_t
+    holds); errors name ``name[i]`` and the rule."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
+        raise TypeError(f"{name} must be a sequence of ints, not {type(values).__name__}")
+    out = []
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name}[{i}] must be an int, not {type(v).__name__}")
+        if int(v) < minimum:
+            raise ValueError(f"{name}[{i}] must be >= {minimum}, got {int(v)}")
+        if int(v) > maximum:
+            raise ValueError(f"{name}[{i}] must be <= {maximum}, got {int(v)}")
+        out.append(int(v))
     return tuple(out)
 
 

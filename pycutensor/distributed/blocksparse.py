@@ -29,7 +29,7 @@ from .. import _bindings as cb
 from .. import raw
 from ..tables import compute_type_name
 from ..tensor import data_type_name, data_type_value, dtype_of_data_type
-from ._common import c_array, int64s, modes_of, require_gpu
+from ._common import c_array, int64s, int_tuple, modes_of, require_gpu
 
 __all__ = ["BlockSparseContractionPlan", "BlockSparseTensor", "BlockStructure"]
 
@@ -37,6 +37,12 @@ MAX_MODES = 32  # "Currently, a maximum of 32 modes is supported."
 # "the only supported types are CUDA_C_64F, CUDA_C_32F, CUDA_R_64F, and CUDA_R_32F", each with the
 # compute descriptor of its precision and scalars of its own type.
 SUPPORTED = {"R_32F": "32F", "R_64F": "64F", "C_32F": "32F", "C_64F": "64F"}
+
+
+def _seq(value: Any, name: str) -> Sequence[Any]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a sequence, not {type(value).__name__}")
+    return value
 
 
 def _column_major(shape: Sequence[int]) -> tuple[int, ...]:
@@ -61,15 +67,19 @@ class BlockStructure:
     strides: tuple[tuple[int, ...], ...] | None = None
 
     def __post_init__(self) -> None:
-        sections = tuple(tuple(int(e) for e in s) for s in self.sections)
+        sections = tuple(
+            int_tuple(s, f"sections[{m}]", minimum=1)
+            for m, s in enumerate(_seq(self.sections, "sections"))
+        )
         if not 0 < len(sections) <= MAX_MODES:
             raise ValueError(f"sections must describe 1 to {MAX_MODES} modes, got {len(sections)}")
         for m, s in enumerate(sections):
-            if not s or min(s) < 1:
-                raise ValueError(
-                    f"sections[{m}] must list one or more positive extents, got {list(s)}"
-                )
-        blocks = tuple(tuple(int(c) for c in b) for b in self.blocks)
+            if not s:
+                raise ValueError(f"sections[{m}] must list one or more section extents")
+        blocks = tuple(
+            int_tuple(b, f"blocks[{i}]", minimum=0)
+            for i, b in enumerate(_seq(self.blocks, "blocks"))
+        )
         if not blocks:
             raise ValueError("blocks must list at least one non-zero block")
         for i, b in enumerate(blocks):
@@ -85,11 +95,12 @@ class BlockStructure:
             raise ValueError(f"blocks lists block {dup} twice; each non-zero block is listed once")
         strides = None
         if self.strides is not None:
-            strides = tuple(tuple(int(s) for s in st) for st in self.strides)
+            strides = tuple(
+                int_tuple(st, f"strides[{i}]", minimum=1)
+                for i, st in enumerate(_seq(self.strides, "strides"))
+            )
             if len(strides) != len(blocks) or any(len(s) != len(sections) for s in strides):
                 raise ValueError("strides must give one stride per mode for each block")
-            if any(min(s) < 1 for s in strides):
-                raise ValueError("strides must be positive")
             # cutensor.h: the permutation that sorts the first block's strides must sort every
             # other block's strides too.
             order = sorted(range(len(sections)), key=lambda m: strides[0][m])

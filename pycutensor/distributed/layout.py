@@ -34,18 +34,36 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Distribution", "owned_ranges", "owner_of"]
+from ._common import int_tuple
+
+__all__ = ["Distribution", "local_length", "owned_ranges", "owner_of"]
 
 
-def _ints(values: Sequence[int], name: str, *, minimum: int) -> tuple[int, ...]:
-    out = []
-    for i, v in enumerate(values):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"{name}[{i}] must be an int, not {type(v).__name__}")
-        if int(v) < minimum:
-            raise ValueError(f"{name}[{i}] must be >= {minimum}, got {int(v)}")
-        out.append(int(v))
-    return tuple(out)
+#: Indices one mode may have where the host lists them one by one (owner arrays, global indices);
+#: the extents themselves may be anything int64_t holds.
+MAX_LISTED = 2**27
+#: Ranks a Distribution lists on the host (cuTENSORMp takes uint32_t nranks).
+MAX_RANKS = 2**24
+
+
+def _blocks(extent: int, block: int) -> int:
+    return -(-extent // block)  # ceil without floats: extents go up to 2**63 - 1
+
+
+def local_length(extent: int, parts: int, block: int, coord: int) -> int:
+    """How many indices of one mode grid coordinate ``coord`` of ``parts`` owns (the rules of
+    :func:`owned_ranges`, in closed form)."""
+    if not 0 <= coord < parts:
+        raise ValueError(f"coordinate {coord} is outside a mode split {parts} ways")
+    if block == 0:
+        q, r = divmod(extent, parts)
+        return q + (1 if coord < r else 0)
+    n = _blocks(extent, block)
+    if coord >= n:
+        return 0
+    owned = (n - coord + parts - 1) // parts
+    short = block - (extent - (n - 1) * block)  # what the last block lacks
+    return owned * block - (short if (n - 1) % parts == coord else 0)
 
 
 def owned_ranges(extent: int, parts: int, block: int, coord: int) -> list[tuple[int, int]]:
@@ -59,19 +77,32 @@ def owned_ranges(extent: int, parts: int, block: int, coord: int) -> list[tuple[
         start = coord * q + min(coord, r)
         size = q + (1 if coord < r else 0)
         return [(start, start + size)] if size else []
+    count = max(0, (_blocks(extent, block) - coord + parts - 1) // parts)
+    if count > MAX_LISTED:
+        raise ValueError(
+            f"coordinate {coord} owns {count} blocks of {block} of this mode; the host lists at "
+            f"most {MAX_LISTED} (use local_extents, which counts them without listing)"
+        )
     return [
         (b * block, min(extent, (b + 1) * block))
-        for b in range(coord, math.ceil(extent / block), parts)
+        for b in range(coord, _blocks(extent, block), parts)
     ]
 
 
 def owner_of(extent: int, parts: int, block: int) -> np.ndarray:
     """``owner[i]``: the grid coordinate that owns global index ``i`` of one mode."""
-    owner = np.empty(extent, dtype=np.int64)
-    for c in range(parts):
-        for start, stop in owned_ranges(extent, parts, block, c):
-            owner[start:stop] = c
-    return owner
+    if extent > MAX_LISTED:
+        raise ValueError(
+            f"a mode of extent {extent} is too long to list owner by owner on the host (at most "
+            f"{MAX_LISTED})"
+        )
+    index = np.arange(extent, dtype=np.int64)
+    if block:
+        return (index // block) % parts
+    q, r = divmod(extent, parts)
+    # The first r coordinates hold q + 1 indices, the others q.
+    cut = r * (q + 1)
+    return np.where(index < cut, index // (q + 1), r + (index - cut) // max(q, 1))
 
 
 @dataclass(frozen=True)
@@ -88,18 +119,19 @@ class Distribution:
     nranks: int | None = None
     ranks: tuple[int, ...] | None = None
     _owners: dict[int, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+    _index: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        ext = _ints(self.extents, "extents", minimum=1)
+        ext = int_tuple(self.extents, "extents", minimum=1)
         if not ext:
             raise ValueError("extents must have at least one mode (cuTENSORMp: numModes > 0)")
-        per = _ints(self.ranks_per_mode, "ranks_per_mode", minimum=1)
+        per = int_tuple(self.ranks_per_mode, "ranks_per_mode", minimum=1)
         if len(per) != len(ext):
             raise ValueError(
                 f"ranks_per_mode has {len(per)} entries but the tensor has {len(ext)} modes"
             )
         blocks = (0,) * len(ext) if self.block_sizes is None else self.block_sizes
-        blocks = _ints(blocks, "block_sizes", minimum=0)
+        blocks = int_tuple(blocks, "block_sizes", minimum=0)
         if len(blocks) != len(ext):
             raise ValueError(
                 f"block_sizes has {len(blocks)} entries but the tensor has {len(ext)} modes"
@@ -108,6 +140,11 @@ class Distribution:
         nranks = grid if self.nranks is None else self.nranks
         if isinstance(nranks, bool) or not isinstance(nranks, (int, np.integer)) or nranks < 1:
             raise ValueError(f"nranks must be a positive int, got {nranks!r}")
+        if nranks > MAX_RANKS:
+            raise ValueError(
+                f"{nranks} ranks (nranks, or the grid prod(ranks_per_mode)) is more than the "
+                f"{MAX_RANKS} a distribution lists on the host"
+            )
         if nranks < grid:
             # Coordinates beyond the last logical rank would have no owner: parts of the tensor
             # would be stored nowhere.
@@ -116,7 +153,9 @@ class Distribution:
                 f"{grid}; every grid coordinate needs a rank"
             )
         ranks = (
-            tuple(range(nranks)) if self.ranks is None else _ints(self.ranks, "ranks", minimum=0)
+            tuple(range(nranks))
+            if self.ranks is None
+            else int_tuple(self.ranks, "ranks", minimum=0)
         )
         if len(ranks) != nranks:
             raise ValueError(f"ranks has {len(ranks)} entries but nranks = {nranks}")
@@ -127,6 +166,7 @@ class Distribution:
         object.__setattr__(self, "block_sizes", blocks)
         object.__setattr__(self, "nranks", int(nranks))
         object.__setattr__(self, "ranks", ranks)
+        self._index.update((r, i) for i, r in enumerate(ranks))  # logical rank of each rank
 
     # -- the grid ---------------------------------------------------------------------------
     @property
@@ -147,10 +187,10 @@ class Distribution:
     def coordinate(self, rank: int) -> tuple[int, ...] | None:
         """The grid coordinate of communicator rank ``rank`` (mode 0 fastest); None when
         ``rank`` is not listed in ``ranks`` (it owns nothing)."""
-        assert self.ranks is not None
-        if rank not in self.ranks:
+        logical = self._index.get(rank)
+        if logical is None:
             return None
-        rest = self.ranks.index(rank) % self.grid_size
+        rest = logical % self.grid_size
         coord = []
         for parts in self.ranks_per_mode:
             rest, c = divmod(rest, parts)
@@ -179,7 +219,16 @@ class Distribution:
     def local_extents(self, rank: int) -> tuple[int, ...]:
         """The elements ``rank`` holds per mode (cuTENSORMp's LOCAL_EXTENT; zeros for a rank
         that is not listed)."""
-        return tuple(sum(b - a for a, b in m) for m in self.owned_ranges(rank))
+        coord = self.coordinate(rank)
+        if coord is None:
+            return (0,) * self.ndim
+        assert self.block_sizes is not None
+        return tuple(
+            local_length(e, p, b, c)
+            for e, p, b, c in zip(
+                self.extents, self.ranks_per_mode, self.block_sizes, coord, strict=True
+            )
+        )
 
     def local_volume(self, rank: int) -> int:
         return math.prod(self.local_extents(rank))
