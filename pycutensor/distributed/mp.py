@@ -97,9 +97,10 @@ class DistributedTensor(CResource):
 
     ``ranks_per_mode`` is the process grid (1: the mode is replicated; default: every mode
     replicated), ``block_sizes`` the block-cyclic block per mode (None or 0: near-even contiguous
-    slices), ``nranks``/``ranks`` the participating ranks (default: the grid's size, ranks
-    ``0..nranks-1``). ``local`` is the shard: given, or allocated with the storage size that
-    cuTENSORMp reports (None on a rank that holds nothing).
+    slices), ``nranks``/``ranks`` the participating ranks (default: every rank of the
+    communicator; ranks beyond the grid's size hold replicas). ``local`` is the shard: a 1-D
+    contiguous device array given, or allocated with the storage size that cuTENSORMp reports
+    (None on a rank that holds nothing).
     """
 
     _kind = "cuTENSORMp tensor descriptor"
@@ -120,11 +121,19 @@ class DistributedTensor(CResource):
             raise TypeError(f"handle must be an MpHandle, not {type(handle).__name__}")
         ext = tuple(extents)
         per = tuple(ranks_per_mode) if ranks_per_mode is not None else (1,) * len(ext)
+        if nranks is None:  # every rank of the communicator (C takes no default)
+            nranks = handle.size if ranks is None else len(ranks)
         # The documented rules, checked on the host first (each names the argument).
         self.distribution = Distribution(
             ext, per, None if block_sizes is None else tuple(block_sizes), nranks,
             None if ranks is None else tuple(ranks),
         )  # fmt: skip
+        assert self.distribution.ranks is not None
+        outside = [r for r in self.distribution.ranks if r >= handle.size]
+        if outside:
+            raise ValueError(
+                f"ranks {outside} are not in the communicator, which has {handle.size} ranks"
+            )
         self.data_type = data_type_name(dtype)
         self.dtype = dtype_of_data_type(self.data_type)
         self.handle = handle
@@ -161,7 +170,7 @@ class DistributedTensor(CResource):
         from pycudnn._shared.arrays import array_view
         from pycudnn._shared.device_array import DeviceArray
 
-        elements = self.local_storage_bytes // self.dtype.itemsize
+        elements = -(-self.local_storage_bytes // self.dtype.itemsize)
         if local is None:
             if not elements:
                 return None
@@ -173,10 +182,12 @@ class DistributedTensor(CResource):
             )
         if view.dtype != self.dtype:
             raise TypeError(f"local has dtype {view.dtype}, the tensor {self.dtype}")
-        if view.span_bytes() < self.local_storage_bytes:
+        if view.ndim != 1 or view.strides != (1,) or view.shape[0] < elements:
+            # cuTENSORMp addresses the shard by element offsets from its start.
             raise ValueError(
-                f"local spans {view.span_bytes()} bytes; cuTENSORMp stores this rank's shard in "
-                f"{self.local_storage_bytes}"
+                f"local must be a 1-D contiguous device array of at least {elements} elements "
+                f"(the {self.local_storage_bytes} bytes cuTENSORMp stores this rank's shard in); "
+                f"got shape {view.shape}, strides {view.strides}"
             )
         return local
 
