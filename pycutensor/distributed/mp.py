@@ -480,8 +480,9 @@ def _check_matrix(tensor: DistributedTensor, groups: Sequence[Sequence[int]], si
     if tensor.data_type in ("R_16F", "R_16BF"):
         raise TypeError(f"{what}: cuTENSORMp does not fold or unfold FP16 and BF16")
     tile = 32 if tensor.data_type == "R_32F" else 16
+    # 0 (contiguous slices) is left to cuTENSORMp: the header states the rule for block sizes.
     blocks = side.distribution.block_sizes or (0, 0)
-    if any(b % tile for b in blocks) or 0 in blocks:
+    if any(b % tile for b in blocks):
         raise ValueError(
             f"{what}: each matrix block size must be a multiple of {tile} for "
             f"{tensor.data_type} (the header's tile granularity), got {list(blocks)}"
