@@ -13,7 +13,8 @@ from pycutensor.distributed import (
     MgHandle,
     MpHandle,
 )
-from pycutensor.distributed.mp import _groups, parse_subscripts
+from pycutensor.distributed.layout import Distribution
+from pycutensor.distributed.mp import _groups, check_folding, parse_subscripts
 
 
 @pytest.fixture
@@ -105,3 +106,23 @@ def test_mg_handle_checks_the_device_list(devices: list[int], match: str) -> Non
 def test_mg_handle_says_it_needs_a_gpu(no_gpu: None) -> None:
     with pytest.raises(DeviceRequiredError, match="cuTENSORMg handle needs a CUDA GPU"):
         MgHandle([0])
+
+
+def test_folding_rules_of_the_header() -> None:
+    tensor = Distribution((8, 4, 16), (2, 1, 1))
+    matrix = Distribution((128, 4), (2, 1), block_sizes=(32, 32))
+    indices, sizes = check_folding(tensor, "R_32F", matrix, "R_32F", [[0, 2], [1]], what="unfold")
+    assert list(indices) == [0, 2, 1] and list(sizes) == [2, 1]
+    # "a multiple of 32 for FP32 (CUDA_R_32F) and a multiple of 16 for all other ... datatypes"
+    tiles16 = Distribution((128, 4), (2, 1), block_sizes=(16, 16))
+    with pytest.raises(ValueError, match="multiple of 32 for R_32F"):
+        check_folding(tensor, "R_32F", tiles16, "R_32F", [[0, 2], [1]], what="unfold")
+    check_folding(tensor, "R_64F", tiles16, "R_64F", [[0, 2], [1]], what="fold")
+    # "FP16 and BF16 unfolding are currently not supported"
+    with pytest.raises(TypeError, match="FP16 and BF16"):
+        check_folding(tensor, "R_16F", tiles16, "R_16F", [[0, 2], [1]], what="unfold")
+    # "the unfolded extents do not match descDst"
+    with pytest.raises(ValueError, match=r"grouped extents are \(32, 16\)"):
+        check_folding(tensor, "R_64F", tiles16, "R_64F", [[0, 1], [2]], what="unfold")
+    with pytest.raises(ValueError, match="2 modes"):
+        check_folding(tensor, "R_64F", tensor, "R_64F", [[0, 2], [1]], what="unfold")

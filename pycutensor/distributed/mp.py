@@ -468,25 +468,34 @@ def _groups(groups: Sequence[Sequence[int]], ndim: int, what: str) -> tuple[Any,
     return c_array(ctypes.c_int32, flat), int64s([len(g) for g in groups])
 
 
-def _check_matrix(tensor: DistributedTensor, groups: Sequence[Sequence[int]], side: DistributedTensor,
-                  what: str) -> None:  # fmt: skip
-    if side.ndim != 2:
-        raise ValueError(f"{what}: the matrix must have 2 modes, has {side.ndim}")
+def check_folding(
+    tensor: Distribution, tensor_type: str, matrix: Distribution, matrix_type: str,
+    groups: Sequence[Sequence[int]], *, what: str,
+) -> tuple[Any, Any]:  # fmt: skip
+    """The header's rules of an unfolding or folding (a tensor and a distributed matrix, the
+    tensor's modes in two ``groups``), checked on the host; returns (groupModeIndices,
+    groupSize) for C."""
+    indices, sizes = _groups(groups, tensor.ndim, what)
+    if matrix.ndim != 2:
+        raise ValueError(f"{what}: the matrix must have 2 modes, has {matrix.ndim}")
     want = tuple(math.prod(tensor.extents[i] for i in g) for g in groups)
-    if side.extents != want:
+    if matrix.extents != want:
         raise ValueError(
-            f"{what}: the grouped extents are {want} but the matrix has {side.extents}"
+            f"{what}: the grouped extents are {want} but the matrix has {matrix.extents}"
         )
-    if tensor.data_type in ("R_16F", "R_16BF"):
+    if tensor_type != matrix_type:
+        raise TypeError(f"{what}: the tensor is {tensor_type} but the matrix {matrix_type}")
+    if tensor_type in ("R_16F", "R_16BF"):
         raise TypeError(f"{what}: cuTENSORMp does not fold or unfold FP16 and BF16")
-    tile = 32 if tensor.data_type == "R_32F" else 16
+    tile = 32 if tensor_type == "R_32F" else 16
     # 0 (contiguous slices) is left to cuTENSORMp: the header states the rule for block sizes.
-    blocks = side.distribution.block_sizes or (0, 0)
+    blocks = matrix.block_sizes or (0, 0)
     if any(b % tile for b in blocks):
         raise ValueError(
             f"{what}: each matrix block size must be a multiple of {tile} for "
-            f"{tensor.data_type} (the header's tile granularity), got {list(blocks)}"
+            f"{tensor_type} (the header's tile granularity), got {list(blocks)}"
         )
+    return indices, sizes
 
 
 class UnfoldPlan(_Plan):
@@ -497,8 +506,8 @@ class UnfoldPlan(_Plan):
                  groups: Sequence[Sequence[int]], *,
                  preference: MpPlanPreference | None = None) -> None:  # fmt: skip
         _same_handle(src.handle, (dst, src))
-        _check_matrix(src, groups, dst, "unfold")
-        indices, sizes = _groups(groups, src.ndim, "unfold")
+        indices, sizes = check_folding(src.distribution, src.data_type, dst.distribution,
+                                       dst.data_type, groups, what="unfold")  # fmt: skip
         op = mpb.cutensorMpOperationDescriptor_t()
         raw_mp.cutensorMpCreateUnfolding(src.handle, ctypes.byref(op), src, 2, indices, sizes, dst)
         self._plan(src.handle, op, (dst, src), preference)
@@ -519,8 +528,8 @@ class FoldPlan(_Plan):
                  groups: Sequence[Sequence[int]], *,
                  preference: MpPlanPreference | None = None) -> None:  # fmt: skip
         _same_handle(src.handle, (dst, src))
-        _check_matrix(dst, groups, src, "fold")
-        indices, sizes = _groups(groups, dst.ndim, "fold")
+        indices, sizes = check_folding(dst.distribution, dst.data_type, src.distribution,
+                                       src.data_type, groups, what="fold")  # fmt: skip
         op = mpb.cutensorMpOperationDescriptor_t()
         raw_mp.cutensorMpCreateFolding(src.handle, ctypes.byref(op), src, dst, 2, indices, sizes)
         self._plan(src.handle, op, (dst, src), preference)
