@@ -13,6 +13,7 @@ from pycutensor.distributed import (
     MgHandle,
     MpHandle,
 )
+from pycutensor.distributed._common import contraction_modes
 from pycutensor.distributed.layout import Distribution
 from pycutensor.distributed.mp import _groups, check_folding, parse_subscripts
 
@@ -126,3 +127,30 @@ def test_folding_rules_of_the_header() -> None:
         check_folding(tensor, "R_64F", tiles16, "R_64F", [[0, 1], [2]], what="unfold")
     with pytest.raises(ValueError, match="2 modes"):
         check_folding(tensor, "R_64F", tensor, "R_64F", [[0, 2], [1]], what="unfold")
+
+
+def test_contraction_modes_follow_cutensors_rules() -> None:
+    ma, mb, mc = contraction_modes(
+        [((4, 3), "mk", "modes_a"), ((3, 5), "kn", "modes_b"), ((4, 5), "mn", "modes_c")]
+    )
+    assert (ma, mb, mc) == ((ord("m"), ord("k")), (ord("k"), ord("n")), (ord("m"), ord("n")))
+    with pytest.raises(ValueError, match="mode 'k' has extent 3 in modes_a but 4 in modes_b"):
+        contraction_modes(
+            [((4, 3), "mk", "modes_a"), ((4, 5), "kn", "modes_b"), ((4, 5), "mn", "modes_c")]
+        )
+    with pytest.raises(ValueError, match="output mode 'x' appears in no input"):
+        contraction_modes(
+            [((4, 3), "mk", "modes_a"), ((3, 5), "kn", "modes_b"), ((4, 5), "mx", "modes_c")]
+        )
+    with pytest.raises(ValueError, match="modes_b repeats a mode"):
+        contraction_modes(
+            [((4, 3), "mk", "modes_a"), ((3, 3), "kk", "modes_b"), ((4, 3), "mk", "modes_c")]
+        )
+    with pytest.raises(ValueError, match="modes_c has 1 modes but the tensor has 2"):
+        contraction_modes(
+            [((4, 3), "mk", "modes_a"), ((3, 5), "kn", "modes_b"), ((4, 5), "m", "modes_c")]
+        )
+    with pytest.raises(TypeError, match="one-character string"):
+        contraction_modes(
+            [((4, 3), ["mm", "k"], "modes_a"), ((3, 5), "kn", "modes_b"), ((4, 5), "mn", "c")]
+        )

@@ -8,7 +8,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DeviceRequiredError", "c_array", "int64s", "int_tuple", "modes_of", "require_gpu"]
+__all__ = [
+    "DeviceRequiredError",
+    "c_array",
+    "contraction_modes",
+    "int64s",
+    "int_tuple",
+    "modes_of",
+    "require_gpu",
+]
 
 
 class DeviceRequiredError(RuntimeError):
@@ -77,3 +85,29 @@ def int_tuple(
 
 def int64s(values: Sequence[int]) -> ctypes.Array[ctypes.c_int64]:
     return (ctypes.c_int64 * len(values))(*values)
+
+
+def _label(mode: int) -> str:
+    return repr(chr(mode)) if 32 < mode < 127 else str(mode)
+
+
+def contraction_modes(
+    operands: Sequence[tuple[Sequence[int], Sequence[Any] | str, str]],
+) -> tuple[tuple[int, ...], ...]:
+    """The modes of A, B and C of ``C = A B`` as C ints, from (extents, modes, argument name) of
+    each, checked as cuTENSOR's contractions require: one mode per dimension, distinct within an
+    operand, one extent per mode across the operands, every mode of C in A or B."""
+    out = [modes_of(m, len(ext), name) for ext, m, name in operands]
+    extent: dict[int, tuple[int, str]] = {}
+    for (ext, _, name), modes in zip(operands, out, strict=True):
+        for mode, e in zip(modes, ext, strict=True):
+            first = extent.setdefault(mode, (int(e), name))
+            if first[0] != e:
+                raise ValueError(
+                    f"mode {_label(mode)} has extent {first[0]} in {first[1]} but {e} in {name}"
+                )
+    *inputs, output = out
+    for mode in output:
+        if not any(mode in m for m in inputs):
+            raise ValueError(f"output mode {_label(mode)} appears in no input")
+    return tuple(out)

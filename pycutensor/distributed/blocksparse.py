@@ -29,7 +29,7 @@ from .. import _bindings as cb
 from .. import raw
 from ..tables import compute_type_name
 from ..tensor import data_type_name, data_type_value, dtype_of_data_type
-from ._common import c_array, int64s, int_tuple, modes_of, require_gpu
+from ._common import c_array, contraction_modes, int64s, int_tuple, require_gpu
 
 __all__ = ["BlockSparseContractionPlan", "BlockSparseTensor", "BlockStructure"]
 
@@ -302,8 +302,10 @@ class BlockSparseContractionPlan(CResource):
         for name, t in (("a", a), ("b", b), ("c", c)):
             if not isinstance(t, BlockSparseTensor):
                 raise TypeError(f"{name} must be a BlockSparseTensor, not {type(t).__name__}")
-        ma, mb, mc = (modes_of(m, t.structure.ndim, n) for m, t, n in
-                      ((modes_a, a, "modes_a"), (modes_b, b, "modes_b"), (modes_c, c, "modes_c")))  # fmt: skip
+        ma, mb, mc = contraction_modes(
+            [(a.structure.extents, modes_a, "modes_a"), (b.structure.extents, modes_b, "modes_b"),
+             (c.structure.extents, modes_c, "modes_c")]
+        )  # fmt: skip
         types = {a.data_type, b.data_type, c.data_type}
         if len(types) != 1:
             raise TypeError(
@@ -318,9 +320,6 @@ class BlockSparseContractionPlan(CResource):
                 f"table), not {asked}"
             )
         check_sections([(a.structure, ma), (b.structure, mb), (c.structure, mc)])
-        for mode in mc:
-            if mode not in ma and mode not in mb:
-                raise ValueError(f"output mode {mode!r} appears in neither A nor B")
         try:
             ws_pref = cb.cutensorWorksizePreference_t[workspace_preference.upper()]
         except KeyError:

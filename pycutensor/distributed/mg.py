@@ -30,7 +30,7 @@ from .. import _bindings_mg as mgb
 from .. import raw_mg
 from ..tables import KINDS, check_types, compute_type_name, expected_scalar_type
 from ..tensor import data_type_name, data_type_value, dtype_of_data_type
-from ._common import c_array, int64s, modes_of, require_gpu
+from ._common import c_array, contraction_modes, int64s, modes_of, require_gpu
 from .layout import Distribution
 
 __all__ = ["MgContractionPlan", "MgCopyPlan", "MgHandle", "MgTensor"]
@@ -346,8 +346,10 @@ class MgContractionPlan(CResource):
                 raise ValueError(f"{name} comes from another MgHandle")
             if t.devices[0] < 0:
                 raise ValueError(f"{name} is in host memory; cuTENSORMg contracts device tensors")
-        ma, mb, mc = (modes_of(m, t.ndim, n) for m, t, n in
-                      ((modes_a, a, "modes_a"), (modes_b, b, "modes_b"), (modes_c, c, "modes_c")))  # fmt: skip
+        ma, mb, mc = contraction_modes(
+            [(a.extents, modes_a, "modes_a"), (b.extents, modes_b, "modes_b"),
+             (c.extents, modes_c, "modes_c")]
+        )  # fmt: skip
         compute = check_types(
             KINDS["contraction"], (a.data_type, b.data_type, c.data_type),
             compute_type_name(compute_type),

@@ -30,7 +30,7 @@ from .. import _bindings_mp as mpb
 from .. import raw_mp
 from ..tables import KINDS, check_types, compute_type_name, expected_scalar_type, unary_operator
 from ..tensor import data_type_name, data_type_value, dtype_of_data_type
-from ._common import c_array, int64s, modes_of, require_gpu
+from ._common import c_array, contraction_modes, int64s, modes_of, require_gpu
 from .comm import Communicator
 from .layout import Distribution
 
@@ -364,16 +364,10 @@ class ContractionPlan(_Plan):
     ) -> None:
         handle = a.handle
         _same_handle(handle, (a, b, c))
-        ma, mb, mc = (modes_of(m, t.ndim, n) for m, t, n in
-                      ((modes_a, a, "modes_a"), (modes_b, b, "modes_b"), (modes_c, c, "modes_c")))  # fmt: skip
-        extent: dict[int, int] = {}
-        for t, modes in ((a, ma), (b, mb), (c, mc)):
-            for mode, e in zip(modes, t.extents, strict=True):
-                if extent.setdefault(mode, e) != e:
-                    raise ValueError(f"mode {mode!r} has extent {extent[mode]} and {e}")
-        for mode in mc:
-            if mode not in ma and mode not in mb:
-                raise ValueError(f"output mode {mode!r} appears in neither A nor B")
+        ma, mb, mc = contraction_modes(
+            [(a.extents, modes_a, "modes_a"), (b.extents, modes_b, "modes_b"),
+             (c.extents, modes_c, "modes_c")]
+        )  # fmt: skip
         compute = check_types(
             KINDS["contraction"], (a.data_type, b.data_type, c.data_type),
             compute_type_name(compute_type),
