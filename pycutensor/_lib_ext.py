@@ -62,7 +62,7 @@ def _needed(path: str, stem: str) -> str:
     if stem[-1].isdigit():
         return stem
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        m = re.search(re.escape(stem.encode()) + rb"\.\d+\x00", data)  # type: ignore[call-overload]
+        m = re.search(re.escape(stem.encode()) + rb"\.\d+\x00", data)
         found = bytes(m.group(0)[:-1]).decode() if m else stem
     return found
 

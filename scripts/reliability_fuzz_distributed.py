@@ -24,7 +24,7 @@ def _ints(rng: random.Random, n: int, lo: int, hi: int) -> Any:
     junk, _ = _helpers()
     if rng.random() < 0.08:
         return junk(rng)
-    out = [rng.randint(lo, hi) for _ in range(n)]
+    out: list[Any] = [rng.randint(lo, hi) for _ in range(n)]
     if out and rng.random() < 0.1:
         out[rng.randrange(len(out))] = rng.choice([-1, 0, 2**63, 10**30, 1.5, "2"])
     return out
@@ -37,13 +37,13 @@ def distribution(rng: random.Random, ctx: Any) -> None:
 
     _, small = _helpers()
     n = rng.randint(0, 4)
-    extents = _ints(rng, n, 1, 40)
-    grid = _ints(rng, n, 1, 4)
-    blocks = None if rng.random() < 0.3 else _ints(rng, n, 0, 9)
+    extents: Any = _ints(rng, n, 1, 40)
+    grid: Any = _ints(rng, n, 1, 4)
+    blocks: Any = None if rng.random() < 0.3 else _ints(rng, n, 0, 9)
     nranks = None if rng.random() < 0.5 else rng.choice([small(rng), 0, -1, 2**40])
     d = Distribution(extents, grid, blocks, nranks)
     assert d.ranks is not None
-    rank = rng.choice([*d.ranks, -1, d.nranks, 10**9])
+    rank: Any = rng.choice([*d.ranks, -1, d.nranks, 10**9])
     d.local_extents(rank)
     d.global_indices(rank)
     d.describe()
@@ -61,10 +61,10 @@ def block_structure(rng: random.Random, ctx: Any) -> None:
     from pycutensor.distributed.blocksparse import BlockStructure
 
     modes = rng.randint(0, 4) if rng.random() < 0.95 else 33
-    sections = [_ints(rng, rng.randint(0, 4), 1, 5) for _ in range(modes)]
+    sections: Any = [_ints(rng, rng.randint(0, 4), 1, 5) for _ in range(modes)]
     nblocks = rng.randint(0, 5)
-    blocks = [_ints(rng, modes, 0, 3) for _ in range(nblocks)]
-    strides = None
+    blocks: Any = [_ints(rng, modes, 0, 3) for _ in range(nblocks)]
+    strides: Any = None
     if rng.random() < 0.3:
         strides = [_ints(rng, modes, 1, 50) for _ in range(nblocks)]
     s = BlockStructure(sections, blocks, strides)

@@ -63,6 +63,17 @@ def _comm_address(comm: Any) -> int:
     return value
 
 
+def _ask(lib: ctypes.CDLL, name: str, comm: int) -> int:
+    """``ncclResult_t name(ncclComm_t, int *)``: one of NCCL's communicator queries."""
+    fn = getattr(lib, name)
+    fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)], ctypes.c_int
+    value = ctypes.c_int()
+    status = fn(ctypes.c_void_p(comm), ctypes.byref(value))
+    if status:
+        raise RuntimeError(f"{name} failed with NCCL status {status}")
+    return int(value.value)
+
+
 class Communicator:
     """An NCCL communicator that cuTENSORMp plans run over.
 
@@ -77,15 +88,10 @@ class Communicator:
         self._owned: Any = None  # an nccl4py Communicator created here
         require_gpu("an NCCL communicator")
         lib = _nccl()
-        value = ctypes.c_int()
-        for name, attr in (("ncclCommUserRank", "rank"), ("ncclCommCount", "size"),
-                           ("ncclCommCuDevice", "device_id")):  # fmt: skip
-            fn = getattr(lib, name)
-            fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)], ctypes.c_int
-            status = fn(ctypes.c_void_p(self._ptr), ctypes.byref(value))
-            if status:
-                raise RuntimeError(f"{name} failed with NCCL status {status}")
-            setattr(self, f"_{attr}", int(value.value))
+        self._rank, self._size, self._device_id = (
+            _ask(lib, name, self._ptr)
+            for name in ("ncclCommUserRank", "ncclCommCount", "ncclCommCuDevice")
+        )
 
     # -- creation ---------------------------------------------------------------------------
     @classmethod
