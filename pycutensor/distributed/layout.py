@@ -113,11 +113,12 @@ class Distribution:
     ``prod(ranks_per_mode)``, ``ranks`` to ``range(nranks)``.
     """
 
-    extents: tuple[int, ...]
-    ranks_per_mode: tuple[int, ...]
-    block_sizes: tuple[int, ...] | None = None
+    # Any sequences of ints; kept as tuples (checked, in __post_init__).
+    extents: Sequence[int]
+    ranks_per_mode: Sequence[int]
+    block_sizes: Sequence[int] | None = None
     nranks: int | None = None
-    ranks: tuple[int, ...] | None = None
+    ranks: Sequence[int] | None = None
     _owners: dict[int, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
     _index: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
 

@@ -207,7 +207,7 @@ class MgTensor(CResource):
 
     @property
     def extents(self) -> tuple[int, ...]:
-        return self.distribution.extents
+        return tuple(self.distribution.extents)
 
     @property
     def ndim(self) -> int:

@@ -193,7 +193,7 @@ class DistributedTensor(CResource):
 
     @property
     def extents(self) -> tuple[int, ...]:
-        return self.distribution.extents
+        return tuple(self.distribution.extents)
 
     @property
     def ndim(self) -> int:
