@@ -125,8 +125,10 @@ class Communicator:
         rank, size = world.Get_rank(), world.Get_size()
         raw = bytes(nccl.get_unique_id()) if rank == 0 else None
         uid = nccl.UniqueId.from_bytes(world.bcast(raw, root=0))
-        if device is None:
-            device = world.Split_type(mpi.COMM_TYPE_SHARED).Get_rank()
+        if device is None:  # the rank within the node
+            node = world.Split_type(mpi.COMM_TYPE_SHARED)
+            device = node.Get_rank()
+            node.Free()
         return cls._create(size, rank, uid, device)
 
     @classmethod
