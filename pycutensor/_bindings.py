@@ -6,8 +6,8 @@
 
 Enums are ``IntEnum`` classes named like their C typedefs, with every C enumerator also
 available under its C name; ``FUNCTIONS`` describes every function that ``cutensor.h``
-declares, for the lazy loader in ``pycudnn._shared.ffi``. cuTENSORMg and cuTENSORMp are
-not covered.
+declares, for the lazy loader in ``pycudnn._shared.ffi``. cuTENSORMp and cuTENSORMg are
+in ``_bindings_mp`` and ``_bindings_mg``.
 """
 
 import ctypes

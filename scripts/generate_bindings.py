@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Generate ``pycudnn/_bindings.py`` and ``pycutensor/_bindings.py`` from NVIDIA's C headers.
+"""Generate ``pycudnn/_bindings.py`` and ``pycutensor/_bindings.py`` from NVIDIA's C headers
+(and ``pycutensor/_bindings_mp.py``, ``_bindings_mg.py`` from the cuTENSORMp and cuTENSORMg headers
+of the same cuTENSOR wheel).
 
 Usage::
 
@@ -10,9 +12,10 @@ Usage::
 The headers come from the ``nvidia-cudnn-cu12``/``-cu13`` and ``cutensor-cu12``/``-cu13``
 wheels (found through ``cuda.pathfinder``) and are parsed with libclang (pip ``libclang``) as C99.
 The wheels do not ship the CUDA runtime headers they include, so ``scripts/stub_headers`` supplies
-small stand-ins for ``<cuda_runtime_api.h>``, ``<cuda_runtime.h>``, ``<library_types.h>`` and the
-three libc headers the parse needs; the parse runs with ``-nostdinc`` and a fixed target triple so
-that it behaves the same on every machine, with or without a C toolchain.
+small stand-ins for ``<cuda_runtime_api.h>``, ``<cuda_runtime.h>``, ``<library_types.h>``,
+``<nccl.h>`` (included by ``cutensorMp.h``) and the three libc headers the parse needs; the parse
+runs with ``-nostdinc`` and a fixed target triple so that it behaves the same on every machine,
+with or without a C toolchain.
 
 Everything in the generated modules comes from the parse: enumerator values, prototypes, struct
 layouts, integer macros, ``@since`` tags, deprecation attributes and the attribute tables that
@@ -227,8 +230,11 @@ class Source:
         return self.text(filename)[start:end].decode("utf-8", "replace")
 
 
-def parse_headers(main_header: str, include_dir: Path, defines: Sequence[str] = ()) -> Source:
-    """Parse ``#include <main_header>`` as C99; errors are fatal, warnings are reported."""
+def parse_headers(
+    main_header: str, include_dir: Path, defines: Sequence[str] = (), first: Sequence[str] = ()
+) -> Source:
+    """Parse ``#include <main_header>`` as C99, after ``first`` (headers it assumes included);
+    errors are fatal, warnings are reported."""
     ci = cindex()
     wrapper = "generate_bindings_input.c"  # in-memory main file; keeps `#pragma once` quiet
     args = [
@@ -252,7 +258,7 @@ def parse_headers(main_header: str, include_dir: Path, defines: Sequence[str] = 
     tu = ci.Index.create().parse(
         wrapper,
         args=args,
-        unsaved_files=[(wrapper, f"#include <{main_header}>\n")],
+        unsaved_files=[(wrapper, "".join(f"#include <{h}>\n" for h in (*first, main_header)))],
         options=options,
     )
     errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
@@ -338,6 +344,12 @@ ARRAY_COUNT_OVERRIDES: dict[tuple[str, str], tuple[tuple[str, ...], int] | None]
     ("cudnnGetTensorTransformDescriptor", "foldA"): (("nbDimsRequested",), -2),
     # "host array of size \sum_i^numModes(numSectionsPerMode[i])": a sum over another array.
     ("cutensorCreateBlockSparseTensorDescriptor", "extent"): None,
+    # cuTENSORMp/Mg: "(size: nranks)" and "Array of size `numGroups`" are not read by rule 1,
+    # and rule 2 would count `ranks` by numModes; cutensorMgCreate's device list is undocumented.
+    ("cutensorMpCreateTensorDescriptor", "ranks"): (("nranks",), 0),
+    ("cutensorMpCreateUnfolding", "groupSize"): (("numGroups",), 0),
+    ("cutensorMpCreateFolding", "groupSize"): (("numGroups",), 0),
+    ("cutensorMgCreate", "devices"): (("numDevices",), 0),
 }
 ArrayCount = tuple[str, tuple[str, ...], int]  # (array parameter, count factors, offset)
 
@@ -1817,8 +1829,8 @@ def generate_cutensor(include_dir: Path, report: Report) -> str:
         "",
         "Enums are ``IntEnum`` classes named like their C typedefs, with every C enumerator also",
         "available under its C name; ``FUNCTIONS`` describes every function that ``cutensor.h``",
-        "declares, for the lazy loader in ``pycudnn._shared.ffi``. cuTENSORMg and cuTENSORMp are",
-        "not covered.",
+        "declares, for the lazy loader in ``pycudnn._shared.ffi``. cuTENSORMp and cuTENSORMg are",
+        "in ``_bindings_mp`` and ``_bindings_mg``.",
     ]
     w.add(file_header("cuTENSOR", version, "cutensor.h and cutensor/types.h", doc))
     w.add(
@@ -1963,6 +1975,159 @@ def generate_cutensor_history(include_dir: Path, out_dir: Path, report: Report) 
 
 
 # --------------------------------------------------------------------------------------------------
+# cuTENSORMp and cuTENSORMg (libraries beside libcutensor.so.2 in the same wheel)
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CutensorExtension:
+    """One of the libraries that ship with cuTENSOR and include ``cutensor.h``."""
+
+    library: str  # "cuTENSORMp"
+    soname_stem: str  # "cutensorMp": lib<stem>.so.<major>, ELF version nodes lib<stem>.x.y.z
+    main_header: str
+    headers: tuple[str, ...]  # declarations kept: those of these headers, not cutensor.h's
+    lib_prefix: str
+    output: Path
+    doc: tuple[str, ...]
+
+
+CUTENSOR_EXTENSIONS: tuple[CutensorExtension, ...] = (
+    CutensorExtension(
+        "cuTENSORMp",
+        "cutensorMp",
+        "cutensorMp.h",
+        ("cutensorMp.h", "cutensorMp/types.h"),
+        "CUTENSORMP_",
+        Path("pycutensor") / "_bindings_mp.py",
+        (
+            "Distributed contractions, redistribution, unfolding and folding across processes that",
+            "talk through NCCL (``libcutensorMp.so.2``). The types of ``cutensor.h`` that these",
+            "prototypes use (operators, compute descriptors) are in ``pycutensor._bindings``.",
+        ),
+    ),
+    CutensorExtension(
+        "cuTENSORMg",
+        "cutensorMg",
+        "cutensorMg.h",
+        ("cutensorMg.h",),
+        "CUTENSORMG_",
+        Path("pycutensor") / "_bindings_mg.py",
+        (
+            "Block-cyclic tensors over several GPUs of one process (``libcutensorMg.so.2``). The",
+            "types of ``cutensor.h`` that these prototypes use are in ``pycutensor._bindings``.",
+        ),
+    ),
+)
+
+
+def extension_symbol_since(
+    include_dir: Path, ext: CutensorExtension, floor: Version
+) -> dict[str, Version]:
+    """When each export of ``ext``'s library appeared (its ELF symbol versions, as for cuTENSOR);
+    versions below ``floor`` (cuTENSORMg's 1.x nodes) count as ``floor``."""
+    library = include_dir.parent / "lib" / f"lib{ext.soname_stem}.so.{floor[0]}"
+    if not library.is_file():
+        raise GenerationError(f"no {library.name} next to the cuTENSOR headers in {include_dir}")
+    node_re = re.compile(rf"lib{re.escape(ext.soname_stem)}\.(\d+)\.(\d+)\.(\d+)")
+    out: dict[str, Version] = {}
+    for symbol, node in elf_symbol_versions(library).items():
+        m = node_re.fullmatch(node)
+        if m:
+            out[symbol] = max((int(m[1]), int(m[2]), int(m[3])), floor)
+    return out
+
+
+def _untyped_enums(builder: ModelBuilder, src: Source, headers: Collection[str]) -> list[EnumType]:
+    """``enum name { ... };`` without a typedef in ``headers`` (cutensorMg.h's host-device codes),
+    as enums of their own: their values are passed where C takes an ``int32_t`` device."""
+    kinds = cindex().CursorKind
+    out = []
+    for cursor in src.tu.cursor.get_children():
+        if cursor.kind != kinds.ENUM_DECL or src.relpath(cursor) not in headers:
+            continue
+        if not cursor.spelling or cursor.get_usr() in builder._enum_decls:
+            continue
+        out.append(
+            EnumType(
+                cursor.spelling,
+                src.relpath(cursor) or "",
+                None,
+                False,
+                builder._enumerators(cursor, None, False),
+            )
+        )
+    return out
+
+
+def generate_cutensor_extension(include_dir: Path, ext: CutensorExtension, report: Report) -> str:
+    """``pycutensor/_bindings_mp.py`` or ``_bindings_mg.py``: the declarations of ``ext``'s own
+    headers; the handles of ``cutensor.h`` or the stubs that its prototypes name are repeated as
+    ``c_void_p`` so the module stands alone."""
+    # cutensorMp/types.h includes <cutensor/types.h>, which needs cutensor.h's includes first.
+    src = parse_headers(ext.main_header, include_dir, first=("cutensor.h",))
+    builder = ModelBuilder(
+        src, ext.library, status_type="cutensorStatus_t", lib_prefix=ext.lib_prefix
+    )
+    model = builder.build()
+    kept = set(ext.headers)
+    enums = [e for e in model.enums if e.header in kept]
+    enums += _untyped_enums(builder, src, kept)
+    assign_member_names(enums, ext.lib_prefix)
+    functions = [fn for fn in model.functions if fn.header in kept]
+    used = {
+        n for fn in functions for t in (*fn.argtypes, fn.restype) for n in re.findall(r"\w+", t)
+    }
+    handles = {n: h for n, h in model.handles.items() if h in kept or n in used}
+    try:
+        version = (
+            int(model.macros["CUTENSOR_MAJOR"]),
+            int(model.macros["CUTENSOR_MINOR"]),
+            int(model.macros["CUTENSOR_PATCH"]),
+        )
+    except KeyError as exc:
+        raise GenerationError(f"cutensor.h defines no {exc.args[0]}") from None
+    symbol_since = extension_symbol_since(include_dir, ext, (version[0], 0, 0))
+    for fn in functions:
+        fn.since = symbol_since.get(fn.name)
+    unknown = [w for w in model.warnings if not w.startswith("enum ")]
+    report.warnings += unknown
+
+    w = Writer()
+    doc = [
+        f"ctypes declarations for {ext.library} {format_version(version)}, generated from its "
+        "headers.",
+        "",
+        *ext.doc,
+    ]
+    headers = " and ".join(ext.headers)
+    w.add(file_header(ext.library, version, headers, doc))
+    w.add(
+        [
+            "import ctypes",
+            "from enum import IntEnum",
+            "",
+            "from pycudnn._shared.ffi import FunctionSpec",
+        ]
+    )
+    w.add(
+        [
+            "# (CUTENSOR_MAJOR, CUTENSOR_MINOR, CUTENSOR_PATCH) of the headers this came from.",
+            f"HEADER_VERSION: tuple[int, int, int] = {flat(version_expr(version))}",
+            f'SONAME = "lib{ext.soname_stem}.so.{version[0]}"',
+        ]
+    )
+    emit_handles(w, handles)
+    emit_enums(w, enums, ext.library)
+    emit_functions(w, functions, f"{headers} (since: the library's ELF symbol versions)")
+    report.lines += [
+        f"{ext.library} {format_version(version)}: functions: {len(functions)}, "
+        f"enums: {len(enums)}, handles: {len(handles)}",
+    ]
+    return w.text()
+
+
+# --------------------------------------------------------------------------------------------------
 # Driver
 # --------------------------------------------------------------------------------------------------
 
@@ -1977,6 +2142,10 @@ def generate(cudnn_include: Path, cutensor_include: Path, report: Report) -> dic
     return {
         OUTPUTS["cudnn"]: generate_cudnn(cudnn_include, report),
         OUTPUTS["cutensor"]: generate_cutensor(cutensor_include, report),
+        **{
+            ext.output: generate_cutensor_extension(cutensor_include, ext, report)
+            for ext in CUTENSOR_EXTENSIONS
+        },
     }
 
 

@@ -66,7 +66,15 @@ def _recorded(text: str, what: str) -> re.Match[str]:
     return match
 
 
-@pytest.mark.parametrize("relpath", ["pycudnn/_bindings.py", "pycutensor/_bindings.py"])
+@pytest.mark.parametrize(
+    "relpath",
+    [
+        "pycudnn/_bindings.py",
+        "pycutensor/_bindings.py",
+        "pycutensor/_bindings_mp.py",
+        "pycutensor/_bindings_mg.py",
+    ],
+)
 def test_checked_in_bindings_match_the_installed_headers(
     generator: ModuleType, regenerated: Path, relpath: str
 ) -> None:

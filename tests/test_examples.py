@@ -34,6 +34,12 @@ CPU_OUTPUT = {
         "refused before cuTENSOR",
     ],
     "cuda_graph_capture": ["z[m,p] = y[m,n] v[n,p]: valid"],
+    # 512 rows in blocks of 64 over 4 ranks: 2 blocks each; SUMMA on 2x2 receives
+    # (256 * 256 / 2 + 256 * 192 / 2) * 4 bytes
+    "distributed_contraction": [
+        "rank 3: coordinate (3, 0), holds (128, 384)",
+        "model on 4 GPUs (2x2 grid): 0.22 MiB received per GPU",
+    ],
 }
 # Parts that need the NVIDIA driver library (deviceless planning), not a GPU.
 LIBCUDA_OUTPUT = {

@@ -1,0 +1,113 @@
+"""Helpers shared by the cuTENSORMp, cuTENSORMg and block-sparse wrappers."""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "DeviceRequiredError",
+    "c_array",
+    "contraction_modes",
+    "int64s",
+    "int_tuple",
+    "modes_of",
+    "require_gpu",
+]
+
+
+class DeviceRequiredError(RuntimeError):
+    """The call needs a CUDA GPU (and, for cuTENSORMp, NCCL), and this machine has none.
+
+    Raised before any library call, with the driver's reason; everything that only needs the host
+    (distributions, cost models, argument checks) works without one.
+    """
+
+
+def require_gpu(what: str) -> None:
+    """Raise :class:`DeviceRequiredError` naming ``what`` unless a CUDA device is usable."""
+    from pycudnn._shared.cuda import gpu_available
+
+    ok, reason = gpu_available()
+    if not ok:
+        raise DeviceRequiredError(f"{what} needs a CUDA GPU: {reason}")
+
+
+def c_array(ctype: Any, values: Sequence[int] | None) -> Any:
+    """A ctypes array of ``values``, or None (C's NULL) for None."""
+    if values is None:
+        return None
+    return (ctype * len(values))(*values)
+
+
+def modes_of(modes: Sequence[Any] | str, ndim: int, name: str) -> tuple[int, ...]:
+    """Mode labels as C ints: a string of letters (``"mk"``) or a sequence of ints or one-char
+    strings; one per mode, each distinct (cuTENSOR's rule for an operand)."""
+    labels = list(modes)
+    if len(labels) != ndim:
+        raise ValueError(f"{name} has {len(labels)} modes but the tensor has {ndim}")
+    out = []
+    for label in labels:
+        if isinstance(label, str) and len(label) == 1:
+            out.append(ord(label))
+        elif isinstance(label, (int, np.integer)) and not isinstance(label, bool):
+            out.append(int(label))
+        else:
+            raise TypeError(f"{name}: a mode is an int or a one-character string, not {label!r}")
+    if len(set(out)) != len(out):
+        raise ValueError(
+            f"{name} repeats a mode ({list(modes)}); each mode appears once per tensor"
+        )
+    return tuple(out)
+
+
+def int_tuple(
+    values: Sequence[int], name: str, *, minimum: int, maximum: int = 2**63 - 1
+) -> tuple[int, ...]:
+    """``values`` as a tuple of ints from ``minimum`` to ``maximum`` (default: what C's int64_t
+    holds); errors name ``name[i]`` and the rule."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
+        raise TypeError(f"{name} must be a sequence of ints, not {type(values).__name__}")
+    out = []
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name}[{i}] must be an int, not {type(v).__name__}")
+        if int(v) < minimum:
+            raise ValueError(f"{name}[{i}] must be >= {minimum}, got {int(v)}")
+        if int(v) > maximum:
+            raise ValueError(f"{name}[{i}] must be <= {maximum}, got {int(v)}")
+        out.append(int(v))
+    return tuple(out)
+
+
+def int64s(values: Sequence[int]) -> ctypes.Array[ctypes.c_int64]:
+    return (ctypes.c_int64 * len(values))(*values)
+
+
+def _label(mode: int) -> str:
+    return repr(chr(mode)) if 32 < mode < 127 else str(mode)
+
+
+def contraction_modes(
+    operands: Sequence[tuple[Sequence[int], Sequence[Any] | str, str]],
+) -> tuple[tuple[int, ...], ...]:
+    """The modes of A, B and C of ``C = A B`` as C ints, from (extents, modes, argument name) of
+    each, checked as cuTENSOR's contractions require: one mode per dimension, distinct within an
+    operand, one extent per mode across the operands, every mode of C in A or B."""
+    out = [modes_of(m, len(ext), name) for ext, m, name in operands]
+    extent: dict[int, tuple[int, str]] = {}
+    for (ext, _, name), modes in zip(operands, out, strict=True):
+        for mode, e in zip(modes, ext, strict=True):
+            first = extent.setdefault(mode, (int(e), name))
+            if first[0] != e:
+                raise ValueError(
+                    f"mode {_label(mode)} has extent {first[0]} in {first[1]} but {e} in {name}"
+                )
+    *inputs, output = out
+    for mode in output:
+        if not any(mode in m for m in inputs):
+            raise ValueError(f"output mode {_label(mode)} appears in no input")
+    return tuple(out)

@@ -1,0 +1,617 @@
+"""Distributed tensors and plans over cuTENSORMp (``cutensorMp.h``): one process per GPU, NCCL.
+
+Every rank runs the same program: it creates an :class:`MpHandle` on its communicator, describes
+each tensor once (:class:`DistributedTensor`: global extents, the process grid per mode, block
+sizes) and holds only its local shard, whose extents, strides and storage size are asked of
+cuTENSORMp (``cutensorMpTensorDescriptorGetAttribute``). Plans (:class:`ContractionPlan`,
+:class:`RedistributionPlan`, :class:`UnfoldPlan`, :class:`FoldPlan`) are created collectively,
+size their device and host workspace from cuTENSORMp's answer, and execute with the tensors'
+local shards. :func:`einsum` is the short form of a contraction, :func:`gather` and :func:`scatter`
+move a whole tensor to or from one rank (a redistribution to or from a one-rank layout), for tests
+and small data.
+
+Without a GPU every constructor raises :class:`DeviceRequiredError` before any library call;
+argument checks (extents, grids, modes, dtypes) run first and work anywhere.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from pycudnn._shared.cuda import stream_handle
+from pycudnn._shared.resource import CResource
+
+from .. import _bindings_mp as mpb
+from .. import raw_mp
+from ..tables import KINDS, check_types, compute_type_name, expected_scalar_type, unary_operator
+from ..tensor import data_type_name, data_type_value, dtype_of_data_type
+from ._common import c_array, contraction_modes, int64s, modes_of, require_gpu
+from .comm import Communicator
+from .layout import Distribution
+
+__all__ = [
+    "ContractionPlan",
+    "DistributedTensor",
+    "FoldPlan",
+    "MpHandle",
+    "MpPlanPreference",
+    "RedistributionPlan",
+    "UnfoldPlan",
+    "einsum",
+    "gather",
+    "scatter",
+]
+
+
+class MpHandle(CResource):
+    """``cutensorMpHandle_t``: cuTENSORMp's context on one rank (``cutensorMpCreate``), bound to
+    a communicator, this rank's device and a stream."""
+
+    _kind = "cuTENSORMp handle"
+
+    def __init__(
+        self, comm: Communicator, *, device: int | None = None, stream: Any = None
+    ) -> None:
+        if not isinstance(comm, Communicator):
+            raise TypeError(f"comm must be a pycutensor.distributed.Communicator, not {comm!r}")
+        require_gpu("a cuTENSORMp handle")
+        self.comm = comm
+        self.device_id = comm.device_id if device is None else int(device)
+        self.stream = stream
+        self._stream_ptr = stream_handle(stream)
+        from pycudnn._shared.cuda import get_device
+
+        get_device(self.device_id).set_current()  # NCCL and cuTENSORMp work on the current device
+        handle = mpb.cutensorMpHandle_t()
+        raw_mp.cutensorMpCreate(ctypes.byref(handle), comm.ptr, self.device_id, self._stream_ptr)
+        super().__init__(int(handle.value or 0), raw_mp.cutensorMpDestroy, parents=(comm,))
+
+    @property
+    def rank(self) -> int:
+        return self.comm.rank
+
+    @property
+    def size(self) -> int:
+        return self.comm.size
+
+    def clear_operation_cache(self) -> None:
+        """``cutensorMpClearOperationCache``: drop communication resources (registered
+        workspaces) cached by the handle; synchronize its streams first."""
+        raw_mp.cutensorMpClearOperationCache(self)
+
+
+def _get_attribute(handle: MpHandle, desc: CResource, attr: int, ctype: Any, count: int) -> Any:
+    buf = (ctype * count)()  # the raw layer checks sizeInBytes against the array's size
+    raw_mp.cutensorMpTensorDescriptorGetAttribute(handle, desc, attr, buf, ctypes.sizeof(buf))
+    return tuple(int(v) for v in buf)
+
+
+class DistributedTensor(CResource):
+    """A tensor spread over the ranks of a communicator: ``cutensorMpTensorDescriptor_t`` plus this
+    rank's local shard (a device array).
+
+    ``ranks_per_mode`` is the process grid (1: the mode is replicated; default: every mode
+    replicated), ``block_sizes`` the block-cyclic block per mode (None or 0: near-even contiguous
+    slices), ``nranks``/``ranks`` the participating ranks (default: every rank of the
+    communicator; ranks beyond the grid's size hold replicas). ``local`` is the shard: a 1-D
+    contiguous device array given, or allocated with the storage size that cuTENSORMp reports
+    (None on a rank that holds nothing).
+    """
+
+    _kind = "cuTENSORMp tensor descriptor"
+
+    def __init__(
+        self,
+        handle: MpHandle,
+        extents: Sequence[int],
+        dtype: Any = np.float32,
+        *,
+        ranks_per_mode: Sequence[int] | None = None,
+        block_sizes: Sequence[int] | None = None,
+        nranks: int | None = None,
+        ranks: Sequence[int] | None = None,
+        local: Any = None,
+    ) -> None:
+        if not isinstance(handle, MpHandle):
+            raise TypeError(f"handle must be an MpHandle, not {type(handle).__name__}")
+        ext = tuple(extents)
+        per = tuple(ranks_per_mode) if ranks_per_mode is not None else (1,) * len(ext)
+        if nranks is None:  # every rank of the communicator (C takes no default)
+            nranks = handle.size if ranks is None else len(ranks)
+        # The documented rules, checked on the host first (each names the argument).
+        self.distribution = Distribution(
+            ext, per, None if block_sizes is None else tuple(block_sizes), nranks,
+            None if ranks is None else tuple(ranks),
+        )  # fmt: skip
+        assert self.distribution.ranks is not None
+        outside = [r for r in self.distribution.ranks if r >= handle.size]
+        if outside:
+            raise ValueError(
+                f"ranks {outside} are not in the communicator, which has {handle.size} ranks"
+            )
+        self.data_type = data_type_name(dtype)
+        self.dtype = dtype_of_data_type(self.data_type)
+        self.handle = handle
+        d = self.distribution
+        assert d.ranks is not None and d.nranks is not None and d.block_sizes is not None
+        desc = mpb.cutensorMpTensorDescriptor_t()
+        raw_mp.cutensorMpCreateTensorDescriptor(
+            handle, ctypes.byref(desc), d.ndim, int64s(d.extents), None,
+            int64s(d.block_sizes), None, int64s(d.ranks_per_mode), d.nranks,
+            c_array(ctypes.c_int32, d.ranks), data_type_value(self.data_type),
+        )  # fmt: skip
+        super().__init__(
+            int(desc.value or 0), raw_mp.cutensorMpDestroyTensorDescriptor, parents=(handle,)
+        )
+        # What this rank holds, as cuTENSORMp realised it (never computed here).
+        n = d.ndim
+        attr = mpb.cutensorMpTensorDescriptorAttribute_t
+        self.local_extents = _get_attribute(handle, self, attr.LOCAL_EXTENT, ctypes.c_int64, n)
+        self.local_strides = _get_attribute(
+            handle, self, attr.LOCAL_ELEMENT_STRIDE, ctypes.c_int64, n
+        )
+        self.local_block_sizes = _get_attribute(
+            handle, self, attr.LOCAL_BLOCK_SIZE, ctypes.c_int64, n
+        )
+        self.local_block_strides = _get_attribute(
+            handle, self, attr.LOCAL_BLOCK_STRIDE, ctypes.c_int64, n
+        )
+        (self.local_storage_bytes,) = _get_attribute(
+            handle, self, attr.LOCAL_STORAGE_SIZE, ctypes.c_uint64, 1
+        )
+        self.local = self._shard(local)
+
+    def _shard(self, local: Any) -> Any:
+        from pycudnn._shared.arrays import array_view
+        from pycudnn._shared.device_array import DeviceArray
+
+        elements = -(-self.local_storage_bytes // self.dtype.itemsize)
+        if local is None:
+            if not elements:
+                return None
+            return DeviceArray.empty(elements, self.dtype, device=self.handle.device_id)
+        view = array_view(local, "local")
+        if not view.is_device or view.device_id != self.handle.device_id:
+            raise ValueError(
+                f"local must be device memory on this rank's device {self.handle.device_id}"
+            )
+        if view.dtype != self.dtype:
+            raise TypeError(f"local has dtype {view.dtype}, the tensor {self.dtype}")
+        if view.ndim != 1 or view.strides != (1,) or view.shape[0] < elements:
+            # cuTENSORMp addresses the shard by element offsets from its start.
+            raise ValueError(
+                f"local must be a 1-D contiguous device array of at least {elements} elements "
+                f"(the {self.local_storage_bytes} bytes cuTENSORMp stores this rank's shard in); "
+                f"got shape {view.shape}, strides {view.strides}"
+            )
+        return local
+
+    @property
+    def extents(self) -> tuple[int, ...]:
+        return tuple(self.distribution.extents)
+
+    @property
+    def ndim(self) -> int:
+        return self.distribution.ndim
+
+    @property
+    def data_ptr(self) -> int:
+        """Device address of the local shard (0 on a rank that holds nothing)."""
+        if self.local is None:
+            return 0
+        from pycudnn._shared.arrays import array_view
+
+        return array_view(self.local, "local").ptr
+
+    def local_offsets(self) -> np.ndarray:
+        """Element offsets of the shard's elements in its buffer (local extents' shape), by the
+        header's formula ``sum_i(floor(l_i / B_i) * blockStride_i + (l_i % B_i) * stride_i)``
+        with the values cuTENSORMp reported."""
+        offsets = np.zeros(self.local_extents, dtype=np.int64)
+        for i, (n, b, bs, es) in enumerate(
+            zip(self.local_extents, self.local_block_sizes, self.local_block_strides,
+                self.local_strides, strict=True)
+        ):  # fmt: skip
+            local = np.arange(n, dtype=np.int64)
+            shape = [1] * self.ndim
+            shape[i] = n
+            block = max(b, 1)
+            offsets = offsets + ((local // block) * bs + (local % block) * es).reshape(shape)
+        return offsets
+
+    def local_to_numpy(self) -> np.ndarray:
+        """This rank's shard as a NumPy array of its local extents (waits for the copy)."""
+        if self.local is None or not math.prod(self.local_extents):
+            return np.empty(self.local_extents, dtype=self.dtype)
+        from pycudnn._shared.device_array import DeviceArray
+
+        flat = DeviceArray.from_array(self.local).to_numpy().reshape(-1)
+        return flat[self.local_offsets()]
+
+    def local_from_numpy(self, shard: np.ndarray) -> None:
+        """Write this rank's shard (local extents) into its buffer (waits for the copy)."""
+        shard = np.asarray(shard, dtype=self.dtype)
+        if shard.shape != self.local_extents:
+            raise ValueError(f"shard has shape {shard.shape}, local extents {self.local_extents}")
+        if self.local is None:
+            return
+        from pycudnn._shared.device_array import DeviceArray
+
+        arr = DeviceArray.from_array(self.local)
+        flat = arr.to_numpy().reshape(-1)
+        flat[self.local_offsets()] = shard
+        arr.copy_from_numpy(flat.reshape(arr.shape))
+
+    def __repr__(self) -> str:
+        d = self.distribution
+        return (
+            f"<DistributedTensor {self.data_type} extents {d.extents} grid {d.ranks_per_mode} "
+            f"blocks {d.block_sizes}; rank {self.handle.rank} holds {self.local_extents}>"
+        )
+
+
+class MpPlanPreference(CResource):
+    """``cutensorMpPlanPreference_t`` (``cutensorMpCreatePlanPreference``): the algorithm and the
+    most device and host workspace (bytes) a plan may ask for."""
+
+    _kind = "cuTENSORMp plan preference"
+
+    def __init__(
+        self,
+        handle: MpHandle,
+        *,
+        algo: int = 0,
+        workspace_device: int = 2**62,
+        workspace_host: int = 2**62,
+    ) -> None:
+        for name, value in (("workspace_device", workspace_device),
+                            ("workspace_host", workspace_host)):  # fmt: skip
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
+                raise ValueError(f"{name} must be a byte count from 0 to 2**64 - 1, got {value!r}")
+        self.algo = mpb.cutensorMpAlgo_t(algo)
+        pref = mpb.cutensorMpPlanPreference_t()
+        raw_mp.cutensorMpCreatePlanPreference(
+            handle, ctypes.byref(pref), int(self.algo), workspace_device, workspace_host
+        )
+        super().__init__(
+            int(pref.value or 0), raw_mp.cutensorMpDestroyPlanPreference, parents=(handle,)
+        )
+
+
+class _Plan(CResource):
+    """An operation descriptor and its plan (``cutensorMpCreatePlan``, collective), with the
+    workspace cuTENSORMp asks for (``CUTENSORMP_PLAN_REQUIRED_WORKSPACE_DEVICE``/``_HOST``)."""
+
+    _kind = "cuTENSORMp plan"
+
+    def _plan(self, handle: MpHandle, op: ctypes.c_void_p, tensors: tuple[Any, ...],
+              preference: MpPlanPreference | None) -> None:  # fmt: skip
+        self.handle = handle
+        self._tensors = tensors
+        try:
+            plan = mpb.cutensorMpPlan_t()
+            raw_mp.cutensorMpCreatePlan(handle, ctypes.byref(plan), op, preference)
+        finally:
+            raw_mp.cutensorMpDestroyOperationDescriptor(op)  # the plan keeps what it needs
+        super().__init__(
+            int(plan.value or 0), raw_mp.cutensorMpDestroyPlan, parents=(handle, *tensors)
+        )
+        attr = mpb.cutensorMpPlanAttribute_t
+        self.workspace_device = self._attribute(attr.DEVICE)
+        self.workspace_host = self._attribute(attr.HOST)
+        self._host = ctypes.create_string_buffer(max(self.workspace_host, 1))
+        self._device: Any = None
+
+    def _attribute(self, attr: int) -> int:
+        value = ctypes.c_uint64()
+        raw_mp.cutensorMpPlanGetAttribute(
+            self.handle, self, attr, ctypes.byref(value), ctypes.sizeof(value)
+        )
+        return int(value.value)
+
+    def _workspaces(self) -> tuple[int, ctypes.Array[ctypes.c_char]]:
+        if self.workspace_device and self._device is None:
+            from pycudnn._shared.device_array import DeviceArray
+
+            # One per plan: cuTENSORMp may register it with NCCL (ClearOperationCache's note).
+            self._device = DeviceArray.empty(
+                self.workspace_device, np.uint8, device=self.handle.device_id
+            )
+        ptr = 0
+        if self._device is not None:
+            from pycudnn._shared.arrays import array_view
+
+            ptr = array_view(self._device, "workspace").ptr
+        return ptr, self._host
+
+    def set_stream(self, stream: Any) -> None:
+        """``cutensorMpSetStream``: run later executions of this plan on ``stream``."""
+        raw_mp.cutensorMpSetStream(self.handle, self, stream_handle(stream))
+
+
+def _same_handle(handle: MpHandle, tensors: Sequence[DistributedTensor]) -> None:
+    for t in tensors:
+        if not isinstance(t, DistributedTensor):
+            raise TypeError(f"expected DistributedTensor operands, got {type(t).__name__}")
+        if t.handle is not handle:
+            raise ValueError("every tensor of a plan must come from the plan's handle")
+
+
+class ContractionPlan(_Plan):
+    """``D = alpha op_a(A) op_b(B) + beta op_c(C)`` over distributed tensors
+    (``cutensorMpCreateContraction``); ``d`` must be ``c`` (the header: "currently must be
+    identical to descC"). Modes are strings of letters or sequences of ints."""
+
+    def __init__(  # noqa: PLR0917 - (tensor, modes) pairs in the order of C and einsum
+        self,
+        a: DistributedTensor,
+        modes_a: Sequence[Any] | str,
+        b: DistributedTensor,
+        modes_b: Sequence[Any] | str,
+        c: DistributedTensor,
+        modes_c: Sequence[Any] | str,
+        *,
+        compute_type: Any = None,
+        op_a: Any = "identity",
+        op_b: Any = "identity",
+        op_c: Any = "identity",
+        preference: MpPlanPreference | None = None,
+    ) -> None:
+        handle = a.handle
+        _same_handle(handle, (a, b, c))
+        ma, mb, mc = contraction_modes(
+            [(a.extents, modes_a, "modes_a"), (b.extents, modes_b, "modes_b"),
+             (c.extents, modes_c, "modes_c")]
+        )  # fmt: skip
+        compute = check_types(
+            KINDS["contraction"], (a.data_type, b.data_type, c.data_type),
+            compute_type_name(compute_type),
+        )  # fmt: skip
+        self.scalar_dtype = dtype_of_data_type(expected_scalar_type(c.data_type, compute))
+        from ..raw import compute_descriptor
+
+        op = mpb.cutensorMpOperationDescriptor_t()
+        i32 = ctypes.c_int32
+        raw_mp.cutensorMpCreateContraction(
+            handle, ctypes.byref(op),
+            a, c_array(i32, ma), unary_operator(op_a, "op_a"),
+            b, c_array(i32, mb), unary_operator(op_b, "op_b"),
+            c, c_array(i32, mc), unary_operator(op_c, "op_c"),
+            c, c_array(i32, mc), compute_descriptor(compute),
+        )  # fmt: skip
+        self.compute_type = compute
+        self._plan(handle, op, (a, b, c), preference)
+        self.a, self.b, self.c = a, b, c
+
+    def execute(self, alpha: Any = 1.0, beta: Any = 0.0) -> None:
+        """``cutensorMpContract`` on the tensors' local shards (collective; asynchronous on the
+        plan's stream). ``c`` is overwritten with the result."""
+        ws, host = self._workspaces()
+        al = np.array(alpha, dtype=self.scalar_dtype)
+        be = np.array(beta, dtype=self.scalar_dtype)
+        raw_mp.cutensorMpContract(
+            self.handle, self, al.ctypes.data, self.a.data_ptr or None,
+            self.b.data_ptr or None, be.ctypes.data, self.c.data_ptr or None,
+            self.c.data_ptr or None, ws or None, host,
+        )  # fmt: skip
+
+
+class RedistributionPlan(_Plan):
+    """Move a tensor from ``src``'s layout to ``dst``'s (``cutensorMpCreateRedistribution``):
+    same logical tensor, matched by mode labels."""
+
+    def __init__(
+        self,
+        dst: DistributedTensor,
+        src: DistributedTensor,
+        *,
+        modes_dst: Sequence[Any] | str | None = None,
+        modes_src: Sequence[Any] | str | None = None,
+        preference: MpPlanPreference | None = None,
+    ) -> None:
+        handle = src.handle
+        _same_handle(handle, (dst, src))
+        md = modes_of(
+            modes_dst if modes_dst is not None else range(dst.ndim), dst.ndim, "modes_dst"
+        )
+        ms = modes_of(
+            modes_src if modes_src is not None else range(src.ndim), src.ndim, "modes_src"
+        )
+        if sorted(md) != sorted(ms):
+            raise ValueError(f"modes_dst {list(md)} and modes_src {list(ms)} name other modes")
+        for mode, e in zip(md, dst.extents, strict=True):
+            if src.extents[ms.index(mode)] != e:
+                raise ValueError(
+                    f"mode {mode!r} has extent {e} in dst, {src.extents[ms.index(mode)]} in src"
+                )
+        if dst.data_type != src.data_type:
+            raise TypeError(f"dst is {dst.data_type} but src is {src.data_type}")
+        op = mpb.cutensorMpOperationDescriptor_t()
+        raw_mp.cutensorMpCreateRedistribution(
+            handle, ctypes.byref(op), dst, c_array(ctypes.c_int32, md),
+            src, c_array(ctypes.c_int32, ms),
+        )  # fmt: skip
+        self._plan(handle, op, (dst, src), preference)
+        self.dst, self.src = dst, src
+
+    def execute(self) -> None:
+        """``cutensorMpRedistribute`` (collective; asynchronous on the plan's stream)."""
+        ws, host = self._workspaces()
+        raw_mp.cutensorMpRedistribute(
+            self.handle, self, self.dst.data_ptr or None, self.src.data_ptr or None,
+            ws or None, host,
+        )  # fmt: skip
+
+
+def _groups(groups: Sequence[Sequence[int]], ndim: int, what: str) -> tuple[Any, Any]:
+    """(groupModeIndices, groupSize) of two groups of positional modes of the ``ndim``-mode side."""
+    if len(groups) != 2:
+        raise ValueError(
+            f"{what}: cuTENSORMp supports exactly 2 groups (a matrix), got {len(groups)}"
+        )
+    flat = [int(i) for g in groups for i in g]
+    if sorted(flat) != list(range(ndim)):
+        raise ValueError(
+            f"{what}: the groups must list each of the {ndim} modes 0..{ndim - 1} once, got {flat}"
+        )
+    return c_array(ctypes.c_int32, flat), int64s([len(g) for g in groups])
+
+
+def check_folding(
+    tensor: Distribution, tensor_type: str, matrix: Distribution, matrix_type: str,
+    groups: Sequence[Sequence[int]], *, what: str,
+) -> tuple[Any, Any]:  # fmt: skip
+    """The header's rules of an unfolding or folding (a tensor and a distributed matrix, the
+    tensor's modes in two ``groups``), checked on the host; returns (groupModeIndices,
+    groupSize) for C."""
+    indices, sizes = _groups(groups, tensor.ndim, what)
+    if matrix.ndim != 2:
+        raise ValueError(f"{what}: the matrix must have 2 modes, has {matrix.ndim}")
+    want = tuple(math.prod(tensor.extents[i] for i in g) for g in groups)
+    if matrix.extents != want:
+        raise ValueError(
+            f"{what}: the grouped extents are {want} but the matrix has {matrix.extents}"
+        )
+    if tensor_type != matrix_type:
+        raise TypeError(f"{what}: the tensor is {tensor_type} but the matrix {matrix_type}")
+    if tensor_type in ("R_16F", "R_16BF"):
+        raise TypeError(f"{what}: cuTENSORMp does not fold or unfold FP16 and BF16")
+    tile = 32 if tensor_type == "R_32F" else 16
+    # 0 (contiguous slices) is left to cuTENSORMp: the header states the rule for block sizes.
+    blocks = matrix.block_sizes or (0, 0)
+    if any(b % tile for b in blocks):
+        raise ValueError(
+            f"{what}: each matrix block size must be a multiple of {tile} for "
+            f"{tensor_type} (the header's tile granularity), got {list(blocks)}"
+        )
+    return indices, sizes
+
+
+class UnfoldPlan(_Plan):
+    """Tensor to matrix (``cutensorMpCreateUnfolding``): ``groups`` are two lists of ``src``'s
+    positional modes whose extents multiply into the rows and columns of ``dst``."""
+
+    def __init__(self, dst: DistributedTensor, src: DistributedTensor,
+                 groups: Sequence[Sequence[int]], *,
+                 preference: MpPlanPreference | None = None) -> None:  # fmt: skip
+        _same_handle(src.handle, (dst, src))
+        indices, sizes = check_folding(src.distribution, src.data_type, dst.distribution,
+                                       dst.data_type, groups, what="unfold")  # fmt: skip
+        op = mpb.cutensorMpOperationDescriptor_t()
+        raw_mp.cutensorMpCreateUnfolding(src.handle, ctypes.byref(op), src, 2, indices, sizes, dst)
+        self._plan(src.handle, op, (dst, src), preference)
+        self.dst, self.src = dst, src
+
+    def execute(self) -> None:
+        """``cutensorMpUnfold`` (collective)."""
+        ws, host = self._workspaces()
+        raw_mp.cutensorMpUnfold(self.handle, self, self.src.data_ptr or None,
+                                self.dst.data_ptr or None, ws or None, host)  # fmt: skip
+
+
+class FoldPlan(_Plan):
+    """Matrix to tensor (``cutensorMpCreateFolding``): ``groups`` are two lists of ``dst``'s
+    positional modes forming the rows and columns of ``src``."""
+
+    def __init__(self, dst: DistributedTensor, src: DistributedTensor,
+                 groups: Sequence[Sequence[int]], *,
+                 preference: MpPlanPreference | None = None) -> None:  # fmt: skip
+        _same_handle(src.handle, (dst, src))
+        indices, sizes = check_folding(dst.distribution, dst.data_type, src.distribution,
+                                       src.data_type, groups, what="fold")  # fmt: skip
+        op = mpb.cutensorMpOperationDescriptor_t()
+        raw_mp.cutensorMpCreateFolding(src.handle, ctypes.byref(op), src, dst, 2, indices, sizes)
+        self._plan(src.handle, op, (dst, src), preference)
+        self.dst, self.src = dst, src
+
+    def execute(self) -> None:
+        """``cutensorMpFold`` (collective)."""
+        ws, host = self._workspaces()
+        raw_mp.cutensorMpFold(self.handle, self, self.src.data_ptr or None,
+                              self.dst.data_ptr or None, ws or None, host)  # fmt: skip
+
+
+def parse_subscripts(subscripts: str) -> tuple[str, str, str]:
+    """``"ik,kj->ij"`` -> ("ik", "kj", "ij"): two operands, an explicit output, letters only."""
+    if not isinstance(subscripts, str) or "->" not in subscripts:
+        raise ValueError(f"subscripts must be explicit ('ab,bc->ac'), got {subscripts!r}")
+    inputs, out = subscripts.replace(" ", "").split("->")
+    parts = inputs.split(",")
+    if len(parts) != 2:
+        raise ValueError(f"a distributed contraction takes two operands, got {len(parts)}")
+    for p in (*parts, out):
+        if not p.isalpha() or len(set(p)) != len(p):
+            raise ValueError(
+                f"{p!r} in {subscripts!r}: each operand is distinct letters (no '...', no "
+                "repeated label)"
+            )
+    return parts[0], parts[1], out
+
+
+def einsum(
+    subscripts: str,
+    a: DistributedTensor,
+    b: DistributedTensor,
+    *,
+    out: DistributedTensor,
+    alpha: Any = 1.0,
+    beta: Any = 0.0,
+    compute_type: Any = None,
+    preference: MpPlanPreference | None = None,
+) -> ContractionPlan:
+    """``out = alpha einsum(subscripts, a, b) + beta out`` over distributed tensors; returns the
+    plan (reuse it with :meth:`ContractionPlan.execute` for the same tensors)."""
+    ma, mb, mc = parse_subscripts(subscripts)
+    plan = ContractionPlan(a, ma, b, mb, out, mc, compute_type=compute_type, preference=preference)
+    plan.execute(alpha, beta)
+    return plan
+
+
+def _rooted_like(
+    tensor_or_handle: Any, extents: Sequence[int], dtype: Any, root: int
+) -> DistributedTensor:
+    handle = tensor_or_handle if isinstance(tensor_or_handle, MpHandle) else tensor_or_handle.handle
+    if not 0 <= root < handle.size:
+        raise ValueError(f"root must be a rank from 0 to {handle.size - 1}, got {root}")
+    return DistributedTensor(
+        handle, extents, dtype, ranks_per_mode=(1,) * len(extents), nranks=1, ranks=(root,)
+    )
+
+
+def _synchronize(handle: MpHandle) -> None:
+    from pycudnn._shared.cuda import get_device
+
+    get_device(handle.device_id).sync()
+
+
+def gather(tensor: DistributedTensor, root: int = 0) -> np.ndarray | None:
+    """The whole tensor as a NumPy array on ``root`` (None elsewhere): a redistribution to a
+    layout that only ``root`` holds. Collective; for tests and small data."""
+    whole = _rooted_like(tensor, tensor.extents, tensor.dtype, root)
+    try:
+        RedistributionPlan(whole, tensor).execute()
+        _synchronize(tensor.handle)  # the plan ran on the handle's stream; the copy uses another
+        return whole.local_to_numpy() if tensor.handle.rank == root else None
+    finally:
+        whole.close()
+
+
+def scatter(array: np.ndarray | None, like: DistributedTensor, root: int = 0) -> None:
+    """Fill ``like`` from ``array``, a NumPy array given on ``root`` (ignored elsewhere): a
+    redistribution from a layout that only ``root`` holds. Collective."""
+    whole = _rooted_like(like, like.extents, like.dtype, root)
+    try:
+        if like.handle.rank == root:
+            host = np.asarray(array, dtype=like.dtype)
+            if host.shape != like.extents:
+                raise ValueError(f"array has shape {host.shape}, the tensor {like.extents}")
+            whole.local_from_numpy(host)
+        RedistributionPlan(like, whole).execute()
+        _synchronize(like.handle)  # ``whole`` is freed below: the plan must be done with it
+    finally:
+        whole.close()

@@ -1,0 +1,156 @@
+"""CPU tier of pycutensor.distributed's cuTENSORMp and cuTENSORMg objects: argument checks that
+run before any library call, and the specific error for what needs a GPU."""
+
+from __future__ import annotations
+
+import pytest
+
+from pycudnn._shared.cuda import gpu_available
+from pycutensor.distributed import (
+    Communicator,
+    DeviceRequiredError,
+    DistributedTensor,
+    MgHandle,
+    MpHandle,
+)
+from pycutensor.distributed._common import contraction_modes
+from pycutensor.distributed.layout import Distribution
+from pycutensor.distributed.mp import _groups, check_folding, parse_subscripts
+
+
+@pytest.fixture
+def no_gpu() -> None:
+    if gpu_available()[0]:
+        pytest.skip("a GPU is usable here: the no-GPU errors are not raised")
+
+
+@pytest.mark.parametrize(
+    ("comm", "error", "match"),
+    [
+        ("comm", TypeError, "ncclComm_t address"),
+        (True, TypeError, "not a bool"),
+        (0, ValueError, "not the address"),
+        (2**64, ValueError, "not the address"),
+        (object(), TypeError, "PyTorch NCCL process group"),
+    ],
+)
+def test_communicator_refuses_what_is_not_one(comm: object, error: type, match: str) -> None:
+    with pytest.raises(error, match=match):
+        Communicator(comm)
+
+
+def test_communicator_says_it_needs_a_gpu(no_gpu: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(DeviceRequiredError, match="NCCL communicator needs a CUDA GPU"):
+        Communicator(0x1000)
+    with pytest.raises(DeviceRequiredError):
+        Communicator.single()
+    with pytest.raises(DeviceRequiredError):
+        Communicator.from_mpi()
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    with pytest.raises(DeviceRequiredError):
+        Communicator.from_env()  # no launcher: one rank
+
+
+def test_from_env_reads_torchrun_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "one")
+    with pytest.raises(ValueError, match="RANK and WORLD_SIZE must be set to ints"):
+        Communicator.from_env()
+
+
+def test_handle_and_tensor_check_their_arguments() -> None:
+    with pytest.raises(TypeError, match="Communicator"):
+        MpHandle(0x1000)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="MpHandle"):
+        DistributedTensor("handle", (4, 4))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("subscripts", "match"),
+    [
+        ("ik,kj", "explicit"),
+        ("ik,kj,jl->il", "two operands"),
+        ("i...,kj->ij", "distinct letters"),
+        ("iik,kj->ij", "distinct letters"),
+        ("ik,k1->i1", "distinct letters"),
+    ],
+)
+def test_einsum_subscripts(subscripts: str, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        parse_subscripts(subscripts)
+
+
+def test_einsum_subscripts_parse() -> None:
+    assert parse_subscripts("mk, kn -> mn") == ("mk", "kn", "mn")
+
+
+def test_unfold_groups_follow_the_header() -> None:
+    # "currently only the value 2 is supported"; groupSize entries "must sum to the number of
+    # modes"
+    indices, sizes = _groups([[0, 2], [1]], 3, "unfold")
+    assert list(indices) == [0, 2, 1] and list(sizes) == [2, 1]
+    with pytest.raises(ValueError, match="exactly 2 groups"):
+        _groups([[0], [1], [2]], 3, "unfold")
+    with pytest.raises(ValueError, match="each of the 3 modes"):
+        _groups([[0, 1], [1]], 3, "unfold")
+
+
+@pytest.mark.parametrize(
+    ("devices", "match"),
+    [([], "at least one device"), ([0, 0], "twice"), ([-1], r"ordinals \(>= 0\)")],
+)
+def test_mg_handle_checks_the_device_list(devices: list[int], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        MgHandle(devices)
+
+
+def test_mg_handle_says_it_needs_a_gpu(no_gpu: None) -> None:
+    with pytest.raises(DeviceRequiredError, match="cuTENSORMg handle needs a CUDA GPU"):
+        MgHandle([0])
+
+
+def test_folding_rules_of_the_header() -> None:
+    tensor = Distribution((8, 4, 16), (2, 1, 1))
+    matrix = Distribution((128, 4), (2, 1), block_sizes=(32, 32))
+    indices, sizes = check_folding(tensor, "R_32F", matrix, "R_32F", [[0, 2], [1]], what="unfold")
+    assert list(indices) == [0, 2, 1] and list(sizes) == [2, 1]
+    # "a multiple of 32 for FP32 (CUDA_R_32F) and a multiple of 16 for all other ... datatypes"
+    tiles16 = Distribution((128, 4), (2, 1), block_sizes=(16, 16))
+    with pytest.raises(ValueError, match="multiple of 32 for R_32F"):
+        check_folding(tensor, "R_32F", tiles16, "R_32F", [[0, 2], [1]], what="unfold")
+    check_folding(tensor, "R_64F", tiles16, "R_64F", [[0, 2], [1]], what="fold")
+    # "FP16 and BF16 unfolding are currently not supported"
+    with pytest.raises(TypeError, match="FP16 and BF16"):
+        check_folding(tensor, "R_16F", tiles16, "R_16F", [[0, 2], [1]], what="unfold")
+    # "the unfolded extents do not match descDst"
+    with pytest.raises(ValueError, match=r"grouped extents are \(32, 16\)"):
+        check_folding(tensor, "R_64F", tiles16, "R_64F", [[0, 1], [2]], what="unfold")
+    with pytest.raises(ValueError, match="2 modes"):
+        check_folding(tensor, "R_64F", tensor, "R_64F", [[0, 2], [1]], what="unfold")
+
+
+def test_contraction_modes_follow_cutensors_rules() -> None:
+    ma, mb, mc = contraction_modes(
+        [((4, 3), "mk", "modes_a"), ((3, 5), "kn", "modes_b"), ((4, 5), "mn", "modes_c")]
+    )
+    assert (ma, mb, mc) == ((ord("m"), ord("k")), (ord("k"), ord("n")), (ord("m"), ord("n")))
+    with pytest.raises(ValueError, match="mode 'k' has extent 3 in modes_a but 4 in modes_b"):
+        contraction_modes(
+            [((4, 3), "mk", "modes_a"), ((4, 5), "kn", "modes_b"), ((4, 5), "mn", "modes_c")]
+        )
+    with pytest.raises(ValueError, match="output mode 'x' appears in no input"):
+        contraction_modes(
+            [((4, 3), "mk", "modes_a"), ((3, 5), "kn", "modes_b"), ((4, 5), "mx", "modes_c")]
+        )
+    with pytest.raises(ValueError, match="modes_b repeats a mode"):
+        contraction_modes(
+            [((4, 3), "mk", "modes_a"), ((3, 3), "kk", "modes_b"), ((4, 3), "mk", "modes_c")]
+        )
+    with pytest.raises(ValueError, match="modes_c has 1 modes but the tensor has 2"):
+        contraction_modes(
+            [((4, 3), "mk", "modes_a"), ((3, 5), "kn", "modes_b"), ((4, 5), "m", "modes_c")]
+        )
+    with pytest.raises(TypeError, match="one-character string"):
+        contraction_modes(
+            [((4, 3), ["mm", "k"], "modes_a"), ((3, 5), "kn", "modes_b"), ((4, 5), "mn", "c")]
+        )
