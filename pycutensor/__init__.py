@@ -61,7 +61,7 @@ _LAZY: dict[str, str] = {
 
 _SUBMODULES = {
     "raw", "errors", "tensor", "handle", "tables", "checks", "operation", "preference", "plan",
-    "operations",
+    "operations", "distributed", "raw_mp", "raw_mg",
 }  # fmt: skip
 
 __all__ = [
