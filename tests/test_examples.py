@@ -1,4 +1,4 @@
-"""The runnable examples in ``examples/``, each in a child process, and the README's code.
+"""The runnable examples in ``examples/``, each in a child process.
 
 CPU tier: every example runs up to the point that needs a GPU (parsing, validation, descriptors,
 graphs and deviceless plans for the committed H100 properties when libcuda.so.1 is present),
@@ -9,7 +9,6 @@ its own check against NumPy passes. The README's Python blocks are excerpts of t
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -135,30 +134,3 @@ def test_example_on_a_gpu(path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[-1] == "matches NumPy", done.stdout
     assert "needs a" not in done.stdout
-
-
-def _is_import(line: str) -> bool:
-    return line.startswith(("import ", "from "))
-
-
-def test_readme_code_is_taken_from_the_examples() -> None:
-    """Each ```python block of the README is an excerpt of one example: its lines (indentation
-    and blank lines aside) appear there in the same order and contiguously, and its imports are
-    among that example's imports."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
-    assert blocks
-    sources = {p.name: [x.strip() for x in p.read_text().splitlines()] for p in EXAMPLES}
-    for block in blocks:
-        lines = [x.strip() for x in block.splitlines() if x.strip()]
-        imports = [x for x in lines if _is_import(x)]
-        body = [x for x in lines if not _is_import(x)]
-        found = []
-        for name, source in sources.items():
-            text = [x for x in source if x]
-            contiguous = any(
-                text[i : i + len(body)] == body for i in range(len(text) - len(body) + 1)
-            )
-            if contiguous and all(x in source for x in imports):
-                found.append(name)
-        assert found, f"this README block is in no example:\n{block}"
