@@ -22,6 +22,7 @@ from ._shared.report import (
     JSON_HELP,
     CliParser,
     devices_report,
+    guard_main,
     parse_args,
     print_json,
     print_report,
@@ -40,6 +41,11 @@ def info() -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default ``sys.argv[1:]``) and return its exit code."""
+    return guard_main(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
     parser = CliParser(prog="python -m pycudnn", description=__doc__)
     parser.add_argument("--json", dest="json_first", action="store_true", help=JSON_HELP)
     sub = parser.add_subparsers(dest="command", required=True)

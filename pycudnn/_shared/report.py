@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .cuda import DriverStatus, driver_status
+from .ffi import DEPENDENCIES, not_importable
 
 __all__ = [
     "EXIT_CANNOT_RUN",
@@ -37,6 +38,7 @@ __all__ = [
     "JSON_HELP",
     "CliParser",
     "device_record",
+    "guard_main",
     "devices_report",
     "info_report",
     "parse_args",
@@ -230,7 +232,7 @@ def run_cli(main: Callable[[], int], *, json_mode: bool, command: str) -> int:
         except (KeyboardInterrupt, BrokenPipeError):
             raise
         except Exception as exc:
-            if not json_mode:
+            if not json_mode or _missing_dependency(exc):
                 raise
             print_json(
                 {
@@ -244,6 +246,29 @@ def run_cli(main: Callable[[], int], *, json_mode: bool, command: str) -> int:
         return code
     except BrokenPipeError:
         return _closed_pipe()
+
+
+def _missing_dependency(exc: BaseException) -> str | None:
+    """The dependency whose import failed (``numpy``, ``cuda.core``, ...), else None."""
+    name = getattr(exc, "name", None) or ""
+    if isinstance(exc, ModuleNotFoundError) and name.split(".")[0] in DEPENDENCIES:
+        return name
+    return None
+
+
+def guard_main(main: Callable[[list[str]], int], argv: Sequence[str] | None) -> int:
+    """Run a command line's ``main(argv)`` (default ``sys.argv[1:]``) and return its exit code; a
+    dependency this Python cannot import (the command run outside the environment the package
+    was installed in) is one clear message, not a traceback: :data:`EXIT_CANNOT_RUN`."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return main(args)
+    except ImportError as exc:
+        name = _missing_dependency(exc)
+        if name is None:
+            raise
+        command = next((a for a in args if not a.startswith("-")), None)
+        return report_error("--json" in args, command, EXIT_CANNOT_RUN, not_importable(name, exc))
 
 
 def _closed_pipe() -> int:
