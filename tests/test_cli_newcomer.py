@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -60,3 +61,127 @@ def test_a_missing_cuda_pathfinder_is_named_as_not_importable_from_this_python()
     assert message, doc
     assert "cuda.pathfinder" in message and "cannot be imported by the Python running" in message
     assert sys.executable in message and "is not installed" not in message, message
+
+
+def test_demo_help_under_json_is_one_json_document_in_either_order() -> None:
+    for args in (["--json", "--help"], ["--help", "--json"], ["-h", "--json"]):
+        proc = subprocess.run(
+            ["bash", str(REPO / "scripts" / "demo.sh"), *args], capture_output=True, text=True,
+            timeout=60, check=False,
+        )  # fmt: skip
+        assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
+        doc = json.loads(proc.stdout)
+        assert doc["exit_code"] == 0, (args, doc)
+        assert doc["usage"].startswith("usage: scripts/demo.sh"), (args, doc)
+        assert "--require-gpu" in doc["help"], (args, doc)
+    text = subprocess.run(
+        ["bash", str(REPO / "scripts" / "demo.sh"), "--help"], capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert text.returncode == 0 and text.stdout.startswith("usage: scripts/demo.sh"), text
+
+
+def _source_version() -> str:
+    """The one version: pyproject.toml takes it from pycudnn/__init__.py (checked here)."""
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(r'^dynamic = \["version"\]', pyproject, re.M), "the version is not dynamic"
+    assert '[tool.hatch.version]\npath = "pycudnn/__init__.py"' in pyproject
+    assert not re.search(r"^version = ", pyproject, re.M), "a second version in pyproject.toml"
+    init = (REPO / "pycudnn" / "__init__.py").read_text(encoding="utf-8")
+    found = re.findall(r'^__version__ = "([^"]+)"$', init, re.M)
+    assert len(found) == 1, found
+    assert "__version__ = " not in (REPO / "pycutensor" / "__init__.py").read_text()
+    return found[0]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_version_comes_from_the_package_as_text_or_json(package: str) -> None:
+    version = _source_version()
+    text = cli(package, "--version")
+    assert (text.returncode, text.stdout, text.stderr) == (0, f"{package} {version}\n", "")
+    doc = cli(package, "--json", "--version")
+    assert doc.returncode == 0, doc.stderr
+    assert json.loads(doc.stdout) == {"command": None, "exit_code": 0, "version": version}
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_a_subcommands_error_prints_the_subcommands_usage(package: str) -> None:
+    proc = cli(package, "info", "--bogus")
+    assert proc.returncode == 2
+    usage, error = proc.stderr.splitlines()[:2]
+    assert usage == f"usage: python -m {package} info [-h] [--json]", proc.stderr
+    assert error == f"python -m {package} info: error: unrecognized arguments: --bogus"
+    doc = json.loads(cli(package, "--json", "info", "--bogus").stdout)
+    assert doc["usage"] == f"usage: python -m {package} info [-h] [--json]", doc
+    assert doc["exit_code"] == 2 and "--bogus" in doc["error"], doc
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+@pytest.mark.parametrize(
+    "args",
+    [["info", "--jso"], ["--jso", "info"], ["smoke", "--require"], ["--vers"]],
+    ids=["jso-after", "jso-before", "require", "vers"],
+)
+def test_abbreviated_options_are_refused(package: str, args: list[str]) -> None:
+    proc = cli(package, *args)
+    assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+    abbreviated = next(a for a in args if a.startswith("--"))
+    # refused for what it is, or (alone, without a subcommand) for the missing subcommand
+    assert f"unrecognized arguments: {abbreviated}" in proc.stderr or (
+        args == [abbreviated] and "arguments are required: command" in proc.stderr
+    ), proc.stderr
+    assert proc.stdout == "", proc.stdout  # nothing ran
+
+
+FULL_DISK_ARGS = [["info"], ["--json", "info"], ["info", "--help"], ["--json", "--version"]]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("package", PACKAGES)
+@pytest.mark.parametrize("args", FULL_DISK_ARGS, ids=" ".join)
+def test_a_full_disk_on_stdout_is_one_error_line(package: str, args: list[str]) -> None:
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", package, *args], stdout=full, stderr=subprocess.PIPE,
+            text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)}, check=False,
+        )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr == "error: cannot write to stdout: No space left on device\n", proc.stderr
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+@pytest.mark.parametrize("args", [["info"], ["--json", "info"], ["verify", "--list"]], ids=" ".join)
+def test_a_closed_pipe_on_stdout_ends_quietly(package: str, args: list[str]) -> None:
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first byte
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", package, *args], stdout=write, stderr=subprocess.PIPE,
+            text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)}, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert (proc.returncode, proc.stderr) == (141, ""), proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("package", "env", "marker"),
+    [
+        ("pycudnn", {"CUDNN_LOGLEVEL_DBG": "3", "CUDNN_LOGDEST_DBG": "stdout"}, "CuDNN"),
+        ("pycutensor", {"CUTENSOR_LOG_LEVEL": "5"}, "[cuTENSOR]"),
+    ],
+)
+def test_with_json_the_libraries_own_log_goes_to_stderr(
+    package: str, env: dict[str, str], marker: str
+) -> None:
+    # Both libraries write their log to descriptor 1 here (cuDNN as told, cuTENSOR without
+    # CUTENSOR_LOG_FILE): stdout must still be the one JSON document.
+    env = {**env, "CUTENSOR_LOG_FILE": ""} if package == "pycutensor" else env
+    env.pop("CUTENSOR_LOG_FILE", None)
+    proc = cli(package, "--json", "info", env=env)
+    doc = json.loads(proc.stdout)
+    assert doc["command"] == "info", doc
+    assert marker in proc.stderr, proc.stderr[-2000:]
+    # Without --json the log stays where the library was told to write it.
+    plain = cli(package, "info", env=env)
+    assert marker in plain.stdout, plain.stdout[-2000:]
