@@ -1,6 +1,7 @@
 """Command line: ``python -m pycutensor info | smoke [--require-gpu] | verify [--quick]
 [--filter TEXT] [--list]``, each with ``--json`` (before or after the command): exactly one JSON
-document on stdout, whatever happens, its ``exit_code`` repeating the exit code. ``--version`` prints the package's version.
+document on stdout, whatever happens, its ``exit_code`` repeating the exit code. ``--version``
+prints the package's version.
 
 Exit codes: 0 everything passed; 1 something failed; 2 bad command line; 3 could not run here
 (no GPU where one is needed, library not installed); 141 the reader closed the pipe.
