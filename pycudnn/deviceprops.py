@@ -280,7 +280,9 @@ class DeviceProperties:
         try:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
-            raise OSError(f"cannot read device properties from {os.fspath(path)!r}: {exc}") from exc
+            raise OSError(
+                f"cannot read device properties from {os.fspath(path)!r}: {exc}{_others(path, exc)}"
+            ) from exc
         try:
             return cls.from_json(text)
         except ValueError as exc:
@@ -473,6 +475,22 @@ class DeviceProperties:
             f"<pycudnn.DeviceProperties {self.device_name!r} sm_{major}{minor} "
             f"{self.multiprocessor_count} SMs>"
         )
+
+
+def _others(path: str | os.PathLike[str], exc: OSError) -> str:
+    """For a file that does not exist: the JSON files its folder does hold (a misspelt name is
+    the usual cause), so the error shows what to load instead."""
+    if not isinstance(exc, FileNotFoundError):
+        return ""
+    folder = Path(path).parent
+    try:
+        names = sorted(p.name for p in folder.glob("*.json") if p.is_file())
+    except OSError:
+        return ""
+    if not folder.is_dir():
+        return f"; the folder {os.fspath(folder)!r} does not exist either"
+    listed = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    return f"; the JSON files in {os.fspath(folder)!r} are: {listed or 'none'}"
 
 
 def _why_no_plans_here() -> str | None:
