@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -185,3 +187,40 @@ def test_with_json_the_libraries_own_log_goes_to_stderr(
     # Without --json the log stays where the library was told to write it.
     plain = cli(package, "info", env=env)
     assert marker in plain.stdout, plain.stdout[-2000:]
+
+
+def _fuzz_cli() -> Any:
+    sys.path.insert(0, str(REPO / "scripts"))
+    import reliability_fuzz_cli
+
+    return reliability_fuzz_cli
+
+
+def test_the_cli_fuzz_target_tells_a_broken_promise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fz = _fuzz_cli()
+    with pytest.raises(fz.ContractBroken, match="abbreviated option was accepted"):
+        fz.check(["info", "--jso"], 0, "", "")
+    with pytest.raises(fz.ContractBroken, match="no single JSON document"):
+        fz.check(["--json", "info"], 0, '{"exit_code": 0}\nI! CuDNN log line', "")
+    with pytest.raises(fz.ContractBroken, match="exit_code is not the exit code"):
+        fz.check(["--json", "info"], 3, '{"exit_code": 0}', "")
+    fz.check(["--json", "info", "--jso"], 2, '{"exit_code": 2}', "")  # refused: kept
+    # With argparse's abbreviations back on, the target finds the broken promise.
+    from pycudnn._shared.report import CliParser
+
+    init = CliParser.__init__
+
+    def abbreviating(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **{**kwargs, "allow_abbrev": True})
+
+    monkeypatch.setattr(CliParser, "__init__", abbreviating)
+    ctx = type("Ctx", (), {"tmp": tmp_path})()
+    found = []
+    for n in range(200):
+        try:
+            fz.cli_argv(random.Random(f"abbrev/{n}"), ctx)
+        except fz.ContractBroken as exc:
+            found.append(str(exc))
+    assert any("abbreviated option was accepted" in f for f in found), found[:3]
