@@ -28,7 +28,7 @@ from pycudnn._shared.report import (
     run_cli,
 )
 
-__all__ = ["info", "main"]
+__all__ = ["info", "main", "parser"]
 
 
 def info() -> dict[str, Any]:
@@ -43,7 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return guard_main(_main, argv)
 
 
-def _main(argv: list[str]) -> int:
+def parser() -> CliParser:
+    """The command line's parser (every subcommand and option; ``parse_args`` reports errors)."""
     parser = CliParser(prog="python -m pycutensor", description=__doc__)
     parser.add_argument("--json", dest="json_first", action="store_true", help=JSON_HELP)
     add_version_option(parser, "pycutensor")
@@ -64,7 +65,11 @@ def _main(argv: list[str]) -> int:
             description=verification.run.__doc__,
         )
     )
-    args = parse_args(parser, argv)
+    return parser
+
+
+def _main(argv: list[str]) -> int:
+    args = parse_args(parser(), argv)
     if isinstance(args, int):
         return args
     return run_cli(lambda: _dispatch(args), json_mode=args.json, command=args.command)

@@ -9,6 +9,10 @@ a file it does not make, fails here, and what a block writes goes nowhere. Witho
 
 A block that cannot run by itself (a fragment of a larger listing) is opted out by the comment
 ``<!-- no-run: REASON -->`` on the line before its fence; the reason is required.
+
+The shell blocks' command lines (``python -m pycudnn ...``, ``scripts/demo.sh ...``) are not run
+(they install, or need a GPU for minutes); each is parsed by the command's own parser instead, so
+a documented option the command does not have fails here.
 """
 
 from __future__ import annotations
@@ -170,3 +174,62 @@ def test_a_failing_block_is_told_from_a_missing_gpu() -> None:
     )
     assert not NO_GPU.match("NameError: name 'x_gpu' is not defined")
     assert not NO_GPU.match("FileNotFoundError: [Errno 2] No such file or directory: 'h100.json'")
+
+
+SHELL_FENCES = ("bash", "sh", "shell", "console")
+COMMAND = re.compile(r"^(?:\$ )?(?:\w+=\S+\s+)*python3? -m (pycudnn|pycutensor)\b(.*)$")
+DEMO = re.compile(r"^(?:\$ )?scripts/demo\.sh\b(.*)$")
+DEMO_OPTIONS = {"--json", "--require-gpu", "-h", "--help"}
+
+
+def command_lines() -> list[tuple[str, str, str]]:
+    """(where, package or "demo", arguments) of every command line in a shell block of the docs
+    that runs ``python -m pycudnn|pycutensor`` or ``scripts/demo.sh``."""
+    found = []
+    for path in DOCS:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        fence = None
+        for n, line in enumerate(lines, 1):
+            m = FENCE.match(line)
+            if m or line.startswith("```"):
+                fence = (m.group(1) if m else "") if fence is None else None
+                continue
+            if fence not in SHELL_FENCES:
+                continue
+            text = re.split(r"\s+#|\s\||\s>|\s2>|\s&&|\s;", line.strip(), maxsplit=1)[0]
+            where = f"{path.relative_to(REPO)}:{n}"
+            if m := COMMAND.match(text):
+                found.append((where, m.group(1), m.group(2)))
+            elif m := DEMO.match(text):
+                found.append((where, "demo", m.group(1)))
+    return found
+
+
+def test_every_documented_command_line_is_one_the_commands_accept() -> None:
+    import shlex
+
+    from pycudnn import cli as cudnn_cli
+    from pycudnn._shared.report import _HelpRequested, _UsageError
+    from pycutensor import cli as cutensor_cli
+
+    lines = command_lines()
+    assert {p for _, p, _ in lines} >= {"pycudnn", "pycutensor", "demo"}, lines
+    parsers = {"pycudnn": cudnn_cli.parser, "pycutensor": cutensor_cli.parser}
+    checked = 0
+    for where, package, rest in lines:
+        # A synopsis (`[--quick] [--filter TEXT]`, `<gpu>.json`) is checked with every option
+        # given and its placeholders filled in.
+        rest = re.sub(r"<[^>]*>", "x", rest.replace("[", " ").replace("]", " "))
+        rest = re.sub(r"\bTEXT\b|\bFILE\b", "x", rest)
+        args = shlex.split(rest)
+        if package == "demo":
+            assert set(args) <= DEMO_OPTIONS, (where, args)
+            continue
+        try:
+            parsers[package]().parse_args(args)
+        except _HelpRequested:
+            pass
+        except _UsageError as exc:
+            pytest.fail(f"{where}: python -m {package} {rest.strip()}: {exc.message}")
+        checked += 1
+    assert checked >= 10, lines
