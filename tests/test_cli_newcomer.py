@@ -163,6 +163,24 @@ def test_a_full_disk_on_stdout_is_one_error_line(package: str, args: list[str]) 
     assert proc.stderr == "error: cannot write to stdout: No space left on device\n", proc.stderr
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_demo_json_merge_on_a_full_disk_is_one_error_line(tmp_path: Path) -> None:
+    # scripts/demo.sh --json prints its document through merge_smoke.
+    files = []
+    for package in PACKAGES:
+        path = tmp_path / f"{package}.json"
+        path.write_text(json.dumps({"command": "smoke", "exit_code": 0, "summary": {}}))
+        files += [str(path), "0"]
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pycudnn._shared.merge_smoke", *files], stdout=full,
+            stderr=subprocess.PIPE, text=True, timeout=120, check=False,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr == "error: cannot write to stdout: No space left on device\n", proc.stderr
+
+
 @pytest.mark.parametrize("package", PACKAGES)
 @pytest.mark.parametrize("args", [["info"], ["--json", "info"], ["verify", "--list"]], ids=" ".join)
 def test_a_closed_pipe_on_stdout_ends_quietly(package: str, args: list[str]) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .report import EXIT_CANNOT_RUN, EXIT_FAILED, EXIT_OK, print_json
+from .report import EXIT_CANNOT_RUN, EXIT_FAILED, EXIT_OK, guard_main, print_json
 
 __all__ = ["merge", "worst"]
 
@@ -61,4 +61,5 @@ def main(argv: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main(sys.argv[1:]))
+    # A full disk or a closed pipe on stdout: one line or a quiet exit, no traceback.
+    sys.exit(guard_main(main, sys.argv[1:]))
