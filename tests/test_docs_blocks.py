@@ -140,6 +140,14 @@ def test_the_block_runs_as_written(
     if block.no_run:
         pytest.skip(f"{block.id} opts out: {block.no_run}")
     proc = results[block.id]
+    if "DeviceProperties" in block.code and proc.returncode != 0:
+        from pycudnn import DeviceProperties
+
+        why_not = DeviceProperties.why_no_plans()  # an older cuDNN of the version matrix
+        if why_not:
+            pytest.skip(
+                f"{block.id} plans for device properties, which cannot be done here: {why_not}"
+            )
     if proc.returncode == 0:
         return
     last = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""
