@@ -30,7 +30,6 @@ from .cuda import DriverStatus, driver_status
 from .ffi import DEPENDENCIES, not_importable
 
 __all__ = [
-    "StdoutError",
     "EXIT_CANNOT_RUN",
     "EXIT_CLOSED_PIPE",
     "EXIT_FAILED",
@@ -38,10 +37,11 @@ __all__ = [
     "EXIT_USAGE",
     "JSON_HELP",
     "CliParser",
+    "StdoutError",
     "add_version_option",
     "device_record",
-    "guard_main",
     "devices_report",
+    "guard_main",
     "info_report",
     "parse_args",
     "plain_text",
