@@ -22,6 +22,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,7 +53,7 @@ NO_GPU = re.compile(
 #: In the version matrix's older entries: a feature newer than the loaded library, refused by name.
 UNSUPPORTED = re.compile(r"^[\w.]*UnsupportedByLibraryError: ")
 NO_RUN = re.compile(r"<!--\s*no-run:\s*(\S.*?)\s*-->")
-FENCE = re.compile(r"^```(\w*)\s*$")
+FENCE = re.compile(r"^\s*```(\w*)\s*$")  # indented too: a block inside a list item
 
 
 @dataclass(frozen=True)
@@ -77,12 +78,14 @@ def python_blocks(path: Path) -> list[Block]:
         if not m:
             i += 1
             continue
-        end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("```")), None)
+        end = next(
+            (j for j in range(i + 1, len(lines)) if lines[j].lstrip().startswith("```")), None
+        )
         assert end is not None, f"{path.relative_to(REPO)}:{i + 1}: a fence that is never closed"
         if m.group(1) in ("python", "py"):
             above = next((s for s in reversed(lines[:i]) if s.strip()), "")
             reason = NO_RUN.search(above)
-            code = "\n".join(lines[i + 1 : end]) + "\n"
+            code = textwrap.dedent("\n".join(lines[i + 1 : end]) + "\n")
             blocks.append(Block(path, i + 1, code, reason.group(1) if reason else ""))
         i = end + 1
     return blocks
@@ -169,11 +172,15 @@ def test_the_collector_finds_blocks_and_reads_the_opt_out(tmp_path: Path) -> Non
     md = tmp_path / "x.md"
     md.write_text(
         "text\n```python\nprint(1)\n```\n\n<!-- no-run: a fragment -->\n\n```python\nx\n```\n"
-        "```bash\nls\n```\n",
+        "```bash\nls\n```\n- item:\n\n  ```python\n  if 1:\n      y = 2\n  ```\n",
         encoding="utf-8",
     )
     got = [(b.line, b.code, b.no_run) for b in python_blocks(md)]
-    assert got == [(2, "print(1)\n", ""), (8, "x\n", "a fragment")]
+    assert got == [
+        (2, "print(1)\n", ""),
+        (8, "x\n", "a fragment"),
+        (16, "if 1:\n    y = 2\n", ""),  # indented in a list item: dedented
+    ]
 
 
 def test_a_failing_block_is_told_from_a_missing_gpu() -> None:
@@ -199,7 +206,7 @@ def command_lines() -> list[tuple[str, str, str]]:
         fence = None
         for n, line in enumerate(lines, 1):
             m = FENCE.match(line)
-            if m or line.startswith("```"):
+            if m or line.lstrip().startswith("```"):
                 fence = (m.group(1) if m else "") if fence is None else None
                 continue
             if fence not in SHELL_FENCES:
