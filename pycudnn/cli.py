@@ -1,7 +1,7 @@
 """Command line: ``python -m pycudnn info | smoke [--require-gpu] | deviceprops [--save FILE] |
 verify [--quick] [--no-known-bad] [--filter TEXT] [--list]``, each with ``--json`` (before or
 after the command): exactly one JSON document on stdout, whatever happens, its ``exit_code``
-repeating the exit code.
+repeating the exit code. ``--version`` prints the package's version.
 
 Exit codes: 0 everything passed; 1 something failed; 2 bad command line; 3 could not run here
 (no GPU where one is needed, library not installed); 141 the reader closed the pipe.
@@ -21,7 +21,9 @@ from ._shared.report import (
     EXIT_USAGE,
     JSON_HELP,
     CliParser,
+    add_version_option,
     devices_report,
+    guard_main,
     parse_args,
     print_json,
     print_report,
@@ -29,7 +31,7 @@ from ._shared.report import (
     run_cli,
 )
 
-__all__ = ["info", "main"]
+__all__ = ["info", "main", "parser"]
 
 
 def info() -> dict[str, Any]:
@@ -40,8 +42,15 @@ def info() -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default ``sys.argv[1:]``) and return its exit code."""
+    return guard_main(_main, argv)
+
+
+def parser() -> CliParser:
+    """The command line's parser (every subcommand and option; ``parse_args`` reports errors)."""
     parser = CliParser(prog="python -m pycudnn", description=__doc__)
     parser.add_argument("--json", dest="json_first", action="store_true", help=JSON_HELP)
+    add_version_option(parser, "pycudnn")
     sub = parser.add_subparsers(dest="command", required=True)
     p_info = sub.add_parser("info", help="versions, library paths, driver and devices")
     p_info.add_argument("--json", action="store_true", help=JSON_HELP)
@@ -70,7 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "verify", help="check every engine against NumPy", description=verify_cli.__doc__
         )
     )
-    args = parse_args(parser, argv)
+    return parser
+
+
+def _main(argv: list[str]) -> int:
+    args = parse_args(parser(), argv)
     if isinstance(args, int):
         return args
     return run_cli(lambda: _dispatch(args), json_mode=args.json, command=args.command)

@@ -26,6 +26,7 @@ import json
 import os
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from ._plan_json import parse_json_for_cudnn, utf8_length
@@ -281,7 +282,9 @@ class DeviceProperties:
         try:
             text = read_text(path, what="device-properties file")  # no FIFO, no /dev/zero
         except OSError as exc:
-            raise OSError(f"cannot read device properties from {os.fspath(path)!r}: {exc}") from exc
+            raise OSError(
+                f"cannot read device properties from {os.fspath(path)!r}: {exc}{_others(path, exc)}"
+            ) from exc
         except UnicodeDecodeError as exc:
             raise ValueError(f"{os.fspath(path)}: not UTF-8 text ({exc})") from None
         try:
@@ -479,6 +482,22 @@ class DeviceProperties:
             f"<pycudnn.DeviceProperties {self.device_name!r} sm_{major}{minor} "
             f"{self.multiprocessor_count} SMs>"
         )
+
+
+def _others(path: str | os.PathLike[str], exc: OSError) -> str:
+    """For a file that does not exist: the JSON files its folder does hold (a misspelt name is
+    the usual cause), so the error shows what to load instead."""
+    if not isinstance(exc, FileNotFoundError):
+        return ""
+    folder = Path(path).parent
+    try:
+        names = sorted(p.name for p in folder.glob("*.json") if p.is_file())
+    except OSError:
+        return ""
+    if not folder.is_dir():
+        return f"; the folder {os.fspath(folder)!r} does not exist either"
+    listed = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    return f"; the JSON files in {os.fspath(folder)!r} are: {listed or 'none'}"
 
 
 def _why_no_plans_here() -> str | None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+# One version for the distribution: pycudnn's (pyproject.toml reads it from there).
+from pycudnn import __version__ as __version__
 from pycudnn._shared.lazy import lazy_module_attributes
 
 from .errors import (
@@ -23,8 +25,6 @@ from .errors import (
 )
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
-
-__version__ = "0.1.0.dev0"
 
 _LAZY: dict[str, str] = {
     "version": "._info",

@@ -5,21 +5,40 @@
 # smoke commands.
 #
 # With --json the output is ONE JSON document: {"exit_code", "summary", "pycudnn": <smoke report>,
-# "pycutensor": <smoke report>} ({"exit_code": 2, "error", "usage"} for a bad argument). Exit codes
+# "pycutensor": <smoke report>} ({"exit_code": 2, "error", "usage"} for a bad argument;
+# {"exit_code": 0, "usage", "help"} for --help). Exit codes
 # are the smoke commands' (0 passed, 1 something failed, 3 could not run here): the worst of the
 # two, a failure counting above could-not-run; 2 for an argument other than --json/--require-gpu.
 set -euo pipefail
 usage="usage: scripts/demo.sh [-h] [--json] [--require-gpu]"
+help="$usage
+
+The smoke demos of pycudnn and pycutensor (python -m pycudnn smoke, python -m pycutensor smoke).
+
+options:
+  -h, --help     show this help and exit
+  --json         print exactly one JSON document on stdout (its exit_code repeats the exit code)
+  --require-gpu  fail when checks that need a GPU cannot run"
 json=0
 bad=""
+want_help=0
 for arg in "$@"; do
   case "$arg" in
     --json) json=1 ;;
     --require-gpu) ;;
-    -h | --help) echo "$usage"; exit 0 ;;
+    -h | --help) want_help=1 ;;
     *) [ -n "$bad" ] || bad=$arg ;;
   esac
 done
+# Read to the end first: --json after --help still asks for the help as a JSON document.
+if [ "$want_help" = 1 ] && [ -z "$bad" ]; then
+  if [ "$json" = 1 ]; then
+    python3 -c 'import json, sys; print(json.dumps({"exit_code": 0, "usage": sys.argv[1], "help": sys.argv[2]}, indent=2))' "$usage" "$help"
+  else
+    echo "$help"
+  fi
+  exit 0
+fi
 # Checked here, before the two smoke commands, so that a bad argument is reported once, under
 # this script's name (and, with --json, as the one JSON document the script promises).
 if [ -n "$bad" ]; then

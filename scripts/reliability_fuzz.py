@@ -523,13 +523,18 @@ TARGETS: dict[str, Callable[[random.Random, Context], None]] = {
 #: 0.5 s on a CPU (cuDNN builds the plan's kernels), and a damaged plan-cache file means a rebuild.
 WEIGHTS = {"legacy": 4, "layout": 4, "graph": 1, "plan_json": 2, "plan_cache": 0.5,
            "deviceprops": 2, "einsum": 4, "cutensor": 4, "raw": 4}  # fmt: skip
-
 # Targets kept in modules of their own, one surface each (they import names defined above).
+import reliability_fuzz_cli  # noqa: E402
 import reliability_fuzz_distributed  # noqa: E402
 import reliability_fuzz_files  # noqa: E402
 import reliability_fuzz_surfaces  # noqa: E402
 
-for _module in (reliability_fuzz_distributed, reliability_fuzz_files, reliability_fuzz_surfaces):
+for _module in (
+    reliability_fuzz_cli,
+    reliability_fuzz_distributed,
+    reliability_fuzz_files,
+    reliability_fuzz_surfaces,
+):
     TARGETS.update(_module.TARGETS)
     WEIGHTS.update(_module.WEIGHTS)
 

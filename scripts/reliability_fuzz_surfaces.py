@@ -1,22 +1,17 @@
-"""Fuzz targets over two public surfaces: every ``Graph`` method and the command lines.
+"""Fuzz target over every ``Graph`` method (``graph_ops``).
 
-``graph_ops`` calls one to three ``Graph`` methods, chosen among all of them, with arguments drawn
-from what each parameter's annotation asks for (tensors of hostile shapes and types, integers at
-the edges of C's types, non-finite and huge floats, wrong types) and plans a quarter of the graphs
-that describe without error. ``cli`` runs the two command lines in this process with random
-argument lists and checks their contract: an exit status of 0, 1, 2 or 3, and with ``--json``
-exactly one JSON document on stdout.
+It calls one to three ``Graph`` methods, chosen among all of them, with arguments drawn from what
+each parameter's annotation asks for (tensors of hostile shapes and types, integers at the edges
+of C's types, non-finite and huge floats, wrong types) and plans a quarter of the graphs that
+describe without error.
 
-Both follow ``reliability_fuzz``'s protocol: an input either completes or raises an exception a
+It follows ``reliability_fuzz``'s protocol: an input either completes or raises an exception a
 caller is promised; anything else is counted by the harness.
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-import io
-import json
 import math
 import random
 from collections.abc import Callable
@@ -33,10 +28,6 @@ WORDS = ["none", "add", "max", "min", "mul", "avg", "amax", "maxpool", "avgpool"
          "avgpool_include_padding", "bernoulli", "uniform", "normal", "set", "tanh", "cmp_ge",
          "float32", "float16", "bfloat16", "int32", "NHWC", "", "x" * 200, "CUDNN_DATA_FLOAT"]  # fmt: skip
 DTYPES = ["float16", "bfloat16", "float32", "float32", "int32", "int8", "float8_e4m3fn", "int64"]
-
-
-class CliContractError(Exception):
-    """A command line broke the CLI's documented contract (never an expected refusal)."""
 
 
 def _graph_ops_methods() -> list[str]:
@@ -174,49 +165,6 @@ def graph_ops(rng: random.Random, ctx: Any) -> None:
         g.close()
 
 
-# -- command lines -----------------------------------------------------------------------------------
-ARGV_WORDS = ["info", "info", "verify", "deviceprops", "smoke", "--json", "--json", "--list",
-              "--quick", "--help", "-h", "--version", "--jso", "--js", "--save", "-", "--device",
-              "0", "-1", "99", "x", "", "--seed", "7", "--no-progress", "--no-known-bad",
-              "--bogus", "--", "ü", "--require-gpu", "--family", "conv_fprop"]  # fmt: skip
-#: Subcommands that do real work for seconds (planning every smoke check): drawn rarely.
-SLOW_WORDS = {"smoke"}
-EXIT_CODES = {0, 1, 2, 3}
-
-
-def _run_cli(main: Callable[[list[str]], int], argv: list[str]) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as exc:  # argparse's --help and usage errors
-            code = exc.code if isinstance(exc.code, int) else 1 if exc.code else 0
-    return code, out.getvalue()
-
-
-def cli(rng: random.Random, ctx: Any) -> None:
-    """A random command line of either CLI, run in-process; its contract is checked."""
-    import pycudnn.cli
-    import pycutensor.cli
-
-    main = rng.choice([pycudnn.cli.main, pycutensor.cli.main])
-    words = [w for w in ARGV_WORDS if w not in SLOW_WORDS or rng.random() < 0.05]
-    argv = [rng.choice(words) for _ in range(rng.randint(0, 4))]
-    if argv and argv[0] == "verify" and "--list" not in argv:
-        argv.append("--list")  # a full verify plans every engine: minutes, not one input
-    code, stdout = _run_cli(main, argv)
-    if code not in EXIT_CODES:
-        raise CliContractError(f"{argv!r}: exit status {code} is not one the CLI documents")
-    if "--json" in argv[: argv.index("--") if "--" in argv else len(argv)] and "--help" not in argv \
-            and "-h" not in argv:  # fmt: skip
-        try:
-            json.loads(stdout)
-        except ValueError:
-            raise CliContractError(
-                f"{argv!r}: --json printed no single JSON document: {stdout[:120]!r}"
-            ) from None
-
-
-TARGETS: dict[str, Callable[[random.Random, Any], None]] = {"graph_ops": graph_ops, "cli": cli}
-#: graph_ops plans a quarter of its inputs (30 ms to 0.5 s each); a CLI line costs ~5-50 ms.
-WEIGHTS = {"graph_ops": 4, "cli": 1}
+TARGETS: dict[str, Callable[[random.Random, Any], None]] = {"graph_ops": graph_ops}
+#: graph_ops plans a quarter of its inputs (30 ms to 0.5 s each).
+WEIGHTS = {"graph_ops": 4}

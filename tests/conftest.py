@@ -45,6 +45,40 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+GPU_SKIP_PREFIX = "needs a CUDA GPU: "
+
+
+def skip_summary(reasons: list[str]) -> list[str]:
+    """One line per reason a test was skipped, most frequent first; every GPU test skipped for
+    want of a GPU counts under one line whatever the wording after "needs a CUDA GPU"."""
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        if reason.startswith(GPU_SKIP_PREFIX):
+            reason = f"no GPU ({reason.removeprefix(GPU_SKIP_PREFIX)})"
+        counts[reason] = counts.get(reason, 0) + 1
+    lines = []
+    for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        what = "GPU test" if reason.startswith("no GPU (") else "test"
+        lines.append(f"{n} {what}{'s' if n != 1 else ''} skipped: {reason}")
+    return lines
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """The skips in a few lines grouped by reason, instead of one line per test (``-rs`` still
+    lists each)."""
+    if "s" in (config.option.reportchars or "") or "a" in (config.option.reportchars or ""):
+        return  # asked for the full list: pytest prints it
+    reasons = []
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = getattr(report, "longrepr", None)
+        if isinstance(longrepr, tuple) and len(longrepr) == 3:
+            reasons.append(str(longrepr[2]).removeprefix("Skipped: "))
+    if reasons:
+        terminalreporter.section("skipped, by reason", sep="-")
+        for line in skip_summary(reasons):
+            terminalreporter.write_line(line)
+
+
 @pytest.fixture(scope="session")
 def libcuda() -> None:
     """Skip unless the NVIDIA driver library is present (cuDNN's backend needs it to finalize)."""

@@ -22,6 +22,8 @@ def test_the_api_reference_builds_without_warnings(tmp_path: Path) -> None:
         **os.environ,
         "PYCUDNN_DOCS_OUT": str(tmp_path / "html"),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        # this interpreter's environment counts as active: the script does not set up .venv
+        "VIRTUAL_ENV": sys.prefix,
     }
     out = subprocess.run(
         ["bash", str(ROOT / "scripts" / "build_docs.sh")],
@@ -36,3 +38,16 @@ def test_the_api_reference_builds_without_warnings(tmp_path: Path) -> None:
     # The reference carries what the docstrings say, keywords included.
     assert "exclude_notes" in page and "cudnnBackendFinalize" in page
     assert (tmp_path / "html" / "pycutensor.html").exists()
+
+
+def test_without_an_active_environment_the_script_sets_one_up(tmp_path: Path) -> None:
+    # PYTHON=false: scripts/env.sh says where it creates the environment, then fails to (nothing
+    # is installed); without it the script would run whatever python3 is on PATH.
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env.update(PYCUDNN_VENV=str(tmp_path / "venv"), PYTHON="false", PATH="/usr/bin:/bin")
+    out = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "build_docs.sh")],
+        capture_output=True, text=True, env=env, timeout=60, check=False,
+    )  # fmt: skip
+    assert out.returncode != 0, out.stdout + out.stderr
+    assert f"creating virtual environment in {tmp_path / 'venv'}" in out.stderr, out.stderr

@@ -1,15 +1,15 @@
-"""The runnable examples in ``examples/``, each in a child process, and the README's code.
+"""The runnable examples in ``examples/``, each in a child process.
 
 CPU tier: every example runs up to the point that needs a GPU (parsing, validation, descriptors,
 graphs and deviceless plans for the committed H100 properties when libcuda.so.1 is present),
-prints one line saying what needs a GPU and exits 0. GPU tier: every example runs to the end and
-its own check against NumPy passes. The README's Python blocks are excerpts of the examples.
+prints one line saying what needs a GPU and exits with status 3 (:data:`NOT_CHECKED`: its check
+against NumPy did not run, so not 0). GPU tier: every example runs to the end, its own check
+against NumPy passes and it exits 0. The README's Python blocks are excerpts of the examples.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +22,7 @@ from pycudnn._shared.cuda import driver_status
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((REPO / "examples").glob("*.py"))
 NAMES = [p.stem for p in EXAMPLES]
+NOT_CHECKED = 3  # the README's exit code for "could not run here", the examples' when unchecked
 
 # What each example prints before it needs a GPU (beyond the "needs a GPU" line), derived from
 # the problem it states: shapes from the convolution formula, the H100 from the committed file.
@@ -102,7 +103,7 @@ def test_example_runs_up_to_the_gpu(
     path: Path, cpu_runs: dict[str, subprocess.CompletedProcess[str]]
 ) -> None:
     done = cpu_runs[path.stem]
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == NOT_CHECKED, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines and lines[-1].startswith("needs a"), done.stdout
     assert "GPU" in lines[-1]
@@ -143,28 +144,11 @@ def test_example_on_a_gpu(path: Path) -> None:
     assert "needs a" not in done.stdout
 
 
-def _is_import(line: str) -> bool:
-    return line.startswith(("import ", "from "))
-
-
-def test_readme_code_is_taken_from_the_examples() -> None:
-    """Each ```python block of the README is an excerpt of one example: its lines (indentation
-    and blank lines aside) appear there in the same order and contiguously, and its imports are
-    among that example's imports."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
-    assert blocks
-    sources = {p.name: [x.strip() for x in p.read_text().splitlines()] for p in EXAMPLES}
-    for block in blocks:
-        lines = [x.strip() for x in block.splitlines() if x.strip()]
-        imports = [x for x in lines if _is_import(x)]
-        body = [x for x in lines if not _is_import(x)]
-        found = []
-        for name, source in sources.items():
-            text = [x for x in source if x]
-            contiguous = any(
-                text[i : i + len(body)] == body for i in range(len(text) - len(body) + 1)
-            )
-            if contiguous and all(x in source for x in imports):
-                found.append(name)
-        assert found, f"this README block is in no example:\n{block}"
+def test_every_exit_without_the_numpy_check_says_so_and_is_not_zero() -> None:
+    # Statically: an example may stop early only with the "not checked" status; exit 0 is for
+    # the end of the script, where the check against NumPy has passed.
+    for path in EXAMPLES:
+        source = path.read_text(encoding="utf-8")
+        assert "sys.exit(0)" not in source, path.name
+        assert f"NOT_CHECKED = {NOT_CHECKED}" in source, path.name
+        assert source.count('print("matches NumPy")') == 1, path.name  # after the check only

@@ -197,6 +197,19 @@ class DeviceArray:
         ``strides`` (elements, non-negative) or ``fmt`` (a :mod:`pycudnn.layout` format such as
         ``"NHWC"``, with ``shape`` in logical order) choose the layout; default C order.
         """
+        return cls._allocate("DeviceArray.empty", shape, dtype, device, stream, strides, fmt)
+
+    @classmethod
+    def _allocate(  # noqa: PLR0917 - private: the arguments of empty/zeros, in their order
+        cls,
+        what: str,  # the factory called, for the no-GPU error (zeros must not say "empty")
+        shape: Sequence[int] | int,
+        dtype: Any,
+        device: Any,
+        stream: Any,
+        strides: Sequence[int] | None,
+        fmt: str | None,
+    ) -> DeviceArray:
         shp = _check_shape(shape)
         dt = _check_dtype(dtype)
         st = _layout_strides(shp, strides, fmt)
@@ -206,7 +219,7 @@ class DeviceArray:
                 f"shape {shp} of {dtype_name(dt)} spans {span * dt.itemsize} bytes, more memory "
                 "than exists"
             )
-        dev = _device_or_raise(device, "DeviceArray.empty")
+        dev = _device_or_raise(device, what)
         s = stream_object(stream, dev)
         buf = allocate(span * dt.itemsize, device=dev, stream=s)
         return cls._new(buf, int(buf.handle), shp, st, dt, int(dev.device_id), stream=s)
@@ -223,7 +236,7 @@ class DeviceArray:
         fmt: str | None = None,
     ) -> DeviceArray:
         """Like :meth:`empty`, filled with zero bytes (0 in every supported type)."""
-        out = cls.empty(shape, dtype, device=device, stream=stream, strides=strides, fmt=fmt)
+        out = cls._allocate("DeviceArray.zeros", shape, dtype, device, stream, strides, fmt)
         out._buffer.fill(0, stream=out._stream)
         return out
 

@@ -69,6 +69,22 @@ class LibraryNotFoundError(ImportError):
     """The shared library could not be found or loaded; the message names the pip extra to install."""
 
 
+#: The modules this distribution depends on (pyproject.toml's dependencies and extras).
+DEPENDENCIES = ("numpy", "ml_dtypes", "cuda")
+
+
+def not_importable(module: str, exc: BaseException) -> str:
+    """Why a dependency cannot be imported, for a message: the usual cause is a Python other than
+    the environment's (``python3`` outside the checkout's ``.venv``), not a missing library."""
+    return (
+        f"{module}, a dependency of this package, cannot be imported by the Python running "
+        f"({sys.executable}, Python {sys.version.split()[0]}): {exc}. Run the Python of the "
+        "environment the package was installed in (in a checkout: `. scripts/env.sh` first, or "
+        "scripts/demo.sh and scripts/test.sh, which do it), or install the package with its "
+        'dependencies for this Python: pip install "cudnn-cutensor-ctypes[cu12]" (or [cu13])'
+    )
+
+
 class UnsupportedByLibraryError(NotImplementedError):
     """A symbol or feature exists in the headers the bindings came from but is newer than the
     loaded library. ``symbol`` names it, ``required`` is the version that introduced it (None when
@@ -278,8 +294,7 @@ class NativeLibrary:
             from cuda import pathfinder
         except ImportError as exc:  # pragma: no cover - cuda-pathfinder is a base dependency
             raise LibraryNotFoundError(
-                f"cuda-pathfinder is not installed, so {self.display_name} cannot be located; "
-                f"{self._install_hint}"
+                f"{self.display_name} cannot be located: {not_importable('cuda.pathfinder', exc)}"
             ) from exc
         try:
             found = pathfinder.load_nvidia_dynamic_lib(self._pathfinder_name)

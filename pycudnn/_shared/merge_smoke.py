@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .files import read_text
-from .report import EXIT_CANNOT_RUN, EXIT_FAILED, EXIT_OK, print_json
+from .report import EXIT_CANNOT_RUN, EXIT_FAILED, EXIT_OK, guard_main, print_json
 
 __all__ = ["merge", "worst"]
 
@@ -62,4 +62,5 @@ def main(argv: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main(sys.argv[1:]))
+    # A full disk or a closed pipe on stdout: one line or a quiet exit, no traceback.
+    sys.exit(guard_main(main, sys.argv[1:]))

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .cuda import DriverStatus, driver_status
+from .ffi import DEPENDENCIES, not_importable
 
 __all__ = [
     "EXIT_CANNOT_RUN",
@@ -36,8 +37,11 @@ __all__ = [
     "EXIT_USAGE",
     "JSON_HELP",
     "CliParser",
+    "StdoutError",
+    "add_version_option",
     "device_record",
     "devices_report",
+    "guard_main",
     "info_report",
     "parse_args",
     "plain_text",
@@ -227,10 +231,10 @@ def run_cli(main: Callable[[], int], *, json_mode: bool, command: str) -> int:
     try:
         try:
             code = main()
-        except (KeyboardInterrupt, BrokenPipeError):
+        except (KeyboardInterrupt, BrokenPipeError, StdoutError):
             raise
         except Exception as exc:
-            if not json_mode:
+            if not json_mode or _missing_dependency(exc):
                 raise
             print_json(
                 {
@@ -246,9 +250,135 @@ def run_cli(main: Callable[[], int], *, json_mode: bool, command: str) -> int:
         return _closed_pipe()
 
 
+def _missing_dependency(exc: BaseException) -> str | None:
+    """The dependency whose import failed (``numpy``, ``cuda.core``, ...), else None."""
+    name = getattr(exc, "name", None) or ""
+    if isinstance(exc, ModuleNotFoundError) and name.split(".")[0] in DEPENDENCIES:
+        return name
+    return None
+
+
+class StdoutError(OSError):
+    """Writing to stdout failed (a full disk, an I/O error), told apart from the OSErrors of the
+    command's own work; a closed pipe stays :class:`BrokenPipeError`."""
+
+
+class _GuardedStdout:
+    """``sys.stdout`` whose write errors other than a closed pipe raise :class:`StdoutError`."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise StdoutError(exc.errno, exc.strerror) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise StdoutError(exc.errno, exc.strerror) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _c_stdout_to_stderr() -> Any:
+    """Send what C code writes to file descriptor 1 to stderr, keeping ``sys.stdout`` on the real
+    stdout through a duplicate; return the new ``sys.stdout`` (None when nothing was changed).
+
+    In ``--json`` mode stdout holds one JSON document and nothing else, but cuDNN's log goes to
+    descriptor 1 with ``CUDNN_LOGDEST_DBG=stdout`` and cuTENSOR's whenever ``CUTENSOR_LOG_LEVEL``
+    or ``_MASK`` is set without ``CUTENSOR_LOG_FILE``: at the descriptor it reaches stderr
+    whichever library, variable or version writes it."""
+    try:
+        sys.stdout.flush()
+        if sys.stdout.fileno() != 1:
+            return None
+        saved = os.dup(1)
+    except (OSError, ValueError, AttributeError):  # not a real file (captured in a test)
+        return None
+    try:
+        os.dup2(2, 1)
+    except OSError:  # no stderr: leave stdout as it is
+        os.close(saved)
+        return None
+    stream = os.fdopen(saved, "w", encoding=sys.stdout.encoding, errors=sys.stdout.errors)
+    sys.stdout = stream
+    return stream
+
+
+def _restore_stdout(stream: Any, original: Any) -> None:
+    """Undo :func:`_c_stdout_to_stderr` (for callers that run ``main`` in their own process)."""
+    sys.stdout = original
+    try:
+        stream.flush()
+    except OSError:
+        pass  # reported already; what is left goes nowhere
+    try:
+        os.dup2(stream.fileno(), 1)
+    finally:
+        try:
+            stream.close()
+        except OSError:
+            pass
+
+
+def guard_main(main: Callable[[list[str]], int], argv: Sequence[str] | None) -> int:
+    """Run a command line's ``main(argv)`` (default ``sys.argv[1:]``) and return its exit code,
+    keeping the promises no single command can keep alone:
+
+    * with ``--json`` on the line, the libraries' own output to stdout goes to stderr
+      (:func:`_c_stdout_to_stderr`): stdout holds the one JSON document;
+    * stdout that cannot be written (a full disk, an I/O error) is one line on stderr and
+      :data:`EXIT_FAILED`, not a traceback and another at exit; a closed pipe ends quietly
+      (:data:`EXIT_CLOSED_PIPE`);
+    * a dependency this Python cannot import (the command run outside the environment the
+      package was installed in) is one clear message, not a traceback: :data:`EXIT_CANNOT_RUN`.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    json_mode = "--json" in args
+    original = sys.stdout
+    swapped = _c_stdout_to_stderr() if json_mode else None
+    sys.stdout = _GuardedStdout(sys.stdout)
+    try:
+        try:
+            code = main(args)
+        except ImportError as exc:
+            name = _missing_dependency(exc)
+            if name is None:
+                raise
+            command = next((a for a in args if not a.startswith("-")), None)
+            code = report_error(json_mode, command, EXIT_CANNOT_RUN, not_importable(name, exc))
+        sys.stdout.flush()  # a full disk or a closed pipe shows here, not at exit
+        return code
+    except BrokenPipeError:
+        return _closed_pipe()
+    except StdoutError as exc:
+        print(f"error: cannot write to stdout: {exc.strerror or exc}", file=sys.stderr)
+        _discard_stdout()
+        return EXIT_FAILED
+    finally:
+        if swapped is None:
+            sys.stdout = original
+        else:
+            _restore_stdout(swapped, original)
+
+
 def _closed_pipe() -> int:
-    # Python would print "Exception ignored ... BrokenPipeError" at exit while flushing stdout:
-    # point stdout at /dev/null so that the exit is quiet.
+    _discard_stdout()
+    return EXIT_CLOSED_PIPE
+
+
+def _discard_stdout() -> None:
+    # Python would print "Exception ignored ... BrokenPipeError" (or OSError) at exit while
+    # flushing what stdout still buffers: point stdout at /dev/null so that the exit is quiet.
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(devnull, sys.stdout.fileno())
@@ -256,7 +386,6 @@ def _closed_pipe() -> int:
         pass
     finally:
         os.close(devnull)
-    return EXIT_CLOSED_PIPE
 
 
 _ROLE = re.compile(r":[a-z]+:`~?\.?([^`]+)`")  # :func:`name`, :mod:`~.suite`, ...
@@ -276,9 +405,30 @@ class _UsageError(Exception):
 
 
 class _HelpRequested(Exception):
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, key: str = "help", value: str | None = None) -> None:
         super().__init__(text)
-        self.text = text
+        self.text = text  # as printed without --json
+        self.key = key  # the JSON document's field: "help" or "version"
+        self.value = text if value is None else value
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the package's version, as text or (with ``--json``) a JSON document."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, version: str, **kw: Any) -> None:
+        kw.setdefault("help", "print the package's version and exit")
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kw)
+        self.version = version
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        text = f"{parser.prog.split()[-1]} {self.version}\n"
+        raise _HelpRequested(text, "version", self.version)
+
+
+def add_version_option(parser: argparse.ArgumentParser, package: str) -> None:
+    """``--version`` on ``parser``: ``package.__version__`` (one source, pyproject.toml reads it)."""
+    version = importlib.import_module(package).__version__
+    parser.add_argument("--version", action=_VersionAction, version=version)
 
 
 class CliParser(argparse.ArgumentParser):
@@ -289,6 +439,8 @@ class CliParser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # The descriptions are docstrings, already wrapped; argparse would refill their lists.
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        # No abbreviations: `--jso` would be taken for --json, so a typo would change the output.
+        kwargs.setdefault("allow_abbrev", False)
         if "description" in kwargs:
             kwargs["description"] = plain_text(kwargs["description"])
         super().__init__(*args, **kwargs)
@@ -298,6 +450,22 @@ class CliParser(argparse.ArgumentParser):
 
     def print_help(self, file: Any = None) -> None:
         raise _HelpRequested(self.format_help())
+
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        kwargs.setdefault("parser_class", _SubcommandParser)
+        return super().add_subparsers(**kwargs)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and isinstance(self, _SubcommandParser):
+            # argparse hands a subcommand's unknown options back to the main parser, which would
+            # refuse them with its own usage: the subcommand's usage is the one that helps.
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+
+class _SubcommandParser(CliParser):
+    """A subcommand's parser (``info``, ``smoke``, ...): refuses what it does not know itself."""
 
 
 def parse_args(
@@ -315,7 +483,7 @@ def parse_args(
             args = parser.parse_args(argv)
         except _HelpRequested as exc:
             if json_mode:
-                print_json({"command": command, "exit_code": EXIT_OK, "help": exc.text})
+                print_json({"command": command, "exit_code": EXIT_OK, exc.key: exc.value})
             else:
                 print(exc.text, end="")
             sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
