@@ -18,6 +18,7 @@ negative byte strides by an unsigned item size (cupy/cupy#10172), exporting ``-1
 from __future__ import annotations
 
 import ctypes
+import math
 import threading
 import weakref
 from typing import Any, NamedTuple
@@ -26,7 +27,15 @@ import numpy as np
 
 from .dtypes import as_numpy_dtype, dtype_name
 
-__all__ = ["ImportedTensor", "dlpack_dtype", "export_dlpack", "import_dlpack", "repair_strides"]
+__all__ = [
+    "ImportedTensor",
+    "check_span",
+    "dlpack_device",
+    "dlpack_dtype",
+    "export_dlpack",
+    "import_dlpack",
+    "repair_strides",
+]
 
 _INT64_MAX = 2**63 - 1  # DLPack holds extents and strides in int64
 
@@ -346,54 +355,63 @@ def _call_deleter(address: int, versioned: bool) -> None:
         deleter(address)
 
 
-def import_dlpack(obj: Any, consumer_stream: int, name: str = "array") -> ImportedTensor:
-    """Consume ``obj.__dlpack__`` and describe the tensor (``consumer_stream`` -1: no ordering).
+_MAX_NDIM = 64  # far above any library's limit (cuDNN: 8, NumPy: 64): more is a damaged tensor
+_KNOWN_DEVICES = (_KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED)
 
-    The producer is asked for DLPack 1.1 (falling back to a legacy call), with the consumer's
-    stream so that it orders its work before ours, as the protocol requires.
-    """
-    device = obj.__dlpack_device__()
+
+def _protocol_failure(name: str, method: str, exc: Exception) -> BufferError:
+    # A producer's own failure, named for the argument: the consumer's caller sees which array
+    # refused and why, and the producer's exception stays chained as the cause.
+    return BufferError(f"{name}.{method}() failed: {type(exc).__name__}: {exc}")
+
+
+def dlpack_device(obj: Any, name: str = "array") -> tuple[int, int]:
+    """``obj.__dlpack_device__()`` checked: two ints, a device type this reader knows (CPU, CUDA,
+    CUDA host, CUDA managed) and an ordinal from 0 to 2**31 - 1 (DLPack's ``int32_t``); a
+    BufferError naming ``name`` and the rule otherwise."""
+    try:
+        device = obj.__dlpack_device__()
+    except BufferError:
+        raise
+    except Exception as exc:
+        raise _protocol_failure(name, "__dlpack_device__", exc) from exc
     if not (
         isinstance(device, tuple)
         and len(device) == 2
         and all(isinstance(v, int) and not isinstance(v, bool) for v in device)
     ):
         raise BufferError(f"{name}.__dlpack_device__() returned {device!r}, not (type, id) ints")
-    device_type, device_ordinal = device
-    if device_type == _KDL_CPU:
-        stream: int | None = None
-    elif device_type in (_KDL_CUDA, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED):
-        stream = consumer_stream or None  # 0 is not a DLPack stream value; None is "default"
-    else:
+    device_type, ordinal = int(device[0]), int(device[1])
+    if device_type not in _KNOWN_DEVICES:
         raise BufferError(f"{name} lives on DLPack device type {device_type}, not CPU or CUDA")
-    try:
-        capsule = obj.__dlpack__(stream=stream, max_version=_DLPACK_VERSION)
-    except TypeError:  # a producer older than DLPack 1.0 takes no max_version
-        capsule = obj.__dlpack__(stream=stream)
-    versioned = bool(_CapsuleIsValid(capsule, _NAME_VERSIONED))
-    if not versioned and not _CapsuleIsValid(capsule, _NAME):
-        raise BufferError(f"{name}.__dlpack__() returned {capsule!r}, not an unused DLPack capsule")
-    address = int(_CapsuleGetPointer(capsule, _NAME_VERSIONED if versioned else _NAME) or 0)
-    _CapsuleSetName(capsule, _USED_NAME_VERSIONED if versioned else _USED_NAME)
-    owner = _Consumed(obj, address, versioned)  # from here on the deleter runs exactly once
-    readonly = False
-    if versioned:
-        managed = _DLManagedTensorVersioned.from_address(address)
-        if managed.version.major > _DLPACK_VERSION[0]:
-            raise BufferError(
-                f"{name} was exported with DLPack {managed.version.major}.{managed.version.minor}; "
-                f"this reader knows {_DLPACK_VERSION[0]}.x"
-            )
-        readonly = bool(managed.flags & _FLAG_READ_ONLY)
-        t = managed.dl_tensor
-    else:
-        t = _DLManagedTensor.from_address(address).dl_tensor
+    if not 0 <= ordinal < 2**31:
+        raise BufferError(
+            f"{name}.__dlpack_device__() returned device id {ordinal}, not an ordinal from 0 to "
+            "2**31 - 1"
+        )
+    return device_type, ordinal
+
+
+def _check_tensor(t: _DLTensor, device: tuple[int, int], name: str) -> tuple[Any, ...]:
+    """Read a consumed ``DLTensor`` field by field, each checked before the next one relies on it
+    (a NULL ``shape`` with ``ndim > 0`` would otherwise be dereferenced)."""
     ndim = int(t.ndim)
-    if not 0 <= ndim <= 64:
-        raise BufferError(f"{name}: DLPack tensor claims {ndim} dims")
+    if not 0 <= ndim <= _MAX_NDIM:
+        raise BufferError(f"{name}: DLPack tensor claims {ndim} dims (0 to {_MAX_NDIM} are valid)")
     if ndim and not t.shape:  # reading it would dereference NULL
         raise BufferError(f"{name}: DLPack tensor of {ndim} dims has no shape array")
-    dtype = numpy_dtype(int(t.dtype.code), int(t.dtype.bits), int(t.dtype.lanes))
+    in_capsule = (int(t.device.device_type), int(t.device.device_id))
+    if in_capsule != device:
+        # A producer that names one device and exports another (CUDA for a host pointer) would
+        # have C read the wrong memory space.
+        raise BufferError(
+            f"{name}: its DLPack tensor is on device {in_capsule} but __dlpack_device__() said "
+            f"{device}"
+        )
+    try:
+        dtype = numpy_dtype(int(t.dtype.code), int(t.dtype.bits), int(t.dtype.lanes))
+    except TypeError as exc:
+        raise TypeError(f"{name}: {exc}") from None
     shape = tuple(int(t.shape[i]) for i in range(ndim))
     if any(n < 0 for n in shape):
         raise BufferError(f"{name}: DLPack shape {shape} has a negative extent")
@@ -403,6 +421,86 @@ def import_dlpack(obj: Any, consumer_stream: int, name: str = "array") -> Import
         from .strides import c_strides
 
         strides = c_strides(shape)
-    ptr = int(t.data or 0) + int(t.byte_offset)
-    device_id = -1 if device_type == _KDL_CPU else int(device_ordinal)
+    data = int(t.data or 0)
+    ptr = data + int(t.byte_offset)
+    check_span(ptr, shape, strides, dtype.itemsize, name, "DLPack tensor")
+    if not data and math.prod(shape):
+        raise BufferError(f"{name}: DLPack tensor of shape {shape} has a NULL data pointer")
+    return ptr, shape, strides, dtype
+
+
+def check_span(  # noqa: PLR0917 - one description of an array, positional as everywhere else
+    ptr: int,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+    itemsize: int,
+    name: str,
+    what: str,
+    error: type[Exception] = BufferError,
+) -> None:
+    """``error`` unless every element of the strided array lies in the 64-bit address space
+    (a wrapped address would have C read memory the array does not describe)."""
+    if not 0 <= ptr < 2**64:
+        raise error(f"{name}: {what} at {ptr:#x} is not a 64-bit address")
+    if not math.prod(shape):
+        return
+    from .strides import element_extent
+
+    lo, span = element_extent(shape, strides)
+    first = ptr + lo * itemsize
+    if first < 0 or first + span * itemsize > 2**64:
+        raise error(
+            f"{name}: {what} of shape {shape}, strides {strides} (elements) at {ptr:#x} reaches "
+            "outside the 64-bit address space"
+        )
+
+
+def import_dlpack(obj: Any, consumer_stream: int, name: str = "array") -> ImportedTensor:
+    """Consume ``obj.__dlpack__`` and describe the tensor (``consumer_stream`` -1: no ordering).
+
+    The producer is asked for DLPack 1.1 (falling back to a legacy call), with the consumer's
+    stream so that it orders its work before ours, as the protocol requires. Every field is
+    checked before it is relied on (DLPack version, dims, shape array, device, type, address
+    range), and anything wrong is a BufferError naming ``name``; the consumed tensor's deleter
+    runs exactly once either way.
+    """
+    device = dlpack_device(obj, name)
+    device_type, device_ordinal = device
+    if device_type == _KDL_CPU:
+        stream: int | None = None
+    else:
+        stream = consumer_stream or None  # 0 is not a DLPack stream value; None is "default"
+    try:
+        try:
+            capsule = obj.__dlpack__(stream=stream, max_version=_DLPACK_VERSION)
+        except TypeError:  # a producer older than DLPack 1.0 takes no max_version
+            capsule = obj.__dlpack__(stream=stream)
+    except BufferError:
+        raise
+    except Exception as exc:
+        raise _protocol_failure(name, "__dlpack__", exc) from exc
+    versioned = bool(_CapsuleIsValid(capsule, _NAME_VERSIONED))
+    if not versioned and not _CapsuleIsValid(capsule, _NAME):
+        raise BufferError(f"{name}.__dlpack__() returned {capsule!r}, not an unused DLPack capsule")
+    address = int(_CapsuleGetPointer(capsule, _NAME_VERSIONED if versioned else _NAME) or 0)
+    if not address:
+        raise BufferError(f"{name}.__dlpack__() returned a DLPack capsule holding NULL")
+    _CapsuleSetName(capsule, _USED_NAME_VERSIONED if versioned else _USED_NAME)
+    owner = _Consumed(obj, address, versioned)  # from here on the deleter runs exactly once
+    readonly = False
+    if versioned:
+        managed = _DLManagedTensorVersioned.from_address(address)
+        # DLPack keeps the version, manager_ctx and deleter at the start of the struct in every
+        # major version, so the deleter above is safe to call; the rest may be laid out otherwise.
+        if managed.version.major != _DLPACK_VERSION[0]:
+            raise BufferError(
+                f"{name} was exported with DLPack {managed.version.major}.{managed.version.minor}; "
+                f"this reader knows {_DLPACK_VERSION[0]}.x"
+            )
+        readonly = bool(managed.flags & _FLAG_READ_ONLY)
+        t = managed.dl_tensor
+    else:
+        t = _DLManagedTensor.from_address(address).dl_tensor
+    ptr, shape, strides, dtype = _check_tensor(t, device, name)
+    device_id = -1 if device_type == _KDL_CPU else device_ordinal
     return ImportedTensor(ptr, shape, strides, dtype, device_id, readonly, owner)
