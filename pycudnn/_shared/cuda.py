@@ -13,6 +13,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 __all__ = [
     "DriverStatus",
     "current_device_id",
@@ -149,37 +151,60 @@ def device_id_of(device: Any = None) -> int:
     return int(get_device(device).device_id)
 
 
+_STREAM_PROTOCOL_VERSION = 0  # the __cuda_stream__ protocol's only version (cuda.core)
+
+
+def _is_int(value: Any) -> bool:
+    # bool is an int to Python, not a handle; NumPy integers are ints to everyone but isinstance.
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def stream_handle(stream: Any) -> int:
     """The ``cudaStream_t`` address of ``stream``.
 
-    Accepts ``None`` (0, the legacy default stream), a raw handle int, any object with
-    ``__cuda_stream__`` (cuda.core, CuPy, numba, RMM, cuda.bindings), and PyTorch streams
-    (``.cuda_stream``).
+    Accepts ``None`` (0, the legacy default stream), a raw handle int from 0 to 2**64 - 1, any
+    object with a ``__cuda_stream__()`` method returning ``(0, handle)`` (cuda.core, CuPy, numba,
+    RMM, cuda.bindings: version 0 is the protocol's only one, and a handle is an int), and PyTorch
+    streams (an int ``.cuda_stream``). Anything else is a TypeError (wrong types: a float, bool,
+    str or bytes handle is refused, not truncated or parsed) or a ValueError (a version or handle
+    out of range), naming the rule.
     """
     if stream is None:
         return 0
-    if isinstance(stream, bool):
+    if isinstance(stream, (bool, np.bool_)):
         raise TypeError("stream must be a stream object or a handle int, not a bool")
-    if isinstance(stream, int):
+    if _is_int(stream):
         # Beyond 64 bits ctypes would mask the value silently (2**64 becomes the default stream).
         if not 0 <= stream < 2**64:
             raise ValueError(f"stream handle must be an address from 0 to 2**64 - 1, got {stream}")
-        return stream
+        return int(stream)
+    kind = type(stream).__name__
     proto = getattr(stream, "__cuda_stream__", None)
     if proto is not None:
-        value = proto() if callable(proto) else proto
+        if not callable(proto):
+            raise TypeError(f"stream: {kind}.__cuda_stream__ must be a method, got {proto!r}")
         try:
-            _version, handle = value
-            handle = int(handle)
-        except (TypeError, ValueError):
+            value = proto()
+        except Exception as exc:  # the object's own failure, named as the stream argument's
+            raise ValueError(
+                f"stream: {kind}.__cuda_stream__() failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        if not (isinstance(value, tuple) and len(value) == 2 and all(map(_is_int, value))):
             raise TypeError(
-                f"{type(stream).__name__}.__cuda_stream__() must return (version, handle), "
+                f"stream: {kind}.__cuda_stream__() must return (version, handle) ints, "
                 f"got {value!r}"
-            ) from None
-        return stream_handle(handle)  # the range check of a plain int
+            )
+        if value[0] != _STREAM_PROTOCOL_VERSION:
+            raise ValueError(
+                f"stream: {kind}.__cuda_stream__() speaks protocol version {value[0]}; this "
+                f"library knows version {_STREAM_PROTOCOL_VERSION}"
+            )
+        return stream_handle(int(value[1]))  # the range check of a plain int
     torch_handle = getattr(stream, "cuda_stream", None)
-    if isinstance(torch_handle, int) and not isinstance(torch_handle, bool):
+    if _is_int(torch_handle):
         return stream_handle(torch_handle)
+    if torch_handle is not None:
+        raise TypeError(f"stream: {kind}.cuda_stream must be a handle int, got {torch_handle!r}")
     raise TypeError(
         f"stream must be None, a handle int or an object with __cuda_stream__, "
         f"not {type(stream).__name__}"
