@@ -24,8 +24,16 @@ from typing import Any
 
 from . import _bindings
 from ._lib import LIB, check
+from ._shared.logenv import is_stdout
 
-__all__ = ["LogRecord", "capture", "disable_logging", "enable_logging", "is_enabled"]
+__all__ = [
+    "LogRecord",
+    "capture",
+    "disable_logging",
+    "enable_logging",
+    "is_enabled",
+    "route_logs_to_stderr",
+]
 
 logger = logging.getLogger("pycudnn.cudnn")
 
@@ -208,3 +216,16 @@ def capture(level: int = logging.WARNING) -> Iterator[list[LogRecord]]:
                     _register(_mask_for(_registered["level"]))
                 else:
                     _release()
+
+
+def route_logs_to_stderr() -> bool:
+    """Send cuDNN's own log to stderr where ``CUDNN_LOGDEST_DBG`` sends it to stdout (``stdout``, or
+    a path naming the same file), so that stdout carries only the program's output: the CLIs call
+    this in ``--json`` mode, whose promise is one JSON document on stdout. Returns whether the
+    variable was changed. cuDNN reads it when it loads: call this before the first cuDNN call.
+    """
+    dest = os.environ.get("CUDNN_LOGDEST_DBG")
+    if dest is None or not is_stdout(dest):
+        return False
+    os.environ["CUDNN_LOGDEST_DBG"] = "stderr"
+    return True

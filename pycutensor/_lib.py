@@ -12,6 +12,7 @@ from pycudnn._shared.ffi import (
     UnsupportedByLibraryError,
     format_version,
 )
+from pycudnn._shared.logenv import check_cutensor_environment
 from pycudnn._shared.rawlayer import (
     CallCheck,
     array_count_check,
@@ -71,6 +72,7 @@ LIB = _CutensorLibrary(
     read_version=_read_version,
     minimum_version=MINIMUM_VERSION,
     version_symbol="cutensorGetVersion",
+    before_load=check_cutensor_environment,  # its logging variables (a crash or hang at load)
 )
 
 

@@ -195,8 +195,12 @@ class NativeLibrary:
         minimum_version: tuple[int, int, int],
         version_symbol: str,
         companions: tuple[str, ...] = (),
+        before_load: Callable[[], None] | None = None,
     ) -> None:
         self.display_name = display_name
+        # Checks of the environment the library reads when it loads (its own logging variables):
+        # run before every attempt, so that one fixed variable lets the next call load it.
+        self._before_load = before_load
         # Libraries the named one loads from its own directory (cuDNN 9's libcudnn.so.9 is a
         # dispatcher that aborts the process when its sublibraries are missing).
         self._companions = companions
@@ -316,6 +320,8 @@ class NativeLibrary:
 
     def _open(self) -> ctypes.CDLL:
         """Locate, load and check the library (under the load lock); record what was loaded."""
+        if self._before_load is not None:
+            self._before_load()
         path = self._locate()
         try:
             cdll = ctypes.CDLL(path)
