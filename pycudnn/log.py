@@ -18,12 +18,14 @@ import contextlib
 import ctypes
 import logging
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 from . import _bindings
 from ._lib import LIB, check
+from ._shared.forksafe import fork_safe_lock
 from ._shared.logenv import is_stdout
 
 __all__ = [
@@ -69,7 +71,7 @@ def _read_message(address: int | None) -> str:
 
 
 _state = threading.local()
-_lock = threading.Lock()
+_lock = fork_safe_lock(sys.modules[__name__], "_lock")
 _registered: dict[str, Any] = {}
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-import threading
 
+from pycudnn._shared.forksafe import fork_safe_lock
 from pycudnn._shared.logenv import cutensor_logging_on, is_stdout
 
 from ._errorlog import install as _install
@@ -30,7 +30,7 @@ __all__ = [
     "route_logs_to_stderr",
 ]
 
-_lock = threading.Lock()
+_lock = fork_safe_lock(sys.modules[__name__], "_lock")
 
 
 def install_error_capture() -> None:

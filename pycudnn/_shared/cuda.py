@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +53,9 @@ class DriverStatus:
 
 
 _driver_lock = threading.Lock()
+# The probe's answer, made once per process: cuInit's answer does not change in a process (a
+# failure is sticky, and devices do not come and go), and each probe called into the driver.
+_status: list[DriverStatus] = []
 
 
 @functools.lru_cache(maxsize=1)
@@ -63,47 +67,79 @@ def _libcuda() -> ctypes.CDLL | None:
 
 
 def driver_status() -> DriverStatus:
-    """Probe the driver: its version, ``cuInit``, and the devices (name, compute capability)."""
+    """Probe the driver once per process: its version, ``cuInit``, and the devices (name, compute
+    capability). In a child made by ``os.fork()`` after the parent initialised CUDA the answer is
+    "not usable", with the reason: CUDA does not survive a fork."""
+    if _status:
+        return _status[0]
     with _driver_lock:
-        lib = _libcuda()
-        if lib is None:
-            return DriverStatus(
-                False, None, None, 0, (), "the CUDA driver library libcuda.so.1 is not installed"
-            )
-        version = ctypes.c_int(0)
-        drv = int(version.value) if lib.cuDriverGetVersion(ctypes.byref(version)) == 0 else None
-        status = int(lib.cuInit(0))
-        if status != _CUDA_SUCCESS:
-            reason = (
-                "no CUDA-capable device is detected (cuInit returned CUDA_ERROR_NO_DEVICE)"
-                if status == _CUDA_ERROR_NO_DEVICE
-                else f"cuInit failed with CUresult {status}"
-            )
-            return DriverStatus(True, drv, status, 0, (), reason)
-        count = ctypes.c_int(0)
-        if lib.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value == 0:
-            return DriverStatus(True, drv, status, 0, (), "the driver reports no devices")
-        devices = []
-        for ordinal in range(count.value):
-            dev = ctypes.c_int(0)
-            lib.cuDeviceGet(ctypes.byref(dev), ordinal)
-            name = ctypes.create_string_buffer(256)
-            lib.cuDeviceGetName(name, 256, dev)
-            major, minor = ctypes.c_int(0), ctypes.c_int(0)
-            # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75, _MINOR = 76 (cuda.h)
-            lib.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)
-            lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)
-            mem = ctypes.c_size_t(0)
-            lib.cuDeviceTotalMem_v2(ctypes.byref(mem), dev)
-            devices.append(
-                {
-                    "ordinal": ordinal,
-                    "name": name.value.decode(errors="replace"),
-                    "compute_capability": (major.value, minor.value),
-                    "total_memory": int(mem.value),
-                }
-            )
-        return DriverStatus(True, drv, status, len(devices), tuple(devices), "")
+        if not _status:
+            _status.append(_probe())
+        return _status[0]
+
+
+def _probe() -> DriverStatus:
+    """The probe itself (under the lock); see driver_status."""
+    lib = _libcuda()
+    if lib is None:
+        return DriverStatus(
+            False, None, None, 0, (), "the CUDA driver library libcuda.so.1 is not installed"
+        )
+    version = ctypes.c_int(0)
+    drv = int(version.value) if lib.cuDriverGetVersion(ctypes.byref(version)) == 0 else None
+    status = int(lib.cuInit(0))
+    if status != _CUDA_SUCCESS:
+        reason = (
+            "no CUDA-capable device is detected (cuInit returned CUDA_ERROR_NO_DEVICE)"
+            if status == _CUDA_ERROR_NO_DEVICE
+            else f"cuInit failed with CUresult {status}"
+        )
+        return DriverStatus(True, drv, status, 0, (), reason)
+    count = ctypes.c_int(0)
+    if lib.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value == 0:
+        return DriverStatus(True, drv, status, 0, (), "the driver reports no devices")
+    devices = []
+    for ordinal in range(count.value):
+        dev = ctypes.c_int(0)
+        lib.cuDeviceGet(ctypes.byref(dev), ordinal)
+        name = ctypes.create_string_buffer(256)
+        lib.cuDeviceGetName(name, 256, dev)
+        major, minor = ctypes.c_int(0), ctypes.c_int(0)
+        # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75, _MINOR = 76 (cuda.h)
+        lib.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)
+        lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)
+        mem = ctypes.c_size_t(0)
+        lib.cuDeviceTotalMem_v2(ctypes.byref(mem), dev)
+        devices.append(
+            {
+                "ordinal": ordinal,
+                "name": name.value.decode(errors="replace"),
+                "compute_capability": (major.value, minor.value),
+                "total_memory": int(mem.value),
+            }
+        )
+    return DriverStatus(True, drv, status, len(devices), tuple(devices), "")
+
+
+def _forked_child() -> None:
+    _driver_lock.release()
+    if _status and _status[0].usable:
+        _status[0] = DriverStatus(
+            True,
+            _status[0].driver_version,
+            _status[0].init_status,
+            0,
+            (),
+            "this process was made by os.fork() after its parent initialised CUDA, which a forked "
+            "child cannot use (start workers with multiprocessing's 'spawn' or 'forkserver' method)",
+        )
+
+
+# Held across fork(): a thread inside the probe (cuInit holds the driver's own locks) at the moment
+# of the fork would leave the child's first probe blocked forever, in Python or in the driver.
+os.register_at_fork(
+    before=_driver_lock.acquire, after_in_parent=_driver_lock.release, after_in_child=_forked_child
+)
 
 
 def gpu_available() -> tuple[bool, str]:

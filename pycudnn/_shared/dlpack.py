@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import ctypes
 import math
-import threading
+import sys
 import weakref
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from .dtypes import as_numpy_dtype, dtype_name
+from .forksafe import fork_safe_lock
 
 __all__ = [
     "ImportedTensor",
@@ -103,7 +104,7 @@ class _DLManagedTensorVersioned(ctypes.Structure):
 # and the exporting object stay alive until the consumer calls the deleter (or the unconsumed
 # capsule dies).
 _exports: dict[int, tuple[Any, ...]] = {}
-_exports_lock = threading.Lock()
+_exports_lock = fork_safe_lock(sys.modules[__name__], "_exports_lock")
 
 
 def _release(address: int | None) -> None:
@@ -141,7 +142,7 @@ _PENDING = (ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p())
 _FETCH_ARGS = tuple(ctypes.byref(p) for p in _PENDING)
 
 
-_pending_lock = threading.Lock()
+_pending_lock = fork_safe_lock(sys.modules[__name__], "_pending_lock")
 
 
 def _take_pending() -> tuple[int | None, int | None, int | None]:

@@ -12,9 +12,10 @@ import logging
 import os
 import struct
 import sys
-import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
+
+from .forksafe import fork_safe_lock
 
 __all__ = [
     "AttributeSpec",
@@ -214,7 +215,7 @@ class NativeLibrary:
         self._expected_major = expected_major
         self._specs = functions
         self._read_version = read_version
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock(self, "_lock")
         self._cdll: ctypes.CDLL | None = None
         self._path: str | None = None
         self._version: tuple[int, int, int] | None = None
