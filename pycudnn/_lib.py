@@ -11,6 +11,7 @@ import ctypes
 
 from . import _bindings
 from ._shared.ffi import NativeLibrary
+from ._shared.interrupts import raise_deferred
 from ._shared.logenv import check_cudnn_environment
 from .errors import error_from_status
 
@@ -62,5 +63,6 @@ def last_error_string() -> str:
 
 def check(status: int, function: str) -> None:
     """Raise the :class:`~pycudnn.CudnnError` subclass for a non-zero ``status``."""
+    raise_deferred()  # a Ctrl-C that landed in the log callback during the call
     if status:
         raise error_from_status(status, function, last_error_string())

@@ -26,6 +26,7 @@ from typing import Any
 from . import _bindings
 from ._lib import LIB, check
 from ._shared.forksafe import fork_safe_lock
+from ._shared.interrupts import defer, raise_deferred, watch_callbacks
 from ._shared.logenv import is_stdout
 
 __all__ = [
@@ -94,6 +95,8 @@ def _on_message(severity: int, _udata: Any, dbg: Any, msg: int | None) -> None:
                 _state.forwarding = False
     except Exception:  # pragma: no cover - never let an exception cross back into C
         pass
+    except BaseException as exc:  # Ctrl-C (or sys.exit) in here: ctypes would drop it
+        defer(exc)  # raised again once cuDNN's call returns (see pycudnn._shared.interrupts)
 
 
 _CALLBACK = _bindings.cudnnCallback_t(_on_message)  # module-level: must outlive registration
@@ -120,6 +123,7 @@ def _mask_for(level: int) -> int:
 
 
 def _register(mask: int) -> None:
+    watch_callbacks(_on_message)  # a Ctrl-C at its first instruction (see _shared.interrupts)
     check(LIB.function("cudnnSetCallback")(mask, None, _CALLBACK), "cudnnSetCallback")
     _registered["mask"] = mask
 
@@ -218,6 +222,7 @@ def capture(level: int = logging.WARNING) -> Iterator[list[LogRecord]]:
                     _register(_mask_for(_registered["level"]))
                 else:
                     _release()
+        raise_deferred()  # a Ctrl-C in the callback during a call no status check followed
 
 
 def route_logs_to_stderr() -> bool:

@@ -12,6 +12,7 @@ from pycudnn._shared.ffi import (
     UnsupportedByLibraryError,
     format_version,
 )
+from pycudnn._shared.interrupts import raise_deferred
 from pycudnn._shared.logenv import check_cutensor_environment
 from pycudnn._shared.rawlayer import (
     CallCheck,
@@ -78,6 +79,7 @@ LIB = _CutensorLibrary(
 
 def check(status: int, function: str) -> None:
     """Raise the :class:`~pycutensor.CutensorError` subclass for a non-zero ``status``."""
+    raise_deferred()  # a Ctrl-C that landed in the log callback during the call
     if status:
         raise error_from_status(status, function, take_last_error())
 

@@ -22,6 +22,8 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from .interrupts import raise_deferred
+
 __all__ = ["EXIT_WAIT_S", "InterpreterExitingError", "exiting_elsewhere", "library_call"]
 
 #: How long exit waits for calls in progress (a plan with runtime-compiled kernels takes about two
@@ -74,6 +76,7 @@ def library_call(what: str) -> Iterator[None]:
             state.in_progress -= 1
             if not state.in_progress:
                 state.idle.notify_all()
+        raise_deferred()  # a Ctrl-C that landed in a log callback during the call
 
 
 def _nothing() -> None:
