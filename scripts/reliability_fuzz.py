@@ -523,6 +523,11 @@ TARGETS: dict[str, Callable[[random.Random, Context], None]] = {
 #: 0.5 s on a CPU (cuDNN builds the plan's kernels), and a damaged plan-cache file means a rebuild.
 WEIGHTS = {"legacy": 4, "layout": 4, "graph": 1, "plan_json": 2, "plan_cache": 0.5,
            "deviceprops": 2, "einsum": 4, "cutensor": 4, "raw": 4}  # fmt: skip
+from reliability_fuzz_runtime import TARGETS as _T_runtime  # noqa: E402
+from reliability_fuzz_runtime import WEIGHTS as _W_runtime  # noqa: E402
+
+TARGETS.update(_T_runtime)
+WEIGHTS.update(_W_runtime)
 
 
 def selftest(rng: random.Random, ctx: Context) -> None:
@@ -547,7 +552,7 @@ def _expected() -> tuple[type[BaseException], ...]:
     # NotImplementedError: a valid request the library says it does not support, and why (an
     # einsum trace, for one).
     return (ValueError, TypeError, KeyError, OSError, NotImplementedError, pycudnn.CudnnError,
-            pycutensor.CutensorError)  # fmt: skip
+            pycutensor.CutensorError, BufferError)  # fmt: skip  # BufferError: DLPack's refusal
 
 
 ALL_TARGETS = {**TARGETS, "selftest": selftest}
