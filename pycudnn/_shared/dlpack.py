@@ -18,7 +18,7 @@ negative byte strides by an unsigned item size (cupy/cupy#10172), exporting ``-1
 from __future__ import annotations
 
 import ctypes
-import math
+import functools
 import sys
 import weakref
 from typing import Any, NamedTuple
@@ -27,6 +27,7 @@ import numpy as np
 
 from .dtypes import as_numpy_dtype, dtype_name
 from .forksafe import fork_safe_lock
+from .strides import c_strides
 
 __all__ = [
     "ImportedTensor",
@@ -282,6 +283,7 @@ _CODE_NAMES = {code: name for name, code in _NAMED_CODES.items()}
 _KIND_OF_CODE = {code: kind for kind, code in _KIND_CODES.items()}
 
 
+@functools.lru_cache(maxsize=256)  # a handful of types in practice; parsing one costs microseconds
 def numpy_dtype(code: int, bits: int, lanes: int) -> np.dtype:
     """The NumPy / ml_dtypes type of a ``DLDataType``; TypeError naming it when there is none."""
     if lanes != 1:
@@ -413,19 +415,17 @@ def _check_tensor(t: _DLTensor, device: tuple[int, int], name: str) -> tuple[Any
         dtype = numpy_dtype(int(t.dtype.code), int(t.dtype.bits), int(t.dtype.lanes))
     except TypeError as exc:
         raise TypeError(f"{name}: {exc}") from None
-    shape = tuple(int(t.shape[i]) for i in range(ndim))
-    if any(n < 0 for n in shape):
+    shape = tuple(t.shape[:ndim]) if ndim else ()  # one ctypes call for the whole array
+    if shape and min(shape) < 0:
         raise BufferError(f"{name}: DLPack shape {shape} has a negative extent")
     if ndim and t.strides:
-        strides = repair_strides(tuple(int(t.strides[i]) for i in range(ndim)), dtype.itemsize)
+        strides = repair_strides(tuple(t.strides[:ndim]), dtype.itemsize)
     else:  # NULL strides: compact row-major (DLPack)
-        from .strides import c_strides
-
         strides = c_strides(shape)
     data = int(t.data or 0)
     ptr = data + int(t.byte_offset)
     check_span(ptr, shape, strides, dtype.itemsize, name, "DLPack tensor")
-    if not data and math.prod(shape):
+    if not data and all(shape):
         raise BufferError(f"{name}: DLPack tensor of shape {shape} has a NULL data pointer")
     return ptr, shape, strides, dtype
 
@@ -443,13 +443,17 @@ def check_span(  # noqa: PLR0917 - one description of an array, positional as ev
     (a wrapped address would have C read memory the array does not describe)."""
     if not 0 <= ptr < 2**64:
         raise error(f"{name}: {what} at {ptr:#x} is not a 64-bit address")
-    if not math.prod(shape):
-        return
-    from .strides import element_extent
-
-    lo, span = element_extent(shape, strides)
-    first = ptr + lo * itemsize
-    if first < 0 or first + span * itemsize > 2**64:
+    # element_extent's arithmetic, inlined: this runs for every array read through a protocol.
+    lo = hi = 0
+    for n, s in zip(shape, strides, strict=True):
+        if not n:
+            return  # empty: no element is addressed
+        step = (n - 1) * s
+        if step < 0:
+            lo += step
+        else:
+            hi += step
+    if ptr + lo * itemsize < 0 or ptr + (hi + 1) * itemsize > 2**64:
         raise error(
             f"{name}: {what} of shape {shape}, strides {strides} (elements) at {ptr:#x} reaches "
             "outside the 64-bit address space"
