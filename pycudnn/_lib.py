@@ -11,6 +11,8 @@ import ctypes
 
 from . import _bindings
 from ._shared.ffi import NativeLibrary
+from ._shared.interrupts import raise_deferred
+from ._shared.logenv import check_cudnn_environment
 from .errors import error_from_status
 
 __all__ = ["LIB", "MINIMUM_VERSION", "check", "last_error_string"]
@@ -46,6 +48,7 @@ LIB = NativeLibrary(
     # libcudnn.so.9 is a dispatcher: its functions live in sublibraries it loads from its own
     # directory, and without libcudnn_graph it aborts the process on the first call.
     companions=(f"libcudnn_graph.so.{_bindings.HEADER_VERSION[0]}",),
+    before_load=check_cudnn_environment,  # its logging variables, PYCUDNN_LIBRARY a sublibrary
 )
 
 _ERROR_BUFFER_SIZE = 4096
@@ -60,5 +63,6 @@ def last_error_string() -> str:
 
 def check(status: int, function: str) -> None:
     """Raise the :class:`~pycudnn.CudnnError` subclass for a non-zero ``status``."""
+    raise_deferred()  # a Ctrl-C that landed in the log callback during the call
     if status:
         raise error_from_status(status, function, last_error_string())

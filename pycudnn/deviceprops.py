@@ -24,12 +24,12 @@ import functools
 import hashlib
 import json
 import os
-import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ._plan_json import parse_json_for_cudnn, utf8_length
+from ._shared.forksafe import fork_safe_lock
 
 __all__ = ["KNOWN_KEYS", "REQUIRED_KEYS", "VERSION_KEY", "DeviceProperties"]
 
@@ -199,7 +199,7 @@ class DeviceProperties:
         # the text cuDNN is given must not hold a key twice (it would read the first copy).
         parse_json_for_cudnn(self._text, "the device-properties JSON")
         self._descriptor = _descriptor
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock(self, "_lock")
 
     @_class_or_instance
     def why_no_plans(self: DeviceProperties | None) -> str | None:

@@ -12,18 +12,20 @@ per thread: share :class:`Handle` objects between threads only with your own loc
 from __future__ import annotations
 
 import ctypes
+import sys
 import threading
 from typing import Any
 
 from ._lib import LIB, check, last_error_string
 from ._shared.cuda import driver_status, get_device, stream_handle
+from ._shared.forksafe import fork_safe_lock
 from ._shared.resource import CResource
 from .errors import error_from_status
 
 __all__ = ["Handle", "get_handle"]
 
 # cuDNN's documentation asks for one synchronous cudnnCreate before threads create their own.
-_first_create = threading.Lock()
+_first_create = fork_safe_lock(sys.modules[__name__], "_first_create")
 _created_once = threading.Event()
 
 

@@ -18,14 +18,25 @@ import contextlib
 import ctypes
 import logging
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 from . import _bindings
 from ._lib import LIB, check
+from ._shared.forksafe import fork_safe_lock
+from ._shared.interrupts import defer, raise_deferred, watch_callbacks
+from ._shared.logenv import is_stdout
 
-__all__ = ["LogRecord", "capture", "disable_logging", "enable_logging", "is_enabled"]
+__all__ = [
+    "LogRecord",
+    "capture",
+    "disable_logging",
+    "enable_logging",
+    "is_enabled",
+    "route_logs_to_stderr",
+]
 
 logger = logging.getLogger("pycudnn.cudnn")
 
@@ -61,7 +72,7 @@ def _read_message(address: int | None) -> str:
 
 
 _state = threading.local()
-_lock = threading.Lock()
+_lock = fork_safe_lock(sys.modules[__name__], "_lock")
 _registered: dict[str, Any] = {}
 
 
@@ -84,6 +95,8 @@ def _on_message(severity: int, _udata: Any, dbg: Any, msg: int | None) -> None:
                 _state.forwarding = False
     except Exception:  # pragma: no cover - never let an exception cross back into C
         pass
+    except BaseException as exc:  # Ctrl-C (or sys.exit) in here: ctypes would drop it
+        defer(exc)  # raised again once cuDNN's call returns (see pycudnn._shared.interrupts)
 
 
 _CALLBACK = _bindings.cudnnCallback_t(_on_message)  # module-level: must outlive registration
@@ -110,6 +123,7 @@ def _mask_for(level: int) -> int:
 
 
 def _register(mask: int) -> None:
+    watch_callbacks(_on_message)  # a Ctrl-C at its first instruction (see _shared.interrupts)
     check(LIB.function("cudnnSetCallback")(mask, None, _CALLBACK), "cudnnSetCallback")
     _registered["mask"] = mask
 
@@ -208,3 +222,17 @@ def capture(level: int = logging.WARNING) -> Iterator[list[LogRecord]]:
                     _register(_mask_for(_registered["level"]))
                 else:
                     _release()
+        raise_deferred()  # a Ctrl-C in the callback during a call no status check followed
+
+
+def route_logs_to_stderr() -> bool:
+    """Send cuDNN's own log to stderr where ``CUDNN_LOGDEST_DBG`` sends it to stdout (``stdout``, or
+    a path naming the same file), so that stdout carries only the program's output: the CLIs call
+    this in ``--json`` mode, whose promise is one JSON document on stdout. Returns whether the
+    variable was changed. cuDNN reads it when it loads: call this before the first cuDNN call.
+    """
+    dest = os.environ.get("CUDNN_LOGDEST_DBG")
+    if dest is None or not is_stdout(dest):
+        return False
+    os.environ["CUDNN_LOGDEST_DBG"] = "stderr"
+    return True

@@ -12,6 +12,8 @@ from pycudnn._shared.ffi import (
     UnsupportedByLibraryError,
     format_version,
 )
+from pycudnn._shared.interrupts import raise_deferred
+from pycudnn._shared.logenv import check_cutensor_environment
 from pycudnn._shared.rawlayer import (
     CallCheck,
     array_count_check,
@@ -71,11 +73,13 @@ LIB = _CutensorLibrary(
     read_version=_read_version,
     minimum_version=MINIMUM_VERSION,
     version_symbol="cutensorGetVersion",
+    before_load=check_cutensor_environment,  # its logging variables (a crash or hang at load)
 )
 
 
 def check(status: int, function: str) -> None:
     """Raise the :class:`~pycutensor.CutensorError` subclass for a non-zero ``status``."""
+    raise_deferred()  # a Ctrl-C that landed in the log callback during the call
     if status:
         raise error_from_status(status, function, take_last_error())
 

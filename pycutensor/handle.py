@@ -55,6 +55,7 @@ from typing import Any
 
 from pycudnn._shared import files
 from pycudnn._shared.cuda import driver_status, get_device
+from pycudnn._shared.forksafe import fork_safe_lock
 from pycudnn._shared.resource import CResource
 
 from . import _bindings
@@ -189,11 +190,11 @@ class OperationCache:
     finalizers once the last reference goes (immediately in CPython when no thread holds one).
     """
 
-    __slots__ = ("_capacity", "_entries", "_lock")
+    __slots__ = ("__weakref__", "_capacity", "_entries", "_lock")
 
     def __init__(self, capacity: int = 128) -> None:
         self._entries: collections.OrderedDict[Any, Any] = collections.OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock(self, "_lock")
         self._capacity = 1
         self.capacity = capacity
 
@@ -286,7 +287,9 @@ class Handle(CResource):
         super().__init__(int(out.value or 0), functools.partial(_destroy, self._owned))
         self.device_id: int = int(dev.device_id)
         self._device = dev
-        self._lock = threading.Lock()  # cutensorHandleResizePlanCache is not thread-safe
+        self._lock = fork_safe_lock(
+            self, "_lock"
+        )  # cutensorHandleResizePlanCache is not thread-safe
         self._plan_cache_size = DEFAULT_PLAN_CACHE_SIZE
         self._disable_plan_cache: str | None = disable_cache
         self._operations = OperationCache(128)

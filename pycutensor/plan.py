@@ -26,7 +26,6 @@ captured in CUDA graphs.
 from __future__ import annotations
 
 import ctypes
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -35,6 +34,7 @@ import numpy as np
 from pycudnn._shared.arrays import alignment_of, array_view
 from pycudnn._shared.cuda import stream_handle
 from pycudnn._shared.ffi import UnsupportedByLibraryError
+from pycudnn._shared.forksafe import fork_safe_lock
 from pycudnn._shared.resource import ClosedError, CResource
 from pycudnn._shared.shutdown import library_call
 from pycudnn._shared.suggest import did_you_mean
@@ -315,7 +315,7 @@ class Plan(CResource):
         self._device = self.handle.device
         # Threads sharing a handle share its cached plans: the lock keeps one thread's scalars in
         # the buffer until cuTENSOR has read them (ctypes releases the GIL during the call).
-        self._call_lock = threading.Lock()
+        self._call_lock = fork_safe_lock(self, "_call_lock")
 
     # -- executing ----------------------------------------------------------------------------
     def execute(
@@ -492,13 +492,13 @@ class IncrementalTuning(Generic[_P]):
     made (the winner), whatever order threads finish in. Pure Python: ``make`` creates the plan.
     """
 
-    __slots__ = ("_lock", "count", "plan", "plans_made")
+    __slots__ = ("__weakref__", "_lock", "count", "plan", "plans_made")
 
     def __init__(self, count: int, plan: _P) -> None:
         self.count = int_option(count, "incremental_count", 1)
         self.plan = plan
         self.plans_made = 1
-        self._lock = threading.Lock()  # made once per problem, never per call
+        self._lock = fork_safe_lock(self, "_lock")  # made once per problem, never per call
 
     @property
     def finished(self) -> bool:

@@ -527,12 +527,14 @@ WEIGHTS = {"legacy": 4, "layout": 4, "graph": 1, "plan_json": 2, "plan_cache": 0
 import reliability_fuzz_cli  # noqa: E402
 import reliability_fuzz_distributed  # noqa: E402
 import reliability_fuzz_files  # noqa: E402
+import reliability_fuzz_runtime  # noqa: E402
 import reliability_fuzz_surfaces  # noqa: E402
 
 for _module in (
     reliability_fuzz_cli,
     reliability_fuzz_distributed,
     reliability_fuzz_files,
+    reliability_fuzz_runtime,
     reliability_fuzz_surfaces,
 ):
     TARGETS.update(_module.TARGETS)
@@ -561,7 +563,7 @@ def _expected() -> tuple[type[BaseException], ...]:
     # NotImplementedError: a valid request the library says it does not support, and why (an
     # einsum trace, for one).
     return (ValueError, TypeError, KeyError, OSError, NotImplementedError, pycudnn.CudnnError,
-            pycutensor.CutensorError)  # fmt: skip
+            pycutensor.CutensorError, BufferError)  # fmt: skip  # BufferError: DLPack's refusal
 
 
 ALL_TARGETS = {**TARGETS, "selftest": selftest}

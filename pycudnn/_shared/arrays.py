@@ -6,11 +6,16 @@ our :class:`~pycudnn.DeviceArray`, and, for host-side work only, NumPy arrays (d
 ``dtype``, ``strides`` and ``ctypes.data``, which name bf16/fp8 where ``__array_interface__`` shows
 raw bytes) and other objects with ``__array_interface__``.
 
-Device exchanges go through ``cuda.core``'s ``StridedMemoryView`` so that the producer's stream is
-synchronised with the consumer's as both protocols require. Where it cannot name the type (fp8 in
-cuda.core 1.2) the DLPack capsule is read by :mod:`pycudnn._shared.dlpack` instead. Without
-cuda.core, a CUDA-array-interface array is refused: its device cannot be found out, and guessing
-one is wrong on a machine with several GPUs.
+Everything an object declares is checked by this library's own readers before any other code (C
+or ``cuda.core``) relies on it, and anything wrong is an exception naming the argument and the rule:
+a DLPack capsule is read by :mod:`pycudnn._shared.dlpack` only (``cuda.core`` 1.2's reader
+dereferences a NULL shape array, reads DLPack 2.x capsules as 1.x and names no fp8 type; the
+producer orders its stream before the consumer's given in ``__dlpack__(stream=)``), and a CUDA
+array interface is checked here (types, ranges, version, mask, stream) before ``cuda.core``'s
+``StridedMemoryView`` is handed exactly the checked dict to find the device the memory is on and
+to order the producer's stream before the consumer's. Without cuda.core, a CUDA-array-interface
+array is refused: its device cannot be found out, and guessing one is wrong on a machine with
+several GPUs.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .dlpack import import_dlpack, repair_strides
+from .dlpack import check_span, import_dlpack
 from .strides import c_strides as _c_strides
 from .strides import element_extent
 
@@ -81,10 +86,17 @@ class ArrayView(NamedTuple):
         return element_extent(self.shape, self.strides)[1] * self.itemsize
 
 
+_INT64_MAX = 2**63 - 1  # the protocols hold extents and strides in int64 (C's Py_ssize_t)
+
+
 def _interface_ints(values: Any, what: str, name: str, *, minimum: int | None) -> tuple[int, ...]:
     if isinstance(values, (str, bytes)) or not isinstance(values, (tuple, list)):
         raise TypeError(
             f"{name}: its array interface's {what} must be a tuple of ints, got {values!r}"
+        )
+    if len(values) > _MAX_NDIM:
+        raise ValueError(
+            f"{name}: its array interface's {what} has {len(values)} entries; at most {_MAX_NDIM}"
         )
     out = []
     for v in values:
@@ -94,25 +106,34 @@ def _interface_ints(values: Any, what: str, name: str, *, minimum: int | None) -
             raise ValueError(
                 f"{name}: its array interface's {what} {tuple(values)} has {v} < {minimum}"
             )
+        if abs(int(v)) > _INT64_MAX:
+            raise ValueError(
+                f"{name}: its array interface's {what} {tuple(values)} has {v}, beyond int64"
+            )
         out.append(int(v))
     return tuple(out)
 
 
-def _from_interface(obj: Any, iface: dict[str, Any], device_id: int, name: str) -> ArrayView:
-    # The interface comes from any object at all: check its parts before they describe memory
-    # that C will read (a negative extent or pointer would otherwise travel on unnoticed).
-    if not isinstance(iface, dict) or not {"shape", "typestr", "data"} <= iface.keys():
-        raise TypeError(
-            f"{name}: its array interface must be a dict with 'shape', 'typestr' and 'data', "
-            f"got {iface!r}"
-        )
-    shape = _interface_ints(iface["shape"], "shape", name, minimum=0)
+_MAX_NDIM = 64
+# Versions of the CUDA array interface (0 to 3) and of NumPy's array interface (3) whose keys this
+# reader knows: a later one may mean something else by them, so it is refused, not guessed at.
+_CAI_VERSIONS = (0, 1, 2, 3)
+_AI_VERSIONS = (3,)
+
+
+def _interface_dtype(iface: dict[str, Any], name: str) -> np.dtype:
     typestr = iface["typestr"]
+    if not isinstance(typestr, str):
+        raise TypeError(f"{name}: its array interface's typestr must be a str, got {typestr!r}")
     descr = iface.get("descr")
+    # descr names fields; a one-field descr is the typestr again (and is what NumPy writes).
+    spec: Any = descr if isinstance(descr, list) and len(descr) > 1 else typestr
     try:
-        dtype = np.dtype(descr if descr and len(descr) > 1 else typestr)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name}: its array interface's typestr {typestr!r}: {exc}") from None
+        dtype = np.dtype(spec)
+    except Exception as exc:  # NumPy raises TypeError, ValueError, KeyError, ... for junk
+        raise TypeError(
+            f"{name}: its array interface's typestr {typestr!r} is no element type: {exc}"
+        ) from None
     if dtype.itemsize == 0:  # sizes and alignments divide by it
         raise TypeError(f"{name}: its element type {dtype} has no size")
     if dtype.kind == "V":
@@ -121,6 +142,59 @@ def _from_interface(obj: Any, iface: dict[str, Any], device_id: int, name: str) 
             "bytes), which is how bfloat16 and fp8 appear there; pass the array through DLPack "
             "instead (most libraries: the array itself works once cuda.core is installed)"
         )
+    _refuse_foreign_byte_order(dtype, name)
+    return dtype
+
+
+def _refuse_foreign_byte_order(dtype: np.dtype, name: str) -> None:
+    if not dtype.isnative:
+        raise TypeError(
+            f"{name}: its element type {dtype.str} is big-endian; cuDNN and cuTENSOR read "
+            f"little-endian data (convert it first, e.g. a.astype('{dtype.newbyteorder('=').str}'))"
+        )
+
+
+def _interface_stream(iface: dict[str, Any], name: str) -> None:
+    # CUDA array interface v3: None (no ordering needed), 1 (legacy default), 2 (per-thread
+    # default) or a stream address; 0 is forbidden as ambiguous.
+    stream = iface.get("stream")
+    if stream is None:
+        return
+    if isinstance(stream, bool) or not isinstance(stream, (int, np.integer)):
+        raise TypeError(
+            f"{name}: its CUDA array interface's stream must be None or an int, got {stream!r}"
+        )
+    if not 0 < stream < 2**64:
+        raise ValueError(
+            f"{name}: its CUDA array interface's stream {stream} is not 1, 2 or a stream address "
+            "(0 is forbidden by the protocol as ambiguous)"
+        )
+
+
+def _from_interface(
+    obj: Any, iface: Any, device_id: int, name: str, *, cuda: bool = False
+) -> ArrayView:
+    # The interface comes from any object at all: check its parts before they describe memory
+    # that C will read (a negative extent or pointer would otherwise travel on unnoticed).
+    protocol = "__cuda_array_interface__" if cuda else "__array_interface__"
+    if not isinstance(iface, dict) or not {"shape", "typestr", "data"} <= iface.keys():
+        raise TypeError(
+            f"{name}: its {protocol} must be a dict with 'shape', 'typestr' and 'data', "
+            f"got {iface!r}"
+        )
+    version = iface.get("version")
+    known = _CAI_VERSIONS if cuda else _AI_VERSIONS
+    if isinstance(version, bool) or not isinstance(version, int) or version not in known:
+        raise ValueError(
+            f"{name}: its {protocol} has version {version!r}; this reader knows versions "
+            f"{', '.join(map(str, known))}"
+        )
+    if iface.get("mask") is not None:
+        raise ValueError(f"{name}: its {protocol} has a mask; masked arrays are not supported")
+    if cuda:
+        _interface_stream(iface, name)
+    shape = _interface_ints(iface["shape"], "shape", name, minimum=0)
+    dtype = _interface_dtype(iface, name)
     data = iface["data"]
     if not (isinstance(data, (tuple, list)) and len(data) == 2):
         raise TypeError(
@@ -131,6 +205,12 @@ def _from_interface(obj: Any, iface: dict[str, Any], device_id: int, name: str) 
         ptr = 0
     if isinstance(ptr, bool) or not isinstance(ptr, (int, np.integer)) or not 0 <= ptr < 2**64:
         raise ValueError(f"{name}: its array interface's data pointer {ptr!r} is not an address")
+    if not isinstance(readonly, (bool, np.bool_)):
+        raise TypeError(
+            f"{name}: its array interface's read_only flag must be a bool, got {data!r}"
+        )
+    if not ptr and all(shape):  # some element exists (no zero extent)
+        raise ValueError(f"{name}: its array interface has a NULL data pointer for shape {shape}")
     strides_b = iface.get("strides")
     if strides_b is None:
         strides = _c_strides(shape)
@@ -145,7 +225,52 @@ def _from_interface(obj: Any, iface: dict[str, Any], device_id: int, name: str) 
                 f"{name}: byte strides {tuple(strides_b)} are not whole elements of {dtype}"
             )
         strides = tuple(int(s) // dtype.itemsize for s in strides_b)
-    return ArrayView(int(ptr or 0), shape, strides, dtype, device_id, bool(readonly), obj)
+    check_span(int(ptr), shape, strides, dtype.itemsize, name, "array", ValueError)
+    return ArrayView(int(ptr), shape, strides, dtype, device_id, bool(readonly), obj)
+
+
+def _read_interface(obj: Any, protocol: str, name: str) -> Any:
+    # A property that raises is the object's failure, reported as the argument's.
+    try:
+        return getattr(obj, protocol)
+    except Exception as exc:
+        raise TypeError(
+            f"{name}: reading its {protocol} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+class _CheckedInterface:
+    """The CUDA array interface dict that was checked, the only thing cuda.core is shown: a
+    property returning another dict on its second read cannot slip past the checks."""
+
+    __slots__ = ("__cuda_array_interface__",)
+
+    def __init__(self, iface: dict[str, Any]) -> None:
+        self.__cuda_array_interface__ = dict(iface)
+
+
+def _from_cuda_interface(obj: Any, consumer: int, name: str) -> ArrayView:
+    iface = _read_interface(obj, "__cuda_array_interface__", name)
+    view = _from_interface(obj, iface, -1, name, cuda=True)
+    StridedMemoryView = _memory_view_class()
+    if StridedMemoryView is None:
+        raise ImportError(
+            f"{name} is a CUDA-array-interface array; reading one needs cuda.core, which finds "
+            "the device its memory is on and orders the producer's stream before ours "
+            f"(install the cu12 or cu13 extra; importing it failed with {_SMV[1]})"
+        )
+    try:
+        smv = StridedMemoryView.from_cuda_array_interface(_CheckedInterface(iface), consumer)
+        device_id = int(smv.device_id)
+    except Exception as exc:  # cuda.core's CUDAError: no driver, no device, not a device pointer
+        from .cuda import driver_status
+
+        reason = driver_status().reason or f"{type(exc).__name__}: {exc}"
+        raise RuntimeError(
+            f"{name}: reading a CUDA-array-interface array asks the driver which device its "
+            f"memory is on, and that failed: {reason}"
+        ) from exc
+    return view._replace(device_id=device_id, owner=(obj, smv))
 
 
 # cuda.core's StridedMemoryView once looked up, and why it is missing ([None, reason] if it is).
@@ -174,6 +299,7 @@ def _from_ndarray(a: np.ndarray, name: str) -> ArrayView:
         raise TypeError(
             f"{name}: its element type {dtype} is raw bytes or Python objects, not numbers"
         )
+    _refuse_foreign_byte_order(dtype, name)
     item = dtype.itemsize
     strides_b = a.strides
     if any(st % item for st in strides_b):
@@ -182,30 +308,19 @@ def _from_ndarray(a: np.ndarray, name: str) -> ArrayView:
     return ArrayView(a.ctypes.data, a.shape, strides, dtype, -1, not a.flags.writeable, a)
 
 
-def _from_memory_view(obj: Any, smv: Any) -> ArrayView:
-    shape = tuple(map(int, smv.shape))
-    dtype = np.dtype(smv.dtype)
-    if smv.strides is None:
-        strides = _c_strides(shape)
-    else:  # see repair_strides: a CuPy exporter bug reaches us through cuda.core unchanged
-        strides = repair_strides(tuple(map(int, smv.strides)), dtype.itemsize)
-    device_id = int(smv.device_id) if smv.is_device_accessible else -1
-    return ArrayView(int(smv.ptr), shape, strides, dtype, device_id, bool(smv.readonly), (obj, smv))
-
-
 def _from_dlpack(obj: Any, consumer: int, name: str) -> ArrayView:
-    """Through ``StridedMemoryView`` where it names the type, else through our own reader."""
-    StridedMemoryView = _memory_view_class()
-    if StridedMemoryView is not None:
-        smv = StridedMemoryView.from_dlpack(obj, consumer)
-        try:
-            return _from_memory_view(obj, smv)
-        except (TypeError, NotImplementedError):
-            # cuda.core 1.2 maps no fp8 type code ("Unsupported dtype. dtype code: 10"). The
-            # view is dropped (its capsule released) and the tensor is read again below.
-            del smv
+    """Through this library's own reader, which checks every field before relying on it."""
     t = import_dlpack(obj, consumer, name)
     return ArrayView(t.ptr, t.shape, t.strides, t.dtype, t.device_id, t.readonly, t.owner)
+
+
+def _has(obj: Any, attr: str) -> bool:
+    # hasattr runs a property, and lets anything but AttributeError through: an object whose
+    # protocol property raises has the protocol, and the failure is reported when it is read.
+    try:
+        return hasattr(obj, attr)
+    except Exception:
+        return True
 
 
 def as_array_view(obj: Any, *, name: str = "array", stream_ptr: int | None = None) -> ArrayView:
@@ -228,8 +343,8 @@ def as_array_view(obj: Any, *, name: str = "array", stream_ptr: int | None = Non
     if isinstance(obj, np.ndarray):
         return _from_ndarray(obj, name)
     consumer = -1 if stream_ptr is None else int(stream_ptr)
-    has_dlpack = hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__")
-    has_cai = hasattr(obj, "__cuda_array_interface__")
+    has_dlpack = _has(obj, "__dlpack__") and _has(obj, "__dlpack_device__")
+    has_cai = _has(obj, "__cuda_array_interface__")
     if has_dlpack:
         try:
             return _from_dlpack(obj, consumer, name)
@@ -237,17 +352,9 @@ def as_array_view(obj: Any, *, name: str = "array", stream_ptr: int | None = Non
             if not has_cai:
                 raise
     if has_cai:
-        StridedMemoryView = _memory_view_class()
-        if StridedMemoryView is None:
-            raise ImportError(
-                f"{name} is a CUDA-array-interface array; reading one needs cuda.core, which finds "
-                "the device its memory is on and orders the producer's stream before ours "
-                f"(install the cu12 or cu13 extra; importing it failed with {_SMV[1]})"
-            )
-        return _from_memory_view(obj, StridedMemoryView.from_cuda_array_interface(obj, consumer))
-    host_iface = getattr(obj, "__array_interface__", None)
-    if host_iface is not None:
-        return _from_interface(obj, host_iface, -1, name)
+        return _from_cuda_interface(obj, consumer, name)
+    if _has(obj, "__array_interface__"):
+        return _from_interface(obj, _read_interface(obj, "__array_interface__", name), -1, name)
     raise TypeError(
         f"{name} must be an array exposing DLPack or __cuda_array_interface__ (CuPy, PyTorch, JAX, "
         f"Numba, or this library's DeviceArray), not {type(obj).__name__}"

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import threading
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 __all__ = [
     "DriverStatus",
@@ -50,6 +53,9 @@ class DriverStatus:
 
 
 _driver_lock = threading.Lock()
+# The probe's answer, made once per process: cuInit's answer does not change in a process (a
+# failure is sticky, and devices do not come and go), and each probe called into the driver.
+_status: list[DriverStatus] = []
 
 
 @functools.lru_cache(maxsize=1)
@@ -61,47 +67,79 @@ def _libcuda() -> ctypes.CDLL | None:
 
 
 def driver_status() -> DriverStatus:
-    """Probe the driver: its version, ``cuInit``, and the devices (name, compute capability)."""
+    """Probe the driver once per process: its version, ``cuInit``, and the devices (name, compute
+    capability). In a child made by ``os.fork()`` after the parent initialised CUDA the answer is
+    "not usable", with the reason: CUDA does not survive a fork."""
+    if _status:
+        return _status[0]
     with _driver_lock:
-        lib = _libcuda()
-        if lib is None:
-            return DriverStatus(
-                False, None, None, 0, (), "the CUDA driver library libcuda.so.1 is not installed"
-            )
-        version = ctypes.c_int(0)
-        drv = int(version.value) if lib.cuDriverGetVersion(ctypes.byref(version)) == 0 else None
-        status = int(lib.cuInit(0))
-        if status != _CUDA_SUCCESS:
-            reason = (
-                "no CUDA-capable device is detected (cuInit returned CUDA_ERROR_NO_DEVICE)"
-                if status == _CUDA_ERROR_NO_DEVICE
-                else f"cuInit failed with CUresult {status}"
-            )
-            return DriverStatus(True, drv, status, 0, (), reason)
-        count = ctypes.c_int(0)
-        if lib.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value == 0:
-            return DriverStatus(True, drv, status, 0, (), "the driver reports no devices")
-        devices = []
-        for ordinal in range(count.value):
-            dev = ctypes.c_int(0)
-            lib.cuDeviceGet(ctypes.byref(dev), ordinal)
-            name = ctypes.create_string_buffer(256)
-            lib.cuDeviceGetName(name, 256, dev)
-            major, minor = ctypes.c_int(0), ctypes.c_int(0)
-            # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75, _MINOR = 76 (cuda.h)
-            lib.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)
-            lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)
-            mem = ctypes.c_size_t(0)
-            lib.cuDeviceTotalMem_v2(ctypes.byref(mem), dev)
-            devices.append(
-                {
-                    "ordinal": ordinal,
-                    "name": name.value.decode(errors="replace"),
-                    "compute_capability": (major.value, minor.value),
-                    "total_memory": int(mem.value),
-                }
-            )
-        return DriverStatus(True, drv, status, len(devices), tuple(devices), "")
+        if not _status:
+            _status.append(_probe())
+        return _status[0]
+
+
+def _probe() -> DriverStatus:
+    """The probe itself (under the lock); see driver_status."""
+    lib = _libcuda()
+    if lib is None:
+        return DriverStatus(
+            False, None, None, 0, (), "the CUDA driver library libcuda.so.1 is not installed"
+        )
+    version = ctypes.c_int(0)
+    drv = int(version.value) if lib.cuDriverGetVersion(ctypes.byref(version)) == 0 else None
+    status = int(lib.cuInit(0))
+    if status != _CUDA_SUCCESS:
+        reason = (
+            "no CUDA-capable device is detected (cuInit returned CUDA_ERROR_NO_DEVICE)"
+            if status == _CUDA_ERROR_NO_DEVICE
+            else f"cuInit failed with CUresult {status}"
+        )
+        return DriverStatus(True, drv, status, 0, (), reason)
+    count = ctypes.c_int(0)
+    if lib.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value == 0:
+        return DriverStatus(True, drv, status, 0, (), "the driver reports no devices")
+    devices = []
+    for ordinal in range(count.value):
+        dev = ctypes.c_int(0)
+        lib.cuDeviceGet(ctypes.byref(dev), ordinal)
+        name = ctypes.create_string_buffer(256)
+        lib.cuDeviceGetName(name, 256, dev)
+        major, minor = ctypes.c_int(0), ctypes.c_int(0)
+        # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75, _MINOR = 76 (cuda.h)
+        lib.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)
+        lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)
+        mem = ctypes.c_size_t(0)
+        lib.cuDeviceTotalMem_v2(ctypes.byref(mem), dev)
+        devices.append(
+            {
+                "ordinal": ordinal,
+                "name": name.value.decode(errors="replace"),
+                "compute_capability": (major.value, minor.value),
+                "total_memory": int(mem.value),
+            }
+        )
+    return DriverStatus(True, drv, status, len(devices), tuple(devices), "")
+
+
+def _forked_child() -> None:
+    _driver_lock.release()
+    if _status and _status[0].usable:
+        _status[0] = DriverStatus(
+            True,
+            _status[0].driver_version,
+            _status[0].init_status,
+            0,
+            (),
+            "this process was made by os.fork() after its parent initialised CUDA, which a forked "
+            "child cannot use (start workers with multiprocessing's 'spawn' or 'forkserver' method)",
+        )
+
+
+# Held across fork(): a thread inside the probe (cuInit holds the driver's own locks) at the moment
+# of the fork would leave the child's first probe blocked forever, in Python or in the driver.
+os.register_at_fork(
+    before=_driver_lock.acquire, after_in_parent=_driver_lock.release, after_in_child=_forked_child
+)
 
 
 def gpu_available() -> tuple[bool, str]:
@@ -149,37 +187,60 @@ def device_id_of(device: Any = None) -> int:
     return int(get_device(device).device_id)
 
 
+_STREAM_PROTOCOL_VERSION = 0  # the __cuda_stream__ protocol's only version (cuda.core)
+
+
+def _is_int(value: Any) -> bool:
+    # bool is an int to Python, not a handle; NumPy integers are ints to everyone but isinstance.
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def stream_handle(stream: Any) -> int:
     """The ``cudaStream_t`` address of ``stream``.
 
-    Accepts ``None`` (0, the legacy default stream), a raw handle int, any object with
-    ``__cuda_stream__`` (cuda.core, CuPy, numba, RMM, cuda.bindings), and PyTorch streams
-    (``.cuda_stream``).
+    Accepts ``None`` (0, the legacy default stream), a raw handle int from 0 to 2**64 - 1, any
+    object with a ``__cuda_stream__()`` method returning ``(0, handle)`` (cuda.core, CuPy, numba,
+    RMM, cuda.bindings: version 0 is the protocol's only one, and a handle is an int), and PyTorch
+    streams (an int ``.cuda_stream``). Anything else is a TypeError (wrong types: a float, bool,
+    str or bytes handle is refused, not truncated or parsed) or a ValueError (a version or handle
+    out of range), naming the rule.
     """
     if stream is None:
         return 0
-    if isinstance(stream, bool):
+    if isinstance(stream, (bool, np.bool_)):
         raise TypeError("stream must be a stream object or a handle int, not a bool")
-    if isinstance(stream, int):
+    if _is_int(stream):
         # Beyond 64 bits ctypes would mask the value silently (2**64 becomes the default stream).
         if not 0 <= stream < 2**64:
             raise ValueError(f"stream handle must be an address from 0 to 2**64 - 1, got {stream}")
-        return stream
+        return int(stream)
+    kind = type(stream).__name__
     proto = getattr(stream, "__cuda_stream__", None)
     if proto is not None:
-        value = proto() if callable(proto) else proto
+        if not callable(proto):
+            raise TypeError(f"stream: {kind}.__cuda_stream__ must be a method, got {proto!r}")
         try:
-            _version, handle = value
-            handle = int(handle)
-        except (TypeError, ValueError):
+            value = proto()
+        except Exception as exc:  # the object's own failure, named as the stream argument's
+            raise ValueError(
+                f"stream: {kind}.__cuda_stream__() failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        if not (isinstance(value, tuple) and len(value) == 2 and all(map(_is_int, value))):
             raise TypeError(
-                f"{type(stream).__name__}.__cuda_stream__() must return (version, handle), "
+                f"stream: {kind}.__cuda_stream__() must return (version, handle) ints, "
                 f"got {value!r}"
-            ) from None
-        return stream_handle(handle)  # the range check of a plain int
+            )
+        if value[0] != _STREAM_PROTOCOL_VERSION:
+            raise ValueError(
+                f"stream: {kind}.__cuda_stream__() speaks protocol version {value[0]}; this "
+                f"library knows version {_STREAM_PROTOCOL_VERSION}"
+            )
+        return stream_handle(int(value[1]))  # the range check of a plain int
     torch_handle = getattr(stream, "cuda_stream", None)
-    if isinstance(torch_handle, int) and not isinstance(torch_handle, bool):
+    if _is_int(torch_handle):
         return stream_handle(torch_handle)
+    if torch_handle is not None:
+        raise TypeError(f"stream: {kind}.cuda_stream must be a handle int, got {torch_handle!r}")
     raise TypeError(
         f"stream must be None, a handle int or an object with __cuda_stream__, "
         f"not {type(stream).__name__}"

@@ -18,15 +18,26 @@ negative byte strides by an unsigned item size (cupy/cupy#10172), exporting ``-1
 from __future__ import annotations
 
 import ctypes
-import threading
+import functools
+import sys
 import weakref
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from .dtypes import as_numpy_dtype, dtype_name
+from .forksafe import fork_safe_lock
+from .strides import c_strides
 
-__all__ = ["ImportedTensor", "dlpack_dtype", "export_dlpack", "import_dlpack", "repair_strides"]
+__all__ = [
+    "ImportedTensor",
+    "check_span",
+    "dlpack_device",
+    "dlpack_dtype",
+    "export_dlpack",
+    "import_dlpack",
+    "repair_strides",
+]
 
 _INT64_MAX = 2**63 - 1  # DLPack holds extents and strides in int64
 
@@ -94,7 +105,7 @@ class _DLManagedTensorVersioned(ctypes.Structure):
 # and the exporting object stay alive until the consumer calls the deleter (or the unconsumed
 # capsule dies).
 _exports: dict[int, tuple[Any, ...]] = {}
-_exports_lock = threading.Lock()
+_exports_lock = fork_safe_lock(sys.modules[__name__], "_exports_lock")
 
 
 def _release(address: int | None) -> None:
@@ -132,7 +143,7 @@ _PENDING = (ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p())
 _FETCH_ARGS = tuple(ctypes.byref(p) for p in _PENDING)
 
 
-_pending_lock = threading.Lock()
+_pending_lock = fork_safe_lock(sys.modules[__name__], "_pending_lock")
 
 
 def _take_pending() -> tuple[int | None, int | None, int | None]:
@@ -272,6 +283,7 @@ _CODE_NAMES = {code: name for name, code in _NAMED_CODES.items()}
 _KIND_OF_CODE = {code: kind for kind, code in _KIND_CODES.items()}
 
 
+@functools.lru_cache(maxsize=256)  # a handful of types in practice; parsing one costs microseconds
 def numpy_dtype(code: int, bits: int, lanes: int) -> np.dtype:
     """The NumPy / ml_dtypes type of a ``DLDataType``; TypeError naming it when there is none."""
     if lanes != 1:
@@ -346,40 +358,146 @@ def _call_deleter(address: int, versioned: bool) -> None:
         deleter(address)
 
 
-def import_dlpack(obj: Any, consumer_stream: int, name: str = "array") -> ImportedTensor:
-    """Consume ``obj.__dlpack__`` and describe the tensor (``consumer_stream`` -1: no ordering).
+_MAX_NDIM = 64  # far above any library's limit (cuDNN: 8, NumPy: 64): more is a damaged tensor
+_KNOWN_DEVICES = (_KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED)
 
-    The producer is asked for DLPack 1.1 (falling back to a legacy call), with the consumer's
-    stream so that it orders its work before ours, as the protocol requires.
-    """
-    device = obj.__dlpack_device__()
+
+def _protocol_failure(name: str, method: str, exc: Exception) -> BufferError:
+    # A producer's own failure, named for the argument: the consumer's caller sees which array
+    # refused and why, and the producer's exception stays chained as the cause.
+    return BufferError(f"{name}.{method}() failed: {type(exc).__name__}: {exc}")
+
+
+def dlpack_device(obj: Any, name: str = "array") -> tuple[int, int]:
+    """``obj.__dlpack_device__()`` checked: two ints, a device type this reader knows (CPU, CUDA,
+    CUDA host, CUDA managed) and an ordinal from 0 to 2**31 - 1 (DLPack's ``int32_t``); a
+    BufferError naming ``name`` and the rule otherwise."""
+    try:
+        device = obj.__dlpack_device__()
+    except BufferError:
+        raise
+    except Exception as exc:
+        raise _protocol_failure(name, "__dlpack_device__", exc) from exc
     if not (
         isinstance(device, tuple)
         and len(device) == 2
         and all(isinstance(v, int) and not isinstance(v, bool) for v in device)
     ):
         raise BufferError(f"{name}.__dlpack_device__() returned {device!r}, not (type, id) ints")
+    device_type, ordinal = int(device[0]), int(device[1])
+    if device_type not in _KNOWN_DEVICES:
+        raise BufferError(f"{name} lives on DLPack device type {device_type}, not CPU or CUDA")
+    if not 0 <= ordinal < 2**31:
+        raise BufferError(
+            f"{name}.__dlpack_device__() returned device id {ordinal}, not an ordinal from 0 to "
+            "2**31 - 1"
+        )
+    return device_type, ordinal
+
+
+def _check_tensor(t: _DLTensor, device: tuple[int, int], name: str) -> tuple[Any, ...]:
+    """Read a consumed ``DLTensor`` field by field, each checked before the next one relies on it
+    (a NULL ``shape`` with ``ndim > 0`` would otherwise be dereferenced)."""
+    ndim = int(t.ndim)
+    if not 0 <= ndim <= _MAX_NDIM:
+        raise BufferError(f"{name}: DLPack tensor claims {ndim} dims (0 to {_MAX_NDIM} are valid)")
+    if ndim and not t.shape:  # reading it would dereference NULL
+        raise BufferError(f"{name}: DLPack tensor of {ndim} dims has no shape array")
+    in_capsule = (int(t.device.device_type), int(t.device.device_id))
+    if in_capsule != device:
+        # A producer that names one device and exports another (CUDA for a host pointer) would
+        # have C read the wrong memory space.
+        raise BufferError(
+            f"{name}: its DLPack tensor is on device {in_capsule} but __dlpack_device__() said "
+            f"{device}"
+        )
+    try:
+        dtype = numpy_dtype(int(t.dtype.code), int(t.dtype.bits), int(t.dtype.lanes))
+    except TypeError as exc:
+        raise TypeError(f"{name}: {exc}") from None
+    shape = tuple(t.shape[:ndim]) if ndim else ()  # one ctypes call for the whole array
+    if shape and min(shape) < 0:
+        raise BufferError(f"{name}: DLPack shape {shape} has a negative extent")
+    if ndim and t.strides:
+        strides = repair_strides(tuple(t.strides[:ndim]), dtype.itemsize)
+    else:  # NULL strides: compact row-major (DLPack)
+        strides = c_strides(shape)
+    data = int(t.data or 0)
+    ptr = data + int(t.byte_offset)
+    check_span(ptr, shape, strides, dtype.itemsize, name, "DLPack tensor")
+    if not data and all(shape):
+        raise BufferError(f"{name}: DLPack tensor of shape {shape} has a NULL data pointer")
+    return ptr, shape, strides, dtype
+
+
+def check_span(  # noqa: PLR0917 - one description of an array, positional as everywhere else
+    ptr: int,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+    itemsize: int,
+    name: str,
+    what: str,
+    error: type[Exception] = BufferError,
+) -> None:
+    """``error`` unless every element of the strided array lies in the 64-bit address space
+    (a wrapped address would have C read memory the array does not describe)."""
+    if not 0 <= ptr < 2**64:
+        raise error(f"{name}: {what} at {ptr:#x} is not a 64-bit address")
+    # element_extent's arithmetic, inlined: this runs for every array read through a protocol.
+    lo = hi = 0
+    for n, s in zip(shape, strides, strict=True):
+        if not n:
+            return  # empty: no element is addressed
+        step = (n - 1) * s
+        if step < 0:
+            lo += step
+        else:
+            hi += step
+    if ptr + lo * itemsize < 0 or ptr + (hi + 1) * itemsize > 2**64:
+        raise error(
+            f"{name}: {what} of shape {shape}, strides {strides} (elements) at {ptr:#x} reaches "
+            "outside the 64-bit address space"
+        )
+
+
+def import_dlpack(obj: Any, consumer_stream: int, name: str = "array") -> ImportedTensor:
+    """Consume ``obj.__dlpack__`` and describe the tensor (``consumer_stream`` -1: no ordering).
+
+    The producer is asked for DLPack 1.1 (falling back to a legacy call), with the consumer's
+    stream so that it orders its work before ours, as the protocol requires. Every field is
+    checked before it is relied on (DLPack version, dims, shape array, device, type, address
+    range), and anything wrong is a BufferError naming ``name``; the consumed tensor's deleter
+    runs exactly once either way.
+    """
+    device = dlpack_device(obj, name)
     device_type, device_ordinal = device
     if device_type == _KDL_CPU:
         stream: int | None = None
-    elif device_type in (_KDL_CUDA, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED):
-        stream = consumer_stream or None  # 0 is not a DLPack stream value; None is "default"
     else:
-        raise BufferError(f"{name} lives on DLPack device type {device_type}, not CPU or CUDA")
+        stream = consumer_stream or None  # 0 is not a DLPack stream value; None is "default"
     try:
-        capsule = obj.__dlpack__(stream=stream, max_version=_DLPACK_VERSION)
-    except TypeError:  # a producer older than DLPack 1.0 takes no max_version
-        capsule = obj.__dlpack__(stream=stream)
+        try:
+            capsule = obj.__dlpack__(stream=stream, max_version=_DLPACK_VERSION)
+        except TypeError:  # a producer older than DLPack 1.0 takes no max_version
+            capsule = obj.__dlpack__(stream=stream)
+    except BufferError:
+        raise
+    except Exception as exc:
+        raise _protocol_failure(name, "__dlpack__", exc) from exc
     versioned = bool(_CapsuleIsValid(capsule, _NAME_VERSIONED))
     if not versioned and not _CapsuleIsValid(capsule, _NAME):
         raise BufferError(f"{name}.__dlpack__() returned {capsule!r}, not an unused DLPack capsule")
     address = int(_CapsuleGetPointer(capsule, _NAME_VERSIONED if versioned else _NAME) or 0)
+    if not address:
+        raise BufferError(f"{name}.__dlpack__() returned a DLPack capsule holding NULL")
     _CapsuleSetName(capsule, _USED_NAME_VERSIONED if versioned else _USED_NAME)
     owner = _Consumed(obj, address, versioned)  # from here on the deleter runs exactly once
     readonly = False
     if versioned:
         managed = _DLManagedTensorVersioned.from_address(address)
-        if managed.version.major > _DLPACK_VERSION[0]:
+        # DLPack keeps the version, manager_ctx and deleter at the start of the struct in every
+        # major version, so the deleter above is safe to call; the rest may be laid out otherwise.
+        if managed.version.major != _DLPACK_VERSION[0]:
             raise BufferError(
                 f"{name} was exported with DLPack {managed.version.major}.{managed.version.minor}; "
                 f"this reader knows {_DLPACK_VERSION[0]}.x"
@@ -388,21 +506,6 @@ def import_dlpack(obj: Any, consumer_stream: int, name: str = "array") -> Import
         t = managed.dl_tensor
     else:
         t = _DLManagedTensor.from_address(address).dl_tensor
-    ndim = int(t.ndim)
-    if not 0 <= ndim <= 64:
-        raise BufferError(f"{name}: DLPack tensor claims {ndim} dims")
-    if ndim and not t.shape:  # reading it would dereference NULL
-        raise BufferError(f"{name}: DLPack tensor of {ndim} dims has no shape array")
-    dtype = numpy_dtype(int(t.dtype.code), int(t.dtype.bits), int(t.dtype.lanes))
-    shape = tuple(int(t.shape[i]) for i in range(ndim))
-    if any(n < 0 for n in shape):
-        raise BufferError(f"{name}: DLPack shape {shape} has a negative extent")
-    if ndim and t.strides:
-        strides = repair_strides(tuple(int(t.strides[i]) for i in range(ndim)), dtype.itemsize)
-    else:  # NULL strides: compact row-major (DLPack)
-        from .strides import c_strides
-
-        strides = c_strides(shape)
-    ptr = int(t.data or 0) + int(t.byte_offset)
-    device_id = -1 if device_type == _KDL_CPU else int(device_ordinal)
+    ptr, shape, strides, dtype = _check_tensor(t, device, name)
+    device_id = -1 if device_type == _KDL_CPU else device_ordinal
     return ImportedTensor(ptr, shape, strides, dtype, device_id, readonly, owner)

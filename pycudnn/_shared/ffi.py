@@ -12,9 +12,10 @@ import logging
 import os
 import struct
 import sys
-import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
+
+from .forksafe import fork_safe_lock
 
 __all__ = [
     "AttributeSpec",
@@ -219,8 +220,12 @@ class NativeLibrary:
         minimum_version: tuple[int, int, int],
         version_symbol: str,
         companions: tuple[str, ...] = (),
+        before_load: Callable[[], None] | None = None,
     ) -> None:
         self.display_name = display_name
+        # Checks of the environment the library reads when it loads (its own logging variables):
+        # run before every attempt, so that one fixed variable lets the next call load it.
+        self._before_load = before_load
         # Libraries the named one loads from its own directory (cuDNN 9's libcudnn.so.9 is a
         # dispatcher that aborts the process when its sublibraries are missing).
         self._companions = companions
@@ -234,7 +239,7 @@ class NativeLibrary:
         self._expected_major = expected_major
         self._specs = functions
         self._read_version = read_version
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock(self, "_lock")
         self._cdll: ctypes.CDLL | None = None
         self._path: str | None = None
         self._version: tuple[int, int, int] | None = None
@@ -339,6 +344,8 @@ class NativeLibrary:
 
     def _open(self) -> ctypes.CDLL:
         """Locate, load and check the library (under the load lock); record what was loaded."""
+        if self._before_load is not None:
+            self._before_load()
         path = self._locate()
         try:
             cdll = ctypes.CDLL(path)

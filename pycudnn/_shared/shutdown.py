@@ -8,16 +8,21 @@ a cuDNN call with the GIL released. The backend descriptor calls are made inside
 are refused new calls and the calls in progress are waited for (up to :data:`EXIT_WAIT_S`
 seconds); a daemon thread then stops at its next call with :class:`InterpreterExitingError`
 instead of being inside the library when it unloads. The main thread, which runs the exit and the
-finalizers, is never refused.
+finalizers, is never refused. ``os.fork()`` waits (new calls held back) until no other thread is
+inside such a call, so that the child inherits no library lock held by a thread it does not have;
+the child starts with no call in progress, and its exit does not wait for the parent's.
 """
 
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from .interrupts import raise_deferred
 
 __all__ = ["EXIT_WAIT_S", "InterpreterExitingError", "exiting_elsewhere", "library_call"]
 
@@ -27,10 +32,11 @@ EXIT_WAIT_S = 30.0
 
 
 class _State:
-    idle = threading.Condition()  # guards the three below; notified when none is in progress
+    idle = threading.Condition()  # guards the four below; notified when none is in progress
     in_progress = 0
     exiting = False
     registered = False
+    forking = False  # a thread waits to fork: new calls wait until it has
 
 
 class InterpreterExitingError(RuntimeError):
@@ -48,6 +54,8 @@ def library_call(what: str) -> Iterator[None]:
     threads other than the main one once the interpreter is exiting."""
     state = _State
     with state.idle:
+        while state.forking:
+            state.idle.wait()
         if exiting_elsewhere():
             raise InterpreterExitingError(
                 f"{what}: the interpreter is exiting, and the library must not be entered while "
@@ -68,6 +76,7 @@ def library_call(what: str) -> Iterator[None]:
             state.in_progress -= 1
             if not state.in_progress:
                 state.idle.notify_all()
+        raise_deferred()  # a Ctrl-C that landed in a log callback during the call
 
 
 def _nothing() -> None:
@@ -78,3 +87,33 @@ def _wait_for_calls() -> None:
     with _State.idle:
         _State.exiting = True
         _State.idle.wait_for(lambda: _State.in_progress == 0, timeout=EXIT_WAIT_S)
+
+
+def _before_fork() -> None:
+    # fork() copies only the forking thread: a thread inside cuDNN at that moment (its own locks,
+    # NVRTC's) leaves the child blocked forever in its first call. So the fork waits, with new
+    # calls held back, until no call is in progress, and keeps the lock through the fork.
+    state = _State
+    state.idle.acquire()
+    state.forking = True
+    # Bounded: a fork made from inside a call (a log handler, say) would otherwise wait for itself.
+    state.idle.wait_for(lambda: state.in_progress == 0, timeout=EXIT_WAIT_S)
+
+
+def _after_fork_in_parent() -> None:
+    _State.forking = False
+    _State.idle.notify_all()
+    _State.idle.release()
+
+
+def _after_fork_in_child() -> None:
+    # The child has only the forking thread: the calls the parent's other threads had in progress
+    # never end there (exit used to wait EXIT_WAIT_S, 30 s, for them in every child).
+    _State.idle = threading.Condition()
+    _State.in_progress = 0
+    _State.forking = False
+
+
+os.register_at_fork(
+    before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child
+)

@@ -11,7 +11,6 @@ import hashlib
 import json
 import math
 import numbers
-import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,7 @@ import numpy as np
 
 from .. import layout
 from .._shared.dtypes import VECTOR_DTYPE_STRINGS, VECTOR_TYPES, as_numpy_dtype, dtype_name
+from .._shared.forksafe import fork_safe_lock
 from .._shared.resource import ClosedError
 from .common import (
     _CONV_OPS,
@@ -77,7 +77,7 @@ class GraphCore:
         # Backend descriptors, one set per planning target (see finalize) and per description
         # variant (see pycudnn.graph.rewrites): {(id(handle) or None, variant): descriptor set}.
         self._descriptor_sets: dict[tuple[int | None, str], dict[str, Any]] = {}
-        self._descriptor_lock = threading.Lock()
+        self._descriptor_lock = fork_safe_lock(self, "_descriptor_lock")
         self._closed = False
 
     @staticmethod

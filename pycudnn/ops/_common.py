@@ -14,7 +14,7 @@ import numpy as np
 
 from .._shared.arrays import ArrayView, as_array_view
 from .._shared.device_array import DeviceArray
-from .._shared.dlpack import _KDL_CPU, _KDL_CUDA
+from .._shared.dlpack import _KDL_CPU, _KDL_CUDA, dlpack_device
 from .._shared.dtypes import dtype_name
 from .._shared.strides import packed_strides_in_order
 from ..handle import Handle, get_handle
@@ -39,7 +39,7 @@ def _device_of(obj: Any, name: str) -> int:
     elif isinstance(obj, np.ndarray):
         device = -1
     elif hasattr(obj, "__dlpack_device__"):
-        kind, ordinal = obj.__dlpack_device__()
+        kind, ordinal = dlpack_device(obj, name)  # checked: a producer's junk names the argument
         if kind == _KDL_CUDA:
             device = int(ordinal)
         elif kind == _KDL_CPU:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ctypes
-import threading
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,6 +13,7 @@ from .. import _bindings as _b
 from .. import layout
 from .._shared.arrays import ArrayView
 from .._shared.device_array import DeviceArray
+from .._shared.forksafe import fork_safe_lock
 from .._shared.memory import workspace
 from .._shared.strides import packed_strides_in_order
 from ..errors import error_from_status
@@ -42,7 +43,7 @@ _FWD_ALGOS = {
     if name != "COUNT"
 }
 _algo_cache: dict[tuple[Any, ...], int] = {}
-_algo_lock = threading.Lock()
+_algo_lock = fork_safe_lock(sys.modules[__name__], "_algo_lock")
 
 
 def _default_compute(dtype: np.dtype) -> Any:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import threading
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 from .. import _bindings as _b
 from .._shared.arrays import ArrayView
 from .._shared.device_array import DeviceArray
+from .._shared.forksafe import fork_safe_lock
 from .._shared.memory import workspace
 from .._shared.strides import packed_strides_in_order
 from ..errors import error_from_status
@@ -83,7 +84,7 @@ _FILTER = _Direction(
     "cudnnConvolutionBackwardFilter",
 )
 _algo_cache: dict[tuple[Any, ...], int] = {}
-_algo_lock = threading.Lock()
+_algo_lock = fork_safe_lock(sys.modules[__name__], "_algo_lock")
 
 _Descs = tuple[Any, TensorDescriptor, ConvolutionDescriptor, Any]
 

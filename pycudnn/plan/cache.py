@@ -11,6 +11,7 @@ from typing import Any
 
 from .._plan_json import parse_json_for_cudnn
 from .._shared import files
+from .._shared.forksafe import fork_safe_lock
 from ..errors import CudnnError
 from ..graph import Graph
 from .execution import Plan
@@ -53,7 +54,7 @@ class PlanCache:
         self.directory = None if directory is None else _make_directory(Path(directory))
         self.max_size = max_size
         self._plans: collections.OrderedDict[str, Plan] = collections.OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock(self, "_lock")
         self.stats: dict[str, int] = dict.fromkeys(
             ("memory_hits", "disk_hits", "misses", "stores", "version_mismatches", "disk_errors"), 0
         )

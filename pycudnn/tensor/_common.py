@@ -8,7 +8,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import math
-import threading
+import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -18,6 +18,7 @@ import numpy as np
 from .. import _bindings as _b
 from .._lib import LIB, check
 from .._shared.dtypes import VECTOR_DTYPE_STRINGS, VECTOR_TYPES, as_numpy_dtype, dtype_name
+from .._shared.forksafe import fork_safe_lock
 from .._shared.resource import CResource
 
 _log = logging.getLogger("pycudnn")
@@ -46,7 +47,7 @@ _call = call
 
 
 _warned: set[str] = set()
-_warned_lock = threading.Lock()
+_warned_lock = fork_safe_lock(sys.modules[__name__], "_warned_lock")
 
 
 def warn_deprecated_once(what: str, instead: str, *, stacklevel: int = 3) -> None:

@@ -1,0 +1,61 @@
+"""Ctrl-C (and ``sys.exit``) raised inside a callback from C, raised again once the C call returns.
+
+cuDNN and cuTENSOR call this library's log callbacks from inside their API calls, on the calling
+thread. A SIGINT that arrives meanwhile makes Python raise ``KeyboardInterrupt`` in the callback's
+frame, and ctypes cannot pass an exception back through C: it prints "Exception ignored on calling
+ctypes callback function" and drops it, so the Ctrl-C was lost and a long build went on (one ran
+110 s after its only SIGINT). The callbacks hand such exceptions to :func:`defer`, and the code
+after each C call (the libraries' status checks, the exit guard's call wrapper, the log capture)
+calls :func:`raise_deferred`, which raises it on the thread it was deferred on.
+
+A signal can also be handled at the callback's very first instruction, before its ``try`` is
+entered; ctypes then reports the exception through ``sys.unraisablehook``. :func:`watch_callbacks`
+chains a hook in front of the current one that defers a ``KeyboardInterrupt`` or ``SystemExit``
+from the named callbacks and hands everything else on unchanged.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["defer", "raise_deferred", "watch_callbacks"]
+
+_local = threading.local()
+
+
+def defer(exc: BaseException) -> None:
+    """Keep ``exc`` (raised in a callback from C, which cannot propagate it) for this thread."""
+    if getattr(_local, "pending", None) is None:  # the first one wins: a second Ctrl-C repeats it
+        _local.pending = exc
+
+
+def raise_deferred() -> None:
+    """Raise the exception a callback deferred on this thread, if any (once)."""
+    exc = getattr(_local, "pending", None)
+    if exc is not None:
+        _local.pending = None
+        raise exc
+
+
+_watched: set[Any] = set()  # the Python functions behind this library's C callbacks
+
+
+def _hook(unraisable: Any) -> None:
+    if unraisable.object in _watched and isinstance(
+        unraisable.exc_value, (KeyboardInterrupt, SystemExit)
+    ):
+        defer(unraisable.exc_value)
+        return
+    _hook.previous(unraisable)  # type: ignore[attr-defined]
+
+
+def watch_callbacks(*callbacks: Callable[..., Any]) -> None:
+    """Defer what ``callbacks`` (Python functions registered with C) lose to ctypes on entry;
+    called whenever they are registered, so that a hook installed since is chained, not lost."""
+    _watched.update(callbacks)
+    if sys.unraisablehook is not _hook:
+        _hook.previous = sys.unraisablehook  # type: ignore[attr-defined]
+        sys.unraisablehook = _hook

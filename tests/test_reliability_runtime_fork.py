@@ -1,0 +1,112 @@
+"""``os.fork()`` while other threads use the library (multiprocessing's default start method on
+Linux before Python 3.14).
+
+The child used to block forever in its first ``Graph.build()`` (a module lock a parent thread held
+at the fork; then cuInit or cuDNN's own locks, held by a thread the child does not have), and a
+child that exited normally waited 30 s for the parent threads' calls in progress. Locks are now
+renewed in the child, the fork waits until no other thread is inside a cuDNN backend call, and
+the child starts with no call in progress. Each scenario runs in a child process with a time limit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+from children import run_python
+
+from pycudnn._shared.forksafe import fork_safe_lock
+
+
+def test_fork_while_threads_plan_children_plan_and_exit_quickly() -> None:
+    r = run_python(
+        "import runpy, sys; sys.argv = ['fork_while_planning', '3']; "
+        "runpy.run_path('tests/fork_while_planning.py', run_name='__main__')",
+        timeout=240,
+    )
+    assert r.returncode == 0, f"the parent failed ({r.returncode}): {r.stderr[-3000:]}"
+    result = json.loads(r.stdout.strip().splitlines()[-1])
+    assert len(result["children"]) == 3
+    for status, seconds in result["children"]:
+        # A child that planned once and exited: seconds, not the 30 s exit wait or a hang.
+        assert status == 0, (result, r.stderr[-3000:])
+        assert seconds < 25, result
+    assert all(wait < 25 for wait in result["fork_waits"]), result
+
+
+def test_a_lock_held_by_another_thread_at_the_fork_is_free_in_the_child() -> None:
+    class Owner:
+        pass
+
+    owner = Owner()
+    owner.lock = fork_safe_lock(owner, "lock")
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with owner.lock:
+            held.set()
+            release.wait()
+
+    t = threading.Thread(target=hold)
+    t.start()
+    held.wait()
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: the holder thread does not exist here
+            got = owner.lock.acquire(timeout=5)
+            os._exit(0 if got else 1)
+        deadline = time.monotonic() + 30
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            assert time.monotonic() < deadline, "the child hung"
+            time.sleep(0.01)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert owner.lock.locked()  # the parent's lock is the parent's, still held
+    finally:
+        release.set()
+        t.join()
+
+
+def test_a_driver_probe_in_the_parent_does_not_block_the_childs() -> None:
+    r = run_python(
+        """
+        import os, sys, threading, time
+        from pycudnn._shared import cuda
+        stop = threading.Event()
+        def probe():
+            while not stop.is_set():
+                cuda._status.clear()  # probe again and again, as before the answer was kept
+                cuda.driver_status()
+        threads = [threading.Thread(target=probe) for _ in range(4)]
+        for t in threads:
+            t.start()
+        codes = []
+        for _ in range(5):
+            time.sleep(0.05)
+            pid = os.fork()
+            if pid == 0:
+                cuda._status.clear()
+                cuda.driver_status()
+                os._exit(0)
+            deadline = time.monotonic() + 20
+            while not os.waitpid(pid, os.WNOHANG)[0]:
+                if time.monotonic() > deadline:
+                    os.kill(pid, 9)
+                    codes.append("hung")
+                    break
+                time.sleep(0.01)
+            else:
+                codes.append(0)
+        stop.set()
+        for t in threads:
+            t.join()
+        print(codes)
+        """,
+        timeout=200,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "[0, 0, 0, 0, 0]", r.stdout

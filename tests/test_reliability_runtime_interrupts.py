@@ -1,0 +1,137 @@
+"""Ctrl-C during a build is never lost in a log callback.
+
+cuDNN calls the library's log callback from inside its API calls; a SIGINT arriving then raised
+``KeyboardInterrupt`` in the callback, which ctypes cannot pass back through C ("Exception ignored
+on calling ctypes callback function"), and the build went on. The callbacks now defer it and the
+code after the C call raises it. Both children run with a time limit: a lost Ctrl-C is a child
+that keeps planning until the limit.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from children import REPO, run_python
+
+_PLANNER = """
+import logging, sys, time
+import pycudnn
+from pycudnn import log
+
+props = pycudnn.DeviceProperties.load("tests/data/deviceprops/h100-sxm-80gb.json")
+
+
+class Slow(logging.Handler):
+    # Most of the time is spent inside the callback, where the Ctrl-C used to be dropped.
+    def emit(self, record):
+        time.sleep(0.002)
+
+
+logging.getLogger("pycudnn.cudnn").addHandler(Slow())
+logging.getLogger("pycudnn.cudnn").setLevel(logging.DEBUG)
+log.enable_logging(logging.DEBUG)
+print("READY", flush=True)
+builds = 0
+try:
+    while True:
+        g = pycudnn.Graph("g")
+        x = g.tensor([1, 8, 8, 8], fmt="NHWC", dtype="float16", name="x")
+        w = g.tensor([8, 8, 3, 3], fmt="NHWC", dtype="float16", name="w")
+        g.conv_fprop(x, w, padding=1, name="conv")
+        g.build(device_properties=props, cache=False).close()
+        builds += 1
+except KeyboardInterrupt:
+    print("INTERRUPTED", builds, flush=True)
+"""
+
+
+def test_one_sigint_during_logged_builds_stops_the_child() -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", _PLANNER],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "READY"
+        time.sleep(1.5)  # inside the build loop, most of it inside the callback
+        child.send_signal(signal.SIGINT)  # once: a user's single Ctrl-C
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == 0, err[-3000:]
+    assert "INTERRUPTED" in out, (out, err[-3000:])
+    assert "Exception ignored" not in err, err[-3000:]
+
+
+def test_a_keyboard_interrupt_raised_in_the_callback_ends_the_build() -> None:
+    # Deterministic: the handler itself raises, as Python does when the signal lands there.
+    r = run_python(
+        """
+        import logging
+        import pycudnn
+        from pycudnn import log
+
+        class Interrupt(logging.Handler):
+            def emit(self, record):
+                raise KeyboardInterrupt
+
+        logging.getLogger("pycudnn.cudnn").addHandler(Interrupt())
+        log.enable_logging(logging.DEBUG)
+        g = pycudnn.Graph("g")
+        a = g.tensor([1, 16, 16], dtype="float16", name="a")
+        b = g.tensor([1, 16, 16], dtype="float16", name="b")
+        g.matmul(a, b, name="mm")
+        props = pycudnn.DeviceProperties.load("tests/data/deviceprops/h100-sxm-80gb.json")
+        try:
+            g.build(device_properties=props, cache=False)
+            print("BUILT")
+        except KeyboardInterrupt:
+            print("INTERRUPTED")
+        # Raised once: the next call is not interrupted again.
+        log.disable_logging()
+        pycudnn.version()
+        print("AFTER")
+        """,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["INTERRUPTED", "AFTER"], (r.stdout, r.stderr[-2000:])
+    assert "Exception ignored" not in r.stderr
+
+
+def test_a_keyboard_interrupt_in_the_cutensor_callback_is_raised_after_the_call() -> None:
+    r = run_python(
+        """
+        import logging
+        import pycutensor
+        from pycutensor import log
+
+        class Interrupt(logging.Handler):
+            def emit(self, record):
+                raise KeyboardInterrupt
+
+        logging.getLogger("pycutensor.cutensor").addHandler(Interrupt())
+        logging.getLogger("pycutensor.cutensor").setLevel(logging.DEBUG)
+        pycutensor.version()
+        log.enable_logging(5)  # API trace: the next call logs
+        try:
+            log.enable_logging(5)
+            print("NOT INTERRUPTED")
+        except KeyboardInterrupt:
+            print("INTERRUPTED")
+        """,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["INTERRUPTED"], (r.stdout, r.stderr[-2000:])
+    assert "Exception ignored" not in r.stderr
