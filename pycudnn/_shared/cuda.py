@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -49,9 +50,6 @@ class DriverStatus:
         return "unknown" if v is None else f"{v // 1000}.{v % 1000 // 10}"
 
 
-_driver_lock = threading.Lock()
-
-
 @functools.lru_cache(maxsize=1)
 def _libcuda() -> ctypes.CDLL | None:
     try:
@@ -60,48 +58,77 @@ def _libcuda() -> ctypes.CDLL | None:
         return None
 
 
-def driver_status() -> DriverStatus:
-    """Probe the driver: its version, ``cuInit``, and the devices (name, compute capability)."""
-    with _driver_lock:
-        lib = _libcuda()
-        if lib is None:
-            return DriverStatus(
-                False, None, None, 0, (), "the CUDA driver library libcuda.so.1 is not installed"
-            )
-        version = ctypes.c_int(0)
-        drv = int(version.value) if lib.cuDriverGetVersion(ctypes.byref(version)) == 0 else None
-        status = int(lib.cuInit(0))
-        if status != _CUDA_SUCCESS:
-            reason = (
-                "no CUDA-capable device is detected (cuInit returned CUDA_ERROR_NO_DEVICE)"
-                if status == _CUDA_ERROR_NO_DEVICE
-                else f"cuInit failed with CUresult {status}"
-            )
-            return DriverStatus(True, drv, status, 0, (), reason)
-        count = ctypes.c_int(0)
-        if lib.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value == 0:
-            return DriverStatus(True, drv, status, 0, (), "the driver reports no devices")
-        devices = []
-        for ordinal in range(count.value):
-            dev = ctypes.c_int(0)
-            lib.cuDeviceGet(ctypes.byref(dev), ordinal)
-            name = ctypes.create_string_buffer(256)
-            lib.cuDeviceGetName(name, 256, dev)
-            major, minor = ctypes.c_int(0), ctypes.c_int(0)
-            # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75, _MINOR = 76 (cuda.h)
-            lib.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)
-            lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)
-            mem = ctypes.c_size_t(0)
-            lib.cuDeviceTotalMem_v2(ctypes.byref(mem), dev)
-            devices.append(
-                {
-                    "ordinal": ordinal,
-                    "name": name.value.decode(errors="replace"),
-                    "compute_capability": (major.value, minor.value),
-                    "total_memory": int(mem.value),
-                }
-            )
-        return DriverStatus(True, drv, status, len(devices), tuple(devices), "")
+class _DriverProbe:
+    """The remembered probe and its lock (replaced in a forked child)."""
+
+    status: DriverStatus | None = None
+    lock = threading.Lock()
+
+
+def driver_status(*, refresh: bool = False) -> DriverStatus:
+    """What the driver says: its version, ``cuInit``, and the devices (name, compute capability).
+
+    Probed once per process and remembered: ``cuInit``'s answer cannot change within a process (a
+    failed ``cuInit`` fails again, 14-60 ms each time without a GPU, and leaks in libcuda), so
+    planning asks on every build without paying for it. A forked child probes again (the parent's
+    answer, and its lock, are not the child's); ``refresh=True`` probes again on demand.
+    """
+    with _DriverProbe.lock:
+        if _DriverProbe.status is None or refresh:
+            _DriverProbe.status = _probe_driver()
+        return _DriverProbe.status
+
+
+def _forget_after_fork() -> None:
+    _DriverProbe.status = None
+    _DriverProbe.lock = threading.Lock()  # a parent's thread may have held it at fork
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def _probe_driver() -> DriverStatus:
+    """``cuDriverGetVersion``, ``cuInit`` and each device's name, capability and memory (called
+    with ``_DriverProbe.lock`` held)."""
+    lib = _libcuda()
+    if lib is None:
+        return DriverStatus(
+            False, None, None, 0, (), "the CUDA driver library libcuda.so.1 is not installed"
+        )
+    version = ctypes.c_int(0)
+    drv = int(version.value) if lib.cuDriverGetVersion(ctypes.byref(version)) == 0 else None
+    status = int(lib.cuInit(0))
+    if status != _CUDA_SUCCESS:
+        reason = (
+            "no CUDA-capable device is detected (cuInit returned CUDA_ERROR_NO_DEVICE)"
+            if status == _CUDA_ERROR_NO_DEVICE
+            else f"cuInit failed with CUresult {status}"
+        )
+        return DriverStatus(True, drv, status, 0, (), reason)
+    count = ctypes.c_int(0)
+    if lib.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value == 0:
+        return DriverStatus(True, drv, status, 0, (), "the driver reports no devices")
+    devices = []
+    for ordinal in range(count.value):
+        dev = ctypes.c_int(0)
+        lib.cuDeviceGet(ctypes.byref(dev), ordinal)
+        name = ctypes.create_string_buffer(256)
+        lib.cuDeviceGetName(name, 256, dev)
+        major, minor = ctypes.c_int(0), ctypes.c_int(0)
+        # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75, _MINOR = 76 (cuda.h)
+        lib.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)
+        lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)
+        mem = ctypes.c_size_t(0)
+        lib.cuDeviceTotalMem_v2(ctypes.byref(mem), dev)
+        devices.append(
+            {
+                "ordinal": ordinal,
+                "name": name.value.decode(errors="replace"),
+                "compute_capability": (major.value, minor.value),
+                "total_memory": int(mem.value),
+            }
+        )
+    return DriverStatus(True, drv, status, len(devices), tuple(devices), "")
 
 
 def gpu_available() -> tuple[bool, str]:

@@ -1,0 +1,74 @@
+"""Planning does no repeated work: the driver is probed once per process, engine configs are read
+lazily, bindings resolve per function, and a plan-cache hit is a dict lookup.
+
+None of these tests is timed: each asserts that the costly step is not taken again (counted on the
+real library), so it cannot flake on a loaded machine.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import pycudnn
+from pycudnn._shared import cuda
+
+
+def _conv(name: str = "conv") -> pycudnn.Graph:
+    g = pycudnn.Graph(name)
+    x = g.tensor([8, 64, 56, 56], fmt="NHWC", dtype="float16", name="x")
+    w = g.tensor([64, 64, 3, 3], fmt="NHWC", dtype="float16", name="w")
+    b = g.tensor([1, 64, 1, 1], fmt="NHWC", dtype="float16", name="b")
+    g.relu(g.add(g.conv_fprop(x, w, padding=1), b))
+    return g
+
+
+def _count_probes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = cuda._probe_driver
+
+    def counting() -> cuda.DriverStatus:
+        calls.append(1)
+        return real()
+
+    monkeypatch.setattr(cuda, "_probe_driver", counting)
+    return calls
+
+
+def test_driver_is_probed_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = cuda.driver_status()
+    calls = _count_probes(monkeypatch)
+    assert cuda.driver_status() is first
+    assert calls == []
+    again = cuda.driver_status(refresh=True)
+    assert calls == [1]
+    assert again is not first and again == first  # cuInit's answer is the same within a process
+
+
+def test_builds_do_not_probe_the_driver(
+    h100_props: pycudnn.DeviceProperties, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cuda.driver_status()
+    calls = _count_probes(monkeypatch)
+    for _ in range(2):
+        _conv().build(device_properties=h100_props, cache=False)
+    assert calls == []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_probes_again() -> None:
+    parent = cuda.driver_status()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report whether its first call probed (a new object) and agreed
+        try:
+            st = cuda.driver_status()
+            os.write(write, b"%d%d" % (st is not parent, st == parent))
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        answer = f.read()
+    os.waitpid(pid, 0)
+    assert answer == b"11"
