@@ -72,3 +72,59 @@ def test_forked_child_probes_again() -> None:
         answer = f.read()
     os.waitpid(pid, 0)
     assert answer == b"11"
+
+
+def _count_descriptors(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from pycudnn import backend
+
+    kinds: list[str] = []
+    real = backend.BackendDescriptor.__init__
+
+    def counting(self: backend.BackendDescriptor, kind: object, **kw: object) -> None:
+        kinds.append(str(kind))
+        real(self, kind, **kw)
+
+    monkeypatch.setattr(backend.BackendDescriptor, "__init__", counting)
+    return kinds
+
+
+def test_build_reads_only_the_config_it_builds(
+    h100_props: pycudnn.DeviceProperties, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pycudnn.plan import heuristics
+
+    g = _conv()
+    g.build(device_properties=h100_props, cache=False)  # the graph's own descriptors, once
+    read: list[int] = []
+    real = heuristics._knob_choices
+    monkeypatch.setattr(heuristics, "_knob_choices", lambda d: read.append(1) or real(d))
+    kinds = _count_descriptors(monkeypatch)
+    plan = g.build(device_properties=h100_props, cache=False)
+    # Mode A returns ~40 configs for this conv; reading each one's knobs took ~2,000 descriptors.
+    assert sum(r.returned for r in plan.report.heuristics) > 30
+    assert read == [1]
+    # One ENGINECFG per config returned (cuDNN fills descriptors it is given), the heuristics, the
+    # built config's engine and knob choices and the plan: not one knob descriptor per knob type
+    # per config (~2,000).
+    assert len(kinds) < 2 * sum(r.returned for r in plan.report.heuristics), sorted(set(kinds))
+
+
+def test_lazy_knobs_are_the_full_read(
+    h100_props: pycudnn.DeviceProperties, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pycudnn.plan import heuristics
+
+    def full(cfg: heuristics.EngineConfig) -> dict[str, int]:
+        out = {}
+        for c in cfg.descriptor.get("ENGINECFG_KNOB_CHOICES", count=heuristics._KNOB_TYPE_COUNT):
+            out[c.get("KNOB_CHOICE_KNOB_TYPE").name] = int(c.get("KNOB_CHOICE_KNOB_VALUE"))
+        return out
+
+    # Fewer first slots than engine 41 has knobs (6): the read must go on to the full count.
+    monkeypatch.setattr(heuristics, "_FIRST_KNOB_SLOTS", 2)
+    configs = _conv().engine_configs(device_properties=h100_props)
+    assert max(len(c.knobs) for c in configs) > 2
+    for cfg in configs[:5] + configs[-3:]:
+        assert cfg.knobs == full(cfg), cfg.describe()
+    # No two configs are the same engine setup (duplicates across modes are dropped).
+    assert len({c.identity for c in configs}) == len(configs)
