@@ -128,3 +128,21 @@ def test_lazy_knobs_are_the_full_read(
         assert cfg.knobs == full(cfg), cfg.describe()
     # No two configs are the same engine setup (duplicates across modes are dropped).
     assert len({c.identity for c in configs}) == len(configs)
+
+
+def test_report_says_each_cudnn_line_once() -> None:
+    from pycudnn.plan import PlanningReport
+
+    auto = "cuDNN Library configuration is set to AUTO. Automatically configuring the library mode to FULL."
+    report = PlanningReport(
+        log=[
+            f"Warning: CUDNN_STATUS_SUCCESS; Reason: {auto}",
+            "Warning: CUDNN_STATUS_NOT_SUPPORTED; Reason: check_for_support()",
+            f"Warning: CUDNN_STATUS_SUCCESS; Reason: {auto}",
+            f"Warning: CUDNN_STATUS_NOT_SUPPORTED; Reason: {auto}",
+            "Warning: CUDNN_STATUS_NOT_SUPPORTED; Reason: check_for_support()",
+        ]
+    )
+    said = report.describe().split("cuDNN said: ", 1)[1].splitlines()[0]
+    assert said.count("AUTO") == 1 and said.count("check_for_support()") == 1
+    assert said.index("AUTO") < said.index("check_for_support()")  # where it was first said
