@@ -7,6 +7,7 @@ real library), so it cannot flake on a loaded machine.
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -146,3 +147,49 @@ def test_report_says_each_cudnn_line_once() -> None:
     said = report.describe().split("cuDNN said: ", 1)[1].splitlines()[0]
     assert said.count("AUTO") == 1 and said.count("check_for_support()") == 1
     assert said.index("AUTO") < said.index("check_for_support()")  # where it was first said
+
+
+def test_functions_are_bound_on_first_use_each() -> None:
+    """A new process binds the C functions it calls, one by one, and nothing at import."""
+    import subprocess
+    import sys
+
+    from conftest import H100_PROPS_FILE
+
+    code = f"""
+import json
+import pycudnn, pycudnn.raw
+from pycudnn._lib import LIB
+at_import = (LIB.is_loaded, len(LIB._bound))
+g = pycudnn.Graph("g")
+g.relu(g.tensor([1, 8, 8], dtype="float16", name="x"))
+g.build(device_properties=pycudnn.DeviceProperties.load({str(H100_PROPS_FILE)!r}), cache=False)
+print(json.dumps([at_import, sorted(LIB._bound)]))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (loaded, bound_at_import), bound = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert (loaded, bound_at_import) == (False, 0)
+    from pycudnn import _bindings
+
+    assert "cudnnBackendFinalize" in bound and "cudnnBackendCreateDescriptor" in bound
+    # A plan needs a handful of the library's functions; none of the others is resolved.
+    assert len(bound) < 20 < len(_bindings.FUNCTIONS), bound
+
+
+def test_memory_hit_is_a_lookup(
+    h100_props: pycudnn.DeviceProperties, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pycudnn.plan import PlanCache
+
+    cache = PlanCache()
+    g = _conv()
+    plan = g.build(device_properties=h100_props, cache=cache)
+    key = g.key()
+    probes = _count_probes(monkeypatch)
+    kinds = _count_descriptors(monkeypatch)
+    for _ in range(3):
+        assert g.build(device_properties=h100_props, cache=cache) is plan
+    assert (probes, kinds) == ([], [])  # no driver probe, no cuDNN descriptor: a dict lookup
+    assert cache.stats["memory_hits"] == 3
+    assert g.key() is key  # the graph's key is computed once per graph object
