@@ -749,8 +749,9 @@ def table(result: dict[str, Any]) -> str:
         "| engine: frontend | pycudnn |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for name, ours in result["pycudnn"].items():
-        theirs = fe_graphs.get(name, {})
+    # In the order of GRAPHS (a JSON file read back has its keys sorted).
+    for name in sorted(result["pycudnn"], key=lambda n: list(GRAPHS).index(n)):
+        ours, theirs = result["pycudnn"][name], fe_graphs.get(name, {})
         if "error" in ours:
             ours_cells = ["cannot plan", "-", "-", "-"]
         else:
@@ -832,17 +833,18 @@ def write_docs(result: dict[str, Any], doc: Path = DOC) -> None:
     m = result["machine"]
     fe = result["frontend"]
     fe_text = f"cudnn-frontend {fe['version']}" if "absent" not in fe else "cudnn-frontend absent"
-    body = (
-        f"{SECTION}\n\n"
+    intro = textwrap.fill(
         "`python scripts/bench_planning.py --frontend-python PATH --plot --write-docs`: "
         "each graph described and built (heuristics A then FALLBACK, no plan cache) for the "
         "committed H100 properties without a GPU, median of "
         f"{result['repeats']} after a warm-up; the heuristics column describes the graph and "
         "queries mode A. Run "
         f"{m['date']}, {m['cpu']} ({m['cpus']} CPUs, load {m['load_average'][0]}), Python "
-        f"{m['python']}, cuDNN {m['cudnn']}, {fe_text}. No figure here is asserted by a test.\n\n"
-        + table(result)
+        f"{m['python']}, cuDNN {m['cudnn']}, {fe_text}. No figure here is asserted by a test.",
+        width=100,
+        break_on_hyphens=False,
     )
+    body = f"{SECTION}\n\n{intro}\n\n" + table(result)
     text = doc.read_text(encoding="utf-8") if doc.exists() else ""
     if SECTION in text:
         start = text.index(SECTION)

@@ -150,7 +150,8 @@ def test_report_says_each_cudnn_line_once() -> None:
 
 
 def test_functions_are_bound_on_first_use_each() -> None:
-    """A new process binds the C functions it calls, one by one, and nothing at import."""
+    """A new process binds the C functions it calls, one by one, nothing at import, and plans for
+    device properties without probing the driver."""
     import subprocess
     import sys
 
@@ -164,12 +165,15 @@ at_import = (LIB.is_loaded, len(LIB._bound))
 g = pycudnn.Graph("g")
 g.relu(g.tensor([1, 8, 8], dtype="float16", name="x"))
 g.build(device_properties=pycudnn.DeviceProperties.load({str(H100_PROPS_FILE)!r}), cache=False)
-print(json.dumps([at_import, sorted(LIB._bound)]))
+from pycudnn._shared import cuda
+print(json.dumps([at_import, sorted(LIB._bound), cuda._DriverProbe.status is not None]))
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    (loaded, bound_at_import), bound = json.loads(proc.stdout.strip().splitlines()[-1])
+    (loaded, bound_at_import), bound, probed = json.loads(proc.stdout.strip().splitlines()[-1])
     assert (loaded, bound_at_import) == (False, 0)
+    # Planning for device properties needs libcuda, not cuInit (14-60 ms when it fails).
+    assert probed is False
     from pycudnn import _bindings
 
     assert "cudnnBackendFinalize" in bound and "cudnnBackendCreateDescriptor" in bound

@@ -18,6 +18,7 @@ __all__ = [
     "DriverStatus",
     "current_device_id",
     "device_id_of",
+    "driver_library_found",
     "driver_status",
     "get_device",
     "gpu_available",
@@ -77,6 +78,12 @@ def driver_status(*, refresh: bool = False) -> DriverStatus:
         if _DriverProbe.status is None or refresh:
             _DriverProbe.status = _probe_driver()
         return _DriverProbe.status
+
+
+def driver_library_found() -> bool:
+    """Whether ``libcuda.so.1`` loads, without ``cuInit``: planning for device properties needs
+    the driver library, not a GPU, and a failing ``cuInit`` costs 14-60 ms."""
+    return _libcuda() is not None
 
 
 def _forget_after_fork() -> None:
