@@ -160,6 +160,13 @@ class EngineConfig:
         self.mode = mode
         self.rank = rank
 
+    def _read(self) -> EngineConfig:
+        """Read every property now (raising the ``CudnnError`` of one that cannot be read): for a
+        config that is built, or read back from a plan, where an unreadable one must fail here."""
+        for name in ("engine_id", "numerical_notes", "behavior_notes", "knobs", "workspace_size"):
+            getattr(self, name)
+        return self
+
     @functools.cached_property
     def _engine(self) -> BackendDescriptor:
         engine: BackendDescriptor = self.descriptor.get("ENGINECFG_ENGINE")
