@@ -310,7 +310,9 @@ def _run_heuristics(
                 heur.set("ENGINEHEUR_SM_COUNT_TARGET", sm_count, attr_type="INT32")
             heur.finalize()
             count = heur.element_count("ENGINEHEUR_RESULTS")
-            descs = heur.get("ENGINEHEUR_RESULTS", many=True)
+            # count= reads without a second count query; cuDNN fills up to that many configs and
+            # says how many it did (fewer where a config cannot be materialized for the target).
+            descs = heur.get("ENGINEHEUR_RESULTS", count=count) if count > 0 else []
         except CudnnError as exc:
             heur.close()
             return HeuristicsResult(
