@@ -197,3 +197,14 @@ def test_memory_hit_is_a_lookup(
     assert (probes, kinds) == ([], [])  # no driver probe, no cuDNN descriptor: a dict lookup
     assert cache.stats["memory_hits"] == 3
     assert g.key() is key  # the graph's key is computed once per graph object
+
+
+def test_report_lists_every_filtered_config_though_the_build_stops_early(
+    h100_props: pycudnn.DeviceProperties,
+) -> None:
+    every = _conv().engine_configs(device_properties=h100_props)
+    tens = [c for c in every if c.engine_id == 10]
+    assert every[0].engine_id != 10 and len(tens) > 1  # engine 10's configs come after the first
+    plan = _conv().build(device_properties=h100_props, cache=False, exclude_engines=[10])
+    assert plan.engine_id == every[0].engine_id
+    assert plan.report.filtered == [("engine 10", "engine excluded (exclude_engines)")] * len(tens)

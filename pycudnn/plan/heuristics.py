@@ -425,16 +425,16 @@ def _collect(
                     if filtering
                     else ("", None)
                 )
+                if not why:
+                    kept.append(cfg)
+                    continue
+                # A config the same as one already dropped is not listed twice (the same config
+                # gives the same verdict, so it can only repeat a dropped one).
+                same_engine = dropped.setdefault(cfg.engine_id, [])
+                if any(other.knobs == cfg.knobs for other in same_engine):
+                    continue
             except CudnnError as exc:  # unreadable: skipped, as cuDNN gave nothing to plan with
                 _log.debug("engine config %d of %s unreadable: %s", cfg.rank, cfg.mode, exc)
-                continue
-            if not why:
-                kept.append(cfg)
-                continue
-            # A config the same as one already dropped is not listed twice (the same config
-            # gives the same verdict, so it can only repeat a dropped one).
-            same_engine = dropped.setdefault(cfg.engine_id, [])
-            if any(other.knobs == cfg.knobs for other in same_engine):
                 continue
             same_engine.append(cfg)
             if entry is not None:
