@@ -797,7 +797,11 @@ def table(result: dict[str, Any]) -> str:
             f"included): {_fmt(disk['first_plan_ms'])} ms, of which loading libcudnn "
             f"{_fmt(disk['libcudnn_load_ms'])} ms (disk hits: {disk['disk_hits']})"
         )
-    return "\n".join(lines) + "\n"
+    bullets = [
+        textwrap.fill(line, width=100, subsequent_indent="  ", break_on_hyphens=False)
+        for line in lines[2:]
+    ]
+    return "\n".join(lines[:2] + bullets) + "\n"
 
 
 def plot(result: dict[str, Any], path: Path) -> bool:
