@@ -758,7 +758,7 @@ def table(result: dict[str, Any]) -> str:
             ours_cells = [
                 _fmt(ours["build_ms"]),
                 _ratio(ours["build_ms"], theirs.get("build_ms")),
-                None,
+                "",
                 _fmt(ours["heuristics_ms"]),
             ]
         fe_build = "cannot plan" if "error" in theirs else _fmt(theirs.get("build_ms"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 import pytest
 
@@ -81,7 +82,7 @@ def _count_descriptors(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     kinds: list[str] = []
     real = backend.BackendDescriptor.__init__
 
-    def counting(self: backend.BackendDescriptor, kind: object, **kw: object) -> None:
+    def counting(self: backend.BackendDescriptor, kind: object, **kw: Any) -> None:
         kinds.append(str(kind))
         real(self, kind, **kw)
 
@@ -98,16 +99,23 @@ def test_build_reads_only_the_config_it_builds(
     g.build(device_properties=h100_props, cache=False)  # the graph's own descriptors, once
     read: list[int] = []
     real = heuristics._knob_choices
-    monkeypatch.setattr(heuristics, "_knob_choices", lambda d: read.append(1) or real(d))
+
+    def counting(descriptor: Any) -> dict[str, int]:
+        read.append(1)
+        return real(descriptor)
+
+    monkeypatch.setattr(heuristics, "_knob_choices", counting)
     kinds = _count_descriptors(monkeypatch)
     plan = g.build(device_properties=h100_props, cache=False)
+    assert plan.report is not None
+    returned = sum(r.returned for r in plan.report.heuristics)
     # Mode A returns ~40 configs for this conv; reading each one's knobs took ~2,000 descriptors.
-    assert sum(r.returned for r in plan.report.heuristics) > 30
+    assert returned > 30
     assert read == [1]
     # One ENGINECFG per config returned (cuDNN fills descriptors it is given), the heuristics, the
     # built config's engine and knob choices and the plan: not one knob descriptor per knob type
     # per config (~2,000).
-    assert len(kinds) < 2 * sum(r.returned for r in plan.report.heuristics), sorted(set(kinds))
+    assert len(kinds) < 2 * returned, sorted(set(kinds))
 
 
 def test_lazy_knobs_are_the_full_read(
@@ -206,5 +214,5 @@ def test_report_lists_every_filtered_config_though_the_build_stops_early(
     tens = [c for c in every if c.engine_id == 10]
     assert every[0].engine_id != 10 and len(tens) > 1  # engine 10's configs come after the first
     plan = _conv().build(device_properties=h100_props, cache=False, exclude_engines=[10])
-    assert plan.engine_id == every[0].engine_id
+    assert plan.engine_id == every[0].engine_id and plan.report is not None
     assert plan.report.filtered == [("engine 10", "engine excluded (exclude_engines)")] * len(tens)
