@@ -20,6 +20,7 @@ __all__ = [
     "DriverStatus",
     "current_device_id",
     "device_id_of",
+    "driver_library_found",
     "driver_status",
     "get_device",
     "gpu_available",
@@ -66,20 +67,31 @@ def _libcuda() -> ctypes.CDLL | None:
         return None
 
 
-def driver_status() -> DriverStatus:
-    """Probe the driver once per process: its version, ``cuInit``, and the devices (name, compute
-    capability). In a child made by ``os.fork()`` after the parent initialised CUDA the answer is
-    "not usable", with the reason: CUDA does not survive a fork."""
-    if _status:
+def driver_status(*, refresh: bool = False) -> DriverStatus:
+    """What the driver says: its version, ``cuInit``, and the devices (name, compute capability).
+
+    Probed once per process and remembered: ``cuInit``'s answer cannot change within a process (a
+    failed ``cuInit`` fails again, 14-60 ms each time without a GPU, and leaks in libcuda), so
+    planning asks on every build without paying for it; ``refresh=True`` probes again on demand.
+    In a child made by ``os.fork()`` after the parent initialised CUDA the answer is "not usable",
+    with the reason: CUDA does not survive a fork."""
+    if _status and not refresh:
         return _status[0]
     with _driver_lock:
-        if not _status:
-            _status.append(_probe())
+        if not _status or refresh:
+            _status[:] = [_probe()]
         return _status[0]
+
+
+def driver_library_found() -> bool:
+    """Whether ``libcuda.so.1`` loads, without ``cuInit``: planning for device properties needs
+    the driver library, not a GPU, and a failing ``cuInit`` costs 14-60 ms."""
+    return _libcuda() is not None
 
 
 def _probe() -> DriverStatus:
-    """The probe itself (under the lock); see driver_status."""
+    """``cuDriverGetVersion``, ``cuInit`` and each device's name, capability and memory (called
+    with ``_driver_lock`` held); see driver_status."""
     lib = _libcuda()
     if lib is None:
         return DriverStatus(

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .lazy import cached_attribute
 from .suggest import did_you_mean
 
 __all__ = [
@@ -50,7 +51,7 @@ class _DtypeTable(Mapping[np.dtype, str]):
         self._numpy = {np.dtype(spec): name for spec, name in numpy_pairs}
         self._ml_pairs = ml_pairs
 
-    @functools.cached_property
+    @cached_attribute
     def _all(self) -> dict[np.dtype, str]:
         out = dict(self._numpy)
         for spec, name in self._ml_pairs:

@@ -380,7 +380,14 @@ class NativeLibrary:
     # -- versions ----------------------------------------------------------------------------
     def lacks(self, since: tuple[int, ...] | None) -> bool:
         """Whether the loaded library is older than ``since`` (loads it; None: never lacks)."""
-        return since is not None and tuple(since) > self.version
+        if since is None:
+            return False
+        # Asked for every enum value and attribute set (hundreds per plan): the loaded version
+        # is read directly once there is one, not through the property's load check.
+        version = self._version if self._cdll is not None else None
+        if version is None:
+            version = self.version
+        return (since if type(since) is tuple else tuple(since)) > version
 
     def check_since(self, symbol: str, since: tuple[int, ...] | None, context: str = "") -> None:
         """Raise :class:`UnsupportedByLibraryError` when ``symbol`` (introduced in ``since``) is

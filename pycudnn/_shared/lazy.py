@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
-__all__ = ["lazy_module_attributes"]
+__all__ = ["cached_attribute", "lazy_module_attributes"]
 
 
 def lazy_module_attributes(
@@ -34,3 +34,38 @@ def lazy_module_attributes(
         return sorted(set(namespace) | set(lazy) | submodules)
 
     return __getattr__, __dir__
+
+
+T = TypeVar("T")
+
+
+class cached_attribute(Generic[T]):
+    """:func:`functools.cached_property` without its lock: computed on first access, then kept in
+    the instance's ``__dict__``.
+
+    Before Python 3.12 ``cached_property`` holds one lock per property, for every instance, while it
+    computes; a thread inside one at an ``os.fork()`` leaves that lock held in the child forever,
+    and the child's first access of the property on any instance blocks. Two threads racing on one
+    instance both compute (the values are equal reads of one C object), which is harmless here.
+    """
+
+    def __init__(self, func: Callable[[Any], T]) -> None:
+        self.func = func
+        self.name = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> cached_attribute[T]: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+
+    def __get__(self, obj: object | None, owner: type | None = None) -> T | cached_attribute[T]:
+        if obj is None:
+            return self
+        value = self.func(obj)
+        obj.__dict__[self.name] = value
+        return value

@@ -141,8 +141,6 @@ def _plans_for(
             variant=variant,
         )
         for cfg in configs:
-            if limit is not None and len(plans) >= limit:
-                break
             try:
                 plan = _finalize_plan(cfg, target, graph)
             except CudnnError as exc:
@@ -162,6 +160,8 @@ def _plans_for(
                 continue
             plan.report = report
             plans.append(plan)
+            if limit is not None and len(plans) >= limit:
+                break  # before asking for the next config, which would read it from cuDNN
     for line in _error_lines(records, limit=12):
         if line not in report.log:
             report.log.append(line)

@@ -88,7 +88,9 @@ class Plan(VariantPacks, CudaGraphs):
             # A deserialized plan: its engine config reads back like a heuristic one, which gives
             # the same knobs and notes as the plan had when it was built.
             try:
-                config = EngineConfig(descriptor.get("EXECUTION_PLAN_ENGINE_CONFIG"), mode=source)
+                config = EngineConfig(
+                    descriptor.get("EXECUTION_PLAN_ENGINE_CONFIG"), mode=source
+                )._read()  # read here, where an unreadable one falls back to the JSON
             except (CudnnError, ValueError, TypeError) as exc:
                 _log.debug("engine config of a deserialized plan unreadable: %s", exc)
         if config is not None:

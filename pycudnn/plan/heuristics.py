@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .. import _bindings, known_bad
 from .._lib import LIB
+from .._shared.lazy import cached_attribute
 from .._versions import HEURISTICS_WITHOUT_TARGET_SINCE
 from ..backend import BackendDescriptor
 from ..deviceprops import DeviceProperties, _error_lines
@@ -115,6 +116,31 @@ def _note_names(values: Iterable[Any]) -> tuple[str, ...]:
     return tuple(v.name if hasattr(v, "name") else str(v) for v in values)
 
 
+#: Knob choices read first: every engine of cuDNN 9 has fewer, and a full read (one descriptor per
+#: knob type) is only made when these slots all come back filled.
+_FIRST_KNOB_SLOTS = 8
+
+
+def _knob_choices(descriptor: BackendDescriptor) -> dict[str, int]:
+    """``ENGINECFG_KNOB_CHOICES`` as ``{knob name: value}``. A count query on it answers 0, and
+    cuDNN fills as many descriptors as it is given, up to the config's knob count, without saying
+    whether more were left: ask for a few, and for one per knob type when those few all fill."""
+    for slots in (_FIRST_KNOB_SLOTS, _KNOB_TYPE_COUNT):
+        choices = descriptor.get("ENGINECFG_KNOB_CHOICES", count=slots)
+        if len(choices) < slots or slots == _KNOB_TYPE_COUNT:
+            break
+        for choice in choices:
+            choice.close()
+    knobs: dict[str, int] = {}
+    for choice in choices:
+        ktype = choice.get("KNOB_CHOICE_KNOB_TYPE")
+        knobs[ktype.name if hasattr(ktype, "name") else str(ktype)] = int(
+            choice.get("KNOB_CHOICE_KNOB_VALUE")
+        )
+        choice.close()
+    return knobs
+
+
 class EngineConfig:
     """One engine configuration (``CUDNN_BACKEND_ENGINECFG_DESCRIPTOR``) from the heuristics.
 
@@ -123,31 +149,56 @@ class EngineConfig:
     ``TENSOR_CORE``, ``NONDETERMINISTIC``, ``RUNTIME_COMPILATION``), ``workspace_size`` (bytes, from
     ``ENGINECFG_WORKSPACE_SIZE``; None where the library cannot say), ``mode`` (the heuristic
     that proposed it) and ``rank`` (its position in that heuristic's list).
+
+    Each is read from cuDNN (``cudnnBackendGetAttribute``) the first time it is asked for and then
+    kept: planning reads only what it needs of the configs it does not build (a conv's heuristics
+    return ~40 configs, whose knobs alone took ~2,000 descriptors to read eagerly).
     """
 
     def __init__(self, descriptor: BackendDescriptor, *, mode: str = "", rank: int = 0) -> None:
         self.descriptor = descriptor
         self.mode = mode
         self.rank = rank
-        engine = descriptor.get("ENGINECFG_ENGINE")
-        self._engine = engine
-        self.engine_id = int(engine.get("ENGINE_GLOBAL_INDEX"))
-        self.numerical_notes = _note_names(engine.get("ENGINE_NUMERICAL_NOTE", many=True))
-        self.behavior_notes = _note_names(engine.get("ENGINE_BEHAVIOR_NOTE", many=True))
-        knobs: dict[str, int] = {}
-        # A count query on KNOB_CHOICES answers 0; ask for one slot per knob type instead.
-        for choice in descriptor.get("ENGINECFG_KNOB_CHOICES", count=_KNOB_TYPE_COUNT):
-            ktype = choice.get("KNOB_CHOICE_KNOB_TYPE")
-            knobs[ktype.name if hasattr(ktype, "name") else str(ktype)] = int(
-                choice.get("KNOB_CHOICE_KNOB_VALUE")
-            )
-            choice.close()
-        self.knobs = knobs
-        self.workspace_size: int | None
+
+    def _read(self) -> EngineConfig:
+        """Read every property now (raising the ``CudnnError`` of one that cannot be read): for a
+        config that is built, or read back from a plan, where an unreadable one must fail here."""
+        for name in ("engine_id", "numerical_notes", "behavior_notes", "knobs", "workspace_size"):
+            getattr(self, name)
+        return self
+
+    @cached_attribute
+    def _engine(self) -> BackendDescriptor:
+        engine: BackendDescriptor = self.descriptor.get("ENGINECFG_ENGINE")
+        return engine
+
+    @cached_attribute
+    def engine_id(self) -> int:
+        """``ENGINE_GLOBAL_INDEX`` of the config's engine."""
+        return int(self._engine.get("ENGINE_GLOBAL_INDEX"))
+
+    @cached_attribute
+    def numerical_notes(self) -> tuple[str, ...]:
+        """``ENGINE_NUMERICAL_NOTE`` names."""
+        return _note_names(self._engine.get("ENGINE_NUMERICAL_NOTE", many=True))
+
+    @cached_attribute
+    def behavior_notes(self) -> tuple[str, ...]:
+        """``ENGINE_BEHAVIOR_NOTE`` names."""
+        return _note_names(self._engine.get("ENGINE_BEHAVIOR_NOTE", many=True))
+
+    @cached_attribute
+    def knobs(self) -> dict[str, int]:
+        """``{knob name: value}`` (``ENGINECFG_KNOB_CHOICES``)."""
+        return _knob_choices(self.descriptor)
+
+    @cached_attribute
+    def workspace_size(self) -> int | None:
+        """``ENGINECFG_WORKSPACE_SIZE`` in bytes; None where the library cannot say."""
         try:
-            self.workspace_size = int(descriptor.get("ENGINECFG_WORKSPACE_SIZE"))
+            return int(self.descriptor.get("ENGINECFG_WORKSPACE_SIZE"))
         except (CudnnError, KeyError, ValueError, UnsupportedByLibraryError):  # before 9.2
-            self.workspace_size = None
+            return None
 
     @property
     def identity(self) -> tuple[int, tuple[tuple[str, int], ...]]:
@@ -259,19 +310,16 @@ def _run_heuristics(
                 heur.set("ENGINEHEUR_SM_COUNT_TARGET", sm_count, attr_type="INT32")
             heur.finalize()
             count = heur.element_count("ENGINEHEUR_RESULTS")
-            descs = heur.get("ENGINEHEUR_RESULTS", many=True)
+            # count= reads without a second count query; cuDNN fills up to that many configs and
+            # says how many it did (fewer where a config cannot be materialized for the target).
+            descs = heur.get("ENGINEHEUR_RESULTS", count=count) if count > 0 else []
         except CudnnError as exc:
             heur.close()
             return HeuristicsResult(
                 name, 0, [], f"{exc.status_name}: {exc.message}", _error_lines(records)
             )
-        configs = []
-        for i, d in enumerate(descs):
-            try:
-                configs.append(EngineConfig(d, mode=name, rank=i))
-            except CudnnError as exc:
-                _log.debug("engine config %d of %s unreadable: %s", i, name, exc)
-                d.close()
+        # Nothing is read from the configs here (EngineConfig reads on demand).
+        configs = [EngineConfig(d, mode=name, rank=i) for i, d in enumerate(descs)]
     note = ""
     if not configs and target.props is None and target.device_id is None:
         note = _NO_TARGET_NOTE
@@ -329,6 +377,13 @@ def _check_filters(options: dict[str, Any]) -> dict[str, Any]:
 
 
 _NOT_NOTE_FILTERS = frozenset({"allow_known_bad", "exclude"})
+# The note and workspace filters at their defaults, which drop no config.
+_NO_NOTE_FILTERS = {
+    "deterministic": False,
+    "allow_reduced_precision": True,
+    "allow_runtime_compilation": True,
+    "max_workspace": None,
+}
 
 
 def _collect(
@@ -340,31 +395,84 @@ def _collect(
     filters: dict[str, Any],
     report: PlanningReport,
     variant: _Variant | None = None,
-) -> list[EngineConfig]:
-    seen: set[Any] = set()
-    out: list[EngineConfig] = []
+) -> Iterator[EngineConfig]:
+    """The configs of every mode in ``heuristics``, in order, without duplicates and without
+    those the filters drop (each listed in ``report.filtered``).
+
+    Every mode's heuristics run first, and the filters are applied to every config before the
+    first is yielded, so the report says the same whether or not the caller stops early. What is
+    read of each config is what the filters in force need (engine id, notes, workspace: no knobs);
+    with none in force nothing is read until a config is yielded. Knobs are read only to tell
+    configs of the same engine apart (duplicates across modes are yielded once).
+    """
     exclusions = [] if filters["allow_known_bad"] else known_bad.exclusions_for(graph, _version())
+    results = []
     for hm in _heur_modes(heuristics):
         res = _run_heuristics(graph, hm, target, sm_count, variant)
         report.heuristics.append(res)
         report.log.extend(line for line in res.log if line not in report.log)
+        results.append(res)
+    note_filters = {k: v for k, v in filters.items() if k not in _NOT_NOTE_FILTERS}
+    # Read nothing of a config for filters that cannot drop it (the defaults drop nothing).
+    filtering = bool(exclusions or any(filters["exclude"])) or note_filters != _NO_NOTE_FILTERS
+    kept: list[EngineConfig] = []
+    dropped: dict[int, list[EngineConfig]] = {}  # filtered, by engine id
+    for res in results:
         for cfg in res.configs:
-            if cfg.identity in seen:
-                continue  # dropped: released once unreferenced
-            seen.add(cfg.identity)
-            why = _filter_reason(
-                cfg, **{k: v for k, v in filters.items() if k not in _NOT_NOTE_FILTERS}
-            ) or exclusion_reason(cfg, *filters["exclude"])
-            if not why:
-                entry = known_bad.match(exclusions, cfg.engine_id)
-                if entry is not None:
-                    why = "known to give wrong results: " + entry.describe()
-                    report.known_bad.append(entry)
-            if why:
-                report.filtered.append((f"engine {cfg.engine_id}", why))
+            try:
+                why, entry = (
+                    _why_filtered(cfg, note_filters, filters["exclude"], exclusions)
+                    if filtering
+                    else ("", None)
+                )
+                if not why:
+                    kept.append(cfg)
+                    continue
+                # A config the same as one already dropped is not listed twice (the same config
+                # gives the same verdict, so it can only repeat a dropped one).
+                same_engine = dropped.setdefault(cfg.engine_id, [])
+                if any(other.knobs == cfg.knobs for other in same_engine):
+                    continue
+            except CudnnError as exc:  # unreadable: skipped, as cuDNN gave nothing to plan with
+                _log.debug("engine config %d of %s unreadable: %s", cfg.rank, cfg.mode, exc)
                 continue
-            out.append(cfg)
-    return out
+            same_engine.append(cfg)
+            if entry is not None:
+                report.known_bad.append(entry)
+            report.filtered.append((f"engine {cfg.engine_id}", why))
+    return _unique(kept)
+
+
+def _why_filtered(
+    cfg: EngineConfig,
+    note_filters: dict[str, Any],
+    exclude: tuple[Any, Any],
+    exclusions: list[known_bad.KnownBadEngine],
+) -> tuple[str, known_bad.KnownBadEngine | None]:
+    """Why ``cfg`` is dropped ("" when it is not), and the known-bad entry when that is why."""
+    why = _filter_reason(cfg, **note_filters) or exclusion_reason(cfg, *exclude)
+    if not why and exclusions:
+        entry = known_bad.match(exclusions, cfg.engine_id)
+        if entry is not None:
+            return "known to give wrong results: " + entry.describe(), entry
+    return why, None
+
+
+def _unique(configs: list[EngineConfig]) -> Iterator[EngineConfig]:
+    """``configs`` less repeats (the same engine and knobs, e.g. a config mode A and FALLBACK both
+    return), read only as far as the caller iterates: the engine id of each config yielded, its
+    knobs where an earlier one has the same engine."""
+    seen: dict[int, list[EngineConfig]] = {}
+    for cfg in configs:
+        try:
+            same_engine = seen.setdefault(cfg.engine_id, [])
+            if any(other.knobs == cfg.knobs for other in same_engine):
+                continue  # dropped: released once unreferenced
+        except CudnnError as exc:
+            _log.debug("engine config %d of %s unreadable: %s", cfg.rank, cfg.mode, exc)
+            continue
+        same_engine.append(cfg)
+        yield cfg
 
 
 def engine_configs(
@@ -407,11 +515,13 @@ def engine_configs(
     )
     target = _target(device_properties, device, plans=False)
     _check_sm_count(sm_count, target)
-    return _collect(
-        graph,
-        heuristics=heuristics,
-        target=target,
-        sm_count=sm_count,
-        filters=filters,
-        report=PlanningReport(),
+    return list(
+        _collect(
+            graph,
+            heuristics=heuristics,
+            target=target,
+            sm_count=sm_count,
+            filters=filters,
+            report=PlanningReport(),
+        )
     )

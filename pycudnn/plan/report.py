@@ -135,13 +135,29 @@ class PlanningReport:
         for result in self.verification:
             if not result.passed:
                 lines.append("verification: " + result.describe().replace("\n", ";"))
-        if self.log:
-            lines.append("cuDNN said: " + " | ".join(self.log[-8:]))
+        said = _distinct(self.log)
+        if said:
+            lines.append("cuDNN said: " + " | ".join(said[-8:]))
         if self.device:
             lines.append(self.device)
         for line in self.advice:
             lines.append("what would work: " + line)
         return "\n".join(lines)
+
+
+def _distinct(log: list[str]) -> list[str]:
+    """``log`` with each explanation once: cuDNN repeats some lines (its "configuration is set to
+    AUTO ... FULL" notice comes with each finalize on some versions, and under more than one
+    status), and a line already said is kept where it was first said."""
+    seen: set[str] = set()
+    out = []
+    for line in log:
+        # "Warning: CUDNN_STATUS_X; Reason: text": the same text under another status is the same.
+        key = line.split("Reason:", 1)[1].strip() if "Reason:" in line else line.strip()
+        if key not in seen:
+            seen.add(key)
+            out.append(line)
+    return out
 
 
 def _capture() -> Any:

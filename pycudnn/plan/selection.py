@@ -139,7 +139,7 @@ def engine_config(
         if knob_descs:
             cfg.set("ENGINECFG_KNOB_CHOICES", knob_descs, attr_type="BACKEND_DESCRIPTOR")
         cfg.finalize()
-        return EngineConfig(cfg, mode="chosen")
+        return EngineConfig(cfg, mode="chosen")._read()  # errors named by the handler below
     except CudnnError as exc:
         for d in reversed(made):
             d.close()

@@ -34,7 +34,7 @@ class _Target:
 def _target(device_properties: Any, device: Any, *, plans: bool = True) -> _Target:
     """The target of a planning call. ``plans=False`` for heuristics only (no execution plan is
     finalized), which device properties allow on older cuDNN than plans without a GPU do."""
-    from .._shared.cuda import driver_status
+    from .._shared.cuda import driver_library_found, driver_status
 
     if device_properties is not None:
         if not isinstance(device_properties, DeviceProperties):
@@ -42,8 +42,9 @@ def _target(device_properties: Any, device: Any, *, plans: bool = True) -> _Targ
                 "device_properties must be a pycudnn.DeviceProperties (DeviceProperties.load(path)), "
                 f"not {type(device_properties).__name__}"
             )
-        st = driver_status()
-        if not st.library_found:
+        # The driver library, not a GPU: no cuInit unless the answer below needs it.
+        if not driver_library_found():
+            st = driver_status()
             # cuDNN needs the driver library even without a GPU; without it, some versions say
             # SUBLIBRARY_LOADING_FAILED and others only "no engine" (9.10): say why here.
             raise RuntimeError(
@@ -51,7 +52,7 @@ def _target(device_properties: Any, device: Any, *, plans: bool = True) -> _Targ
                 f"needed), which could not be loaded: {st.reason}. On Debian install libcuda1 "
                 "(scripts/install_libcuda.sh)"
             )
-        _require_planning_for_props(plans=plans, gpu_usable=lambda: st.usable)
+        _require_planning_for_props(plans=plans, gpu_usable=lambda: driver_status().usable)
         # The same fingerprint as the GPU itself gives (below): a plan cache directory filled
         # ahead of time from captured properties serves the real device.
         return _Target(device_properties, None, "device:" + device_properties.fingerprint, "")

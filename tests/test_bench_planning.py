@@ -1,0 +1,68 @@
+"""scripts/bench_planning.py runs and writes what it promises (never timed: a smoke run in CI)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "bench_planning.py"
+
+pytestmark = pytest.mark.usefixtures("h100_props")  # skips where deviceless plans cannot be built
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    out = tmp_path_factory.mktemp("bench")
+    # A frontend interpreter that cannot import cudnn: the run must report it absent, not fail.
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--quick",
+            "--out",
+            str(out),
+            "--frontend-python",
+            sys.executable,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads((out / "bench_planning.json").read_text())
+
+
+def test_quick_run_writes_valid_json(quick_run: dict) -> None:
+    sys.path.insert(0, str(SCRIPT.parent))
+    import bench_planning
+
+    assert set(quick_run["pycudnn"]) == set(bench_planning.QUICK_GRAPHS)
+    for name, entry in quick_run["pycudnn"].items():
+        assert isinstance(entry["engine"], int), (name, entry)
+        assert entry["build_ms"] > 0 and entry["heuristics_ms"] > 0
+        assert entry["heuristics_a_configs"], name
+    assert quick_run["machine"]["cudnn"].startswith("9.")
+    assert quick_run["cache_memory"]["stats"]["memory_hits"] > 0
+    disk = quick_run["cold"]["from_disk"]
+    assert disk["disk_hits"] == disk["runs"] == 1, disk
+    assert "absent" in quick_run["frontend"] or "graphs" in quick_run["frontend"]
+
+
+def test_docs_section_is_replaced_not_repeated(quick_run: dict, tmp_path: Path) -> None:
+    sys.path.insert(0, str(SCRIPT.parent))
+    import bench_planning
+
+    doc = tmp_path / "performance.md"
+    doc.write_text("# Performance\n\nintro\n\n## Later section\n\nkept\n")
+    bench_planning.write_docs(quick_run, doc)
+    bench_planning.write_docs(quick_run, doc)
+    text = doc.read_text()
+    assert text.count(bench_planning.SECTION) == 1
+    assert "## Later section\n\nkept" in text and text.startswith("# Performance\n\nintro")
+    assert "| layernorm_fwd |" in text
