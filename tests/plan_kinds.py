@@ -165,3 +165,34 @@ CATALOGUE: dict[str, Callable[[Graph], None]] = {
     )
 }  # fmt: skip
 CATALOGUE.update({b.__name__: b for b, _, outcome in kinds.CASES if outcome == kinds.PLAN})
+
+
+def resealed(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with pycudnn's two digests recomputed, as a deliberate editor would: what the
+    loader checks behind the integrity digest must hold on its own."""
+    from pycudnn.plan import canonical
+
+    data["pycudnnGraphKey"] = canonical.digest(data)
+    data["pycudnnDigest"] = canonical.content_digest(data, "pycudnnDigest")
+    return data
+
+
+def cudnn_only(data: dict[str, Any]) -> dict[str, Any]:
+    """The plan JSON as cuDNN (or cudnn-frontend) writes it: without pycudnn's keys."""
+    return {k: v for k, v in data.items() if not k.startswith("pycudnn")}
+
+
+def reference_keys(node: dict[str, Any]) -> list[str]:
+    """The keys of a plan-JSON node that name tensors (a decimal string value)."""
+    return [k for k, v in node.items() if isinstance(v, str) and v.lstrip("-").isdigit()]
+
+
+def all_nodes(og: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every node of an operation graph, those of the subgraphs nested in its nodes included."""
+    out = []
+    for node in og.get("nodes", []):
+        out.append(node)
+        for value in node.values():
+            if isinstance(value, dict) and "nodes" in value:
+                out.extend(all_nodes(value))
+    return out

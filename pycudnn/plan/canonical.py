@@ -24,6 +24,7 @@ import enum
 import hashlib
 import json
 import math
+import sys
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
@@ -74,6 +75,9 @@ _DEFAULTS: dict[str, Any] = {
     "alpha2": 1.0,
     "beta": 0.0,
     "outputscale": 1.0,
+    "reluupperclip": sys.float_info.max,
+    "relulowerclip": 0.0,
+    "relulowerclipslope": 0.0,
 }
 
 #: Node keys that hold an enumerator (or a mode word) rather than a tensor reference.
@@ -361,12 +365,13 @@ def _match(graph_ops: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> str:
     left = list(range(len(nodes)))
     for i, op in enumerate(graph_ops):
         best: tuple[int, list[str]] | None = None
-        for j in left:
+        # nodes of the operation's own kind first: the closest is named by its roles
+        for j in sorted(left, key=lambda j: nodes[j]["type"] != op["type"]):
             diffs = _node_differences(op, nodes[j])
             if not diffs:
                 best = (j, [])
                 break
-            if best is None or len(diffs) < len(best[1]):
+            if best is None or (len(diffs) < len(best[1]) and nodes[j]["type"] == op["type"]):
                 best = (j, diffs)
         assert best is not None
         if best[1]:
