@@ -27,6 +27,22 @@ _ENUM_KEYS = frozenset(
 _WORD_KEYS = frozenset({"finalizeMode"})
 #: How deep operation graphs nest (an SDPA node's mask subgraph is one level).
 _MAX_SUBGRAPH_DEPTH = 4
+#: How deep a node's value nests (cuDNN writes at most a list of [numerator, denominator] pairs).
+_MAX_VALUE_DEPTH = 4
+
+
+def _nesting(value: Any) -> int:
+    """How many lists and objects deep ``value`` goes (iteratively: a value nested thousands
+    deep must not exhaust Python's stack while it is being refused)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (list, dict)):
+            deepest = max(deepest, d + 1)
+            if deepest > _MAX_VALUE_DEPTH:
+                return deepest
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
 
 
 #: Attributes whose CHAR value cuDNN parses as JSON.
@@ -167,6 +183,8 @@ def _check_graph_level(
                         role, f"nests operation graphs more than {_MAX_SUBGRAPH_DEPTH} deep", "..."
                     )
                 _check_graph_level(value, f"{at}.{key}", uids, bad, depth + 1)
+            elif _nesting(value) > _MAX_VALUE_DEPTH:
+                raise bad(role, f"must not nest more than {_MAX_VALUE_DEPTH} levels", "...")
             elif key in _ENUM_KEYS:
                 if not isinstance(value, str) or not (
                     key in _WORD_KEYS or value.startswith("CUDNN_")

@@ -523,6 +523,11 @@ TARGETS: dict[str, Callable[[random.Random, Context], None]] = {
 #: 0.5 s on a CPU (cuDNN builds the plan's kernels), and a damaged plan-cache file means a rebuild.
 WEIGHTS = {"legacy": 4, "layout": 4, "graph": 1, "plan_json": 2, "plan_cache": 0.5,
            "deviceprops": 2, "einsum": 4, "cutensor": 4, "raw": 4}  # fmt: skip
+from reliability_fuzz_plans import TARGETS as _T_plans  # noqa: E402
+from reliability_fuzz_plans import WEIGHTS as _W_plans  # noqa: E402
+
+TARGETS.update(_T_plans)
+WEIGHTS.update(_W_plans)
 
 
 def selftest(rng: random.Random, ctx: Context) -> None:

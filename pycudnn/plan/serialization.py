@@ -85,7 +85,11 @@ def take_our_fields(data: dict[str, Any]) -> _Ours:
             "the file was edited or damaged"
         )
     rest = {**data, FORMAT_FIELD: fmt, GRAPH_KEY_FIELD: key, NAMES_FIELD: names}
-    if digest != canonical.content_digest(rest, DIGEST_FIELD):
+    try:
+        computed = canonical.content_digest(rest, DIGEST_FIELD)
+    except RecursionError:  # JSON nested nearly as deep as the parser allows
+        raise ValueError("the plan JSON is nested too deeply to be checked") from None
+    if digest != computed:
         raise ValueError(
             f"the plan JSON is damaged: its content does not match its {DIGEST_FIELD} (a byte "
             "was changed, added or removed after it was saved); build the plan again"
@@ -132,7 +136,11 @@ def check_computes(data: Mapping[str, Any], ours: _Ours, graph: Graph) -> None:
             "of what it computes); re-plan: build it again for this graph (a plan cache "
             "rebuilds it)"
         )
-    if ours.graph_key != canonical.digest(data):
+    try:
+        digest = canonical.digest(data)
+    except RecursionError:
+        raise ValueError("the plan JSON is nested too deeply to be checked") from None
+    if ours.graph_key != digest:
         raise ValueError(
             f"{head}: its {GRAPH_KEY_FIELD} is not the digest of its own operation graph (the "
             "key was copied from another plan, or the operations were edited)"
