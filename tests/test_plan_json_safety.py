@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from children import run_python
+from plan_kinds import resealed as _resealed
 
 from pycudnn.backend import BackendDescriptor
 from pycudnn.deviceprops import DeviceProperties
@@ -44,14 +45,6 @@ def attempt(label, load):
     except Exception as exc:
         print(label, type(exc).__name__, str(exc).replace(chr(10), " ")[:300])
 """
-
-
-def _resealed(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` with pycudnn's digests recomputed, as a deliberate editor would: the checks
-    behind the integrity digest must hold on their own."""
-    data["pycudnnGraphKey"] = canonical.digest(data)
-    data["pycudnnDigest"] = canonical.content_digest(data, "pycudnnDigest")
-    return data
 
 
 def _results(proc: Any) -> dict[str, str]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import functools
 import hashlib
 import json
 import math
@@ -146,44 +147,40 @@ def _short_type(type_name: str) -> str:
 # -- the graph's side -------------------------------------------------------------------------
 
 
-def recording_factory(log: list[Any]) -> Any:
-    """A descriptor factory for :func:`pycudnn.graph.lowering.build_descriptors` that records
-    every attribute set (encoded as cuDNN receives it) on the descriptors it makes."""
+@functools.cache
+def recording_descriptor() -> Any:
+    """A :class:`~pycudnn.backend.BackendDescriptor` that records every attribute set on it
+    (``cudnnBackendSetAttribute``), encoded as cuDNN receives it: enumerators as ints, FRACTIONs
+    as fractions, descriptors as the objects. :func:`pycudnn.graph.lowering.build_descriptors`
+    makes the graph's descriptors with it (``factory=``) when a plan is compared with a graph."""
+    from .._attrnames import _documented_type, attribute_type
     from .._attrs import _encode
     from ..backend import BackendDescriptor, attribute_name
 
-    class _Recording(BackendDescriptor):
+    class RecordingDescriptor(BackendDescriptor):
         def __init__(self, kind: Any) -> None:
             super().__init__(kind)
-            self.recorded: dict[str, Any] = {}
+            self.recorded: dict[str, list[Any]] = {}
 
         def set(self, attr: Any, value: Any, *, attr_type: Any = None) -> None:
             super().set(attr, value, attr_type=attr_type)
             name = attribute_name(attr)
-            atype = self._set_kinds.get(int(name))
-            if atype is not None:  # descriptors: kept as the objects
-                seq = value if isinstance(value, (list, tuple)) else [value]
-                self.recorded[name.name] = list(seq)
+            if self._set_kinds.get(int(name)) is not None:  # descriptors: kept as the objects
+                self.recorded[name.name] = list(
+                    value if isinstance(value, (list, tuple)) else [value]
+                )
                 return
-            from .._attrnames import _documented_type, attribute_type
-
             t = _documented_type(name) if attr_type is None else int(attribute_type(attr_type))
             arr, count, _ = _encode(name, int(t), value, BackendDescriptor)  # type: ignore[arg-type]
             self.recorded[name.name] = [_ctype_value(arr[i]) for i in range(count)]
 
-    def make(kind: str) -> Any:
-        d = _Recording(kind)
-        log.append(d)
-        return d
-
-    return make
+    return RecordingDescriptor
 
 
 def _ctype_value(v: Any) -> Any:
+    # FRACTION elements are structs (cudnnFraction_t); every other element is a plain number.
     if isinstance(v, ctypes.Structure) and hasattr(v, "numerator"):
         return Fraction(int(v.numerator), int(v.denominator) or 1)
-    if isinstance(v, bytes):
-        return v
     return v
 
 
@@ -192,8 +189,7 @@ def graph_form(graph: Any) -> list[dict[str, Any]]:
     made, recorded and destroyed here: no planning)."""
     from ..graph.lowering import build_descriptors
 
-    log: list[Any] = []
-    made = build_descriptors(graph, factory=recording_factory(log))
+    made = build_descriptors(graph, factory=recording_descriptor())
     try:
         return [_desc_form(d) for d in made["ops"]]
     finally:
@@ -224,7 +220,7 @@ def _flatten(d: Any, attrs: dict[str, Any]) -> None:
                 for sub in values:  # settings descriptors: flattened into the operation
                     _flatten(sub, attrs)
             continue
-        vals = [int(v) if isinstance(v, enum.Enum) else v for v in values]
+        vals = [v.value if isinstance(v, enum.Enum) else v for v in values]
         attrs[local] = vals[0] if len(vals) == 1 else vals
 
 
