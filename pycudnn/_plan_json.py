@@ -21,6 +21,9 @@ _ENUM_KEYS = frozenset(
         "operation", "mode", "mathPrec", "compType", "nanOpt", "paddingMode", "fmode",
         "pointwiseMode", "finalizeMode", "reorderType", "dataType", "distribution",
         "reductionOperator", "normMode", "phase", "reshapeMode", "diagonalBandMaskMode",
+        # keys of enumerators in cuDNN 9.28's plan serializer (the strings of libcudnn_graph)
+        "reductionOp", "reduceOp", "comparisonMode", "comparison_mode", "reshape_mode",
+        "paddingDataType", "computeType", "prec",
     }
 )  # fmt: skip
 #: Enumerator keys whose value is a bare word rather than a C enumerator name.

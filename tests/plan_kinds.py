@@ -148,6 +148,15 @@ def rope_scaled_sdpa(g: Graph) -> None:
     g.sdpa(q_rot, k_rot, v)
 
 
+def reduction(g: Graph) -> None:
+    g.reduction(_nhwc(g, [4, 32, 16, 16], "x", "float32"), out_dims=[1, 32, 1, 1])
+
+
+def reduction_rewritten(g: Graph) -> None:
+    # planned as an equivalent channels-last description (pycudnn.graph.rewrites)
+    g.reduction(g.tensor([8, 64, 32], dtype="float32", name="x"), out_dims=[1, 1, 32])
+
+
 def avgpool_exclude(g: Graph) -> None:
     x = _nhwc(g, [2, 16, 32, 32], "x")
     g.resample(x, mode="avgpool_exclude_padding", window=[3, 3], stride=[2, 2], padding=1)
@@ -161,7 +170,7 @@ CATALOGUE: dict[str, Callable[[Graph], None]] = {
         matmul_bias_gelu, sdpa, sdpa_window, sdpa_backward, layernorm, layernorm_inference,
         rmsnorm, batchnorm, batchnorm_inference, instancenorm, layernorm_backward,
         rmsnorm_backward, batchnorm_backward, instancenorm_backward, rope_scaled_sdpa,
-        avgpool_exclude,
+        avgpool_exclude, reduction, reduction_rewritten,
     )
 }  # fmt: skip
 CATALOGUE.update({b.__name__: b for b, _, outcome in kinds.CASES if outcome == kinds.PLAN})

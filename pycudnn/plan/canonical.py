@@ -31,6 +31,7 @@ from fractions import Fraction
 from typing import Any
 
 from .. import _bindings
+from .._plan_json import _ENUM_KEYS
 
 __all__: list[str] = []
 
@@ -61,6 +62,7 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "epsilonValTensor": ("epsilon",),
     "expAverageFactorValTensor": ("expaveratefactor", "expaveragefactor"),
     "output_scale": ("outputscale",),
+    "reductionOp": ("operator",),
     "InRunningMean": ("inputrunningmean",),
     "InRunningVar": ("inputrunningvar",),
     "OutRunningMean": ("outputrunningmean",),
@@ -79,16 +81,11 @@ _DEFAULTS: dict[str, Any] = {
     "reluupperclip": sys.float_info.max,
     "relulowerclip": 0.0,
     "relulowerclipslope": 0.0,
+    "isdeterministic": False,
 }
 
 #: Node keys that hold an enumerator (or a mode word) rather than a tensor reference.
-ENUM_KEYS = frozenset(
-    {
-        "operation", "mode", "mathPrec", "compType", "nanOpt", "paddingMode", "fmode",
-        "pointwiseMode", "finalizeMode", "reorderType", "dataType", "distribution",
-        "reductionOperator", "normMode", "phase", "reshapeMode", "diagonalBandMaskMode",
-    }
-)  # fmt: skip
+ENUM_KEYS = _ENUM_KEYS
 
 
 def _norm(name: str) -> str:
