@@ -353,3 +353,22 @@ def test_a_plan_cache_rebuilds_older_and_foreign_files(
             assert plan.engine_id is not None
         assert fresh.stats[stat] == 1 and fresh.stats["disk_hits"] == 0, fresh.stats
         assert json.loads(path.read_text())["pycudnnPlanFormat"] == 2  # rewritten
+
+
+@pytest.mark.parametrize(
+    ("name", "a", "b"),
+    [
+        ("sdpa", "Q", "V"),
+        ("sdpa", "O", "Q"),
+        ("layernorm", "X", "Y"),
+        ("layernorm", "Scale", "Bias"),
+    ],
+)
+def test_the_reported_role_swaps_are_refused(
+    name: str, a: str, b: str, h100_props: DeviceProperties
+) -> None:
+    data = _data(name)
+    node = data["operationGraph"]["nodes"][0]
+    node[a], node[b] = node[b], node[a]
+    with pytest.raises(ValueError, match=f"{NOT_THIS_GRAPH} '{name}'.*role '({a}|{b})' is tensor"):
+        _load(resealed(data), name, h100_props)
