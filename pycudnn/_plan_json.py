@@ -12,10 +12,40 @@ __all__ = ["check_json_attribute", "check_plan_json", "parse_json_for_cudnn"]
 # unchecked. (pycudnn.deviceprops applies the same limit to the files it writes and reads.)
 _MAX_NAME_BYTES = 255
 
-# Node keys that name tensors (the operation's roles as cuDNN writes them in plan JSON).
-_TENSOR_ROLE_KEYS = frozenset(
-    {"X", "Y", "W", "B", "T", "A", "C", "DX", "DY", "DW", "dX", "dY", "dW", "matA", "matB", "matC"}
-)
+# Node keys whose string value is an enumerator (or a mode word) as cuDNN writes it; every other
+# string in a node, at any depth, is a tensor reference. The rule goes by key, never by the value:
+# a reference spelled like an enumerator ("CUDNN_...") reaches cuDNN's std::stoll, whose exception
+# aborts the process (cuDNN 9.28, every newer kind: SDPA, RoPE, norms, genstats, BN finalize, ...).
+_ENUM_KEYS = frozenset(
+    {
+        "operation", "mode", "mathPrec", "compType", "nanOpt", "paddingMode", "fmode",
+        "pointwiseMode", "finalizeMode", "reorderType", "dataType", "distribution",
+        "reductionOperator", "normMode", "phase", "reshapeMode", "diagonalBandMaskMode",
+        # keys of enumerators in cuDNN 9.28's plan serializer (the strings of libcudnn_graph)
+        "reductionOp", "reduceOp", "comparisonMode", "comparison_mode", "reshape_mode",
+        "paddingDataType", "computeType", "prec",
+    }
+)  # fmt: skip
+#: Enumerator keys whose value is a bare word rather than a C enumerator name.
+_WORD_KEYS = frozenset({"finalizeMode"})
+#: How deep operation graphs nest (an SDPA node's mask subgraph is one level).
+_MAX_SUBGRAPH_DEPTH = 4
+#: How deep a node's value nests (cuDNN writes at most a list of [numerator, denominator] pairs).
+_MAX_VALUE_DEPTH = 4
+
+
+def _nesting(value: Any) -> int:
+    """How many lists and objects deep ``value`` goes (iteratively: a value nested thousands
+    deep must not exhaust Python's stack while it is being refused)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (list, dict)):
+            deepest = max(deepest, d + 1)
+            if deepest > _MAX_VALUE_DEPTH:
+                return deepest
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
 
 
 #: Attributes whose CHAR value cuDNN parses as JSON.
@@ -108,17 +138,27 @@ def check_plan_json(data: Mapping[str, Any]) -> None:
     og = data.get("operationGraph", {})
     if not isinstance(og, dict):
         raise bad("'operationGraph'", "must be an object", og)
+    _check_graph_level(og, "operationGraph", set(), bad, 0)
+    _check_spatial_arrays(data)
+
+
+def _check_graph_level(
+    og: Mapping[str, Any], where: str, outer: set[int], bad: Any, depth: int
+) -> None:
+    """Check one operation graph (the plan's, or a node's subgraph): its tensors' names, dims and
+    strides, and every tensor reference of every node of every kind against the tensors it can
+    name (its own and those of the graphs it is nested in)."""
     for key in ("tensors", "nodes"):
         if not isinstance(og.get(key, []), list):
-            raise bad(f"operationGraph.{key}", "must be an array", og.get(key))
+            raise bad(f"{where}.{key}", "must be an array", og.get(key))
+    uids = set(outer)
     for i, t in enumerate(og.get("tensors", [])):
-        where = f"operationGraph.tensors[{i}]"
+        at = f"{where}.tensors[{i}]"
         if not isinstance(t, dict):
-            raise bad(where, "must be an object", t)
+            raise bad(at, "must be an object", t)
         if not _is_uid_text(t.get("name")):
-            raise bad(
-                f"{where}.name", "must be a unique id written as a decimal int64", t.get("name")
-            )
+            raise bad(f"{at}.name", "must be a unique id written as a decimal int64", t.get("name"))
+        uids.add(int(t["name"]))
         for key, low in (("dim", 1), ("stride", -(2**63))):
             values = t.get(key)
             if values is None:
@@ -127,28 +167,62 @@ def check_plan_json(data: Mapping[str, Any]) -> None:
                 isinstance(v, int) and not isinstance(v, bool) and low <= v < 2**63 for v in values
             ):
                 rule = "must be an array of positive int64s" if low == 1 else "must be int64s"
-                raise bad(f"{where}.{key}", rule, values)
+                raise bad(f"{at}.{key}", rule, values)
     for i, node in enumerate(og.get("nodes", [])):
-        where = f"operationGraph.nodes[{i}]"
+        at = f"{where}.nodes[{i}]"
         if not isinstance(node, dict):
-            raise bad(where, "must be an object", node)
+            raise bad(at, "must be an object", node)
+        kind = node.get("operation")
+        if not isinstance(kind, str) or not kind.startswith("CUDNN_BACKEND_OPERATION_"):
+            raise bad(f"{at}.operation", "must name a CUDNN_BACKEND_OPERATION_* kind", kind)
+        short = kind.removeprefix("CUDNN_BACKEND_").removesuffix("_DESCRIPTOR")
         for key, value in node.items():
-            if not isinstance(value, str):
+            if key == "operation":
                 continue
-            # Tensor references are unique ids; every other string cuDNN writes in a node is an
-            # enumerator name (CUDNN_...).
-            is_reference = key in _TENSOR_ROLE_KEYS or not value.startswith("CUDNN_")
-            if is_reference and not _is_uid_text(value):
-                raise bad(f"{where}.{key}", "must name a tensor by its unique id", value)
-    _check_spatial_arrays(data)
+            role = f"{at}.{key}"
+            if isinstance(value, dict) and ("nodes" in value or "tensors" in value):
+                if depth >= _MAX_SUBGRAPH_DEPTH:
+                    raise bad(
+                        role, f"nests operation graphs more than {_MAX_SUBGRAPH_DEPTH} deep", "..."
+                    )
+                _check_graph_level(value, f"{at}.{key}", uids, bad, depth + 1)
+            elif _nesting(value) > _MAX_VALUE_DEPTH:
+                raise bad(role, f"must not nest more than {_MAX_VALUE_DEPTH} levels", "...")
+            elif key in _ENUM_KEYS:
+                if not isinstance(value, str) or not (
+                    key in _WORD_KEYS or value.startswith("CUDNN_")
+                ):
+                    raise bad(role, "must be an enumerator name (CUDNN_...)", value)
+            else:
+                _check_references(value, role, short, uids, bad)
 
 
-#: Node attributes that hold one entry per spatial dim (convolution and resample nodes).
-_SPATIAL_KEYS = frozenset(
-    ("pad", "prePaddings", "postPaddings", "stride", "strides", "dilation", "windowDims")
-)
+def _check_references(value: Any, role: str, kind: str, uids: set[int], bad: Any) -> None:
+    """Every string under a reference key must be the unique id of a tensor the node can see."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if not _is_uid_text(v):
+                raise bad(
+                    role, f"must name a tensor by its unique id (a decimal int64; a {kind} role)", v
+                )
+            if int(v) not in uids:
+                raise bad(
+                    role, f"must name a tensor listed in the plan's tensors (a {kind} role)", v
+                )
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+
+
+#: Convolution node attributes that hold one entry per spatial dim.
+_SPATIAL_KEYS = frozenset(("pad", "prePaddings", "postPaddings", "stride", "dilation"))
+#: Resample (pooling) node attributes that hold one entry per spatial dim.
+_RESAMPLE_KEYS = frozenset(("windowDim", "prePad", "postPad", "stride"))
 #: Tensor roles whose rank gives a convolution's spatial rank (the input, or its gradient).
-_RANK_ROLES = ("X", "DX", "W", "DW", "Y", "DY")
+_RANK_ROLES = ("X", "DX", "dX", "W", "DW", "dW", "Y", "DY", "dY")
 
 
 def _check_spatial_arrays(data: Mapping[str, Any]) -> None:
@@ -156,7 +230,9 @@ def _check_spatial_arrays(data: Mapping[str, Any]) -> None:
 
     cuDNN checks most lengths, but a convolution whose ``stride``, ``pad`` or ``dilation`` has 8 or
     9 entries crashes it while deserializing (segfault, cuDNN 9.27 and 9.28; other lengths are
-    refused). The spatial rank follows from the node's tensors: rank minus 2 (N and C).
+    refused). The spatial rank follows from the node's tensors: rank minus 2 (N and C). A resample
+    node says its rank itself (``nbSpatialDims``). Only these two kinds have such arrays: a slice's
+    ``strides`` has one entry per dim, and is cuDNN's to check.
     """
     og = data.get("operationGraph")
     if not isinstance(og, Mapping):
@@ -169,23 +245,39 @@ def _check_spatial_arrays(data: Mapping[str, Any]) -> None:
     for i, node in enumerate(nodes if isinstance(nodes, list) else ()):
         if not isinstance(node, Mapping):
             continue
-        keys = [k for k in node if k in _SPATIAL_KEYS]
-        if not keys:
-            continue
+        kind = str(node.get("operation", ""))
         where = f"not a valid cuDNN execution-plan JSON: operationGraph.nodes[{i}]"
-        rank = next((ranks[str(node[r])] for r in _RANK_ROLES if str(node.get(r)) in ranks), None)
-        if rank is None or not 3 <= rank <= 8:
-            raise ValueError(
-                f"{where} has {', '.join(keys)} but names no tensor of rank 3 to 8 to check them "
-                "against"
+        if "RESAMPLE" in kind:
+            keys = [k for k in node if k in _RESAMPLE_KEYS]
+            n = node.get("nbSpatialDims")
+            if keys and (isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 6):
+                raise ValueError(
+                    f"{where}.nbSpatialDims must be an int from 1 to 6 for its {', '.join(keys)}, "
+                    f"got {n!r:.40}"
+                )
+            spatial = n
+        elif "CONVOLUTION" in kind:
+            keys = [k for k in node if k in _SPATIAL_KEYS]
+            if not keys:
+                continue
+            rank = next(
+                (ranks[str(node[r])] for r in _RANK_ROLES if str(node.get(r)) in ranks), None
             )
+            if rank is None or not 3 <= rank <= 8:
+                raise ValueError(
+                    f"{where} has {', '.join(keys)} but names no tensor of rank 3 to 8 to check "
+                    "them against"
+                )
+            spatial = rank - 2
+        else:
+            continue
         for key in keys:
             value = node[key]
-            if not isinstance(value, list) or len(value) != rank - 2:
+            if not isinstance(value, list) or len(value) != spatial:
                 got = f"{len(value)} entries" if isinstance(value, list) else repr(value)[:40]
                 raise ValueError(
-                    f"{where}.{key} must be a list of {rank - 2} entries (one per spatial dim of "
-                    f"its rank-{rank} tensors), got {got}"
+                    f"{where}.{key} must be a list of {spatial} entries (one per spatial dim), "
+                    f"got {got}"
                 )
 
 

@@ -527,6 +527,7 @@ WEIGHTS = {"legacy": 4, "layout": 4, "graph": 1, "plan_json": 2, "plan_cache": 0
 import reliability_fuzz_cli  # noqa: E402
 import reliability_fuzz_distributed  # noqa: E402
 import reliability_fuzz_files  # noqa: E402
+import reliability_fuzz_plans  # noqa: E402
 import reliability_fuzz_runtime  # noqa: E402
 import reliability_fuzz_surfaces  # noqa: E402
 
@@ -534,6 +535,7 @@ for _module in (
     reliability_fuzz_cli,
     reliability_fuzz_distributed,
     reliability_fuzz_files,
+    reliability_fuzz_plans,
     reliability_fuzz_runtime,
     reliability_fuzz_surfaces,
 ):

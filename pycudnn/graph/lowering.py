@@ -36,6 +36,7 @@ def build_descriptors(
     *,
     handle: Any = None,
     views: Mapping[int, tuple[tuple[int, ...], tuple[int, ...]]] | None = None,
+    factory: Any = None,
 ) -> dict[str, Any]:
     """Create and finalize the TENSOR, op-config, OPERATION_* and OPERATIONGRAPH descriptors.
 
@@ -48,6 +49,9 @@ def build_descriptors(
     ``views`` maps tensor uids to the (dims, strides) cuDNN is shown instead of the graph's own (an
     equivalent description cuDNN has engines for, from :mod:`pycudnn.graph.rewrites`); the data pointers
     and unique ids stay the same, so the variant pack does not change.
+
+    ``factory`` makes the descriptors instead of ``BackendDescriptor`` (the plan loader records
+    the attributes set, to compare a plan JSON with what this graph gives cuDNN).
     """
     from ..backend import BackendDescriptor
     from ..errors import CudnnError
@@ -56,7 +60,7 @@ def build_descriptors(
     views = views or {}
 
     def new(kind: str) -> BackendDescriptor:
-        d = BackendDescriptor(kind)
+        d = BackendDescriptor(kind) if factory is None else factory(kind)
         made.append(d)
         return d
 

@@ -26,11 +26,12 @@ from .cuda_graph import CudaGraphs
 from .heuristics import EngineConfig
 from .report import PlanningReport, PlanVersionError, _capture
 from .serialization import (
-    GRAPH_KEY_FIELD,
-    _check_graph_key,
     _check_json_matches_graph,
     _version,
     _version_text,
+    add_our_fields,
+    check_computes,
+    take_our_fields,
 )
 from .slots import _Slot, _slots_from_graph, _slots_from_json
 from .targets import _deserialize_props
@@ -66,6 +67,7 @@ class Plan(VariantPacks, CudaGraphs):
         device_id: int | None = None,
         json_data: Mapping[str, Any] | None = None,
         source: str = "heuristics",
+        names: Mapping[int, str] | None = None,
     ) -> None:
         self._desc = descriptor
         self._ptr = descriptor._as_parameter_  # a c_void_p, for the execute call
@@ -81,9 +83,6 @@ class Plan(VariantPacks, CudaGraphs):
         #: The last :meth:`verify` verdict (a :class:`pycudnn.verification.VerifyResult`), if any.
         self.verification: Any = None
         self.workspace_size = int(descriptor.get("EXECUTION_PLAN_WORKSPACE_SIZE"))
-        # The key of the graph the plan is for, written into to_json() (None: unknown; from_json
-        # sets the key its JSON carried on a plan loaded without its graph).
-        self._graph_key: str | None = graph.key() if graph is not None else None
         if config is None and json_data is not None:
             # A deserialized plan: its engine config reads back like a heuristic one, which gives
             # the same knobs and notes as the plan had when it was built.
@@ -110,7 +109,7 @@ class Plan(VariantPacks, CudaGraphs):
         if graph is not None:
             slots = _slots_from_graph(graph)
         elif json_data is not None:
-            slots = _slots_from_json(json_data)
+            slots = _slots_from_json(json_data, names or {})
         else:
             raise ValueError("a Plan needs its graph or its JSON to know its tensors")
         for s in slots:
@@ -286,15 +285,15 @@ class Plan(VariantPacks, CudaGraphs):
     # -- serialization -----------------------------------------------------------------------
     def to_json(self) -> str:
         """cuDNN's JSON of the plan (``EXECUTION_PLAN_JSON_REPRESENTATION``), with its engine,
-        knobs, device profile and, for runtime-compiled engines, the compiled kernels; and the key
-        of the graph it was built for (``"pycudnnGraphKey"``, checked by :meth:`from_json` with a
-        graph, and left out of what cuDNN is given)."""
+        knobs, device profile and, for runtime-compiled engines, the compiled kernels; and
+        pycudnn's keys (left out of what cuDNN is given): ``"pycudnnGraphKey"``, a digest of the
+        operation graph the plan computes, ``"pycudnnTensorNames"``, the tensors' names, and
+        ``"pycudnnDigest"``, a digest of the whole JSON. :meth:`from_json` recomputes both
+        digests from what it loads, and with a graph compares every operation with the plan's."""
         self._check_open()
         text = str(self._desc.get("EXECUTION_PLAN_JSON_REPRESENTATION", attr_type="CHAR"))
-        if self._graph_key is None:
-            return text
         data = json.loads(text)
-        data[GRAPH_KEY_FIELD] = self._graph_key
+        add_our_fields(data, {s.uid: s.name for s in self._slots})
         return json.dumps(data)
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -348,14 +347,14 @@ class Plan(VariantPacks, CudaGraphs):
                 f"library is cuDNN {_version_text(loaded)}: cuDNN loads plans only in the exact "
                 "version that wrote them; rebuild it"
             )
-        graph_key = data.pop(GRAPH_KEY_FIELD, None)  # ours, not cuDNN's: it is not handed on
         check_plan_json(data)  # before cuDNN sees it: some malformed plans crash it
+        # pycudnn's keys, not cuDNN's: checked (the integrity digest) and not handed on
+        ours = take_our_fields(data)
         if graph is not None:
             if not isinstance(graph, Graph):
                 raise TypeError(f"graph must be a pycudnn.Graph, not {type(graph).__name__}")
             rewrite = _check_json_matches_graph(data, graph)
-            if graph_key is not None:
-                _check_graph_key(graph_key, graph)
+            check_computes(data, ours, graph)
         else:
             rewrite = ""
         props, ordinal = _deserialize_props(device_properties, device)
@@ -396,10 +395,9 @@ class Plan(VariantPacks, CudaGraphs):
                 device_id=ordinal,
                 json_data=data,
                 source="json",
+                names=ours.names,
             )
             plan.rewrite = rewrite
-            if graph is None:
-                plan._graph_key = graph_key
             return plan
         except BaseException:
             desc.close()

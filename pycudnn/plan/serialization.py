@@ -2,43 +2,158 @@
 
 from __future__ import annotations
 
-import enum
+import dataclasses
 import logging
 from collections.abc import Mapping
 from typing import Any
 
-from ..graph import Graph, Tensor, attention_lowering, rewrites
+from ..graph import Graph, Tensor, rewrites
 from ..graph.attention_lowering import in_subgraph_only
 from ..graph.common import _cudnn_dtype
+from . import canonical
+from .report import PlanVersionError
 
 __all__ = []
 
-#: The top-level key :meth:`pycudnn.plan.Plan.to_json` adds to cuDNN's JSON: the key of the graph
-#: the plan was built for (:meth:`pycudnn.Graph.key`), compared when the plan is loaded for a graph.
+#: Keys :meth:`pycudnn.plan.Plan.to_json` adds to cuDNN's JSON (left out of what cuDNN is given).
+#: ``pycudnnGraphKey``: a digest of the plan's operation graph in a canonical text (every node's
+#: kind, attributes and roles, every tensor), recomputed from the loaded JSON, never trusted;
+#: ``pycudnnTensorNames``: the graph's tensor names by unique id; ``pycudnnPlanFormat``: this
+#: layout's number; ``pycudnnDigest``: a digest of the whole JSON but itself, so that damage
+#: anywhere (a flipped bit in a kernel payload) is refused instead of loaded.
 GRAPH_KEY_FIELD = "pycudnnGraphKey"
+NAMES_FIELD = "pycudnnTensorNames"
+FORMAT_FIELD = "pycudnnPlanFormat"
+DIGEST_FIELD = "pycudnnDigest"
+#: 1 (no FORMAT_FIELD): the key was the graph's own key, a string nothing checked against the
+#: plan's content; such plans are refused for a graph ("saved by an older version, re-plan").
+PLAN_FORMAT = 2
+_OUR_PREFIX = "pycudnn"
 
 _log = logging.getLogger("pycudnn")
 
 
-def _check_graph_key(written: Any, graph: Graph) -> None:
-    """Refuse a plan saved for a graph whose key differs from ``graph``'s. The key covers what
-    the comparison of tensors and operations below cannot read back from cuDNN's JSON (a
-    convolution's padding, stride and dilation, a pointwise alpha): a plan for padding 2 has the
-    same tensors as one for padding 1 and would compute other numbers."""
-    if not isinstance(written, str):
-        raise ValueError(f"the plan's {GRAPH_KEY_FIELD!r} must be a str, got {written!r}")
-    if written != graph.key():
-        raise ValueError(
-            f"the plan was built for another graph: its {GRAPH_KEY_FIELD} {written[:12]}... is "
-            f"not the key of graph '{graph.name}', {graph.key()[:12]}... (an operation setting such as "
-            "padding, stride or a scalar differs); build the plan for this graph"
+@dataclasses.dataclass(frozen=True)
+class _Ours:
+    """What pycudnn wrote into a plan JSON: ``kind`` is "current", "older" or "foreign"."""
+
+    kind: str
+    graph_key: str | None = None
+    names: dict[int, str] = dataclasses.field(default_factory=dict)
+
+
+def add_our_fields(data: dict[str, Any], names: Mapping[int, str]) -> None:
+    """Add pycudnn's keys to cuDNN's JSON of a plan (see :data:`GRAPH_KEY_FIELD`)."""
+    data[FORMAT_FIELD] = PLAN_FORMAT
+    data[GRAPH_KEY_FIELD] = canonical.digest(data)
+    data[NAMES_FIELD] = {str(uid): name for uid, name in names.items()}
+    data[DIGEST_FIELD] = canonical.content_digest(data, DIGEST_FIELD)
+
+
+def take_our_fields(data: dict[str, Any]) -> _Ours:
+    """Remove pycudnn's keys from a parsed plan JSON, checking the integrity digest first.
+
+    A JSON damaged anywhere after it was saved (a bit flip in a kernel payload, an edited node,
+    a key copied from another plan) no longer matches its ``pycudnnDigest``: refused here with a
+    ValueError, before cuDNN reads it. A JSON with none of the keys (written by cuDNN or
+    cudnn-frontend) is "foreign"; one with the key but no format number is "older".
+    """
+    ours = {k: data.pop(k) for k in [k for k in data if k.startswith(_OUR_PREFIX)]}
+    if not ours:
+        return _Ours("foreign")
+    digest = ours.pop(DIGEST_FIELD, None)
+    fmt = ours.pop(FORMAT_FIELD, None)
+    key = ours.pop(GRAPH_KEY_FIELD, None)
+    names = ours.pop(NAMES_FIELD, None)
+    if fmt is None and digest is None and names is None and not ours:
+        return _Ours("older", graph_key=key if isinstance(key, str) else None)
+    if isinstance(fmt, bool) or not isinstance(fmt, int):
+        raise ValueError(f"the plan JSON's {FORMAT_FIELD!r} must be an int, got {fmt!r}")
+    if fmt != PLAN_FORMAT:
+        raise PlanVersionError(
+            f"the plan JSON has {FORMAT_FIELD} {fmt}, a layout this version of pycudnn does not "
+            f"read (it writes {PLAN_FORMAT}); build the plan again"
         )
+    if ours:
+        raise ValueError(
+            f"the plan JSON has keys this version of pycudnn does not know: "
+            f"{', '.join(sorted(ours)[:5])}; it was edited or written by another version"
+        )
+    if not isinstance(digest, str):
+        raise ValueError(
+            f"the plan JSON's {DIGEST_FIELD!r} must be the str pycudnn wrote, got {digest!r}: "
+            "the file was edited or damaged"
+        )
+    rest = {**data, FORMAT_FIELD: fmt, GRAPH_KEY_FIELD: key, NAMES_FIELD: names}
+    try:
+        computed = canonical.content_digest(rest, DIGEST_FIELD)
+    except RecursionError:  # JSON nested nearly as deep as the parser allows
+        raise ValueError("the plan JSON is nested too deeply to be checked") from None
+    if digest != computed:
+        raise ValueError(
+            f"the plan JSON is damaged: its content does not match its {DIGEST_FIELD} (a byte "
+            "was changed, added or removed after it was saved); build the plan again"
+        )
+    if not isinstance(key, str):
+        raise ValueError(f"the plan JSON's {GRAPH_KEY_FIELD!r} must be a str, got {key!r}")
+    return _Ours("current", graph_key=key, names=_names(names))
+
+
+def _names(value: Any) -> dict[int, str]:
+    if not isinstance(value, dict):
+        raise ValueError(f"the plan JSON's {NAMES_FIELD!r} must be an object, got {value!r:.60}")
+    out: dict[int, str] = {}
+    for uid, name in value.items():
+        if not isinstance(name, str) or not name or len(name) > 1024:
+            raise ValueError(
+                f"the plan JSON's {NAMES_FIELD}[{uid!r}] must be a non-empty str of at most 1024 "
+                f"characters, got {name!r:.60}"
+            )
+        try:
+            out[int(uid)] = name
+        except ValueError:
+            raise ValueError(
+                f"the plan JSON's {NAMES_FIELD} must be keyed by unique ids, got {uid!r:.40}"
+            ) from None
+    if len(set(out.values())) != len(out):
+        raise ValueError(f"the plan JSON's {NAMES_FIELD} names two tensors alike")
+    return out
+
+
+def check_computes(data: Mapping[str, Any], ours: _Ours, graph: Graph) -> None:
+    """Refuse a plan JSON unless it computes ``graph``: the key recomputed from the loaded
+    operation graph must be the one saved, and every graph operation must match one node of the
+    plan role by role and attribute by attribute (:mod:`.canonical`), for every operation kind."""
+    head = f"the plan does not compute graph '{graph.name}' (it was built for another graph)"
+    if ours.kind == "foreign":
+        raise ValueError(
+            f"{head} as far as can be checked: it carries no {GRAPH_KEY_FIELD} (it was not saved "
+            "by pycudnn, or the key was removed); build the plan for this graph"
+        )
+    if ours.kind == "older":
+        raise PlanVersionError(
+            "the plan was saved by an older version of pycudnn (its graph key was not a digest "
+            "of what it computes); re-plan: build it again for this graph (a plan cache "
+            "rebuilds it)"
+        )
+    try:
+        digest = canonical.digest(data)
+    except RecursionError:
+        raise ValueError("the plan JSON is nested too deeply to be checked") from None
+    if ours.graph_key != digest:
+        raise ValueError(
+            f"{head}: its {GRAPH_KEY_FIELD} is not the digest of its own operation graph (the "
+            "key was copied from another plan, or the operations were edited)"
+        )
+    why = canonical.compare(data, graph)
+    if why:
+        raise ValueError(f"{head}: {why}; build the plan for this graph")
 
 
 def _check_json_matches_graph(data: Mapping[str, Any], graph: Graph) -> str:
     """Check that a plan JSON was built for ``graph`` (as described, or as one of its equivalent
-    descriptions from :mod:`pycudnn.graph.rewrites`); returns the rewrite's note ("" for none).
-    A plan saved by this library also carries its graph's key, which must be ``graph``'s."""
+    descriptions from :mod:`pycudnn.graph.rewrites`) as far as its tensors go; returns the
+    rewrite's note ("" for none). The operations are compared by :func:`check_computes`."""
     graph._resolve()  # decides the dtypes and kinds of intermediates, compared below
     by_uid = {}
     for t in data.get("operationGraph", {}).get("tensors", []):
@@ -53,7 +168,6 @@ def _check_json_matches_graph(data: Mapping[str, Any], graph: Graph) -> str:
             "built for another graph"
         )
     _check_tensor_types(by_uid, tensors)
-    _check_nodes(data, graph)
     mismatch = first = ""
     for variant in [None, *rewrites.variants(graph)]:
         mismatch = ""
@@ -104,58 +218,6 @@ def _check_tensor_types(by_uid: Mapping[int, Any], tensors: list[Tensor]) -> Non
                     f"the plan was built for another graph: tensor {t.uid} ('{t.name}') has "
                     f"{key} {j[key]!r} in the plan but {want!r} in the graph"
                 )
-
-
-def _node_uids(node: Mapping[str, Any]) -> set[int]:
-    """The tensor unique ids a plan-JSON node names (as decimal strings, alone or in lists)."""
-    uids = set()
-    for key, value in node.items():
-        for v in value if isinstance(value, list) else [value]:
-            if key != "operation" and isinstance(v, str) and not v.startswith("CUDNN_"):
-                try:
-                    uids.add(int(v))
-                except ValueError:
-                    continue
-    return uids
-
-
-def _check_nodes(data: Mapping[str, Any], graph: Graph) -> None:
-    """Refuse a plan whose operations are not the graph's: same tensors, other operations (a
-    pointwise ADD plan for a MUL graph computes wrong numbers without any error).
-
-    Each graph operation is lowered to one cuDNN operation naming its tensors, so each must
-    match a node of the plan naming the same tensors, and every enumerated attribute the
-    operation sets (a pointwise or convolution mode, ...) must appear in that node as cuDNN spells
-    it. Operations lowered to several cuDNN operations (attention, normalization) are matched by
-    their tensors only, through the tensor checks.
-    """
-    nodes = data.get("operationGraph", {}).get("nodes", [])
-    ops = graph._ops
-    if any(op.kind in attention_lowering.KINDS for op in ops):
-        return
-    if len(nodes) != len(ops):
-        raise ValueError(
-            f"the plan has {len(nodes)} operation(s) but the graph has {len(ops)}: it was built "
-            "for another graph"
-        )
-    unmatched = [(dict(n), _node_uids(n)) for n in nodes if isinstance(n, Mapping)]
-    for op in ops:
-        uids = {t.uid for t in (*op.inputs.values(), *op.outputs.values())}
-        # Enumerators are written with their C prefix, which the Python member name lacks
-        # (cudnnPointwiseMode_t.ADD is "CUDNN_POINTWISE_ADD"): compared by the name's end.
-        enums = ["_" + v.name for v in op.attrs.values() if isinstance(v, enum.Enum) and v.name]
-        found = None
-        for i, (node, node_uids) in enumerate(unmatched):
-            strings = [v for v in node.values() if isinstance(v, str) and v.startswith("CUDNN_")]
-            if node_uids == uids and all(any(v.endswith(e) for v in strings) for e in enums):
-                found = i
-                break
-        if found is None:
-            raise ValueError(
-                f"the plan was built for another graph: it has no operation like {op.kind} "
-                f"'{op.name}' ({' '.join(e[1:] for e in enums) or 'on'} tensors {sorted(uids)})"
-            )
-        del unmatched[found]
 
 
 def _version() -> int:

@@ -71,7 +71,9 @@ def _slots_from_graph(graph: Graph) -> list[_Slot]:
     ]
 
 
-def _slots_from_json(data: Mapping[str, Any]) -> list[_Slot]:
+def _slots_from_json(data: Mapping[str, Any], names: Mapping[int, str]) -> list[_Slot]:
+    """The tensors of a plan loaded without its graph; named as the graph named them when the
+    JSON carries pycudnn's names (``names``, by unique id), else by their unique ids."""
     out = []
     produced: set[str] = set()
     for node in data.get("operationGraph", {}).get("nodes", []):
@@ -97,7 +99,7 @@ def _slots_from_json(data: Mapping[str, Any]) -> list[_Slot]:
         out.append(
             _Slot(
                 uid,
-                str(uid),
+                names.get(uid, str(uid)),
                 shape,
                 strides,
                 dt,
