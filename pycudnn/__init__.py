@@ -11,6 +11,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from ._shared.lazy import lazy_module_attributes
+from ._version import __version__ as __version__
 from .errors import (
     ClosedError,
     CudnnBadParamError,
@@ -24,8 +25,6 @@ from .errors import (
 )
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
-
-__version__ = "0.1.0.dev0"
 
 # Public names that live in submodules, imported on first access (PEP 562) so that importing the
 # package stays cheap.

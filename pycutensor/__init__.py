@@ -10,6 +10,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from pycudnn._shared.lazy import lazy_module_attributes
+from pycudnn._version import __version__ as __version__
 
 from .errors import (
     ClosedError,
@@ -23,8 +24,6 @@ from .errors import (
 )
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
-
-__version__ = "0.1.0.dev0"
 
 _LAZY: dict[str, str] = {
     "version": "._info",
