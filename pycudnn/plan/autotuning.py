@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .. import _bindings
 from ..errors import CudnnError, CudnnNotSupportedError
 from ..graph import Graph
 from .building import _cache_key, _not_supported, _plans
@@ -218,7 +219,7 @@ def autotune(
     timed = [(r, p) for r, p in results if r.time_ms is not None]
     if not timed:
         raise CudnnNotSupportedError(
-            3000,
+            int(_bindings.cudnnStatus_t.NOT_SUPPORTED),
             "cudnnBackendExecute",
             "every candidate plan failed to execute (or, with verify=True, was wrong): "
             + "; ".join(r.error for r, _ in results),
