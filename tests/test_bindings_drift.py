@@ -66,7 +66,10 @@ def _recorded(text: str, what: str) -> re.Match[str]:
     return match
 
 
-@pytest.mark.parametrize("relpath", ["pycudnn/_bindings.py", "pycutensor/_bindings.py"])
+@pytest.mark.parametrize(
+    "relpath",
+    ["pycudnn/_bindings.py", "pycutensor/_bindings.py", "pycudnn/raw.pyi", "pycutensor/raw.pyi"],
+)
 def test_checked_in_bindings_match_the_installed_headers(
     generator: ModuleType, regenerated: Path, relpath: str
 ) -> None:
