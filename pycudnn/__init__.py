@@ -46,6 +46,7 @@ _LAZY: dict[str, str] = {
     "DeviceProperties": ".deviceprops",
     "Plan": ".plan",
     "PlanCache": ".plan",
+    "PlanOptions": ".plan",
     "GraphNotSupportedError": ".plan",
     "NoTargetError": ".plan",
 }
@@ -71,6 +72,7 @@ __all__ = [
     "NoTargetError",
     "Plan",
     "PlanCache",
+    "PlanOptions",
     "TensorDescriptor",
     "UnsupportedByLibraryError",
     "disable_logging",
@@ -95,5 +97,5 @@ if TYPE_CHECKING:  # pragma: no cover
     from .graph import Graph
     from .handle import Handle, get_handle
     from .log import disable_logging, enable_logging
-    from .plan import GraphNotSupportedError, NoTargetError, Plan, PlanCache
+    from .plan import GraphNotSupportedError, NoTargetError, Plan, PlanCache, PlanOptions
     from .tensor import ConvolutionDescriptor, FilterDescriptor, TensorDescriptor

@@ -15,6 +15,7 @@ from ..graph import Graph
 from .building import _cache_key, _not_supported, _plans
 from .cache import PlanCache, _resolve_cache
 from .execution import Plan
+from .options import PlanOptions, takes_plan_options
 from .report import PlanningReport, _check_graph
 from .targets import _target
 from .verifying import check_verify, verify_row
@@ -76,6 +77,7 @@ def _progress(total: int, progress: Any) -> Any:
     return tqdm(total=total, desc="autotune", unit="plan", leave=False)
 
 
+@takes_plan_options
 def autotune(
     graph: Graph,
     tensors: Mapping[Any, Any],
@@ -98,6 +100,7 @@ def autotune(
     sm_count: int | None = None,
     exclude_engines: Iterable[int] | None = None,
     exclude_notes: Iterable[str] | None = None,
+    options: PlanOptions | Mapping[str, Any] | None = None,
 ) -> Plan:
     """Time every candidate plan on the GPU with CUDA events and return the fastest.
 
