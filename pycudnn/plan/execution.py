@@ -288,7 +288,7 @@ class Plan(VariantPacks, CudaGraphs):
         # Imported on use: verification brings the NumPy reference, which planning never needs.
         from ..verification.run import DEFAULT_MAX_REFERENCE_COST, verify_plan
 
-        self.verification = verify_plan(
+        result = verify_plan(
             self,
             seed=seed,
             max_reference_cost=(
@@ -297,7 +297,8 @@ class Plan(VariantPacks, CudaGraphs):
             reference_plan=reference_plan,
             reference_values=reference_values,
         )
-        return self.verification
+        self.verification = result
+        return result
 
     # -- serialization -----------------------------------------------------------------------
     def to_json(self) -> str:
