@@ -31,8 +31,10 @@ fi
 want_python=$(sed -n 's/^# *python: *\([0-9.]*\).*/\1/p' "$constraints" | head -n 1)
 if [ -n "$want_python" ] && [ -z "${PYTHON:-}" ]; then
   python=""
-  for candidate in "python$want_python" \
-    $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}/versions/$want_python".*/bin/"python$want_python" 2>/dev/null | sort -rV); do
+  pyenv_versions=$(for dir in ${PYENV_ROOT:-} "${HOME:-/root}/.pyenv"; do
+    ls -d "$dir/versions/$want_python".*/bin/"python$want_python" 2>/dev/null || true
+  done | sort -rV)
+  for candidate in "python$want_python" $pyenv_versions; do
     if "$candidate" -c "import sys, venv; assert sys.version.startswith('$want_python.')" >/dev/null 2>&1; then
       python=$candidate
       break
