@@ -11,6 +11,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from ._shared.lazy import lazy_module_attributes
+from ._version import __version__ as __version__
 from .errors import (
     ClosedError,
     CudnnBadParamError,
@@ -24,8 +25,6 @@ from .errors import (
 )
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
-
-__version__ = "0.1.0.dev0"
 
 # Public names that live in submodules, imported on first access (PEP 562) so that importing the
 # package stays cheap.
@@ -47,6 +46,7 @@ _LAZY: dict[str, str] = {
     "DeviceProperties": ".deviceprops",
     "Plan": ".plan",
     "PlanCache": ".plan",
+    "PlanOptions": ".plan",
     "GraphNotSupportedError": ".plan",
     "NoTargetError": ".plan",
 }
@@ -72,6 +72,7 @@ __all__ = [
     "NoTargetError",
     "Plan",
     "PlanCache",
+    "PlanOptions",
     "TensorDescriptor",
     "UnsupportedByLibraryError",
     "disable_logging",
@@ -96,5 +97,5 @@ if TYPE_CHECKING:  # pragma: no cover
     from .graph import Graph
     from .handle import Handle, get_handle
     from .log import disable_logging, enable_logging
-    from .plan import GraphNotSupportedError, NoTargetError, Plan, PlanCache
+    from .plan import GraphNotSupportedError, NoTargetError, Plan, PlanCache, PlanOptions
     from .tensor import ConvolutionDescriptor, FilterDescriptor, TensorDescriptor

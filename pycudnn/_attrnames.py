@@ -159,7 +159,8 @@ def descriptor_type(kind: Any) -> Any:
 def attribute_type_name(attr_type: int) -> str:
     """The ``cudnnBackendAttributeType_t`` name of ``attr_type``, e.g. "CUDNN_TYPE_INT64"."""
     try:
-        return "CUDNN_TYPE_" + AttrType(attr_type).name
+        name: str = AttrType(attr_type).name
+        return "CUDNN_TYPE_" + name
     except ValueError:
         return f"attribute type {attr_type}"
 
@@ -168,13 +169,15 @@ def descriptor_type_name(kind: int) -> str:
     """The ``cudnnBackendDescriptorType_t`` name of ``kind``, e.g.
     "CUDNN_BACKEND_TENSOR_DESCRIPTOR"."""
     try:
-        return "CUDNN_BACKEND_" + DescType(kind).name
+        name: str = DescType(kind).name
+        return "CUDNN_BACKEND_" + name
     except ValueError:
         return f"descriptor type {kind}"
 
 
 def _attr_text(attr: Any) -> str:
-    return "CUDNN_ATTR_" + attr.name
+    name: str = attr.name
+    return "CUDNN_ATTR_" + name
 
 
 def _spec(attr: Any) -> Any:

@@ -139,7 +139,7 @@ _HANDLE = int(AttrType.HANDLE)
 _MAX_GET_COUNT = 1 << 20
 
 _MAX_GET_RETRIES = 4
-_SIZE_INSUFFICIENT = 2006
+_SIZE_INSUFFICIENT = int(_bindings.cudnnStatus_t.BAD_PARAM_SIZE_INSUFFICIENT)
 
 
 # --------------------------------------------------------------------------------------------------

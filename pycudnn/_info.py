@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 
 from . import _bindings
-from ._lib import LIB
+from ._lib import LIB, check
 
 __all__ = [
     "cudart_version",
@@ -53,13 +53,12 @@ def max_device_version() -> int:
 
 def property_version() -> tuple[int, int, int]:
     """``cudnnGetProperty`` for MAJOR_VERSION, MINOR_VERSION and PATCH_LEVEL."""
-    from ._lib import check
-
     fn = LIB.function("cudnnGetProperty")
     out = []
-    for prop in (0, 1, 2):  # libraryPropertyType: MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
+    props = _bindings.libraryPropertyType
+    for prop in (props.MAJOR_VERSION, props.MINOR_VERSION, props.PATCH_LEVEL):
         value = ctypes.c_int(0)
-        check(fn(prop, ctypes.byref(value)), "cudnnGetProperty")
+        check(fn(int(prop), ctypes.byref(value)), "cudnnGetProperty")
         out.append(value.value)
     return out[0], out[1], out[2]
 

@@ -101,11 +101,13 @@ def error_class_for_status(status: int) -> type[CudnnError]:
     return _BY_CATEGORY.get(int(status) // 1000 * 1000, CudnnError)
 
 
-_SUBLIBRARY_LOADING_FAILED = 1008
-
-
 def error_from_status(status: int, function: str = "", message: str = "") -> CudnnError:
-    if status == _SUBLIBRARY_LOADING_FAILED:
+    """The :class:`CudnnError` subclass instance for ``status`` returned by C ``function``."""
+    # Imported here, as in status_name: the bindings are 14k lines that ``import pycudnn`` does
+    # not load, and any failing status means they are loaded already.
+    from . import _bindings
+
+    if status == _bindings.cudnnStatus_t.SUBLIBRARY_LOADING_FAILED:
         message = _with_driver_hint(message)
     return error_class_for_status(status)(status, function, message)
 

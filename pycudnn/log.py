@@ -41,7 +41,13 @@ __all__ = [
 logger = logging.getLogger("pycudnn.cudnn")
 
 # cudnnSeverity_t -> logging level. INFO entries are written for every API call, so they go to DEBUG.
-_LEVELS = {0: logging.CRITICAL, 1: logging.ERROR, 2: logging.WARNING, 3: logging.DEBUG}
+_SEVERITY = _bindings.cudnnSeverity_t
+_LEVELS = {
+    int(_SEVERITY.FATAL): logging.CRITICAL,
+    int(_SEVERITY.ERROR): logging.ERROR,
+    int(_SEVERITY.WARNING): logging.WARNING,
+    int(_SEVERITY.INFO): logging.DEBUG,
+}
 _MAX_LINES = 4096  # guards against a malformed message without its double NUL
 
 

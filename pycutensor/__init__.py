@@ -10,8 +10,8 @@ import logging
 from typing import TYPE_CHECKING
 
 # One version for the distribution: pycudnn's (pyproject.toml reads it from there).
-from pycudnn import __version__ as __version__
 from pycudnn._shared.lazy import lazy_module_attributes
+from pycudnn._version import __version__ as __version__
 
 from .errors import (
     ClosedError,

@@ -63,8 +63,11 @@ from ._einsum_build import (
 )
 from ._einsum_parse import EinsumSpec, parse_einsum, subscripts_from_sublists
 from ._einsum_plan import plan_einsum, result_dtype
+from .checks import check_device_view as _check_device_view
+from .checks import coerce_scalar as _coerce_scalar
+from .checks import span as _span
+from .checks import table_scalar_dtype as _table_scalar_dtype
 from .handle import check_handle_argument, handle_for
-from .operations import _check_device_view, _coerce_scalar, _span, _table_scalar_dtype
 from .tensor import MAX_ALIGNMENT
 
 if TYPE_CHECKING:  # pragma: no cover

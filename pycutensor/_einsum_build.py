@@ -17,7 +17,7 @@ import numpy as np
 from pycudnn._shared import memory
 
 from ._einsum_plan import Cast, Contract, Diagonal, EinsumPlan, Reduce, diagonal_strides
-from .operations import _coerce_scalar
+from .checks import coerce_scalar as _coerce_scalar
 from .tensor import MAX_ALIGNMENT, TensorSpec, column_major_strides
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -163,7 +163,9 @@ def _describe(source: _Source) -> str:
 def _table_allows(kind: str, dtype: np.dtype, compute_type: Any) -> bool:
     """Whether cuTENSOR's table for ``kind`` lists ``dtype`` for every tensor with
     ``compute_type`` (None: the table's default)."""
-    from .operations import _KINDS, _check_types, compute_type_name
+    from .operations import compute_type_name
+    from .tables import KINDS as _KINDS
+    from .tables import check_types as _check_types
     from .tensor import data_type_name
 
     info = _KINDS[kind]

@@ -250,9 +250,11 @@ class Operation(CResource):
         )  # fmt: skip
 
     # -- execute-time checks -------------------------------------------------------------------
-    def scalar_values(self, **given: Any) -> list[Any]:
-        """alpha/beta/gamma in :attr:`scalar_names` order, defaults filled in, typed-checked."""
+    def scalar_values(self, *, alpha: Any = None, beta: Any = None, gamma: Any = None) -> list[Any]:
+        """alpha/beta/gamma in :attr:`scalar_names` order, defaults filled in, type-checked
+        (``TypeError`` for a scalar this kind of operation does not take)."""
         info = KINDS[self.kind]
+        given = {"alpha": alpha, "beta": beta, "gamma": gamma}
         for name, value in given.items():
             if value is not None and name not in info.scalars:
                 raise TypeError(

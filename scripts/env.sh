@@ -25,6 +25,26 @@ if [ ! -f "$constraints" ]; then
   echo "no constraints file $constraints (entries: $(cd "$root/requirements" && ls constraints-*.txt | sed 's/constraints-//; s/\.txt//' | tr '\n' ' '))" >&2
   return 2 2>/dev/null || exit 2
 fi
+# An entry may name the Python it runs on in a "# python: 3.10" line (the floors entry: the oldest
+# Python the package claims). It is looked for on PATH, then among pyenv's versions; a candidate
+# must run (a pyenv shim for a version not selected is on PATH but fails).
+want_python=$(sed -n 's/^# *python: *\([0-9.]*\).*/\1/p' "$constraints" | head -n 1)
+if [ -n "$want_python" ] && [ -z "${PYTHON:-}" ]; then
+  python=""
+  pyenv_versions=$(for dir in ${PYENV_ROOT:-} "${HOME:-/root}/.pyenv"; do
+    ls -d "$dir/versions/$want_python".*/bin/"python$want_python" 2>/dev/null || true
+  done | sort -rV)
+  for candidate in "python$want_python" $pyenv_versions; do
+    if "$candidate" -c "import sys, venv; assert sys.version.startswith('$want_python.')" >/dev/null 2>&1; then
+      python=$candidate
+      break
+    fi
+  done
+  if [ -z "$python" ]; then
+    echo "entry $entry runs on Python $want_python, found neither on PATH nor under pyenv; set PYTHON=/path/to/python$want_python" >&2
+    return 2 2>/dev/null || exit 2
+  fi
+fi
 stamp="$venv/.installed-stamp"
 want=$(cat "$root/pyproject.toml" "$constraints" | sha256sum | cut -d' ' -f1)
 

@@ -2128,6 +2128,102 @@ def generate_cutensor_extension(include_dir: Path, ext: CutensorExtension, repor
 
 
 # --------------------------------------------------------------------------------------------------
+# Type stubs for the raw layers (raw.pyi), read back from the generated FUNCTIONS tables
+# --------------------------------------------------------------------------------------------------
+
+STUB_OUTPUTS = {
+    "cudnn": Path("pycudnn") / "raw.pyi",
+    "cutensor": Path("pycutensor") / "raw.pyi",
+}
+_STUB_INT_RE = re.compile(
+    r"ctypes\.c_(u?(int|long|short|byte)(8|16|32|64)?|u?longlong|s?size_t|bool)"
+)
+_STUB_FLOAT_RE = re.compile(r"ctypes\.c_(float|double|longdouble)")
+
+
+def stub_type(ctype: str) -> str:
+    """The Python type a raw-layer call takes (or returns) for a ctypes type written as text."""
+    if _STUB_INT_RE.fullmatch(ctype):
+        return "int"
+    if _STUB_FLOAT_RE.fullmatch(ctype):
+        return "float"
+    if ctype == "None":
+        return "None"
+    if ctype == "ctypes.c_char_p":
+        return "bytes | None"
+    return "_Pointer"  # handles, pointers, arrays and byref(...) results
+
+
+def _stub_functions(bindings: str) -> Iterator[tuple[str, list[tuple[str, str]], str]]:
+    """(name, [(parameter, type)], return type) of every ``FunctionSpec`` in generated text."""
+    for node in ast.walk(ast.parse(bindings)):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "FunctionSpec"):
+            continue
+        kw = {k.arg: k.value for k in node.keywords}
+        argtypes = kw["argtypes"]
+        argnames = kw["argnames"]
+        assert isinstance(argtypes, ast.Tuple) and isinstance(argnames, ast.Tuple)
+        params = []
+        for i, (name_node, type_node) in enumerate(zip(argnames.elts, argtypes.elts, strict=True)):
+            name = ast.literal_eval(name_node) or f"arg{i}"
+            params.append((f"{name}_" if keyword.iskeyword(name) else name, ast.unparse(type_node)))
+        if ast.literal_eval(kw["returns_status"]):
+            returns = "None"  # a failing status raises; success returns nothing
+        else:
+            returns = stub_type(ast.unparse(kw["restype"]))
+        yield ast.literal_eval(kw["name"]), [(n, stub_type(t)) for n, t in params], returns
+
+
+def stub_def(name: str, params: list[tuple[str, str]], returns: str) -> list[str]:
+    """One stub ``def`` laid out as ``ruff format`` lays out a stub (positional-only)."""
+    if not params:
+        return [f"def {name}() -> {returns}: ..."]
+    args = [f"{p}: {t}" for p, t in params]
+    one_line = f"def {name}({', '.join(args)}, /) -> {returns}: ..."
+    if len(one_line) <= LINE_LENGTH:
+        return [one_line]
+    return [f"def {name}(", *(f"{INDENT}{a}," for a in args), f"{INDENT}/,", f") -> {returns}: ..."]
+
+
+def generate_raw_stub(library: str, bindings: str) -> str:
+    """``raw.pyi`` for one library: each C function with its C parameter names and Python types,
+    and the enums, constants and structs of ``_bindings`` re-exported, as the module serves them."""
+    package = "pycudnn" if library == "cudnn" else "pycutensor"
+    source = bindings.split('"""', 1)[0].splitlines()  # the generated module's "# Source" lines
+    lines = [
+        *source,
+        f'"""Type stubs for ``{package}.raw``: every C function of the headers under its C name,',
+        "with its C parameter names (positional only, as in C). Status-returning functions return",
+        "None (a failing status raises); a pointer, handle, array or ``ctypes.byref`` argument is",
+        '``_Pointer``."""',
+        "",
+        "from typing import Any, TypeAlias",
+        "",
+        "from ._bindings import *  # noqa: F403 - enums, constants and structs, as raw serves them",
+        "",
+        "# A ctypes pointer or array, ctypes.byref(...), an int address, None, or an object with",
+        "# _as_parameter_ (a handle or descriptor of the library).",
+        "_Pointer: TypeAlias = Any",
+        "",
+    ]
+    if library == "cutensor":  # the C globals raw reads on first use, and its reader
+        symbols = re.search(r"COMPUTE_DESCRIPTOR_SYMBOLS[^=]*= \((.*?)\n\)", bindings, re.DOTALL)
+        assert symbols is not None, "COMPUTE_DESCRIPTOR_SYMBOLS is missing from the bindings"
+        lines += [f"{ast.literal_eval(s.strip().rstrip(','))}: int" for s in symbols[1].split()]
+        lines += ["", "def compute_descriptor(name: str) -> int: ..."]
+    for name, params, returns in _stub_functions(bindings):
+        lines += stub_def(name, params, returns)
+    lines += ["def __getattr__(name: str) -> Any: ...", "def __dir__() -> list[str]: ..."]
+    return "\n".join(lines) + "\n"
+
+
+def add_raw_stubs(outputs: dict[Path, str]) -> None:
+    """Add each library's ``raw.pyi`` to ``outputs``, from its generated ``_bindings.py`` text."""
+    for library, stub in STUB_OUTPUTS.items():
+        outputs[stub] = generate_raw_stub(library, outputs[OUTPUTS[library]])
+
+
+# --------------------------------------------------------------------------------------------------
 # Driver
 # --------------------------------------------------------------------------------------------------
 
@@ -2139,7 +2235,7 @@ OUTPUTS = {
 
 def generate(cudnn_include: Path, cutensor_include: Path, report: Report) -> dict[Path, str]:
     """Relative output path -> generated source."""
-    return {
+    outputs = {
         OUTPUTS["cudnn"]: generate_cudnn(cudnn_include, report),
         OUTPUTS["cutensor"]: generate_cutensor(cutensor_include, report),
         **{
@@ -2147,6 +2243,8 @@ def generate(cudnn_include: Path, cutensor_include: Path, report: Report) -> dic
             for ext in CUTENSOR_EXTENSIONS
         },
     }
+    add_raw_stubs(outputs)
+    return outputs
 
 
 def write_outputs(outputs: dict[Path, str], out_dir: Path) -> None:

@@ -584,6 +584,10 @@ def quiet() -> None:
 class InputRandom(random.Random):
     """A ``random.Random`` that knows which input it is for (the harness self-test reads it)."""
 
+    def __new__(cls, seed: int, target: str, n: int) -> InputRandom:
+        # Python 3.10's random.Random.__new__ refuses more than one argument (3.11 lifted that).
+        return super().__new__(cls)
+
     def __init__(self, seed: int, target: str, n: int) -> None:
         super().__init__(f"{seed}/{target}/{n}")
         self.n = n

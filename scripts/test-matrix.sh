@@ -11,7 +11,10 @@ for file in requirements/constraints-*.txt; do
   entry=$(basename "$file" .txt); entry=${entry#constraints-}
   [ "$entry" = cu12 ] && continue  # the default environment, run last
   start=$SECONDS
-  scripts/test.sh --matrix "$entry" -q -p no:cacheprovider "$@" || failed+=("$entry")
+  # An entry's own pytest arguments, from a "# pytest: ARGS" line of its file (no spaces inside
+  # an argument: they are split on whitespace).
+  read -r -a extra <<< "$(sed -n 's/^# *pytest: *//p' "$file" | head -n 1)"
+  scripts/test.sh --matrix "$entry" -q -p no:cacheprovider ${extra[@]+"${extra[@]}"} "$@" || failed+=("$entry")
   echo "== $entry took $((SECONDS - start)) s (setup included)" >&2
 done
 echo "== matrix entries that failed: ${failed[*]:-none}; now the default environment (cu12)" >&2

@@ -96,12 +96,13 @@ def test_demo_help_under_json_is_one_json_document_in_either_order() -> None:
 
 
 def _source_version() -> str:
-    """The one version: pyproject.toml takes it from pycudnn/__init__.py (checked here)."""
+    """The one version: pyproject.toml takes it from pycudnn/_version.py (checked here; see
+    tests/test_version_single_source.py for the rest)."""
     pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     assert re.search(r'^dynamic = \["version"\]', pyproject, re.M), "the version is not dynamic"
-    assert '[tool.hatch.version]\npath = "pycudnn/__init__.py"' in pyproject
+    assert '[tool.hatch.version]\npath = "pycudnn/_version.py"' in pyproject
     assert not re.search(r"^version = ", pyproject, re.M), "a second version in pyproject.toml"
-    init = (REPO / "pycudnn" / "__init__.py").read_text(encoding="utf-8")
+    init = (REPO / "pycudnn" / "_version.py").read_text(encoding="utf-8")
     found = re.findall(r'^__version__ = "([^"]+)"$', init, re.M)
     assert len(found) == 1, found
     assert "__version__ = " not in (REPO / "pycutensor" / "__init__.py").read_text()

@@ -44,6 +44,7 @@ from versioned import heuristics_run_here, skip_unless_cudnn_has, skip_unless_he
 import pycudnn
 from pycudnn import log, raw
 from pycudnn._shared.resource import ClosedError
+from pycudnn._versions import HEURISTICS_WITHOUT_TARGET_SINCE
 from pycudnn.backend import BackendDescriptor, check_plan_json
 from pycudnn.deviceprops import REQUIRED_KEYS, DeviceProperties, validate_json
 from pycudnn.errors import CudnnBadParamError, CudnnError, CudnnNotSupportedError
@@ -1449,12 +1450,18 @@ def test_children_keep_their_parents_alive() -> None:
     heur = BackendDescriptor("ENGINEHEUR")
     heur.set("ENGINEHEUR_OPERATION_GRAPH", graph)
     heur.set("ENGINEHEUR_MODE", raw.cudnnBackendHeurMode_t(int(raw.CUDNN_HEUR_MODE_FALLBACK)))
-    heur.finalize()
+    # Before 9.9, heuristics without a GPU or device properties read device properties cuDNN
+    # never set, and finalizing fails at random (docs/versions.md): the references are what is
+    # checked here, and setting the attributes made them.
+    finalized = pycudnn.version_tuple() >= HEURISTICS_WITHOUT_TARGET_SINCE
+    if finalized:
+        heur.finalize()
     parents = [weakref.ref(d) for d in (*parts, graph)]
     del graph, parts
     gc.collect()
     assert all(r() is not None for r in parents)  # all reachable from the heuristics
-    assert heur.element_count("ENGINEHEUR_RESULTS") >= 0  # and still usable
+    if finalized:
+        assert heur.element_count("ENGINEHEUR_RESULTS") >= 0  # and still usable
     del heur
     gc.collect()
     assert all(r() is None for r in parents)

@@ -1046,7 +1046,9 @@ def test_a_capsule_consumed_twice_is_refused_and_freed_once() -> None:
         import gc, numpy as np
         from pycudnn._shared import dlpack as dl
         a = np.arange(6.0)
-        for versioned in (True, False):
+        # NumPy 2.0 asks for a legacy capsule only (2.1 and later for a versioned one first)
+        new = np.lib.NumpyVersion(np.__version__) >= "2.1.0"
+        for versioned in (True, False) if new else (False, False):
             cap = dl.export_dlpack(a.ctypes.data, (6,), (1,), a.dtype, (1, 0), owner=a,
                                    versioned=versioned)
             class Same:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import numbers
 import os
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 __all__ = [
     "DriverStatus",
@@ -202,9 +202,16 @@ def device_id_of(device: Any = None) -> int:
 _STREAM_PROTOCOL_VERSION = 0  # the __cuda_stream__ protocol's only version (cuda.core)
 
 
+def _is_bool(value: Any) -> bool:
+    # A NumPy bool exists only once NumPy is imported: ask it then, without importing NumPy here
+    # (the command lines import this module before they can say that NumPy is missing).
+    np = sys.modules.get("numpy")
+    return isinstance(value, bool) or (np is not None and isinstance(value, np.bool_))
+
+
 def _is_int(value: Any) -> bool:
-    # bool is an int to Python, not a handle; NumPy integers are ints to everyone but isinstance.
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    # bool is an int to Python, not a handle; NumPy integers are numbers.Integral.
+    return isinstance(value, numbers.Integral) and not _is_bool(value)
 
 
 def stream_handle(stream: Any) -> int:
@@ -219,7 +226,7 @@ def stream_handle(stream: Any) -> int:
     """
     if stream is None:
         return 0
-    if isinstance(stream, (bool, np.bool_)):
+    if _is_bool(stream):
         raise TypeError("stream must be a stream object or a handle int, not a bool")
     if _is_int(stream):
         # Beyond 64 bits ctypes would mask the value silently (2**64 becomes the default stream).

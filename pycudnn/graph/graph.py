@@ -30,8 +30,26 @@ from .statistics import StatisticsOps
 if TYPE_CHECKING:  # pragma: no cover
     from ..deviceprops import DeviceProperties
     from ..plan import EngineConfig, HeuristicsResult, Plan, PlanCache
+    from ..plan.options import PlanOptions
 
 __all__ = ["Graph"]
+
+
+def _takes_plan_options(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A planning method that also takes ``options=`` (a :class:`~pycudnn.plan.PlanOptions` or a
+    mapping): spread into the filter keywords the caller did not give, as
+    :func:`pycudnn.plan.options.takes_plan_options` does for the functions (here, because the
+    graph may import planning only when a planning method is called)."""
+
+    @functools.wraps(method)
+    def call(self: Graph, *args: Any, options: Any = None, **keywords: Any) -> Any:
+        if options is not None:
+            from ..plan.options import merge_plan_options
+
+            keywords = merge_plan_options(options, keywords)
+        return method(self, *args, **keywords)
+
+    return call
 
 
 class Graph(
@@ -74,6 +92,7 @@ class Graph(
             self, mode, device_properties=device_properties, sm_count=sm_count, device=device
         )
 
+    @_takes_plan_options
     def engine_configs(
         self,
         *,
@@ -88,6 +107,7 @@ class Graph(
         allow_known_bad: bool = False,
         exclude_engines: Iterable[int] | None = None,
         exclude_notes: Iterable[str] | None = None,
+        options: PlanOptions | Mapping[str, Any] | None = None,
     ) -> list[EngineConfig]:
         """Engine configurations from the heuristics (``CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR``),
         filtered: see :func:`pycudnn.plan.engine_configs` for every keyword and its errors."""
@@ -96,6 +116,7 @@ class Graph(
 
         return engine_configs(self, **kw)
 
+    @_takes_plan_options
     def build(
         self,
         *,
@@ -112,6 +133,7 @@ class Graph(
         exclude_engines: Iterable[int] | None = None,
         exclude_notes: Iterable[str] | None = None,
         verify: bool = False,
+        options: PlanOptions | Mapping[str, Any] | None = None,
     ) -> Plan:
         """Heuristics, then the first execution plan that finalizes (``cudnnBackendFinalize`` of
         an ``EXECUTION_PLAN``): see :func:`pycudnn.plan.build` for every keyword and its errors
@@ -121,6 +143,7 @@ class Graph(
 
         return build(self, **kw)
 
+    @_takes_plan_options
     def build_all(
         self,
         *,
@@ -137,6 +160,7 @@ class Graph(
         exclude_notes: Iterable[str] | None = None,
         limit: int | None = None,
         verify: bool = False,
+        options: PlanOptions | Mapping[str, Any] | None = None,
     ) -> list[Plan]:
         """Every execution plan that finalizes: see :func:`pycudnn.plan.build_all`."""
         kw = _keywords(locals())  # first: before the import adds a local
@@ -144,6 +168,7 @@ class Graph(
 
         return build_all(self, **kw)
 
+    @_takes_plan_options
     def autotune(
         self,
         tensors: Mapping[Any, Any],
@@ -166,6 +191,7 @@ class Graph(
         sm_count: int | None = None,
         exclude_engines: Iterable[int] | None = None,
         exclude_notes: Iterable[str] | None = None,
+        options: PlanOptions | Mapping[str, Any] | None = None,
     ) -> Plan:
         """Time every candidate plan on the GPU (``cudnnBackendExecute`` between CUDA events) and
         return the fastest: see :func:`pycudnn.plan.autotune` (``RuntimeError`` without a GPU)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from .common import (
     GraphError,
@@ -14,7 +14,35 @@ from .common import (
 from .core import GraphCore
 from .tensors import Tensor
 
-__all__ = ["POINTWISE_ARITY", "PointwiseOps", "pointwise_arity", "pointwise_mode"]
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
+
+__all__ = [
+    "POINTWISE_ARITY",
+    "BinaryKeywords",
+    "PointwiseOps",
+    "UnaryKeywords",
+    "pointwise_arity",
+    "pointwise_mode",
+]
+
+
+class UnaryKeywords(TypedDict, total=False):
+    """The keywords of :meth:`PointwiseOps.pointwise` that a one-input shortcut (``relu``,
+    ``exp``, ...) passes on: its fixed keyword list, for ``**kw: Unpack[UnaryKeywords]``."""
+
+    compute_dtype: Any
+    alpha1: float
+    name: str | None
+    out: Tensor | None
+    out_dtype: Any
+
+
+class BinaryKeywords(UnaryKeywords, total=False):
+    """:class:`UnaryKeywords` and ``alpha2``, for the two-input shortcuts (``add``, ``mul``, ...)."""
+
+    alpha2: float
+
 
 # --------------------------------------------------------------------------------------------------
 # Pointwise modes: arity from the enumerator names
@@ -172,39 +200,39 @@ class PointwiseOps(GraphCore):
         return y
 
     # Convenience spellings of common pointwise modes.
-    def add(self, a: Tensor, b: Tensor, **kw: Any) -> Tensor:
+    def add(self, a: Tensor, b: Tensor, **kw: Unpack[BinaryKeywords]) -> Tensor:
         """``a + b`` (``CUDNN_POINTWISE_ADD``); with ``alpha1``/``alpha2``: ``alpha1*a + alpha2*b``."""
         return self.pointwise("ADD", a, b, **kw)
 
-    def sub(self, a: Tensor, b: Tensor, **kw: Any) -> Tensor:
+    def sub(self, a: Tensor, b: Tensor, **kw: Unpack[BinaryKeywords]) -> Tensor:
         """``a - b`` (``CUDNN_POINTWISE_SUB``); keywords as for :meth:`pointwise`."""
         return self.pointwise("SUB", a, b, **kw)
 
-    def mul(self, a: Tensor, b: Tensor, **kw: Any) -> Tensor:
+    def mul(self, a: Tensor, b: Tensor, **kw: Unpack[BinaryKeywords]) -> Tensor:
         """``a * b`` (``CUDNN_POINTWISE_MUL``); keywords as for :meth:`pointwise`."""
         return self.pointwise("MUL", a, b, **kw)
 
-    def div(self, a: Tensor, b: Tensor, **kw: Any) -> Tensor:
+    def div(self, a: Tensor, b: Tensor, **kw: Unpack[BinaryKeywords]) -> Tensor:
         """``a / b`` (``CUDNN_POINTWISE_DIV``); keywords as for :meth:`pointwise`."""
         return self.pointwise("DIV", a, b, **kw)
 
-    def maximum(self, a: Tensor, b: Tensor, **kw: Any) -> Tensor:
+    def maximum(self, a: Tensor, b: Tensor, **kw: Unpack[BinaryKeywords]) -> Tensor:
         """Elementwise maximum (``CUDNN_POINTWISE_MAX``); keywords as for :meth:`pointwise`."""
         return self.pointwise("MAX", a, b, **kw)
 
-    def minimum(self, a: Tensor, b: Tensor, **kw: Any) -> Tensor:
+    def minimum(self, a: Tensor, b: Tensor, **kw: Unpack[BinaryKeywords]) -> Tensor:
         """Elementwise minimum (``CUDNN_POINTWISE_MIN``); keywords as for :meth:`pointwise`."""
         return self.pointwise("MIN", a, b, **kw)
 
-    def pow(self, a: Tensor, b: Tensor, **kw: Any) -> Tensor:
+    def pow(self, a: Tensor, b: Tensor, **kw: Unpack[BinaryKeywords]) -> Tensor:
         """``a ** b`` (``CUDNN_POINTWISE_POW``); keywords as for :meth:`pointwise`."""
         return self.pointwise("POW", a, b, **kw)
 
-    def bias(self, x: Tensor, bias: Tensor, **kw: Any) -> Tensor:
+    def bias(self, x: Tensor, bias: Tensor, **kw: Unpack[BinaryKeywords]) -> Tensor:
         """``x + bias`` with broadcasting (bias ``[1, C, 1, 1]`` for NCHW-logical tensors)."""
         return self.pointwise("ADD", x, bias, **kw)
 
-    def scale(self, x: Tensor, scale: Tensor, **kw: Any) -> Tensor:
+    def scale(self, x: Tensor, scale: Tensor, **kw: Unpack[BinaryKeywords]) -> Tensor:
         """``x * scale`` with broadcasting (a per-channel tensor or a by-value scalar)."""
         return self.pointwise("MUL", x, scale, **kw)
 
@@ -215,7 +243,7 @@ class PointwiseOps(GraphCore):
         lower_clip: float | None = None,
         upper_clip: float | None = None,
         negative_slope: float | None = None,
-        **kw: Any,
+        **kw: Unpack[UnaryKeywords],
     ) -> Tensor:
         """ReLU (``RELU_FWD``), optionally clipped or leaky (``negative_slope``)."""
         return self.pointwise(
@@ -227,65 +255,69 @@ class PointwiseOps(GraphCore):
             **kw,
         )
 
-    def gelu(self, x: Tensor, *, approximate: str = "none", **kw: Any) -> Tensor:
+    def gelu(self, x: Tensor, *, approximate: str = "none", **kw: Unpack[UnaryKeywords]) -> Tensor:
         """GELU (``GELU_FWD``), or its tanh approximation with ``approximate="tanh"``."""
         if approximate not in ("none", "tanh"):
             raise GraphError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
         mode = "GELU_APPROX_TANH_FWD" if approximate == "tanh" else "GELU_FWD"
         return self.pointwise(mode, x, **kw)
 
-    def sigmoid(self, x: Tensor, **kw: Any) -> Tensor:
+    def sigmoid(self, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor:
         """Logistic sigmoid (``CUDNN_POINTWISE_SIGMOID_FWD``); keywords as for :meth:`pointwise`."""
         return self.pointwise("SIGMOID_FWD", x, **kw)
 
-    def tanh(self, x: Tensor, **kw: Any) -> Tensor:
+    def tanh(self, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor:
         """Hyperbolic tangent (``CUDNN_POINTWISE_TANH_FWD``); keywords as for :meth:`pointwise`."""
         return self.pointwise("TANH_FWD", x, **kw)
 
-    def swish(self, x: Tensor, *, beta: float | None = None, **kw: Any) -> Tensor:
+    def swish(self, x: Tensor, *, beta: float | None = None, **kw: Unpack[UnaryKeywords]) -> Tensor:
         """``x * sigmoid(beta * x)`` (``CUDNN_POINTWISE_SWISH_FWD``, ``beta``: ``SWISH_BETA``)."""
         return self.pointwise("SWISH_FWD", x, swish_beta=beta, **kw)
 
-    def elu(self, x: Tensor, *, alpha: float | None = None, **kw: Any) -> Tensor:
+    def elu(self, x: Tensor, *, alpha: float | None = None, **kw: Unpack[UnaryKeywords]) -> Tensor:
         """ELU with ``alpha`` (``CUDNN_POINTWISE_ELU_FWD``, ``ELU_ALPHA``)."""
         return self.pointwise("ELU_FWD", x, elu_alpha=alpha, **kw)
 
-    def softplus(self, x: Tensor, *, beta: float | None = None, **kw: Any) -> Tensor:
+    def softplus(
+        self, x: Tensor, *, beta: float | None = None, **kw: Unpack[UnaryKeywords]
+    ) -> Tensor:
         """``log(1 + exp(beta * x)) / beta`` (``CUDNN_POINTWISE_SOFTPLUS_FWD``, ``SOFTPLUS_BETA``)."""
         return self.pointwise("SOFTPLUS_FWD", x, softplus_beta=beta, **kw)
 
-    def identity(self, x: Tensor, **kw: Any) -> Tensor:
+    def identity(self, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor:
         """A copy, converting the data type when ``out_dtype`` differs (``IDENTITY``)."""
         return self.pointwise("IDENTITY", x, **kw)
 
-    def exp(self, x: Tensor, **kw: Any) -> Tensor:
+    def exp(self, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor:
         """``exp(x)`` (``CUDNN_POINTWISE_EXP``); keywords as for :meth:`pointwise`."""
         return self.pointwise("EXP", x, **kw)
 
-    def log(self, x: Tensor, **kw: Any) -> Tensor:
+    def log(self, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor:
         """Natural logarithm (``CUDNN_POINTWISE_LOG``); keywords as for :meth:`pointwise`."""
         return self.pointwise("LOG", x, **kw)
 
-    def sqrt(self, x: Tensor, **kw: Any) -> Tensor:
+    def sqrt(self, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor:
         """Square root (``CUDNN_POINTWISE_SQRT``); keywords as for :meth:`pointwise`."""
         return self.pointwise("SQRT", x, **kw)
 
-    def rsqrt(self, x: Tensor, **kw: Any) -> Tensor:
+    def rsqrt(self, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor:
         """``1 / sqrt(x)`` (``CUDNN_POINTWISE_RSQRT``); keywords as for :meth:`pointwise`."""
         return self.pointwise("RSQRT", x, **kw)
 
-    def abs(self, x: Tensor, **kw: Any) -> Tensor:
+    def abs(self, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor:
         """Absolute value (``CUDNN_POINTWISE_ABS``); keywords as for :meth:`pointwise`."""
         return self.pointwise("ABS", x, **kw)
 
-    def neg(self, x: Tensor, **kw: Any) -> Tensor:
+    def neg(self, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor:
         """``-x`` (``CUDNN_POINTWISE_NEG``); keywords as for :meth:`pointwise`."""
         return self.pointwise("NEG", x, **kw)
 
-    def reciprocal(self, x: Tensor, **kw: Any) -> Tensor:
+    def reciprocal(self, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor:
         """``1 / x`` (``CUDNN_POINTWISE_RECIPROCAL``); keywords as for :meth:`pointwise`."""
         return self.pointwise("RECIPROCAL", x, **kw)
 
-    def binary_select(self, mask: Tensor, a: Tensor, b: Tensor, **kw: Any) -> Tensor:
+    def binary_select(
+        self, mask: Tensor, a: Tensor, b: Tensor, **kw: Unpack[UnaryKeywords]
+    ) -> Tensor:
         """``mask ? a : b`` elementwise (``BINARY_SELECT``; all three with the same dims)."""
         return self.pointwise("BINARY_SELECT", a, b, mask, **kw)

@@ -8,7 +8,7 @@ import collections
 import ctypes
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from ..tensor._common import _real
 from ..tensor._common import call as _call
 
 _GRAPH = "the graph API (pycudnn.Graph)"
+_T = TypeVar("_T")
 
 
 # -- handle, stream, device ------------------------------------------------------------------
@@ -95,7 +96,7 @@ _local = threading.local()
 _CACHE_SIZE = 64
 
 
-def _cached(kind: str, key: Any, make: Callable[[], Any]) -> Any:
+def _cached(kind: str, key: Any, make: Callable[[], _T]) -> _T:
     cache: collections.OrderedDict[Any, Any] | None = getattr(_local, kind, None)
     if cache is None:
         cache = collections.OrderedDict()

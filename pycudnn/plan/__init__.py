@@ -33,6 +33,7 @@ from .building import build, build_all
 from .cache import PlanCache, default_plan_cache
 from .execution import Plan
 from .heuristics import HEURISTIC_MODES, EngineConfig, KnobInfo, engine_configs, run_heuristics
+from .options import PlanOptions
 from .report import (
     GraphNotSupportedError,
     HeuristicsResult,
@@ -67,6 +68,7 @@ __all__ = [
     "KnobInfo",
     "Plan",
     "PlanCache",
+    "PlanOptions",
     "PlanVersionError",
     "PlanningReport",
     "autotune",

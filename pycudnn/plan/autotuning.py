@@ -9,11 +9,13 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .. import _bindings
 from ..errors import CudnnError, CudnnNotSupportedError
 from ..graph import Graph
 from .building import _cache_key, _not_supported, _plans
 from .cache import PlanCache, _resolve_cache
 from .execution import Plan
+from .options import PlanOptions, takes_plan_options
 from .report import PlanningReport, _check_graph
 from .targets import _target
 from .verifying import check_verify, verify_row
@@ -75,6 +77,7 @@ def _progress(total: int, progress: Any) -> Any:
     return tqdm(total=total, desc="autotune", unit="plan", leave=False)
 
 
+@takes_plan_options
 def autotune(
     graph: Graph,
     tensors: Mapping[Any, Any],
@@ -97,6 +100,7 @@ def autotune(
     sm_count: int | None = None,
     exclude_engines: Iterable[int] | None = None,
     exclude_notes: Iterable[str] | None = None,
+    options: PlanOptions | Mapping[str, Any] | None = None,
 ) -> Plan:
     """Time every candidate plan on the GPU with CUDA events and return the fastest.
 
@@ -218,7 +222,7 @@ def autotune(
     timed = [(r, p) for r, p in results if r.time_ms is not None]
     if not timed:
         raise CudnnNotSupportedError(
-            3000,
+            int(_bindings.cudnnStatus_t.NOT_SUPPORTED),
             "cudnnBackendExecute",
             "every candidate plan failed to execute (or, with verify=True, was wrong): "
             + "; ".join(r.error for r, _ in results),

@@ -29,6 +29,7 @@ from .heuristics import (
     _collect,
     _heur_modes,
 )
+from .options import PlanOptions, takes_plan_options
 from .report import (
     GraphNotSupportedError,
     NoTargetError,
@@ -248,6 +249,7 @@ def _cache_key(
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+@takes_plan_options
 def build_all(
     graph: Graph,
     *,
@@ -264,6 +266,7 @@ def build_all(
     exclude_notes: Iterable[str] | None = None,
     limit: int | None = None,
     verify: bool = False,
+    options: PlanOptions | Mapping[str, Any] | None = None,
 ) -> list[Plan]:
     """Every execution plan that finalizes, in heuristic order (for autotuning or inspection).
 
@@ -321,6 +324,7 @@ def _verified_rest(
     return full, verified(rest, full, first=True)
 
 
+@takes_plan_options
 def build(
     graph: Graph,
     *,
@@ -337,6 +341,7 @@ def build(
     exclude_engines: Iterable[int] | None = None,
     exclude_notes: Iterable[str] | None = None,
     verify: bool = False,
+    options: PlanOptions | Mapping[str, Any] | None = None,
 ) -> Plan:
     """The execution plan for ``graph``: from the plan cache, else the first heuristic config
     (modes ``heuristics`` tried in order) that passes the filters and finalizes.

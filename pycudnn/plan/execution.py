@@ -38,6 +38,7 @@ from .targets import _deserialize_props
 from .variant_pack import VariantPacks, _Handle, _stream_handle, _workspace
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..verification.result import VerifyResult
     from .autotuning import AutotuneResults
 
 __all__ = ["Plan"]
@@ -271,16 +272,33 @@ class Plan(VariantPacks, CudaGraphs):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def verify(self, *, seed: int = 0, **options: Any) -> Any:
+    def verify(
+        self,
+        *,
+        seed: int = 0,
+        max_reference_cost: int | None = None,
+        reference_plan: Plan | None = None,
+        reference_values: Mapping[int, np.ndarray] | None = None,
+    ) -> VerifyResult:
         """Execute the plan (``cudnnBackendExecute``) on seeded inputs and compare every output
         with a reference computed without cuDNN (NumPy; see
-        :func:`pycudnn.verification.verify_plan` for the options).
-        Returns a :class:`~pycudnn.verification.VerifyResult` (also kept as ``verification``).
-        Needs the GPU the plan is for."""
-        from ..verification.run import verify_plan
+        :func:`pycudnn.verification.verify_plan` for the keywords; ``max_reference_cost=None``
+        is its default). Returns a :class:`~pycudnn.verification.VerifyResult` (also kept as
+        ``verification``). Needs the GPU the plan is for."""
+        # Imported on use: verification brings the NumPy reference, which planning never needs.
+        from ..verification.run import DEFAULT_MAX_REFERENCE_COST, verify_plan
 
-        self.verification = verify_plan(self, seed=seed, **options)
-        return self.verification
+        result = verify_plan(
+            self,
+            seed=seed,
+            max_reference_cost=(
+                DEFAULT_MAX_REFERENCE_COST if max_reference_cost is None else max_reference_cost
+            ),
+            reference_plan=reference_plan,
+            reference_values=reference_values,
+        )
+        self.verification = result
+        return result
 
     # -- serialization -----------------------------------------------------------------------
     def to_json(self) -> str:
@@ -404,10 +422,18 @@ class Plan(VariantPacks, CudaGraphs):
             raise
 
     @classmethod
-    def load(cls, source: str | os.PathLike[str], **options: Any) -> Plan:
-        """:meth:`from_json` from a file path (or a JSON text)."""
+    def load(
+        cls,
+        source: str | os.PathLike[str],
+        *,
+        graph: Graph | None = None,
+        device_properties: DeviceProperties | None = None,
+        device: Any = None,
+    ) -> Plan:
+        """:meth:`from_json` from a file path (or a JSON text), with its keywords."""
+        target = {"graph": graph, "device_properties": device_properties, "device": device}
         if isinstance(source, str) and source.lstrip().startswith("{"):
-            return cls.from_json(source, **options)
+            return cls.from_json(source, **target)
         from .._shared.files import read_text
 
         try:
@@ -419,7 +445,7 @@ class Plan(VariantPacks, CudaGraphs):
                 f"cannot read a plan from {os.fspath(source)!r}: it is not UTF-8 text ({exc}), so "
                 "not a cuDNN execution-plan JSON"
             ) from None
-        return cls.from_json(text, **options)
+        return cls.from_json(text, **target)
 
     # -- execution ---------------------------------------------------------------------------
     def _check_open(self) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from .. import _bindings, known_bad
@@ -17,6 +17,7 @@ from ..errors import CudnnError, UnsupportedByLibraryError
 from ..graph import Graph
 from ..graph.rewrites import Variant as _Variant
 from .exclusions import exclusion_reason, normalize_exclusions
+from .options import PlanOptions, takes_plan_options
 from .report import HeuristicsResult, PlanningReport, _capture, _check_graph
 from .serialization import _version
 from .targets import _Target, _target
@@ -475,6 +476,7 @@ def _unique(configs: list[EngineConfig]) -> Iterator[EngineConfig]:
         yield cfg
 
 
+@takes_plan_options
 def engine_configs(
     graph: Graph,
     *,
@@ -489,6 +491,7 @@ def engine_configs(
     allow_known_bad: bool = False,
     exclude_engines: Iterable[int] | None = None,
     exclude_notes: Iterable[str] | None = None,
+    options: PlanOptions | Mapping[str, Any] | None = None,
 ) -> list[EngineConfig]:
     """Engine configs from the heuristic ``heuristics`` (a mode or a list tried in order), filtered.
 

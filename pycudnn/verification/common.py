@@ -11,7 +11,7 @@ __all__ = ["NoReferenceError", "is_float"]
 
 def is_float(dtype: Any) -> bool:
     """A floating-point type, ml_dtypes' ones included (bfloat16's NumPy kind is "V", not "f")."""
-    dt = np.dtype(dtype)
+    dt: np.dtype[Any] = np.dtype(dtype)
     return dt.kind == "f" or dt.name.startswith(("bfloat", "float"))
 
 

@@ -1,0 +1,123 @@
+"""PlanOptions: the planning filters as one object, taken by every planning entry point."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import pycudnn
+from pycudnn import Graph, plan
+from pycudnn.deviceprops import DeviceProperties
+from pycudnn.plan import PlanOptions
+from pycudnn.plan.options import PLAN_FILTERS
+
+MODES = ("a", "b", "fallback")
+
+ENTRY_POINTS = [
+    plan.engine_configs,
+    plan.build,
+    plan.build_all,
+    plan.autotune,
+    Graph.engine_configs,
+    Graph.build,
+    Graph.build_all,
+    Graph.autotune,
+]
+
+
+def conv_graph() -> Graph:
+    g = Graph("conv_options")
+    x = g.tensor([1, 32, 16, 16], fmt="NHWC", dtype="float16", name="x")
+    w = g.tensor([32, 32, 3, 3], fmt="NHWC", dtype="float16", name="w")
+    g.conv_fprop(x, w, padding=1, name="conv")
+    return g
+
+
+@pytest.fixture(scope="module")
+def props(deviceprops_json: dict[str, Any]) -> DeviceProperties:
+    return DeviceProperties.from_json(deviceprops_json)
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS, ids=lambda f: f.__qualname__)
+def test_every_entry_point_takes_the_filters_and_options(entry: Callable[..., Any]) -> None:
+    params = inspect.signature(entry).parameters
+    assert set(PLAN_FILTERS) <= set(params)
+    assert params["options"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert params["options"].default is None
+    assert pycudnn.PlanOptions is PlanOptions
+
+
+def _ids(configs: list[Any]) -> list[Any]:
+    return [c.identity for c in configs]
+
+
+@pytest.mark.usefixtures("libcuda")
+def test_options_object_mapping_and_keywords_select_the_same_configs(
+    props: DeviceProperties,
+) -> None:
+    g = conv_graph()
+    every = plan.engine_configs(g, heuristics=MODES, device_properties=props)
+    first = every[0].engine_id
+    keywords = plan.engine_configs(
+        g, heuristics=MODES, device_properties=props, exclude_engines=[first]
+    )
+    expected = [c.identity for c in every if c.engine_id != first]
+    assert _ids(keywords) == expected
+    opts = PlanOptions(heuristics=MODES, exclude_engines=[first])
+    assert _ids(plan.engine_configs(g, device_properties=props, options=opts)) == expected
+    assert _ids(g.engine_configs(device_properties=props, options=opts)) == expected
+    as_dict = {"heuristics": MODES, "exclude_engines": [first]}
+    assert _ids(g.engine_configs(device_properties=props, options=as_dict)) == expected
+
+
+@pytest.mark.usefixtures("libcuda")
+def test_a_keyword_overrides_the_options_field(props: DeviceProperties) -> None:
+    g = conv_graph()
+    every = plan.engine_configs(g, heuristics=MODES, device_properties=props)
+    opts = PlanOptions(heuristics=MODES, exclude_engines=[every[0].engine_id])
+    # exclude_engines=None given in the call wins over the options' exclusion
+    both = g.engine_configs(device_properties=props, options=opts, exclude_engines=None)
+    assert _ids(both) == _ids(every)
+    # heuristics left None in the options: the entry point's own default modes
+    default = plan.engine_configs(g, device_properties=props)
+    assert _ids(g.engine_configs(device_properties=props, options=PlanOptions())) == _ids(default)
+
+
+@pytest.mark.usefixtures("libcuda")
+def test_options_and_keywords_share_the_plan_cache_entry(props: DeviceProperties) -> None:
+    g = conv_graph()
+    pc = plan.PlanCache()
+    by_keywords = g.build(device_properties=props, cache=pc, deterministic=True)
+    by_options = plan.build(g, device_properties=props, cache=pc, options={"deterministic": True})
+    assert by_options is by_keywords
+    other = g.build(device_properties=props, cache=pc, options=PlanOptions(max_workspace=0))
+    assert other is not by_keywords
+
+
+def test_options_are_checked_with_the_keywords_errors() -> None:
+    g = conv_graph()
+    with pytest.raises(TypeError, match=r"unknown planning option 'determinstic'.*'deterministic'"):
+        plan.engine_configs(g, options={"determinstic": True})
+    with pytest.raises(TypeError, match="options must be a PlanOptions or a mapping"):
+        g.build(options=["deterministic"])
+    with pytest.raises(ValueError, match="max_workspace must be a non-negative int"):
+        g.engine_configs(options=PlanOptions(max_workspace=-1))
+    with pytest.raises(TypeError, match="deterministic must be a bool"):
+        plan.build_all(g, options=PlanOptions(deterministic="yes"))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown note 'fast'"):
+        g.engine_configs(options=PlanOptions(exclude_notes=["fast"]))
+
+
+def test_options_are_frozen_and_keep_no_reference_to_a_callers_list() -> None:
+    notes = ["TENSOR_CORE"]
+    opts = PlanOptions(exclude_notes=notes)
+    notes.append("DOWN_CONVERT_INPUTS")
+    assert opts.exclude_notes == ("TENSOR_CORE",)
+    with pytest.raises(AttributeError):
+        opts.deterministic = True  # type: ignore[misc]
+    assert hash(opts) == hash(PlanOptions(exclude_notes=("TENSOR_CORE",)))
+    assert "heuristics" not in opts.keywords()
+    assert PlanOptions.of(opts) is opts
