@@ -14,8 +14,8 @@ from .. import known_bad
 from ..backend import BackendDescriptor
 from ..deviceprops import DeviceProperties, _error_lines
 from ..errors import CudnnError
-from ..graph import Graph, rewrites
-from ..graph.rewrites import Variant as _Variant
+from ..opgraph import OperationGraph, rewrites
+from ..opgraph.rewrites import Variant as _Variant
 from .cache import PlanCache, _resolve_cache
 from .exclusions import normalize_exclusions
 from .execution import Plan
@@ -50,7 +50,7 @@ _log = logging.getLogger("pycudnn")
 # --------------------------------------------------------------------------------------------------
 
 
-def _finalize_plan(cfg: EngineConfig, target: _Target, graph: Graph) -> Plan:
+def _finalize_plan(cfg: EngineConfig, target: _Target, graph: OperationGraph) -> Plan:
     desc = BackendDescriptor("EXECUTION_PLAN")
     try:
         desc.set("EXECUTION_PLAN_ENGINE_CONFIG", cfg.descriptor)
@@ -71,7 +71,7 @@ def _finalize_plan(cfg: EngineConfig, target: _Target, graph: Graph) -> Plan:
 
 
 def _plans(
-    graph: Graph,
+    graph: OperationGraph,
     target: _Target,
     options: dict[str, Any],
     report: PlanningReport,
@@ -119,7 +119,7 @@ def _plans(
 
 
 def _plans_for(
-    graph: Graph,
+    graph: OperationGraph,
     target: _Target,
     *,
     heuristics: Any,
@@ -168,7 +168,7 @@ def _plans_for(
     return plans
 
 
-def _not_supported(graph: Graph, report: PlanningReport) -> GraphNotSupportedError:
+def _not_supported(graph: OperationGraph, report: PlanningReport) -> GraphNotSupportedError:
     for entry in dict.fromkeys(report.known_bad):
         if entry.advice and entry.advice not in report.advice:
             report.advice.append(entry.advice)
@@ -207,7 +207,7 @@ def _failed_step(report: PlanningReport) -> tuple[str, str]:
 
 
 def _cache_key(
-    graph: Graph,
+    graph: OperationGraph,
     target: _Target,
     options: Mapping[str, Any],
     *,
@@ -249,7 +249,7 @@ def _cache_key(
 
 
 def build_all(
-    graph: Graph,
+    graph: OperationGraph,
     *,
     heuristics: Any = DEFAULT_HEURISTICS,
     device_properties: DeviceProperties | None = None,
@@ -301,7 +301,7 @@ def build_all(
 
 
 def _verified_rest(
-    graph: Graph,
+    graph: OperationGraph,
     target: _Target,
     options: Mapping[str, Any],
     report: PlanningReport,
@@ -322,7 +322,7 @@ def _verified_rest(
 
 
 def build(
-    graph: Graph,
+    graph: OperationGraph,
     *,
     heuristics: Any = DEFAULT_HEURISTICS,
     device_properties: DeviceProperties | None = None,
@@ -346,7 +346,7 @@ def build(
     :class:`PlanCache` (memory and, if it has a directory, disk), or False (no caching).
     Filters as in :func:`engine_configs` (engines in the known-bad table are dropped unless
     ``allow_known_bad``), and those named by ``exclude_engines``/``exclude_notes``. When the
-    graph as described has no engine, equivalent descriptions cuDNN has engines for are tried (:mod:`pycudnn.graph.rewrites`; ``plan.rewrite`` says which). The
+    graph as described has no engine, equivalent descriptions cuDNN has engines for are tried (:mod:`pycudnn.opgraph.rewrites`; ``plan.rewrite`` says which). The
     plan's ``report`` is the :class:`PlanningReport`. Raises :class:`GraphNotSupportedError` with
     the modes tried, the configs each returned, what was excluded and why, cuDNN's own
     explanation and what would work instead, when no plan can be built (its ``function`` is the

@@ -13,7 +13,7 @@ from typing import Any
 
 from .._plan_json import parse_json_for_cudnn
 from ..errors import CudnnError
-from ..graph import Graph
+from ..opgraph import OperationGraph
 from .execution import Plan
 from .report import PlanVersionError
 from .serialization import _version, _version_text
@@ -75,7 +75,7 @@ class PlanCache:
     def _memory_key(key: str, target: _Target) -> str:
         return f"{key}@{target.device_id}"
 
-    def _lookup(self, key: str, graph: Graph, target: _Target) -> Plan | None:
+    def _lookup(self, key: str, graph: OperationGraph, target: _Target) -> Plan | None:
         mkey = self._memory_key(key, target)
         with self._lock:
             plan = self._plans.get(mkey)
@@ -95,7 +95,7 @@ class PlanCache:
         self.stats["misses"] += 1
         return None
 
-    def _load_file(self, path: Path, graph: Graph, target: _Target) -> Plan | None:
+    def _load_file(self, path: Path, graph: OperationGraph, target: _Target) -> Plan | None:
         try:
             text = path.read_text(encoding="utf-8")
             data = parse_json_for_cudnn(text, "the file")

@@ -11,10 +11,11 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from .. import verification
 from .._lib import LIB, check
 from .._plan_json import parse_json_for_cudnn
 from .._shared.arrays import as_array_view, describe_array
@@ -22,7 +23,8 @@ from .._shared.resource import ClosedError
 from ..backend import BackendDescriptor, check_plan_json
 from ..deviceprops import DeviceProperties, _error_lines
 from ..errors import CudnnError
-from ..graph import Graph, Tensor
+from ..opgraph import OperationGraph, Tensor
+from .autotune_results import AutotuneResults
 from .cuda_graph import CudaGraphs
 from .heuristics import EngineConfig
 from .report import PlanningReport, PlanVersionError, _capture
@@ -36,9 +38,6 @@ from .serialization import (
 from .slots import _Slot, _slots_from_graph, _slots_from_json
 from .targets import _deserialize_props
 from .variant_pack import VariantPacks, _Handle, _stream_handle, _workspace
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .autotuning import AutotuneResults
 
 __all__ = ["Plan"]
 
@@ -61,7 +60,7 @@ class Plan(VariantPacks, CudaGraphs):
         self,
         descriptor: BackendDescriptor,
         *,
-        graph: Graph | None,
+        graph: OperationGraph | None,
         config: EngineConfig | None = None,
         device_properties: DeviceProperties | None = None,
         device_id: int | None = None,
@@ -240,7 +239,7 @@ class Plan(VariantPacks, CudaGraphs):
         if self._owns_descriptor:
             self._desc.close()
 
-    def _for_graph(self, graph: Graph) -> Plan:
+    def _for_graph(self, graph: OperationGraph) -> Plan:
         """This plan for another graph object with the same structure (a plan-cache hit): shares
         the execution plan, maps the other graph's tensors. Closing the original closes both."""
         view = Plan(
@@ -277,9 +276,7 @@ class Plan(VariantPacks, CudaGraphs):
         :func:`pycudnn.verification.verify_plan` for the options).
         Returns a :class:`~pycudnn.verification.VerifyResult` (also kept as ``verification``).
         Needs the GPU the plan is for."""
-        from ..verification.run import verify_plan
-
-        self.verification = verify_plan(self, seed=seed, **options)
+        self.verification = verification.verify_plan(self, seed=seed, **options)
         return self.verification
 
     # -- serialization -----------------------------------------------------------------------
@@ -305,7 +302,7 @@ class Plan(VariantPacks, CudaGraphs):
         cls,
         source: str | bytes | Mapping[str, Any],
         *,
-        graph: Graph | None = None,
+        graph: OperationGraph | None = None,
         device_properties: DeviceProperties | None = None,
         device: Any = None,
     ) -> Plan:
@@ -347,7 +344,7 @@ class Plan(VariantPacks, CudaGraphs):
         graph_key = data.pop(GRAPH_KEY_FIELD, None)  # ours, not cuDNN's: it is not handed on
         check_plan_json(data)  # before cuDNN sees it: some malformed plans crash it
         if graph is not None:
-            if not isinstance(graph, Graph):
+            if not isinstance(graph, OperationGraph):
                 raise TypeError(f"graph must be a pycudnn.Graph, not {type(graph).__name__}")
             rewrite = _check_json_matches_graph(data, graph)
             if graph_key is not None:

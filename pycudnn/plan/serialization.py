@@ -7,9 +7,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from ..graph import Graph, Tensor, attention_lowering, rewrites
-from ..graph.attention_lowering import in_subgraph_only
-from ..graph.common import _cudnn_dtype
+from ..opgraph import OperationGraph, Tensor, attention_lowering, rewrites
+from ..opgraph.attention_lowering import in_subgraph_only
+from ..opgraph.common import _cudnn_dtype
 
 __all__ = []
 
@@ -20,7 +20,7 @@ GRAPH_KEY_FIELD = "pycudnnGraphKey"
 _log = logging.getLogger("pycudnn")
 
 
-def _check_graph_key(written: Any, graph: Graph) -> None:
+def _check_graph_key(written: Any, graph: OperationGraph) -> None:
     """Refuse a plan saved for a graph whose key differs from ``graph``'s. The key covers what
     the comparison of tensors and operations below cannot read back from cuDNN's JSON (a
     convolution's padding, stride and dilation, a pointwise alpha): a plan for padding 2 has the
@@ -35,9 +35,9 @@ def _check_graph_key(written: Any, graph: Graph) -> None:
         )
 
 
-def _check_json_matches_graph(data: Mapping[str, Any], graph: Graph) -> str:
+def _check_json_matches_graph(data: Mapping[str, Any], graph: OperationGraph) -> str:
     """Check that a plan JSON was built for ``graph`` (as described, or as one of its equivalent
-    descriptions from :mod:`pycudnn.graph.rewrites`); returns the rewrite's note ("" for none).
+    descriptions from :mod:`pycudnn.opgraph.rewrites`); returns the rewrite's note ("" for none).
     A plan saved by this library also carries its graph's key, which must be ``graph``'s."""
     graph._resolve()  # decides the dtypes and kinds of intermediates, compared below
     by_uid = {}
@@ -119,7 +119,7 @@ def _node_uids(node: Mapping[str, Any]) -> set[int]:
     return uids
 
 
-def _check_nodes(data: Mapping[str, Any], graph: Graph) -> None:
+def _check_nodes(data: Mapping[str, Any], graph: OperationGraph) -> None:
     """Refuse a plan whose operations are not the graph's: same tensors, other operations (a
     pointwise ADD plan for a MUL graph computes wrong numbers without any error).
 
