@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .graph import Graph
+    from .opgraph import OperationGraph
 
 __all__ = [
     "ENV_VAR",
@@ -206,7 +206,7 @@ class KnownBadEngine:
         """Whether the entry covers cuDNN ``version`` (as ``cudnnGetVersion`` reports it)."""
         return self.cudnn_min <= version and (self.cudnn_max is None or version <= self.cudnn_max)
 
-    def applies_to(self, graph: Graph) -> bool:
+    def applies_to(self, graph: OperationGraph) -> bool:
         """Does ``graph`` have an operation of this kind with an operand in one of the layouts
         and one of the data types of this entry?"""
         from ._shared.dtypes import dtype_name
@@ -379,7 +379,7 @@ def table() -> list[KnownBadEngine]:
     return [*_shipped(), *(_user(extra) if extra else ())]
 
 
-def exclusions_for(graph: Graph, version: int) -> list[KnownBadEngine]:
+def exclusions_for(graph: OperationGraph, version: int) -> list[KnownBadEngine]:
     """The entries that apply to ``graph`` under cuDNN ``version`` (e.g. 91900)."""
     return [e for e in table() if e.applies_to_version(version) and e.applies_to(graph)]
 

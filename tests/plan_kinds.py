@@ -153,7 +153,7 @@ def reduction(g: Graph) -> None:
 
 
 def reduction_rewritten(g: Graph) -> None:
-    # planned as an equivalent channels-last description (pycudnn.graph.rewrites)
+    # planned as an equivalent channels-last description (pycudnn.opgraph.rewrites)
     g.reduction(g.tensor([8, 64, 32], dtype="float32", name="x"), out_dims=[1, 1, 32])
 
 

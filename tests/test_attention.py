@@ -17,7 +17,7 @@ import pytest
 import pycudnn
 from pycudnn._shared.ffi import UnsupportedByLibraryError
 from pycudnn.graph import Graph, GraphError, Tensor
-from pycudnn.graph import attention as attention_module
+from pycudnn.opgraph import attention as attention_module
 from pycudnn.plan import GraphNotSupportedError
 
 # The cuDNN each SDPA feature needs, in the order the graph checks them: the headers' @since and

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pycudnn import Graph
-from pycudnn.graph.pointwise import BinaryKeywords, PointwiseOps, UnaryKeywords
+from pycudnn.opgraph.pointwise import BinaryKeywords, PointwiseOps, UnaryKeywords
 from pycudnn.plan import Plan
 from pycudnn.verification import verify_plan
 from pycutensor.operation import Operation

@@ -1,10 +1,11 @@
-"""The packages' module-level imports point one way: no module imports, directly or through
-others, a module that imports it back.
+"""The packages' imports point one way: no module imports, directly or through others, a module
+that imports it back, counting every import: at module level, inside functions, and under
+``if TYPE_CHECKING:`` (a type-only import is still a dependency a reader has to follow).
 
-Module level means what runs when a module is imported (``if TYPE_CHECKING:`` blocks excluded).
-Imports inside functions are how a lower layer offers a convenience that lives higher up (for
-example ``Graph.build`` calls :mod:`pycudnn.plan`, which imports the graph): they are allowed only
-where listed in ``DEFERRED_UPWARD`` below, so that a new one is a decision, not an accident.
+pycudnn's layers, lowest first: ``opgraph`` describes a graph, ``verification``'s checks take the
+plans they are given, ``plan`` plans and executes a described graph, ``graph.Graph`` joins a
+description and its planning entry points, and the suite, the CLIs and the smoke demo sit on top.
+Where a lower module needs a higher one's object it names what it reads as a ``Protocol``.
 """
 
 from __future__ import annotations
@@ -15,15 +16,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-
-#: (importing module, imported module) pairs allowed as function-level imports pointing back up.
-DEFERRED_UPWARD = {
-    ("pycudnn.graph.graph", "pycudnn.plan"),  # Graph.build, build_all, autotune, heuristics, ...
-    ("pycudnn.graph.descriptors", "pycudnn.graph.lowering"),  # Graph.finalize builds them
-    # verification plans a reference from another engine (planning imports verification to
-    # check the plans it builds)
-    ("pycudnn.verification.run", "pycudnn.plan"),
-}
 
 
 def _module_name(path: Path) -> str:
@@ -51,18 +43,22 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def imports(package: str) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-    """Module-level and function-level imports between the modules of ``package``."""
+def imports(
+    package: str,
+) -> tuple[dict[str, set[str]], dict[str, set[str]], dict[str, set[str]]]:
+    """Module-level, function-level and type-only imports between the modules of ``package``."""
     files = sorted((ROOT / package).rglob("*.py"))
     modules = {_module_name(p): p for p in files}
     top: dict[str, set[str]] = {m: set() for m in modules}
     deferred: dict[str, set[str]] = {m: set() for m in modules}
+    typing: dict[str, set[str]] = {m: set() for m in modules}
 
     def visit(
         module: str, is_package: bool, body: list[ast.stmt], level: dict[str, set[str]]
     ) -> None:
         for node in body:
             if isinstance(node, ast.If) and _is_type_checking(node):
+                visit(module, is_package, node.body, typing)
                 visit(module, is_package, node.orelse, level)
                 continue
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
@@ -94,7 +90,7 @@ def imports(package: str) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         own = {".".join(module.split(".")[:i]) for i in range(1, module.count(".") + 2)}
         visit(module, path.name == "__init__.py", tree.body, top)
-    return top, deferred
+    return top, deferred, typing
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -132,24 +128,19 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+def _union(*graphs: dict[str, set[str]]) -> dict[str, set[str]]:
+    return {m: set().union(*(g[m] for g in graphs)) for m in graphs[0]}
+
+
 @pytest.mark.parametrize("package", ["pycudnn", "pycutensor"])
 def test_module_level_imports_have_no_cycle(package: str) -> None:
-    top, _ = imports(package)
+    top, _, _ = imports(package)
     assert cycles(top) == []
 
 
 @pytest.mark.parametrize("package", ["pycudnn", "pycutensor"])
-def test_function_level_imports_point_back_up_only_where_listed(package: str) -> None:
-    top, deferred = imports(package)
-    unlisted = []
-    for module, targets in deferred.items():
-        for target in targets:
-            graph = {m: set(t) for m, t in top.items()}
-            graph[module].add(target)
-            closes_a_cycle = any(module in c and target in c for c in cycles(graph))
-            if closes_a_cycle and (module, target) not in DEFERRED_UPWARD:
-                unlisted.append((module, target))
-    assert unlisted == []
+def test_no_cycle_counting_function_level_and_type_only_imports(package: str) -> None:
+    assert cycles(_union(*imports(package))) == []
 
 
 def test_the_checker_sees_a_cycle() -> None:
@@ -161,13 +152,14 @@ def test_the_checker_sees_a_cycle() -> None:
 
 
 def test_the_reader_sees_the_packages() -> None:
-    top, deferred = imports("pycutensor")
+    top, deferred, typing = imports("pycutensor")
     assert "pycutensor.operation" in top["pycutensor.plan"]
     assert "pycutensor.plan" in top["pycutensor.operations._common"]
     assert "pycutensor.operations" in deferred["pycutensor.smoke"]  # a function-level import
-    top, deferred = imports("pycudnn")
-    assert "pycudnn.plan" in deferred["pycudnn.graph.graph"]  # Graph.build
-    assert "pycudnn.graph" in top["pycudnn.plan.building"]
+    top, deferred, typing = imports("pycudnn")
+    assert "pycudnn.plan" in top["pycudnn.graph.graph"]  # Graph.build
+    assert "pycudnn.opgraph" in top["pycudnn.plan.building"]
+    assert "pycudnn.deviceprops" in typing["pycudnn.graph.graph"]
 
 
 def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
@@ -190,14 +182,18 @@ def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
         ("pycutensor.preference", "pycutensor.plan"),
         ("pycutensor.plan", "pycutensor.operations"),
         ("pycutensor.handle", "pycutensor.preference"),
-        # pycudnn (docs/design.md): planning imports the graph; deviceprops builds on backend
-        ("pycudnn.graph", "pycudnn.plan.building"),
-        ("pycudnn.graph.core", "pycudnn.graph.convolution"),
+        # pycudnn (docs/design.md): planning imports the described graph, the public Graph
+        # imports planning, planning calls verification; deviceprops builds on backend
+        ("pycudnn.opgraph", "pycudnn.plan.building"),
+        ("pycudnn.plan", "pycudnn.graph.graph"),
+        ("pycudnn.verification.run", "pycudnn.plan.execution"),
+        ("pycudnn.plan", "pycudnn.verification.suite"),
+        ("pycudnn.opgraph.core", "pycudnn.opgraph.convolution"),
         ("pycudnn.backend", "pycudnn.deviceprops"),
         ("pycudnn._lib", "pycudnn.backend"),
     ],
 )
 def test_layers_point_one_way(lower: str, upper: str) -> None:
-    top, deferred = imports(upper.split(".")[0])
-    assert lower in _reachable({m: top[m] | deferred[m] for m in top}, upper)
-    assert upper not in _reachable(top, lower)
+    every = _union(*imports(upper.split(".")[0]))
+    assert lower in _reachable(every, upper)
+    assert upper not in _reachable(every, lower)

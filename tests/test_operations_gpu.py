@@ -36,7 +36,7 @@ def _device_array() -> Any:
 def needs(*descriptors: str) -> None:
     """Skip when the loaded cuDNN predates a kind (the method would refuse it, naming the version)."""
     import pycudnn
-    from pycudnn.graph.kinds import kind_since
+    from pycudnn.opgraph.kinds import kind_since
 
     for d in descriptors:
         since = kind_since(d)

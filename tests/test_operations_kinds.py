@@ -19,8 +19,8 @@ from versioned import skip_unless_cudnn
 import pycudnn
 from pycudnn.deviceprops import DeviceProperties
 from pycudnn.graph import Graph, GraphError
-from pycudnn.graph.kinds import kind_since, require_kind
-from pycudnn.graph.lowering_extra import EXTRA_KINDS
+from pycudnn.opgraph.kinds import kind_since, require_kind
+from pycudnn.opgraph.lowering_extra import EXTRA_KINDS
 from pycudnn.plan import GraphNotSupportedError
 
 pytestmark = pytest.mark.usefixtures("libcuda")

@@ -18,7 +18,8 @@ import pytest
 
 import pycudnn
 from pycudnn import known_bad
-from pycudnn.graph import Graph, rewrites
+from pycudnn.graph import Graph
+from pycudnn.opgraph import rewrites
 from pycudnn.plan import GraphNotSupportedError, Plan
 
 # Whether deviceless planning for the H100 builds engine 70 for fp16 weight gradients with an fp32

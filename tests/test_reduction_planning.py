@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import pycudnn
-from pycudnn.graph import Graph, rewrites
+from pycudnn.graph import Graph
+from pycudnn.opgraph import rewrites
 from pycudnn.plan import GraphNotSupportedError
 
 

@@ -35,12 +35,20 @@ same cuDNN object): build another one.
 
 from __future__ import annotations
 
-from .common import MAX_RANK, MIN_RANK, GraphError
+from ..opgraph import (
+    CURRENT_GPU,
+    MAX_RANK,
+    MIN_RANK,
+    POINTWISE_ARITY,
+    GraphError,
+    Operation,
+    OperationGraph,
+    Tensor,
+    pointwise_arity,
+    pointwise_mode,
+    reduction_operator,
+)
 from .graph import Graph
-from .pointwise import POINTWISE_ARITY, pointwise_arity, pointwise_mode
-from .reduction import reduction_operator
-from .targets import CURRENT_GPU
-from .tensors import Operation, Tensor
 
 __all__ = [
     "CURRENT_GPU",
@@ -50,6 +58,7 @@ __all__ = [
     "Graph",
     "GraphError",
     "Operation",
+    "OperationGraph",
     "Tensor",
     "pointwise_arity",
     "pointwise_mode",

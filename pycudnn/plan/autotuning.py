@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import statistics
 import time
@@ -11,7 +10,8 @@ from typing import Any
 
 from .. import _bindings
 from ..errors import CudnnError, CudnnNotSupportedError
-from ..graph import Graph
+from ..opgraph import OperationGraph
+from .autotune_results import AutotuneResult, AutotuneResults
 from .building import _cache_key, _not_supported, _plans
 from .cache import PlanCache, _resolve_cache
 from .execution import Plan
@@ -30,40 +30,6 @@ _log = logging.getLogger("pycudnn")
 # --------------------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass
-class AutotuneResult:
-    """One timed candidate."""
-
-    engine_id: int | None
-    knobs: dict[str, int]
-    notes: tuple[str, ...]
-    workspace_size: int
-    time_ms: float | None  # median of the repeats; None when the candidate failed
-    times_ms: list[float] = dataclasses.field(default_factory=list)
-    error: str = ""
-
-
-class AutotuneResults(list[AutotuneResult]):
-    """The autotuning table, fastest first; ``print()`` it for a readable version."""
-
-    def __str__(self) -> str:
-        header = f"{'#':>3} {'engine':>6} {'median ms':>10} {'workspace':>10}  knobs / notes"
-        lines = [header, "-" * len(header)]
-        for i, r in enumerate(self):
-            t = f"{r.time_ms:10.4f}" if r.time_ms is not None else f"{'failed':>10}"
-            knobs = ",".join(f"{k}={v}" for k, v in r.knobs.items())
-            extra = r.error or " ".join(r.notes)
-            lines.append(
-                f"{i:>3} {r.engine_id!s:>6} {t} {r.workspace_size:>10}  {knobs} {extra}".rstrip()
-            )
-        return "\n".join(lines)
-
-    @property
-    def best(self) -> AutotuneResult | None:
-        """The fastest result that ran, or None when none did."""
-        return self[0] if self and self[0].time_ms is not None else None
-
-
 _PROGRESS_MIN_CANDIDATES = 16
 
 
@@ -79,7 +45,7 @@ def _progress(total: int, progress: Any) -> Any:
 
 @takes_plan_options
 def autotune(
-    graph: Graph,
+    graph: OperationGraph,
     tensors: Mapping[Any, Any],
     *,
     heuristics: Any = ("a", "b", "fallback"),

@@ -14,8 +14,8 @@ from .. import known_bad
 from ..backend import BackendDescriptor
 from ..deviceprops import DeviceProperties, _error_lines
 from ..errors import CudnnError
-from ..graph import Graph, rewrites
-from ..graph.rewrites import Variant as _Variant
+from ..opgraph import OperationGraph, rewrites
+from ..opgraph.rewrites import Variant as _Variant
 from .cache import PlanCache, _resolve_cache
 from .exclusions import normalize_exclusions
 from .execution import Plan
@@ -51,7 +51,7 @@ _log = logging.getLogger("pycudnn")
 # --------------------------------------------------------------------------------------------------
 
 
-def _finalize_plan(cfg: EngineConfig, target: _Target, graph: Graph) -> Plan:
+def _finalize_plan(cfg: EngineConfig, target: _Target, graph: OperationGraph) -> Plan:
     desc = BackendDescriptor("EXECUTION_PLAN")
     try:
         desc.set("EXECUTION_PLAN_ENGINE_CONFIG", cfg.descriptor)
@@ -72,7 +72,7 @@ def _finalize_plan(cfg: EngineConfig, target: _Target, graph: Graph) -> Plan:
 
 
 def _plans(
-    graph: Graph,
+    graph: OperationGraph,
     target: _Target,
     options: dict[str, Any],
     report: PlanningReport,
@@ -120,7 +120,7 @@ def _plans(
 
 
 def _plans_for(
-    graph: Graph,
+    graph: OperationGraph,
     target: _Target,
     *,
     heuristics: Any,
@@ -169,7 +169,7 @@ def _plans_for(
     return plans
 
 
-def _not_supported(graph: Graph, report: PlanningReport) -> GraphNotSupportedError:
+def _not_supported(graph: OperationGraph, report: PlanningReport) -> GraphNotSupportedError:
     for entry in dict.fromkeys(report.known_bad):
         if entry.advice and entry.advice not in report.advice:
             report.advice.append(entry.advice)
@@ -208,7 +208,7 @@ def _failed_step(report: PlanningReport) -> tuple[str, str]:
 
 
 def _cache_key(
-    graph: Graph,
+    graph: OperationGraph,
     target: _Target,
     options: Mapping[str, Any],
     *,
@@ -251,7 +251,7 @@ def _cache_key(
 
 @takes_plan_options
 def build_all(
-    graph: Graph,
+    graph: OperationGraph,
     *,
     heuristics: Any = DEFAULT_HEURISTICS,
     device_properties: DeviceProperties | None = None,
@@ -304,7 +304,7 @@ def build_all(
 
 
 def _verified_rest(
-    graph: Graph,
+    graph: OperationGraph,
     target: _Target,
     options: Mapping[str, Any],
     report: PlanningReport,
@@ -326,7 +326,7 @@ def _verified_rest(
 
 @takes_plan_options
 def build(
-    graph: Graph,
+    graph: OperationGraph,
     *,
     heuristics: Any = DEFAULT_HEURISTICS,
     device_properties: DeviceProperties | None = None,
@@ -351,7 +351,7 @@ def build(
     :class:`PlanCache` (memory and, if it has a directory, disk), or False (no caching).
     Filters as in :func:`engine_configs` (engines in the known-bad table are dropped unless
     ``allow_known_bad``), and those named by ``exclude_engines``/``exclude_notes``. When the
-    graph as described has no engine, equivalent descriptions cuDNN has engines for are tried (:mod:`pycudnn.graph.rewrites`; ``plan.rewrite`` says which). The
+    graph as described has no engine, equivalent descriptions cuDNN has engines for are tried (:mod:`pycudnn.opgraph.rewrites`; ``plan.rewrite`` says which). The
     plan's ``report`` is the :class:`PlanningReport`. Raises :class:`GraphNotSupportedError` with
     the modes tried, the configs each returned, what was excluded and why, cuDNN's own
     explanation and what would work instead, when no plan can be built (its ``function`` is the

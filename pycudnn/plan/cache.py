@@ -13,7 +13,7 @@ from .._plan_json import parse_json_for_cudnn
 from .._shared import files
 from .._shared.forksafe import fork_safe_lock
 from ..errors import CudnnError
-from ..graph import Graph
+from ..opgraph import OperationGraph
 from .execution import Plan
 from .report import PlanVersionError
 from .serialization import _version, _version_text
@@ -75,7 +75,7 @@ class PlanCache:
     def _memory_key(key: str, target: _Target) -> str:
         return f"{key}@{target.device_id}"
 
-    def _lookup(self, key: str, graph: Graph, target: _Target) -> Plan | None:
+    def _lookup(self, key: str, graph: OperationGraph, target: _Target) -> Plan | None:
         mkey = self._memory_key(key, target)
         with self._lock:
             plan = self._plans.get(mkey)
@@ -97,7 +97,7 @@ class PlanCache:
         self.stats["misses"] += 1
         return None
 
-    def _load_file(self, path: Path, graph: Graph, target: _Target) -> Plan | None:
+    def _load_file(self, path: Path, graph: OperationGraph, target: _Target) -> Plan | None:
         try:
             # A regular file of the cache's own, not a link (it could name a FIFO or a device),
             # at most files.MAX_FILE_BYTES: anything else is refused at once, logged and rebuilt.

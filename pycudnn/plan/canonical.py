@@ -148,7 +148,7 @@ def _short_type(type_name: str) -> str:
 def recording_descriptor() -> Any:
     """A :class:`~pycudnn.backend.BackendDescriptor` that records every attribute set on it
     (``cudnnBackendSetAttribute``), encoded as cuDNN receives it: enumerators as ints, FRACTIONs
-    as fractions, descriptors as the objects. :func:`pycudnn.graph.lowering.build_descriptors`
+    as fractions, descriptors as the objects. :func:`pycudnn.opgraph.lowering.build_descriptors`
     makes the graph's descriptors with it (``factory=``) when a plan is compared with a graph."""
     from .._attrnames import _documented_type, attribute_type
     from .._attrs import _encode
@@ -184,7 +184,7 @@ def _ctype_value(v: Any) -> Any:
 def graph_form(graph: Any) -> list[dict[str, Any]]:
     """The canonical form of ``graph``'s operations as lowered for cuDNN (the descriptors are
     made, recorded and destroyed here: no planning)."""
-    from ..graph.lowering import build_descriptors
+    from ..opgraph.lowering import build_descriptors
 
     made = build_descriptors(graph, factory=recording_descriptor())
     try:

@@ -7,14 +7,26 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .. import _bindings
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .heuristics import EngineConfig
-
 __all__ = ["exclusion_reason", "normalize_exclusions"]
+
+
+class EngineConfig(Protocol):
+    """What an exclusion reads of a :class:`pycudnn.plan.EngineConfig` (the heuristics module,
+    which imports this one, defines it)."""
+
+    @property
+    def engine_id(self) -> int | None: ...
+
+    @property
+    def numerical_notes(self) -> tuple[str, ...]: ...
+
+    @property
+    def behavior_notes(self) -> tuple[str, ...]: ...
+
 
 _NOTES = frozenset(
     {m.name for m in _bindings.cudnnBackendNumericalNote_t}

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import verification
 from .._lib import LIB, check
 from .._plan_json import parse_json_for_cudnn
 from .._shared.arrays import as_array_view, describe_array
@@ -21,7 +22,8 @@ from .._shared.resource import ClosedError
 from ..backend import BackendDescriptor, check_plan_json
 from ..deviceprops import DeviceProperties, _error_lines
 from ..errors import CudnnError
-from ..graph import Graph, Tensor
+from ..opgraph import OperationGraph, Tensor
+from .autotune_results import AutotuneResults
 from .cuda_graph import CudaGraphs
 from .heuristics import EngineConfig
 from .report import PlanningReport, PlanVersionError, _capture
@@ -39,7 +41,6 @@ from .variant_pack import VariantPacks, _Handle, _stream_handle, _workspace
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..verification.result import VerifyResult
-    from .autotuning import AutotuneResults
 
 __all__ = ["Plan"]
 
@@ -62,7 +63,7 @@ class Plan(VariantPacks, CudaGraphs):
         self,
         descriptor: BackendDescriptor,
         *,
-        graph: Graph | None,
+        graph: OperationGraph | None,
         config: EngineConfig | None = None,
         device_properties: DeviceProperties | None = None,
         device_id: int | None = None,
@@ -241,7 +242,7 @@ class Plan(VariantPacks, CudaGraphs):
         if self._owns_descriptor:
             self._desc.close()
 
-    def _for_graph(self, graph: Graph) -> Plan:
+    def _for_graph(self, graph: OperationGraph) -> Plan:
         """This plan for another graph object with the same structure (a plan-cache hit): shares
         the execution plan, maps the other graph's tensors. Closing the original closes both."""
         view = Plan(
@@ -285,14 +286,15 @@ class Plan(VariantPacks, CudaGraphs):
         :func:`pycudnn.verification.verify_plan` for the keywords; ``max_reference_cost=None``
         is its default). Returns a :class:`~pycudnn.verification.VerifyResult` (also kept as
         ``verification``). Needs the GPU the plan is for."""
-        # Imported on use: verification brings the NumPy reference, which planning never needs.
-        from ..verification.run import DEFAULT_MAX_REFERENCE_COST, verify_plan
-
-        result = verify_plan(
+        # pycudnn.verification loads its modules on first use (the NumPy references, which
+        # planning never needs).
+        result = verification.verify_plan(
             self,
             seed=seed,
             max_reference_cost=(
-                DEFAULT_MAX_REFERENCE_COST if max_reference_cost is None else max_reference_cost
+                verification.DEFAULT_MAX_REFERENCE_COST
+                if max_reference_cost is None
+                else max_reference_cost
             ),
             reference_plan=reference_plan,
             reference_values=reference_values,
@@ -326,7 +328,7 @@ class Plan(VariantPacks, CudaGraphs):
         cls,
         source: str | bytes | Mapping[str, Any],
         *,
-        graph: Graph | None = None,
+        graph: OperationGraph | None = None,
         device_properties: DeviceProperties | None = None,
         device: Any = None,
     ) -> Plan:
@@ -369,7 +371,7 @@ class Plan(VariantPacks, CudaGraphs):
         # pycudnn's keys, not cuDNN's: checked (the integrity digest) and not handed on
         ours = take_our_fields(data)
         if graph is not None:
-            if not isinstance(graph, Graph):
+            if not isinstance(graph, OperationGraph):
                 raise TypeError(f"graph must be a pycudnn.Graph, not {type(graph).__name__}")
             rewrite = _check_json_matches_graph(data, graph)
             check_computes(data, ours, graph)
@@ -426,7 +428,7 @@ class Plan(VariantPacks, CudaGraphs):
         cls,
         source: str | os.PathLike[str],
         *,
-        graph: Graph | None = None,
+        graph: OperationGraph | None = None,
         device_properties: DeviceProperties | None = None,
         device: Any = None,
     ) -> Plan:

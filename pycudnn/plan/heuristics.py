@@ -14,8 +14,8 @@ from .._versions import HEURISTICS_WITHOUT_TARGET_SINCE
 from ..backend import BackendDescriptor
 from ..deviceprops import DeviceProperties, _error_lines
 from ..errors import CudnnError, UnsupportedByLibraryError
-from ..graph import Graph
-from ..graph.rewrites import Variant as _Variant
+from ..opgraph import OperationGraph
+from ..opgraph.rewrites import Variant as _Variant
 from .exclusions import exclusion_reason, normalize_exclusions
 from .options import PlanOptions, takes_plan_options
 from .report import HeuristicsResult, PlanningReport, _capture, _check_graph
@@ -229,13 +229,13 @@ class EngineConfig:
 
 
 def run_heuristics(
-    graph: Graph,
+    graph: OperationGraph,
     mode: Any = "a",
     *,
     device_properties: DeviceProperties | None = None,
     sm_count: int | None = None,
     device: Any = None,
-) -> HeuristicsResult:
+) -> HeuristicsResult[EngineConfig]:
     """``CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR`` for one mode: count query, then the configs.
 
     The target is ``device_properties`` (deviceless: the unbound operation graph, DEVICEPROP on
@@ -287,8 +287,12 @@ _NO_TARGET_NOTE = "none without a target: no GPU is usable and no device_propert
 
 
 def _run_heuristics(
-    graph: Graph, hm: Any, target: _Target, sm_count: int | None, variant: _Variant | None = None
-) -> HeuristicsResult:
+    graph: OperationGraph,
+    hm: Any,
+    target: _Target,
+    sm_count: int | None,
+    variant: _Variant | None = None,
+) -> HeuristicsResult[EngineConfig]:
     name = _MODE_NAMES[hm]
     if variant is None:
         op_graph = graph._descriptors_for(target.handle)["graph"]
@@ -388,7 +392,7 @@ _NO_NOTE_FILTERS = {
 
 
 def _collect(
-    graph: Graph,
+    graph: OperationGraph,
     *,
     heuristics: Any,
     target: _Target,
@@ -478,7 +482,7 @@ def _unique(configs: list[EngineConfig]) -> Iterator[EngineConfig]:
 
 @takes_plan_options
 def engine_configs(
-    graph: Graph,
+    graph: OperationGraph,
     *,
     heuristics: Any = DEFAULT_HEURISTICS,
     device_properties: DeviceProperties | None = None,

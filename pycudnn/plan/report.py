@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, TypeVar
 
 from .. import known_bad
 from ..errors import CudnnNotSupportedError
-from ..graph import Graph
+from ..opgraph import OperationGraph
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .heuristics import EngineConfig
+#: The engine configs a heuristics result holds (:class:`pycudnn.plan.EngineConfig`, from the
+#: heuristics module, which imports this one: a type parameter, not an import).
+ConfigT = TypeVar("ConfigT")
 
 __all__ = [
     "GraphNotSupportedError",
@@ -63,17 +64,17 @@ class PlanVersionError(ValueError):
 def _check_graph(graph: Any) -> None:
     # The planning functions are public; anything but a Graph would fail deep inside with an
     # AttributeError instead of saying what is wrong.
-    if not isinstance(graph, Graph):
+    if not isinstance(graph, OperationGraph):
         raise TypeError(f"graph must be a pycudnn.Graph, not {type(graph).__name__}")
 
 
 @dataclasses.dataclass
-class HeuristicsResult:
+class HeuristicsResult(Generic[ConfigT]):
     """What one heuristic mode gave: the count query, the configs returned, and cuDNN's log."""
 
     mode: str
     count: int
-    configs: list[EngineConfig]
+    configs: list[ConfigT]
     error: str = ""
     log: list[str] = dataclasses.field(default_factory=list)
     #: Why the mode returned no config when pycudnn knows the cause (no target to plan for), else "".
@@ -96,7 +97,7 @@ class HeuristicsResult:
 class PlanningReport:
     """Everything that happened while looking for a plan (kept on GraphNotSupportedError)."""
 
-    heuristics: list[HeuristicsResult] = dataclasses.field(default_factory=list)
+    heuristics: list[HeuristicsResult[Any]] = dataclasses.field(default_factory=list)
     filtered: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     failed: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     log: list[str] = dataclasses.field(default_factory=list)
@@ -104,7 +105,7 @@ class PlanningReport:
     #: Known-bad table entries that removed an engine config (see :mod:`pycudnn.known_bad`).
     known_bad: list[known_bad.KnownBadEngine] = dataclasses.field(default_factory=list)
     #: Equivalent descriptions tried because the graph as described had no engine, and how each
-    #: went (see :mod:`pycudnn.graph.rewrites`).
+    #: went (see :mod:`pycudnn.opgraph.rewrites`).
     rewrites: list[str] = dataclasses.field(default_factory=list)
     #: What would work instead, when nothing did.
     advice: list[str] = dataclasses.field(default_factory=list)

@@ -18,7 +18,7 @@ from .targets import _target
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..deviceprops import DeviceProperties
-    from ..graph import Graph
+    from ..opgraph import OperationGraph
     from .execution import Plan
 
 __all__ = ["build_engine", "engine_config"]
@@ -70,7 +70,7 @@ def _check_knobs(choices: list[tuple[Any, int]], infos: list[KnobInfo], label: s
 
 
 def engine_config(
-    graph: Graph,
+    graph: OperationGraph,
     engine_id: int,
     knobs: Mapping[Any, int] | None = None,
     *,
@@ -153,7 +153,7 @@ def engine_config(
 
 
 def build_engine(
-    graph: Graph,
+    graph: OperationGraph,
     engine_id: int,
     knobs: Mapping[Any, int] | None = None,
     *,

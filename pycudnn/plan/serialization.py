@@ -7,9 +7,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from ..graph import Graph, Tensor, rewrites
-from ..graph.attention_lowering import in_subgraph_only
-from ..graph.common import _cudnn_dtype
+from ..opgraph import OperationGraph, Tensor, rewrites
+from ..opgraph.attention_lowering import in_subgraph_only
+from ..opgraph.common import _cudnn_dtype
 from . import canonical
 from .report import PlanVersionError
 
@@ -120,7 +120,7 @@ def _names(value: Any) -> dict[int, str]:
     return out
 
 
-def check_computes(data: Mapping[str, Any], ours: _Ours, graph: Graph) -> None:
+def check_computes(data: Mapping[str, Any], ours: _Ours, graph: OperationGraph) -> None:
     """Refuse a plan JSON unless it computes ``graph``: the key recomputed from the loaded
     operation graph must be the one saved, and every graph operation must match one node of the
     plan role by role and attribute by attribute (:mod:`.canonical`), for every operation kind."""
@@ -150,9 +150,9 @@ def check_computes(data: Mapping[str, Any], ours: _Ours, graph: Graph) -> None:
         raise ValueError(f"{head}: {why}; build the plan for this graph")
 
 
-def _check_json_matches_graph(data: Mapping[str, Any], graph: Graph) -> str:
+def _check_json_matches_graph(data: Mapping[str, Any], graph: OperationGraph) -> str:
     """Check that a plan JSON was built for ``graph`` (as described, or as one of its equivalent
-    descriptions from :mod:`pycudnn.graph.rewrites`) as far as its tensors go; returns the
+    descriptions from :mod:`pycudnn.opgraph.rewrites`) as far as its tensors go; returns the
     rewrite's note ("" for none). The operations are compared by :func:`check_computes`."""
     graph._resolve()  # decides the dtypes and kinds of intermediates, compared below
     by_uid = {}

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from .._shared.dtypes import CUDNN_DATA_TYPE_NAMES
-from ..graph import Graph, Tensor
-from ..graph.tensors import vector_array
+from ..opgraph import OperationGraph, Tensor
+from ..opgraph.tensors import vector_array
 
 __all__: list[str] = []
 
@@ -50,7 +50,7 @@ class _Slot:
     scalar: Any = None  # ctypes host buffer of a by-value tensor
 
 
-def _slots_from_graph(graph: Graph) -> list[_Slot]:
+def _slots_from_graph(graph: OperationGraph) -> list[_Slot]:
     graph._resolve()
     # The arrays are described as the caller holds them: a vectorized tensor is its packed
     # [N, C/x, H, W, x] array of elements (Tensor.array_shape), not cuDNN's vector-counted view.

@@ -16,6 +16,8 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .. import verification
+from .._shared.cuda import driver_status
 from .execution import Plan
 from .report import PlanningReport
 
@@ -29,8 +31,6 @@ _log = logging.getLogger("pycudnn")
 
 def _gpu_reason() -> str:
     """Why no GPU can execute plans here ("" when one can)."""
-    from .._shared.cuda import driver_status
-
     st = driver_status()
     return "" if st.usable else st.reason or "no usable GPU"
 
@@ -49,11 +49,8 @@ def check_verify(verify: Any) -> bool:
 
 
 def verify_plan(plan: Plan, *, seed: int = 0) -> VerifyResult:
-    """:func:`pycudnn.verification.run.verify_plan`, imported on the first verification: the
-    references (NumPy code for every operation) stay out of processes that only build plans."""
-    from ..verification.run import verify_plan as run
-
-    return run(plan, seed=seed)
+    """:func:`pycudnn.verification.run.verify_plan` of one plan."""
+    return verification.verify_plan(plan, seed=seed)
 
 
 def _record(report: PlanningReport | None, plan: Plan, result: VerifyResult) -> None:

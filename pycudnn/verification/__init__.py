@@ -19,12 +19,32 @@ See ``docs/verification.md``.
 
 from __future__ import annotations
 
-from .entries import entry_for, write_entries
-from .inputs import make_inputs, strided_array
-from .reference import NoReferenceError, evaluate, reference_cost
-from .result import OutputCheck, VerifyResult, compare
-from .run import DEFAULT_MAX_REFERENCE_COST, verify_plan, verify_plans
-from .tolerance import Tolerance, tolerance_for, unit_roundoff
+from typing import TYPE_CHECKING
+
+from .._shared.lazy import lazy_module_attributes
+
+# The references are NumPy code for every operation: imported on the first verification (PEP 562),
+# so that a process that only builds or loads plans never imports them.
+_LAZY: dict[str, str] = {
+    "entry_for": ".entries",
+    "write_entries": ".entries",
+    "make_inputs": ".inputs",
+    "strided_array": ".inputs",
+    "NoReferenceError": ".reference",
+    "evaluate": ".reference",
+    "reference_cost": ".reference",
+    "OutputCheck": ".result",
+    "VerifyResult": ".result",
+    "compare": ".result",
+    "DEFAULT_MAX_REFERENCE_COST": ".run",
+    "verify_plan": ".run",
+    "verify_plans": ".run",
+    "Tolerance": ".tolerance",
+    "tolerance_for": ".tolerance",
+    "unit_roundoff": ".tolerance",
+}
+_SUBMODULES = {"entries", "inputs", "reference", "reference_attention", "result", "run",
+               "slicing", "suite", "cli", "tolerance", "common"}  # fmt: skip
 
 __all__ = [
     "DEFAULT_MAX_REFERENCE_COST",
@@ -44,3 +64,15 @@ __all__ = [
     "verify_plans",
     "write_entries",
 ]
+
+
+__getattr__, __dir__ = lazy_module_attributes(__name__, globals(), _LAZY, _SUBMODULES)
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .entries import entry_for, write_entries
+    from .inputs import make_inputs, strided_array
+    from .reference import NoReferenceError, evaluate, reference_cost
+    from .result import OutputCheck, VerifyResult, compare
+    from .run import DEFAULT_MAX_REFERENCE_COST, verify_plan, verify_plans
+    from .tolerance import Tolerance, tolerance_for, unit_roundoff

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .._shared.dtypes import dtype_name
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..graph import Graph
+    from ..opgraph import OperationGraph
     from .result import VerifyResult
 
 __all__ = ["entry_for", "write_entries"]
@@ -34,7 +34,12 @@ def _version_text(v: int) -> str:
 
 
 def entry_for(
-    result: VerifyResult, graph: Graph, *, cudnn_version: int, device: str = "", date: str = ""
+    result: VerifyResult,
+    graph: OperationGraph,
+    *,
+    cudnn_version: int,
+    device: str = "",
+    date: str = "",
 ) -> dict[str, Any]:
     """A known-bad entry (a JSON-ready dict) for the engine of a failed ``result`` on ``graph``."""
     if result.passed or result.engine_id is None:

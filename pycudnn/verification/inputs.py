@@ -24,7 +24,7 @@ from .reference import reduction_length
 from .reference_attention import consistent_inputs
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..graph import Graph, Tensor
+    from ..opgraph import OperationGraph, Tensor
 
 __all__ = ["input_scale", "make_inputs", "strided_array"]
 
@@ -79,7 +79,7 @@ def _draw(rng: np.random.Generator, t: Tensor, shape: tuple[int, ...]) -> np.nda
     return u * scale
 
 
-def make_inputs(graph: Graph, seed: int = 0) -> dict[int, np.ndarray]:
+def make_inputs(graph: OperationGraph, seed: int = 0) -> dict[int, np.ndarray]:
     """Seeded values for every graph input that is not a by-value scalar with a value, by uid.
 
     By-value scalars without a value get one drawn like the other inputs (kept away from 0).

@@ -25,7 +25,7 @@ from .common import NoReferenceError
 from .reference_attention import norm_backward, norm_forward, sdpa_backward, sdpa_forward
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..graph import Graph, Operation
+    from ..opgraph import Operation, OperationGraph
 
 __all__ = [
     "NoReferenceError",
@@ -398,7 +398,7 @@ def reduction_length(op: Operation) -> int:
     return 1
 
 
-def reference_cost(graph: Graph) -> int:
+def reference_cost(graph: OperationGraph) -> int:
     """Multiply-adds (or elements, for elementwise ops) the NumPy reference spends: what decides
     whether a graph is small enough for a host reference."""
     total = 0
@@ -416,7 +416,7 @@ def _as_float(value: Any) -> np.ndarray:
 
 
 def evaluate(
-    graph: Graph,
+    graph: OperationGraph,
     inputs: Mapping[int, Any],
     initial: Mapping[int, Any] | None = None,
     *,

@@ -28,7 +28,7 @@ import numpy as np
 from .common import NoReferenceError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..graph import Operation
+    from ..opgraph import Operation
 
 __all__ = ["consistent_inputs", "norm_backward", "norm_forward", "sdpa_backward", "sdpa_forward"]
 

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from .. import known_bad
+from .._info import version
+from ..opgraph import OperationGraph
 from .common import is_float
 from .inputs import make_inputs, strided_array
 from .reference import NoReferenceError, evaluate, reference_cost
@@ -25,9 +28,32 @@ from .result import VerifyResult, compare
 from .slicing import batch_slice, slice_arrays
 from .tolerance import SAFETY, Tolerance, tolerance_for
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..graph import Graph
-    from ..plan import Plan
+
+class Plan(Protocol):
+    """What verification reads of a :class:`pycudnn.Plan`, named here: verification checks the
+    plans it is given and sits below planning, which calls it (``Plan.verify``, ``verify=True``)."""
+
+    graph: OperationGraph | None
+    engine_id: int | None
+    knobs: dict[str, int]
+    numerical_notes: tuple[str, ...]
+    behavior_notes: tuple[str, ...]
+
+    @property
+    def device_id(self) -> int | None: ...
+
+    def execute(self, tensors: Any) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class PlansItself(Protocol):
+    """A graph that plans itself (:class:`pycudnn.Graph`; a bare
+    :class:`~pycudnn.opgraph.OperationGraph` does not): how a second engine's plan is made."""
+
+    def build_all(self, *, device: Any = None) -> list[Any]: ...
+
 
 __all__ = [
     "DEFAULT_MAX_REFERENCE_COST",
@@ -51,7 +77,7 @@ _PLAIN_UNFRIENDLY = frozenset(
 )
 
 
-def initial_outputs(graph: Graph, seed: int = 0) -> dict[int, np.ndarray]:
+def initial_outputs(graph: OperationGraph, seed: int = 0) -> dict[int, np.ndarray]:
     """Contents before execution of outputs whose operation has ``beta != 0`` (it reads them)."""
     rng = np.random.default_rng(seed + 1)
     out: dict[int, np.ndarray] = {}
@@ -75,17 +101,17 @@ def prefilled_output(t: Any) -> np.ndarray:
     return host
 
 
-def known_bad_note(graph: Graph, engine_id: int | None) -> str:
+def known_bad_note(graph: OperationGraph, engine_id: int | None) -> str:
     """The known-bad table entry that covers ``engine_id`` for ``graph`` (loaded cuDNN), or ""."""
-    from .. import known_bad
-    from .._info import version
-
     entry = known_bad.match(known_bad.exclusions_for(graph, version()), engine_id)
     return entry.describe() if entry is not None else ""
 
 
 def _execute(
-    plan: Plan, graph: Graph, inputs: Mapping[int, np.ndarray], initial: Mapping[int, np.ndarray]
+    plan: Plan,
+    graph: OperationGraph,
+    inputs: Mapping[int, np.ndarray],
+    initial: Mapping[int, np.ndarray],
 ) -> dict[int, np.ndarray]:
     """Run ``plan`` once on copies of ``inputs``; the outputs, copied back, by uid."""
     from .._shared.cuda import require_cuda_core
@@ -119,12 +145,12 @@ def _execute(
                 a.close()
 
 
-def uses_numpy(graph: Graph, max_reference_cost: int = DEFAULT_MAX_REFERENCE_COST) -> bool:
+def uses_numpy(graph: OperationGraph, max_reference_cost: int = DEFAULT_MAX_REFERENCE_COST) -> bool:
     """Is ``graph`` small enough for the host reference (else another engine is the reference)?"""
     return reference_cost(graph) <= max_reference_cost
 
 
-def _fits_sliced(graph: Graph, max_reference_cost: int) -> bool:
+def _fits_sliced(graph: OperationGraph, max_reference_cost: int) -> bool:
     # One batch element of a separable graph costs 1/N of the whole.
     sliced = batch_slice(graph)
     return sliced is not None and reference_cost(graph) // graph.outputs[0].dims[0] <= (
@@ -146,9 +172,11 @@ def reference_candidates(plans: Sequence[Plan], engine_id: int | None) -> list[P
     )
 
 
-def _reference_plan(plan: Plan, graph: Graph) -> Plan | None:
+def _reference_plan(plan: Plan, graph: OperationGraph) -> Plan | None:
     """Another engine's plan for ``graph``, the plainest one (None if there is none)."""
-    # Graph.build_all, not pycudnn.plan: planning imports this module, never the reverse.
+    # Through the graph, not pycudnn.plan: planning imports this module, never the reverse.
+    if not isinstance(graph, PlansItself):
+        return None
     plans = graph.build_all(device=plan.device_id)
     ranked = reference_candidates(plans, plan.engine_id)
     for p in plans:

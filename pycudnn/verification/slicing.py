@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..graph import Graph
+    from ..opgraph import OperationGraph
 
 __all__ = ["batch_slice", "slice_arrays"]
 
 
-def batch_slice(graph: Graph) -> dict[int, tuple[int, ...]] | None:
+def batch_slice(graph: OperationGraph) -> dict[int, tuple[int, ...]] | None:
     """The dims of every tensor of batch element 0 (uid -> dims), or None when the graph's
     outputs are not separable by batch element (or there is a single element)."""
     outputs = graph.outputs

@@ -63,7 +63,7 @@ from .common import is_float
 from .reference import TRANSCENDENTAL_MODES, reduction_length
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..graph import Operation, Tensor
+    from ..opgraph import Operation, Tensor
 
 __all__ = [
     "APPROX",

@@ -14,7 +14,7 @@ __all__ = ["Operation", "Tensor"]
 
 
 class Graph(Protocol):
-    """What a tensor asks of the graph that owns it (:class:`~pycudnn.graph.core.GraphCore`);
+    """What a tensor asks of the graph that owns it (:class:`~pycudnn.opgraph.core.GraphCore`);
     named here so that this module, below the graph, never imports it."""
 
     name: str

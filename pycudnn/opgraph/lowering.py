@@ -47,7 +47,7 @@ def build_descriptors(
     execute with ``NOT_SUPPORTED_ARCH_MISMATCH`` (measured on an H100, cuDNN 9.19).
 
     ``views`` maps tensor uids to the (dims, strides) cuDNN is shown instead of the graph's own (an
-    equivalent description cuDNN has engines for, from :mod:`pycudnn.graph.rewrites`); the data pointers
+    equivalent description cuDNN has engines for, from :mod:`pycudnn.opgraph.rewrites`); the data pointers
     and unique ids stay the same, so the variant pack does not change.
 
     ``factory`` makes the descriptors instead of ``BackendDescriptor`` (the plan loader records

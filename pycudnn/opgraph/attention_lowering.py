@@ -1,6 +1,6 @@
 """Lowering of the attention and normalisation operations to backend descriptors.
 
-Called by :func:`pycudnn.graph.lowering.build_descriptors` for the kinds in :data:`KINDS`; each
+Called by :func:`pycudnn.opgraph.lowering.build_descriptors` for the kinds in :data:`KINDS`; each
 builder sets the ``OPERATION_*`` descriptor's attributes and returns it unfinalized (the caller
 finalizes it and names the operation in cuDNN's error).
 

@@ -75,7 +75,7 @@ class GraphCore:
         self._resolved = False
         self._signature: str | None = None
         # Backend descriptors, one set per planning target (see finalize) and per description
-        # variant (see pycudnn.graph.rewrites): {(id(handle) or None, variant): descriptor set}.
+        # variant (see pycudnn.opgraph.rewrites): {(id(handle) or None, variant): descriptor set}.
         self._descriptor_sets: dict[tuple[int | None, str], dict[str, Any]] = {}
         self._descriptor_lock = fork_safe_lock(self, "_descriptor_lock")
         self._closed = False
