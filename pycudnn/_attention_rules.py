@@ -31,6 +31,7 @@ from ._shared.ffi import UnsupportedByLibraryError
 
 __all__ = [
     "ATTENTION_DTYPES",
+    "INT32_MAX",
     "NORM_DTYPES",
     "NORM_PARAM_DTYPES",
     "VERSIONS",
@@ -50,7 +51,8 @@ __all__ = [
 ]
 
 
-_INT32_MAX = 2**31 - 1
+INT32_MAX = 2**31 - 1
+_INT32_MAX = INT32_MAX
 
 
 class RuleError(ValueError):
@@ -85,6 +87,9 @@ VERSIONS: dict[str, int] = {
     "sdpa_backward score modifiers (causal, sliding_window, bias)": 92100,
     "sdpa_backward dropout": 92800,  # SDPA_BWD_DROPOUT_* attributes
     "norm": 90000,  # OPERATION_NORM_FORWARD/BACKWARD_DESCRIPTOR
+    # The composite graph (matmul, pointwise, reduction, RNG, reshape: cuDNN 9.0's operations);
+    # deviceless plans for the H100 measured on 9.10, 9.27 and 9.28
+    "sdpa composite": 90000,
 }
 
 
@@ -201,17 +206,19 @@ def sdpa_features(
     *,
     backward: bool,
     padding: bool,
-    causal: bool,
-    sliding_window: int | None,
-    bias: bool,
-    dropout: float,
+    masks: bool = False,
+    dropout: float = 0.0,
+    causal: bool = False,
+    sliding_window: int | None = None,
+    bias: bool = False,
 ) -> list[str]:
-    """The :data:`VERSIONS` keys an SDPA with these options needs."""
+    """The :data:`VERSIONS` keys the unified SDPA operation with these options needs (``masks``:
+    any band mask or a bias; ``causal``, ``sliding_window`` and ``bias`` say the same)."""
     op = "sdpa_backward" if backward else "sdpa"
     out = [op]
     if padding:
         out.append("sdpa padding (seq_len_q/seq_len_kv)")
-    if causal or sliding_window is not None or bias:
+    if masks or causal or sliding_window is not None or bias:
         out.append(f"{op} score modifiers (causal, sliding_window, bias)")
     if dropout:
         out.append(f"{op} dropout")

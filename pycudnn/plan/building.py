@@ -15,6 +15,7 @@ from ..backend import BackendDescriptor
 from ..deviceprops import DeviceProperties, _error_lines
 from ..errors import CudnnError
 from ..graph import Graph, rewrites
+from ..graph.attention_lowering import lowering_notes
 from ..graph.rewrites import Variant as _Variant
 from .cache import PlanCache, _resolve_cache
 from .exclusions import normalize_exclusions
@@ -99,8 +100,13 @@ def _plans(
         # engine supports the graph" would hide the cause (and print cuDNN's warnings).
         report.device = target.note
         raise NoTargetError(3000, "", f"cannot plan graph '{graph.name}': {target.note}", report)
+    # An SDPA lowered to the composite graph is a rewrite of the graph as described: say so.
+    lowered = lowering_notes(graph.operations)
+    report.rewrites.extend(lowered)
     plans = attempt(variant=None)
     if plans:
+        for p in plans:
+            p.rewrite = "; ".join(lowered)
         return plans
     # No engine for the graph as described: try the equivalent descriptions cuDNN has engines for.
     for variant in rewrites.variants(graph):
