@@ -41,6 +41,7 @@ __all__ = [
     "attention_layout",
     "check_norm_backward",
     "check_norm_forward",
+    "check_norm_scalar",
     "check_sdpa",
     "check_sdpa_backward",
     "norm_shapes",
@@ -383,18 +384,35 @@ class NormShapes(NamedTuple):
     stats_dims: tuple[int, ...]
 
 
-def norm_shapes(mode: str, x_dims: Sequence[int]) -> NormShapes:
+def norm_shapes(
+    mode: str, x_dims: Sequence[int], scale_dims: Sequence[int] | None = None
+) -> NormShapes:
     """Scale/bias and statistics dims of ``mode`` for an input of ``x_dims`` (cuDNN's NORM rules).
 
-    * layer, rms: normalise over every dim but the first; scale ``[1, *x[1:]]``, stats
-      ``[x0, 1, ...]``.
+    * layer, rms: normalise over the dims where the scale varies, as NVIDIA's frontend does
+      (``x [B, S, E]`` with scale ``[1, 1, E]``: stats ``[B, S, 1]``); by default (no scale
+      given, or one that is not of that form) over every dim but the first: scale
+      ``[1, *x[1:]]``, stats ``[x0, 1, ...]``.
     * batch: per channel (dim 1) over batch and spatial dims; scale and stats ``[1, C, 1, ...]``.
     * instance: per sample and channel; scale ``[1, C, 1, ...]``, stats ``[N, C, 1, ...]``.
     """
     x = tuple(int(d) for d in x_dims)
     ones = (1,) * (len(x) - 2)
     if mode in ("layer", "rms"):
-        return NormShapes((1, *x[1:]), (x[0], 1, *ones))
+        legacy = NormShapes((1, *x[1:]), (x[0], 1, *ones))
+        if scale_dims is None:
+            return legacy
+        sd = tuple(int(d) for d in scale_dims)
+        varying = [i for i, (n, m) in enumerate(zip(sd, x, strict=False)) if n != 1]
+        if (
+            len(sd) != len(x)
+            or sd[0] != 1
+            or not varying
+            or any(n not in (1, m) for n, m in zip(sd, x, strict=True))
+        ):
+            return legacy
+        stats = tuple(1 if i in varying else m for i, m in enumerate(x))
+        return NormShapes(sd, stats)
     if mode == "batch":
         return NormShapes((1, x[1], *ones), (1, x[1], *ones))
     if mode == "instance":
@@ -426,8 +444,14 @@ def _param(mode: str, t: TensorSpec | None, dims: tuple[int, ...], what: str) ->
     if t is None:
         return
     if tuple(t.dims) != dims:
+        hint = ""
+        if mode in ("layer", "rms"):
+            hint = (
+                " (or x's dims with 1 on the dims each row keeps, e.g. [1, 1, E] for x [B, S, E], "
+                "normalising over the dims where the scale varies)"
+            )
         raise RuleError(
-            f"{mode}norm {what} '{t.name}': dims must be {_dims(dims)}, got {_dims(t.dims)}"
+            f"{mode}norm {what} '{t.name}': dims must be {_dims(dims)}{hint}, got {_dims(t.dims)}"
         )
     if t.dtype not in NORM_PARAM_DTYPES:
         raise RuleError(f"{mode}norm {what} '{t.name}': dtype {t.dtype} is not a float type")
@@ -444,10 +468,36 @@ def _stats(mode: str, t: TensorSpec | None, dims: tuple[int, ...], what: str) ->
 
 
 def _epsilon(mode: str, epsilon: object) -> None:
+    if isinstance(epsilon, TensorSpec):
+        _scalar_tensor(mode, epsilon, "epsilon")
+        return
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
         raise RuleError(f"{mode}norm epsilon must be a number, not {epsilon!r}")
-    if not epsilon > 0:
-        raise RuleError(f"{mode}norm epsilon must be positive, got {epsilon}")
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise RuleError(f"{mode}norm epsilon must be a finite positive number, got {epsilon}")
+
+
+def _scalar_tensor(mode: str, t: TensorSpec, what: str) -> None:
+    """An epsilon or momentum given per execution: one float32 value (all dims 1)."""
+    if t.dtype != "float32" or any(d != 1 for d in t.dims):
+        raise RuleError(
+            f"{mode}norm {what} '{t.name}': a {what} tensor is one float32 value (every dim 1), "
+            f"got {t.dtype} {_dims(t.dims)}"
+        )
+
+
+def check_norm_scalar(mode: str, what: str, value: object) -> None:
+    """Refuse a NaN, infinite or out-of-range epsilon (> 0) or momentum (in [0, 1])."""
+    if what == "epsilon":
+        _epsilon(mode, value)
+        return
+    if isinstance(value, TensorSpec):
+        _scalar_tensor(mode, value, what)
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise RuleError(f"{mode}norm {what} must be a number, not {value!r}")
+    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        raise RuleError(f"{mode}norm {what} must be in [0, 1], got {value}")
 
 
 def check_norm_forward(
@@ -456,14 +506,14 @@ def check_norm_forward(
     scale: TensorSpec,
     bias: TensorSpec | None,
     *,
-    epsilon: float,
+    epsilon: float | TensorSpec,
     running_mean: TensorSpec | None = None,
     running_var: TensorSpec | None = None,
-    momentum: float | None = None,
+    momentum: float | TensorSpec | None = None,
 ) -> NormShapes:
     """Check a normalisation forward (``layer``, ``rms``, ``batch``, ``instance``)."""
     _norm_x(mode, x, "x")
-    shapes = norm_shapes(mode, x.dims)
+    shapes = norm_shapes(mode, x.dims, scale.dims)
     _param(mode, scale, shapes.param_dims, "scale")
     _param(mode, bias, shapes.param_dims, "bias")
     if mode in ("layer", "batch", "instance") and bias is None:
@@ -476,10 +526,7 @@ def check_norm_forward(
             raise RuleError(f"{mode}norm keeps no running statistics; only batchnorm does")
         _stats(mode, running_mean, shapes.stats_dims, "running_mean")
         _stats(mode, running_var, shapes.stats_dims, "running_var")
-        if isinstance(momentum, bool) or not isinstance(momentum, (int, float)):
-            raise RuleError(f"batchnorm momentum must be a number, not {momentum!r}")
-        if not 0.0 <= momentum <= 1.0:
-            raise RuleError(f"batchnorm momentum must be in [0, 1], got {momentum}")
+        check_norm_scalar(mode, "momentum", momentum)
     elif momentum is not None:
         raise RuleError("batchnorm momentum updates running statistics: give running_mean/var")
     return shapes
@@ -504,7 +551,7 @@ def check_norm_backward(
         raise RuleError(
             f"{mode}norm backward dy '{dy.name}': dtype {dy.dtype} must be x's {x.dtype}"
         )
-    shapes = norm_shapes(mode, x.dims)
+    shapes = norm_shapes(mode, x.dims, scale.dims)
     _param(mode, scale, shapes.param_dims, "scale")
     if mode == "rms":
         if mean is not None:

@@ -243,7 +243,7 @@ def test_norm_forward_rules() -> None:
         check_norm_forward("layer", x, scale, None, epsilon=1e-5)
     with pytest.raises(RuleError, match=r"layernorm scale 's': dims must be \[1, 1024, 1, 1\]"):
         check_norm_forward("layer", x, packed("s", (1, 512, 1, 1), "float32"), scale, epsilon=1e-5)
-    with pytest.raises(RuleError, match="epsilon must be positive, got 0"):
+    with pytest.raises(RuleError, match="epsilon must be a finite positive number, got 0"):
         check_norm_forward("rms", x, scale, None, epsilon=0)
     with pytest.raises(RuleError, match=r"rmsnorm x 'x': dtype int8"):
         check_norm_forward("rms", x._replace(dtype="int8"), scale, None, epsilon=1e-5)
