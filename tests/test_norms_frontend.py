@@ -198,3 +198,13 @@ def test_reference_follows_the_norm_axes() -> None:
     want = (t - t.mean()) / np.sqrt(t.var() + 1e-3) * scale[0, 0]
     np.testing.assert_allclose(out["y"][1, 5], want, rtol=1e-12)
     assert out["mean"].shape == (B, S, 1)
+
+
+@pytest.mark.parametrize("epsilon", [0.0, math.nan, math.inf])
+def test_adalayernorm_refuses_bad_epsilons(epsilon: float) -> None:
+    g = Graph("ada")
+    x = g.tensor([B, S, E], dtype="float32", name="x")
+    scale = g.tensor([B, 1, E], dtype="float32", name="scale")
+    bias = g.tensor([B, 1, E], dtype="float32", name="bias")
+    with pytest.raises(GraphError, match="adalayernorm epsilon must be a finite positive number"):
+        g.adalayernorm(x, scale, bias, epsilon=epsilon)
