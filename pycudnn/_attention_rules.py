@@ -143,26 +143,36 @@ def packed_strides_like(dims: Sequence[int], like: Sequence[int]) -> tuple[int, 
 
 
 def attention_layout(t: TensorSpec) -> str:
-    """``"bshd"`` or ``"bhsd"`` for a ``[b, h, s, d]`` tensor; anything else is refused.
-
-    Both layouts are packed apart from the batch stride (which may be larger, as in a slice of a
-    bigger buffer); strides of extent-1 dims do not matter.
+    """The memory order of a ``[b, h, s, d]`` tensor's axes, outermost first (``"bshd"``,
+    ``"bhsd"``, ``"sbhd"``, ...): any strides with the head dim contiguous and no two elements
+    at one address, as cuDNN's SDPA takes them (packed QKV buffers ``bs3hd`` and ``sbh3d``
+    included: Q, K and V are strided views of one buffer); strides of extent-1 dims do not
+    matter.
     """
-    b, h, s, d = t.dims
-    layouts = {
-        "bshd": (s * h * d, d, h * d, 1),
-        "bhsd": (h * s * d, s * d, d, 1),
-    }
-    for name, want in layouts.items():
-        if all(t.dims[i] == 1 or t.strides[i] == want[i] for i in (1, 2, 3)) and (
-            b == 1 or t.strides[0] >= want[0]
-        ):
-            return name
-    raise RuleError(
-        f"{t.name}: strides {_dims(t.strides)} for dims [b, h, s, d] = {_dims(t.dims)} are "
-        f"neither bshd {_dims(layouts['bshd'])} nor bhsd {_dims(layouts['bhsd'])} (packed, "
-        "head dim contiguous)"
-    )
+    _, h, s, d = t.dims
+    names = "bhsd"
+    if d > 1 and t.strides[3] != 1:
+        raise RuleError(
+            f"{t.name}: strides {_dims(t.strides)} for dims [b, h, s, d] = {_dims(t.dims)}: the "
+            "head dim must be contiguous (stride 1), as in bshd "
+            f"{_dims((s * h * d, d, h * d, 1))} or bhsd {_dims((h * s * d, s * d, d, 1))}"
+        )
+    if any(st < 1 for n, st in zip(t.dims, t.strides, strict=True) if n > 1):
+        raise RuleError(f"{t.name}: strides {_dims(t.strides)} must be positive")
+    # innermost first: each axis must step over the whole extent of the ones inside it
+    order = sorted((i for i in range(3) if t.dims[i] > 1), key=lambda i: (t.strides[i], -i))
+    span, inner = d, "d"
+    for i in order:
+        if t.strides[i] < span:
+            raise RuleError(
+                f"{t.name}: strides {_dims(t.strides)} for dims [b, h, s, d] = {_dims(t.dims)} "
+                f"overlap: dim {names[i]} (stride {t.strides[i]}) steps inside the {span} "
+                f"elements of {inner}"
+            )
+        span = t.strides[i] * t.dims[i]
+        inner = names[i] + inner
+    outer = [i for i in range(3) if i not in order]
+    return "".join(names[i] for i in outer) + inner
 
 
 def _attention_tensor(t: TensorSpec, what: str) -> None:

@@ -450,7 +450,7 @@ class AttentionOps(GraphCore):
         k: Tensor,
         v: Tensor,
         o: Tensor,
-        do: Tensor,
+        do: Tensor | None = None,
         *,
         stats: Tensor,
         scale: float | None = None,
@@ -465,6 +465,10 @@ class AttentionOps(GraphCore):
         implementation: Any = "auto",
         attn_scale: Any = None,
         dBias: Tensor | None = None,
+        dO: Tensor | None = None,
+        use_deterministic_algorithm: bool = False,
+        max_total_seq_len_q: int | None = None,
+        max_total_seq_len_kv: int | None = None,
         use_causal_mask: bool = False,
         use_causal_mask_bottom_right: bool = False,
         diagonal_alignment: Any = "top_left",
@@ -482,13 +486,29 @@ class AttentionOps(GraphCore):
         and the same scale, masks, bias, sequence lengths and dropout (the same seed and offset)
         as the forward, under the same keyword names. dQ, dK, dV have the dims, layout and dtype
         of Q, K, V. ``dBias`` (a tensor of the bias's dims) receives the bias gradient
-        (composite only).
+        (composite only). ``dO=`` is the frontend's name of ``do``.
+        ``use_deterministic_algorithm=True`` lowers to the composite graph, whose dQ is one
+        product (no accumulation across key blocks: the frontend's deterministic form); ragged
+        ``max_total_seq_len_q/kv`` are refused (THD tensors are not offered yet).
 
         ``implementation`` as for :meth:`sdpa`: the unified backward needs cuDNN 9.28 (9.19
         cannot finalize one, and before 9.28 cuDNN plans it for Blackwell only), so ``"auto"``
         lowers to the composite graph on older cuDNN, which plans on Hopper from cuDNN 9.10.
         """
         op_name, label = self._begin_op("sdpa_backward", name)
+        if (do is None) == (dO is None):
+            raise GraphError(f"{label}: give the output gradient once, as do or dO")
+        do = do if do is not None else dO
+        if not isinstance(use_deterministic_algorithm, bool):
+            raise TypeError(
+                f"{label}: use_deterministic_algorithm must be a bool, not "
+                f"{use_deterministic_algorithm!r}"
+            )
+        if max_total_seq_len_q is not None or max_total_seq_len_kv is not None:
+            raise GraphError(
+                f"{label}: max_total_seq_len_q/kv describe ragged (THD) tensors, which are not "
+                "offered yet; give padded [b, h, s, d] tensors with seq_len_q/seq_len_kv"
+            )
         scale = _scale_arg(label, scale, attn_scale)
         dropout, seed, offset = _dropout_arg(label, dropout, seed, offset)
         _refuse_unsupported(label, use_alibi_mask=use_alibi_mask, paged=())
@@ -505,6 +525,8 @@ class AttentionOps(GraphCore):
             diagonal_band_right_bound=diagonal_band_right_bound,
         )
         needs_composite = ""
+        if use_deterministic_algorithm:
+            needs_composite = "use_deterministic_algorithm is the composite graph's"
         if dBias is not None:
             if bias is None:
                 raise GraphError(f"{label}: dBias is the gradient of a bias: give bias= too")
@@ -608,7 +630,10 @@ def _scale_arg(label: str, scale: Any, attn_scale: Any) -> Any:
 
 
 def _dropout_arg(label: str, dropout: Any, seed: Any, offset: Any) -> tuple[float, Any, Any]:
-    """``dropout=p`` with ``seed=``/``offset=``, or the frontend's ``dropout=(p, seed, offset)``."""
+    """``dropout=p`` with ``seed=``/``offset=``, or the frontend's ``dropout=(p, seed, offset)``
+    (``None`` for none, as the frontend's tests pass it)."""
+    if dropout is None:
+        dropout = 0.0
     if isinstance(dropout, tuple):
         if len(dropout) != 3 or isinstance(dropout[0], Tensor):
             raise GraphError(
