@@ -303,6 +303,8 @@ class AttentionOps(GraphCore):
         paged_attention_k_table: Tensor | None = None,
         paged_attention_v_table: Tensor | None = None,
         paged_attention_max_seq_len_kv: int | None = None,
+        max_total_seq_len_q: int | None = None,
+        max_total_seq_len_kv: int | None = None,
         name: str | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """``softmax(scale * Q @ K^T + bias, masked) @ V`` (``OPERATION_SDPA_FWD_DESCRIPTOR``, or
@@ -333,9 +335,11 @@ class AttentionOps(GraphCore):
         lacks; see :mod:`pycudnn.graph.attention_composite`) or ``"auto"`` (unified where the
         loaded cuDNN has every feature asked, else composite; the operation's ``lowering`` and
         ``lowering_note`` settings, ``describe()`` and the plan's ``rewrite`` say which).
-        ``use_alibi_mask`` and paged K/V caches are refused with what works instead.
+        ``use_alibi_mask``, paged K/V caches and ragged (THD) tensors (``max_total_seq_len_q/kv``)
+        are refused with what works instead.
         """
         op_name, label = self._begin_op("sdpa", name)
+        _refuse_ragged(label, max_total_seq_len_q, max_total_seq_len_kv)
         stats_flag = _stats_flag(label, return_stats, generate_stats, is_inference)
         scale = _scale_arg(label, scale, attn_scale)
         dropout, seed, offset = _dropout_arg(label, dropout, seed, offset)
@@ -504,11 +508,7 @@ class AttentionOps(GraphCore):
                 f"{label}: use_deterministic_algorithm must be a bool, not "
                 f"{use_deterministic_algorithm!r}"
             )
-        if max_total_seq_len_q is not None or max_total_seq_len_kv is not None:
-            raise GraphError(
-                f"{label}: max_total_seq_len_q/kv describe ragged (THD) tensors, which are not "
-                "offered yet; give padded [b, h, s, d] tensors with seq_len_q/seq_len_kv"
-            )
+        _refuse_ragged(label, max_total_seq_len_q, max_total_seq_len_kv)
         scale = _scale_arg(label, scale, attn_scale)
         dropout, seed, offset = _dropout_arg(label, dropout, seed, offset)
         _refuse_unsupported(label, use_alibi_mask=use_alibi_mask, paged=())
@@ -662,6 +662,14 @@ def _padding_flag(label: str, use_padding_mask: Any, seq_len_q: Any, seq_len_kv:
         raise GraphError(
             f"{label}: use_padding_mask={use_padding_mask} but seq_len_q/seq_len_kv are "
             + ("missing: the padding mask needs both" if use_padding_mask else "given")
+        )
+
+
+def _refuse_ragged(label: str, max_total_seq_len_q: Any, max_total_seq_len_kv: Any) -> None:
+    if max_total_seq_len_q is not None or max_total_seq_len_kv is not None:
+        raise GraphError(
+            f"{label}: max_total_seq_len_q/kv describe ragged (THD) tensors, which are not "
+            "offered yet; give padded [b, h, s, d] tensors with seq_len_q/seq_len_kv"
         )
 
 
