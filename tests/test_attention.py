@@ -112,10 +112,10 @@ def test_sdpa_sliding_window_plan_and_key(props: pycudnn.DeviceProperties) -> No
 
 def test_sdpa_dropout_plans(props: pycudnn.DeviceProperties) -> None:
     g = Graph("dropout")
-    q = qkv_tensor(g, "q", (2, 8, 128, 64), "bshd", "float16")
+    q, k, v = (qkv_tensor(g, n, (2, 8, 128, 64), "bshd", "float16") for n in "qkv")
     seed = g.tensor([1, 1, 1, 1], dtype="int64", name="seed")
     offset = g.tensor([1, 1, 1, 1], dtype="int64", name="offset")
-    g.sdpa(q, q, q, dropout=0.1, seed=seed, offset=offset)
+    g.sdpa(q, k, v, dropout=0.1, seed=seed, offset=offset)
     g.build(device_properties=props, cache=False)
 
 
@@ -191,7 +191,11 @@ def test_older_cudnn_is_refused_with_the_version_needed(monkeypatch: pytest.Monk
     ):
         g.sdpa(q, q, q, causal=True, name="masked", implementation="unified")
     # implementation="auto" (the default) lowers to the composite graph instead, and says why
-    g.sdpa(q, q, q, causal=True, name="auto")
+    k, v = (
+        qkv_tensor(g, "k", (2, 8, 16, 64), "bshd", "float16"),
+        qkv_tensor(g, "v", (2, 8, 16, 64), "bshd", "float16"),
+    )
+    g.sdpa(q, k, v, causal=True, name="auto")
     assert g.operations[-1].attrs["lowering"] == "composite"
     assert "needs cuDNN 9.21.0" in g.operations[-1].attrs["lowering_note"]
     # 9.19 declares OPERATION_SDPA_BWD but cannot finalize a graph holding it (measured): the
@@ -202,7 +206,7 @@ def test_older_cudnn_is_refused_with_the_version_needed(monkeypatch: pytest.Monk
         match=r"sdpa_backward needs cuDNN 9.28.0 or newer; the loaded cuDNN is 9.19.0 .*buildDAG",
     ):
         g.sdpa_backward(q, q, q, q, q, stats=st, implementation="unified")
-    g.sdpa_backward(q, q, q, q, q, stats=st, name="composite_bwd")
+    g.sdpa_backward(q, k, v, q, q, stats=st, name="composite_bwd")
     assert g.operations[-1].attrs["lowering"] == "composite"
 
 

@@ -265,3 +265,12 @@ def test_dbias_needs_a_bias() -> None:
     db = g.tensor([1, H, S, S], dtype="bfloat16", name="dbias")
     with pytest.raises(GraphError, match="dBias is the gradient of a bias: give bias= too"):
         g.sdpa_backward(q, q, q, q, q, stats=st, dBias=db)
+
+
+def test_composite_needs_k_apart_from_q() -> None:
+    # K is shown to cuDNN transposed under its unique id: one tensor cannot be Q and K^T at once
+    g = Graph("alias")
+    q = bshd(g, "q")
+    with pytest.raises(GraphError, match=r"k \('q'\) is also another operand.*tensor of its own"):
+        g.sdpa(q, q, q, implementation="composite")
+    assert g.operations == []

@@ -222,6 +222,15 @@ class AttentionOps(GraphCore):
         else:
             lowering = "unified"
         composite = lowering == "composite"
+        # The composite graph shows cuDNN K (and, backward, V) transposed under its own unique
+        # id: a tensor that is also another operand of the operation cannot be shown both ways.
+        for role in ("k", "v") if backward else ("k",):
+            if composite and any(owned[role] is t for r, t in owned.items() if r != role):
+                raise GraphError(
+                    f"{label}: {role} ('{owned[role].name}') is also another operand; the "
+                    f"composite graph shows cuDNN {role.upper()} transposed, so give it a tensor "
+                    "of its own (a second g.tensor() over the same memory is fine)"
+                )
         inputs = dict(owned)
         d_qk = owned["q"].dims[3]
         value: float | None = None
