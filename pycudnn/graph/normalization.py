@@ -316,14 +316,24 @@ class NormalizationOps(PointwiseOps):
         mean: Tensor,
         inv_variance: Tensor,
         *,
+        implementation: str = "pointwise",
         name: str | None = None,
     ) -> Tensor:
-        """``(x - mean) * inv_variance * scale + bias`` per channel, from pointwise operations.
+        """``(x - mean) * inv_variance * scale + bias`` per channel.
 
-        cuDNN 9.28's inference-phase ``BATCH_NORM`` has no engine on the H100 for any heuristics
-        mode, so the same arithmetic is built from SUB, MUL, MUL, ADD, which fuse into one kernel.
-        ``inv_variance`` is ``1 / sqrt(running_var + epsilon)``.
+        ``implementation="pointwise"`` (default) builds it from SUB, MUL, MUL, ADD, which fuse
+        into one kernel: cuDNN 9.28's inference-phase ``BATCH_NORM`` has no engine on the H100
+        for any heuristics mode alone. ``"norm"`` is that ``NORM_FORWARD`` operation in inference
+        phase, as cudnn-frontend's ``batchnorm_inference``: it plans fused in front of
+        ``relu_bwd`` and :meth:`batchnorm_backward` (the frontend's BN-inference, dReLU, dBN
+        pattern: engine 0 on the H100), where the pointwise form has none; alone it has no
+        engine. ``inv_variance`` is ``1 / sqrt(running_var + epsilon)``.
         """
+        if implementation not in ("pointwise", "norm"):
+            raise GraphError(
+                f"batchnorm_inference: implementation must be 'pointwise' or 'norm', not "
+                f"{implementation!r}"
+            )
         label = f"batchnorm_inference '{name or 'batchnorm_inference'}'"
         self._check_mutable()
         x = self._own(x, label, "x")
@@ -343,6 +353,26 @@ class NormalizationOps(PointwiseOps):
                     f"{label}: {role} '{t.name}' must have dims {list(shapes.stats_dims)}, got "
                     f"{list(t.dims)}"
                 )
+        if implementation == "norm":
+            op_name, label = self._begin_op("batchnorm_inference", name)
+            y = self._output(
+                label, op_name, "y", x.dims, x, out=None, out_dtype=x.dtype, strides=x.strides
+            )
+            inputs = {
+                "x": x,
+                "scale": scale,
+                "bias": bias,
+                "mean": mean,
+                "inv_variance": inv_variance,
+            }
+            attrs = {
+                "compute_dtype": self._compute("float32", label),
+                "mode": "batch",
+                "training": False,
+                "norm_axes": _norm_axes(shapes.stats_dims, x.dims),
+            }
+            self._add_op("norm_forward", op_name, inputs, {"y": y}, attrs)
+            return y
         prefix = name or "bn_inference"
         centred = self.sub(x, mean, name=self._op_name(f"{prefix}.sub", None))
         normed = self.mul(centred, inv_variance, name=self._op_name(f"{prefix}.mul_inv_var", None))
