@@ -138,14 +138,14 @@ def test_composite_forward_plans_for_the_h100(
 
 def test_auto_picks_the_composite_graph_for_dropout_with_stats() -> None:
     g = Graph("train")
-    q = bshd(g, "q")
+    q, k, v = (bshd(g, n) for n in "qkv")
     seed, offset = rng_tensors(g)
-    g.sdpa(q, q, q, generate_stats=True, dropout=0.2, seed=seed, offset=offset)
+    g.sdpa(q, k, v, generate_stats=True, dropout=0.2, seed=seed, offset=offset)
     op = g.operations[-1]
     assert op.attrs["implementation"] == "auto" and op.attrs["lowering"] == "composite"
     assert "dropout with stats" in op.attrs["lowering_note"]
     # without dropout the unified operation serves (where the loaded cuDNN has it)
-    g.sdpa(q, q, q, generate_stats=True, name="plain")
+    g.sdpa(q, k, v, generate_stats=True, name="plain")
     want = "unified" if pycudnn.version_tuple() >= (9, 13, 1) else "composite"
     assert g.operations[-1].attrs["lowering"] == want
 
@@ -229,7 +229,7 @@ def test_frontend_mask_names_set_the_band() -> None:
         ({"use_causal_mask": 1}, "use_causal_mask must be a bool"),
         ({"return_stats": True, "generate_stats": False}, "disagree about the stats output"),
         ({"use_padding_mask": True}, "use_padding_mask=True but seq_len_q/seq_len_kv are missing"),
-        ({"use_alibi_mask": True}, "use_alibi_mask is not offered yet; pass the ALiBi term"),
+        ({"use_alibi_mask": 1}, "use_alibi_mask must be a bool"),
         (
             {"paged_attention_max_seq_len_kv": 512},
             r"paged K/V caches \(.*\) are not offered yet; gather the pages",
@@ -274,3 +274,28 @@ def test_composite_needs_k_apart_from_q() -> None:
     with pytest.raises(GraphError, match=r"k \('q'\) is also another operand.*tensor of its own"):
         g.sdpa(q, q, q, implementation="composite")
     assert g.operations == []
+
+
+@pytest.mark.parametrize("heads", [8, 6])  # a power of two, and not (two slope series)
+def test_alibi_is_composite_and_plans(props: pycudnn.DeviceProperties, heads: int) -> None:
+    g = Graph("alibi")
+    q, k, v = (bshd(g, n, h=heads) for n in "qkv")
+    g.sdpa(q, k, v, use_alibi_mask=True, use_causal_mask=True, generate_stats=True)
+    op = g.operations[-1]
+    assert op.attrs["alibi"] and op.attrs["lowering"] == "composite"
+    assert "use_alibi_mask" in op.attrs["lowering_note"]
+    # the slopes are computed in the graph from the head index: two series when h_q is not a
+    # power of two, as the frontend's get_alibi_slope
+    assert ("alibi_heads" in op.inputs) == (heads == 6)
+    with pytest.raises(GraphError, match="use_alibi_mask is lowered by the composite graph only"):
+        g.sdpa(q, k, v, use_alibi_mask=True, implementation="unified", name="unified")
+    g.build(device_properties=props, cache=False)
+
+
+def test_alibi_reference_slopes() -> None:
+    from pycudnn.verification.reference_attention import alibi_slopes
+
+    # the frontend's get_alibi_slope: 2^(-8 a / n), n = 4 for 6 heads, a = 1..4 then 0.5, 1.5
+    want = [2.0 ** (-8 * a / 4) for a in (1, 2, 3, 4, 0.5, 1.5)]
+    assert alibi_slopes(6) == pytest.approx(want)
+    assert alibi_slopes(8) == pytest.approx([2.0 ** (-(i + 1)) for i in range(8)])

@@ -43,6 +43,7 @@ def band_ref(
     right: int | None = None,
     bottom_right: bool = False,
     bias: np.ndarray | None = None,
+    alibi: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(O, stats, P) in float64 for a diagonal band mask (keys ``j`` with
     ``i + shift - left < j <= i + shift + right``, ``shift = s_kv - s_q`` bottom-right)."""
@@ -55,6 +56,12 @@ def band_ref(
     sq, skv = s.shape[2:]
     i = np.arange(sq)[:, None] + (skv - sq if bottom_right else 0)
     j = np.arange(skv)[None, :]
+    if alibi:  # slopes from the frontend's formula, written out independently here
+        h = s.shape[1]
+        n = 1 << (h.bit_length() - 1)
+        a = [i + 1.0 for i in range(n)] + [i + 0.5 for i in range(h - n)]
+        slopes = np.array([2.0 ** (-8 * x / n) for x in a]).reshape(1, h, 1, 1)
+        s = s + slopes * (np.arange(skv)[None, :] - np.arange(sq)[:, None])
     keep = np.ones((sq, skv), dtype=bool)
     if right is not None:
         keep &= j <= i + right
@@ -116,8 +123,23 @@ def run_forward(
             {"use_causal_mask": True, "sliding_window_length": 32, "bias_": True},
             {"right": 0, "left": 32},
         ),
+        (
+            (2, 6, 6, 128, 128, 64),
+            {"use_alibi_mask": True, "use_causal_mask": True},
+            {"right": 0, "alibi": True},
+        ),
+        ((1, 8, 2, 128, 128, 64), {"use_alibi_mask": True}, {"alibi": True}),
     ],
-    ids=["plain", "causal_gqa", "bottom_right_mqa", "left", "right", "window_bias"],
+    ids=[
+        "plain",
+        "causal_gqa",
+        "bottom_right_mqa",
+        "left",
+        "right",
+        "window_bias",
+        "alibi_h6",
+        "alibi_h8_gqa",
+    ],
 )
 def test_composite_forward(dims: tuple[int, ...], options: dict[str, Any], band: dict) -> None:
     d = dims[-1]
@@ -184,8 +206,9 @@ def test_dropout_with_stats_matches_its_dumped_mask() -> None:
             {"left": 24, "right": 4},
         ),
         (4, {"bias_": True}, {}),
+        (2, {"use_alibi_mask": True, "use_causal_mask": True}, {"right": 0, "alibi": True}),
     ],
-    ids=["plain", "causal_gqa", "band_mqa", "bias_dbias"],
+    ids=["plain", "causal_gqa", "band_mqa", "bias_dbias", "alibi_causal"],
 )
 def test_composite_backward(hk: int, options: dict[str, Any], band: dict) -> None:
     b, hq, s, d = 2, 4, 128, 64

@@ -150,6 +150,7 @@ class AttentionOps(GraphCore):
         implementation: Any,
         needs_composite: str,
         check: Any,
+        alibi: bool = False,
     ) -> tuple[dict[str, Tensor], dict[str, Any], Any]:
         """Own the tensors, run the rules, choose the lowering (unified SDPA operation or the
         composite graph) and add the scalars it reads; returns the operation's inputs by role,
@@ -249,6 +250,20 @@ class AttentionOps(GraphCore):
             inputs["dropout_scale"] = self.scalar(
                 1.0 / (1.0 - dropout), dtype="float32", name=f"{op_name}.dropout_scale"
             )
+        if alibi:
+            # ALiBi slopes as the frontend's get_alibi_slope: 2 ** (-8 a / n) with n the largest
+            # power of two <= h_q, a = h + 1 for the first n heads and h - n + 1/2 after them
+            h_q = owned["q"].dims[1]
+            n = 1 << (h_q.bit_length() - 1)
+            inputs["alibi_rate"] = self.scalar(
+                -8.0 * math.log(2.0) / n, dtype="float32", name=f"{op_name}.alibi_rate"
+            )
+            inputs["alibi_one"] = self.scalar(1.0, dtype="float32", name=f"{op_name}.alibi_one")
+            if n != h_q:
+                inputs["alibi_heads"] = self.scalar(n, dtype="int32", name=f"{op_name}.alibi_heads")
+                inputs["alibi_shift"] = self.scalar(
+                    0.5 - n, dtype="float32", name=f"{op_name}.alibi_shift"
+                )
         if composite and backward:
             # rowsum(dO * O) is scaled by the keep probability (1 with no dropout), as the
             # frontend's composite backward does
@@ -267,6 +282,7 @@ class AttentionOps(GraphCore):
             "shift_from_lengths": shift_from_lengths,
             "dropout": float(dropout),
             "scores_dims": shapes.scores_dims,
+            "alibi": alibi,
             "implementation": impl,
             "lowering": lowering,
             "lowering_note": (
@@ -374,7 +390,9 @@ class AttentionOps(GraphCore):
             diagonal_band_right_bound=diagonal_band_right_bound,
         )
         needs_composite = ""
-        if dropout and stats_flag:
+        if use_alibi_mask:
+            needs_composite = "use_alibi_mask is lowered by the composite graph only"
+        elif dropout and stats_flag:
             needs_composite = (
                 "dropout with stats (a training forward) has no unified SDPA operation"
             )
@@ -416,6 +434,7 @@ class AttentionOps(GraphCore):
             implementation=implementation,
             needs_composite=needs_composite,
             check=check,
+            alibi=use_alibi_mask,
         )
         q_t = inputs["q"]
         o = self._output(
@@ -534,6 +553,8 @@ class AttentionOps(GraphCore):
             diagonal_band_right_bound=diagonal_band_right_bound,
         )
         needs_composite = ""
+        if use_alibi_mask:
+            needs_composite = "use_alibi_mask is lowered by the composite graph only"
         if use_deterministic_algorithm:
             needs_composite = "use_deterministic_algorithm is the composite graph's"
         if dBias is not None:
@@ -583,6 +604,7 @@ class AttentionOps(GraphCore):
             implementation=implementation,
             needs_composite=needs_composite,
             check=check,
+            alibi=use_alibi_mask,
         )
         outputs = {}
         for role, src in (("dq", "q"), ("dk", "k"), ("dv", "v")):
@@ -685,12 +707,6 @@ def _refuse_ragged(label: str, max_total_seq_len_q: Any, max_total_seq_len_kv: A
 def _refuse_unsupported(label: str, *, use_alibi_mask: Any, paged: tuple[Any, ...]) -> None:
     if not isinstance(use_alibi_mask, bool):
         raise TypeError(f"{label}: use_alibi_mask must be a bool, not {use_alibi_mask!r}")
-    if use_alibi_mask:
-        raise GraphError(
-            f"{label}: use_alibi_mask is not offered yet; pass the ALiBi term as bias= "
-            "(slope[h] * (col - row), a float [1, h_q, s_q, s_kv] tensor), which both "
-            "implementations plan"
-        )
     if any(p is not None for p in paged):
         raise GraphError(
             f"{label}: paged K/V caches (paged_attention_k_table/v_table/max_seq_len_kv) are not "

@@ -200,6 +200,20 @@ class _Builder:
     def bool_op(self, mode: str, x: Any, b: Any, scores: tuple[int, ...]) -> Any:
         return self.pw(mode, x, b, dims=scores, dtype="BOOLEAN", math="BOOLEAN")
 
+    def alibi(self, s: Any, scores: tuple[int, ...]) -> Any:
+        """``S + slope[h] * (col - row)``: the slopes computed from the head index, as the
+        frontend's ``get_alibi_slope`` (which writes them to its workspace instead)."""
+        head = self.pw("GEN_INDEX", s, dims=scores, dtype="INT32", math="INT32", axis=1)
+        a = self.pw("ADD", head, self.arg("alibi_one"), dims=scores)
+        if "alibi_heads" in self.op.inputs:
+            first = self.bool_op("CMP_LT", head, self.arg("alibi_heads"), scores)
+            later = self.pw("ADD", head, self.arg("alibi_shift"), dims=scores)
+            a = self.pw("BINARY_SELECT", a, later, first, dims=scores)
+        slope = self.pw("EXP", self.pw("MUL", a, self.arg("alibi_rate"), dims=scores), dims=scores)
+        row, col = self.indices(s, scores)
+        dist = self.pw("SUB", col, row, dims=scores, dtype="INT32", math="INT32")
+        return self.pw("ADD", s, self.pw("MUL", dist, slope, dims=scores), dims=scores)
+
     def padding_mask(self, s: Any, scores: tuple[int, ...]) -> Any:
         """Scores outside each batch entry's real lengths become ``-inf``."""
         row, col = self.indices(s, scores)
@@ -281,6 +295,8 @@ def _scores(bld: _Builder, scores: tuple[int, ...]) -> Any:
     s = bld.pw("MUL", s, bld.arg("scale"), dims=scores)
     if "bias" in op.inputs:
         s = bld.pw("ADD", s, bld.arg("bias"), dims=scores)
+    if op.attrs.get("alibi"):
+        s = bld.alibi(s, scores)
     if padded:
         s = bld.padding_mask(s, scores)
     return s

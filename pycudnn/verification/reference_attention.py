@@ -30,7 +30,14 @@ from .common import NoReferenceError
 if TYPE_CHECKING:  # pragma: no cover
     from ..graph import Operation
 
-__all__ = ["consistent_inputs", "norm_backward", "norm_forward", "sdpa_backward", "sdpa_forward"]
+__all__ = [
+    "alibi_slopes",
+    "consistent_inputs",
+    "norm_backward",
+    "norm_forward",
+    "sdpa_backward",
+    "sdpa_forward",
+]
 
 
 def _no_reference(op: Any, why: str) -> Exception:
@@ -113,6 +120,9 @@ def _masked_scores(op: Any, vals: Mapping[str, np.ndarray]) -> tuple[Any, Any, A
     sq, skv = scores.shape[-2:]
     i = np.arange(sq)[:, None]
     j = np.arange(skv)[None, :]
+    if a.get("alibi"):
+        slopes = np.asarray(alibi_slopes(scores.shape[1])).reshape(1, -1, 1, 1)
+        scores = scores + slopes * (j - i)
     keep = np.ones((sq, skv), dtype=bool)
     # the diagonal band, bottom-right shift folded into the bounds (attention._Masks)
     if a.get("right_bound") is not None:
@@ -124,6 +134,14 @@ def _masked_scores(op: Any, vals: Mapping[str, np.ndarray]) -> tuple[Any, Any, A
     elif a.get("sliding_window") is not None:
         keep &= j > i - int(a["sliding_window"])
     return k, v, np.where(keep, scores, -np.inf), group
+
+
+def alibi_slopes(heads: int) -> list[float]:
+    """ALiBi's per-head slopes as cudnn-frontend's ``get_alibi_slope``: ``2 ** (-8 a / n)``,
+    ``n`` the largest power of two <= ``heads``, ``a`` = 1..n, then 0.5, 1.5, ... for the rest."""
+    n = 1 << (heads.bit_length() - 1)
+    a = [i + 1.0 for i in range(n)] + [(i + 1) * 0.5 for i in range(0, 2 * (heads - n), 2)]
+    return [2.0 ** (-8.0 * x / n) for x in a]
 
 
 def _fold(grad: np.ndarray, group: int) -> np.ndarray:
