@@ -61,7 +61,8 @@ def composite_views(ops: list[Operation]) -> dict[int, tuple[Any, Any]]:
 
 
 def _packed(dims: tuple[int, ...]) -> tuple[int, ...]:
-    out, step = [], 1
+    out: list[int] = []
+    step = 1
     for n in reversed(dims):
         out.insert(0, step)
         step *= n
