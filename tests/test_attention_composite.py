@@ -299,3 +299,16 @@ def test_alibi_reference_slopes() -> None:
     want = [2.0 ** (-8 * a / 4) for a in (1, 2, 3, 4, 0.5, 1.5)]
     assert alibi_slopes(6) == pytest.approx(want)
     assert alibi_slopes(8) == pytest.approx([2.0 ** (-(i + 1)) for i in range(8)])
+
+
+def test_unplanned_unified_graph_suggests_the_composite_one(
+    props: pycudnn.DeviceProperties,
+) -> None:
+    from pycudnn.plan import GraphNotSupportedError
+
+    if pycudnn.version_tuple() < (9, 28, 0):
+        pytest.skip("the unified backward plans from cuDNN 9.28")
+    g = backward(implementation="unified")
+    # the unified backward needs a workspace (engine 13, cuDNN 9.28): none allowed, no plan
+    with pytest.raises(GraphNotSupportedError, match="implementation='composite' builds the"):
+        g.build(device_properties=props, cache=False, max_workspace=0)

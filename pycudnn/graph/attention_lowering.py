@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from .tensors import Operation, Tensor
 
-__all__ = ["KINDS", "build_operation", "build_operations", "in_subgraph_only", "lowering_notes"]
+__all__ = [
+    "KINDS",
+    "build_operation",
+    "build_operations",
+    "in_subgraph_only",
+    "lowering_advice",
+    "lowering_notes",
+]
 
 KINDS = frozenset({"sdpa", "sdpa_backward", "norm_forward", "norm_backward"})
 
@@ -67,6 +74,19 @@ def lowering_notes(ops: list[Operation]) -> list[str]:
         f"{op.label} lowered to the {op.attrs['lowering_note']}"
         for op in ops
         if op.kind in ("sdpa", "sdpa_backward") and op.attrs.get("lowering") == "composite"
+    ]
+
+
+def lowering_advice(ops: list[Operation]) -> list[str]:
+    """What to try when a graph of unified SDPA operations alone has no engine: the composite
+    graph (with other operations fused in, neither plans on the H100: nothing to suggest)."""
+    if any(op.kind not in ("sdpa", "sdpa_backward") for op in ops):
+        return []
+    return [
+        f"{op.label} is cuDNN's unified SDPA operation; implementation='composite' builds the "
+        "matmul/softmax/matmul graph NVIDIA's frontend falls back to, which other engines take"
+        for op in ops
+        if op.kind in ("sdpa", "sdpa_backward") and op.attrs.get("lowering") == "unified"
     ]
 
 

@@ -15,7 +15,7 @@ from ..backend import BackendDescriptor
 from ..deviceprops import DeviceProperties, _error_lines
 from ..errors import CudnnError
 from ..graph import Graph, rewrites
-from ..graph.attention_lowering import lowering_notes
+from ..graph.attention_lowering import lowering_advice, lowering_notes
 from ..graph.rewrites import Variant as _Variant
 from .cache import PlanCache, _resolve_cache
 from .exclusions import normalize_exclusions
@@ -118,6 +118,7 @@ def _plans(
             _log.info("graph '%s': %s", graph.name, variant.note)
             return plans
         report.rewrites.append(f"tried the {variant.note}: no engine either")
+    report.advice.extend(lowering_advice(graph.operations))
     props = target.props
     if sm_count is not None and props is not None and sm_count < props.multiprocessor_count:
         report.advice.append(_SM_COUNT_ADVICE.format(sm=sm_count, mp=props.multiprocessor_count))
