@@ -523,6 +523,10 @@ TARGETS: dict[str, Callable[[random.Random, Context], None]] = {
 #: 0.5 s on a CPU (cuDNN builds the plan's kernels), and a damaged plan-cache file means a rebuild.
 WEIGHTS = {"legacy": 4, "layout": 4, "graph": 1, "plan_json": 2, "plan_cache": 0.5,
            "deviceprops": 2, "einsum": 4, "cutensor": 4, "raw": 4}  # fmt: skip
+from reliability_fuzz_attention import TARGETS as _T_attention  # noqa: E402
+from reliability_fuzz_attention import WEIGHTS as _W_attention  # noqa: E402
+
+TARGETS.update(_T_attention), WEIGHTS.update(_W_attention)
 
 
 def selftest(rng: random.Random, ctx: Context) -> None:

@@ -21,7 +21,10 @@ this library refuses instead, with the version the feature needs.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
+
+import numpy as np
 
 from .. import _attention_rules as rules
 from .._shared.dtypes import dtype_name
@@ -655,7 +658,11 @@ def _scale_arg(label: str, scale: Any, attn_scale: Any) -> Any:
     value = attn_scale if attn_scale is not None else scale
     if value is None or isinstance(value, Tensor):
         return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+    ):
         raise GraphError(f"{label}: scale must be a finite number or a tensor, not {value!r}")
     return float(value)
 
