@@ -184,19 +184,19 @@ def test_unified_refuses_what_only_the_composite_graph_has() -> None:
 def test_sdpa_returns_the_frontend_pair() -> None:
     # As cudnn-frontend's pygraph.sdpa: always (O, stats), stats None when none is asked.
     g = Graph("pair")
-    q = bshd(g, "q")
-    o, stats = g.sdpa(q, q, q)
+    q, k, v = (bshd(g, n) for n in "qkv")
+    o, stats = g.sdpa(q, k, v)
     assert stats is None and o.dims == q.dims
-    _, stats2 = g.sdpa(q, q, q, generate_stats=True, name="train")
+    _, stats2 = g.sdpa(q, k, v, generate_stats=True, name="train")
     assert stats2 is not None and stats2.dims == (B, H, S, 1)
-    _, none = g.sdpa(q, q, q, is_inference=True, name="inference")
+    _, none = g.sdpa(q, k, v, is_inference=True, name="inference")
     assert none is None
 
 
 def test_frontend_mask_names_set_the_band() -> None:
     g = Graph("masks")
     q = bshd(g, "q")
-    kv = bshd(g, "kv", s=S + 32)  # s_kv - s_q = 32: the bottom-right shift
+    k, v = bshd(g, "k", s=S + 32), bshd(g, "v", s=S + 32)  # s_kv - s_q = 32: bottom-right shift
     cases = [
         ({"use_causal_mask": True}, (None, 0)),
         ({"causal": True, "sliding_window": 16}, (16, 0)),
@@ -205,14 +205,14 @@ def test_frontend_mask_names_set_the_band() -> None:
         ({"use_causal_mask": True, "sliding_window_length": 8}, (8, 0)),
     ]
     for i, (opts, band) in enumerate(cases):
-        g.sdpa(q, kv, kv, name=f"m{i}", **opts)
+        g.sdpa(q, k, v, name=f"m{i}", **opts)
         a = g.operations[-1].attrs
         assert a["band"] == band and (a["left_bound"], a["right_bound"]) == band
     # bottom-right: the diagonal ends at the last key; fixed lengths fold the shift into bounds
-    g.sdpa(q, kv, kv, name="br", use_causal_mask_bottom_right=True)
+    g.sdpa(q, k, v, name="br", use_causal_mask_bottom_right=True)
     a = g.operations[-1].attrs
     assert a["alignment"] == "bottom_right" and a["right_bound"] == 32 and not a["causal"]
-    g.sdpa(q, kv, kv, name="br2", diagonal_alignment="BOTTOM_RIGHT", diagonal_band_left_bound=4)
+    g.sdpa(q, k, v, name="br2", diagonal_alignment="BOTTOM_RIGHT", diagonal_band_left_bound=4)
     assert g.operations[-1].attrs["left_bound"] == 4 - 32
 
 
@@ -248,14 +248,14 @@ def test_bad_frontend_keywords_are_refused(options: dict[str, Any], message: str
 
 def test_attn_scale_as_a_tensor() -> None:
     g = Graph("scale")
-    q = bshd(g, "q")
+    q, k, v = (bshd(g, n) for n in "qkv")
     scale = g.tensor([1, 1, 1, 1], dtype="float32", name="attn_scale")
-    g.sdpa(q, q, q, attn_scale=scale)
+    g.sdpa(q, k, v, attn_scale=scale)
     op = g.operations[-1]
     assert op.inputs["scale"] is scale and op.attrs["scale"] is None
     wrong = g.tensor([1, 1, 1, 1], dtype="float16", name="half_scale")
     with pytest.raises(GraphError, match="attn_scale tensor 'half_scale' must be float32"):
-        g.sdpa(q, q, q, attn_scale=wrong, name="bad")
+        g.sdpa(q, k, v, attn_scale=wrong, name="bad")
 
 
 def test_dbias_needs_a_bias() -> None:
