@@ -312,3 +312,15 @@ def test_unplanned_unified_graph_suggests_the_composite_one(
     # the unified backward needs a workspace (engine 13, cuDNN 9.28): none allowed, no plan
     with pytest.raises(GraphNotSupportedError, match="implementation='composite' builds the"):
         g.build(device_properties=props, cache=False, max_workspace=0)
+
+
+def test_composite_refuses_a_k_other_operations_use(props: pycudnn.DeviceProperties) -> None:
+    # K shown transposed would change what the other operation computes: refused at build
+    g = Graph("shared_k")
+    q, k, v = (bshd(g, n) for n in "qkv")
+    g.sdpa(q, k, v, implementation="composite")
+    g.mul(k, g.scalar(2.0), out_dtype="bfloat16")
+    with pytest.raises(
+        GraphError, match=r"k \('k'\) is also used by mul .*implementation='unified'"
+    ):
+        g.build(device_properties=props, cache=False)

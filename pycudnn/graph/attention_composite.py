@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .common import GraphError
+
 if TYPE_CHECKING:  # pragma: no cover
     from .tensors import Operation
 
@@ -56,6 +58,16 @@ def composite_views(ops: list[Operation]) -> dict[int, tuple[Any, Any]]:
         roles = ("k", "v") if op.kind == "sdpa_backward" else ("k",)
         for role in roles:
             t = op.inputs[role]
+            others = [o for o in t.consumers if o is not op]
+            if t.producer is not None or others:
+                # every operation would see the transposed description: refused, not computed
+                # on the wrong axes
+                user = t.producer or others[0]
+                raise GraphError(
+                    f"{op.label}: {role} ('{t.name}') is also used by {user.label}; the "
+                    f"composite graph shows cuDNN {role.upper()} transposed, which that "
+                    "operation cannot share: use implementation='unified', or split the graph"
+                )
             views[t.uid] = _transposed(t.dims, t.strides)
     return views
 
