@@ -31,6 +31,7 @@ from ._shared.ffi import UnsupportedByLibraryError
 
 __all__ = [
     "ATTENTION_DTYPES",
+    "INT32_MAX",
     "NORM_DTYPES",
     "NORM_PARAM_DTYPES",
     "VERSIONS",
@@ -40,6 +41,7 @@ __all__ = [
     "attention_layout",
     "check_norm_backward",
     "check_norm_forward",
+    "check_norm_scalar",
     "check_sdpa",
     "check_sdpa_backward",
     "norm_shapes",
@@ -50,7 +52,8 @@ __all__ = [
 ]
 
 
-_INT32_MAX = 2**31 - 1
+INT32_MAX = 2**31 - 1
+_INT32_MAX = INT32_MAX
 
 
 class RuleError(ValueError):
@@ -85,6 +88,9 @@ VERSIONS: dict[str, int] = {
     "sdpa_backward score modifiers (causal, sliding_window, bias)": 92100,
     "sdpa_backward dropout": 92800,  # SDPA_BWD_DROPOUT_* attributes
     "norm": 90000,  # OPERATION_NORM_FORWARD/BACKWARD_DESCRIPTOR
+    # The composite graph (matmul, pointwise, reduction, RNG, reshape: cuDNN 9.0's operations);
+    # deviceless plans for the H100 measured on 9.10, 9.27 and 9.28
+    "sdpa composite": 90000,
 }
 
 
@@ -137,26 +143,36 @@ def packed_strides_like(dims: Sequence[int], like: Sequence[int]) -> tuple[int, 
 
 
 def attention_layout(t: TensorSpec) -> str:
-    """``"bshd"`` or ``"bhsd"`` for a ``[b, h, s, d]`` tensor; anything else is refused.
-
-    Both layouts are packed apart from the batch stride (which may be larger, as in a slice of a
-    bigger buffer); strides of extent-1 dims do not matter.
+    """The memory order of a ``[b, h, s, d]`` tensor's axes, outermost first (``"bshd"``,
+    ``"bhsd"``, ``"sbhd"``, ...): any strides with the head dim contiguous and no two elements
+    at one address, as cuDNN's SDPA takes them (packed QKV buffers ``bs3hd`` and ``sbh3d``
+    included: Q, K and V are strided views of one buffer); strides of extent-1 dims do not
+    matter.
     """
-    b, h, s, d = t.dims
-    layouts = {
-        "bshd": (s * h * d, d, h * d, 1),
-        "bhsd": (h * s * d, s * d, d, 1),
-    }
-    for name, want in layouts.items():
-        if all(t.dims[i] == 1 or t.strides[i] == want[i] for i in (1, 2, 3)) and (
-            b == 1 or t.strides[0] >= want[0]
-        ):
-            return name
-    raise RuleError(
-        f"{t.name}: strides {_dims(t.strides)} for dims [b, h, s, d] = {_dims(t.dims)} are "
-        f"neither bshd {_dims(layouts['bshd'])} nor bhsd {_dims(layouts['bhsd'])} (packed, "
-        "head dim contiguous)"
-    )
+    _, h, s, d = t.dims
+    names = "bhsd"
+    if d > 1 and t.strides[3] != 1:
+        raise RuleError(
+            f"{t.name}: strides {_dims(t.strides)} for dims [b, h, s, d] = {_dims(t.dims)}: the "
+            "head dim must be contiguous (stride 1), as in bshd "
+            f"{_dims((s * h * d, d, h * d, 1))} or bhsd {_dims((h * s * d, s * d, d, 1))}"
+        )
+    if any(st < 1 for n, st in zip(t.dims, t.strides, strict=True) if n > 1):
+        raise RuleError(f"{t.name}: strides {_dims(t.strides)} must be positive")
+    # innermost first: each axis must step over the whole extent of the ones inside it
+    order = sorted((i for i in range(3) if t.dims[i] > 1), key=lambda i: (t.strides[i], -i))
+    span, inner = d, "d"
+    for i in order:
+        if t.strides[i] < span:
+            raise RuleError(
+                f"{t.name}: strides {_dims(t.strides)} for dims [b, h, s, d] = {_dims(t.dims)} "
+                f"overlap: dim {names[i]} (stride {t.strides[i]}) steps inside the {span} "
+                f"elements of {inner}"
+            )
+        span = t.strides[i] * t.dims[i]
+        inner = names[i] + inner
+    outer = [i for i in range(3) if i not in order]
+    return "".join(names[i] for i in outer) + inner
 
 
 def _attention_tensor(t: TensorSpec, what: str) -> None:
@@ -201,17 +217,19 @@ def sdpa_features(
     *,
     backward: bool,
     padding: bool,
-    causal: bool,
-    sliding_window: int | None,
-    bias: bool,
-    dropout: float,
+    masks: bool = False,
+    dropout: float = 0.0,
+    causal: bool = False,
+    sliding_window: int | None = None,
+    bias: bool = False,
 ) -> list[str]:
-    """The :data:`VERSIONS` keys an SDPA with these options needs."""
+    """The :data:`VERSIONS` keys the unified SDPA operation with these options needs (``masks``:
+    any band mask or a bias; ``causal``, ``sliding_window`` and ``bias`` say the same)."""
     op = "sdpa_backward" if backward else "sdpa"
     out = [op]
     if padding:
         out.append("sdpa padding (seq_len_q/seq_len_kv)")
-    if causal or sliding_window is not None or bias:
+    if masks or causal or sliding_window is not None or bias:
         out.append(f"{op} score modifiers (causal, sliding_window, bias)")
     if dropout:
         out.append(f"{op} dropout")
@@ -376,18 +394,35 @@ class NormShapes(NamedTuple):
     stats_dims: tuple[int, ...]
 
 
-def norm_shapes(mode: str, x_dims: Sequence[int]) -> NormShapes:
+def norm_shapes(
+    mode: str, x_dims: Sequence[int], scale_dims: Sequence[int] | None = None
+) -> NormShapes:
     """Scale/bias and statistics dims of ``mode`` for an input of ``x_dims`` (cuDNN's NORM rules).
 
-    * layer, rms: normalise over every dim but the first; scale ``[1, *x[1:]]``, stats
-      ``[x0, 1, ...]``.
+    * layer, rms: normalise over the dims where the scale varies, as NVIDIA's frontend does
+      (``x [B, S, E]`` with scale ``[1, 1, E]``: stats ``[B, S, 1]``); by default (no scale
+      given, or one that is not of that form) over every dim but the first: scale
+      ``[1, *x[1:]]``, stats ``[x0, 1, ...]``.
     * batch: per channel (dim 1) over batch and spatial dims; scale and stats ``[1, C, 1, ...]``.
     * instance: per sample and channel; scale ``[1, C, 1, ...]``, stats ``[N, C, 1, ...]``.
     """
     x = tuple(int(d) for d in x_dims)
     ones = (1,) * (len(x) - 2)
     if mode in ("layer", "rms"):
-        return NormShapes((1, *x[1:]), (x[0], 1, *ones))
+        legacy = NormShapes((1, *x[1:]), (x[0], 1, *ones))
+        if scale_dims is None:
+            return legacy
+        sd = tuple(int(d) for d in scale_dims)
+        varying = [i for i, (n, m) in enumerate(zip(sd, x, strict=False)) if n != 1]
+        if (
+            len(sd) != len(x)
+            or sd[0] != 1
+            or not varying
+            or any(n not in (1, m) for n, m in zip(sd, x, strict=True))
+        ):
+            return legacy
+        stats = tuple(1 if i in varying else m for i, m in enumerate(x))
+        return NormShapes(sd, stats)
     if mode == "batch":
         return NormShapes((1, x[1], *ones), (1, x[1], *ones))
     if mode == "instance":
@@ -419,8 +454,14 @@ def _param(mode: str, t: TensorSpec | None, dims: tuple[int, ...], what: str) ->
     if t is None:
         return
     if tuple(t.dims) != dims:
+        hint = ""
+        if mode in ("layer", "rms"):
+            hint = (
+                " (or x's dims with 1 on the dims each row keeps, e.g. [1, 1, E] for x [B, S, E], "
+                "normalising over the dims where the scale varies)"
+            )
         raise RuleError(
-            f"{mode}norm {what} '{t.name}': dims must be {_dims(dims)}, got {_dims(t.dims)}"
+            f"{mode}norm {what} '{t.name}': dims must be {_dims(dims)}{hint}, got {_dims(t.dims)}"
         )
     if t.dtype not in NORM_PARAM_DTYPES:
         raise RuleError(f"{mode}norm {what} '{t.name}': dtype {t.dtype} is not a float type")
@@ -437,10 +478,36 @@ def _stats(mode: str, t: TensorSpec | None, dims: tuple[int, ...], what: str) ->
 
 
 def _epsilon(mode: str, epsilon: object) -> None:
+    if isinstance(epsilon, TensorSpec):
+        _scalar_tensor(mode, epsilon, "epsilon")
+        return
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
         raise RuleError(f"{mode}norm epsilon must be a number, not {epsilon!r}")
-    if not epsilon > 0:
-        raise RuleError(f"{mode}norm epsilon must be positive, got {epsilon}")
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise RuleError(f"{mode}norm epsilon must be a finite positive number, got {epsilon}")
+
+
+def _scalar_tensor(mode: str, t: TensorSpec, what: str) -> None:
+    """An epsilon or momentum given per execution: one float32 value (all dims 1)."""
+    if t.dtype != "float32" or any(d != 1 for d in t.dims):
+        raise RuleError(
+            f"{mode}norm {what} '{t.name}': a {what} tensor is one float32 value (every dim 1), "
+            f"got {t.dtype} {_dims(t.dims)}"
+        )
+
+
+def check_norm_scalar(mode: str, what: str, value: object) -> None:
+    """Refuse a NaN, infinite or out-of-range epsilon (> 0) or momentum (in [0, 1])."""
+    if what == "epsilon":
+        _epsilon(mode, value)
+        return
+    if isinstance(value, TensorSpec):
+        _scalar_tensor(mode, value, what)
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise RuleError(f"{mode}norm {what} must be a number, not {value!r}")
+    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        raise RuleError(f"{mode}norm {what} must be in [0, 1], got {value}")
 
 
 def check_norm_forward(
@@ -449,14 +516,14 @@ def check_norm_forward(
     scale: TensorSpec,
     bias: TensorSpec | None,
     *,
-    epsilon: float,
+    epsilon: float | TensorSpec,
     running_mean: TensorSpec | None = None,
     running_var: TensorSpec | None = None,
-    momentum: float | None = None,
+    momentum: float | TensorSpec | None = None,
 ) -> NormShapes:
     """Check a normalisation forward (``layer``, ``rms``, ``batch``, ``instance``)."""
     _norm_x(mode, x, "x")
-    shapes = norm_shapes(mode, x.dims)
+    shapes = norm_shapes(mode, x.dims, scale.dims)
     _param(mode, scale, shapes.param_dims, "scale")
     _param(mode, bias, shapes.param_dims, "bias")
     if mode in ("layer", "batch", "instance") and bias is None:
@@ -469,10 +536,7 @@ def check_norm_forward(
             raise RuleError(f"{mode}norm keeps no running statistics; only batchnorm does")
         _stats(mode, running_mean, shapes.stats_dims, "running_mean")
         _stats(mode, running_var, shapes.stats_dims, "running_var")
-        if isinstance(momentum, bool) or not isinstance(momentum, (int, float)):
-            raise RuleError(f"batchnorm momentum must be a number, not {momentum!r}")
-        if not 0.0 <= momentum <= 1.0:
-            raise RuleError(f"batchnorm momentum must be in [0, 1], got {momentum}")
+        check_norm_scalar(mode, "momentum", momentum)
     elif momentum is not None:
         raise RuleError("batchnorm momentum updates running statistics: give running_mean/var")
     return shapes
@@ -497,7 +561,7 @@ def check_norm_backward(
         raise RuleError(
             f"{mode}norm backward dy '{dy.name}': dtype {dy.dtype} must be x's {x.dtype}"
         )
-    shapes = norm_shapes(mode, x.dims)
+    shapes = norm_shapes(mode, x.dims, scale.dims)
     _param(mode, scale, shapes.param_dims, "scale")
     if mode == "rms":
         if mean is not None:

@@ -524,6 +524,7 @@ TARGETS: dict[str, Callable[[random.Random, Context], None]] = {
 WEIGHTS = {"legacy": 4, "layout": 4, "graph": 1, "plan_json": 2, "plan_cache": 0.5,
            "deviceprops": 2, "einsum": 4, "cutensor": 4, "raw": 4}  # fmt: skip
 # Targets kept in modules of their own, one surface each (they import names defined above).
+import reliability_fuzz_attention  # noqa: E402
 import reliability_fuzz_cli  # noqa: E402
 import reliability_fuzz_distributed  # noqa: E402
 import reliability_fuzz_files  # noqa: E402
@@ -532,6 +533,7 @@ import reliability_fuzz_runtime  # noqa: E402
 import reliability_fuzz_surfaces  # noqa: E402
 
 for _module in (
+    reliability_fuzz_attention,
     reliability_fuzz_cli,
     reliability_fuzz_distributed,
     reliability_fuzz_files,

@@ -20,30 +20,6 @@ from pycudnn.graph import Graph, GraphError, Tensor
 from pycudnn.opgraph import attention as attention_module
 from pycudnn.plan import GraphNotSupportedError
 
-# The cuDNN each SDPA feature needs, in the order the graph checks them: the headers' @since and
-# cudnn-frontend's gates (forward 9.13.1, padding 9.15, score modifiers 9.21, dropout 9.22), and
-# for the backward the oldest release measured to finalize it (9.19 fails at buildDAG, 9.28 plans).
-FORWARD, PADDING, MODIFIERS, DROPOUT, BACKWARD = (
-    (9, 13, 1),
-    (9, 15, 0),
-    (9, 21, 0),
-    (9, 22, 0),
-    (9, 28, 0),
-)
-
-
-def refused(needs: list[tuple[int, int, int]], make: Any) -> bool:
-    """On a cuDNN older than one of ``needs`` (the version matrix), assert that ``make()`` is
-    refused naming the first unmet version, and return True; else return False."""
-    loaded = pycudnn.version_tuple()
-    unmet = [n for n in needs if loaded < n]
-    if not unmet:
-        return False
-    version = ".".join(map(str, unmet[0]))
-    with pytest.raises(UnsupportedByLibraryError, match=f"needs cuDNN {version} or newer"):
-        make()
-    return True
-
 
 @pytest.fixture
 def props(deviceprops_json: dict[str, Any]) -> pycudnn.DeviceProperties:
@@ -90,8 +66,6 @@ def test_sdpa_forward_plans_for_the_h100(
     props: pycudnn.DeviceProperties, shape: dict[str, int], layout: str, dtype: str
 ) -> None:
     opts: dict[str, Any] = {"layout": layout, "dtype": dtype, "return_stats": True, **shape}
-    if refused([FORWARD], lambda: attention_graph(**opts)):
-        return
     g, o, stats = attention_graph(**opts)
     q = g["q"]
     # O: Q's dims with V's head dim, Q's layout and dtype; stats: float32 [b, h, s_q, 1].
@@ -113,9 +87,6 @@ def test_sdpa_masks_bias_and_padding_plan(props: pycudnn.DeviceProperties) -> No
     slq = g.tensor([2, 1, 1, 1], dtype="int32", name="seq_len_q")
     slkv = g.tensor([2, 1, 1, 1], dtype="int32", name="seq_len_kv")
     opts = {"causal": True, "bias": bias, "seq_len_q": slq, "seq_len_kv": slkv, "scale": 0.1}
-    if refused([FORWARD, PADDING, MODIFIERS], lambda: g.sdpa(q, k, v, name="attn", **opts)):
-        assert g.operations == []  # the refusal added nothing
-        return
     o, _ = g.sdpa(q, k, v, name="attn", **opts)
     text = g.describe()
     assert "sdpa 'attn'" in text and "causal=True" in text and "scale=0.1" in text
@@ -131,8 +102,6 @@ def test_sdpa_masks_bias_and_padding_plan(props: pycudnn.DeviceProperties) -> No
 
 
 def test_sdpa_sliding_window_plan_and_key(props: pycudnn.DeviceProperties) -> None:
-    if refused([FORWARD, MODIFIERS], lambda: attention_graph(sliding_window=32)):
-        return
     g, _, _ = attention_graph(sliding_window=32)
     g.build(device_properties=props, cache=False)
     causal, _, _ = attention_graph(causal=True)
@@ -143,12 +112,10 @@ def test_sdpa_sliding_window_plan_and_key(props: pycudnn.DeviceProperties) -> No
 
 def test_sdpa_dropout_plans(props: pycudnn.DeviceProperties) -> None:
     g = Graph("dropout")
-    q = qkv_tensor(g, "q", (2, 8, 128, 64), "bshd", "float16")
+    q, k, v = (qkv_tensor(g, n, (2, 8, 128, 64), "bshd", "float16") for n in "qkv")
     seed = g.tensor([1, 1, 1, 1], dtype="int64", name="seed")
     offset = g.tensor([1, 1, 1, 1], dtype="int64", name="offset")
-    if refused([FORWARD, DROPOUT], lambda: g.sdpa(q, q, q, dropout=0.1, seed=seed, offset=offset)):
-        return
-    g.sdpa(q, q, q, dropout=0.1, seed=seed, offset=offset)
+    g.sdpa(q, k, v, dropout=0.1, seed=seed, offset=offset)
     g.build(device_properties=props, cache=False)
 
 
@@ -168,8 +135,6 @@ def backward_graph(*, hk: int = 8, **options: Any) -> Graph:
 
 @pytest.mark.parametrize("options", [{}, {"causal": True, "hk": 1}])
 def test_sdpa_backward_plans(props: pycudnn.DeviceProperties, options: dict[str, Any]) -> None:
-    if refused([BACKWARD], lambda: backward_graph(**options)):
-        return
     g = backward_graph(**options)
     plan = g.build(device_properties=props, cache=False)
     again = g.load_plan(plan.to_json(), device_properties=props)
@@ -188,8 +153,10 @@ def test_bad_arguments_name_the_operation_and_rule() -> None:
         g.sdpa(q, k3, k3, name="a")
     with pytest.raises(GraphError, match=r"sdpa 'b': q 'f32': SDPA takes float16 or bfloat16"):
         g.sdpa(f32, f32, f32, name="b")
-    with pytest.raises(GraphError, match="dropout with return_stats=True is not supported"):
-        g.sdpa(q, q, q, dropout=0.1, return_stats=True)
+    with pytest.raises(
+        GraphError, match=r"dropout with stats .* no unified SDPA operation.*'auto'"
+    ):
+        g.sdpa(q, q, q, dropout=0.1, return_stats=True, implementation="unified")
     with pytest.raises(GraphError, match="dropout needs a seed"):
         g.sdpa(q, q, q, dropout=0.1)
     other = Graph("other")
@@ -216,12 +183,21 @@ def test_older_cudnn_is_refused_with_the_version_needed(monkeypatch: pytest.Monk
     g = Graph("old")
     q = qkv_tensor(g, "q", (2, 8, 16, 64), "bshd", "float16")
     g.sdpa(q, q, q, name="plain")  # 9.13.1 is enough for the operation itself
+    assert g.operations[-1].attrs["lowering"] == "unified"
     with pytest.raises(
         UnsupportedByLibraryError,
         match=r"sdpa 'masked': sdpa score modifiers .* needs cuDNN 9.21.0 or newer; the loaded "
         r"cuDNN is 9.19.0",
     ):
-        g.sdpa(q, q, q, causal=True, name="masked")
+        g.sdpa(q, q, q, causal=True, name="masked", implementation="unified")
+    # implementation="auto" (the default) lowers to the composite graph instead, and says why
+    k, v = (
+        qkv_tensor(g, "k", (2, 8, 16, 64), "bshd", "float16"),
+        qkv_tensor(g, "v", (2, 8, 16, 64), "bshd", "float16"),
+    )
+    g.sdpa(q, k, v, causal=True, name="auto")
+    assert g.operations[-1].attrs["lowering"] == "composite"
+    assert "needs cuDNN 9.21.0" in g.operations[-1].attrs["lowering_note"]
     # 9.19 declares OPERATION_SDPA_BWD but cannot finalize a graph holding it (measured): the
     # refusal names 9.28, the oldest release measured to plan it, and says why
     st = g.tensor([2, 8, 16, 1], dtype="float32", name="st")
@@ -229,12 +205,12 @@ def test_older_cudnn_is_refused_with_the_version_needed(monkeypatch: pytest.Monk
         UnsupportedByLibraryError,
         match=r"sdpa_backward needs cuDNN 9.28.0 or newer; the loaded cuDNN is 9.19.0 .*buildDAG",
     ):
-        g.sdpa_backward(q, q, q, q, q, stats=st)
+        g.sdpa_backward(q, q, q, q, q, stats=st, implementation="unified")
+    g.sdpa_backward(q, k, v, q, q, stats=st, name="composite_bwd")
+    assert g.operations[-1].attrs["lowering"] == "composite"
 
 
 def test_sdpa_plans_are_cached(props: pycudnn.DeviceProperties) -> None:
-    if refused([FORWARD], attention_graph):
-        return
     g, _, _ = attention_graph()
     assert g.build(device_properties=props) is g.build(device_properties=props)
 
@@ -242,8 +218,6 @@ def test_sdpa_plans_are_cached(props: pycudnn.DeviceProperties) -> None:
 def test_pointwise_epilogue_has_no_engine(props: pycudnn.DeviceProperties) -> None:
     # Measured with cuDNN 9.28 for the H100: the SDPA engines take no fused pointwise neighbour
     # ("KERNEL_CFG knob must be set"); the graph says so instead of planning something else.
-    if refused([FORWARD], attention_graph):
-        return
     g, o, _ = attention_graph()
     g.mul(o, g.scalar(2.0), out_dtype="float16")
     with pytest.raises(GraphNotSupportedError, match="no engine supports graph 'attention'"):

@@ -4,8 +4,9 @@ References are computed in float64 with NumPy from the inputs rounded to their d
 as ``softmax(scale * Q K^T + bias, masked) V`` with K/V heads repeated for grouped-query
 attention, its gradients from the softmax backward formulas, the norms from their definitions.
 Where PyTorch is installed, SDPA and the norms are also checked against
-``torch.nn.functional`` and autograd. Features newer than the loaded cuDNN (masks and bias need
-9.21, dropout 9.22) are checked to be refused with the version they need.
+``torch.nn.functional`` and autograd. Features newer than the loaded cuDNN's unified SDPA
+operation (masks and bias need 9.21, dropout 9.22, the backward 9.28) run as the composite graph
+(``implementation="auto"``); ``tests/test_attention_composite_gpu.py`` checks that graph itself.
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import pycudnn
-from pycudnn._shared.ffi import UnsupportedByLibraryError
 from pycudnn.graph import Graph, Tensor
 
 pytestmark = pytest.mark.gpu
@@ -131,10 +130,6 @@ def sdpa_backward_ref(
     return dq, fold(dk), fold(dv)
 
 
-def needs(version: int) -> bool:
-    return pycudnn.version() >= version
-
-
 # -- SDPA forward ------------------------------------------------------------------------------
 
 
@@ -167,15 +162,16 @@ def test_sdpa_forward(dims: tuple[int, ...], layout: str, dtype: np.dtype) -> No
 def test_sdpa_padding_with_sequence_lengths() -> None:
     b, h, s, d = 3, 4, 64, 64
     g = Graph("padded")
-    q = qkv_tensor(g, "q", (b, h, s, d), "bshd", F16)
+    q, k, v = (qkv_tensor(g, n, (b, h, s, d), "bshd", F16) for n in "qkv")
     slq = g.tensor([b, 1, 1, 1], dtype="int32", name="seq_len_q")
     slkv = g.tensor([b, 1, 1, 1], dtype="int32", name="seq_len_kv")
-    o, _ = g.sdpa(q, q, q, seq_len_q=slq, seq_len_kv=slkv)
+    o, _ = g.sdpa(q, k, v, seq_len_q=slq, seq_len_kv=slkv)
     lens = np.array([64, 33, 5], dtype=np.int32).reshape(b, 1, 1, 1)
     qh = host(q.dims, F16)
     od = empty(o)
+    qd = to_device(qh, q)  # self-attention: one array for Q, K and V
     g.build().execute(
-        {q: to_device(qh, q), slq: to_device(lens, slq), slkv: to_device(lens, slkv), o: od}
+        {q: qd, k: qd, v: qd, slq: to_device(lens, slq), slkv: to_device(lens, slkv), o: od}
     )
     ref, _, _ = sdpa_ref(qh, qh, qh, scale=1 / math.sqrt(d), seq_kv=lens)
     got = f64(od)
@@ -197,11 +193,7 @@ def test_sdpa_masks_and_bias(options: dict[str, Any]) -> None:
     if opts.pop("bias", False):
         bias_t = g.tensor([1, hq, sq, skv], dtype=BF16, name="bias")
         opts["bias"] = bias_t
-    if not needs(92100):
-        with pytest.raises(UnsupportedByLibraryError, match=r"needs cuDNN 9.21.0"):
-            g.sdpa(q, k, v, **opts)
-        return
-    o, _ = g.sdpa(q, k, v, **opts)
+    o, _ = g.sdpa(q, k, v, **opts)  # the composite graph before cuDNN 9.21
     qh, kh, vh = host(q.dims, BF16), host(k.dims, BF16), host(v.dims, BF16)
     feed = {q: to_device(qh, q), k: to_device(kh, k), v: to_device(vh, v)}
     bh = None
@@ -227,23 +219,20 @@ def test_sdpa_masks_and_bias(options: dict[str, Any]) -> None:
     check_close(od2, ref, TOL[BF16], f"sdpa {options} (reloaded plan)")
 
 
-def test_sdpa_dropout_is_refused_or_runs() -> None:
+def test_sdpa_dropout_runs() -> None:
     g = Graph("dropout")
-    q = qkv_tensor(g, "q", (2, 4, 64, 64), "bshd", F16)
+    q, k, v = (qkv_tensor(g, n, (2, 4, 64, 64), "bshd", F16) for n in "qkv")
     seed = g.tensor([1, 1, 1, 1], dtype="int64", name="seed")
     offset = g.tensor([1, 1, 1, 1], dtype="int64", name="offset")
-    if not needs(92200):
-        with pytest.raises(UnsupportedByLibraryError, match=r"needs cuDNN 9.22.0"):
-            g.sdpa(q, q, q, dropout=0.5, seed=seed, offset=offset)
-        return
-    o, _ = g.sdpa(q, q, q, dropout=0.5, seed=seed, offset=offset)
+    o, _ = g.sdpa(q, k, v, dropout=0.5, seed=seed, offset=offset)  # composite before 9.22
     qh = host(q.dims, F16)
     one = np.array([[[[7]]]], dtype=np.int64)
     runs = []
     for _ in range(2):
         od = empty(o)
+        qd = to_device(qh, q)
         g.build().execute(
-            {q: to_device(qh, q), seed: to_device(one, seed), offset: to_device(one, offset), o: od}
+            {q: qd, k: qd, v: qd, seed: to_device(one, seed), offset: to_device(one, offset), o: od}
         )
         runs.append(f64(od))
     ref, _, _ = sdpa_ref(qh, qh, qh, scale=1 / 8)
@@ -259,15 +248,7 @@ def test_sdpa_backward(hk: int, causal: bool) -> None:
     b, hq, s, d = 2, 8, 129, 64
     dtype = BF16
     scale = 1 / math.sqrt(d)
-    if not needs(92800):
-        # 9.19 (the H100's) cannot finalize a graph holding OPERATION_SDPA_BWD (buildDAG fails,
-        # measured deviceless): the backward is refused naming 9.28, the oldest measured to plan it
-        g = Graph("refused")
-        q = qkv_tensor(g, "q", (b, hq, s, d), "bshd", dtype)
-        st = g.tensor([b, hq, s, 1], name="stats")
-        with pytest.raises(UnsupportedByLibraryError, match=r"needs cuDNN 9.28.0"):
-            g.sdpa_backward(q, q, q, q, q, stats=st, causal=causal)
-        return
+    # before cuDNN 9.28 the backward runs as the composite graph (the unified one is refused)
     fwd = Graph("fwd")
     q = qkv_tensor(fwd, "q", (b, hq, s, d), "bshd", dtype)
     k = qkv_tensor(fwd, "k", (b, hk, s, d), "bshd", dtype)

@@ -55,8 +55,20 @@ def test_layouts_are_recognised_from_strides() -> None:
 
 def test_transposed_head_dim_is_refused() -> None:
     t = TensorSpec("q", (2, 8, 128, 64), (8 * 128 * 64, 128 * 64, 1, 128), "float16")
-    with pytest.raises(RuleError, match=r"q: strides .* neither bshd .* nor bhsd"):
+    with pytest.raises(RuleError, match=r"q: strides .* the head dim must be contiguous"):
         attention_layout(t)
+
+
+def test_packed_qkv_layouts_are_strided_views() -> None:
+    b, h, s, d = 2, 8, 128, 64
+    # bs3hd: one [b, s, 3, h, d] buffer; sbh3d: one [s, b, h, 3, d] buffer
+    bs3hd = TensorSpec("q", (b, h, s, d), (s * 3 * h * d, d, 3 * h * d, 1), "float16")
+    sbh3d = TensorSpec("q", (b, h, s, d), (h * 3 * d, 3 * d, b * h * 3 * d, 1), "float16")
+    assert attention_layout(bs3hd) == "bshd"
+    assert attention_layout(sbh3d) == "sbhd"
+    overlapping = TensorSpec("q", (b, h, s, d), (s * h * d, d, d, 1), "float16")
+    with pytest.raises(RuleError, match=r"overlap: dim h .* inside the 8192 elements of sd"):
+        attention_layout(overlapping)
 
 
 def test_packed_strides_follow_the_input_order() -> None:
@@ -243,7 +255,7 @@ def test_norm_forward_rules() -> None:
         check_norm_forward("layer", x, scale, None, epsilon=1e-5)
     with pytest.raises(RuleError, match=r"layernorm scale 's': dims must be \[1, 1024, 1, 1\]"):
         check_norm_forward("layer", x, packed("s", (1, 512, 1, 1), "float32"), scale, epsilon=1e-5)
-    with pytest.raises(RuleError, match="epsilon must be positive, got 0"):
+    with pytest.raises(RuleError, match="epsilon must be a finite positive number, got 0"):
         check_norm_forward("rms", x, scale, None, epsilon=0)
     with pytest.raises(RuleError, match=r"rmsnorm x 'x': dtype int8"):
         check_norm_forward("rms", x._replace(dtype="int8"), scale, None, epsilon=1e-5)

@@ -120,7 +120,7 @@ def test_refusals_name_the_operation_and_rule() -> None:
     scale = g.tensor([1, 1024, 1], name="scale")
     with pytest.raises(GraphError, match=r"layernorm 'ln': layernorm scale 'wrong': dims must be"):
         g.layernorm(x, wrong, wrong, name="ln")
-    with pytest.raises(GraphError, match="epsilon must be positive, got -1"):
+    with pytest.raises(GraphError, match="epsilon must be a finite positive number, got -1"):
         g.rmsnorm(x, scale, epsilon=-1)
     with pytest.raises(TypeError, match="training must be a bool"):
         g.rmsnorm(x, scale, training=1)  # type: ignore[arg-type]

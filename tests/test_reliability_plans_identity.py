@@ -159,7 +159,7 @@ def test_a_sliding_window_is_the_graphs_own(h100_props: DeviceProperties) -> Non
     text = _graph(sdpa(32)).build(device_properties=h100_props, cache=False).to_json()
     g = _graph(sdpa(16))
     with Plan.from_json(text, graph=g, device_properties=h100_props) as plan:
-        window = g["sdpa0.window"]
+        window = g["sdpa0.left_bound"]  # the band mask's left bound: the window
         assert window.value == 16 and plan.graph is g
 
 

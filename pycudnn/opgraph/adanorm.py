@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import _attention_rules as rules
 from .common import GraphError, _dims_text
 from .core import GraphCore
 from .kinds import _need_dims, _need_dtype, _scalar_or_tensor, _start, require_kind
@@ -73,6 +74,11 @@ class AdaNormOps(GraphCore):
             raise TypeError(f"{label}: training must be a bool, not {training!r}")
         require_kind("OPERATION_NORM_FORWARD", f"{label}: mode ADA_LAYER_NORM", since=_ADA_SINCE)
         require_kind("OPERATION_NORM_FORWARD", label)
+        if not isinstance(epsilon, Tensor):
+            try:  # NaN, infinite and non-positive epsilons give NaN outputs without an error
+                rules.check_norm_scalar("adalayer", "epsilon", epsilon)
+            except rules.RuleError as exc:
+                raise GraphError(f"{label}: {exc}") from None
         eps = _scalar_or_tensor(
             self, epsilon, label=label, role="epsilon", rank=x.ndim, dtype="float32",
             name=f"{op_name}.epsilon",

@@ -21,7 +21,10 @@ this library refuses instead, with the version the feature needs.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
+
+import numpy as np
 
 from .. import _attention_rules as rules
 from .._shared.dtypes import dtype_name
@@ -44,6 +47,96 @@ def _loaded_version() -> int:
     return version()
 
 
+def _choice(value: Any, what: str, choices: tuple[str, ...]) -> str:
+    """A keyword given as a string or as an enum member (the frontend's ``cudnn.attention_...``
+    enums), lower-cased; anything else is refused with the choices."""
+    name = getattr(value, "name", value)
+    if isinstance(name, str) and name.lower() in choices:
+        return name.lower()
+    raise GraphError(f"{what} must be one of {', '.join(choices)}, not {value!r}")
+
+
+def _optional_int(value: Any, what: str, low: int) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise GraphError(f"{what} must be an int, not {value!r}")
+    if not low <= value <= rules.INT32_MAX:
+        raise GraphError(f"{what} must be in {low}..{rules.INT32_MAX} (an int32), got {value}")
+    return value
+
+
+class _Masks:
+    """The masks of an SDPA in the frontend's terms: a diagonal band with optional left and right
+    bounds, aligned to the top-left or bottom-right corner of the score matrix."""
+
+    def __init__(
+        self,
+        label: str,
+        *,
+        causal: bool,
+        use_causal_mask: bool,
+        use_causal_mask_bottom_right: bool,
+        sliding_window: int | None,
+        sliding_window_length: int | None,
+        diagonal_alignment: Any,
+        diagonal_band_left_bound: int | None,
+        diagonal_band_right_bound: int | None,
+    ) -> None:
+        for flag, what in (
+            (causal, "causal"),
+            (use_causal_mask, "use_causal_mask"),
+            (use_causal_mask_bottom_right, "use_causal_mask_bottom_right"),
+        ):
+            if not isinstance(flag, bool):
+                raise GraphError(f"{label}: {what} must be a bool, not {flag!r}")
+        align = _choice(diagonal_alignment, f"{label}: diagonal_alignment", _ALIGNMENTS)
+        if use_causal_mask_bottom_right:
+            if causal or use_causal_mask:
+                raise GraphError(
+                    f"{label}: use_causal_mask_bottom_right and causal/use_causal_mask each set "
+                    "an alignment; give one"
+                )
+            align = "bottom_right"
+        right = _optional_int(diagonal_band_right_bound, f"{label}: diagonal_band_right_bound", 0)
+        if causal or use_causal_mask or use_causal_mask_bottom_right:
+            if right not in (None, 0):
+                raise GraphError(
+                    f"{label}: a causal mask is diagonal_band_right_bound=0; got "
+                    f"diagonal_band_right_bound={right} as well"
+                )
+            right = 0
+        window = _optional_int(sliding_window, f"{label}: sliding_window", 1)
+        length = _optional_int(sliding_window_length, f"{label}: sliding_window_length", 1)
+        left = _optional_int(diagonal_band_left_bound, f"{label}: diagonal_band_left_bound", 1)
+        given = [
+            n
+            for n, v in (
+                ("sliding_window", window),
+                ("sliding_window_length", length),
+                ("diagonal_band_left_bound", left),
+            )
+            if v is not None
+        ]
+        if len(given) > 1:
+            raise GraphError(f"{label}: {' and '.join(given)} each set the left bound; give one")
+        if window is not None:
+            # pycudnn's own spelling keeps the w keys ending at the query: causal by definition
+            right = 0 if right is None else right
+        left = window if window is not None else length if length is not None else left
+        self.alignment = align
+        self.left = left
+        self.right = right
+
+    @property
+    def any(self) -> bool:
+        return self.left is not None or self.right is not None
+
+
+_ALIGNMENTS = ("top_left", "bottom_right")
+_IMPLEMENTATIONS = ("auto", "composite", "unified")
+
+
 class AttentionOps(GraphCore):
     """``sdpa`` and ``sdpa_backward``."""
 
@@ -53,48 +146,157 @@ class AttentionOps(GraphCore):
         op_name: str,
         tensors: dict[str, Any],
         *,
-        scale: float | None,
-        causal: bool,
-        sliding_window: int | None,
+        scale: Any,
+        masks: _Masks,
         dropout: float,
         backward: bool,
+        implementation: Any,
+        needs_composite: str,
         check: Any,
+        alibi: bool = False,
     ) -> tuple[dict[str, Tensor], dict[str, Any], Any]:
-        """Own the tensors, run the rules and the version checks, add the scalars; returns the
-        operation's inputs by role, its settings and the rules' shapes."""
+        """Own the tensors, run the rules, choose the lowering (unified SDPA operation or the
+        composite graph) and add the scalars it reads; returns the operation's inputs by role,
+        its settings and the rules' shapes."""
+        impl = _choice(implementation, f"{label}: implementation", _IMPLEMENTATIONS)
+        if impl == "unified" and needs_composite:
+            raise GraphError(
+                f"{label}: {needs_composite} (cuDNN's unified SDPA operation has no such "
+                "setting); implementation='composite' or 'auto' lowers it to matmul, softmax and "
+                "matmul operations, as NVIDIA's frontend does"
+            )
         owned = {r: self._own(t, label, r) for r, t in tensors.items() if t is not None}
+        scale_t = scale if isinstance(scale, Tensor) else None
+        if scale_t is not None:
+            self._own(scale_t, label, "attn_scale")
+            if (
+                scale_t.dims != (1, 1, 1, 1)
+                or scale_t.dtype is None
+                or scale_t.dtype.name != ("float32")
+            ):
+                raise GraphError(
+                    f"{label}: attn_scale tensor '{scale_t.name}' must be float32 [1, 1, 1, 1], "
+                    f"got {spec(scale_t).dtype} {list(scale_t.dims)}"
+                )
         specs = {r: spec(t) for r, t in owned.items()}
         try:
             shapes = check(specs)
         except rules.RuleError as exc:
             raise GraphError(f"{label}: {exc}") from None
-        features = rules.sdpa_features(
+        b, _, s_q, _ = shapes.scores_dims
+        s_kv = shapes.scores_dims[3]
+        padded = "seq_len_q" in owned
+        # Bottom-right alignment shifts the diagonal by s_kv - s_q: folded into the bounds for
+        # fixed lengths, taken from the sequence-length tensors per batch entry with padding.
+        shift = s_kv - s_q if masks.alignment == "bottom_right" and not padded else 0
+        right = None if masks.right is None else masks.right + shift
+        left = None if masks.left is None else masks.left - shift
+        shift_from_lengths = masks.alignment == "bottom_right" and padded and masks.any
+        loaded = _loaded_version()
+        unified_features = rules.sdpa_features(
             backward=backward,
-            padding="seq_len_q" in owned,
-            causal=causal,
-            sliding_window=sliding_window,
-            bias="bias" in owned,
+            padding=padded,
+            masks=masks.any or "bias" in owned,
             dropout=dropout,
         )
-        loaded = _loaded_version()
-        for feature in features:
-            rules.require_version(label, feature, loaded)
-        d_qk = owned["q"].dims[3]
-        value = 1.0 / math.sqrt(d_qk) if scale is None else float(scale)
+        why_not = needs_composite
+        if not why_not and shift_from_lengths:
+            why_not = "a bottom-right aligned mask with padding is composite-only"
+        if not why_not:
+            for feature in unified_features:
+                if loaded < rules.VERSIONS[feature]:
+                    why_not = (
+                        f"{feature} needs cuDNN {rules.version_text(rules.VERSIONS[feature])} in "
+                        f"the unified operation; the loaded cuDNN is {rules.version_text(loaded)}"
+                    )
+                    break
+        if impl == "unified":
+            if shift_from_lengths:
+                raise GraphError(
+                    f"{label}: {why_not} (cuDNN's unified SDPA operation has no such setting); "
+                    "implementation='composite' or 'auto' lowers it to matmul, softmax and "
+                    "matmul operations, as NVIDIA's frontend does"
+                )
+            for feature in unified_features:
+                rules.require_version(label, feature, loaded)
+            lowering = "unified"
+        elif impl == "composite" or why_not:
+            rules.require_version(label, "sdpa composite", loaded)
+            lowering = "composite"
+        else:
+            lowering = "unified"
+        composite = lowering == "composite"
+        # The composite graph shows cuDNN K (and, backward, V) transposed under its own unique
+        # id: a tensor that is also another operand of the operation cannot be shown both ways.
+        for role in ("k", "v") if backward else ("k",):
+            if composite and any(owned[role] is t for r, t in owned.items() if r != role):
+                raise GraphError(
+                    f"{label}: {role} ('{owned[role].name}') is also another operand; the "
+                    f"composite graph shows cuDNN {role.upper()} transposed, so give it a tensor "
+                    "of its own (a second g.tensor() over the same memory is fine)"
+                )
         inputs = dict(owned)
-        inputs["scale"] = self.scalar(value, dtype="float32", name=f"{op_name}.scale")
-        if causal or sliding_window is not None:
+        d_qk = owned["q"].dims[3]
+        value: float | None = None
+        if scale_t is not None:
+            inputs["scale"] = scale_t
+        else:
+            value = 1.0 / math.sqrt(d_qk) if scale is None else float(scale)
+            inputs["scale"] = self.scalar(value, dtype="float32", name=f"{op_name}.scale")
+        if masks.any or (composite and padded):
             inputs["neg_inf"] = self.scalar(-math.inf, dtype="float32", name=f"{op_name}.neg_inf")
-        if sliding_window is not None:
-            inputs["window"] = self.scalar(sliding_window, dtype="int32", name=f"{op_name}.window")
+        if right:
+            inputs["right_bound"] = self.scalar(right, dtype="int32", name=f"{op_name}.right_bound")
+        if left is not None:
+            inputs["left_bound"] = self.scalar(left, dtype="int32", name=f"{op_name}.left_bound")
+        if composite and dropout:
+            inputs["dropout_scale"] = self.scalar(
+                1.0 / (1.0 - dropout), dtype="float32", name=f"{op_name}.dropout_scale"
+            )
+        if alibi:
+            # ALiBi slopes as the frontend's get_alibi_slope: 2 ** (-8 a / n) with n the largest
+            # power of two <= h_q, a = h + 1 for the first n heads and h - n + 1/2 after them
+            h_q = owned["q"].dims[1]
+            n = 1 << (h_q.bit_length() - 1)
+            inputs["alibi_rate"] = self.scalar(
+                -8.0 * math.log(2.0) / n, dtype="float32", name=f"{op_name}.alibi_rate"
+            )
+            inputs["alibi_one"] = self.scalar(1.0, dtype="float32", name=f"{op_name}.alibi_one")
+            if n != h_q:
+                inputs["alibi_heads"] = self.scalar(n, dtype="int32", name=f"{op_name}.alibi_heads")
+                inputs["alibi_shift"] = self.scalar(
+                    0.5 - n, dtype="float32", name=f"{op_name}.alibi_shift"
+                )
+        if composite and backward:
+            # rowsum(dO * O) is scaled by the keep probability (1 with no dropout), as the
+            # frontend's composite backward does
+            inputs["dropout_scale_inv"] = self.scalar(
+                1.0 - dropout, dtype="float32", name=f"{op_name}.dropout_scale_inv"
+            )
         attrs: dict[str, Any] = {
             "compute_dtype": self._compute("float32", label),
             "scale": value,
-            "causal": bool(causal or sliding_window is not None),
-            "sliding_window": sliding_window,
+            "causal": masks.right == 0 and masks.alignment == "top_left",
+            "sliding_window": masks.left if masks.right == 0 else None,
+            "alignment": masks.alignment,
+            "right_bound": right,
+            "left_bound": left,
+            "band": (masks.left, masks.right),
+            "shift_from_lengths": shift_from_lengths,
             "dropout": float(dropout),
             "scores_dims": shapes.scores_dims,
+            "alibi": alibi,
+            "implementation": impl,
+            "lowering": lowering,
+            "lowering_note": (
+                f"composite graph (matmul, softmax, matmul): {why_not}"
+                if composite and why_not
+                else "composite graph (matmul, softmax, matmul), as asked"
+                if composite
+                else "unified SDPA operation"
+            ),
         }
+        del b
         return inputs, attrs, shapes
 
     def sdpa(
@@ -109,38 +311,96 @@ class AttentionOps(GraphCore):
         bias: Tensor | None = None,
         seq_len_q: Tensor | None = None,
         seq_len_kv: Tensor | None = None,
-        dropout: float = 0.0,
+        dropout: Any = 0.0,
         seed: Tensor | None = None,
         offset: Tensor | None = None,
-        return_stats: bool = False,
+        return_stats: bool | None = None,
+        implementation: Any = "auto",
+        attn_scale: Any = None,
+        generate_stats: bool | None = None,
+        is_inference: bool | None = None,
+        use_causal_mask: bool = False,
+        use_causal_mask_bottom_right: bool = False,
+        diagonal_alignment: Any = "top_left",
+        diagonal_band_left_bound: int | None = None,
+        diagonal_band_right_bound: int | None = None,
+        sliding_window_length: int | None = None,
+        use_padding_mask: bool | None = None,
+        use_alibi_mask: bool = False,
+        rng_dump: Tensor | None = None,
+        paged_attention_k_table: Tensor | None = None,
+        paged_attention_v_table: Tensor | None = None,
+        paged_attention_max_seq_len_kv: int | None = None,
+        max_total_seq_len_q: int | None = None,
+        max_total_seq_len_kv: int | None = None,
         name: str | None = None,
     ) -> tuple[Tensor, Tensor | None]:
-        """``softmax(scale * Q @ K^T + bias, masked) @ V`` (``OPERATION_SDPA_FWD_DESCRIPTOR``).
+        """``softmax(scale * Q @ K^T + bias, masked) @ V`` (``OPERATION_SDPA_FWD_DESCRIPTOR``, or
+        the composite graph of ``OPERATION_MATMUL``, pointwise, reduction and RNG operations).
 
-        Returns ``(O, stats)``: O is ``[b, h_q, s_q, d_v]`` in Q's layout and dtype; ``stats``
-        (``return_stats=True``, for training) is the float32 log-sum-exp of each score row,
+        Returns ``(O, stats)`` always, as NVIDIA's frontend does (``o, stats = g.sdpa(...)``):
+        O is ``[b, h_q, s_q, d_v]`` in Q's layout and dtype; ``stats`` (``return_stats=True`` or
+        ``generate_stats=True``, for training) is the float32 log-sum-exp of each score row,
         ``[b, h_q, s_q, 1]``, that :meth:`sdpa_backward` needs, else None.
 
-        ``scale`` defaults to ``1/sqrt(head_dim)``. ``causal`` masks keys after the query
-        (top-left aligned, as PyTorch's ``is_causal``); ``sliding_window=w`` keeps only the ``w``
-        keys ending at the query's position (implies causal). ``bias`` is added to the scores
-        (dims broadcast to ``[b, h_q, s_q, s_kv]``). ``seq_len_q``/``seq_len_kv`` (int32
-        ``[b, 1, 1, 1]``) give each batch entry's real lengths (padding mask). ``dropout`` with
-        int64 ``seed`` and ``offset`` tensors drops attention weights.
+        ``scale`` (or ``attn_scale``: a float, or a float32 ``[1, 1, 1, 1]`` tensor given at
+        execute) defaults to ``1/sqrt(head_dim)``. Masks, in the frontend's terms: a diagonal
+        band of the score matrix, with ``diagonal_band_right_bound`` (keys up to ``right`` after
+        the query's diagonal; ``causal``/``use_causal_mask`` is right bound 0) and
+        ``diagonal_band_left_bound`` (fewer than ``left`` keys before it; ``sliding_window`` is
+        causal with that left bound, ``sliding_window_length`` the left bound alone), aligned
+        to the ``top_left`` or ``bottom_right`` corner (``diagonal_alignment``;
+        ``use_causal_mask_bottom_right``). ``bias`` is added to the scores (dims broadcast to
+        ``[b, h_q, s_q, s_kv]``). ``seq_len_q``/``seq_len_kv`` (int32 ``[b, 1, 1, 1]``) give each
+        batch entry's real lengths (padding mask; ``use_padding_mask`` may say so too).
+        ``dropout`` (a probability with int64 ``seed`` and ``offset`` tensors, or the frontend's
+        ``(p, seed, offset)`` tuple) drops attention weights; ``rng_dump`` (a float32
+        ``[b, h_q, s_q, s_kv]`` tensor) receives the dropout mask (composite only).
 
-        cuDNN versions: 9.13.1 for the operation, 9.15 for sequence lengths, 9.21 for masks and
-        bias, 9.22 for dropout; an older loaded cuDNN is refused with
-        :class:`~pycudnn._shared.ffi.UnsupportedByLibraryError`.
+        ``implementation``: ``"unified"`` (cuDNN's SDPA operation: 9.13.1, 9.15 for sequence
+        lengths, 9.21 for masks and bias, 9.22 for dropout; no dropout with stats), ``"composite"``
+        (the graph NVIDIA's frontend builds for older cuDNN and for what the unified operation
+        lacks; see :mod:`pycudnn.opgraph.attention_composite`) or ``"auto"`` (unified where the
+        loaded cuDNN has every feature asked, else composite; the operation's ``lowering`` and
+        ``lowering_note`` settings, ``describe()`` and the plan's ``rewrite`` say which).
+        ``use_alibi_mask``, paged K/V caches and ragged (THD) tensors (``max_total_seq_len_q/kv``)
+        are refused with what works instead.
         """
         op_name, label = self._begin_op("sdpa", name)
-        if not isinstance(return_stats, bool):
-            raise TypeError(f"{label}: return_stats must be a bool, not {return_stats!r}")
-        if dropout and return_stats:
-            # NVIDIA's frontend refuses this pair for the unified SDPA operation.
-            raise GraphError(
-                f"{label}: dropout with return_stats=True is not supported by cuDNN's unified "
-                "SDPA operation (NVIDIA's frontend refuses it too)"
+        _refuse_ragged(label, max_total_seq_len_q, max_total_seq_len_kv)
+        stats_flag = _stats_flag(label, return_stats, generate_stats, is_inference)
+        scale = _scale_arg(label, scale, attn_scale)
+        dropout, seed, offset = _dropout_arg(label, dropout, seed, offset)
+        _refuse_unsupported(
+            label,
+            use_alibi_mask=use_alibi_mask,
+            paged=(
+                paged_attention_k_table,
+                paged_attention_v_table,
+                paged_attention_max_seq_len_kv,
+            ),
+        )
+        _padding_flag(label, use_padding_mask, seq_len_q, seq_len_kv)
+        masks = _Masks(
+            label,
+            causal=causal,
+            use_causal_mask=use_causal_mask,
+            use_causal_mask_bottom_right=use_causal_mask_bottom_right,
+            sliding_window=sliding_window,
+            sliding_window_length=sliding_window_length,
+            diagonal_alignment=diagonal_alignment,
+            diagonal_band_left_bound=diagonal_band_left_bound,
+            diagonal_band_right_bound=diagonal_band_right_bound,
+        )
+        needs_composite = ""
+        if use_alibi_mask:
+            needs_composite = "use_alibi_mask is lowered by the composite graph only"
+        elif dropout and stats_flag:
+            needs_composite = (
+                "dropout with stats (a training forward) has no unified SDPA operation"
             )
+        elif rng_dump is not None:
+            needs_composite = "rng_dump (the dropout mask) is written by the composite graph only"
         tensors = {
             "q": q,
             "k": k,
@@ -157,16 +417,13 @@ class AttentionOps(GraphCore):
                 s["q"],
                 s["k"],
                 s["v"],
-                scale=scale,
-                causal=causal,
-                sliding_window=sliding_window,
                 bias=s.get("bias"),
                 seq_len_q=s.get("seq_len_q"),
                 seq_len_kv=s.get("seq_len_kv"),
                 dropout=dropout,
                 seed=s.get("seed"),
                 offset=s.get("offset"),
-                return_stats=return_stats,
+                return_stats=stats_flag,
             )
 
         inputs, attrs, shapes = self._attention_common(
@@ -174,11 +431,13 @@ class AttentionOps(GraphCore):
             op_name,
             tensors,
             scale=scale,
-            causal=causal,
-            sliding_window=sliding_window,
+            masks=masks,
             dropout=dropout,
             backward=False,
+            implementation=implementation,
+            needs_composite=needs_composite,
             check=check,
+            alibi=use_alibi_mask,
         )
         q_t = inputs["q"]
         o = self._output(
@@ -193,7 +452,7 @@ class AttentionOps(GraphCore):
         )
         outputs = {"o": o}
         stats = None
-        if return_stats:
+        if stats_flag:
             stats = self._output(
                 label,
                 op_name,
@@ -205,6 +464,18 @@ class AttentionOps(GraphCore):
                 strides=shapes.stats_strides,
             )
             outputs["stats"] = stats
+        if rng_dump is not None:
+            if not dropout:
+                raise GraphError(f"{label}: rng_dump receives the dropout mask: give dropout > 0")
+            outputs["rng_dump"] = self._output(
+                label,
+                op_name,
+                "rng_dump",
+                shapes.scores_dims,
+                q_t,
+                out=self._own(rng_dump, label, "rng_dump"),
+                out_dtype="float32",
+            )
         self._add_op("sdpa", op_name, inputs, outputs, attrs)
         return o, stats
 
@@ -214,7 +485,7 @@ class AttentionOps(GraphCore):
         k: Tensor,
         v: Tensor,
         o: Tensor,
-        do: Tensor,
+        do: Tensor | None = None,
         *,
         stats: Tensor,
         scale: float | None = None,
@@ -223,19 +494,76 @@ class AttentionOps(GraphCore):
         bias: Tensor | None = None,
         seq_len_q: Tensor | None = None,
         seq_len_kv: Tensor | None = None,
-        dropout: float = 0.0,
+        dropout: Any = 0.0,
         seed: Tensor | None = None,
         offset: Tensor | None = None,
+        implementation: Any = "auto",
+        attn_scale: Any = None,
+        dBias: Tensor | None = None,
+        dO: Tensor | None = None,
+        use_deterministic_algorithm: bool = False,
+        max_total_seq_len_q: int | None = None,
+        max_total_seq_len_kv: int | None = None,
+        use_causal_mask: bool = False,
+        use_causal_mask_bottom_right: bool = False,
+        diagonal_alignment: Any = "top_left",
+        diagonal_band_left_bound: int | None = None,
+        diagonal_band_right_bound: int | None = None,
+        sliding_window_length: int | None = None,
+        use_padding_mask: bool | None = None,
+        use_alibi_mask: bool = False,
         name: str | None = None,
     ) -> tuple[Tensor, Tensor, Tensor]:
-        """Gradients ``(dQ, dK, dV)`` of :meth:`sdpa` (``OPERATION_SDPA_BWD_DESCRIPTOR``).
+        """Gradients ``(dQ, dK, dV)`` of :meth:`sdpa` (``OPERATION_SDPA_BWD_DESCRIPTOR``, or the
+        frontend's composite backward graph).
 
-        Takes the forward's Q, K, V, its output O and saved ``stats`` (``return_stats=True``), the
-        incoming gradient dO, and the same scale, masks, bias, sequence lengths and dropout as the
-        forward. dQ, dK, dV have the dims, layout and dtype of Q, K, V. Needs cuDNN 9.17 (9.21 for
-        masks and bias, 9.28 for dropout).
+        Takes the forward's Q, K, V, its output O and saved ``stats``, the incoming gradient dO,
+        and the same scale, masks, bias, sequence lengths and dropout (the same seed and offset)
+        as the forward, under the same keyword names. dQ, dK, dV have the dims, layout and dtype
+        of Q, K, V. ``dBias`` (a tensor of the bias's dims) receives the bias gradient
+        (composite only). ``dO=`` is the frontend's name of ``do``.
+        ``use_deterministic_algorithm=True`` lowers to the composite graph, whose dQ is one
+        product (no accumulation across key blocks: the frontend's deterministic form); ragged
+        ``max_total_seq_len_q/kv`` are refused (THD tensors are not offered yet).
+
+        ``implementation`` as for :meth:`sdpa`: the unified backward needs cuDNN 9.28 (9.19
+        cannot finalize one, and before 9.28 cuDNN plans it for Blackwell only), so ``"auto"``
+        lowers to the composite graph on older cuDNN, which plans on Hopper from cuDNN 9.10.
         """
         op_name, label = self._begin_op("sdpa_backward", name)
+        if (do is None) == (dO is None):
+            raise GraphError(f"{label}: give the output gradient once, as do or dO")
+        do = do if do is not None else dO
+        if not isinstance(use_deterministic_algorithm, bool):
+            raise TypeError(
+                f"{label}: use_deterministic_algorithm must be a bool, not "
+                f"{use_deterministic_algorithm!r}"
+            )
+        _refuse_ragged(label, max_total_seq_len_q, max_total_seq_len_kv)
+        scale = _scale_arg(label, scale, attn_scale)
+        dropout, seed, offset = _dropout_arg(label, dropout, seed, offset)
+        _refuse_unsupported(label, use_alibi_mask=use_alibi_mask, paged=())
+        _padding_flag(label, use_padding_mask, seq_len_q, seq_len_kv)
+        masks = _Masks(
+            label,
+            causal=causal,
+            use_causal_mask=use_causal_mask,
+            use_causal_mask_bottom_right=use_causal_mask_bottom_right,
+            sliding_window=sliding_window,
+            sliding_window_length=sliding_window_length,
+            diagonal_alignment=diagonal_alignment,
+            diagonal_band_left_bound=diagonal_band_left_bound,
+            diagonal_band_right_bound=diagonal_band_right_bound,
+        )
+        needs_composite = ""
+        if use_alibi_mask:
+            needs_composite = "use_alibi_mask is lowered by the composite graph only"
+        if use_deterministic_algorithm:
+            needs_composite = "use_deterministic_algorithm is the composite graph's"
+        if dBias is not None:
+            if bias is None:
+                raise GraphError(f"{label}: dBias is the gradient of a bias: give bias= too")
+            needs_composite = "dBias is computed by the composite graph only"
         tensors = {
             "q": q,
             "k": k,
@@ -252,7 +580,7 @@ class AttentionOps(GraphCore):
 
         def check(s: dict[str, rules.TensorSpec]) -> rules.SdpaShapes:
             if "stats" not in s:
-                raise rules.RuleError("stats (the forward's return_stats output) is required")
+                raise rules.RuleError("stats (the forward's generate_stats output) is required")
             return rules.check_sdpa_backward(
                 s["q"],
                 s["k"],
@@ -260,9 +588,6 @@ class AttentionOps(GraphCore):
                 s["o"],
                 s["do"],
                 stats=s["stats"],
-                scale=scale,
-                causal=causal,
-                sliding_window=sliding_window,
                 bias=s.get("bias"),
                 seq_len_q=s.get("seq_len_q"),
                 seq_len_kv=s.get("seq_len_kv"),
@@ -276,11 +601,13 @@ class AttentionOps(GraphCore):
             op_name,
             tensors,
             scale=scale,
-            causal=causal,
-            sliding_window=sliding_window,
+            masks=masks,
             dropout=dropout,
             backward=True,
+            implementation=implementation,
+            needs_composite=needs_composite,
             check=check,
+            alibi=use_alibi_mask,
         )
         outputs = {}
         for role, src in (("dq", "q"), ("dk", "k"), ("dv", "v")):
@@ -288,5 +615,107 @@ class AttentionOps(GraphCore):
             outputs[role] = self._output(
                 label, op_name, role, t.dims, t, out=None, out_dtype=t.dtype, strides=t.strides
             )
+        if dBias is not None:
+            bias_t = inputs["bias"]
+            outputs["dbias"] = self._output(
+                label,
+                op_name,
+                "dbias",
+                bias_t.dims,
+                bias_t,
+                out=self._own(dBias, label, "dBias"),
+                out_dtype=bias_t.dtype,
+            )
         self._add_op("sdpa_backward", op_name, inputs, outputs, attrs)
         return outputs["dq"], outputs["dk"], outputs["dv"]
+
+
+def _stats_flag(
+    label: str, return_stats: bool | None, generate_stats: bool | None, is_inference: bool | None
+) -> bool:
+    """``return_stats`` / ``generate_stats`` / ``not is_inference``: one answer, or refused."""
+    given = {
+        n: v
+        for n, v in (
+            ("return_stats", return_stats),
+            ("generate_stats", generate_stats),
+            ("is_inference", None if is_inference is None else not is_inference),
+        )
+        if v is not None
+    }
+    for n, v in given.items():
+        if not isinstance(v, bool):
+            shown = is_inference if n == "is_inference" else v
+            raise TypeError(f"{label}: {n} must be a bool, not {shown!r}")
+    if len(set(given.values())) > 1:
+        raise GraphError(f"{label}: {', '.join(given)} disagree about the stats output")
+    return next(iter(given.values()), False)
+
+
+def _scale_arg(label: str, scale: Any, attn_scale: Any) -> Any:
+    if scale is not None and attn_scale is not None:
+        raise GraphError(f"{label}: scale and attn_scale are the same setting; give one")
+    value = attn_scale if attn_scale is not None else scale
+    if value is None or isinstance(value, Tensor):
+        return value
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+    ):
+        raise GraphError(f"{label}: scale must be a finite number or a tensor, not {value!r}")
+    return float(value)
+
+
+def _dropout_arg(label: str, dropout: Any, seed: Any, offset: Any) -> tuple[float, Any, Any]:
+    """``dropout=p`` with ``seed=``/``offset=``, or the frontend's ``dropout=(p, seed, offset)``
+    (``None`` for none, as the frontend's tests pass it)."""
+    if dropout is None:
+        dropout = 0.0
+    if isinstance(dropout, tuple):
+        if len(dropout) != 3 or isinstance(dropout[0], Tensor):
+            raise GraphError(
+                f"{label}: dropout as a tuple is the frontend's (probability, seed, offset); the "
+                "(mask, scale) form is not offered: give the probability with seed and offset"
+            )
+        if seed is not None or offset is not None:
+            raise GraphError(
+                f"{label}: give seed and offset in the dropout tuple or apart, not both"
+            )
+        dropout, seed, offset = dropout
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)):
+        raise GraphError(f"{label}: dropout must be a probability, not {dropout!r}")
+    if not 0.0 <= dropout < 1.0:
+        raise GraphError(f"{label}: dropout must be in [0, 1), got {dropout}")
+    return float(dropout), seed, offset
+
+
+def _padding_flag(label: str, use_padding_mask: Any, seq_len_q: Any, seq_len_kv: Any) -> None:
+    if use_padding_mask is None:
+        return
+    if not isinstance(use_padding_mask, bool):
+        raise TypeError(f"{label}: use_padding_mask must be a bool, not {use_padding_mask!r}")
+    has = seq_len_q is not None or seq_len_kv is not None
+    if use_padding_mask != has:
+        raise GraphError(
+            f"{label}: use_padding_mask={use_padding_mask} but seq_len_q/seq_len_kv are "
+            + ("missing: the padding mask needs both" if use_padding_mask else "given")
+        )
+
+
+def _refuse_ragged(label: str, max_total_seq_len_q: Any, max_total_seq_len_kv: Any) -> None:
+    if max_total_seq_len_q is not None or max_total_seq_len_kv is not None:
+        raise GraphError(
+            f"{label}: max_total_seq_len_q/kv describe ragged (THD) tensors, which are not "
+            "offered yet; give padded [b, h, s, d] tensors with seq_len_q/seq_len_kv"
+        )
+
+
+def _refuse_unsupported(label: str, *, use_alibi_mask: Any, paged: tuple[Any, ...]) -> None:
+    if not isinstance(use_alibi_mask, bool):
+        raise TypeError(f"{label}: use_alibi_mask must be a bool, not {use_alibi_mask!r}")
+    if any(p is not None for p in paged):
+        raise GraphError(
+            f"{label}: paged K/V caches (paged_attention_k_table/v_table/max_seq_len_kv) are not "
+            "offered yet; gather the pages with Graph.paged_cache_load and pass K and V"
+        )

@@ -27,16 +27,35 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from .tensors import Operation, Tensor
 
-__all__ = ["KINDS", "build_operation", "in_subgraph_only"]
+__all__ = [
+    "KINDS",
+    "build_operation",
+    "build_operations",
+    "in_subgraph_only",
+    "lowering_advice",
+    "lowering_notes",
+]
 
 KINDS = frozenset({"sdpa", "sdpa_backward", "norm_forward", "norm_backward"})
 
 #: Inputs of an SDPA operation that only its score subgraph reads.
-SUBGRAPH_ROLES = ("bias", "neg_inf", "window")
+SUBGRAPH_ROLES = ("bias", "neg_inf", "right_bound", "left_bound")
 
 _SUBGRAPH_UID_BASE = 1 << 40  # far above any graph's own tensor ids
 
 _DESC = "BACKEND_DESCRIPTOR"
+
+
+def build_operations(
+    op: Operation, tensors: dict[int, Any], new: Any, finalize: Any
+) -> list[Any] | None:
+    """The finalized operations of an SDPA lowered to the composite graph, or None for an
+    operation that lowers to one descriptor (:func:`build_operation`)."""
+    if op.kind in ("sdpa", "sdpa_backward") and op.attrs.get("lowering") == "composite":
+        from .attention_composite import build_composite
+
+        return build_composite(op, tensors, new, finalize)
+    return None
 
 
 def build_operation(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) -> Any:
@@ -48,11 +67,35 @@ def build_operation(op: Operation, tensors: dict[int, Any], new: Any, finalize: 
     return _norm(op, tensors, new, "OPERATION_NORM_BACKWARD_DESCRIPTOR", _NORM_BWD)
 
 
+def lowering_notes(ops: list[Operation]) -> list[str]:
+    """One line per SDPA lowered to the composite graph: which operation, and why (for the
+    planning report and ``Plan.rewrite``)."""
+    return [
+        f"{op.label} lowered to the {op.attrs['lowering_note']}"
+        for op in ops
+        if op.kind in ("sdpa", "sdpa_backward") and op.attrs.get("lowering") == "composite"
+    ]
+
+
+def lowering_advice(ops: list[Operation]) -> list[str]:
+    """What to try when a graph of unified SDPA operations alone has no engine: the composite
+    graph (with other operations fused in, neither plans on the H100: nothing to suggest)."""
+    if any(op.kind not in ("sdpa", "sdpa_backward") for op in ops):
+        return []
+    return [
+        f"{op.label} is cuDNN's unified SDPA operation; implementation='composite' builds the "
+        "matmul/softmax/matmul graph NVIDIA's frontend falls back to, which other engines take"
+        for op in ops
+        if op.kind in ("sdpa", "sdpa_backward") and op.attrs.get("lowering") == "unified"
+    ]
+
+
 def in_subgraph_only(t: Tensor) -> bool:
     """True for a tensor that only SDPA score subgraphs read: cuDNN's plan JSON lists the
     tensors of the operation graph, not those of a subgraph (measured with cuDNN 9.28)."""
     return bool(t.consumers) and all(
         op.kind in ("sdpa", "sdpa_backward")
+        and op.attrs.get("lowering") != "composite"
         and any(op.inputs.get(role) is t for role in SUBGRAPH_ROLES)
         for op in t.consumers
     )
@@ -91,7 +134,7 @@ def _sdpa(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) -> An
         if attr is not None:
             d.set(prefix + attr, tensors[t.uid], attr_type=_DESC)
     a = op.attrs
-    if "bias" in op.inputs or a["causal"]:
+    if "bias" in op.inputs or a["right_bound"] is not None or a["left_bound"] is not None:
         graph, in_uid, out_uid = _score_subgraph(op, tensors, new, finalize)
         d.set(prefix + "SUBGRAPH", graph, attr_type=_DESC)
         d.set(prefix + "SUBGRAPH_INPUT_UID", in_uid, attr_type="INT64")
@@ -151,20 +194,28 @@ def _score_subgraph(
         nxt, nxt_uid = virtual("FLOAT")
         pointwise("ADD", [cur, tensors[op.inputs["bias"].uid]], nxt, "FLOAT")
         cur, cur_uid = nxt, nxt_uid
-    if a["causal"]:
+    if a["right_bound"] is not None or a["left_bound"] is not None:
+        # the band of the score matrix kept: row + right >= col (right bound; causal is 0) and
+        # col + left > row (left bound), with the bottom-right shift folded into the bounds
         neg_inf = tensors[op.inputs["neg_inf"].uid]
         row, _ = virtual("INT32")
         col, _ = virtual("INT32")
         pointwise("GEN_INDEX", [cur], row, "INT32", axis=2)
         pointwise("GEN_INDEX", [cur], col, "INT32", axis=3)
-        keep, _ = virtual("BOOLEAN")
-        pointwise("CMP_GE", [row, col], keep, "BOOLEAN")
-        nxt, nxt_uid = virtual("FLOAT")
-        pointwise("BINARY_SELECT", [cur, neg_inf, keep], nxt, "FLOAT")
-        cur, cur_uid = nxt, nxt_uid
-        if a["sliding_window"] is not None:
+        if a["right_bound"] is not None:
+            shifted_row = row
+            if a["right_bound"]:
+                shifted_row, _ = virtual("INT32")
+                right = tensors[op.inputs["right_bound"].uid]
+                pointwise("ADD", [row, right], shifted_row, "INT32")
+            keep, _ = virtual("BOOLEAN")
+            pointwise("CMP_GE", [shifted_row, col], keep, "BOOLEAN")
+            nxt, nxt_uid = virtual("FLOAT")
+            pointwise("BINARY_SELECT", [cur, neg_inf, keep], nxt, "FLOAT")
+            cur, cur_uid = nxt, nxt_uid
+        if a["left_bound"] is not None:
             shifted, _ = virtual("INT32")
-            pointwise("ADD", [col, tensors[op.inputs["window"].uid]], shifted, "INT32")
+            pointwise("ADD", [col, tensors[op.inputs["left_bound"].uid]], shifted, "INT32")
             inside, _ = virtual("BOOLEAN")
             pointwise("CMP_GT", [shifted, row], inside, "BOOLEAN")
             nxt, nxt_uid = virtual("FLOAT")

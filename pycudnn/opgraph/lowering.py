@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .attention_composite import composite_views
 from .attention_lowering import KINDS as ATTENTION_KINDS
 from .attention_lowering import build_operation as build_attention_operation
+from .attention_lowering import build_operations as build_attention_operations
 from .common import GraphError, _cudnn_dtype, _dims_text
 from .lowering_extra import EXTRA_KINDS, build_extra_op
 
@@ -57,7 +59,8 @@ def build_descriptors(
     from ..errors import CudnnError
 
     made: list[BackendDescriptor] = []
-    views = views or {}
+    # A composite SDPA shows cuDNN K (and V) transposed, as NVIDIA's frontend does.
+    views = {**composite_views(graph._ops), **(views or {})}
 
     def new(kind: str) -> BackendDescriptor:
         d = BackendDescriptor(kind) if factory is None else factory(kind)
@@ -94,7 +97,11 @@ def build_descriptors(
 
         ops: list[BackendDescriptor] = []
         for op in graph._ops:
-            ops.append(_build_op(op, tensors, new, finalize))
+            several = build_attention_operations(op, tensors, new, finalize)
+            if several is not None:
+                ops.extend(several)
+            else:
+                ops.append(_build_op(op, tensors, new, finalize))
 
         g = new("OPERATIONGRAPH")
         g.set("OPERATIONGRAPH_OPS", ops, attr_type="BACKEND_DESCRIPTOR")

@@ -34,6 +34,11 @@ from .tensors import Tensor
 __all__ = ["NormOutputs", "NormalizationOps"]
 
 
+def _norm_axes(stats_dims: tuple[int, ...], x_dims: tuple[int, ...]) -> tuple[int, ...]:
+    """The axes a norm reduces over: where the statistics are 1 and X is not."""
+    return tuple(i for i, (s, x) in enumerate(zip(stats_dims, x_dims, strict=True)) if s == 1 != x)
+
+
 class NormOutputs(NamedTuple):
     """What a normalisation forward returns; fields that do not apply are None."""
 
@@ -62,6 +67,34 @@ class NormalizationOps(PointwiseOps):
         except rules.RuleError as exc:
             raise GraphError(f"{label}: {exc}") from None
 
+    def _scalar_spec(self, value: Any, label: str, what: str) -> Any:
+        """An epsilon or momentum for the rules: the number, or the spec of a tensor."""
+        if isinstance(value, Tensor):
+            t = self._own(value, label, what)
+            if not t.by_value:
+                # cuDNN refuses it at finalize ("!epsilonPort.tensor.getIsByValue()", 9.28)
+                raise GraphError(
+                    f"{label}: {what} tensor '{t.name}' must be a by-value scalar "
+                    f"(Graph.scalar(...)); set its value per execution with plan.set_scalar"
+                )
+            return spec(t)
+        return value
+
+    def _norm_scalar(self, value: Any, x: Tensor, name: str) -> Tensor:
+        """An epsilon or momentum tensor: the caller's (set per execution), or a by-value scalar
+        of the graph holding the number."""
+        if isinstance(value, Tensor):
+            return value
+        return self.scalar(float(value), dtype="float32", rank=x.ndim, name=name)
+
+    def _gamma_plus_one(self, scale: Tensor, op_name: str) -> Tensor:
+        """``scale + 1``: a zero-centred gamma (the stored scale is gamma - 1), as a pointwise
+        ADD in front of the norm, as NVIDIA's frontend sample does (cuDNN 9.7 and newer)."""
+        one = self.scalar(1.0, dtype="float32", rank=scale.ndim, name=f"{op_name}.one")
+        gamma = self.add(scale, one, name=self._op_name(f"{op_name}.gamma", None))
+        gamma.set_dtype("float32")
+        return gamma
+
     def _norm_forward(
         self,
         mode: str,
@@ -69,16 +102,21 @@ class NormalizationOps(PointwiseOps):
         scale: Tensor,
         bias: Tensor | None,
         *,
-        epsilon: float,
+        epsilon: float | Tensor,
         training: bool,
         running_mean: Tensor | None = None,
         running_var: Tensor | None = None,
-        momentum: float | None = None,
+        momentum: float | Tensor | None = None,
+        zero_centered_gamma: bool = False,
         name: str | None,
     ) -> NormOutputs:
         op_name, label = self._begin_op(f"{mode}norm", name)
         if not isinstance(training, bool):
             raise TypeError(f"{label}: training must be a bool, not {training!r}")
+        if not isinstance(zero_centered_gamma, bool):
+            raise TypeError(
+                f"{label}: zero_centered_gamma must be a bool, not {zero_centered_gamma!r}"
+            )
         owned = {
             r: self._own(t, label, r)
             for r, t in (
@@ -97,22 +135,28 @@ class NormalizationOps(PointwiseOps):
             spec(owned["x"]),
             spec(owned["scale"]),
             spec(owned["bias"]) if "bias" in owned else None,
-            epsilon=epsilon,
+            epsilon=self._scalar_spec(epsilon, label, "epsilon"),
             running_mean=spec(owned["running_mean"]) if "running_mean" in owned else None,
             running_var=spec(owned["running_var"]) if "running_var" in owned else None,
-            momentum=momentum,
+            momentum=self._scalar_spec(momentum, label, "momentum"),
         )
         x_t = owned["x"]
         if running_mean is not None and not training:
             raise GraphError(f"{label}: running statistics are updated in training only")
         inputs = dict(owned)
-        inputs["epsilon"] = self.scalar(
-            float(epsilon), dtype="float32", rank=x_t.ndim, name=f"{op_name}.epsilon"
-        )
+        inputs["epsilon"] = self._norm_scalar(epsilon, x_t, f"{op_name}.epsilon")
         if momentum is not None:
-            inputs["momentum"] = self.scalar(
-                float(momentum), dtype="float32", rank=x_t.ndim, name=f"{op_name}.momentum"
-            )
+            inputs["momentum"] = self._norm_scalar(momentum, x_t, f"{op_name}.momentum")
+        if zero_centered_gamma:
+            if any(d != 1 for d in shapes.stats_dims[1:]):
+                # cuDNN 9.28 then deduces the rows from dim 0 alone and refuses the statistics
+                # at finalize (CUDNN_STATUS_BAD_PARAM, "unexpected tensor size ... rows")
+                raise GraphError(
+                    f"{label}: zero_centered_gamma needs the norm over every dim but the first "
+                    f"(cuDNN has no plan for it over the trailing dims of x "
+                    f"{list(x_t.dims)}); fold x to [rows, features, 1] with scale [1, features, 1]"
+                )
+            inputs["scale"] = self._gamma_plus_one(owned["scale"], op_name)
         stats_strides = rules.packed_strides_like(shapes.stats_dims, x_t.strides)
 
         def stat(role: str) -> Tensor:
@@ -142,10 +186,14 @@ class NormalizationOps(PointwiseOps):
             "compute_dtype": self._compute("float32", label),
             "mode": mode,
             "training": training,
-            "epsilon": float(epsilon),
+            # None when given per execution (a tensor): the value is the tensor's
+            "epsilon": None if isinstance(epsilon, Tensor) else float(epsilon),
+            "norm_axes": _norm_axes(shapes.stats_dims, x_t.dims),
         }
+        if zero_centered_gamma:
+            attrs["zero_centered_gamma"] = True
         if momentum is not None:
-            attrs["momentum"] = float(momentum)
+            attrs["momentum"] = None if isinstance(momentum, Tensor) else float(momentum)
         self._add_op("norm_forward", op_name, inputs, outputs, attrs)
         return NormOutputs(
             y,
@@ -161,17 +209,30 @@ class NormalizationOps(PointwiseOps):
         scale: Tensor,
         bias: Tensor,
         *,
-        epsilon: float = 1e-5,
+        epsilon: float | Tensor = 1e-5,
         training: bool = False,
+        zero_centered_gamma: bool = False,
         name: str | None = None,
     ) -> NormOutputs:
-        """Layer norm over every dim of ``x`` but the first (``NORM_FORWARD``, ``LAYER_NORM``).
+        """Layer norm (``NORM_FORWARD``, ``LAYER_NORM``) over the dims where ``scale`` varies, as
+        NVIDIA's frontend: ``x [B, S, E]`` with scale and bias ``[1, 1, E]`` normalises each
+        token (stats ``[B, S, 1]``); scale ``[1, *x[1:]]`` normalises every dim but the first.
 
-        ``training=True`` also returns the float32 mean and inverse standard deviation
-        ``[rows, 1, ...]`` that :meth:`layernorm_backward` takes.
+        ``training=True`` also returns the float32 mean and inverse standard deviation that
+        :meth:`layernorm_backward` takes. ``epsilon``: a finite positive number, or a float32
+        tensor of ones dims set per execution (a by-value :meth:`scalar` changed with
+        ``plan.set_scalar``, as the frontend's pass-by-value epsilon). ``zero_centered_gamma``:
+        the scale is stored as ``gamma - 1`` (cuDNN 9.7 and newer).
         """
         return self._norm_forward(
-            "layer", x, scale, bias, epsilon=epsilon, training=training, name=name
+            "layer",
+            x,
+            scale,
+            bias,
+            epsilon=epsilon,
+            training=training,
+            zero_centered_gamma=zero_centered_gamma,
+            name=name,
         )
 
     def rmsnorm(
@@ -180,13 +241,22 @@ class NormalizationOps(PointwiseOps):
         scale: Tensor,
         bias: Tensor | None = None,
         *,
-        epsilon: float = 1e-5,
+        epsilon: float | Tensor = 1e-5,
         training: bool = False,
+        zero_centered_gamma: bool = False,
         name: str | None = None,
     ) -> NormOutputs:
-        """RMS norm over every dim but the first (``NORM_FORWARD``, ``RMS_NORM``); no mean."""
+        """RMS norm (``NORM_FORWARD``, ``RMS_NORM``; no mean) over the dims where ``scale``
+        varies; ``epsilon`` and ``zero_centered_gamma`` as for :meth:`layernorm`."""
         return self._norm_forward(
-            "rms", x, scale, bias, epsilon=epsilon, training=training, name=name
+            "rms",
+            x,
+            scale,
+            bias,
+            epsilon=epsilon,
+            training=training,
+            zero_centered_gamma=zero_centered_gamma,
+            name=name,
         )
 
     def instancenorm(
@@ -210,17 +280,18 @@ class NormalizationOps(PointwiseOps):
         scale: Tensor,
         bias: Tensor,
         *,
-        epsilon: float = 1e-5,
+        epsilon: float | Tensor = 1e-5,
         running_mean: Tensor | None = None,
         running_var: Tensor | None = None,
-        momentum: float | None = None,
+        momentum: float | Tensor | None = None,
         name: str | None = None,
     ) -> NormOutputs:
         """Training batch norm of ``[N, C, ...]`` per channel (``BATCH_NORM``, training phase).
 
         Returns y, the batch's mean and inverse standard deviation ``[1, C, 1, ...]``, and with
         ``running_mean``/``running_var`` and ``momentum`` (``EXP_AVG_FACTOR``) the updated running
-        statistics (``(1 - momentum) * running + momentum * batch``, as PyTorch's).
+        statistics (``(1 - momentum) * running + momentum * batch``, as PyTorch's). ``epsilon``
+        and ``momentum`` may be float32 tensors of ones dims, set per execution.
         """
         if running_mean is not None and momentum is None:
             momentum = 0.1
@@ -245,14 +316,24 @@ class NormalizationOps(PointwiseOps):
         mean: Tensor,
         inv_variance: Tensor,
         *,
+        implementation: str = "pointwise",
         name: str | None = None,
     ) -> Tensor:
-        """``(x - mean) * inv_variance * scale + bias`` per channel, from pointwise operations.
+        """``(x - mean) * inv_variance * scale + bias`` per channel.
 
-        cuDNN 9.28's inference-phase ``BATCH_NORM`` has no engine on the H100 for any heuristics
-        mode, so the same arithmetic is built from SUB, MUL, MUL, ADD, which fuse into one kernel.
-        ``inv_variance`` is ``1 / sqrt(running_var + epsilon)``.
+        ``implementation="pointwise"`` (default) builds it from SUB, MUL, MUL, ADD, which fuse
+        into one kernel: cuDNN 9.28's inference-phase ``BATCH_NORM`` has no engine on the H100
+        for any heuristics mode alone. ``"norm"`` is that ``NORM_FORWARD`` operation in inference
+        phase, as cudnn-frontend's ``batchnorm_inference``: it plans fused in front of
+        ``relu_bwd`` and :meth:`batchnorm_backward` (the frontend's BN-inference, dReLU, dBN
+        pattern: engine 0 on the H100), where the pointwise form has none; alone it has no
+        engine. ``inv_variance`` is ``1 / sqrt(running_var + epsilon)``.
         """
+        if implementation not in ("pointwise", "norm"):
+            raise GraphError(
+                f"batchnorm_inference: implementation must be 'pointwise' or 'norm', not "
+                f"{implementation!r}"
+            )
         label = f"batchnorm_inference '{name or 'batchnorm_inference'}'"
         self._check_mutable()
         x = self._own(x, label, "x")
@@ -272,6 +353,26 @@ class NormalizationOps(PointwiseOps):
                     f"{label}: {role} '{t.name}' must have dims {list(shapes.stats_dims)}, got "
                     f"{list(t.dims)}"
                 )
+        if implementation == "norm":
+            op_name, label = self._begin_op("batchnorm_inference", name)
+            y = self._output(
+                label, op_name, "y", x.dims, x, out=None, out_dtype=x.dtype, strides=x.strides
+            )
+            inputs = {
+                "x": x,
+                "scale": scale,
+                "bias": bias,
+                "mean": mean,
+                "inv_variance": inv_variance,
+            }
+            attrs = {
+                "compute_dtype": self._compute("float32", label),
+                "mode": "batch",
+                "training": False,
+                "norm_axes": _norm_axes(shapes.stats_dims, x.dims),
+            }
+            self._add_op("norm_forward", op_name, inputs, {"y": y}, attrs)
+            return y
         prefix = name or "bn_inference"
         centred = self.sub(x, mean, name=self._op_name(f"{prefix}.sub", None))
         normed = self.mul(centred, inv_variance, name=self._op_name(f"{prefix}.mul_inv_var", None))
@@ -290,8 +391,9 @@ class NormalizationOps(PointwiseOps):
         mean: Tensor | None,
         inv_variance: Tensor,
         with_dbias: bool,
-        epsilon: float | None,
+        epsilon: float | Tensor | None,
         name: str | None,
+        zero_centered_gamma: bool = False,
     ) -> NormGradients:
         op_name, label = self._begin_op(f"{mode}norm_backward", name)
         owned = {
@@ -318,11 +420,20 @@ class NormalizationOps(PointwiseOps):
         x_t = owned["x"]
         inputs = dict(owned)
         if epsilon is not None:
-            if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or epsilon <= 0:
-                raise GraphError(f"{label}: epsilon must be a positive number, got {epsilon!r}")
-            inputs["epsilon"] = self.scalar(
-                float(epsilon), dtype="float32", rank=x_t.ndim, name=f"{op_name}.epsilon"
+            self._check(
+                label,
+                rules.check_norm_scalar,
+                mode,
+                "epsilon",
+                self._scalar_spec(epsilon, label, "epsilon"),
             )
+            inputs["epsilon"] = self._norm_scalar(epsilon, x_t, f"{op_name}.epsilon")
+        if not isinstance(zero_centered_gamma, bool):
+            raise TypeError(
+                f"{label}: zero_centered_gamma must be a bool, not {zero_centered_gamma!r}"
+            )
+        if zero_centered_gamma:
+            inputs["scale"] = self._gamma_plus_one(owned["scale"], op_name)
         s_t = owned["scale"]
         dx = self._output(
             label, op_name, "dx", x_t.dims, x_t, out=None, out_dtype=x_t.dtype, strides=x_t.strides
@@ -339,7 +450,13 @@ class NormalizationOps(PointwiseOps):
                 out_dtype=s_t.dtype,
                 strides=s_t.strides,
             )
-        attrs = {"compute_dtype": self._compute("float32", label), "mode": mode}
+        attrs: dict[str, Any] = {
+            "compute_dtype": self._compute("float32", label),
+            "mode": mode,
+            "norm_axes": _norm_axes(shapes.stats_dims, x_t.dims),
+        }
+        if zero_centered_gamma:
+            attrs["zero_centered_gamma"] = True
         self._add_op("norm_backward", op_name, inputs, outputs, attrs)
         return NormGradients(dx, outputs["dscale"], outputs.get("dbias"))
 
@@ -351,10 +468,12 @@ class NormalizationOps(PointwiseOps):
         mean: Tensor,
         inv_variance: Tensor,
         *,
-        epsilon: float | None = None,
+        epsilon: float | Tensor | None = None,
+        zero_centered_gamma: bool = False,
         name: str | None = None,
     ) -> NormGradients:
-        """``(dx, dscale, dbias)`` of :meth:`layernorm` from its saved statistics (``NORM_BACKWARD``)."""
+        """``(dx, dscale, dbias)`` of :meth:`layernorm` from its saved statistics (``NORM_BACKWARD``);
+        ``zero_centered_gamma`` as given to the forward."""
         return self._norm_backward(
             "layer",
             dy,
@@ -365,6 +484,7 @@ class NormalizationOps(PointwiseOps):
             with_dbias=True,
             epsilon=epsilon,
             name=name,
+            zero_centered_gamma=zero_centered_gamma,
         )
 
     def rmsnorm_backward(
@@ -375,6 +495,7 @@ class NormalizationOps(PointwiseOps):
         inv_variance: Tensor,
         *,
         with_dbias: bool = False,
+        zero_centered_gamma: bool = False,
         name: str | None = None,
     ) -> NormGradients:
         """``(dx, dscale, dbias or None)`` of :meth:`rmsnorm` (``NORM_BACKWARD``, ``RMS_NORM``)."""
@@ -388,6 +509,7 @@ class NormalizationOps(PointwiseOps):
             with_dbias=with_dbias,
             epsilon=None,
             name=name,
+            zero_centered_gamma=zero_centered_gamma,
         )
 
     def batchnorm_backward(

@@ -15,6 +15,7 @@ from ..backend import BackendDescriptor
 from ..deviceprops import DeviceProperties, _error_lines
 from ..errors import CudnnError
 from ..opgraph import OperationGraph, rewrites
+from ..opgraph.attention_lowering import lowering_advice, lowering_notes
 from ..opgraph.rewrites import Variant as _Variant
 from .cache import PlanCache, _resolve_cache
 from .exclusions import normalize_exclusions
@@ -100,8 +101,13 @@ def _plans(
         # engine supports the graph" would hide the cause (and print cuDNN's warnings).
         report.device = target.note
         raise NoTargetError(3000, "", f"cannot plan graph '{graph.name}': {target.note}", report)
+    # An SDPA lowered to the composite graph is a rewrite of the graph as described: say so.
+    lowered = lowering_notes(graph.operations)
+    report.rewrites.extend(lowered)
     plans = attempt(variant=None)
     if plans:
+        for p in plans:
+            p.rewrite = "; ".join(lowered)
         return plans
     # No engine for the graph as described: try the equivalent descriptions cuDNN has engines for.
     for variant in rewrites.variants(graph):
@@ -113,6 +119,7 @@ def _plans(
             _log.info("graph '%s': %s", graph.name, variant.note)
             return plans
         report.rewrites.append(f"tried the {variant.note}: no engine either")
+    report.advice.extend(lowering_advice(graph.operations))
     props = target.props
     if sm_count is not None and props is not None and sm_count < props.multiprocessor_count:
         report.advice.append(_SM_COUNT_ADVICE.format(sm=sm_count, mp=props.multiprocessor_count))

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..opgraph import OperationGraph, Tensor, rewrites
+from ..opgraph.attention_composite import INTERNAL_UID_BASE, composite_views
 from ..opgraph.attention_lowering import in_subgraph_only
 from ..opgraph.common import _cudnn_dtype
 from . import canonical
@@ -161,6 +162,9 @@ def _check_json_matches_graph(data: Mapping[str, Any], graph: OperationGraph) ->
             by_uid[int(t["name"])] = t
         except (KeyError, TypeError, ValueError):
             return ""  # unknown naming: nothing to compare
+    # the virtual intermediates of a composite SDPA are the lowering's, not the graph's
+    by_uid = {u: t for u, t in by_uid.items() if u < INTERNAL_UID_BASE}
+    composite = composite_views(graph._ops)
     tensors = [t for t in graph.tensors if not in_subgraph_only(t)]
     if len(by_uid) != len(tensors):
         raise ValueError(
@@ -177,7 +181,8 @@ def _check_json_matches_graph(data: Mapping[str, Any], graph: OperationGraph) ->
                 raise ValueError(
                     f"the plan has no tensor {t.uid} ('{t.name}'): it was built for another graph"
                 )
-            dims, strides = (t.vector_dims, t.strides) if variant is None else variant.views[t.uid]
+            own = composite.get(t.uid, (t.vector_dims, t.strides))
+            dims, strides = own if variant is None else variant.views[t.uid]
             jd, js = tuple(j.get("dim", ())), tuple(j.get("stride", ()))
             if jd != dims or (not t.is_virtual and js != strides):
                 mismatch = (

@@ -30,7 +30,14 @@ from .common import NoReferenceError
 if TYPE_CHECKING:  # pragma: no cover
     from ..opgraph import Operation
 
-__all__ = ["consistent_inputs", "norm_backward", "norm_forward", "sdpa_backward", "sdpa_forward"]
+__all__ = [
+    "alibi_slopes",
+    "consistent_inputs",
+    "norm_backward",
+    "norm_forward",
+    "sdpa_backward",
+    "sdpa_forward",
+]
 
 
 def _no_reference(op: Any, why: str) -> Exception:
@@ -55,7 +62,9 @@ def sdpa_forward(op: Any, vals: Mapping[str, np.ndarray]) -> dict[str, np.ndarra
     return out
 
 
-def _norm_axes(mode: str, ndim: int) -> tuple[int, ...]:
+def _norm_axes(mode: str, ndim: int, op: Any = None) -> tuple[int, ...]:
+    if op is not None and op.attrs.get("norm_axes"):
+        return tuple(op.attrs["norm_axes"])  # the dims where the scale varies (layer, rms)
     if mode in ("layer", "rms"):
         return tuple(range(1, ndim))
     if mode == "batch":
@@ -69,8 +78,14 @@ def norm_forward(op: Any, vals: Mapping[str, np.ndarray]) -> dict[str, np.ndarra
     if "running_mean" in op.inputs or "running_var" in op.inputs:
         raise _no_reference(op, "running statistics have no NumPy reference here")
     x = vals["x"]
-    axes = _norm_axes(a["mode"], x.ndim)
-    eps = float(a["epsilon"])
+    if "mean" in op.inputs:  # batch norm in inference phase: the statistics are given
+        y = (x - vals["mean"]) * vals["inv_variance"] * vals["scale"] + vals["bias"]
+        return {"y": y}
+    axes = _norm_axes(a["mode"], x.ndim, op)
+    # a per-execution epsilon (a tensor) has no value in the settings
+    eps = (
+        float(a["epsilon"]) if a.get("epsilon") is not None else float(np.ravel(vals["epsilon"])[0])
+    )
     if a["mode"] == "rms":
         mean = np.zeros_like(x.mean(axis=axes, keepdims=True))
         var = np.mean(x * x, axis=axes, keepdims=True)
@@ -78,7 +93,8 @@ def norm_forward(op: Any, vals: Mapping[str, np.ndarray]) -> dict[str, np.ndarra
         mean = x.mean(axis=axes, keepdims=True)
         var = np.mean((x - mean) ** 2, axis=axes, keepdims=True)
     inv = 1.0 / np.sqrt(var + eps)
-    y = (x - mean) * inv * vals["scale"]
+    scale = vals["scale"] + 1.0 if a.get("zero_centered_gamma") else vals["scale"]
+    y = (x - mean) * inv * scale
     if "bias" in vals:
         y = y + vals["bias"]
     out: dict[str, Any] = {"y": y}
@@ -96,18 +112,36 @@ def _masked_scores(op: Any, vals: Mapping[str, np.ndarray]) -> tuple[Any, Any, A
     group = q.shape[1] // k.shape[1]
     k = np.repeat(k, group, axis=1)
     v = np.repeat(v, group, axis=1)
-    scores = a["scale"] * np.matmul(q, np.swapaxes(k, -1, -2))
+    # a per-execution scale (a tensor) has no value in the settings
+    scale = a["scale"] if a.get("scale") is not None else float(np.ravel(vals["scale"])[0])
+    scores = scale * np.matmul(q, np.swapaxes(k, -1, -2))
     if "bias" in vals:
         scores = scores + vals["bias"]
     sq, skv = scores.shape[-2:]
     i = np.arange(sq)[:, None]
     j = np.arange(skv)[None, :]
+    if a.get("alibi"):
+        slopes = np.asarray(alibi_slopes(scores.shape[1])).reshape(1, -1, 1, 1)
+        scores = scores + slopes * (j - i)
     keep = np.ones((sq, skv), dtype=bool)
-    if a.get("causal"):
+    # the diagonal band, bottom-right shift folded into the bounds (attention._Masks)
+    if a.get("right_bound") is not None:
+        keep &= j <= i + int(a["right_bound"])
+    elif a.get("causal"):
         keep &= j <= i
-    if a.get("sliding_window") is not None:
+    if a.get("left_bound") is not None:
+        keep &= j > i - int(a["left_bound"])
+    elif a.get("sliding_window") is not None:
         keep &= j > i - int(a["sliding_window"])
     return k, v, np.where(keep, scores, -np.inf), group
+
+
+def alibi_slopes(heads: int) -> list[float]:
+    """ALiBi's per-head slopes as cudnn-frontend's ``get_alibi_slope``: ``2 ** (-8 a / n)``,
+    ``n`` the largest power of two <= ``heads``, ``a`` = 1..n, then 0.5, 1.5, ... for the rest."""
+    n = 1 << (heads.bit_length() - 1)
+    a = [i + 1.0 for i in range(n)] + [(i + 1) * 0.5 for i in range(0, 2 * (heads - n), 2)]
+    return [2.0 ** (-8.0 * x / n) for x in a]
 
 
 def _fold(grad: np.ndarray, group: int) -> np.ndarray:
@@ -131,10 +165,19 @@ def sdpa_backward(op: Operation, vals: Mapping[str, np.ndarray]) -> dict[str, np
     do, o = vals["do"], vals["o"]
     dv = np.matmul(np.swapaxes(p, -1, -2), do)
     dp = np.matmul(do, np.swapaxes(v, -1, -2))
-    ds = p * (dp - np.sum(do * o, axis=-1, keepdims=True)) * op.attrs["scale"]
+    scale = op.attrs["scale"]
+    if scale is None:
+        scale = float(np.ravel(vals["scale"])[0])
+    d_scores = p * (dp - np.sum(do * o, axis=-1, keepdims=True))  # the gradient of the bias
+    ds = d_scores * scale
     dq = np.matmul(ds, k)
     dk = np.matmul(np.swapaxes(ds, -1, -2), vals["q"])
-    return {"dq": dq, "dk": _fold(dk, group), "dv": _fold(dv, group)}
+    out = {"dq": dq, "dk": _fold(dk, group), "dv": _fold(dv, group)}
+    if "dbias" in op.outputs:
+        bias_dims = op.outputs["dbias"].dims
+        axes = tuple(i for i, n in enumerate(bias_dims) if n == 1 and d_scores.shape[i] != 1)
+        out["dbias"] = d_scores.sum(axis=axes, keepdims=True)
+    return out
 
 
 def norm_backward(op: Operation, vals: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -142,7 +185,9 @@ def norm_backward(op: Operation, vals: Mapping[str, np.ndarray]) -> dict[str, np
     inverse standard deviation: the exact gradients of the forward's ``sum(y * dy)``."""
     mode = op.attrs["mode"]
     x, dy, scale = vals["x"], vals["dy"], vals["scale"]
-    axes = _norm_axes(mode, x.ndim)
+    if op.attrs.get("zero_centered_gamma"):
+        scale = scale + 1.0
+    axes = _norm_axes(mode, x.ndim, op)
     mean = vals["mean"] if "mean" in vals else np.zeros(1)
     inv = vals["inv_variance"]
     xhat = (x - mean) * inv

@@ -1,0 +1,339 @@
+#!/usr/bin/env python3
+"""cudnn-frontend's SDPA test space, planned by pycudnn and (optionally) by the frontend itself.
+
+The parameter space of NVIDIA cudnn-frontend's ``test/python/test_mhas.py`` (``test_sdpa`` and
+``test_sdpa_backward``), one parametrize axis at a time on b=2, h=6, s=256, d=128, bf16, written
+with the frontend's keyword names and planned deviceless for the committed H100 properties::
+
+    python scripts/check_frontend_attention.py                       # pycudnn only
+    python scripts/check_frontend_attention.py --frontend-python PY  # and the frontend, in PY
+
+The frontend side runs in a child process of the given Python (an environment with
+``nvidia-cudnn-frontend`` installed; it never shares a process with pycudnn, so each loads its
+own cuDNN). Each line: the case, pycudnn's result (engine and lowering, or the refusal with what
+works), the frontend's. Exit status 1 when a case pycudnn should plan does not.
+``tests/test_attention_frontend_space.py`` runs the pycudnn side as tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DEVICEPROPS = ROOT / "tests" / "data" / "deviceprops" / "h100-sxm-80gb.json"
+
+B, H, S, D = 2, 6, 256, 128
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One point of test_mhas.py's space: the base case with one axis changed."""
+
+    name: str
+    backward: bool = False
+    dtype: str = "bfloat16"
+    layout: str = "bshd_bshd_bshd"  # or "bs3hd", "sbh3d" (one packed QKV buffer)
+    h_k: int = H
+    d_v: int = D
+    s_q: int = S
+    bias: bool = False
+    alibi: bool = False
+    padding: bool = False
+    left_bound: int | None = None
+    right_bound: int | None = None
+    alignment: str = "top_left"
+    dropout: bool = False
+    infer: bool = False
+    ragged: bool = False
+    paged: bool = False
+    #: "plan", or "refused" (pycudnn has no such feature yet, and says what works)
+    expect: str = "plan"
+
+
+FORWARD = [
+    Case("base"),
+    Case("inference", infer=True),
+    Case("float16", dtype="float16"),
+    Case("bs3hd", layout="bs3hd"),
+    Case("sbh3d", layout="sbh3d"),
+    Case("group_query", h_k=2),
+    Case("multi_query", h_k=1),
+    Case("d_qk!=d_v", d_v=64),
+    Case("bias", bias=True),
+    Case("alibi", alibi=True, right_bound=0),
+    Case("padding", padding=True),
+    Case("causal", right_bound=0),
+    Case("causal_bottom_right", right_bound=0, alignment="bottom_right"),
+    Case("sliding_window", left_bound=64, right_bound=0),
+    Case("left_bound", left_bound=64),
+    Case("right_bound", right_bound=64),
+    Case("dropout", dropout=True),  # training: stats and the RNG dump, as the frontend test
+    Case("ragged", padding=True, ragged=True, expect="refused"),
+    Case("paged", padding=True, paged=True, expect="refused"),
+    Case("decode", s_q=1, infer=True),
+]
+
+BACKWARD = [
+    Case("base", backward=True),
+    Case("float16", backward=True, dtype="float16"),
+    Case("bs3hd", backward=True, layout="bs3hd"),
+    Case("sbh3d", backward=True, layout="sbh3d"),
+    Case("group_query", backward=True, h_k=2),
+    Case("multi_query", backward=True, h_k=1),
+    Case("bias_dbias", backward=True, bias=True),
+    Case("alibi", backward=True, alibi=True, right_bound=0),
+    Case("padding", backward=True, padding=True),
+    Case("causal", backward=True, right_bound=0),
+    Case("causal_bottom_right", backward=True, right_bound=0, alignment="bottom_right"),
+    Case("left_bound", backward=True, left_bound=64),
+    Case("right_bound", backward=True, right_bound=64),
+    Case("dropout", backward=True, dropout=True),
+    Case("ragged", backward=True, padding=True, ragged=True, expect="refused"),
+]
+
+CASES = FORWARD + BACKWARD
+
+
+def case_id(case: Case) -> str:
+    return ("bwd:" if case.backward else "fwd:") + case.name
+
+
+def qkv_strides(case: Case) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]]:
+    """Dims and element strides of Q, K, V (and O, dO) as test_mhas.py lays them out."""
+    s_kv = S
+    if case.layout == "bs3hd":  # one [b, s, 3, h, d] buffer
+        st = (S * 3 * H * D, D, 3 * H * D, 1)
+        return {r: ((B, H, S, D), st) for r in ("q", "k", "v")}
+    if case.layout == "sbh3d":  # one [s, b, h, 3, d] buffer
+        st = (H * 3 * D, 3 * D, B * H * 3 * D, 1)
+        return {r: ((B, H, S, D), st) for r in ("q", "k", "v")}
+
+    def bshd(h: int, s: int, d: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        return (B, h, s, d), (s * h * d, d, h * d, 1)
+
+    return {
+        "q": bshd(H, case.s_q, D),
+        "k": bshd(case.h_k, s_kv, D),
+        "v": bshd(case.h_k, s_kv, case.d_v),
+        "o": bshd(H, case.s_q, case.d_v),
+    }
+
+
+# -- pycudnn -------------------------------------------------------------------------------------
+
+
+def pycudnn_graph(case: Case) -> Any:
+    """The case as a pycudnn graph, written with cudnn-frontend's keyword names."""
+    from pycudnn.graph import Graph
+
+    g = Graph(case_id(case).replace(":", "_"))
+    shapes = qkv_strides(case)
+
+    def tensor(role: str, shape: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> Any:
+        dims, strides = shape or shapes[role]
+        return g.tensor(list(dims), list(strides), dtype=case.dtype, name=role)
+
+    q, k, v = tensor("q"), tensor("k"), tensor("v")
+    s_q, s_kv = q.dims[2], k.dims[2]
+    opts: dict[str, Any] = {
+        "attn_scale": 0.125,
+        "use_alibi_mask": case.alibi,
+        "use_padding_mask": case.padding,
+        "diagonal_band_left_bound": case.left_bound,
+        "diagonal_band_right_bound": case.right_bound,
+        "diagonal_alignment": case.alignment,
+    }
+    if case.bias:
+        opts["bias"] = g.tensor([1, H, s_q, s_kv], dtype=case.dtype, name="bias")
+    if case.padding:
+        opts["seq_len_q"] = g.tensor([B, 1, 1, 1], dtype="int32", name="seq_len_q")
+        opts["seq_len_kv"] = g.tensor([B, 1, 1, 1], dtype="int32", name="seq_len_kv")
+    if case.dropout:
+        seed = g.tensor([1, 1, 1, 1], dtype="int64", name="seed")
+        offset = g.tensor([1, 1, 1, 1], dtype="int64", name="offset")
+        opts["dropout"] = (0.1, seed, offset)
+    if case.ragged:
+        opts["max_total_seq_len_q"] = B * s_q
+        opts["max_total_seq_len_kv"] = B * s_kv
+    if not case.backward:
+        if case.dropout:
+            opts["rng_dump"] = g.tensor([B, H, s_q, s_kv], dtype="float32", name="rng_dump")
+        if case.paged:
+            table = g.tensor([B, 1, s_kv // 64, 1], dtype="int32", name="page_table")
+            opts.update(
+                paged_attention_k_table=table,
+                paged_attention_v_table=table,
+                paged_attention_max_seq_len_kv=s_kv,
+            )
+        g.sdpa(q, k, v, name="sdpa", generate_stats=not case.infer, **opts)
+        return g
+    o = tensor("o", shapes.get("o", shapes["q"]))
+    do = tensor("do", shapes.get("o", shapes["q"]))
+    stats = g.tensor([B, H, s_q, 1], dtype="float32", name="stats")
+    if case.bias:
+        opts["dBias"] = g.tensor([1, H, s_q, s_kv], dtype=case.dtype, name="dbias")
+    g.sdpa_backward(q=q, k=k, v=v, o=o, dO=do, stats=stats, name="sdpa_backward", **opts)
+    return g
+
+
+def pycudnn_result(case: Case, props: Any) -> dict[str, Any]:
+    """``{"status": "plan", "engine", "lowering"}`` or ``{"status": "refused", "error"}``."""
+    from pycudnn.errors import CudnnError
+    from pycudnn.graph import GraphError
+
+    try:
+        g = pycudnn_graph(case)
+        op = next(o for o in g.operations if o.kind.startswith("sdpa"))
+        plan = g.build(device_properties=props, cache=False)
+    except (GraphError, CudnnError) as exc:
+        return {"status": "refused", "error": f"{type(exc).__name__}: {exc}"}
+    return {"status": "plan", "engine": plan.engine_id, "lowering": op.attrs["lowering"]}
+
+
+# -- cudnn-frontend (run in the child process) -----------------------------------------------
+
+
+def frontend_result(case: Case, props_json: str) -> dict[str, Any]:  # pragma: no cover - child
+    import cudnn  # type: ignore[import-not-found]
+
+    dt = {"bfloat16": cudnn.data_type.BFLOAT16, "float16": cudnn.data_type.HALF}[case.dtype]
+    g = cudnn.pygraph(
+        io_data_type=dt,
+        intermediate_data_type=cudnn.data_type.FLOAT,
+        compute_data_type=cudnn.data_type.FLOAT,
+        device_property=cudnn.create_device_properties(props_json),
+        sm_version=90,
+    )
+    shapes = qkv_strides(case)
+
+    def tensor(role: str, dtype: Any = dt, shape: Any = None) -> Any:
+        dims, strides = shape or shapes[role]
+        return g.tensor(name=role, dim=list(dims), stride=list(strides), data_type=dtype)
+
+    def packed(role: str, dims: list[int], dtype: Any) -> Any:
+        strides, step = [], 1
+        for n in reversed(dims):
+            strides.insert(0, step)
+            step *= n
+        return g.tensor(name=role, dim=dims, stride=strides, data_type=dtype)
+
+    q, k, v = tensor("q"), tensor("k"), tensor("v")
+    s_q, s_kv = shapes["q"][0][2], shapes["k"][0][2]
+    align = {
+        "top_left": cudnn.diagonal_alignment.TOP_LEFT,
+        "bottom_right": cudnn.diagonal_alignment.BOTTOM_RIGHT,
+    }[case.alignment]
+    opts: dict[str, Any] = {
+        "attn_scale": 0.125,
+        "use_alibi_mask": case.alibi,
+        "use_padding_mask": case.padding,
+        "diagonal_band_left_bound": case.left_bound,
+        "diagonal_band_right_bound": case.right_bound,
+        "diagonal_alignment": align,
+    }
+    if case.bias:
+        opts["bias"] = packed("bias", [1, H, s_q, s_kv], dt)
+    if case.padding:
+        opts["seq_len_q"] = packed("seq_len_q", [B, 1, 1, 1], cudnn.data_type.INT32)
+        opts["seq_len_kv"] = packed("seq_len_kv", [B, 1, 1, 1], cudnn.data_type.INT32)
+    if case.dropout:
+        seed = packed("seed", [1, 1, 1, 1], cudnn.data_type.INT64)
+        offset = packed("offset", [1, 1, 1, 1], cudnn.data_type.INT64)
+        opts["dropout"] = (0.1, seed, offset)
+    try:
+        if case.ragged or case.paged:
+            return {"status": "not translated", "error": "ragged offsets and page tables need data"}
+        if not case.backward:
+            if case.dropout:
+                opts["rng_dump"] = packed("rng_dump", [B, H, s_q, s_kv], cudnn.data_type.FLOAT)
+            o, stats = g.sdpa(name="sdpa", q=q, k=k, v=v, generate_stats=not case.infer, **opts)
+            o.set_output(True)
+            if stats is not None:
+                stats.set_output(True).set_data_type(cudnn.data_type.FLOAT)
+        else:
+            o = tensor("o", shape=shapes.get("o", shapes["q"]))
+            do = tensor("do", shape=shapes.get("o", shapes["q"]))
+            stats = packed("stats", [B, H, s_q, 1], cudnn.data_type.FLOAT)
+            if case.bias:
+                opts["dBias"] = packed("dbias", [1, H, s_q, s_kv], dt)
+            grads = g.sdpa_backward(
+                name="sdpa_backward", q=q, k=k, v=v, o=o, dO=do, stats=stats, **opts
+            )
+            for t in grads:
+                t.set_output(True)
+        g.build([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    except Exception as exc:
+        return {"status": "refused", "error": f"{type(exc).__name__}: {exc}"[:300]}
+    # the plan name is "eng<id>_k<knob>=<value>...": the engine id the heuristics chose first
+    name = str(g.get_plan_name_at_index(0))
+    engine: Any = name.split("_")[0].removeprefix("eng")
+    return {"status": "plan", "engine": int(engine) if engine.isdigit() else name}
+
+
+def _child() -> int:  # pragma: no cover - runs in the frontend's Python
+    props_json = DEVICEPROPS.read_text()
+    for case in CASES:
+        print(json.dumps({"case": case_id(case), **frontend_result(case, props_json)}), flush=True)
+    return 0
+
+
+def _frontend_results(python: str) -> dict[str, dict[str, Any]]:
+    proc = subprocess.run(
+        [python, str(Path(__file__).resolve()), "--child"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    out = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            row = json.loads(line)
+            out[row.pop("case")] = row
+    if proc.returncode and not out:
+        print(f"frontend child failed ({proc.returncode}): {proc.stderr[-2000:]}", file=sys.stderr)
+    return out
+
+
+def _text(result: dict[str, Any] | None) -> str:
+    if result is None:
+        return "-"
+    if result["status"] == "plan":
+        lowering = f" ({result['lowering']})" if "lowering" in result else ""
+        return f"plan engine {result['engine']}{lowering}"
+    return f"{result['status']}: {result.get('error', '')[:160]}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--frontend-python", help="a Python with nvidia-cudnn-frontend installed")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        return _child()
+    import pycudnn
+
+    props = pycudnn.DeviceProperties.from_json(json.loads(DEVICEPROPS.read_text()))
+    frontend = _frontend_results(args.frontend_python) if args.frontend_python else {}
+    print(
+        f"cuDNN {'.'.join(map(str, pycudnn.version_tuple()))}, H100 properties, b={B} h={H} s={S} d={D}"
+    )
+    wrong = 0
+    for case in CASES:
+        ours = pycudnn_result(case, props)
+        wrong += ours["status"] != case.expect
+        theirs = frontend.get(case_id(case)) if args.frontend_python else None
+        print(f"{case_id(case):26} pycudnn: {_text(ours)}")
+        if args.frontend_python:
+            print(f"{'':26} frontend: {_text(theirs)}")
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
