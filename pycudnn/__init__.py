@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ._shared.lazy import lazy_module_attributes
+from _nvbind.lazy import lazy_module_attributes
+
 from .errors import (
     ClosedError,
     CudnnBadParamError,
@@ -39,7 +40,7 @@ _LAZY: dict[str, str] = {
     "disable_logging": ".log",
     "Handle": ".handle",
     "get_handle": ".handle",
-    "DeviceArray": "._shared.device_array",
+    "DeviceArray": "_nvbind.device_array",
     "TensorDescriptor": ".tensor",
     "FilterDescriptor": ".tensor",
     "ConvolutionDescriptor": ".tensor",
@@ -89,8 +90,9 @@ __getattr__, __dir__ = lazy_module_attributes(__name__, globals(), _LAZY, _SUBMO
 
 
 if TYPE_CHECKING:  # pragma: no cover
+    from _nvbind.device_array import DeviceArray
+
     from ._info import header_version, library_path, version, version_tuple
-    from ._shared.device_array import DeviceArray
     from ._versions import require_version
     from .deviceprops import DeviceProperties
     from .graph import Graph

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import ctypes
 
+from _nvbind.ffi import NativeLibrary
+
 from . import _bindings
-from ._shared.ffi import NativeLibrary
 from .errors import error_from_status
 
 __all__ = ["LIB", "MINIMUM_VERSION", "check", "last_error_string"]

@@ -230,7 +230,7 @@ class DeviceProperties:
             raise TypeError(f"ordinal must be an int, not {ordinal!r}")
         if ordinal < 0:
             raise ValueError(f"ordinal must be non-negative, got {ordinal}")
-        from ._shared.cuda import driver_status
+        from _nvbind.cuda import driver_status
 
         st = driver_status()
         if not st.usable:
@@ -276,7 +276,7 @@ class DeviceProperties:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> DeviceProperties:
         """Read a JSON file written by :meth:`save` (or ``python -m pycudnn deviceprops``)."""
-        from ._shared.files import read_text
+        from _nvbind.files import read_text
 
         try:
             text = read_text(path, what="device-properties file")  # no FIFO, no /dev/zero
@@ -307,7 +307,7 @@ class DeviceProperties:
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the JSON (indented, UTF-8) to ``path``, atomically (a temporary file renamed
         over it); a FIFO, device or directory at ``path`` is refused with an ``OSError``."""
-        from ._shared.files import write_text
+        from _nvbind.files import write_text
 
         write_text(path, self.to_json(indent=2) + "\n", what="device-properties file")
 
@@ -483,9 +483,10 @@ class DeviceProperties:
 
 def _why_no_plans_here() -> str | None:
     """The process-wide part of :meth:`DeviceProperties.why_no_plans` (loads cuDNN only)."""
+    from _nvbind.cuda import driver_status
+    from _nvbind.ffi import format_version
+
     from ._lib import LIB
-    from ._shared.cuda import driver_status
-    from ._shared.ffi import format_version
     from ._versions import DEVICELESS_PLANS_SINCE, DEVICEPROP_SINCE
 
     st = driver_status()

@@ -11,16 +11,17 @@ import ctypes
 from collections.abc import Callable
 from typing import Any
 
-from ._shared.cuda import driver_status
-from ._shared.report import devices_report
-from ._shared.smoke import SkipCheck
+from _nvbind.cuda import driver_status
+from _nvbind.report import devices_report
+from _nvbind.smoke import SkipCheck
 
 __all__ = ["checks"]
 
 
 def _library() -> dict[str, Any]:
+    from _nvbind.report import wheel_of
+
     from . import _info
-    from ._shared.report import wheel_of
 
     v = _info.version_tuple()
     wheel = wheel_of("cudnn", _info.library_path())

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from pycudnn._shared.lazy import lazy_module_attributes
+from _nvbind.lazy import lazy_module_attributes
 
 from .errors import (
     ClosedError,
@@ -35,7 +35,7 @@ _LAZY: dict[str, str] = {
     "disable_logging": ".log",
     "Handle": ".handle",
     "get_handle": ".handle",
-    "DeviceArray": "pycudnn._shared.device_array",
+    "DeviceArray": "_nvbind.device_array",
     "TensorDescriptor": ".tensor",
     "einsum": "._einsum",
     "parse_einsum": "._einsum",
@@ -110,7 +110,7 @@ __getattr__, __dir__ = lazy_module_attributes(__name__, globals(), _LAZY, _SUBMO
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     from ._einsum import EinsumSpec, einsum, parse_einsum
     from ._info import header_version, library_path, version, version_tuple

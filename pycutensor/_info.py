@@ -52,7 +52,7 @@ def found_via() -> str:
 
 def supported_range() -> str:
     """The cuTENSOR versions this project supports (checked at load)."""
-    from pycudnn._shared.ffi import format_version
+    from _nvbind.ffi import format_version
 
     low = format_version(LIB.minimum_version[:2])
     return (

@@ -6,13 +6,13 @@ import ctypes
 import enum
 import functools
 
-from pycudnn._shared.ffi import (
+from _nvbind.ffi import (
     FunctionSpec,
     NativeLibrary,
     UnsupportedByLibraryError,
     format_version,
 )
-from pycudnn._shared.rawlayer import (
+from _nvbind.rawlayer import (
     CallCheck,
     array_count_check,
     combine_checks,

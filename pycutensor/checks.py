@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from pycudnn._shared.suggest import did_you_mean
+from _nvbind.suggest import did_you_mean
 
 from . import _bindings
 from .tables import (
@@ -38,7 +38,7 @@ from .tables import (
 from .tensor import TensorSpec, check_modes, dtype_of_data_type
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pycudnn._shared.arrays import ArrayView
+    from _nvbind.arrays import ArrayView
 
 __all__ = [
     "LoweredTensor",

@@ -53,9 +53,9 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pycudnn._shared import files
-from pycudnn._shared.cuda import driver_status, get_device
-from pycudnn._shared.resource import CResource
+from _nvbind import files
+from _nvbind.cuda import driver_status, get_device
+from _nvbind.resource import CResource
 
 from . import _bindings
 from ._lib import LIB, check, clear_last_error, take_last_error
@@ -513,7 +513,7 @@ _MAX_KERNEL_CACHE_BYTES = 1 << 30
 def _opened_regular(
     path: bytes, what: str, max_bytes: int = files.MAX_FILE_BYTES
 ) -> Iterator[bytes]:
-    """Open ``path`` as :func:`pycudnn._shared.files.open_regular` does (a regular file, within
+    """Open ``path`` as :func:`_nvbind.files.open_regular` does (a regular file, within
     the size limit; FileNotFoundError when missing) and yield a path cuTENSOR can open that names
     the *opened* file: ``/proc/self/fd/N``. cuTENSOR opens the path itself, and a FIFO there
     blocks it forever; checking the path first and letting cuTENSOR open it again would leave a

@@ -15,14 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from pycudnn._shared.cuda import driver_status
-from pycudnn._shared.smoke import SkipCheck
+from _nvbind.cuda import driver_status
+from _nvbind.smoke import SkipCheck
 
 __all__ = ["checks"]
 
 
 def _library() -> dict[str, Any]:
-    from pycudnn._shared.report import wheel_of
+    from _nvbind.report import wheel_of
 
     from . import _info
 
@@ -150,7 +150,7 @@ def _timed(run: Callable[[], Any], sync: Callable[[], None]) -> float:
 
 def _contraction() -> dict[str, Any]:
     _need_gpu("the contraction")
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     from ._einsum import einsum
     from .handle import synchronize_stream
@@ -182,7 +182,7 @@ def _contraction() -> dict[str, Any]:
 
 def _elementwise() -> dict[str, Any]:
     _need_gpu("the elementwise operation")
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     from .handle import synchronize_stream
     from .operations import elementwise_binary
@@ -211,7 +211,7 @@ def _elementwise() -> dict[str, Any]:
 
 def _reduction() -> dict[str, Any]:
     _need_gpu("the reduction")
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     from .handle import synchronize_stream
     from .operations import reduce

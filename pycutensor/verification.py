@@ -154,7 +154,7 @@ def spec_from_operation(op: Any, name: str = "") -> OpSpec:
 
 
 def _dtype(name: str) -> np.dtype:
-    from pycudnn._shared.dtypes import as_numpy_dtype
+    from _nvbind.dtypes import as_numpy_dtype
 
     return as_numpy_dtype(name)
 
@@ -334,7 +334,7 @@ _BINARY_ROLES = {
 
 
 def _execute(spec: OpSpec, operands: Sequence[np.ndarray], preference: Any) -> np.ndarray:
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     from . import operations
 
@@ -361,7 +361,7 @@ def _execute(spec: OpSpec, operands: Sequence[np.ndarray], preference: Any) -> n
 def verify_case(spec: OpSpec, *, seed: int = 0) -> list[dict[str, Any]]:
     """Every algorithm of :data:`ALGORITHMS` on ``spec`` (one run for the kinds that take no
     plan preference), each compared with :func:`reference`. Needs a GPU."""
-    from pycudnn._shared.cuda import require_cuda_core
+    from _nvbind.cuda import require_cuda_core
 
     from .errors import CutensorError, CutensorNotSupportedError
     from .plan import PlanPreference
@@ -412,7 +412,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """``python -m pycutensor verify``: the exit status is 1 when any result is wrong, 3 without a
     GPU, 2 when ``--filter`` matches no case; ``--json`` prints one JSON document, ``--list`` too."""
-    from pycudnn._shared.report import print_json, select_verify_cases
+    from _nvbind.report import print_json, select_verify_cases
     from pycudnn.verification.cli import progress_bar
 
     selected = select_verify_cases(

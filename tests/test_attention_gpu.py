@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import pycudnn
-from pycudnn._shared.ffi import UnsupportedByLibraryError
+from _nvbind.ffi import UnsupportedByLibraryError
 from pycudnn.graph import Graph, Tensor
 
 pytestmark = pytest.mark.gpu
@@ -36,7 +36,7 @@ RNG = np.random.default_rng(2024)
 
 
 def _device_array() -> Any:
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     return DeviceArray
 

@@ -132,13 +132,13 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-@pytest.mark.parametrize("package", ["pycudnn", "pycutensor"])
+@pytest.mark.parametrize("package", ["_nvbind", "pycudnn", "pycutensor"])
 def test_module_level_imports_have_no_cycle(package: str) -> None:
     top, _ = imports(package)
     assert cycles(top) == []
 
 
-@pytest.mark.parametrize("package", ["pycudnn", "pycutensor"])
+@pytest.mark.parametrize("package", ["_nvbind", "pycudnn", "pycutensor"])
 def test_function_level_imports_point_back_up_only_where_listed(package: str) -> None:
     top, deferred = imports(package)
     unlisted = []

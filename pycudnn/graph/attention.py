@@ -23,8 +23,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from _nvbind.dtypes import dtype_name
+
 from .. import _attention_rules as rules
-from .._shared.dtypes import dtype_name
 from .common import GraphError
 from .core import GraphCore
 from .tensors import Tensor
@@ -130,7 +131,7 @@ class AttentionOps(GraphCore):
 
         cuDNN versions: 9.13.1 for the operation, 9.15 for sequence lengths, 9.21 for masks and
         bias, 9.22 for dropout; an older loaded cuDNN is refused with
-        :class:`~pycudnn._shared.ffi.UnsupportedByLibraryError`.
+        :class:`~_nvbind.ffi.UnsupportedByLibraryError`.
         """
         op_name, label = self._begin_op("sdpa", name)
         if not isinstance(return_stats, bool):

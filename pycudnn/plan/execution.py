@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from _nvbind.arrays import as_array_view, describe_array
+from _nvbind.resource import ClosedError
+
 from .._lib import LIB, check
 from .._plan_json import parse_json_for_cudnn
-from .._shared.arrays import as_array_view, describe_array
-from .._shared.resource import ClosedError
 from ..backend import BackendDescriptor, check_plan_json
 from ..deviceprops import DeviceProperties, _error_lines
 from ..errors import CudnnError
@@ -298,7 +299,7 @@ class Plan(VariantPacks, CudaGraphs):
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write :meth:`to_json` to ``path``, atomically (a temporary file renamed over it); a
         FIFO, device or directory at ``path`` is refused with an ``OSError``."""
-        from .._shared.files import write_text
+        from _nvbind.files import write_text
 
         write_text(path, self.to_json(), what="plan file")
 
@@ -408,7 +409,7 @@ class Plan(VariantPacks, CudaGraphs):
         """:meth:`from_json` from a file path (or a JSON text)."""
         if isinstance(source, str) and source.lstrip().startswith("{"):
             return cls.from_json(source, **options)
-        from .._shared.files import read_text
+        from _nvbind.files import read_text
 
         try:
             text = read_text(source, what="plan file")  # a regular file: no FIFO, no /dev/zero
@@ -484,7 +485,7 @@ class Plan(VariantPacks, CudaGraphs):
                     "executes on device arrays (CuPy, PyTorch, JAX, pycudnn.DeviceArray, ...)"
                 )
             return view.device_id
-        from .._shared.cuda import current_device_id
+        from _nvbind.cuda import current_device_id
 
         return current_device_id()
 

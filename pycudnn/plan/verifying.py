@@ -29,7 +29,7 @@ _log = logging.getLogger("pycudnn")
 
 def _gpu_reason() -> str:
     """Why no GPU can execute plans here ("" when one can)."""
-    from .._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     st = driver_status()
     return "" if st.usable else st.reason or "no usable GPU"

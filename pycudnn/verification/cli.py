@@ -156,7 +156,7 @@ def _line(case: dict[str, Any]) -> str:
 
 
 def _device_name() -> str:
-    from .._shared.cuda import require_cuda_core
+    from _nvbind.cuda import require_cuda_core
 
     try:
         return str(require_cuda_core().Device(0).name)
@@ -166,7 +166,7 @@ def _device_name() -> str:
 
 def run(args: argparse.Namespace) -> int:
     """The ``verify`` subcommand; returns the exit status."""
-    from .._shared.report import print_json, select_verify_cases
+    from _nvbind.report import print_json, select_verify_cases
 
     selected = select_verify_cases(
         args,

@@ -8,7 +8,7 @@ raw bytes) and other objects with ``__array_interface__``.
 
 Device exchanges go through ``cuda.core``'s ``StridedMemoryView`` so that the producer's stream is
 synchronised with the consumer's as both protocols require. Where it cannot name the type (fp8 in
-cuda.core 1.2) the DLPack capsule is read by :mod:`pycudnn._shared.dlpack` instead. Without
+cuda.core 1.2) the DLPack capsule is read by :mod:`_nvbind.dlpack` instead. Without
 cuda.core, a CUDA-array-interface array is refused: its device cannot be found out, and guessing
 one is wrong on a machine with several GPUs.
 """
