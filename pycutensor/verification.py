@@ -5,7 +5,8 @@ of each operand, the unary and binary operators, the scalars and the compute typ
 or read from a :class:`pycutensor.operations.Operation` with :func:`spec_from_operation`.
 :func:`reference` computes the result in float64 (complex128 for complex data) with
 ``np.einsum`` and NumPy's functions, independently of cuTENSOR; :func:`tolerance` follows the same
-rules as :mod:`pycudnn.verification.tolerance` (data types, compute type, reduction length).
+rules as :mod:`pycudnn.verification.tolerance` (data types, compute type, reduction length), on
+the unit roundoffs and :class:`Tolerance` of the shared runtime (``_nvbind.comparison``).
 
 ``python -m pycutensor verify`` runs every case of :func:`cases` with every algorithm
 (``CUTENSOR_ALGO_DEFAULT``, ``DEFAULT_PATIENT``, ``GETT``, ``TGETT``, ``TTGT``, and the JIT where
@@ -26,9 +27,17 @@ from typing import Any
 
 import numpy as np
 
-from pycudnn.verification.common import is_float
-from pycudnn.verification.result import OutputCheck, compare
-from pycudnn.verification.tolerance import APPROX, SAFETY, TF32, Tolerance, unit_roundoff
+from _nvbind.cli import progress_bar
+from _nvbind.comparison import (
+    APPROX,
+    SAFETY,
+    TF32,
+    OutputCheck,
+    Tolerance,
+    compare,
+    is_float,
+    unit_roundoff,
+)
 
 __all__ = [
     "ALGORITHMS",
@@ -413,7 +422,6 @@ def run(args: argparse.Namespace) -> int:
     """``python -m pycutensor verify``: the exit status is 1 when any result is wrong, 3 without a
     GPU, 2 when ``--filter`` matches no case; ``--json`` prints one JSON document, ``--list`` too."""
     from _nvbind.report import print_json, select_verify_cases
-    from pycudnn.verification.cli import progress_bar
 
     selected = select_verify_cases(
         args,

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from _nvbind.comparison import compare
 from _nvbind.dtypes import as_numpy_dtype
-from pycudnn.verification.result import compare
 from pycutensor.checks import check_operation
 from pycutensor.tensor import TensorSpec
 from pycutensor.verification import OpSpec, cases, make_operands, reference, tolerance

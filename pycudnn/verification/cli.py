@@ -16,6 +16,8 @@ import sys
 import time
 from typing import Any
 
+from _nvbind.cli import progress_bar
+
 from .suite import Case, cases
 
 __all__ = ["add_arguments", "run", "run_suite"]
@@ -43,17 +45,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--write-known-bad", metavar="FILE", default="", help="add wrong engines to this table file"
     )
-
-
-def progress_bar(total: int, enabled: bool) -> Any:
-    """A tqdm bar on stderr (units: cases), or None when disabled, not a terminal or no tqdm."""
-    if not enabled or not sys.stderr.isatty():
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc="verify", unit="case", leave=False)
 
 
 def _run_case(case: Case, *, allow_known_bad: bool, seed: int) -> dict[str, Any]:
