@@ -13,39 +13,20 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from _nvbind.report import (
-    EXIT_CANNOT_RUN,
-    EXIT_OK,
-    EXIT_USAGE,
-    JSON_HELP,
-    CliParser,
-    parse_args,
-    print_json,
-    print_report,
-    run_cli,
-)
+from _nvbind.cli import LibraryCli
 
 __all__ = ["info", "main"]
+
+_CLI = LibraryCli("pycutensor", "cutensor", "cuTENSOR")
 
 
 def info() -> dict[str, Any]:
     """Versions, paths, driver and devices (what ``python -m pycutensor info`` prints)."""
-    from _nvbind.report import info_report
-
-    return info_report("pycutensor", "cutensor")
+    return _CLI.info()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = CliParser(prog="python -m pycutensor", description=__doc__)
-    parser.add_argument("--json", dest="json_first", action="store_true", help=JSON_HELP)
-    sub = parser.add_subparsers(dest="command", required=True)
-    p_info = sub.add_parser("info", help="versions, library paths, driver and devices")
-    p_info.add_argument("--json", action="store_true", help=JSON_HELP)
-    p_smoke = sub.add_parser("smoke", help="run real cuTENSOR work against NumPy")
-    p_smoke.add_argument("--json", action="store_true", help=JSON_HELP)
-    p_smoke.add_argument(
-        "--require-gpu", action="store_true", help="fail when checks that need a GPU cannot run"
-    )
+    parser, sub = _CLI.parser(__doc__)
     from . import verification
 
     verification.add_arguments(
@@ -55,34 +36,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             description=verification.run.__doc__,
         )
     )
-    args = parse_args(parser, argv)
-    if isinstance(args, int):
-        return args
-    return run_cli(lambda: _dispatch(args), json_mode=args.json, command=args.command)
+    return _CLI.run(parser, argv, _dispatch)
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    if args.command == "info":
-        report = info()
-        code = EXIT_CANNOT_RUN if "cutensor_error" in report else EXIT_OK
-        if args.json:
-            print_json({"command": "info", "exit_code": code, **report})
-        else:
-            print_report(report)
-        return code
-    if args.command == "smoke":
-        from _nvbind.smoke import run_checks
-
-        from .smoke import checks
-
-        return run_checks(
-            "pycutensor smoke", checks(), as_json=args.json, require_gpu=args.require_gpu
-        )
     if args.command == "verify":
         from .verification import run as run_verify
 
         return run_verify(args)
-    return EXIT_USAGE  # pragma: no cover - argparse enforces the choices
+    return _CLI.dispatch(args)
 
 
 if __name__ == "__main__":  # pragma: no cover
