@@ -7,10 +7,9 @@ API is in :mod:`pycudnn.raw` under its C names.
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
-from _nvbind.lazy import lazy_module_attributes
+from _nvbind.package import package_face
 
 from .errors import (
     ClosedError,
@@ -24,23 +23,13 @@ from .errors import (
     UnsupportedByLibraryError,
 )
 
-logging.getLogger(__name__).addHandler(logging.NullHandler())
-
 __version__ = "0.1.0.dev0"
 
 # Public names that live in submodules, imported on first access (PEP 562) so that importing the
-# package stays cheap.
+# package stays cheap; those both packages have (version, Handle, DeviceArray, ...) are in
+# _nvbind.package.LIBRARY_FACE.
 _LAZY: dict[str, str] = {
-    "version": "._info",
-    "version_tuple": "._info",
-    "library_path": "._info",
-    "header_version": "._info",
     "require_version": "._versions",
-    "enable_logging": ".log",
-    "disable_logging": ".log",
-    "Handle": ".handle",
-    "get_handle": ".handle",
-    "DeviceArray": "_nvbind.device_array",
     "TensorDescriptor": ".tensor",
     "FilterDescriptor": ".tensor",
     "ConvolutionDescriptor": ".tensor",
@@ -86,7 +75,7 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_module_attributes(__name__, globals(), _LAZY, _SUBMODULES)
+__getattr__, __dir__ = package_face(__name__, globals(), _LAZY, _SUBMODULES)
 
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -6,10 +6,9 @@ operations in :mod:`pycutensor.operations`; the C API is in :mod:`pycutensor.raw
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
-from _nvbind.lazy import lazy_module_attributes
+from _nvbind.package import package_face
 
 from .errors import (
     ClosedError,
@@ -22,20 +21,11 @@ from .errors import (
     UnsupportedByLibraryError,
 )
 
-logging.getLogger(__name__).addHandler(logging.NullHandler())
-
 __version__ = "0.1.0.dev0"
 
+# Public names that live in submodules, imported on first access (besides those of
+# _nvbind.package.LIBRARY_FACE: version, Handle, DeviceArray, ...).
 _LAZY: dict[str, str] = {
-    "version": "._info",
-    "version_tuple": "._info",
-    "library_path": "._info",
-    "header_version": "._info",
-    "enable_logging": ".log",
-    "disable_logging": ".log",
-    "Handle": ".handle",
-    "get_handle": ".handle",
-    "DeviceArray": "_nvbind.device_array",
     "TensorDescriptor": ".tensor",
     "einsum": "._einsum",
     "parse_einsum": "._einsum",
@@ -106,7 +96,7 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_module_attributes(__name__, globals(), _LAZY, _SUBMODULES)
+__getattr__, __dir__ = package_face(__name__, globals(), _LAZY, _SUBMODULES)
 
 
 if TYPE_CHECKING:  # pragma: no cover
