@@ -34,7 +34,6 @@ def library_info(
     module: str,
     env_var: str,
     prefix: str,
-    soname: str,
     version_example: str,
     loaded_by: str,
 ) -> LibraryInfo:
@@ -69,7 +68,7 @@ def library_info(
     docs = {
         version: f"``{prefix}GetVersion()`` of the loaded library, e.g. {version_example}.",
         version_tuple: f"``(major, minor, patch)`` of the loaded {name} (``{prefix}GetVersion``).",
-        library_path: f"Absolute path of the loaded ``{soname}``.",
+        library_path: f"Absolute path of the loaded ``{lib.soname}``.",
         header_version: f"The {name} header version the bindings were generated from.",
         cudart_version: (
             f"``{prefix}GetCudartVersion()``: the CUDA runtime {name} was built with, e.g. 12090."

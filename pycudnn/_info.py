@@ -27,7 +27,6 @@ version, version_tuple, library_path, header_version, cudart_version, found_via 
     module=__name__,
     env_var=ENV_VAR,
     prefix="cudnn",
-    soname="libcudnn.so.9",
     version_example="92800 for 9.28.0",
     loaded_by="PyTorch, cudnn-frontend, ...",
 )

@@ -25,7 +25,6 @@ version, version_tuple, library_path, header_version, cudart_version, found_via 
     module=__name__,
     env_var=ENV_VAR,
     prefix="cutensor",
-    soname="libcutensor.so.2",
     version_example="20800 (the 2.8.1 wheel reports patch 0)",
     loaded_by="CuPy, ...",
 )
