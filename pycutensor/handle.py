@@ -528,26 +528,17 @@ def write_atomically(path: bytes, write: Callable[[bytes], None]) -> None:
     (``os.replace``, atomic on POSIX). When ``write`` raises, the temporary file is removed and an
     existing ``path`` is left untouched; readers never see a half-written file.
 
-    The temporary name carries the process and thread ids, so concurrent writers never share one;
-    the file is created by ``write`` itself, so it gets the permissions the umask gives.
+    The runtime's :func:`_nvbind.files.write_atomically` does the work, with the temporary name
+    as bytes (cuTENSOR's writers take a ``const char*``). A FIFO, device or directory at ``path``
+    is refused (cuTENSOR's own writer would block on a FIFO); a link there is replaced, as the
+    plan-cache files of pycudnn are.
     """
-    # A FIFO, device or directory at path is refused: cuTENSOR's own writer would block on a FIFO.
-    files.check_write_target(path, what="cache file")
-    directory, base = os.path.split(os.path.abspath(path))
-    temporary = os.path.join(
-        directory, b".%s.%d-%d.tmp" % (base, os.getpid(), threading.get_ident())
+    files.write_atomically(
+        path,
+        lambda temporary: write(os.fsencode(temporary)),
+        what="cache file",
+        follow_symlinks=False,
     )
-    try:
-        write(temporary)
-        if not os.path.exists(temporary):
-            raise OSError(
-                f"the write reported success but created no file for {os.fsdecode(path)!r}"
-            )
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
 
 
 _per_thread = threading.local()
