@@ -8,12 +8,14 @@ Calling them loads the library.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from .ffi import NativeLibrary
+from .report import wheel_of
 
-__all__ = ["LibraryInfo", "library_info"]
+__all__ = ["LibraryInfo", "library_check", "library_info"]
 
 
 class LibraryInfo(NamedTuple):
@@ -90,3 +92,25 @@ def _publish(fn: Callable[..., Any], module: str, doc: str) -> None:
     fn.__module__ = module
     fn.__qualname__ = fn.__name__
     fn.__doc__ = doc
+
+
+def library_check(package: str, library: str, *, built: str = "") -> dict[str, Any]:
+    """The ``library`` smoke check of ``package`` (``pycudnn``/``pycutensor``, whose ``_info``
+    functions are asked; ``library`` is ``cudnn`` or ``cutensor``): version, path, wheel, header
+    and CUDA runtime versions. ``built`` is appended to the summary's "built with" part."""
+    info = importlib.import_module(f"{package}._info")
+    lib = importlib.import_module(f"{package}._lib").LIB
+    v = info.version_tuple()
+    path = info.library_path()
+    wheel = wheel_of(library, path)
+    return {
+        "summary": f"{lib.display_name} {'.'.join(map(str, v))} at {path} "
+        f"(from the wheel {wheel or 'none: not installed by pip'}) "
+        f"(bindings from headers {'.'.join(map(str, info.header_version()))}, "
+        f"built with CUDA runtime {info.cudart_version()}{built})",
+        "version": info.version(),
+        "path": path,
+        "wheel": wheel,
+        "header_version": list(info.header_version()),
+        "cudart_version": info.cudart_version(),
+    }

@@ -16,27 +16,14 @@ from typing import Any
 import numpy as np
 
 from _nvbind.cuda import driver_status
+from _nvbind.libinfo import library_check
 from _nvbind.smoke import SkipCheck
 
 __all__ = ["checks"]
 
 
 def _library() -> dict[str, Any]:
-    from _nvbind.report import wheel_of
-
-    from . import _info
-
-    v = _info.version_tuple()
-    wheel = wheel_of("cutensor", _info.library_path())
-    return {
-        "summary": f"cuTENSOR {'.'.join(map(str, v))} at {_info.library_path()} "
-        f"(from the wheel {wheel or 'none: not installed by pip'}) "
-        f"(bindings from headers {'.'.join(map(str, _info.header_version()))}, "
-        f"built with CUDA runtime {_info.cudart_version()})",
-        "version": _info.version(),
-        "path": _info.library_path(),
-        "wheel": wheel,
-    }
+    return library_check("pycutensor", "cutensor")
 
 
 def _compute_descriptors() -> str:
