@@ -35,17 +35,17 @@ def library_info(
     *,
     module: str,
     env_var: str,
-    prefix: str,
     version_example: str,
     loaded_by: str,
 ) -> LibraryInfo:
     """The ``_info`` functions of the library ``lib`` loads (``module`` is the ``_info`` module
-    they are documented in; ``prefix`` the C names' prefix, ``cudnn`` or ``cutensor``).
+    they are documented in).
 
     ``env_var`` is the variable that names the library's path; ``header`` the header version the bindings were generated from; ``version_example`` follows
     "e.g." in ``version``'s docstring; ``loaded_by`` names the packages that may have loaded the
     library before us (``found_via``'s docstring)."""
     name = lib.display_name
+    prefix = lib.soname.removeprefix("lib").split(".so")[0]  # cudnn, cutensor: the C names' prefix
 
     def version() -> int:
         major, minor, patch = lib.version

@@ -26,7 +26,6 @@ version, version_tuple, library_path, header_version, cudart_version, found_via 
     _bindings.HEADER_VERSION,
     module=__name__,
     env_var=ENV_VAR,
-    prefix="cudnn",
     version_example="92800 for 9.28.0",
     loaded_by="PyTorch, cudnn-frontend, ...",
 )

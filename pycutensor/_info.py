@@ -24,7 +24,6 @@ version, version_tuple, library_path, header_version, cudart_version, found_via 
     _bindings.HEADER_VERSION,
     module=__name__,
     env_var=ENV_VAR,
-    prefix="cutensor",
     version_example="20800 (the 2.8.1 wheel reports patch 0)",
     loaded_by="CuPy, ...",
 )
