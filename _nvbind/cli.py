@@ -29,7 +29,7 @@ from .report import (
 )
 from .smoke import run_checks
 
-__all__ = ["LibraryCli", "progress_bar"]
+__all__ = ["LibraryCli", "add_verify_arguments", "progress_bar"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +93,19 @@ class LibraryCli:
                 f"{self.package} smoke", checks, as_json=args.json, require_gpu=args.require_gpu
             )
         return EXIT_USAGE  # pragma: no cover - argparse enforces the choices
+
+
+def add_verify_arguments(parser: argparse.ArgumentParser, *, quick: str, listing: str) -> None:
+    """The options both ``verify`` commands take: ``--quick`` (``quick`` is its help), ``--json``,
+    ``--seed``, ``--filter``, ``--list`` (``listing`` is its help) and ``--no-progress``."""
+    parser.add_argument("--quick", action="store_true", help=quick)
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
+    parser.add_argument(
+        "--filter", metavar="TEXT", default="", help="only cases whose name contains TEXT"
+    )
+    parser.add_argument("--list", action="store_true", help=listing)
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def progress_bar(total: int, enabled: bool) -> Any:

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from _nvbind.cli import progress_bar
+from _nvbind.cli import add_verify_arguments, progress_bar
 from _nvbind.comparison import (
     APPROX,
     SAFETY,
@@ -408,14 +408,7 @@ def verify_case(spec: OpSpec, *, seed: int = 0) -> list[dict[str, Any]]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``python -m pycutensor verify``."""
-    parser.add_argument("--quick", action="store_true", help="the CI subset")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
-    parser.add_argument(
-        "--filter", metavar="TEXT", default="", help="only cases whose name contains TEXT"
-    )
-    parser.add_argument("--list", action="store_true", help="list the cases and exit")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_verify_arguments(parser, quick="the CI subset", listing="list the cases and exit")
 
 
 def run(args: argparse.Namespace) -> int:

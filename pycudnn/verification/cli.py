@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from _nvbind.cli import progress_bar
+from _nvbind.cli import add_verify_arguments, progress_bar
 
 from .suite import Case, cases
 
@@ -25,23 +25,16 @@ __all__ = ["add_arguments", "run", "run_suite"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of the ``verify`` subcommand."""
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="the CI subset (engine-70 shapes + one graph per family)",
+    add_verify_arguments(
+        parser,
+        quick="the CI subset (engine-70 shapes + one graph per family)",
+        listing="list the suite's cases and exit",
     )
     parser.add_argument(
         "--no-known-bad",
         action="store_true",
         help="also run the engines the known-bad table excludes (is a newer cuDNN fixed?)",
     )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
-    parser.add_argument(
-        "--filter", metavar="TEXT", default="", help="only cases whose name contains TEXT"
-    )
-    parser.add_argument("--list", action="store_true", help="list the suite's cases and exit")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
         "--write-known-bad", metavar="FILE", default="", help="add wrong engines to this table file"
     )
