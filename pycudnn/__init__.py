@@ -7,11 +7,11 @@ API is in :mod:`pycudnn.raw` under its C names.
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
-from ._shared.lazy import lazy_module_attributes
-from ._version import __version__ as __version__
+from _nvbind._version import __version__ as __version__
+from _nvbind.package import package_face
+
 from .errors import (
     ClosedError,
     CudnnBadParamError,
@@ -24,21 +24,11 @@ from .errors import (
     UnsupportedByLibraryError,
 )
 
-logging.getLogger(__name__).addHandler(logging.NullHandler())
-
 # Public names that live in submodules, imported on first access (PEP 562) so that importing the
-# package stays cheap.
+# package stays cheap; those both packages have (version, Handle, DeviceArray, ...) are in
+# _nvbind.package.LIBRARY_FACE.
 _LAZY: dict[str, str] = {
-    "version": "._info",
-    "version_tuple": "._info",
-    "library_path": "._info",
-    "header_version": "._info",
     "require_version": "._versions",
-    "enable_logging": ".log",
-    "disable_logging": ".log",
-    "Handle": ".handle",
-    "get_handle": ".handle",
-    "DeviceArray": "._shared.device_array",
     "TensorDescriptor": ".tensor",
     "FilterDescriptor": ".tensor",
     "ConvolutionDescriptor": ".tensor",
@@ -86,12 +76,13 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_module_attributes(__name__, globals(), _LAZY, _SUBMODULES)
+__getattr__, __dir__ = package_face(__name__, globals(), _LAZY, _SUBMODULES)
 
 
 if TYPE_CHECKING:  # pragma: no cover
+    from _nvbind.device_array import DeviceArray
+
     from ._info import header_version, library_path, version, version_tuple
-    from ._shared.device_array import DeviceArray
     from ._versions import require_version
     from .deviceprops import DeviceProperties
     from .graph import Graph

@@ -27,7 +27,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ._shared.ffi import UnsupportedByLibraryError
+from _nvbind.ffi import UnsupportedByLibraryError
 
 __all__ = [
     "ATTENTION_DTYPES",

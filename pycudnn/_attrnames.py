@@ -11,8 +11,9 @@ import enum
 from collections.abc import Iterable
 from typing import Any
 
+from _nvbind.suggest import did_you_mean
+
 from . import _bindings
-from ._shared.suggest import did_you_mean
 from ._versions import check_enum
 
 __all__ = [

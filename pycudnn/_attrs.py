@@ -17,6 +17,8 @@ from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from typing import Any
 
+from _nvbind.suggest import did_you_mean
+
 from . import _bindings
 from ._attrnames import (
     _BOOL,
@@ -34,7 +36,6 @@ from ._attrnames import (
     attribute_type_name,
     descriptor_type_name,
 )
-from ._shared.suggest import did_you_mean
 from ._versions import check_enum
 
 # Descriptor-valued attributes that are read back into descriptors the caller must create first

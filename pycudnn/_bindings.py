@@ -6,14 +6,14 @@
 
 Enums are ``IntEnum`` classes named like their C typedefs, with every C enumerator also
 available under its C name; ``FUNCTIONS`` describes every declared function for the lazy
-loader in ``pycudnn._shared.ffi``; ``ATTRIBUTES`` is the backend attribute table that
+loader in ``_nvbind.ffi``; ``ATTRIBUTES`` is the backend attribute table that
 ``cudnn_graph.h`` documents in prose (type, element count, owning descriptor, access).
 """
 
 import ctypes
 from enum import IntEnum
 
-from pycudnn._shared.ffi import AttributeSpec, FunctionSpec
+from _nvbind.ffi import AttributeSpec, FunctionSpec
 
 # (CUDNN_MAJOR, CUDNN_MINOR, CUDNN_PATCHLEVEL) of the headers this module came from.
 HEADER_VERSION: tuple[int, int, int] = (9, 28, 0)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ctypes
 
+from _nvbind.libinfo import library_info
+
 from . import _bindings
-from ._lib import LIB, check
+from ._lib import ENV_VAR, LIB, check
 
 __all__ = [
     "cudart_version",
@@ -19,31 +21,14 @@ __all__ = [
 ]
 
 
-def version() -> int:
-    """``cudnnGetVersion()`` of the loaded library, e.g. 92800 for 9.28.0."""
-    major, minor, patch = LIB.version
-    return major * 10000 + minor * 100 + patch
-
-
-def version_tuple() -> tuple[int, int, int]:
-    """``(major, minor, patch)`` of the loaded cuDNN (``cudnnGetVersion``)."""
-    return LIB.version
-
-
-def library_path() -> str:
-    """Absolute path of the loaded ``libcudnn.so.9``."""
-    return LIB.path
-
-
-def header_version() -> tuple[int, int, int]:
-    """The cuDNN header version the bindings were generated from."""
-    return tuple(_bindings.HEADER_VERSION)  # type: ignore[return-value]
-
-
-def cudart_version() -> int:
-    """``cudnnGetCudartVersion()``: the CUDA runtime cuDNN was built with (static), e.g. 12090."""
-    fn = LIB.function("cudnnGetCudartVersion")
-    return int(fn())
+version, version_tuple, library_path, header_version, cudart_version, found_via = library_info(
+    LIB,
+    _bindings.HEADER_VERSION,
+    module=__name__,
+    env_var=ENV_VAR,
+    version_example="92800 for 9.28.0",
+    loaded_by="PyTorch, cudnn-frontend, ...",
+)
 
 
 def max_device_version() -> int:
@@ -61,13 +46,6 @@ def property_version() -> tuple[int, int, int]:
         check(fn(int(prop), ctypes.byref(value)), "cudnnGetProperty")
         out.append(value.value)
     return out[0], out[1], out[2]
-
-
-def found_via() -> str:
-    """How the library was found: ``PYCUDNN_LIBRARY``, "already loaded in this process" (by
-    PyTorch, cudnn-frontend, ...) or how ``cuda.pathfinder`` found it ("site-packages", ...)."""
-    LIB.cdll()
-    return LIB.found_via
 
 
 def supported_range() -> str:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import ctypes
 
+from _nvbind.ffi import NativeLibrary
+from _nvbind.interrupts import raise_deferred
+from _nvbind.loading import decode_version, install_hint, native_library
+from _nvbind.logenv import check_cudnn_environment
+
 from . import _bindings
-from ._shared.ffi import NativeLibrary
-from ._shared.interrupts import raise_deferred
-from ._shared.logenv import check_cudnn_environment
 from .errors import error_from_status
 
 __all__ = ["LIB", "MINIMUM_VERSION", "check", "last_error_string"]
@@ -20,31 +22,24 @@ __all__ = ["LIB", "MINIMUM_VERSION", "check", "last_error_string"]
 ENV_VAR = "PYCUDNN_LIBRARY"
 # The oldest cuDNN this project supports (README, "Supported versions"; docs/versions.md says why).
 MINIMUM_VERSION = (9, 0, 0)
-INSTALL_HINT = (
-    "Install cuDNN 9 with `pip install 'cudnn-cutensor-ctypes[cu12]'` (CUDA 12) or "
-    "`pip install 'cudnn-cutensor-ctypes[cu13]'` (CUDA 13)"
-)
+INSTALL_HINT = install_hint("cuDNN", MINIMUM_VERSION[0])
 
 
-def _read_version(cdll: ctypes.CDLL) -> tuple[int, int, int]:
-    fn = cdll.cudnnGetVersion
-    fn.restype, fn.argtypes = ctypes.c_size_t, []
-    v = int(fn())
+def _decode_version(v: int) -> tuple[int, int, int]:
     if v < 90000:  # cuDNN 8 and older encode major*1000 + minor*100 + patch (8906 is 8.9.6)
         return v // 1000, v % 1000 // 100, v % 100
-    return v // 10000, v % 10000 // 100, v % 100
+    return decode_version(v)
 
 
-LIB = NativeLibrary(
-    display_name="cuDNN",
-    pathfinder_name="cudnn",
-    env_var=ENV_VAR,
-    install_hint=INSTALL_HINT,
-    expected_major=_bindings.HEADER_VERSION[0],
-    functions=_bindings.FUNCTIONS,
-    read_version=_read_version,
-    minimum_version=MINIMUM_VERSION,
-    version_symbol="cudnnGetVersion",
+LIB = native_library(
+    NativeLibrary,
+    "cuDNN",
+    "cudnn",
+    _bindings,
+    ENV_VAR,
+    INSTALL_HINT,
+    MINIMUM_VERSION,
+    decode=_decode_version,
     # libcudnn.so.9 is a dispatcher: its functions live in sublibraries it loads from its own
     # directory, and without libcudnn_graph it aborts the process on the first call.
     companions=(f"libcudnn_graph.so.{_bindings.HEADER_VERSION[0]}",),

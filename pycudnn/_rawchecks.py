@@ -18,16 +18,17 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from . import _bindings
-from ._attrnames import ENUM_OF_TYPE
-from ._shared.ffi import FunctionSpec
-from ._shared.rawlayer import (
+from _nvbind.ffi import FunctionSpec
+from _nvbind.rawlayer import (
     CallCheck,
     array_count_check,
     combine_checks,
     enum_argument_check,
     storage_bytes,
 )
+
+from . import _bindings
+from ._attrnames import ENUM_OF_TYPE
 from ._versions import check_enum
 
 __all__ = ["precheck"]

@@ -18,9 +18,10 @@ from __future__ import annotations
 import enum
 import functools
 
+from _nvbind.ffi import format_version
+
 from . import _bindings
 from ._lib import LIB
-from ._shared.ffi import format_version
 
 __all__ = [
     "DEVICELESS_PLANS_SINCE",

@@ -28,6 +28,9 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from _nvbind.resource import CResource
+from _nvbind.shutdown import InterpreterExitingError, library_call
+
 from . import _bindings
 from ._attrnames import (
     _CHAR,
@@ -60,8 +63,6 @@ from ._attrs import (
 )
 from ._lib import LIB, last_error_string
 from ._plan_json import check_json_attribute, check_plan_json
-from ._shared.resource import CResource
-from ._shared.shutdown import InterpreterExitingError, library_call
 from .errors import CudnnError, error_from_status
 
 __all__ = [
@@ -204,7 +205,7 @@ class BackendDescriptor(CResource):
         if self._finalized:
             return
         self._check_finalizable()
-        with library_call("cudnnBackendFinalize"):  # see pycudnn._shared.shutdown
+        with library_call("cudnnBackendFinalize"):  # see _nvbind.shutdown
             status = LIB.function("cudnnBackendFinalize")(self)
         _raise_for(status, "cudnnBackendFinalize", f"finalizing a {self.type_name}")
         self._finalized = True

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ._shared.report import (
+from _nvbind.report import (
     EXIT_CANNOT_RUN,
     EXIT_FAILED,
     EXIT_OK,
@@ -36,7 +36,7 @@ __all__ = ["info", "main", "parser"]
 
 def info() -> dict[str, Any]:
     """Versions, paths, driver and devices (what ``python -m pycudnn info`` prints)."""
-    from ._shared.report import info_report
+    from _nvbind.report import info_report
 
     return info_report("pycudnn", "cudnn")
 
@@ -99,7 +99,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             print_report(report)
         return code
     if args.command == "smoke":
-        from ._shared.smoke import run_checks
+        from _nvbind.smoke import run_checks
+
         from .smoke import checks
 
         return run_checks(
@@ -122,7 +123,7 @@ def _deviceprops(args: argparse.Namespace) -> int:
     stdout has the report instead (the device in the schema of ``info``, and the properties under
     ``properties`` when they were not saved to a file). Needs a GPU: exit code 3 without one.
     """
-    from ._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     to_stdout = args.save == "-"
     st = driver_status()

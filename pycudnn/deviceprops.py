@@ -28,8 +28,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from _nvbind.forksafe import fork_safe_lock
+
 from ._plan_json import parse_json_for_cudnn, utf8_length
-from ._shared.forksafe import fork_safe_lock
 
 __all__ = ["KNOWN_KEYS", "REQUIRED_KEYS", "VERSION_KEY", "DeviceProperties"]
 
@@ -231,7 +232,7 @@ class DeviceProperties:
             raise TypeError(f"ordinal must be an int, not {ordinal!r}")
         if ordinal < 0:
             raise ValueError(f"ordinal must be non-negative, got {ordinal}")
-        from ._shared.cuda import driver_status
+        from _nvbind.cuda import driver_status
 
         st = driver_status()
         if not st.usable:
@@ -277,7 +278,7 @@ class DeviceProperties:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> DeviceProperties:
         """Read a JSON file written by :meth:`save` (or ``python -m pycudnn deviceprops``)."""
-        from ._shared.files import read_text
+        from _nvbind.files import read_text
 
         try:
             text = read_text(path, what="device-properties file")  # no FIFO, no /dev/zero
@@ -310,7 +311,7 @@ class DeviceProperties:
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the JSON (indented, UTF-8) to ``path``, atomically (a temporary file renamed
         over it); a FIFO, device or directory at ``path`` is refused with an ``OSError``."""
-        from ._shared.files import write_text
+        from _nvbind.files import write_text
 
         write_text(path, self.to_json(indent=2) + "\n", what="device-properties file")
 
@@ -502,9 +503,10 @@ def _others(path: str | os.PathLike[str], exc: OSError) -> str:
 
 def _why_no_plans_here() -> str | None:
     """The process-wide part of :meth:`DeviceProperties.why_no_plans` (loads cuDNN only)."""
+    from _nvbind.cuda import driver_status
+    from _nvbind.ffi import format_version
+
     from ._lib import LIB
-    from ._shared.cuda import driver_status
-    from ._shared.ffi import format_version
     from ._versions import DEVICELESS_PLANS_SINCE, DEVICEPROP_SINCE
 
     st = driver_status()

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._shared.ffi import LibraryNotFoundError, UnsupportedByLibraryError
-from ._shared.resource import ClosedError
+from _nvbind.ffi import LibraryNotFoundError, UnsupportedByLibraryError
+from _nvbind.resource import ClosedError
 
 __all__ = [
     "ClosedError",
@@ -115,7 +115,7 @@ def error_from_status(status: int, function: str = "", message: str = "") -> Cud
 def _with_driver_hint(message: str) -> str:
     # cuDNN reports a missing driver library (libcuda.so.1, which it loads even to plan without a
     # GPU) only as a sublibrary that failed to load: name the cause when that is it.
-    from ._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     st = driver_status()
     if st.library_found:

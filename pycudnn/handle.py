@@ -16,10 +16,11 @@ import sys
 import threading
 from typing import Any
 
+from _nvbind.cuda import driver_status, get_device, stream_handle
+from _nvbind.forksafe import fork_safe_lock
+from _nvbind.resource import CResource
+
 from ._lib import LIB, check, last_error_string
-from ._shared.cuda import driver_status, get_device, stream_handle
-from ._shared.forksafe import fork_safe_lock
-from ._shared.resource import CResource
 from .errors import error_from_status
 
 __all__ = ["Handle", "get_handle"]

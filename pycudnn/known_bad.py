@@ -84,7 +84,7 @@ def _layout_problem(name: str) -> str | None:
 @functools.cache
 def _dtype_names() -> tuple[str, ...]:
     """The names ``dtype_name`` gives the data types a graph's tensors can have."""
-    from ._shared.dtypes import CUDNN_DATA_TYPE_NAMES as table
+    from _nvbind.dtypes import CUDNN_DATA_TYPE_NAMES as table
 
     # From the table's two halves, without completing it: that imports ml_dtypes (milliseconds
     # that planning in NumPy's own types never pays), and the ml_dtypes names are its keys.
@@ -95,7 +95,7 @@ def _dtype_names() -> tuple[str, ...]:
 
 
 def _refuse_unknown(keys: Any, allowed: Sequence[str], where: str) -> None:
-    from ._shared.suggest import did_you_mean
+    from _nvbind.suggest import did_you_mean
 
     for key in keys:
         if key not in allowed:
@@ -174,7 +174,7 @@ class KnownBadEngine:
         dtypes = strings("input_dtypes")
         for i, name in enumerate(dtypes):
             if name not in _dtype_names():
-                from ._shared.suggest import did_you_mean
+                from _nvbind.suggest import did_you_mean
 
                 raise ValueError(
                     f"{where}.input_dtypes[{i}] {name!r} is no tensor's data type"
@@ -209,7 +209,7 @@ class KnownBadEngine:
     def applies_to(self, graph: OperationGraph) -> bool:
         """Does ``graph`` have an operation of this kind with an operand in one of the layouts
         and one of the data types of this entry?"""
-        from ._shared.dtypes import dtype_name
+        from _nvbind.dtypes import dtype_name
 
         for op in graph._ops:
             if op.kind != self.operation:
@@ -254,10 +254,10 @@ def load_table(
     if text is None:
         if path is None:
             raise TypeError("load_table needs a path or text")
-        from ._shared.files import read_text
+        from _nvbind.files import read_text
 
         try:
-            # Never blocks (a FIFO), never reads without end (/dev/zero): see _shared.files.
+            # Never blocks (a FIFO), never reads without end (/dev/zero): see _nvbind.files.
             text = read_text(path, what="known-bad engine table")
         except OSError as exc:
             raise ValueError(f"cannot read the known-bad engine table {source!r}: {exc}") from exc

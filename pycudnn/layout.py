@@ -61,13 +61,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._shared.strides import (
+from _nvbind.strides import (
     OVERLAP_ENUMERATION_LIMIT,
     element_extent,
     overlapping,
     packed_strides_in_order,
 )
-from ._shared.suggest import did_you_mean
+from _nvbind.suggest import did_you_mean
 
 __all__ = [
     "OVERLAP_ENUMERATION_LIMIT",

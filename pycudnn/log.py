@@ -23,11 +23,12 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from _nvbind.forksafe import fork_safe_lock
+from _nvbind.interrupts import defer, raise_deferred, watch_callbacks
+from _nvbind.logenv import is_stdout
+
 from . import _bindings
 from ._lib import LIB, check
-from ._shared.forksafe import fork_safe_lock
-from ._shared.interrupts import defer, raise_deferred, watch_callbacks
-from ._shared.logenv import is_stdout
 
 __all__ = [
     "LogRecord",
@@ -102,7 +103,7 @@ def _on_message(severity: int, _udata: Any, dbg: Any, msg: int | None) -> None:
     except Exception:  # pragma: no cover - never let an exception cross back into C
         pass
     except BaseException as exc:  # Ctrl-C (or sys.exit) in here: ctypes would drop it
-        defer(exc)  # raised again once cuDNN's call returns (see pycudnn._shared.interrupts)
+        defer(exc)  # raised again once cuDNN's call returns (see _nvbind.interrupts)
 
 
 _CALLBACK = _bindings.cudnnCallback_t(_on_message)  # module-level: must outlive registration
@@ -129,7 +130,7 @@ def _mask_for(level: int) -> int:
 
 
 def _register(mask: int) -> None:
-    watch_callbacks(_on_message)  # a Ctrl-C at its first instruction (see _shared.interrupts)
+    watch_callbacks(_on_message)  # a Ctrl-C at its first instruction (see _nvbind.interrupts)
     check(LIB.function("cudnnSetCallback")(mask, None, _CALLBACK), "cudnnSetCallback")
     _registered["mask"] = mask
 

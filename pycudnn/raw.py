@@ -24,8 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from _nvbind.rawlayer import make_checked, no_such_name
+
 from . import _bindings
-from ._shared.rawlayer import make_checked, no_such_name
 
 __all__ = sorted(_bindings.FUNCTIONS)  # noqa: PLE0605 - computed from the generated table
 

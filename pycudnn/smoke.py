@@ -11,31 +11,18 @@ import ctypes
 from collections.abc import Callable
 from typing import Any
 
-from ._shared.cuda import driver_status
-from ._shared.report import devices_report
-from ._shared.smoke import SkipCheck
+from _nvbind.cuda import driver_status
+from _nvbind.libinfo import library_check
+from _nvbind.report import devices_report
+from _nvbind.smoke import SkipCheck
 
 __all__ = ["checks"]
 
 
 def _library() -> dict[str, Any]:
     from . import _info
-    from ._shared.report import wheel_of
 
-    v = _info.version_tuple()
-    wheel = wheel_of("cudnn", _info.library_path())
-    return {
-        "summary": f"cuDNN {'.'.join(map(str, v))} at {_info.library_path()} "
-        f"(from the wheel {wheel or 'none: not installed by pip'}) "
-        f"(bindings from headers {'.'.join(map(str, _info.header_version()))}, "
-        f"built with CUDA runtime {_info.cudart_version()}, "
-        f"newest SM {_info.max_device_version()})",
-        "version": _info.version(),
-        "path": _info.library_path(),
-        "wheel": wheel,
-        "header_version": list(_info.header_version()),
-        "cudart_version": _info.cudart_version(),
-    }
+    return library_check("pycudnn", "cudnn", built=f", newest SM {_info.max_device_version()}")
 
 
 def _driver() -> dict[str, Any]:

@@ -6,12 +6,11 @@ operations in :mod:`pycutensor.operations`; the C API is in :mod:`pycutensor.raw
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
-# One version for the distribution: pycudnn's (pyproject.toml reads it from there).
-from pycudnn._shared.lazy import lazy_module_attributes
-from pycudnn._version import __version__ as __version__
+# One version for the distribution (pyproject.toml reads it from _nvbind/_version.py).
+from _nvbind._version import __version__ as __version__
+from _nvbind.package import package_face
 
 from .errors import (
     ClosedError,
@@ -24,18 +23,7 @@ from .errors import (
     UnsupportedByLibraryError,
 )
 
-logging.getLogger(__name__).addHandler(logging.NullHandler())
-
 _LAZY: dict[str, str] = {
-    "version": "._info",
-    "version_tuple": "._info",
-    "library_path": "._info",
-    "header_version": "._info",
-    "enable_logging": ".log",
-    "disable_logging": ".log",
-    "Handle": ".handle",
-    "get_handle": ".handle",
-    "DeviceArray": "pycudnn._shared.device_array",
     "TensorDescriptor": ".tensor",
     "einsum": "._einsum",
     "parse_einsum": "._einsum",
@@ -106,11 +94,11 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_module_attributes(__name__, globals(), _LAZY, _SUBMODULES)
+__getattr__, __dir__ = package_face(__name__, globals(), _LAZY, _SUBMODULES)
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     from ._einsum import EinsumSpec, einsum, parse_einsum
     from ._info import header_version, library_path, version, version_tuple

@@ -6,14 +6,14 @@
 
 Enums are ``IntEnum`` classes named like their C typedefs, with every C enumerator also
 available under its C name; ``FUNCTIONS`` describes every function that ``cutensor.h``
-declares, for the lazy loader in ``pycudnn._shared.ffi``. cuTENSORMp and cuTENSORMg are
+declares, for the lazy loader in ``_nvbind.ffi``. cuTENSORMp and cuTENSORMg are
 in ``_bindings_mp`` and ``_bindings_mg``.
 """
 
 import ctypes
 from enum import IntEnum
 
-from pycudnn._shared.ffi import FunctionSpec
+from _nvbind.ffi import FunctionSpec
 
 # (CUTENSOR_MAJOR, CUTENSOR_MINOR, CUTENSOR_PATCH) of the headers this came from.
 HEADER_VERSION: tuple[int, int, int] = (2, 8, 0)

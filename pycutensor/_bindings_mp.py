@@ -12,7 +12,7 @@ prototypes use (operators, compute descriptors) are in ``pycutensor._bindings``.
 import ctypes
 from enum import IntEnum
 
-from pycudnn._shared.ffi import FunctionSpec
+from _nvbind.ffi import FunctionSpec
 
 # (CUTENSOR_MAJOR, CUTENSOR_MINOR, CUTENSOR_PATCH) of the headers this came from.
 HEADER_VERSION: tuple[int, int, int] = (2, 8, 0)

@@ -53,8 +53,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pycudnn._shared.arrays import ArrayView, alignment_of, array_view
-from pycudnn._shared.cuda import stream_handle
+from _nvbind.arrays import ArrayView, alignment_of, array_view
+from _nvbind.cuda import stream_handle
 
 from ._einsum_build import (
     _Program,
@@ -98,7 +98,7 @@ def _new_output(
             return cupy.empty(shape, dtype=dtype)
         with cupy.cuda.Device(device):
             return cupy.empty(shape, dtype=dtype)
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     return DeviceArray.empty(shape, dtype, device=device, stream=stream)
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pycudnn._shared import memory
+from _nvbind import memory
 
 from ._einsum_plan import Cast, Contract, Diagonal, EinsumPlan, Reduce, diagonal_strides
 from .checks import coerce_scalar as _coerce_scalar

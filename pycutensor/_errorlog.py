@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from pycudnn._shared.interrupts import defer, watch_callbacks
+from _nvbind.interrupts import defer, watch_callbacks
 
 from . import _bindings
 
@@ -69,7 +69,7 @@ def _on_message(level: int, function: bytes | None, message: bytes | None) -> No
     except Exception:  # pragma: no cover - never let an exception cross back into C
         pass
     except BaseException as exc:  # Ctrl-C (or sys.exit) in here: ctypes would drop it
-        defer(exc)  # raised again once cuTENSOR's call returns (see pycudnn._shared.interrupts)
+        defer(exc)  # raised again once cuTENSOR's call returns (see _nvbind.interrupts)
 
 
 _CALLBACK = _bindings.cutensorLoggerCallback_t(_on_message)  # must outlive the registration
@@ -79,7 +79,7 @@ def install(function: Callable[[str], Any], check: Callable[[int, str], None]) -
     """Register the callback (``function`` binds a C function of the loaded library); called once
     when the library loads. Unless cuTENSOR's own logging variables are set, its text output goes
     to ``/dev/null`` at level 1 (errors), which it would otherwise print to stdout."""
-    watch_callbacks(_on_message)  # a Ctrl-C at its first instruction (see _shared.interrupts)
+    watch_callbacks(_on_message)  # a Ctrl-C at its first instruction (see _nvbind.interrupts)
     check(function("cutensorLoggerSetCallback")(_CALLBACK), "cutensorLoggerSetCallback")
     if any(os.environ.get(v) for v in ENV):
         state["env_controls_output"] = True

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from _nvbind.libinfo import library_info
+
 from . import _bindings
-from ._lib import LIB
+from ._lib import ENV_VAR, LIB
 
 __all__ = [
     "cudart_version",
@@ -17,42 +19,19 @@ __all__ = [
 ]
 
 
-def version() -> int:
-    """``cutensorGetVersion()``, e.g. 20800. (The 2.8.1 wheel reports patch 0.)"""
-    major, minor, patch = LIB.version
-    return major * 10000 + minor * 100 + patch
-
-
-def version_tuple() -> tuple[int, int, int]:
-    """``(major, minor, patch)`` of the loaded cuTENSOR (``cutensorGetVersion``)."""
-    return LIB.version
-
-
-def library_path() -> str:
-    """Absolute path of the loaded ``libcutensor.so.2``."""
-    return LIB.path
-
-
-def header_version() -> tuple[int, int, int]:
-    """The cuTENSOR header version the bindings were generated from."""
-    return tuple(_bindings.HEADER_VERSION)  # type: ignore[return-value]
-
-
-def cudart_version() -> int:
-    """``cutensorGetCudartVersion()``: the CUDA runtime cuTENSOR was built with, e.g. 12090."""
-    return int(LIB.function("cutensorGetCudartVersion")())
-
-
-def found_via() -> str:
-    """How the library was found: ``PYCUTENSOR_LIBRARY``, "already loaded in this process" (by
-    CuPy, ...) or how ``cuda.pathfinder`` found it ("site-packages", ...)."""
-    LIB.cdll()
-    return LIB.found_via
+version, version_tuple, library_path, header_version, cudart_version, found_via = library_info(
+    LIB,
+    _bindings.HEADER_VERSION,
+    module=__name__,
+    env_var=ENV_VAR,
+    version_example="20800 (the 2.8.1 wheel reports patch 0)",
+    loaded_by="CuPy, ...",
+)
 
 
 def supported_range() -> str:
     """The cuTENSOR versions this project supports (checked at load)."""
-    from pycudnn._shared.ffi import format_version
+    from _nvbind.ffi import format_version
 
     low = format_version(LIB.minimum_version[:2])
     return (

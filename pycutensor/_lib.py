@@ -6,15 +6,16 @@ import ctypes
 import enum
 import functools
 
-from pycudnn._shared.ffi import (
+from _nvbind.ffi import (
     FunctionSpec,
     NativeLibrary,
     UnsupportedByLibraryError,
     format_version,
 )
-from pycudnn._shared.interrupts import raise_deferred
-from pycudnn._shared.logenv import check_cutensor_environment
-from pycudnn._shared.rawlayer import (
+from _nvbind.interrupts import raise_deferred
+from _nvbind.loading import install_hint, native_library
+from _nvbind.logenv import check_cutensor_environment
+from _nvbind.rawlayer import (
     CallCheck,
     array_count_check,
     combine_checks,
@@ -40,18 +41,11 @@ __all__ = [
 ENV_VAR = "PYCUTENSOR_LIBRARY"
 # The oldest cuTENSOR this project supports (README, "Supported versions"; docs/versions.md says why).
 MINIMUM_VERSION = (2, 0, 0)
-INSTALL_HINT = (
-    "Install cuTENSOR 2 with `pip install 'cudnn-cutensor-ctypes[cu12]'` (CUDA 12) or "
-    "`pip install 'cudnn-cutensor-ctypes[cu13]'` (CUDA 13); it also needs cuBLAS, which the "
-    "cuTENSOR wheel does not declare"
+INSTALL_HINT = install_hint(
+    "cuTENSOR",
+    MINIMUM_VERSION[0],
+    "it also needs cuBLAS, which the cuTENSOR wheel does not declare",
 )
-
-
-def _read_version(cdll: ctypes.CDLL) -> tuple[int, int, int]:
-    fn = cdll.cutensorGetVersion
-    fn.restype, fn.argtypes = ctypes.c_size_t, []
-    v = int(fn())
-    return v // 10000, v % 10000 // 100, v % 100
 
 
 class _CutensorLibrary(NativeLibrary):
@@ -63,16 +57,14 @@ class _CutensorLibrary(NativeLibrary):
         return cdll
 
 
-LIB = _CutensorLibrary(
-    display_name="cuTENSOR",
-    pathfinder_name="cutensor",
-    env_var=ENV_VAR,
-    install_hint=INSTALL_HINT,
-    expected_major=_bindings.HEADER_VERSION[0],
-    functions=_bindings.FUNCTIONS,
-    read_version=_read_version,
-    minimum_version=MINIMUM_VERSION,
-    version_symbol="cutensorGetVersion",
+LIB = native_library(
+    _CutensorLibrary,
+    "cuTENSOR",
+    "cutensor",
+    _bindings,
+    ENV_VAR,
+    INSTALL_HINT,
+    MINIMUM_VERSION,
     before_load=check_cutensor_environment,  # its logging variables (a crash or hang at load)
 )
 

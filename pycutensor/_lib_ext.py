@@ -27,8 +27,8 @@ import threading
 from collections.abc import Callable
 from types import ModuleType
 
-from pycudnn._shared.ffi import FunctionSpec, LibraryNotFoundError, NativeLibrary, loaded_copy
-from pycudnn._shared.rawlayer import (
+from _nvbind.ffi import FunctionSpec, LibraryNotFoundError, NativeLibrary, loaded_copy
+from _nvbind.rawlayer import (
     CallCheck,
     array_count_check,
     combine_checks,

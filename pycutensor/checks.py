@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from pycudnn._shared.suggest import did_you_mean
+from _nvbind.strides import overlapping
+from _nvbind.suggest import did_you_mean
 
 from . import _bindings
 from .tables import (
@@ -38,7 +39,7 @@ from .tables import (
 from .tensor import TensorSpec, check_modes, dtype_of_data_type
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pycudnn._shared.arrays import ArrayView
+    from _nvbind.arrays import ArrayView
 
 __all__ = [
     "LoweredTensor",
@@ -129,8 +130,6 @@ def check_operation(
     Returns the labels per tensor, the unary and binary operator values, and the compute type.
     Raises ``TypeError`` / ``ValueError`` naming the rule; nothing here needs a GPU.
     """
-    from pycudnn.layout import is_overlapping
-
     info = KINDS.get(kind)
     if info is None:
         hint = did_you_mean(kind, KINDS) if isinstance(kind, str) else ""
@@ -167,7 +166,7 @@ def check_operation(
         binary_operator(op, arg) for op, arg in zip(binary, info.binary, strict=False)
     )
     out = specs[-1]
-    if is_overlapping(out.extents, out.strides):
+    if overlapping(out.extents, out.strides):  # TensorSpec validated both
         raise ValueError(
             f"the output {info.tensors[-1]} has overlapping strides {out.strides} for extents "
             f"{out.extents}: some element would be written twice"

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pycudnn._shared.report import (
+from _nvbind.report import (
     EXIT_CANNOT_RUN,
     EXIT_OK,
     EXIT_USAGE,
@@ -33,7 +33,7 @@ __all__ = ["info", "main", "parser"]
 
 def info() -> dict[str, Any]:
     """Versions, paths, driver and devices (what ``python -m pycutensor info`` prints)."""
-    from pycudnn._shared.report import info_report
+    from _nvbind.report import info_report
 
     return info_report("pycutensor", "cutensor")
 
@@ -85,7 +85,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             print_report(report)
         return code
     if args.command == "smoke":
-        from pycudnn._shared.smoke import run_checks
+        from _nvbind.smoke import run_checks
 
         from .smoke import checks
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pycudnn._shared.ffi import LibraryNotFoundError, UnsupportedByLibraryError
-from pycudnn._shared.resource import ClosedError
+from _nvbind.ffi import LibraryNotFoundError, UnsupportedByLibraryError
+from _nvbind.resource import ClosedError
 
 __all__ = [
     "ClosedError",

@@ -53,10 +53,10 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pycudnn._shared import files
-from pycudnn._shared.cuda import driver_status, get_device
-from pycudnn._shared.forksafe import fork_safe_lock
-from pycudnn._shared.resource import CResource
+from _nvbind import files
+from _nvbind.cuda import driver_status, get_device
+from _nvbind.forksafe import fork_safe_lock
+from _nvbind.resource import CResource
 
 from . import _bindings
 from ._lib import LIB, check, clear_last_error, take_last_error
@@ -516,7 +516,7 @@ _MAX_KERNEL_CACHE_BYTES = 1 << 30
 def _opened_regular(
     path: bytes, what: str, max_bytes: int = files.MAX_FILE_BYTES
 ) -> Iterator[bytes]:
-    """Open ``path`` as :func:`pycudnn._shared.files.open_regular` does (a regular file, within
+    """Open ``path`` as :func:`_nvbind.files.open_regular` does (a regular file, within
     the size limit; FileNotFoundError when missing) and yield a path cuTENSOR can open that names
     the *opened* file: ``/proc/self/fd/N``. cuTENSOR opens the path itself, and a FIFO there
     blocks it forever; checking the path first and letting cuTENSOR open it again would leave a
@@ -531,26 +531,17 @@ def write_atomically(path: bytes, write: Callable[[bytes], None]) -> None:
     (``os.replace``, atomic on POSIX). When ``write`` raises, the temporary file is removed and an
     existing ``path`` is left untouched; readers never see a half-written file.
 
-    The temporary name carries the process and thread ids, so concurrent writers never share one;
-    the file is created by ``write`` itself, so it gets the permissions the umask gives.
+    The runtime's :func:`_nvbind.files.write_atomically` does the work, with the temporary name
+    as bytes (cuTENSOR's writers take a ``const char*``). A FIFO, device or directory at ``path``
+    is refused (cuTENSOR's own writer would block on a FIFO); a link there is replaced, as the
+    plan-cache files of pycudnn are.
     """
-    # A FIFO, device or directory at path is refused: cuTENSOR's own writer would block on a FIFO.
-    files.check_write_target(path, what="cache file")
-    directory, base = os.path.split(os.path.abspath(path))
-    temporary = os.path.join(
-        directory, b".%s.%d-%d.tmp" % (base, os.getpid(), threading.get_ident())
+    files.write_atomically(
+        path,
+        lambda temporary: write(os.fsencode(temporary)),
+        what="cache file",
+        follow_symlinks=False,
     )
-    try:
-        write(temporary)
-        if not os.path.exists(temporary):
-            raise OSError(
-                f"the write reported success but created no file for {os.fsdecode(path)!r}"
-            )
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
 
 
 _per_thread = threading.local()

@@ -15,8 +15,8 @@ import ctypes
 import os
 import sys
 
-from pycudnn._shared.forksafe import fork_safe_lock
-from pycudnn._shared.logenv import cutensor_logging_on, is_stdout
+from _nvbind.forksafe import fork_safe_lock
+from _nvbind.logenv import cutensor_logging_on, is_stdout
 
 from ._errorlog import install as _install
 from ._errorlog import state as _state

@@ -16,8 +16,8 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from pycudnn._shared.arrays import array_view
-from pycudnn._shared.resource import CResource
+from _nvbind.arrays import array_view
+from _nvbind.resource import CResource
 
 from . import _bindings
 from ._lib import LIB, check, clear_last_error, compute_descriptor

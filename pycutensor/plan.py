@@ -31,13 +31,13 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from pycudnn._shared.arrays import alignment_of, array_view
-from pycudnn._shared.cuda import stream_handle
-from pycudnn._shared.ffi import UnsupportedByLibraryError
-from pycudnn._shared.forksafe import fork_safe_lock
-from pycudnn._shared.resource import ClosedError, CResource
-from pycudnn._shared.shutdown import library_call
-from pycudnn._shared.suggest import did_you_mean
+from _nvbind.arrays import alignment_of, array_view
+from _nvbind.cuda import stream_handle
+from _nvbind.ffi import UnsupportedByLibraryError
+from _nvbind.forksafe import fork_safe_lock
+from _nvbind.resource import ClosedError, CResource
+from _nvbind.shutdown import library_call
+from _nvbind.suggest import did_you_mean
 
 from . import _bindings
 from ._capture import capture_state, jit_planning_refusal, tuning_refusal
@@ -372,7 +372,7 @@ class Plan(CResource):
         if workspace is None:
             if need == 0:
                 return 0, 0
-            from pycudnn._shared.memory import workspace as pool_workspace
+            from _nvbind.memory import workspace as pool_workspace
 
             ptr = pool_workspace(need, device=self._device, stream=stream_ptr)
             if ptr % _WORKSPACE_ALIGNMENT:
@@ -586,8 +586,8 @@ def autotune(
         raise TypeError(f"preference must be a PlanPreference, not {type(preference).__name__}")
     if preference.autotune != "incremental":
         raise ValueError("autotune() needs a PlanPreference with autotune='incremental'")
-    from pycudnn._shared.cuda import require_cuda_core
-    from pycudnn._shared.memory import stream_object
+    from _nvbind.cuda import require_cuda_core
+    from _nvbind.memory import stream_object
 
     operation._check_open()
     handle = operation.handle

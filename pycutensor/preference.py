@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from pycudnn._shared.resource import CResource
-from pycudnn._shared.suggest import did_you_mean
+from _nvbind.resource import CResource
+from _nvbind.suggest import did_you_mean
 
 from . import _bindings
 from ._lib import LIB, check, check_enum, clear_last_error, take_last_error

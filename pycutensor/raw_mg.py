@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pycudnn._shared.rawlayer import make_checked, no_such_name
+from _nvbind.rawlayer import make_checked, no_such_name
 
 from . import _bindings_mg as _bindings
 

@@ -15,28 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from pycudnn._shared.cuda import driver_status
-from pycudnn._shared.smoke import SkipCheck
+from _nvbind.cuda import driver_status
+from _nvbind.libinfo import library_check
+from _nvbind.smoke import SkipCheck
 
 __all__ = ["checks"]
 
 
 def _library() -> dict[str, Any]:
-    from pycudnn._shared.report import wheel_of
-
-    from . import _info
-
-    v = _info.version_tuple()
-    wheel = wheel_of("cutensor", _info.library_path())
-    return {
-        "summary": f"cuTENSOR {'.'.join(map(str, v))} at {_info.library_path()} "
-        f"(from the wheel {wheel or 'none: not installed by pip'}) "
-        f"(bindings from headers {'.'.join(map(str, _info.header_version()))}, "
-        f"built with CUDA runtime {_info.cudart_version()})",
-        "version": _info.version(),
-        "path": _info.library_path(),
-        "wheel": wheel,
-    }
+    return library_check("pycutensor", "cutensor")
 
 
 def _compute_descriptors() -> str:
@@ -150,7 +137,7 @@ def _timed(run: Callable[[], Any], sync: Callable[[], None]) -> float:
 
 def _contraction() -> dict[str, Any]:
     _need_gpu("the contraction")
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     from ._einsum import einsum
     from .handle import synchronize_stream
@@ -182,7 +169,7 @@ def _contraction() -> dict[str, Any]:
 
 def _elementwise() -> dict[str, Any]:
     _need_gpu("the elementwise operation")
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     from .handle import synchronize_stream
     from .operations import elementwise_binary
@@ -211,7 +198,7 @@ def _elementwise() -> dict[str, Any]:
 
 def _reduction() -> dict[str, Any]:
     _need_gpu("the reduction")
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     from .handle import synchronize_stream
     from .operations import reduce

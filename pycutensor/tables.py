@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from pycudnn._shared.suggest import did_you_mean
+from _nvbind.suggest import did_you_mean
 
 from . import _bindings
 

@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from pycudnn._shared.arrays import ArrayView, alignment_of, as_array_view
-from pycudnn._shared.dtypes import CUDA_DATA_TYPE_NAMES, as_numpy_dtype
-from pycudnn._shared.resource import CResource
+from _nvbind.arrays import ArrayView, alignment_of, as_array_view
+from _nvbind.dtypes import CUDA_DATA_TYPE_NAMES, as_numpy_dtype
+from _nvbind.resource import CResource
 
 __all__ = [
     "MAX_ALIGNMENT",

@@ -5,7 +5,8 @@ of each operand, the unary and binary operators, the scalars and the compute typ
 or read from a :class:`pycutensor.operations.Operation` with :func:`spec_from_operation`.
 :func:`reference` computes the result in float64 (complex128 for complex data) with
 ``np.einsum`` and NumPy's functions, independently of cuTENSOR; :func:`tolerance` follows the same
-rules as :mod:`pycudnn.verification.tolerance` (data types, compute type, reduction length).
+rules as :mod:`pycudnn.verification.tolerance` (data types, compute type, reduction length), on
+the unit roundoffs and :class:`Tolerance` of the shared runtime (``_nvbind.comparison``).
 
 ``python -m pycutensor verify`` runs every case of :func:`cases` with every algorithm
 (``CUTENSOR_ALGO_DEFAULT``, ``DEFAULT_PATIENT``, ``GETT``, ``TGETT``, ``TTGT``, and the JIT where
@@ -26,9 +27,17 @@ from typing import Any
 
 import numpy as np
 
-from pycudnn.verification.common import is_float
-from pycudnn.verification.result import OutputCheck, compare
-from pycudnn.verification.tolerance import APPROX, SAFETY, TF32, Tolerance, unit_roundoff
+from _nvbind.cli import add_verify_arguments, progress_bar
+from _nvbind.comparison import (
+    APPROX,
+    SAFETY,
+    TF32,
+    OutputCheck,
+    Tolerance,
+    compare,
+    is_float,
+    unit_roundoff,
+)
 
 __all__ = [
     "ALGORITHMS",
@@ -154,7 +163,7 @@ def spec_from_operation(op: Any, name: str = "") -> OpSpec:
 
 
 def _dtype(name: str) -> np.dtype:
-    from pycudnn._shared.dtypes import as_numpy_dtype
+    from _nvbind.dtypes import as_numpy_dtype
 
     return as_numpy_dtype(name)
 
@@ -334,7 +343,7 @@ _BINARY_ROLES = {
 
 
 def _execute(spec: OpSpec, operands: Sequence[np.ndarray], preference: Any) -> np.ndarray:
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     from . import operations
 
@@ -361,7 +370,7 @@ def _execute(spec: OpSpec, operands: Sequence[np.ndarray], preference: Any) -> n
 def verify_case(spec: OpSpec, *, seed: int = 0) -> list[dict[str, Any]]:
     """Every algorithm of :data:`ALGORITHMS` on ``spec`` (one run for the kinds that take no
     plan preference), each compared with :func:`reference`. Needs a GPU."""
-    from pycudnn._shared.cuda import require_cuda_core
+    from _nvbind.cuda import require_cuda_core
 
     from .errors import CutensorError, CutensorNotSupportedError
     from .plan import PlanPreference
@@ -399,21 +408,13 @@ def verify_case(spec: OpSpec, *, seed: int = 0) -> list[dict[str, Any]]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``python -m pycutensor verify``."""
-    parser.add_argument("--quick", action="store_true", help="the CI subset")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
-    parser.add_argument(
-        "--filter", metavar="TEXT", default="", help="only cases whose name contains TEXT"
-    )
-    parser.add_argument("--list", action="store_true", help="list the cases and exit")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_verify_arguments(parser, quick="the CI subset", listing="list the cases and exit")
 
 
 def run(args: argparse.Namespace) -> int:
     """``python -m pycutensor verify``: the exit status is 1 when any result is wrong, 3 without a
     GPU, 2 when ``--filter`` matches no case; ``--json`` prints one JSON document, ``--list`` too."""
-    from pycudnn._shared.report import print_json, select_verify_cases
-    from pycudnn.verification.cli import progress_bar
+    from _nvbind.report import print_json, select_verify_cases
 
     selected = select_verify_cases(
         args,

@@ -63,7 +63,7 @@ def _pycudnn(q_h: np.ndarray, shape: tuple[int, ...], causal: bool, iters: int) 
     from cuda.core import Device
 
     import pycudnn
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     b, h, s, d = shape
     strides = [s * h * d, d, h * d, 1]  # bshd
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.iters < 1 or any(n < 1 for n in args.shape):
         return _fail("--iters and --shape must be positive")
 
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     st = driver_status()
     if not st.usable:

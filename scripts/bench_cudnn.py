@@ -179,17 +179,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.calls < 1 or args.batches < 1:
         return _fail("--calls and --batches must be positive")
 
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     st = driver_status()
     if not st.usable:
         return _fail(f"needs a CUDA GPU, and none is usable here: {st.reason}")
     try:
         import pycudnn
+        from _nvbind.device_array import DeviceArray
+        from _nvbind.memory import workspace
         from pycudnn import _info
         from pycudnn._lib import LIB
-        from pycudnn._shared.device_array import DeviceArray
-        from pycudnn._shared.memory import workspace
 
         cudnn_version = pycudnn.version()
     except ImportError as exc:  # LibraryNotFoundError is an ImportError

@@ -37,7 +37,7 @@ os.environ.setdefault("CUPY_ACCELERATORS", "cutensor")
 
 import numpy as np
 
-from pycudnn._shared.cuda import driver_status
+from _nvbind.cuda import driver_status
 
 
 def _optional(name: str) -> Any:
@@ -62,7 +62,7 @@ class Backend:
         if self.cupy is not None:
             cp = self.cupy
             return (cp.random.random(shape, dtype=np.float32) - 0.5).astype(_np_dtype(dtype))
-        from pycudnn._shared.device_array import DeviceArray
+        from _nvbind.device_array import DeviceArray
 
         rng = np.random.default_rng(0)
         return DeviceArray.from_numpy((rng.random(shape) - 0.5).astype(_np_dtype(dtype)))
@@ -78,7 +78,7 @@ class Backend:
 
 
 def _np_dtype(name: str) -> np.dtype:
-    from pycudnn._shared.dtypes import as_numpy_dtype
+    from _nvbind.dtypes import as_numpy_dtype
 
     return as_numpy_dtype("bf16" if name == "bfloat16" else name)
 
@@ -245,8 +245,8 @@ def overhead(calls: int) -> dict[str, Any]:
         floor_ops = (*_einsum_overhead(name, lib, calls, figures), lib)
     assert floor_ops is not None
     a, b, out, lib = floor_ops  # the last library's operands
-    from pycudnn._shared.arrays import as_array_view
-    from pycudnn._shared.memory import workspace
+    from _nvbind.arrays import as_array_view
+    from _nvbind.memory import workspace
 
     handle = get_handle()
     program = next(p for k, p in reversed(handle._operations.items()) if k[1] == "ij,jk->ik")

@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deviceprops", default=str(PROPS), help="device properties (no GPU)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     st = driver_status()
     on_gpu = st.usable

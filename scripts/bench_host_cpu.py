@@ -67,7 +67,7 @@ def _per_call_us(call: Callable[[], Any], calls: int, batches: int) -> dict[str,
 
 def _fake_handle() -> Any:
     """A stand-in for this thread's cuDNN handle on device 0: the C call is a no-op here."""
-    from pycudnn._shared.resource import CResource
+    from _nvbind.resource import CResource
     from pycudnn.handle import Handle
 
     h = Handle.__new__(Handle)
@@ -81,8 +81,8 @@ def _fake_handle() -> Any:
 
 
 def _fake_array(ptr: int, shape: tuple[int, ...], dtype: Any, strides: Any = None) -> Any:
-    from pycudnn._shared.device_array import DeviceArray
-    from pycudnn._shared.strides import c_strides
+    from _nvbind.device_array import DeviceArray
+    from _nvbind.strides import c_strides
 
     st = c_strides(shape) if strides is None else tuple(strides)
     return DeviceArray._new(None, ptr, tuple(shape), st, np.dtype(dtype), 0)
@@ -90,7 +90,7 @@ def _fake_array(ptr: int, shape: tuple[int, ...], dtype: Any, strides: Any = Non
 
 def bench_cudnn(calls: int, batches: int) -> dict[str, Any]:
     import pycudnn
-    from pycudnn._shared.arrays import as_array_view
+    from _nvbind.arrays import as_array_view
     from pycudnn.deviceprops import DeviceProperties
 
     props_file = ROOT / "tests" / "data" / "deviceprops" / "h100-sxm-80gb.json"
@@ -141,7 +141,7 @@ def bench_cudnn(calls: int, batches: int) -> dict[str, Any]:
         lambda: plan.execute_raw(raw, ws.ptr, handle=h), calls, batches
     )
     try:
-        from pycudnn._shared.arrays import array_view
+        from _nvbind.arrays import array_view
 
         out["array_view(DeviceArray), one operand"] = _per_call_us(
             lambda: array_view(xd, "x", 0), calls, batches

@@ -707,7 +707,7 @@ def machine() -> dict[str, Any]:
     import numpy
 
     import pycudnn
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     st = driver_status()
     return {

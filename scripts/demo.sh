@@ -64,4 +64,4 @@ trap 'rm -rf "$tmp"' EXIT
 cudnn_rc=0 cutensor_rc=0
 python -m pycudnn smoke "$@" >"$tmp/pycudnn.json" || cudnn_rc=$?
 python -m pycutensor smoke "$@" >"$tmp/pycutensor.json" || cutensor_rc=$?
-python -m pycudnn._shared.merge_smoke "$tmp/pycudnn.json" "$cudnn_rc" "$tmp/pycutensor.json" "$cutensor_rc"
+python -m _nvbind.merge_smoke "$tmp/pycudnn.json" "$cudnn_rc" "$tmp/pycutensor.json" "$cutensor_rc"

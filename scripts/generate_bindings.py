@@ -1581,7 +1581,7 @@ def generate_cudnn(include_dir: Path, report: Report) -> str:
         "",
         "Enums are ``IntEnum`` classes named like their C typedefs, with every C enumerator also",
         "available under its C name; ``FUNCTIONS`` describes every declared function for the lazy",
-        "loader in ``pycudnn._shared.ffi``; ``ATTRIBUTES`` is the backend attribute table that",
+        "loader in ``_nvbind.ffi``; ``ATTRIBUTES`` is the backend attribute table that",
         "``cudnn_graph.h`` documents in prose (type, element count, owning descriptor, access).",
     ]
     w.add(file_header("cuDNN", version, "cudnn.h and every header it includes", doc))
@@ -1590,7 +1590,7 @@ def generate_cudnn(include_dir: Path, report: Report) -> str:
             "import ctypes",
             "from enum import IntEnum",
             "",
-            "from pycudnn._shared.ffi import AttributeSpec, FunctionSpec",
+            "from _nvbind.ffi import AttributeSpec, FunctionSpec",
         ]
     )
     w.add(
@@ -1829,7 +1829,7 @@ def generate_cutensor(include_dir: Path, report: Report) -> str:
         "",
         "Enums are ``IntEnum`` classes named like their C typedefs, with every C enumerator also",
         "available under its C name; ``FUNCTIONS`` describes every function that ``cutensor.h``",
-        "declares, for the lazy loader in ``pycudnn._shared.ffi``. cuTENSORMp and cuTENSORMg are",
+        "declares, for the lazy loader in ``_nvbind.ffi``. cuTENSORMp and cuTENSORMg are",
         "in ``_bindings_mp`` and ``_bindings_mg``.",
     ]
     w.add(file_header("cuTENSOR", version, "cutensor.h and cutensor/types.h", doc))
@@ -1838,7 +1838,7 @@ def generate_cutensor(include_dir: Path, report: Report) -> str:
             "import ctypes",
             "from enum import IntEnum",
             "",
-            "from pycudnn._shared.ffi import FunctionSpec",
+            "from _nvbind.ffi import FunctionSpec",
         ]
     )
     w.add(
@@ -2107,7 +2107,7 @@ def generate_cutensor_extension(include_dir: Path, ext: CutensorExtension, repor
             "import ctypes",
             "from enum import IntEnum",
             "",
-            "from pycudnn._shared.ffi import FunctionSpec",
+            "from _nvbind.ffi import FunctionSpec",
         ]
     )
     w.add(

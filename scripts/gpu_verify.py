@@ -113,7 +113,7 @@ def steps(out: Path) -> list[Step]:
 def gpu_reason() -> str | None:
     """None when a CUDA GPU is usable, else the driver's reason (pycudnn's own probe)."""
     sys.path.insert(0, str(ROOT))
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     st = driver_status()
     return None if st.usable else st.reason
@@ -222,7 +222,7 @@ def main() -> int:
 
 
 def _gpu_name() -> str:
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     st = driver_status()
     names = [d.get("name", "?") for d in st.devices]

@@ -242,7 +242,7 @@ def environment() -> dict[str, Any]:
         info["memory_gib"] = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
     import pycudnn
     import pycutensor
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     for name, mod in (("cudnn", pycudnn), ("cutensor", pycutensor)):
         try:

@@ -37,7 +37,7 @@ def rss_mib() -> float:
 
 def open_c_objects() -> int:
     """C objects owned by live wrappers (``CResource`` instances not closed)."""
-    from pycudnn._shared.resource import CResource
+    from _nvbind.resource import CResource
 
     gc.collect()
     return sum(1 for o in gc.get_objects() if isinstance(o, CResource) and not o.closed)
@@ -270,7 +270,7 @@ def threads(nthreads: int, iters: int) -> dict[str, Any]:
     execute and compare with NumPy."""
     fuzz.quiet()
     import pycudnn
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
     from pycudnn.plan import PlanCache
     from pycudnn.plan.serialization import _check_json_matches_graph
 
@@ -415,12 +415,12 @@ def fault(name: str) -> dict[str, Any]:
         if name == "full_disk_plan_cache":
             return _full_disk(tmp)
         if name == "device_out_of_memory":
-            from pycudnn._shared.cuda import driver_status
+            from _nvbind.cuda import driver_status
 
             if not driver_status().usable:
                 return {"not_run": "needs a GPU"}
             code = _CATCH.format(
-                body="from pycudnn._shared.memory import workspace\n    workspace(2**56, device=0)"
+                body="from _nvbind.memory import workspace\n    workspace(2**56, device=0)"
             )
             line, ended = _python(code)
             ok = "OUT_OF_MEMORY" in line.upper().replace(" ", "_")

@@ -83,7 +83,7 @@ def check(argv: list[str], code: Any, out: str, err: str) -> None:
 
 def cli_argv(rng: random.Random, ctx: Any) -> None:
     """One command line for one of the two packages, its contract checked."""
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     if rng.random() < 0.5:
         from pycudnn.cli import main

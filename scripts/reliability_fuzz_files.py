@@ -45,7 +45,7 @@ _KINDS = ("fifo", "link_to_fifo", "dev_zero", "dev_null", "directory", "link_loo
 @contextlib.contextmanager
 def _special(kind: str, where: Path, rng: random.Random) -> Iterator[Path]:
     """A path of ``kind`` in the fresh directory ``where``."""
-    from pycudnn._shared.files import MAX_FILE_BYTES
+    from _nvbind.files import MAX_FILE_BYTES
 
     where.mkdir(parents=True, exist_ok=True)
     path = where / "target.json"
@@ -94,9 +94,9 @@ def _plan(ctx: Context) -> Any:
 
 def special_files(rng: random.Random, ctx: Context) -> None:
     import pycudnn
+    from _nvbind import files
+    from _nvbind.merge_smoke import main as merge_smoke
     from pycudnn import known_bad
-    from pycudnn._shared import files
-    from pycudnn._shared.merge_smoke import main as merge_smoke
     from pycudnn.plan import PlanCache
     from pycudnn.verification import write_entries
 

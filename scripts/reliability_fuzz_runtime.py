@@ -51,7 +51,7 @@ class _FuzzDLPack:
         return self.device
 
     def __dlpack__(self, **kwargs: Any) -> Any:
-        from pycudnn._shared import dlpack as dl
+        from _nvbind import dlpack as dl
 
         rng = self.rng
         if self.raises:
@@ -167,7 +167,7 @@ def _plan(ctx: Context) -> Any:
 
 def _no_gpu_refusal(exc: RuntimeError) -> bool:
     """The documented refusal of a well-formed device array on a machine without a usable GPU."""
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     text = str(exc)
     return not driver_status().usable and ("which device its memory is on" in text or "GPU" in text)
@@ -176,8 +176,8 @@ def _no_gpu_refusal(exc: RuntimeError) -> bool:
 def arrays(rng: random.Random, ctx: Context) -> None:
     import pycudnn
     import pycutensor
+    from _nvbind.arrays import as_array_view
     from pycudnn import DeviceArray
-    from pycudnn._shared.arrays import as_array_view
 
     obj: Any = _FuzzDLPack(rng) if rng.random() < 0.6 else _fuzz_interface(rng)
     entry = rng.choice(["view", "tensor_like", "from_array", "from_dlpack", "einsum", "contract",
@@ -252,7 +252,7 @@ def _model(kind: str, value: Any) -> int | type[Exception]:
 
 
 def streams(rng: random.Random, ctx: Context) -> None:
-    from pycudnn._shared.cuda import stream_handle
+    from _nvbind.cuda import stream_handle
 
     handles = [0, 1, 2, 7, 2**64 - 1, 2**64, -1, 1.9, True, "12", b"12", None, np.int64(5),
                np.uint64(2**64 - 1), np.bool_(True), float("nan"), 10**30]  # fmt: skip
@@ -394,7 +394,7 @@ def envvars(rng: random.Random, ctx: Context) -> None:
 _FORK_CHILD = """
 import os, sys, threading, time
 import pycudnn
-from pycudnn._shared.cuda import driver_status
+from _nvbind.cuda import driver_status
 
 props = pycudnn.DeviceProperties.load(sys.argv[1])
 threads_n, forks, work, ending = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]

@@ -21,5 +21,5 @@ if [ -n "${PYCUDNN_MATRIX:-}" ]; then
 fi
 echo "== ruff check"; ruff check .
 echo "== ruff format --check"; ruff format --check .
-echo "== mypy"; mypy pycudnn pycutensor
+echo "== mypy"; mypy _nvbind pycudnn pycutensor
 echo "== pytest"; python -m pytest "$@"

@@ -29,7 +29,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
 def _gpu_status() -> tuple[bool, str]:
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     st = driver_status()
     return st.usable, st.reason
@@ -82,7 +82,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 @pytest.fixture(scope="session")
 def libcuda() -> None:
     """Skip unless the NVIDIA driver library is present (cuDNN's backend needs it to finalize)."""
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     if not driver_status().library_found:
         pytest.skip(

@@ -17,7 +17,7 @@ import threading
 import time
 
 import pycudnn
-from pycudnn._shared.cuda import driver_status
+from _nvbind.cuda import driver_status
 
 FORKS = int(sys.argv[1]) if len(sys.argv) > 1 else 4
 CHILD_LIMIT_S = 60.0

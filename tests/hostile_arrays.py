@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from pycudnn._shared import dlpack as dl
+from _nvbind import dlpack as dl
 
 _GET_POINTER = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
     ("PyCapsule_GetPointer", ctypes.pythonapi)

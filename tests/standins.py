@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from _nvbind.device_array import DeviceArray
+from _nvbind.resource import CResource
+from _nvbind.strides import c_strides
 from pycudnn import layout
-from pycudnn._shared.device_array import DeviceArray
-from pycudnn._shared.resource import CResource
-from pycudnn._shared.strides import c_strides
 from pycudnn.handle import Handle
 
 BASE = 0x7F00_0000_0000

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import pycudnn
-from pycudnn._shared.ffi import UnsupportedByLibraryError
+from _nvbind.ffi import UnsupportedByLibraryError
 from pycudnn.graph import Graph, GraphError, Tensor
 from pycudnn.opgraph import attention as attention_module
 from pycudnn.plan import GraphNotSupportedError

@@ -35,7 +35,7 @@ RNG = np.random.default_rng(2024)
 
 
 def _device_array() -> Any:
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     return DeviceArray
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from _nvbind.ffi import UnsupportedByLibraryError
 from pycudnn._attention_rules import (
     VERSIONS,
     RuleError,
@@ -19,7 +20,6 @@ from pycudnn._attention_rules import (
     sdpa_features,
     version_text,
 )
-from pycudnn._shared.ffi import UnsupportedByLibraryError
 
 
 def bshd(name: str, dims: tuple[int, int, int, int], dtype: str = "float16") -> TensorSpec:

@@ -10,8 +10,8 @@ import pytest
 from versioned import skip_unless_cudnn, skip_unless_heuristics_run_here
 
 import pycudnn
+from _nvbind.cuda import driver_status
 from pycudnn import raw
-from pycudnn._shared.cuda import driver_status
 from pycudnn.backend import (
     BackendDescriptor,
     attribute_name,

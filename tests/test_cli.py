@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from children import run_module
 
-from pycudnn._shared.cuda import driver_status
+from _nvbind.cuda import driver_status
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -183,7 +183,7 @@ def test_a_closed_pipe_ends_quietly(package: str) -> None:
 
 
 def test_demo_json_merges_both_reports_into_one_document() -> None:
-    from pycudnn._shared.merge_smoke import merge, worst
+    from _nvbind.merge_smoke import merge, worst
 
     cudnn = run_module("pycudnn", "smoke", "--json")
     cutensor = run_module("pycutensor", "smoke", "--json")
@@ -204,7 +204,7 @@ def test_demo_json_merges_both_reports_into_one_document() -> None:
 
 
 def test_worst_exit_code_ranks_failure_above_could_not_run() -> None:
-    from pycudnn._shared.merge_smoke import worst
+    from _nvbind.merge_smoke import worst
 
     assert worst([0, 0]) == 0
     assert worst([0, 3]) == 3

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from children import run_module
 
-from pycudnn._shared.cuda import driver_status
+from _nvbind.cuda import driver_status
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU = driver_status().usable

@@ -96,13 +96,13 @@ def test_demo_help_under_json_is_one_json_document_in_either_order() -> None:
 
 
 def _source_version() -> str:
-    """The one version: pyproject.toml takes it from pycudnn/_version.py (checked here; see
+    """The one version: pyproject.toml takes it from _nvbind/_version.py (checked here; see
     tests/test_version_single_source.py for the rest)."""
     pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     assert re.search(r'^dynamic = \["version"\]', pyproject, re.M), "the version is not dynamic"
-    assert '[tool.hatch.version]\npath = "pycudnn/_version.py"' in pyproject
+    assert '[tool.hatch.version]\npath = "_nvbind/_version.py"' in pyproject
     assert not re.search(r"^version = ", pyproject, re.M), "a second version in pyproject.toml"
-    init = (REPO / "pycudnn" / "_version.py").read_text(encoding="utf-8")
+    init = (REPO / "_nvbind" / "_version.py").read_text(encoding="utf-8")
     found = re.findall(r'^__version__ = "([^"]+)"$', init, re.M)
     assert len(found) == 1, found
     assert "__version__ = " not in (REPO / "pycutensor" / "__init__.py").read_text()
@@ -174,7 +174,7 @@ def test_demo_json_merge_on_a_full_disk_is_one_error_line(tmp_path: Path) -> Non
         files += [str(path), "0"]
     with open("/dev/full", "w") as full:
         proc = subprocess.run(
-            [sys.executable, "-m", "pycudnn._shared.merge_smoke", *files], stdout=full,
+            [sys.executable, "-m", "_nvbind.merge_smoke", *files], stdout=full,
             stderr=subprocess.PIPE, text=True, timeout=120, check=False,
             env={**os.environ, "PYTHONPATH": str(REPO)},
         )  # fmt: skip
@@ -239,7 +239,7 @@ def test_the_cli_fuzz_target_tells_a_broken_promise(
         fz.check(["--json", "info"], 3, '{"exit_code": 0}', "")
     fz.check(["--json", "info", "--jso"], 2, '{"exit_code": 2}', "")  # refused: kept
     # With argparse's abbreviations back on, the target finds the broken promise.
-    from pycudnn._shared.report import CliParser
+    from _nvbind.report import CliParser
 
     init = CliParser.__init__
 

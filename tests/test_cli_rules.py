@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pycudnn._shared import report
+from _nvbind import report
 
 
 def test_an_unexpected_error_in_json_mode_is_still_one_json_document(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pycudnn._shared.cuda import gpu_available
+from _nvbind.cuda import gpu_available
 from pycutensor.distributed import BlockSparseTensor, BlockStructure, DeviceRequiredError
 from pycutensor.distributed.blocksparse import check_sections
 

@@ -165,7 +165,7 @@ def test_explicit_algorithm_numbers_that_fail_say_what_works(algo: int) -> None:
 
 # -- GPU tier ------------------------------------------------------------------------------------------
 def _device(host: np.ndarray) -> Any:
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     return DeviceArray.from_numpy(np.ascontiguousarray(host))
 

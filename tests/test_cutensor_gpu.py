@@ -65,7 +65,7 @@ def random(
 
 
 def device(host: np.ndarray, strides: tuple[int, ...] | None = None) -> Any:
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     if strides is None:
         return DeviceArray.from_numpy(np.ascontiguousarray(host))
@@ -98,7 +98,7 @@ def padded_strides(shape: tuple[int, ...], order: list[int], pad: list[int]) -> 
 
 # -- handle and plan cache ------------------------------------------------------------------------------
 def test_handle_binds_the_current_device(gpu_device: int) -> None:
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     with pycutensor.Handle(gpu_device) as handle:
         assert handle.device_id == gpu_device
@@ -525,7 +525,7 @@ def test_incremental_autotuning(gpu_device: int) -> None:
 
 
 def test_plan_refuses_a_less_aligned_pointer(gpu_device: int) -> None:
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     handle = pycutensor.get_handle(gpu_device)
     a = device(np.ones((8, 8), np.float32))
@@ -586,8 +586,8 @@ def test_closed_objects_never_reach_c(gpu_device: int) -> None:
 
 
 def test_two_devices_are_not_mixed(gpu_device: int) -> None:
-    from pycudnn._shared.cuda import driver_status
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.cuda import driver_status
+    from _nvbind.device_array import DeviceArray
 
     if driver_status().device_count < 2:
         pytest.skip("needs two GPUs")

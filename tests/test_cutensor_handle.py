@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import pycutensor
-from pycudnn._shared.cuda import driver_status
+from _nvbind.cuda import driver_status
 from pycutensor import raw
 from pycutensor.errors import CutensorError, CutensorInvalidValueError
 from pycutensor.handle import DEFAULT_PLAN_CACHE_SIZE, _path_bytes, get_handle

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pycudnn._shared.cuda import gpu_available
+from _nvbind.cuda import gpu_available
 from pycutensor.distributed import (
     Communicator,
     DeviceRequiredError,

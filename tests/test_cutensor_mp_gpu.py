@@ -163,7 +163,7 @@ def test_unfold_refuses_tiles_off_the_granularity(handle: MpHandle) -> None:
 
 # -- cuTENSORMg ----------------------------------------------------------------------------------
 def _device_count() -> int:
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     return driver_status().device_count
 
@@ -200,7 +200,7 @@ def test_block_sparse_contraction_matches_numpy(gpu_device: int) -> None:
     c = BlockSparseTensor.from_numpy(hc, sc, device=gpu_device)
     plan = BlockSparseContractionPlan(a, "mk", b, "kn", c, "mn")
     plan.execute(alpha=2.0, beta=1.0)
-    from pycudnn._shared.cuda import get_device
+    from _nvbind.cuda import get_device
 
     get_device(gpu_device).sync()
     full = 2.0 * ha @ hb + hc

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from numpy.lib.stride_tricks import as_strided
 
 import pycutensor
-from pycudnn._shared.resource import CResource
+from _nvbind.resource import CResource
 from pycutensor import operations
 from pycutensor.errors import ClosedError
 from pycutensor.handle import Handle
@@ -821,7 +821,7 @@ print(loaded, heavy)
 
 # -- GPU tier: the same rules with real device arrays ---------------------------------------------
 def _device(host: np.ndarray) -> Any:
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     return DeviceArray.from_numpy(np.ascontiguousarray(host))
 

@@ -6,7 +6,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from pycudnn._shared.arrays import alignment_of, as_array_view
+from _nvbind.arrays import alignment_of, as_array_view
 from pycutensor import _bindings
 from pycutensor.tensor import (
     MAX_MODES,

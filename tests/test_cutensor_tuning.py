@@ -16,7 +16,7 @@ from itertools import count as counter
 
 import pytest
 
-from pycudnn._shared.cuda import driver_status
+from _nvbind.cuda import driver_status
 from pycutensor._capture import capture_state, jit_planning_refusal, tuning_refusal
 from pycutensor.handle import plan_cache_unavailable
 from pycutensor.plan import IncrementalTuning, PlanPreference, tuning_count

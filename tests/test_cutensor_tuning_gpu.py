@@ -23,7 +23,7 @@ pytestmark = pytest.mark.gpu
 
 
 def device(host: np.ndarray) -> Any:
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     return DeviceArray.from_numpy(np.ascontiguousarray(host))
 
@@ -79,7 +79,7 @@ def test_a_preference_without_autotuning_plans_once(gpu_device: int) -> None:
 def test_autotune_refuses_a_handle_created_without_plan_cache(gpu_device: int) -> None:
     code = f"""
         import numpy as np, pycutensor
-        from pycudnn._shared.device_array import DeviceArray
+        from _nvbind.device_array import DeviceArray
         from pycutensor import Contraction, TensorDescriptor
         from pycutensor.plan import PlanPreference, autotune
         h = pycutensor.Handle({gpu_device})
@@ -159,7 +159,7 @@ def test_handle_of_another_device_or_closed_is_refused(gpu_device: int) -> None:
     handle.close()
     with pytest.raises(ValueError, match="handle is closed"):
         pycutensor.contract(da, "ik", db, "kj", dc, "ij", handle=handle)
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     if len(driver_status().devices) < 2:
         return
@@ -239,7 +239,7 @@ def test_jit_planning_inside_a_non_blocking_capture_runs(gpu_device: int) -> Non
     handle = pycutensor.get_handle(gpu_device)
     previous = handle.activate()
     try:
-        from pycudnn._shared.device_array import DeviceArray
+        from _nvbind.device_array import DeviceArray
 
         stream = new_stream(non_blocking=True)
         # a workspace allocated before the capture (the pool would allocate inside it)

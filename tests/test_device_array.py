@@ -12,12 +12,12 @@ import pytest
 
 import pycudnn
 import pycutensor
+from _nvbind import array_checks, host_copy
+from _nvbind import device_array as da
+from _nvbind import dlpack as dl
+from _nvbind.arrays import as_array_view
+from _nvbind.cuda import driver_status
 from pycudnn import DeviceArray, layout
-from pycudnn._shared import array_checks, host_copy
-from pycudnn._shared import device_array as da
-from pycudnn._shared import dlpack as dl
-from pycudnn._shared.arrays import as_array_view
-from pycudnn._shared.cuda import driver_status
 
 # -- CPU tier: validation before any device is touched ----------------------------------------
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import pycudnn
-from pycudnn._shared.cuda import driver_status
+from _nvbind.cuda import driver_status
 from pycudnn.deviceprops import REQUIRED_KEYS, VERSION_KEY, DeviceProperties
 
 

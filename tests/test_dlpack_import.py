@@ -15,10 +15,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from _nvbind import arrays
+from _nvbind import dlpack as dl
+from _nvbind.arrays import as_array_view
 from pycudnn import DeviceArray
-from pycudnn._shared import arrays
-from pycudnn._shared import dlpack as dl
-from pycudnn._shared.arrays import as_array_view
 
 _KDL_CPU = (1, 0)
 

@@ -130,7 +130,7 @@ def results(
 
 
 def _gpu_usable() -> bool:
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     return driver_status().usable
 
@@ -223,8 +223,8 @@ def command_lines() -> list[tuple[str, str, str]]:
 def test_every_documented_command_line_is_one_the_commands_accept() -> None:
     import shlex
 
+    from _nvbind.report import _HelpRequested, _UsageError
     from pycudnn import cli as cudnn_cli
-    from pycudnn._shared.report import _HelpRequested, _UsageError
     from pycutensor import cli as cutensor_cli
 
     lines = command_lines()

@@ -29,7 +29,7 @@ def tolerance(dtype: Any) -> float:
 
 
 def device(host: np.ndarray, strides: tuple[int, ...] | None = None) -> Any:
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     if strides is None:
         return DeviceArray.from_numpy(np.ascontiguousarray(host))

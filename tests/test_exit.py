@@ -41,7 +41,7 @@ print("main thread returns")
 @pytest.mark.usefixtures("deviceprops_json")
 @pytest.mark.parametrize("work", ["plans", "heuristics"])
 def test_exit_with_daemon_threads_inside_cudnn_does_not_crash(work: str) -> None:
-    # Without the exit hook of pycudnn._shared.shutdown, eight threads planning crashed the exit
+    # Without the exit hook of _nvbind.shutdown, eight threads planning crashed the exit
     # in six runs of six (SIGSEGV, cuDNN 9.28), four on the heuristics in one of six (9.28 and
     # 9.19; on 9.19 also with only finalize and attribute reads waited for): cuDNN's static
     # destructors ran under a thread inside the library.

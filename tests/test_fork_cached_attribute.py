@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pycudnn._shared.lazy import cached_attribute
+from _nvbind.lazy import cached_attribute
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,4 +80,4 @@ def test_no_package_module_uses_functools_cached_property(package: str) -> None:
                 a.name == "cached_property" for a in node.names
             ):
                 users.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert users == [], "use pycudnn._shared.lazy.cached_attribute (fork-safe)"
+    assert users == [], "use _nvbind.lazy.cached_attribute (fork-safe)"

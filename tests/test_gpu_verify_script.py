@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pycudnn._shared.cuda import driver_status
+from _nvbind.cuda import driver_status
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "gpu_verify.py"
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from versioned import heuristics_run_here
 
 import pycudnn
+from _nvbind.cuda import driver_status
 from pycudnn import raw
-from pycudnn._shared.cuda import driver_status
 from pycudnn.graph import POINTWISE_ARITY, Graph, GraphError, pointwise_arity
 
 needs_libcuda = pytest.mark.usefixtures("libcuda")

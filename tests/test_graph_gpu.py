@@ -32,7 +32,7 @@ RNG = np.random.default_rng(1234)
 
 def device_array_class() -> Any:
     """pycudnn.DeviceArray, imported when a GPU test runs."""
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     return DeviceArray
 
@@ -546,7 +546,7 @@ def test_execute_validates_new_pointers() -> None:
 def test_execute_on_a_stream_with_a_user_workspace() -> None:
     from cuda.core import Device
 
-    from pycudnn._shared.memory import allocate
+    from _nvbind.memory import allocate
 
     g, x, w, y = _conv_graph()
     plan = g.build(cache=False)
@@ -571,7 +571,7 @@ def test_execute_raw() -> None:
     xh, wh = host(x.dims, np.float16), host(w.dims, np.float16, scale=0.2)
     xd, wd, yd = device(xh, x), device(wh, w), empty(y)
     assert plan.uids == (x.uid, w.uid, y.uid)
-    from pycudnn._shared.memory import workspace
+    from _nvbind.memory import workspace
 
     ws = workspace(plan.workspace_size)
     plan.execute_raw([xd.ptr, wd.ptr, yd.ptr], ws, handle=pycudnn.get_handle())

@@ -42,8 +42,8 @@ from hypothesis import strategies as st
 from versioned import heuristics_run_here, skip_unless_cudnn_has, skip_unless_heuristics_run_here
 
 import pycudnn
+from _nvbind.resource import ClosedError
 from pycudnn import log, raw
-from pycudnn._shared.resource import ClosedError
 from pycudnn._versions import HEURISTICS_WITHOUT_TARGET_SINCE
 from pycudnn.backend import BackendDescriptor, check_plan_json
 from pycudnn.deviceprops import REQUIRED_KEYS, DeviceProperties, validate_json

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 import pycudnn
-from pycudnn._shared.cuda import driver_status
+from _nvbind.cuda import driver_status
 from pycudnn.handle import Handle, get_handle
 
 

@@ -20,8 +20,8 @@ from standins import BASE, stand_in_handle
 from standins import fake_device_array as fake
 
 import pycudnn
-from pycudnn._shared.arrays import ArrayView, array_view, as_array_view
-from pycudnn._shared.strides import c_strides
+from _nvbind.arrays import ArrayView, array_view, as_array_view
+from _nvbind.strides import c_strides
 from pycudnn.deviceprops import DeviceProperties
 
 

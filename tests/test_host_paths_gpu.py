@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pycudnn._shared.arrays import _READERS, array_view, as_array_view
+from _nvbind.arrays import _READERS, array_view, as_array_view
 
 pytestmark = pytest.mark.gpu
 

@@ -132,13 +132,13 @@ def _union(*graphs: dict[str, set[str]]) -> dict[str, set[str]]:
     return {m: set().union(*(g[m] for g in graphs)) for m in graphs[0]}
 
 
-@pytest.mark.parametrize("package", ["pycudnn", "pycutensor"])
+@pytest.mark.parametrize("package", ["_nvbind", "pycudnn", "pycutensor"])
 def test_module_level_imports_have_no_cycle(package: str) -> None:
     top, _, _ = imports(package)
     assert cycles(top) == []
 
 
-@pytest.mark.parametrize("package", ["pycudnn", "pycutensor"])
+@pytest.mark.parametrize("package", ["_nvbind", "pycudnn", "pycutensor"])
 def test_no_cycle_counting_function_level_and_type_only_imports(package: str) -> None:
     assert cycles(_union(*imports(package))) == []
 

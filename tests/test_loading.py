@@ -14,7 +14,7 @@ from children import run_python
 
 import pycudnn
 import pycutensor
-from pycudnn._shared.ffi import FunctionSpec, NativeLibrary, UnsupportedByLibraryError
+from _nvbind.ffi import FunctionSpec, NativeLibrary, UnsupportedByLibraryError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -98,7 +98,7 @@ def test_ml_dtypes_types_are_known_once_named() -> None:
         """
         import sys
         import numpy as np
-        from pycudnn._shared.dtypes import CUDNN_DATA_TYPE_NAMES, CUDA_DATA_TYPE_NAMES, as_numpy_dtype
+        from _nvbind.dtypes import CUDNN_DATA_TYPE_NAMES, CUDA_DATA_TYPE_NAMES, as_numpy_dtype
 
         assert CUDNN_DATA_TYPE_NAMES[as_numpy_dtype("half")] == "HALF"
         assert CUDA_DATA_TYPE_NAMES.get(np.dtype(np.int16)) == "R_16I"

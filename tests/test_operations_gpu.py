@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import pycudnn
-from pycudnn._shared.ffi import UnsupportedByLibraryError
+from _nvbind.ffi import UnsupportedByLibraryError
 from pycudnn.graph import Graph, Tensor
 from pycudnn.plan import GraphNotSupportedError, build_engine, engine_configs
 
@@ -28,7 +28,7 @@ RNG = np.random.default_rng(4321)
 
 
 def _device_array() -> Any:
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     return DeviceArray
 

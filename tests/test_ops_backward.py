@@ -22,10 +22,10 @@ from standins import BASE, stand_in_handle
 from standins import fake_device_array as fake
 
 import pycudnn
+from _nvbind.arrays import ArrayView
+from _nvbind.cuda import driver_status
 from pycudnn import _bindings as _b
 from pycudnn import ops
-from pycudnn._shared.arrays import ArrayView
-from pycudnn._shared.cuda import driver_status
 from pycudnn.ops import _common, activation, convolution, convolution_backward, pooling
 from pycudnn.tensor import (
     ConvolutionDescriptor,

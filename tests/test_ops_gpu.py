@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 
 import pycudnn
+from _nvbind.arrays import ArrayView
+from _nvbind.cuda import driver_status
 from pycudnn import DeviceArray, layout, ops
-from pycudnn._shared.arrays import ArrayView
-from pycudnn._shared.cuda import driver_status
 from pycudnn.tensor import ConvolutionDescriptor, TensorCoreWarning
 from pycudnn.tensor import _common as tensor_common
 

@@ -14,8 +14,8 @@ import math
 import numpy as np
 import pytest
 
+from _nvbind.arrays import as_array_view
 from pycudnn import layout
-from pycudnn._shared.arrays import as_array_view
 from pycudnn.ops.transform import split_descriptions
 from pycudnn.tensor import TensorDescriptor
 

@@ -20,7 +20,7 @@ import pytest
 from versioned import heuristics_run_here
 
 import pycudnn
-from pycudnn._shared.cuda import driver_status
+from _nvbind.cuda import driver_status
 from pycudnn.deviceprops import DeviceProperties
 from pycudnn.graph import Graph
 from pycudnn.plan import (

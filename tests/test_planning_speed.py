@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import pycudnn
-from pycudnn._shared import cuda
+from _nvbind import cuda
 
 
 def _conv(name: str = "conv") -> pycudnn.Graph:
@@ -178,7 +178,7 @@ at_import = (LIB.is_loaded, len(LIB._bound))
 g = pycudnn.Graph("g")
 g.relu(g.tensor([1, 8, 8], dtype="float16", name="x"))
 g.build(device_properties=pycudnn.DeviceProperties.load({str(H100_PROPS_FILE)!r}), cache=False)
-from pycudnn._shared import cuda
+from _nvbind import cuda
 print(json.dumps([at_import, sorted(LIB._bound), bool(cuda._status)]))
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

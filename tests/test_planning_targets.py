@@ -77,7 +77,7 @@ def test_plans_for_device_properties_are_for_that_sm_version(make: Any, props: A
 
 
 def test_without_gpu_or_properties_nothing_is_planned_for_an_unknown_device(libcuda: None) -> None:
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     if driver_status().usable:
         pytest.skip("a GPU is usable here: the default target is that GPU")

@@ -20,8 +20,8 @@ from children import run_python
 
 import pycudnn._bindings as cudnn_bindings
 import pycutensor._bindings as cutensor_bindings
+from _nvbind.rawlayer import array_count_check, storage_bytes
 from pycudnn import _rawchecks
-from pycudnn._shared.rawlayer import array_count_check, storage_bytes
 
 # --------------------------------------------------------------------------------------------------
 # What the rule covers

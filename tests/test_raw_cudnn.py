@@ -14,9 +14,9 @@ import pytest
 from children import run_python
 
 import pycudnn
+from _nvbind.cuda import driver_status
+from _nvbind.resource import CResource
 from pycudnn import raw
-from pycudnn._shared.cuda import driver_status
-from pycudnn._shared.resource import CResource
 
 
 def test_cudnn_create_without_gpu_raises_not_initialized_with_cudnn_message() -> None:

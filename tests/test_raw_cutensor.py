@@ -7,7 +7,7 @@ import ctypes
 import pytest
 
 import pycutensor
-from pycudnn._shared.cuda import driver_status
+from _nvbind.cuda import driver_status
 from pycutensor import _bindings, raw
 
 

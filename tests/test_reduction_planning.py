@@ -148,7 +148,7 @@ def test_reductions_without_an_engine_say_what_would_work(
 def test_rewritten_reductions_compute_the_reduction(
     dims: list[int], fmt: str | None, out_dims: list[int], op: str
 ) -> None:
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     g = reduction(dims, fmt, "float32", out_dims, op=op)
     x, y = g._ops[0].inputs["x"], g._ops[0].outputs["y"]

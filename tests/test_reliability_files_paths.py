@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
+from _nvbind import files
+from _nvbind.merge_smoke import main as merge_smoke_main
 from pycudnn import known_bad
-from pycudnn._shared import files
-from pycudnn._shared.merge_smoke import main as merge_smoke_main
 from pycudnn.deviceprops import DeviceProperties
 from pycudnn.graph import Graph
 from pycudnn.plan import Plan, PlanCache
@@ -332,7 +332,7 @@ def test_a_plan_cache_file_swapped_for_a_fifo_while_threads_read_never_blocks(
 def test_the_library_override_check_refuses_special_files_at_once(
     kind: str, tmp_path: Path
 ) -> None:
-    from pycudnn._shared.ffi import LibraryNotFoundError, check_elf
+    from _nvbind.ffi import LibraryNotFoundError, check_elf
 
     with special(kind, tmp_path) as path:
         exc = bounded(lambda: check_elf(os.fspath(path), "PYCUDNN_LIBRARY", "a hint"))

@@ -19,8 +19,8 @@ import pytest
 from children import run_python
 from hostile_arrays import DLPACK_DAMAGES, CudaInterface, DamagedDLPack, good_interface
 
-from pycudnn._shared import dlpack as dl
-from pycudnn._shared.arrays import as_array_view
+from _nvbind import dlpack as dl
+from _nvbind.arrays import as_array_view
 
 _SWEEP = """
 import json, sys
@@ -210,7 +210,7 @@ def test_a_junk_descr_falls_back_to_the_typestr() -> None:
 
 def test_a_well_formed_interface_without_a_gpu_names_the_argument_and_the_reason() -> None:
     pytest.importorskip("cuda.core")
-    from pycudnn._shared.cuda import gpu_available
+    from _nvbind.cuda import gpu_available
 
     if gpu_available()[0]:
         pytest.skip("a GPU is usable here: the driver would answer")

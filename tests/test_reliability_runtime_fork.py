@@ -17,7 +17,7 @@ import time
 
 from children import run_python
 
-from pycudnn._shared.forksafe import fork_safe_lock
+from _nvbind.forksafe import fork_safe_lock
 
 
 def test_fork_while_threads_plan_children_plan_and_exit_quickly() -> None:
@@ -75,7 +75,7 @@ def test_a_driver_probe_in_the_parent_does_not_block_the_childs() -> None:
     r = run_python(
         """
         import os, sys, threading, time
-        from pycudnn._shared import cuda
+        from _nvbind import cuda
         stop = threading.Event()
         def probe():
             while not stop.is_set():

@@ -16,9 +16,9 @@ import pytest
 from hostile_arrays import CudaInterface, good_interface
 
 import pycutensor
+from _nvbind.arrays import as_array_view
+from _nvbind.cuda import stream_handle
 from pycudnn import DeviceArray
-from pycudnn._shared.arrays import as_array_view
-from pycudnn._shared.cuda import stream_handle
 
 
 class Protocol:

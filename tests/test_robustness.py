@@ -40,10 +40,10 @@ from standins import stand_in_handle
 
 import pycudnn
 import pycutensor
+from _nvbind import dlpack as dl
+from _nvbind.arrays import ArrayView, as_array_view
+from _nvbind.resource import ClosedError, CResource
 from pycudnn import layout, log, raw
-from pycudnn._shared import dlpack as dl
-from pycudnn._shared.arrays import ArrayView, as_array_view
-from pycudnn._shared.resource import ClosedError, CResource
 from pycudnn.handle import Handle
 from pycudnn.tensor import (
     ActivationDescriptor,
@@ -682,7 +682,7 @@ def test_regression_closed_handle_stream_raises_closed_error() -> None:
 def test_regression_stream_handles_beyond_64_bits_are_refused() -> None:
     # Bug: stream_handle() passed on any int from __cuda_stream__ or .cuda_stream, and plain ints
     # above 2**64 - 1; ctypes then masked 2**64 to 0, the legacy default stream, silently.
-    from pycudnn._shared.cuda import stream_handle
+    from _nvbind.cuda import stream_handle
 
     class Protocol:
         def __init__(self, value: Any) -> None:
@@ -1044,7 +1044,7 @@ def test_a_capsule_consumed_twice_is_refused_and_freed_once() -> None:
     proc = run_child(
         """
         import gc, numpy as np
-        from pycudnn._shared import dlpack as dl
+        from _nvbind import dlpack as dl
         a = np.arange(6.0)
         # NumPy 2.0 asks for a legacy capsule only (2.1 and later for a versioned one first)
         new = np.lib.NumpyVersion(np.__version__) >= "2.1.0"
@@ -1078,7 +1078,7 @@ def test_regression_refused_capsule_is_released_and_the_cause_reported() -> None
     proc = run_child(
         """
         import gc, numpy as np
-        from pycudnn._shared import dlpack as dl
+        from _nvbind import dlpack as dl
         a = np.arange(4.0)
         class Cuda:
             def __dlpack__(self, **kw):
@@ -1107,7 +1107,7 @@ def test_regression_releasing_an_export_owned_by_a_view_of_another_does_not_dead
     proc = run_child(
         """
         import gc, numpy as np
-        from pycudnn._shared import dlpack as dl
+        from _nvbind import dlpack as dl
         class Host:
             def __init__(self, a): self.a = a
             def __dlpack__(self, **kw):
@@ -1307,7 +1307,7 @@ def test_raw_layer_fuzz_never_reaches_c_with_closed_or_bad_arguments() -> None:
         warnings.simplefilter("ignore")
         from pycudnn import _bindings as cb, raw as craw, tensor
         from pycutensor import _bindings as tb, raw as traw
-        from pycudnn._shared.resource import ClosedError
+        from _nvbind.resource import ClosedError
         closed = tensor.TensorDescriptor((2, 3, 4))
         closed.close()
         seen = collections.Counter()
@@ -1418,7 +1418,7 @@ import numpy as np
 warnings.simplefilter("ignore")
 import pycudnn
 from pycudnn import layout, tensor
-from pycudnn._shared.arrays import ArrayView, as_array_view
+from _nvbind.arrays import ArrayView, as_array_view
 
 rng = random.Random(SEED)
 SCALARS = [None, True, False, np.bool_(True), 0, -1, 1, 2, 3, 4, 8, -0.0, 0.0, float("nan"),
@@ -1552,8 +1552,8 @@ def test_importing_and_refusing_loads_no_library() -> None:
         import numpy as np
         from pycudnn import layout
         from pycudnn._lib import LIB
-        from pycudnn._shared.arrays import as_array_view
-        from pycudnn._shared.device_array import DeviceArray
+        from _nvbind.arrays import as_array_view
+        from _nvbind.device_array import DeviceArray
         for call in (lambda: layout.packed_strides((2, -1, 3), "ABC"),
                      lambda: as_array_view(object()),
                      lambda: DeviceArray.empty((2, 1.5))):
@@ -1596,7 +1596,7 @@ def test_regression_exporter_does_not_share_ctypes_pythonapi_prototypes() -> Non
         import ctypes, gc, numpy as np
         api = ctypes.pythonapi
         api.PyCapsule_GetPointer.argtypes = (ctypes.py_object, ctypes.c_char_p)
-        from pycudnn._shared import dlpack as dl
+        from _nvbind import dlpack as dl
         # Importing the exporter leaves the other code's prototypes as it set them.
         print("theirs:", api.PyCapsule_GetPointer.argtypes[0] is ctypes.py_object)
         # And what the other code sets later does not reach the exporter.

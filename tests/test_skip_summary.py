@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import skip_summary
 
-from pycudnn._shared.cuda import driver_status
+from _nvbind.cuda import driver_status
 
 REPO = Path(__file__).resolve().parent.parent
 

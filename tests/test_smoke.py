@@ -9,7 +9,7 @@ import pytest
 from conftest import deviceprops_files
 
 import pycudnn
-from pycudnn._shared.cuda import driver_status
+from _nvbind.cuda import driver_status
 from pycudnn.plan import smoke_checks
 from pycudnn.plan.smoke import checkout_deviceprops_dir
 

@@ -7,9 +7,9 @@ import importlib
 import pytest
 
 import pycudnn
+from _nvbind.dtypes import as_numpy_dtype
+from _nvbind.suggest import did_you_mean
 from pycudnn import layout
-from pycudnn._shared.dtypes import as_numpy_dtype
-from pycudnn._shared.suggest import did_you_mean
 from pycudnn.backend import BackendDescriptor
 from pycudnn.graph import GraphError
 from pycutensor.checks import check_operation

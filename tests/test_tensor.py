@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pycudnn
+from _nvbind.arrays import ArrayView
 from pycudnn import layout
-from pycudnn._shared.arrays import ArrayView
 from pycudnn.tensor import (
     ActivationDescriptor,
     ConvolutionDescriptor,

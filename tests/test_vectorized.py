@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import pycudnn
+from _nvbind.arrays import ArrayView
 from pycudnn import layout
-from pycudnn._shared.arrays import ArrayView
 from pycudnn.graph import Graph, GraphError
 from pycudnn.ops.convolution import _vector_descs
 from pycudnn.plan.slots import _Slot

@@ -306,7 +306,7 @@ def test_a_wrong_engine_becomes_a_table_entry_that_planning_applies(
 
 
 def test_verify_needs_a_gpu_and_a_graph(props: Any) -> None:
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     g, _ = conv("float16", "float16")
     plan = g.build(device_properties=props, cache=False)
@@ -355,7 +355,7 @@ def test_the_suite_covers_the_families_and_every_case_has_a_reference(
 def test_cli_lists_the_suite_and_refuses_to_verify_without_a_gpu(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
     from pycudnn.cli import main
 
     assert main(["verify", "--list", "--quick"]) == 0

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pycudnn._shared.dtypes import as_numpy_dtype
-from pycudnn.verification.result import compare
+from _nvbind.comparison import compare
+from _nvbind.dtypes import as_numpy_dtype
 from pycutensor.checks import check_operation
 from pycutensor.tensor import TensorSpec
 from pycutensor.verification import OpSpec, cases, make_operands, reference, tolerance
@@ -121,7 +121,7 @@ def test_tolerances_follow_data_and_compute_types() -> None:
 
 
 def test_cli_lists_cases_and_needs_a_gpu(capsys: pytest.CaptureFixture[str]) -> None:
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
     from pycutensor.cli import main
 
     assert main(["verify", "--list", "--quick"]) == 0

@@ -28,7 +28,7 @@ def graph() -> pycudnn.Graph:
 
 @pytest.mark.parametrize("how", ["build", "build_all"])
 def test_verify_needs_a_gpu_and_is_refused_before_planning(how: str, props: Any) -> None:
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     g = graph()
     with pytest.raises(TypeError, match="verify must be a bool"):
@@ -85,7 +85,7 @@ def test_verified_plans_have_their_own_cache_keys(props: Any) -> None:
 
 
 def test_plan_verify_needs_a_gpu_and_starts_unverified(props: Any) -> None:
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     plan = graph().build(device_properties=props, cache=False)
     assert plan.verification is None

@@ -96,7 +96,7 @@ def test_build_and_build_all_with_verify(gpu_device: int) -> None:
 
 
 def test_autotune_with_verify_drops_a_wrong_engine(gpu_device: int) -> None:
-    from pycudnn._shared.device_array import DeviceArray
+    from _nvbind.device_array import DeviceArray
 
     graph = conv_graph("wgrad", "NCHW", "float16", "float16", "strided")
     tensors = {

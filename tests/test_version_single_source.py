@@ -1,4 +1,4 @@
-"""The version is written once, in pycudnn/_version.py, and everything else reads it there."""
+"""The version is written once, in _nvbind/_version.py, and everything else reads it there."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _written_version() -> str:
     # Read the file as text, not by import, so the test does not trust the module it checks.
-    tree = ast.parse((ROOT / "pycudnn" / "_version.py").read_text())
+    tree = ast.parse((ROOT / "_nvbind" / "_version.py").read_text())
     values = [
         node.value.value
         for node in tree.body
@@ -24,7 +24,7 @@ def _written_version() -> str:
         and [getattr(t, "id", None) for t in node.targets] == ["__version__"]
         and isinstance(node.value, ast.Constant)
     ]
-    assert len(values) == 1, "pycudnn/_version.py must assign __version__ once, to a literal"
+    assert len(values) == 1, "_nvbind/_version.py must assign __version__ once, to a literal"
     return str(values[0])
 
 
@@ -40,14 +40,14 @@ def test_the_metadata_reads_the_same_file() -> None:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "version" not in meta["project"], "the version must not be typed in pyproject.toml"
     assert "version" in meta["project"]["dynamic"]
-    assert meta["tool"]["hatch"]["version"]["path"] == "pycudnn/_version.py"
+    assert meta["tool"]["hatch"]["version"]["path"] == "_nvbind/_version.py"
 
 
 def test_no_other_file_types_the_version() -> None:
     version = _written_version()
     typed = [
         str(path.relative_to(ROOT))
-        for package in ("pycudnn", "pycutensor")
+        for package in ("_nvbind", "pycudnn", "pycutensor")
         for path in (ROOT / package).rglob("*.py")
         if path.name != "_version.py" and f'"{version}"' in path.read_text()
     ]

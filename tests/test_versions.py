@@ -19,11 +19,11 @@ from children import run_python
 
 import pycudnn
 import pycutensor
+from _nvbind.cuda import driver_status
+from _nvbind.ffi import LibraryNotFoundError, NativeLibrary, UnsupportedByLibraryError
 from pycudnn import _bindings as cb
 from pycudnn import raw
 from pycudnn._lib import LIB as CUDNN
-from pycudnn._shared.cuda import driver_status
-from pycudnn._shared.ffi import LibraryNotFoundError, NativeLibrary, UnsupportedByLibraryError
 from pycudnn._versions import enum_since, missing_features
 from pycudnn.backend import BackendDescriptor
 from pycutensor import _bindings as tb

@@ -39,7 +39,7 @@ def heuristics_run_here() -> bool:
     change from call to call, finalize fails at random), so pycudnn does not run them there and
     ``tests/test_plan.py`` asserts that; raw descriptor tests of heuristics skip there."""
     import pycudnn
-    from pycudnn._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
 
     return driver_status().usable or pycudnn.version_tuple() >= (9, 9)
 

@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from _nvbind.dtypes import dtype_name
+
 from .. import _attention_rules as rules
-from .._shared.dtypes import dtype_name
 from .common import GraphError
 from .core import GraphCore
 from .tensors import Tensor

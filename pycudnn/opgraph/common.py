@@ -10,9 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from _nvbind.dtypes import CUDNN_DATA_TYPE_NAMES, dtype_name
+from _nvbind.suggest import did_you_mean
+
 from .. import _bindings, layout
-from .._shared.dtypes import CUDNN_DATA_TYPE_NAMES, dtype_name
-from .._shared.suggest import did_you_mean
 
 __all__ = ["MAX_RANK", "MIN_RANK", "GraphError"]
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .._shared.dtypes import as_numpy_dtype, dtype_name
+from _nvbind.dtypes import as_numpy_dtype, dtype_name
+
 from .common import (
     _INT64_MAX,
     GraphError,

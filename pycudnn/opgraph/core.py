@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from _nvbind.dtypes import VECTOR_DTYPE_STRINGS, VECTOR_TYPES, as_numpy_dtype, dtype_name
+from _nvbind.forksafe import fork_safe_lock
+from _nvbind.resource import ClosedError
+
 from .. import layout
-from .._shared.dtypes import VECTOR_DTYPE_STRINGS, VECTOR_TYPES, as_numpy_dtype, dtype_name
-from .._shared.forksafe import fork_safe_lock
-from .._shared.resource import ClosedError
 from .common import (
     _CONV_OPS,
     MAX_RANK,

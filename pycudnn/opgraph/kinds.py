@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from _nvbind.dtypes import dtype_name
+from _nvbind.ffi import UnsupportedByLibraryError, format_version
+
 from .. import _bindings
-from .._shared.dtypes import dtype_name
-from .._shared.ffi import UnsupportedByLibraryError, format_version
 from .common import GraphError, _dims_text
 from .tensors import Tensor
 

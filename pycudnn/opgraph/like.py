@@ -31,7 +31,7 @@ class TensorLikeOps(GraphCore):
         defaults to what the array's own pointer offers, up to 16 bytes: arrays given at execute
         must offer at least as much.
         """
-        from .._shared.arrays import as_array_view
+        from _nvbind.arrays import as_array_view
 
         view = as_array_view(array, name="array")
         dims, strides = list(view.shape), list(view.strides)

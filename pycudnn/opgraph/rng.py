@@ -7,7 +7,8 @@ import numbers
 from collections.abc import Sequence
 from typing import Any
 
-from .._shared.dtypes import as_numpy_dtype
+from _nvbind.dtypes import as_numpy_dtype
+
 from .common import GraphError, _cudnn_dtype, _enum_member
 from .core import GraphCore
 from .kinds import _int_arg, _need_dtype, _start, require_kind

@@ -22,7 +22,7 @@ CURRENT_GPU: Any = _CurrentGpu()
 def _resolve_handle(handle: Any) -> Any:
     """A :class:`pycudnn.Handle` or None for ``Graph.finalize(handle=...)``."""
     if handle is CURRENT_GPU:
-        from .._shared.cuda import driver_status
+        from _nvbind.cuda import driver_status
 
         if not driver_status().usable:
             return None
@@ -38,7 +38,7 @@ def _resolve_handle(handle: Any) -> Any:
                 f"{type(handle).__name__}"
             )
         if handle.closed:
-            from .._shared.resource import ClosedError
+            from _nvbind.resource import ClosedError
 
             raise ClosedError("handle: this cuDNN handle is closed")
     return handle

@@ -7,7 +7,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .._shared.dtypes import as_numpy_dtype, dtype_name
+from _nvbind.dtypes import as_numpy_dtype, dtype_name
+
 from .common import GraphError, _cudnn_dtype, _dims_text, _format_of
 
 __all__ = ["Operation", "Tensor"]

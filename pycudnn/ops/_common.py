@@ -12,11 +12,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .._shared.arrays import ArrayView, as_array_view
-from .._shared.device_array import DeviceArray
-from .._shared.dlpack import _KDL_CPU, _KDL_CUDA, dlpack_device
-from .._shared.dtypes import dtype_name
-from .._shared.strides import packed_strides_in_order
+from _nvbind.arrays import ArrayView, as_array_view
+from _nvbind.device_array import DeviceArray
+from _nvbind.dlpack import _KDL_CPU, _KDL_CUDA, dlpack_device
+from _nvbind.dtypes import dtype_name
+from _nvbind.strides import packed_strides_in_order
+
 from ..handle import Handle, get_handle
 from ..tensor import (
     TensorDescriptor,

@@ -9,13 +9,14 @@ from typing import Any
 
 import numpy as np
 
+from _nvbind.arrays import ArrayView
+from _nvbind.device_array import DeviceArray
+from _nvbind.forksafe import fork_safe_lock
+from _nvbind.memory import workspace
+from _nvbind.strides import packed_strides_in_order
+
 from .. import _bindings as _b
 from .. import layout
-from .._shared.arrays import ArrayView
-from .._shared.device_array import DeviceArray
-from .._shared.forksafe import fork_safe_lock
-from .._shared.memory import workspace
-from .._shared.strides import packed_strides_in_order
 from ..errors import error_from_status
 from ..handle import Handle
 from ..tensor import (
@@ -282,7 +283,7 @@ def convolution_forward(
     ``"heuristic"`` (``cudnnGetConvolutionForwardAlgorithm_v7``), ``"find"`` (times the candidates
     with ``cudnnFindConvolutionForwardAlgorithmEx``; the choice is cached per shape), or an
     algorithm name (``"implicit_gemm"``, ``"winograd"``, ...) or ``cudnnConvolutionFwdAlgo_t``
-    value. The workspace comes from :func:`pycudnn._shared.memory.workspace`. With tensor-op math
+    value. The workspace comes from :func:`_nvbind.memory.workspace`. With tensor-op math
     in ``conv_desc``, layouts and pointers that break cuDNN's Tensor Core guidelines draw a
     :class:`~pycudnn.tensor.TensorCoreWarning`. Returns ``y``.
 

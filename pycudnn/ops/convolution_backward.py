@@ -16,12 +16,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from _nvbind.arrays import ArrayView
+from _nvbind.device_array import DeviceArray
+from _nvbind.forksafe import fork_safe_lock
+from _nvbind.memory import workspace
+from _nvbind.strides import packed_strides_in_order
+
 from .. import _bindings as _b
-from .._shared.arrays import ArrayView
-from .._shared.device_array import DeviceArray
-from .._shared.forksafe import fork_safe_lock
-from .._shared.memory import workspace
-from .._shared.strides import packed_strides_in_order
 from ..errors import error_from_status
 from ..handle import Handle
 from ..tensor import ConvolutionDescriptor, FilterDescriptor, TensorDescriptor

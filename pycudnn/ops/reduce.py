@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from .._shared.arrays import as_array_view
-from .._shared.device_array import DeviceArray
-from .._shared.memory import allocate, stream_object, workspace
+from _nvbind.arrays import as_array_view
+from _nvbind.device_array import DeviceArray
+from _nvbind.memory import allocate, stream_object, workspace
+
 from ..handle import Handle
 from ..tensor import (
     ReduceTensorDescriptor,
@@ -50,7 +51,7 @@ def reduce_tensor(
     reduced ones. With ``indices=True`` (min, max, amax) returns ``(c, indices)``: a uint32
     DeviceArray shaped like ``c`` holding, for each output, the index of the selected element
     within its reduced block, flattened in row-major order. The workspace comes from
-    :func:`pycudnn._shared.memory.workspace`. Returns ``c`` (or ``(c, indices)``).
+    :func:`_nvbind.memory.workspace`. Returns ``c`` (or ``(c, indices)``).
     """
     warn_deprecated_once("pycudnn.ops.reduce_tensor (cudnnReduceTensor)", _GRAPH)
     h, sp = _resolve(handle, stream, a, "a")

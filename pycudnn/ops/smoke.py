@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from .._shared.cuda import gpu_available
-from .._shared.device_array import DeviceArray
-from .._shared.smoke import SkipCheck
+from _nvbind.cuda import gpu_available
+from _nvbind.device_array import DeviceArray
+from _nvbind.smoke import SkipCheck
+
 from ..tensor import (
     ConvolutionDescriptor,
 )

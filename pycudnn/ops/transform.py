@@ -9,11 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from _nvbind.arrays import ArrayView
+from _nvbind.device_array import DeviceArray
+from _nvbind.dtypes import dtype_name
+from _nvbind.strides import c_strides
+
 from .. import layout
-from .._shared.arrays import ArrayView
-from .._shared.device_array import DeviceArray
-from .._shared.dtypes import dtype_name
-from .._shared.strides import c_strides
 from ..handle import Handle
 from ..tensor import (
     OpTensorDescriptor,

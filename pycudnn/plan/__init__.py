@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._shared.lazy import lazy_module_attributes
+from _nvbind.lazy import lazy_module_attributes
+
 from .building import build, build_all
 from .cache import PlanCache, default_plan_cache
 from .execution import Plan

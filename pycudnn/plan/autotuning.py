@@ -81,8 +81,8 @@ def autotune(
     ``RuntimeError`` without a usable GPU, :class:`GraphNotSupportedError` when no plan finalizes.
     """
     _check_graph(graph)
-    from .._shared.cuda import driver_status, require_cuda_core
-    from .._shared.memory import stream_object
+    from _nvbind.cuda import driver_status, require_cuda_core
+    from _nvbind.memory import stream_object
 
     for name, v in (("warmup", warmup), ("repeats", repeats)):
         if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "warmup" else 1):

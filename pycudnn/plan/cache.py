@@ -9,9 +9,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from _nvbind import files
+from _nvbind.forksafe import fork_safe_lock
+
 from .._plan_json import parse_json_for_cudnn
-from .._shared import files
-from .._shared.forksafe import fork_safe_lock
 from ..errors import CudnnError
 from ..opgraph import OperationGraph
 from .execution import Plan
@@ -209,7 +210,7 @@ def _make_directory(directory: Path) -> Path:
 
 def _write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so that no reader ever sees a part of it (a temporary file of
-    its own, flushed to disk, renamed over ``path``; see :func:`pycudnn._shared.files.write_text`).
+    its own, flushed to disk, renamed over ``path``; see :func:`_nvbind.files.write_text`).
     A FIFO, device or directory in the way is refused (an ``OSError``), not written into; a link
     there is replaced, not written through."""
     files.write_text(path, text, what="plan-cache file", follow_symlinks=False)

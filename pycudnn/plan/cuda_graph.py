@@ -11,8 +11,9 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from _nvbind.resource import ClosedError
+
 from .._lib import LIB, check
-from .._shared.resource import ClosedError
 from ..errors import CudnnError
 from .variant_pack import _Handle
 

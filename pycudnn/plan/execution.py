@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from _nvbind.arrays import as_array_view, describe_array
+from _nvbind.resource import ClosedError
+
 from .. import verification
 from .._lib import LIB, check
 from .._plan_json import parse_json_for_cudnn
-from .._shared.arrays import as_array_view, describe_array
-from .._shared.resource import ClosedError
 from ..backend import BackendDescriptor, check_plan_json
 from ..deviceprops import DeviceProperties, _error_lines
 from ..errors import CudnnError
@@ -319,7 +320,7 @@ class Plan(VariantPacks, CudaGraphs):
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write :meth:`to_json` to ``path``, atomically (a temporary file renamed over it); a
         FIFO, device or directory at ``path`` is refused with an ``OSError``."""
-        from .._shared.files import write_text
+        from _nvbind.files import write_text
 
         write_text(path, self.to_json(), what="plan file")
 
@@ -436,7 +437,7 @@ class Plan(VariantPacks, CudaGraphs):
         target = {"graph": graph, "device_properties": device_properties, "device": device}
         if isinstance(source, str) and source.lstrip().startswith("{"):
             return cls.from_json(source, **target)
-        from .._shared.files import read_text
+        from _nvbind.files import read_text
 
         try:
             text = read_text(source, what="plan file")  # a regular file: no FIFO, no /dev/zero
@@ -512,7 +513,7 @@ class Plan(VariantPacks, CudaGraphs):
                     "executes on device arrays (CuPy, PyTorch, JAX, pycudnn.DeviceArray, ...)"
                 )
             return view.device_id
-        from .._shared.cuda import current_device_id
+        from _nvbind.cuda import current_device_id
 
         return current_device_id()
 

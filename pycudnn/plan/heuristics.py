@@ -7,9 +7,10 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from _nvbind.lazy import cached_attribute
+
 from .. import _bindings, known_bad
 from .._lib import LIB
-from .._shared.lazy import cached_attribute
 from .._versions import HEURISTICS_WITHOUT_TARGET_SINCE
 from ..backend import BackendDescriptor
 from ..deviceprops import DeviceProperties, _error_lines

@@ -22,7 +22,7 @@ import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from .._shared.suggest import did_you_mean
+from _nvbind.suggest import did_you_mean
 
 __all__ = ["PLAN_FILTERS", "PlanOptions", "merge_plan_options", "takes_plan_options"]
 

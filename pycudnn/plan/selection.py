@@ -7,8 +7,9 @@ import numbers
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from _nvbind.suggest import did_you_mean
+
 from .. import _bindings, known_bad
-from .._shared.suggest import did_you_mean
 from ..backend import BackendDescriptor
 from ..errors import CudnnError
 from .heuristics import EngineConfig, KnobInfo, _knob_infos

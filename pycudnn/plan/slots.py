@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from .._shared.dtypes import CUDNN_DATA_TYPE_NAMES
+from _nvbind.dtypes import CUDNN_DATA_TYPE_NAMES
+
 from ..opgraph import OperationGraph, Tensor
 from ..opgraph.tensors import vector_array
 

@@ -8,8 +8,9 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .._shared.arrays import array_view
-from .._shared.dtypes import dtype_name
+from _nvbind.arrays import array_view
+from _nvbind.dtypes import dtype_name
+
 from ..backend import BackendDescriptor
 from .slots import _Slot
 
@@ -217,12 +218,12 @@ def _Handle() -> type:
 
 
 def _stream_handle(stream: Any) -> int:
-    from .._shared.cuda import stream_handle
+    from _nvbind.cuda import stream_handle
 
     return stream_handle(stream)
 
 
 def _workspace(nbytes: int, device: Any, stream: Any) -> int:
-    from .._shared.memory import workspace
+    from _nvbind.memory import workspace
 
     return workspace(nbytes, device=device, stream=stream)

@@ -16,8 +16,9 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from _nvbind.cuda import driver_status
+
 from .. import verification
-from .._shared.cuda import driver_status
 from .execution import Plan
 from .report import PlanningReport
 

@@ -1,6 +1,6 @@
 """Legacy cuDNN descriptors: tensors, filters, convolutions, pooling, activations, reductions.
 
-Each class owns one C descriptor (a :class:`~pycudnn._shared.resource.CResource`): ``close()``,
+Each class owns one C descriptor (a :class:`~_nvbind.resource.CResource`): ``close()``,
 ``with`` and garbage collection destroy it once. Arguments are checked in Python before C is
 called, with messages that name the argument and the rule; what the library reports back is read
 back from it (``dims``, ``strides``, ``size_in_bytes``...).

@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from _nvbind.dtypes import VECTOR_DTYPE_STRINGS, VECTOR_TYPES, as_numpy_dtype, dtype_name
+from _nvbind.forksafe import fork_safe_lock
+from _nvbind.resource import CResource
+
 from .. import _bindings as _b
 from .._lib import LIB, check
-from .._shared.dtypes import VECTOR_DTYPE_STRINGS, VECTOR_TYPES, as_numpy_dtype, dtype_name
-from .._shared.forksafe import fork_safe_lock
-from .._shared.resource import CResource
 
 _log = logging.getLogger("pycudnn")
 

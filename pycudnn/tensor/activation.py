@@ -5,9 +5,10 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
+from _nvbind.resource import CResource
+
 from .. import _bindings as _b
 from .._lib import LIB
-from .._shared.resource import CResource
 from ._common import (
     _call,
     _choice,

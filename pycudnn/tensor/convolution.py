@@ -9,11 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from _nvbind.dtypes import dtype_name
+from _nvbind.resource import CResource
+from _nvbind.strides import packed_strides_in_order
+
 from .. import _bindings as _b
 from .._lib import LIB
-from .._shared.dtypes import dtype_name
-from .._shared.resource import CResource
-from .._shared.strides import packed_strides_in_order
 from ._common import (
     _MAX_RANK,
     _TENSOR_CORE_ALIGNMENT,

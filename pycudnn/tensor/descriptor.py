@@ -9,11 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from _nvbind.dtypes import as_numpy_dtype, dtype_name
+from _nvbind.resource import CResource
+
 from .. import _bindings as _b
 from .. import layout
 from .._lib import LIB
-from .._shared.dtypes import as_numpy_dtype, dtype_name
-from .._shared.resource import CResource
 from ._common import (
     _INT_MAX,
     _MAX_RANK,

@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 
+from _nvbind.resource import CResource
+
 from .. import _bindings as _b
 from .._lib import LIB
-from .._shared.resource import CResource
 from ._common import (
     _FLOAT_COMPUTE_TYPES,
     _call,

@@ -5,9 +5,10 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from _nvbind.arrays import ArrayView, as_array_view
+from _nvbind.dtypes import dtype_name
+
 from .. import layout
-from .._shared.arrays import ArrayView, as_array_view
-from .._shared.dtypes import dtype_name
 from ._common import (
     _TENSOR_CORE_ALIGNMENT,
     TensorCoreWarning,
@@ -32,7 +33,7 @@ def check_operand(
     device; when ``desc`` is given, dtype, shape and strides match it (strides of extent-1 dims
     are free); no negative strides; the pointer is aligned to the element size; for outputs, the
     array is writable and does not overlap. With ``tensor_op`` a pointer below 16-byte alignment
-    draws a :class:`TensorCoreWarning`. Returns the :class:`~pycudnn._shared.arrays.ArrayView`
+    draws a :class:`TensorCoreWarning`. Returns the :class:`~_nvbind.arrays.ArrayView`
     (which keeps ``obj`` alive). ``stream_ptr`` is the stream the operation runs on; DLPack and
     CUDA-array-interface producers are synchronised with it.
     """

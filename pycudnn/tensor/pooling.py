@@ -6,9 +6,10 @@ import ctypes
 from collections.abc import Sequence
 from typing import Any
 
+from _nvbind.resource import CResource
+
 from .. import _bindings as _b
 from .._lib import LIB
-from .._shared.resource import CResource
 from ._common import (
     _MAX_RANK,
     _c_ints,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._shared.lazy import lazy_module_attributes
+from _nvbind.lazy import lazy_module_attributes
 
 # The references are NumPy code for every operation: imported on the first verification (PEP 562),
 # so that a process that only builds or loads plans never imports them.

@@ -16,6 +16,8 @@ import sys
 import time
 from typing import Any
 
+from _nvbind.cli import add_verify_arguments, progress_bar
+
 from .suite import Case, cases
 
 __all__ = ["add_arguments", "run", "run_suite"]
@@ -23,37 +25,19 @@ __all__ = ["add_arguments", "run", "run_suite"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of the ``verify`` subcommand."""
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="the CI subset (engine-70 shapes + one graph per family)",
+    add_verify_arguments(
+        parser,
+        quick="the CI subset (engine-70 shapes + one graph per family)",
+        listing="list the suite's cases and exit",
     )
     parser.add_argument(
         "--no-known-bad",
         action="store_true",
         help="also run the engines the known-bad table excludes (is a newer cuDNN fixed?)",
     )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
-    parser.add_argument(
-        "--filter", metavar="TEXT", default="", help="only cases whose name contains TEXT"
-    )
-    parser.add_argument("--list", action="store_true", help="list the suite's cases and exit")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
         "--write-known-bad", metavar="FILE", default="", help="add wrong engines to this table file"
     )
-
-
-def progress_bar(total: int, enabled: bool) -> Any:
-    """A tqdm bar on stderr (units: cases), or None when disabled, not a terminal or no tqdm."""
-    if not enabled or not sys.stderr.isatty():
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc="verify", unit="case", leave=False)
 
 
 def _run_case(case: Case, *, allow_known_bad: bool, seed: int) -> dict[str, Any]:
@@ -156,7 +140,7 @@ def _line(case: dict[str, Any]) -> str:
 
 
 def _device_name() -> str:
-    from .._shared.cuda import require_cuda_core
+    from _nvbind.cuda import require_cuda_core
 
     try:
         return str(require_cuda_core().Device(0).name)
@@ -166,7 +150,7 @@ def _device_name() -> str:
 
 def run(args: argparse.Namespace) -> int:
     """The ``verify`` subcommand; returns the exit status."""
-    from .._shared.report import print_json, select_verify_cases
+    from _nvbind.report import print_json, select_verify_cases
 
     selected = select_verify_cases(
         args,

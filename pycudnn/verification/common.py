@@ -1,18 +1,11 @@
-"""What the verification modules share and that imports nothing of them."""
+"""What the verification modules share and that imports nothing of them (:func:`is_float` is
+the runtime's, for both packages)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
+from _nvbind.comparison import is_float
 
 __all__ = ["NoReferenceError", "is_float"]
-
-
-def is_float(dtype: Any) -> bool:
-    """A floating-point type, ml_dtypes' ones included (bfloat16's NumPy kind is "V", not "f")."""
-    dt: np.dtype[Any] = np.dtype(dtype)
-    return dt.kind == "f" or dt.name.startswith(("bfloat", "float"))
 
 
 class NoReferenceError(NotImplementedError):

@@ -114,8 +114,8 @@ def _execute(
     initial: Mapping[int, np.ndarray],
 ) -> dict[int, np.ndarray]:
     """Run ``plan`` once on copies of ``inputs``; the outputs, copied back, by uid."""
-    from .._shared.cuda import require_cuda_core
-    from .._shared.device_array import DeviceArray
+    from _nvbind.cuda import require_cuda_core
+    from _nvbind.device_array import DeviceArray
 
     arrays: dict[int, Any] = {}
     device = plan.device_id
@@ -205,7 +205,8 @@ def verify_plan(
     Needs a GPU. Returns a :class:`VerifyResult`; a plan that cannot execute gives
     ``status="error"`` rather than raising.
     """
-    from .._shared.cuda import driver_status
+    from _nvbind.cuda import driver_status
+
     from ..errors import CudnnError
 
     graph = plan.graph

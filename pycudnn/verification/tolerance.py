@@ -51,7 +51,6 @@ Integer and boolean outputs of integer and boolean inputs are compared exactly.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 from collections.abc import Iterable, Sequence
@@ -59,7 +58,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .common import is_float
+from _nvbind.comparison import APPROX, SAFETY, TF32, Tolerance, is_float, unit_roundoff
+
 from .reference import TRANSCENDENTAL_MODES, reduction_length
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -75,12 +75,6 @@ __all__ = [
     "unit_roundoff",
 ]
 
-SAFETY = 4.0
-#: Unit roundoff of TF32 (10 explicit mantissa bits), which tensor cores use for fp32 operands.
-TF32 = 2.0**-11
-#: Relative error allowed for a GPU's approximate transcendental functions.
-APPROX = 2.0**-11
-
 # Engines whose accumulation error is bounded by K (not sqrt(K)) unit roundoffs.
 _LINEAR_GROWTH = frozenset(
     {
@@ -92,42 +86,6 @@ _LINEAR_GROWTH = frozenset(
         "WINOGRAD_TILE_13x13",
     }
 )
-
-_BITS = {  # explicit mantissa bits of the floating-point types
-    "float64": 52,
-    "float32": 23,
-    "float16": 10,
-    "bfloat16": 7,
-    "float8_e4m3fn": 3,
-    "float8_e5m2": 2,
-    "float8_e8m0fnu": 0,
-    "float4_e2m1fn": 1,
-}
-
-
-def _finite_non_negative(value: Any, name: str) -> float:
-    """``value`` as a float; a TypeError or ValueError naming ``name`` unless it is a real,
-    finite, non-negative number (bools are not numbers here)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    try:
-        f = float(value)
-    except (OverflowError, TypeError):  # 10**400; a complex NumPy scalar
-        raise ValueError(f"{name} must be a finite number, got {value!r:.60}") from None
-    if not math.isfinite(f) or f < 0:
-        raise ValueError(f"{name} must be finite and at least 0, got {f!r}")
-    return f
-
-
-def unit_roundoff(dtype: Any) -> float:
-    """``2**-(mantissa bits + 1)`` for a floating-point type; 0 for integers and booleans."""
-    dt = np.dtype(dtype)
-    if dt.kind in "biu":
-        return 0.0
-    bits = _BITS.get(dt.name)
-    if bits is None:
-        raise ValueError(f"no unit roundoff known for {dt.name}")
-    return 2.0 ** -(bits + 1)
 
 
 def math_input_roundoff(
@@ -156,47 +114,6 @@ def _accumulator(input_dtype: Any, compute_dtype: Any, notes: set[str]) -> tuple
         if reduced > u:
             return reduced, f"{np.dtype(input_dtype).name} accumulation"
     return u, f"{np.dtype(compute_dtype).name} accumulation"
-
-
-@dataclasses.dataclass(frozen=True)
-class Tolerance:
-    """The tolerance on ``max |got - ref| / max |ref|`` for one output, and how it was made."""
-
-    rtol: float
-    exact: bool
-    terms: tuple[tuple[str, float], ...]
-
-    def __post_init__(self) -> None:
-        # A NaN rtol makes every `error <= rtol` False but every `error > limit` False too (an
-        # output "failed" with no element beyond the tolerance), an infinite or 10**400 one passes
-        # anything (or raises OverflowError deep in compare), a negative one fails everything:
-        # refused here, naming the field, so no comparison is made with one.
-        object.__setattr__(self, "rtol", _finite_non_negative(self.rtol, "Tolerance.rtol"))
-        if not isinstance(self.exact, (bool, np.bool_)):
-            raise TypeError(f"Tolerance.exact must be a bool, got {type(self.exact).__name__}")
-        object.__setattr__(self, "exact", bool(self.exact))
-        try:
-            terms = tuple(self.terms)
-        except TypeError:
-            raise TypeError(
-                f"Tolerance.terms must be (name, value) pairs, got {type(self.terms).__name__}"
-            ) from None
-        checked = []
-        for i, term in enumerate(terms):
-            if (
-                not isinstance(term, (tuple, list))
-                or len(term) != 2
-                or not isinstance(term[0], str)
-            ):
-                raise TypeError(f"Tolerance.terms[{i}] must be a (name, value) pair, got {term!r}")
-            checked.append((term[0], _finite_non_negative(term[1], f"Tolerance.terms[{i}]")))
-        object.__setattr__(self, "terms", tuple(checked))
-
-    def describe(self) -> str:
-        if self.exact:
-            return "exact (integer or boolean output)"
-        parts = " + ".join(f"{name} {value:.2g}" for name, value in self.terms if value)
-        return f"{self.rtol:.3g} = {SAFETY:g} x ({parts or '0'})"
 
 
 def _ancestors(t: Tensor) -> list[Operation]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pycudnn._shared.lazy import lazy_module_attributes
+from _nvbind.lazy import lazy_module_attributes
 
 from ._common import DeviceRequiredError
 

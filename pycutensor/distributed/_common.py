@@ -29,7 +29,7 @@ class DeviceRequiredError(RuntimeError):
 
 def require_gpu(what: str) -> None:
     """Raise :class:`DeviceRequiredError` naming ``what`` unless a CUDA device is usable."""
-    from pycudnn._shared.cuda import gpu_available
+    from _nvbind.cuda import gpu_available
 
     ok, reason = gpu_available()
     if not ok:

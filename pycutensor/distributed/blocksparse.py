@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from pycudnn._shared.cuda import stream_handle
-from pycudnn._shared.resource import CResource
+from _nvbind.cuda import stream_handle
+from _nvbind.resource import CResource
 
 from .. import _bindings as cb
 from .. import raw
@@ -214,8 +214,8 @@ class BlockSparseTensor(CResource):
         self.blocks = self._blocks(blocks)
 
     def _blocks(self, blocks: Sequence[Any] | None) -> list[Any]:
-        from pycudnn._shared.arrays import array_view
-        from pycudnn._shared.device_array import DeviceArray
+        from _nvbind.arrays import array_view
+        from _nvbind.device_array import DeviceArray
 
         s = self.structure
         if blocks is None:
@@ -258,7 +258,7 @@ class BlockSparseTensor(CResource):
         return self.structure.assemble([b.to_numpy() for b in self.blocks], self.dtype)
 
     def pointers(self) -> ctypes.Array[ctypes.c_void_p]:
-        from pycudnn._shared.arrays import array_view
+        from _nvbind.arrays import array_view
 
         ptrs = [array_view(b, "block").ptr for b in self.blocks]
         return (ctypes.c_void_p * len(ptrs))(*ptrs)
@@ -368,7 +368,7 @@ class BlockSparseContractionPlan(CResource):
 
     def execute(self, alpha: Any = 1.0, beta: Any = 0.0, *, stream: Any = None) -> None:
         """``cutensorBlockSparseContract`` on the tensors' block arrays (asynchronous)."""
-        from pycudnn._shared.memory import workspace
+        from _nvbind.memory import workspace
 
         ws = workspace(self.workspace_size, device=self.handle.device_id, stream=stream)
         al = np.array(alpha, dtype=self.scalar_dtype)

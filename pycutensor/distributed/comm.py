@@ -98,7 +98,7 @@ class Communicator:
     def _create(cls, nranks: int, rank: int, uid: Any, device: int) -> Communicator:
         require_gpu("an NCCL communicator")
         nccl = _import("nccl.core", "creating an NCCL communicator")
-        from pycudnn._shared.cuda import get_device
+        from _nvbind.cuda import get_device
 
         get_device(device).set_current()  # NCCL binds the communicator to the current device
         created = nccl.Communicator.init(nranks, rank, uid)

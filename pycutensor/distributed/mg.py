@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from pycudnn._shared.resource import CResource
+from _nvbind.resource import CResource
 
 from .. import _bindings_mg as mgb
 from .. import raw_mg
@@ -63,7 +63,7 @@ class MgHandle(CResource):
     def __init__(self, devices: Sequence[int]) -> None:
         self.devices = _devices(devices, "devices")
         require_gpu("a cuTENSORMg handle")
-        from pycudnn._shared.cuda import driver_status
+        from _nvbind.cuda import driver_status
 
         count = driver_status().device_count
         missing = [d for d in self.devices if d >= count]
@@ -154,8 +154,8 @@ class MgTensor(CResource):
         )
 
     def _arrays(self, arrays: Sequence[Any] | None) -> list[Any]:
-        from pycudnn._shared.arrays import array_view
-        from pycudnn._shared.device_array import DeviceArray
+        from _nvbind.arrays import array_view
+        from _nvbind.device_array import DeviceArray
 
         need = math.prod(self.local_shape) * self.dtype.itemsize
         if arrays is None:
@@ -215,7 +215,7 @@ class MgTensor(CResource):
 
     def pointers(self) -> ctypes.Array[ctypes.c_void_p]:
         """The data pointers in the order of :attr:`devices`."""
-        from pycudnn._shared.arrays import array_view
+        from _nvbind.arrays import array_view
 
         ptrs = [
             a.ctypes.data if isinstance(a, np.ndarray) else array_view(a, "array").ptr
@@ -241,7 +241,7 @@ class _Workspaces:
     """Per-device workspace and pinned host workspace of a cuTENSORMg plan."""
 
     def __init__(self, handle: MgHandle, device_sizes: Any, host_size: int) -> None:
-        from pycudnn._shared.device_array import DeviceArray
+        from _nvbind.device_array import DeviceArray
 
         self.device = [
             DeviceArray.empty(int(n), np.uint8, device=dev) if n > 0 else None
@@ -256,7 +256,7 @@ class _Workspaces:
         self.streams = handle._per_device(ctypes.c_void_p)  # each device's default stream
 
     def pointers(self) -> tuple[Any, Any, Any]:
-        from pycudnn._shared.arrays import array_view
+        from _nvbind.arrays import array_view
 
         dev = [array_view(a, "workspace").ptr if a is not None else None for a in self.device]
         host = int(self.host.handle) if self.host is not None else None
@@ -264,7 +264,7 @@ class _Workspaces:
 
 
 def _synchronize(devices: Sequence[int]) -> None:
-    from pycudnn._shared.cuda import get_device
+    from _nvbind.cuda import get_device
 
     for d in devices:
         get_device(d).sync()

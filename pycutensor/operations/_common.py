@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from pycudnn._shared.arrays import ArrayView, alignment_of, as_array_view
-from pycudnn._shared.cuda import stream_handle
+from _nvbind.arrays import ArrayView, alignment_of, as_array_view
+from _nvbind.cuda import stream_handle
 
 from .._capture import capture_state, tuning_refusal
 from ..checks import (

@@ -4,7 +4,7 @@ A smoke demo is a list of checks. Each returns a :class:`CheckResult`: ``ok`` wi
 ``skipped`` with the reason (typically: no GPU, no driver library), or ``failed`` with the error. The
 runner prints one line per check (or one JSON document), and exits non-zero when a check failed,
 or, with ``--require-gpu``, when a check that needs a GPU could not run (exit codes: see
-:mod:`pycudnn._shared.report`).
+:mod:`_nvbind.report`).
 """
 
 from __future__ import annotations
@@ -91,9 +91,9 @@ def run_checks(
 ) -> int:
     """Run ``checks`` in order, report, and return the process exit code.
 
-    The code is :data:`~pycudnn._shared.report.EXIT_FAILED` when a check failed (unless every
+    The code is :data:`~_nvbind.report.EXIT_FAILED` when a check failed (unless every
     failure is an ``ImportError``, a library that is not installed:
-    :data:`~pycudnn._shared.report.EXIT_CANNOT_RUN`), ``EXIT_CANNOT_RUN`` when ``require_gpu``
+    :data:`~_nvbind.report.EXIT_CANNOT_RUN`), ``EXIT_CANNOT_RUN`` when ``require_gpu``
     and a check that needs a GPU could not run, else ``EXIT_OK``. A library that cannot be loaded
     fails the first check that needs it (one line, no traceback); later checks that fail the same
     way are skipped, naming that check. With ``as_json`` the whole

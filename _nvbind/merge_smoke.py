@@ -1,6 +1,6 @@
 """Merge the ``--json`` smoke reports of both packages into one document (``scripts/demo.sh --json``).
 
-``python -m pycudnn._shared.merge_smoke FILE CODE [FILE CODE ...]`` reads each package's report and
+``python -m _nvbind.merge_smoke FILE CODE [FILE CODE ...]`` reads each package's report and
 the exit code its command returned, prints ``{"exit_code", "summary", "<package>": report, ...}``
 and exits with the worst code: a failure (1) above could-not-run (3) above success (0). A report
 that is not one JSON document is kept as text under ``error`` and counts as a failure.

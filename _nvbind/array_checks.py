@@ -100,7 +100,7 @@ def _layout_strides(
 ) -> tuple[int, ...]:
     packed: tuple[int, ...] | None = None
     if fmt is not None:
-        from .. import layout
+        from .formats import layout
 
         if math.prod(shape) == 0:
             raise ValueError(f"fmt={fmt!r} needs positive extents, got shape {shape}")

@@ -8,7 +8,7 @@ raw bytes) and other objects with ``__array_interface__``.
 
 Everything an object declares is checked by this library's own readers before any other code (C
 or ``cuda.core``) relies on it, and anything wrong is an exception naming the argument and the rule:
-a DLPack capsule is read by :mod:`pycudnn._shared.dlpack` only (``cuda.core`` 1.2's reader
+a DLPack capsule is read by :mod:`_nvbind.dlpack` only (``cuda.core`` 1.2's reader
 dereferences a NULL shape array, reads DLPack 2.x capsules as 1.x and names no fp8 type; the
 producer orders its stream before the consumer's given in ``__dlpack__(stream=)``), and a CUDA
 array interface is checked here (types, ranges, version, mask, stream) before ``cuda.core``'s

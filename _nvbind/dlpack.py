@@ -6,7 +6,7 @@ Python example does: bfloat16 and the fp8 types travel as DLPack's ``kDLBfloat``
 ``kDLFloat8_*`` codes.
 
 Import: :func:`import_dlpack` reads a producer's capsule itself. ``cuda.core`` 1.2's
-``StridedMemoryView`` is the first choice (see :mod:`pycudnn._shared.arrays`), but it maps no fp8
+``StridedMemoryView`` is the first choice (see :mod:`_nvbind.arrays`), but it maps no fp8
 type code (a torch ``float8_e4m3fn`` tensor raises ``TypeError: Unsupported dtype. dtype code:
 10``); this reader names every code ml_dtypes has a type for.
 

@@ -7,7 +7,7 @@ device's stream-ordered memory pool), *dims* (``shape``), *strides* (in elements
 copy), and wraps their arrays in turn (:meth:`DeviceArray.from_array`). ``pycudnn.DeviceArray``
 and ``pycutensor.DeviceArray`` are this class.
 
-DLPack is exported and read by :mod:`pycudnn._shared.dlpack` (a few ctypes structures) rather
+DLPack is exported and read by :mod:`_nvbind.dlpack` (a few ctypes structures) rather
 than only through ``cuda.core``'s ``StridedMemoryView``, which refuses the ml_dtypes types: here
 bfloat16 and the fp8 types travel as DLPack's ``kDLBfloat`` and ``kDLFloat8_*`` codes.
 """
@@ -306,7 +306,7 @@ class DeviceArray:
 
         Like :meth:`from_array`, restricted to DLPack: every type DLPack names travels, fp8
         included (torch ``float8_e4m3fn`` tensors, which ``cuda.core`` 1.2 cannot read, are read
-        by :mod:`pycudnn._shared.dlpack`). ``stream`` is the stream the view will be used on; the
+        by :mod:`_nvbind.dlpack`). ``stream`` is the stream the view will be used on; the
         producer orders its work before it. Host tensors are refused (use :meth:`from_numpy`).
         """
         if isinstance(obj, DeviceArray):
@@ -507,7 +507,7 @@ class DeviceArray:
         core = require_cuda_core()
         core.Stream.from_handle(consumer).wait(producer)
 
-    # -- host transfers (pycudnn._shared.host_copy) ------------------------------------------
+    # -- host transfers (_nvbind.host_copy) ------------------------------------------
     def to_numpy(self, stream: Any = None) -> np.ndarray:
         """Copy to a new C-contiguous NumPy array (waits for the copy; strides are honoured).
 
