@@ -94,6 +94,28 @@ def _assigned_none(fn: ast.FunctionDef, name: str) -> bool:
     return isinstance(default, ast.Constant) and default.value is None
 
 
+def _only_from_default_preference(fn: ast.FunctionDef, name: str) -> bool:
+    """Whether every binding of ``name`` in ``fn`` is ``name = default_preference(...)`` (the
+    handle's C object, never NULL), and there is at least one."""
+    bindings = [
+        node
+        for node in ast.walk(fn)
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr))
+        and any(
+            isinstance(t, ast.Name) and t.id == name
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        )
+    ]
+    if name in {a.arg for a in fn.args.args + fn.args.kwonlyargs} or not bindings:
+        return False
+    return all(
+        isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Call)
+        and _c_function_called(node.value) == "default_preference"
+        for node in bindings
+    )
+
+
 def test_the_prototypes_take_the_preference_by_value() -> None:
     positions = _preference_parameters()
     assert positions["cutensorCreatePlan"] == 3
@@ -107,15 +129,24 @@ def test_no_planning_call_can_pass_a_null_preference() -> None:
     sites = _call_sites(planning)
     where = {(path, fn.name, _c_function_called(call)) for path, fn, call in sites}
     # One call site each: Plan, the array functions, einsum and autotune all plan through them.
-    assert where == {
+    # Block-sparse contractions plan their own operation kind (not an Operation of plan.py), with
+    # the handle's default preference.
+    own = {
         ("pycutensor/plan.py", "_create_plan", "cutensorCreatePlan"),
         ("pycutensor/plan.py", "estimate_workspace", "cutensorEstimateWorkspaceSize"),
     }
-    for _, fn, call in sites:
+    block_sparse = {
+        ("pycutensor/distributed/blocksparse.py", "__init__", "cutensorCreatePlan"),
+        ("pycutensor/distributed/blocksparse.py", "__init__", "cutensorEstimateWorkspaceSize"),
+    }
+    assert where == own | block_sparse
+    for path, fn, call in sites:
         arg = call.args[planning[str(_c_function_called(call))]]
         assert not (isinstance(arg, ast.Constant) and arg.value is None)
         assert isinstance(arg, ast.Name), ast.dump(arg)
         assert not _assigned_none(fn, arg.id), f"{fn.name} may pass {arg.id}=None as the preference"
+        if path == "pycutensor/distributed/blocksparse.py":
+            assert _only_from_default_preference(fn, arg.id), f"{path}: {arg.id}"
     create = next(fn for _, fn, call in sites if fn.name == "_create_plan")
     annotation = next(a.annotation for a in create.args.args if a.arg == "preference")
     assert annotation is not None and ast.unparse(annotation) == "PlanPreferenceObject"
@@ -133,6 +164,25 @@ def test_the_old_planning_code_is_caught() -> None:
     ).body[0]
     assert isinstance(old, ast.FunctionDef)
     assert _assigned_none(old, "pref_obj")
+
+
+def test_a_preference_made_any_other_way_is_caught() -> None:
+    # What BlockSparseContractionPlan did before: a bare cutensorPlanPreference_t, NULL until a
+    # create call fills it (the check accepts only the handle's default preference).
+    old = ast.parse(
+        "def __init__(self, a, b, c):\n"
+        "    pref = cb.cutensorPlanPreference_t()\n"
+        "    raw.cutensorCreatePlanPreference(self.handle, ctypes.byref(pref), 0, 0)\n"
+        "    raw.cutensorCreatePlan(self.handle, ctypes.byref(plan), op, pref, 0)\n"
+    ).body[0]
+    assert isinstance(old, ast.FunctionDef)
+    assert not _only_from_default_preference(old, "pref")
+    new = ast.parse("def f(self):\n    pref = default_preference(self.handle)\n").body[0]
+    assert isinstance(new, ast.FunctionDef)
+    assert _only_from_default_preference(new, "pref")
+    given = ast.parse("def f(self, pref=None):\n    pref = default_preference(h)\n").body[0]
+    assert isinstance(given, ast.FunctionDef)
+    assert not _only_from_default_preference(given, "pref")  # an argument may be anything
 
 
 def test_create_plan_refuses_a_missing_preference_before_c() -> None:

@@ -105,8 +105,12 @@ def test_mg_handle_checks_the_device_list(devices: list[int], match: str) -> Non
 
 
 def test_mg_handle_says_it_needs_a_gpu(no_gpu: None) -> None:
-    with pytest.raises(DeviceRequiredError, match="cuTENSORMg handle needs a CUDA GPU"):
+    # The project's common wording, which the documentation's checks take for "no GPU here".
+    needs = "cuTENSORMg handle needs a CUDA GPU, but none is usable: "
+    with pytest.raises(DeviceRequiredError, match=needs):
         MgHandle([0])
+    with pytest.raises(DeviceRequiredError, match=needs):
+        MgHandle()  # every visible GPU: none
 
 
 def test_folding_rules_of_the_header() -> None:

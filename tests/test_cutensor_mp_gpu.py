@@ -186,6 +186,10 @@ def test_mg_copy_and_contraction_match_numpy(devices: str) -> None:
     np.testing.assert_allclose(c.to_numpy(), 1.5 * ha @ hb - hc, rtol=RTOL, atol=RTOL)
 
 
+def test_mg_handle_defaults_to_every_visible_gpu() -> None:
+    assert MgHandle().devices == tuple(range(_device_count()))
+
+
 # -- block-sparse --------------------------------------------------------------------------------
 def test_block_sparse_contraction_matches_numpy(gpu_device: int) -> None:
     m, k, n = (8, 16), (12, 4), (10, 6)

@@ -4,8 +4,9 @@ written, alone.
 Each block is run by itself in a fresh interpreter, in a temporary folder that stands for the
 root of a checkout (only ``tests/data``, linked, is there: the blocks plan for the committed H100
 properties), with this checkout on ``PYTHONPATH``: a block that uses a name it does not define, or
-a file it does not make, fails here, and what a block writes goes nowhere. Without a GPU a block may stop only with the library's own "needs a GPU" error
-(:data:`NO_GPU`); with one, it must run to the end.
+a file it does not make, fails here, and what a block writes goes nowhere. Without a GPU a block
+may stop only with the library's own "needs a GPU" error (:data:`NO_GPU`); with one, it must run to the end (a block that needs the optional
+``distributed`` extra, where it is not installed, is skipped: :data:`NO_EXTRA`).
 
 A block that cannot run by itself (a fragment of a larger listing) is opted out by the comment
 ``<!-- no-run: REASON -->`` on the line before its fence; the reason is required.
@@ -39,9 +40,10 @@ WORKERS = min(8, os.cpu_count() or 1)
 
 #: The last line of a block's traceback when it stopped for want of a GPU: the library's errors
 #: that say so (``RuntimeError: ... needs a CUDA GPU, but none is usable: ...`` from the array
-#: constructors, ``NoTargetError`` from planning with no target, the refusals of autotuning,
-#: ``verify=True`` and plan loading, and cuDNN's and cuTENSOR's own refusals to create a handle, to
-#: which the library adds "(no usable CUDA device: REASON)").
+#: constructors and ``pycutensor.distributed``'s ``DeviceRequiredError``, ``NoTargetError`` from
+#: planning with no target, the refusals of autotuning, ``verify=True`` and plan loading, and
+#: cuDNN's and cuTENSOR's own refusals to create a handle, to which the library adds "(no usable
+#: CUDA device: REASON)").
 NO_GPU = re.compile(
     r"^[\w.]*(?:Error|Exception): .*("
     r"needs a CUDA GPU, but none is usable: "
@@ -49,6 +51,12 @@ NO_GPU = re.compile(
     r"|: no GPU is usable here \("
     r"|\(no usable CUDA device: "
     r")"
+)
+#: With a GPU but without the optional ``distributed`` extra (nccl4py, NCCL, the CUDA runtime
+#: cuTENSORMp links): the library's refusal, which names the extra to install. The block is
+#: skipped, never passed: nothing it shows was run.
+NO_EXTRA = re.compile(
+    r"^[\w.]*(?:ImportError|LibraryNotFoundError): .*cudnn-cutensor-ctypes\[distributed\]"
 )
 #: In the version matrix's older entries: a feature newer than the loaded library, refused by name.
 UNSUPPORTED = re.compile(r"^[\w.]*UnsupportedByLibraryError: ")
@@ -156,6 +164,8 @@ def test_the_block_runs_as_written(
     last = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""
     if not _gpu_usable() and proc.returncode == 1 and NO_GPU.match(last):
         return  # stopped where a GPU is needed, with the library's own words
+    if proc.returncode == 1 and NO_EXTRA.match(last):
+        pytest.skip(f"{block.id} needs the distributed extra, not installed here: {last}")
     if os.environ.get("PYCUDNN_MATRIX") and UNSUPPORTED.match(last):
         return  # an older entry of the version matrix (scripts/test.sh --matrix): refused by name
     pytest.fail(
@@ -189,6 +199,20 @@ def test_a_failing_block_is_told_from_a_missing_gpu() -> None:
     )
     assert not NO_GPU.match("NameError: name 'x_gpu' is not defined")
     assert not NO_GPU.match("FileNotFoundError: [Errno 2] No such file or directory: 'h100.json'")
+
+
+def test_a_missing_distributed_extra_is_told_by_the_library_s_words() -> None:
+    from pycutensor._lib_ext import DISTRIBUTED_HINT
+    from pycutensor.distributed.comm import _import
+
+    with pytest.raises(ImportError) as info:
+        _import("no_such_module.core", "creating an NCCL communicator")
+    assert NO_EXTRA.match(f"ImportError: {info.value}")
+    assert NO_EXTRA.match(
+        f"_nvbind.ffi.LibraryNotFoundError: cuTENSORMp needs NCCL. {DISTRIBUTED_HINT}"
+    )
+    assert not NO_EXTRA.match("ImportError: cannot import name 'MpHandle' from 'pycutensor'")
+    assert not NO_GPU.match(f"ImportError: {info.value}")
 
 
 SHELL_FENCES = ("bash", "sh", "shell", "console")

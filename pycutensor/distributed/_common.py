@@ -33,7 +33,9 @@ def require_gpu(what: str) -> None:
 
     ok, reason = gpu_available()
     if not ok:
-        raise DeviceRequiredError(f"{what} needs a CUDA GPU: {reason}")
+        # The wording every "needs a GPU" refusal of the project shares (the array constructors',
+        # planning's), so that scripts and the documentation's checks tell it from a failure.
+        raise DeviceRequiredError(f"{what} needs a CUDA GPU, but none is usable: {reason}")
 
 
 def c_array(ctype: Any, values: Sequence[int] | None) -> Any:

@@ -27,6 +27,7 @@ from _nvbind.resource import CResource
 
 from .. import _bindings as cb
 from .. import raw
+from ..preference import default_preference
 from ..tables import compute_type_name
 from ..tensor import data_type_name, data_type_value, dtype_of_data_type
 from ._common import c_array, contraction_modes, int64s, int_tuple, require_gpu
@@ -339,25 +340,20 @@ class BlockSparseContractionPlan(CResource):
             c, c_array(i32, mc), ident, c, c_array(i32, mc),
             raw.compute_descriptor(compute),
         )  # fmt: skip
-        pref = cb.cutensorPlanPreference_t()
+        # The handle's own default preference (cuTENSOR's defaults: algorithm DEFAULT, no JIT),
+        # made once per handle: never NULL, which cuTENSOR 2.8's cutensorCreatePlan refuses.
+        pref = default_preference(self.handle)
         plan = cb.cutensorPlan_t()
         try:
-            raw.cutensorCreatePlanPreference(
-                self.handle, ctypes.byref(pref), int(cb.cutensorAlgo_t.DEFAULT),
-                int(cb.cutensorJitMode_t.NONE),
-            )  # fmt: skip
-            try:
-                estimate = ctypes.c_uint64()
-                raw.cutensorEstimateWorkspaceSize(
-                    self.handle, op, pref, int(ws_pref), ctypes.byref(estimate)
-                )
-                raw.cutensorCreatePlan(self.handle, ctypes.byref(plan), op, pref, estimate.value)
-            finally:
-                raw.cutensorDestroyPlanPreference(pref)
+            estimate = ctypes.c_uint64()
+            raw.cutensorEstimateWorkspaceSize(
+                self.handle, op, pref, int(ws_pref), ctypes.byref(estimate)
+            )
+            raw.cutensorCreatePlan(self.handle, ctypes.byref(plan), op, pref, estimate.value)
         finally:
             raw.cutensorDestroyOperationDescriptor(op)
         super().__init__(
-            int(plan.value or 0), raw.cutensorDestroyPlan, parents=(self.handle, a, b, c)
+            int(plan.value or 0), raw.cutensorDestroyPlan, parents=(self.handle, pref, a, b, c)
         )
         required = ctypes.c_uint64()
         raw.cutensorPlanGetAttribute(

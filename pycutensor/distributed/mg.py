@@ -56,16 +56,19 @@ def _devices(devices: Sequence[int], name: str) -> tuple[int, ...]:
 
 class MgHandle(CResource):
     """``cutensorMgHandle_t``: the devices that take part (``cutensorMgCreate``; it enables peer
-    access between them where possible)."""
+    access between them where possible). ``devices`` defaults to every visible GPU."""
 
     _kind = "cuTENSORMg handle"
 
-    def __init__(self, devices: Sequence[int]) -> None:
-        self.devices = _devices(devices, "devices")
+    def __init__(self, devices: Sequence[int] | None = None) -> None:
+        if devices is not None:  # checked before the GPU, like every argument
+            self.devices = _devices(devices, "devices")
         require_gpu("a cuTENSORMg handle")
         from _nvbind.cuda import driver_status
 
         count = driver_status().device_count
+        if devices is None:  # asked only now: without a GPU there are none to list
+            self.devices = tuple(range(count))
         missing = [d for d in self.devices if d >= count]
         if missing:
             raise ValueError(f"devices {missing} do not exist: this machine has {count} GPU(s)")
