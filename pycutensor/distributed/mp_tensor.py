@@ -209,7 +209,8 @@ class DistributedTensor(CResource):
         from _nvbind.device_array import DeviceArray
 
         flat = DeviceArray.from_array(self.local).to_numpy().reshape(-1)
-        return flat[self.local_offsets()]
+        out: np.ndarray = flat[self.local_offsets()]
+        return out
 
     def local_from_numpy(self, shard: np.ndarray) -> None:
         """Write this rank's shard (local extents) into its buffer (waits for the copy)."""
