@@ -21,6 +21,7 @@ several GPUs.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -129,7 +130,7 @@ def _interface_dtype(iface: dict[str, Any], name: str) -> np.dtype:
     # descr names fields; a one-field descr is the typestr again (and is what NumPy writes).
     spec: Any = descr if isinstance(descr, list) and len(descr) > 1 else typestr
     try:
-        dtype = np.dtype(spec)
+        dtype: np.dtype = np.dtype(spec)
     except Exception as exc:  # NumPy raises TypeError, ValueError, KeyError, ... for junk
         raise TypeError(
             f"{name}: its array interface's typestr {typestr!r} is no element type: {exc}"
@@ -373,13 +374,14 @@ def as_array_view(obj: Any, *, name: str = "array", stream_ptr: int | None = Non
 # Everything else that could differ from the general path (an empty tensor, a type the protocol
 # refuses or maps differently) also returns None.
 
-_Reader = Any  # Callable[[Any, int], ArrayView | None]
+_Reader = Callable[[Any, int], ArrayView | None]
 _READERS: dict[type, _Reader] = {}
 _TORCH: dict[Any, Any] = {}  # torch dtype -> NumPy dtype; "stream" -> current raw stream getter
 
 
 def _device_array_reader(obj: Any, stream_ptr: int) -> ArrayView | None:
-    return obj._array_view()  # exactly what as_array_view does for a DeviceArray
+    view: ArrayView = obj._array_view()  # exactly what as_array_view does for a DeviceArray
+    return view
 
 
 def _torch_setup(torch: Any) -> None:
@@ -487,7 +489,8 @@ def describe_array(name: str, obj: Any, stream_ptr: int = -1) -> tuple[Any, ...]
     tp = type(obj)
     reader = _READERS.get(tp)
     if reader is _device_array_reader:  # the common case, one call less
-        return obj._array_view()[:6]
+        own: ArrayView = obj._array_view()
+        return own[:6]
     if reader is None:
         reader = _reader_for(tp, obj)
     view = reader(obj, stream_ptr)

@@ -35,7 +35,7 @@ APPROX = 2.0**-11
 
 def is_float(dtype: Any) -> bool:
     """A floating-point type, ml_dtypes' ones included (bfloat16's NumPy kind is "V", not "f")."""
-    dt = np.dtype(dtype)
+    dt: np.dtype = np.dtype(dtype)
     return dt.kind == "f" or dt.name.startswith(("bfloat", "float"))
 
 

@@ -155,8 +155,7 @@ def _take_pending() -> tuple[int | None, int | None, int | None]:
     return pending
 
 
-@_Deleter
-def _deleter(address: int | None) -> None:  # called by the consumer, from C
+def _deleter_body(address: int | None) -> None:  # called by the consumer, from C
     _PyErr_Fetch(*_FETCH_ARGS)  # first, see above
     pending = _take_pending()
     try:
@@ -166,6 +165,10 @@ def _deleter(address: int | None) -> None:  # called by the consumer, from C
     if pending[0]:
         _PyErr_Restore(*pending)
 
+
+# Wrapped by a call, not as a decorator, so that the body keeps its signature for type checkers;
+# module-level, so the C function pointer lives as long as the process.
+_deleter = _Deleter(_deleter_body)
 
 _NAME = b"dltensor"
 _NAME_VERSIONED = b"dltensor_versioned"
@@ -180,8 +183,7 @@ _PyCapsule_GetPointer = _python_api(
 )
 
 
-@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-def _capsule_destructor(capsule: int | None) -> None:
+def _capsule_destructor_body(capsule: int | None) -> None:
     # A consumer renames the capsule ("used_dltensor") and owns the tensor from then on; only a
     # capsule that was never consumed still carries our name and must release the export here.
     _PyErr_Fetch(*_FETCH_ARGS)  # first, see above _PyErr_Fetch
@@ -195,6 +197,11 @@ def _capsule_destructor(capsule: int | None) -> None:
         pass
     if pending[0]:
         _PyErr_Restore(*pending)
+
+
+_capsule_destructor = _Deleter(
+    _capsule_destructor_body
+)  # PyCapsule_Destructor: void (*)(PyObject *)
 
 
 def dlpack_dtype(dtype: np.dtype) -> tuple[int, int]:

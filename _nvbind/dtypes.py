@@ -187,7 +187,8 @@ def as_numpy_dtype(dtype: Any, *, name: str = "dtype") -> np.dtype:
         if alias is not None:
             return alias
     try:
-        return np.dtype(dtype)
+        result: np.dtype = np.dtype(dtype)
+        return result
     except TypeError:
         pass
     # NumPy knows the other ml_dtypes names (float8_e4m3fnuz, ...) once ml_dtypes is imported.

@@ -65,13 +65,14 @@ def _staged_view(arr: DeviceArray, staging: np.ndarray, base: int) -> np.ndarray
     Built with the ndarray constructor, not ``as_strided``: that goes through the array
     interface, whose typestr cannot name fp8 (``'<f1'``) or bf16 (raw bytes).
     """
-    return np.ndarray(
+    view: np.ndarray = np.ndarray(
         arr.shape,
         dtype=arr.dtype,
         buffer=staging,
         offset=arr.ptr - base,
         strides=tuple(st * arr.itemsize for st in arr.strides),
     )
+    return view
 
 
 def to_numpy(arr: DeviceArray, stream: Any = None) -> np.ndarray:

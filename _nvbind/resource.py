@@ -62,7 +62,7 @@ class CResource:
         self._ptr: int | None = int(pointer)
         self._c_ptr = ctypes.c_void_p(pointer)
         self._parents = tuple(parents)
-        self._finalizer: weakref.finalize | None = None
+        self._finalizer: weakref.finalize[..., CResource] | None = None
         if owned and destroy is not None:
             self._finalizer = weakref.finalize(
                 self, _release, destroy, int(pointer), f"{self._kind} 0x{pointer:x}", self._parents

@@ -130,6 +130,7 @@ def result_dtype(dtypes: Sequence[Any], dtype: Any = None) -> np.dtype:
     compute in it (integers, bool, float128, ...)."""
     if not dtypes:
         raise ValueError("einsum needs at least one operand")
+    result: np.dtype
     if dtype is not None:
         try:
             forced = np.dtype(dtype)

@@ -575,14 +575,15 @@ def handle_for(handle: Any, device: int) -> Handle:
     if handle is None:
         return get_handle(device)
     check_handle_argument(handle)
-    if handle.closed:
+    given: Handle = handle  # check_handle_argument refused anything else
+    if given.closed:
         raise ValueError("handle is closed")
-    if handle.device_id != device:
+    if given.device_id != device:
         raise ValueError(
-            f"handle is bound to device {handle.device_id}, but the arrays are on device {device}: "
+            f"handle is bound to device {given.device_id}, but the arrays are on device {device}: "
             "cuTENSOR plans are created for, and execute on, their handle's device"
         )
-    return handle
+    return given
 
 
 def check_handle_argument(handle: Any) -> None:

@@ -216,7 +216,8 @@ def reference(spec: OpSpec, operands: Sequence[Any]) -> np.ndarray:
         sub = ",".join(spec.modes[:-1]) + "->" + out_modes
         core = np.einsum(sub, *ins)
         last = vals[-1] if spec.kind == "contraction" else _UNARY[spec.op(len(vals) - 1)](vals[-1])
-        return s["alpha"] * core + s["beta"] * last
+        out: np.ndarray = s["alpha"] * core + s["beta"] * last
+        return out
     if spec.kind == "reduction":
         a_modes = spec.modes[0]
         axes = tuple(i for i, m in enumerate(a_modes) if m not in out_modes)
@@ -225,14 +226,17 @@ def reference(spec: OpSpec, operands: Sequence[Any]) -> np.ndarray:
         kept = "".join(m for m in a_modes if m in out_modes)
         red = np.einsum(f"{kept}->{out_modes}", red)
         c = _UNARY[spec.op(1)](vals[-1])
-        return s["alpha"] * red + s["beta"] * c
+        out = s["alpha"] * red + s["beta"] * c
+        return out
     if spec.kind == "permutation":
-        return s["alpha"] * np.einsum(f"{spec.modes[0]}->{out_modes}", ins[0])
+        out = s["alpha"] * np.einsum(f"{spec.modes[0]}->{out_modes}", ins[0])
+        return out
 
     def lift(i: int, v: np.ndarray) -> np.ndarray:  # broadcast an operand to the output's modes
         shape = [spec.extents[m] if m in spec.modes[i] else 1 for m in out_modes]
         order = "".join(m for m in out_modes if m in spec.modes[i])
-        return np.einsum(f"{spec.modes[i]}->{order}", v).reshape(shape)
+        out: np.ndarray = np.einsum(f"{spec.modes[i]}->{order}", v).reshape(shape)
+        return out
 
     c = _UNARY[spec.op(len(vals) - 1)](vals[-1])
     if spec.kind == "elementwise_binary":

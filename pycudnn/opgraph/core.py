@@ -17,22 +17,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from _nvbind.dtypes import VECTOR_DTYPE_STRINGS, VECTOR_TYPES, as_numpy_dtype, dtype_name
+from _nvbind.dtypes import VECTOR_TYPES, as_numpy_dtype, dtype_name
 from _nvbind.forksafe import fork_safe_lock
 from _nvbind.resource import ClosedError
 
 from .. import layout
 from .common import (
     _CONV_OPS,
-    MAX_RANK,
-    MIN_RANK,
     GraphError,
     _check_extent,
     _cudnn_dtype,
     _dims_text,
     _format_of,
-    _ints,
 )
+from .resolution import decide, resolve
+from .tensor_request import check_dims, check_strides, vector_request
 from .tensors import Operation, Tensor, _attr_text, vector_array, vector_dims
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -264,49 +263,6 @@ class GraphCore:
             vector_count=vector,
         )
 
-    @staticmethod
-    def _vector_request(
-        dims: tuple[int, ...], dtype: Any, fmt: Any, strides: Any, label: str
-    ) -> tuple[Any, Any, int]:
-        """``(element dtype, fmt, vector count)`` of a tensor request; count 1 unless ``fmt`` (or
-        a dtype such as ``"int8x32"``) asks for cuDNN's vectorized NC/4HW4 or NC/32HW32."""
-        vector = 1
-        if isinstance(dtype, str) and dtype.strip().lower() in VECTOR_DTYPE_STRINGS:
-            dtype, vector = VECTOR_DTYPE_STRINGS[dtype.strip().lower()]
-            spatial = "HW" if len(dims) == 4 else "DHW"
-            fmt = f"NC/{vector}{spatial}{vector}" if fmt is None else fmt
-        if fmt is None:
-            return dtype, fmt, 1
-        try:
-            f = layout.parse_format(fmt)
-        except (ValueError, TypeError) as exc:
-            raise GraphError(f"{label}: {exc}") from None
-        if vector > 1 and f.vector != vector:
-            raise GraphError(
-                f"{label}: a dtype of vectors of {vector} needs fmt NC/{vector}HW{vector} (or "
-                f"NC/{vector}DHW{vector}), not {f.name!r}"
-            )
-        if f.vector is None or f.vector == 1:
-            return dtype, fmt, 1  # plain formats, and NC/1HW1 which is NCHW (seed 002)
-        if f.vector not in (4, 32) and len(dims) == f.rank and dims[1] == f.vector:
-            return dtype, fmt, 1  # one vector of all C is NHWC (seed 002); packed_strides says so
-        if f.vector not in (4, 32):
-            # Probed on cuDNN 9.28: TENSOR_VECTOR_COUNT 2, 8, 16, 64 finalize NOT_SUPPORTED.
-            raise GraphError(
-                f"{label}: fmt {f.name!r}: cuDNN's graph tensors are vectorized by 4 or 32 "
-                "(TENSOR_VECTOR_COUNT), not by other widths"
-            )
-        if strides is not None:
-            raise GraphError(
-                f"{label}: fmt {f.name!r} is a vectorized layout; its strides follow from the "
-                "format, do not pass strides"
-            )
-        try:
-            layout.vectorized_dims_strides(dims, f)  # rank and C % x
-        except ValueError as exc:
-            raise GraphError(f"{label}: {exc}") from None
-        return dtype, fmt, f.vector
-
     def scalar(
         self, value: Any = None, *, dtype: Any = "float32", rank: int = 4, name: str | None = None
     ) -> Tensor:
@@ -317,49 +273,9 @@ class GraphCore:
             [1] * rank, dtype=dtype, name=name, by_value=True if value is None else value
         )
 
-    @staticmethod
-    def _check_dims(dims: Any, label: str) -> tuple[int, ...]:
-        dims_t = _ints(dims, f"{label}: dims")
-        if not MIN_RANK <= len(dims_t) <= MAX_RANK:
-            raise GraphError(
-                f"{label}: dims {_dims_text(dims_t)} has rank {len(dims_t)}; graph tensors have "
-                f"{MIN_RANK} to {MAX_RANK} dims (use leading 1s for a batch dimension)"
-            )
-        for i, d in enumerate(dims_t):
-            if d < 1:
-                raise GraphError(f"{label}: dims[{i}] is {d}; extents must be positive")
-        return dims_t
-
-    @staticmethod
-    def _check_strides(
-        dims: tuple[int, ...], strides: Any, fmt: Any, label: str
-    ) -> tuple[int, ...]:
-        if strides is not None and fmt is not None:
-            raise GraphError(f"{label}: give strides or fmt, not both")
-        if fmt is not None:
-            try:
-                return tuple(layout.packed_strides(dims, fmt))
-            except (ValueError, TypeError) as exc:
-                raise GraphError(f"{label}: {exc}") from None
-        if strides is None:
-            return tuple(layout.packed_strides(dims, "ABCDEFGH"[: len(dims)]))
-        s = _ints(strides, f"{label}: strides")
-        if len(s) != len(dims):
-            raise GraphError(
-                f"{label}: strides {_dims_text(s)} has {len(s)} entries but dims "
-                f"{_dims_text(dims)} has {len(dims)}"
-            )
-        for i, v in enumerate(s):
-            if v < 0:
-                raise GraphError(
-                    f"{label}: strides[{i}] is {v}; cuDNN's graph API takes no negative strides"
-                )
-            if v == 0:
-                raise GraphError(
-                    f"{label}: strides[{i}] is 0; strides must be positive (broadcast with "
-                    "size-1 dims instead)"
-                )
-        return s
+    _vector_request = staticmethod(vector_request)
+    _check_dims = staticmethod(check_dims)
+    _check_strides = staticmethod(check_strides)
 
     # -- operation plumbing ---------------------------------------------------------------------
     def _op_name(self, kind: str, name: str | None) -> str:
@@ -562,72 +478,15 @@ class GraphCore:
         return result
 
     # -- resolution, key, description -----------------------------------------------------------
-    def _source_dtype(self, t: Tensor, seen: set[int] | None = None) -> np.dtype | None:
-        """The dtype of the first caller-provided tensor an op output is computed from."""
-        seen = seen if seen is not None else set()
-        if t.uid in seen:
-            return None
-        seen.add(t.uid)
-        op = t.producer
-        if op is None:
-            return None if t.by_value else t.dtype
-        for src in op.inputs.values():
-            if src.producer is None and not src.by_value and src.dtype is not None:
-                return src.dtype
-        for src in op.inputs.values():
-            dt = self._source_dtype(src, seen)
-            if dt is not None:
-                return dt
-        return None
-
     def _decide(self, t: Tensor) -> tuple[bool, np.dtype]:
-        """Whether an operation output is virtual, and its dtype, as the graph stands now: what
-        finalizing it would decide for what the caller left open."""
-        virtual = (not t.is_output) if t._virtual is None else t._virtual
-        dtype = t._dtype
-        if dtype is None:
-            if virtual:
-                dtype = self.intermediate_dtype
-            else:
-                dtype = self.io_dtype or self._source_dtype(t) or self.intermediate_dtype
-        return virtual, dtype
+        """Whether an operation output is virtual, and its dtype, as the graph stands now."""
+        return decide(t, self.intermediate_dtype, self.io_dtype)
 
     def _resolve(self) -> None:
         """Decide virtual flags and dtypes of op outputs; freeze the graph."""
         if self._resolved:
             return
-        if not self._ops:
-            raise GraphError(f"graph '{self.name}' has no operations")
-        decided: list[tuple[Tensor, bool, np.dtype]] = []
-        for t in self._tensors:
-            if t.producer is None:
-                if t.is_virtual:
-                    raise GraphError(
-                        f"tensor '{t.name}' is virtual but no operation writes it; pass it as out= "
-                        "to the operation that computes it"
-                    )
-                if not t.consumers:
-                    raise GraphError(f"tensor '{t.name}' is not used by any operation")
-                continue
-            # Decided here but stored only once every check passed: a refused graph stays as
-            # the caller built it, so that the mistake can be fixed (e.g. with set_output()).
-            virtual, dtype = self._decide(t)
-            if virtual and not t.consumers:
-                # cuDNN accepts such a graph and then finds no engine for it ("NOT_SUPPORTED_LAYOUT").
-                raise GraphError(
-                    f"{t.producer.label}: output '{t.name}' is virtual and read by no operation, "
-                    "so the graph computes nothing with it; make it a graph output (set_output())"
-                )
-            shape, strides = t.array_shape, t.array_strides  # elements, vectors unpacked
-            _check_extent(shape, strides, dtype, f"{t.producer.label}: output '{t.name}'")
-            if not virtual and layout.is_overlapping(shape, strides):
-                raise GraphError(
-                    f"{t.producer.label}: output '{t.name}' has overlapping strides "
-                    f"{_dims_text(t.strides)} for dims {_dims_text(t.dims)}: outputs may not overlap"
-                )
-            decided.append((t, virtual, dtype))
-        for t, virtual, dtype in decided:
-            t._virtual, t._dtype = virtual, dtype
+        resolve(self.name, self._tensors, self._ops, self.intermediate_dtype, self.io_dtype)
         self._resolved = True
 
     def signature(self) -> dict[str, Any]:

@@ -31,7 +31,8 @@ class DescriptorSets(GraphCore):
         kept until :meth:`close`. cuDNN's refusals are raised as its
         :class:`~pycudnn.CudnnError` subclass with the operation's name and cuDNN's reason.
         """
-        return self._descriptors_for(_resolve_handle(handle))["graph"]
+        graph: BackendDescriptor = self._descriptors_for(_resolve_handle(handle))["graph"]
+        return graph
 
     def _descriptors_for(
         self,

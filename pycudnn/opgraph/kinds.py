@@ -115,4 +115,7 @@ def _scalar_or_tensor(
         return t
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.generic)):
         raise TypeError(f"{label}: {role} must be a number or a Tensor, not {value!r}")
-    return graph.scalar(value, dtype=dtype, rank=rank, name=graph._unique_name(None, name))
+    scalar: Tensor = graph.scalar(
+        value, dtype=dtype, rank=rank, name=graph._unique_name(None, name)
+    )
+    return scalar

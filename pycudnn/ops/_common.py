@@ -8,7 +8,7 @@ import collections
 import ctypes
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -27,7 +27,18 @@ from ..tensor._common import _real
 from ..tensor._common import call as _call
 
 _GRAPH = "the graph API (pycudnn.Graph)"
-_T = TypeVar("_T")
+
+
+class _Descriptor(Protocol):
+    """What :func:`_cached` keeps: a legacy descriptor it can test and close."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+_T = TypeVar("_T", bound=_Descriptor)
 
 
 # -- handle, stream, device ------------------------------------------------------------------
@@ -98,7 +109,7 @@ _CACHE_SIZE = 64
 
 
 def _cached(kind: str, key: Any, make: Callable[[], _T]) -> _T:
-    cache: collections.OrderedDict[Any, Any] | None = getattr(_local, kind, None)
+    cache: collections.OrderedDict[Any, _T] | None = getattr(_local, kind, None)
     if cache is None:
         cache = collections.OrderedDict()
         setattr(_local, kind, cache)

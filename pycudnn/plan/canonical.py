@@ -294,7 +294,7 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, tuple) or isinstance(b, tuple):
-        return a == b
+        return bool(a == b)
     if isinstance(a, bool) or isinstance(b, bool):
         return bool(a) == bool(b) and type(a) is type(b)
     if isinstance(a, (int, float, Fraction)) and isinstance(b, (int, float, Fraction)):

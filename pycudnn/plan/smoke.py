@@ -206,7 +206,8 @@ def _smoke_gpu(which: str) -> dict[str, Any]:
 
 def _nhwc(a: np.ndarray) -> np.ndarray:
     """A logical-NCHW array stored channels-last (NHWC memory)."""
-    return np.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    out: np.ndarray = np.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    return out
 
 
 def _conv2d_reference(x: np.ndarray, w: np.ndarray, pad: int) -> np.ndarray:

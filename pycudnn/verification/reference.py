@@ -124,7 +124,8 @@ def conv_dgrad(
             contrib = np.matmul(wg[_at(gi, _ALL, _ALL, *tap)].T, dyg[:, gi])
             dxp[_at(_ALL, gi, _ALL, *sl)] += contrib.reshape(n, cg, *out)
     crop = tuple(slice(a, a + s) for a, s in zip(pre, dx_shape[2:], strict=True))
-    return dxp.reshape(n, c, *padded)[_at(_ALL, _ALL, *crop)]
+    dx: np.ndarray = dxp.reshape(n, c, *padded)[_at(_ALL, _ALL, *crop)]
+    return dx
 
 
 def conv_wgrad(
@@ -164,7 +165,8 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
-    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+    out: np.ndarray = 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+    return out
 
 
 _TANH_C = math.sqrt(2.0 / math.pi)
@@ -180,7 +182,8 @@ def _relu(x: np.ndarray, a: Mapping[str, Any]) -> np.ndarray:
     lo = a.get("relu_lower_clip", 0.0)
     hi = a.get("relu_upper_clip", math.inf)
     slope = a.get("relu_lower_clip_slope", 0.0)
-    return np.where(x < lo, lo + slope * (x - lo), np.minimum(x, hi))
+    out: np.ndarray = np.where(x < lo, lo + slope * (x - lo), np.minimum(x, hi))
+    return out
 
 
 def _relu_bwd(x: np.ndarray, dy: np.ndarray, a: Mapping[str, Any]) -> np.ndarray:
@@ -196,20 +199,23 @@ def _softplus(x: np.ndarray, beta: float) -> np.ndarray:
 
 def _swish_bwd(x: np.ndarray, dy: np.ndarray, beta: float) -> np.ndarray:
     s = _sigmoid(beta * x)
-    return dy * (s + beta * x * s * (1.0 - s))
+    out: np.ndarray = dy * (s + beta * x * s * (1.0 - s))
+    return out
 
 
 def _gelu_bwd(x: np.ndarray, dy: np.ndarray) -> np.ndarray:
     cdf = 0.5 * (1.0 + _erf(x / math.sqrt(2.0)))
     pdf = np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
-    return dy * (cdf + x * pdf)
+    out: np.ndarray = dy * (cdf + x * pdf)
+    return out
 
 
 def _gelu_tanh_bwd(x: np.ndarray, dy: np.ndarray) -> np.ndarray:
     u = _TANH_C * (x + 0.044715 * x**3)
     t = np.tanh(u)
     du = _TANH_C * (1.0 + 3 * 0.044715 * x * x)
-    return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du)
+    out: np.ndarray = dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du)
+    return out
 
 
 def _elu(x: np.ndarray, alpha: float) -> np.ndarray:
@@ -327,28 +333,26 @@ def _pointwise(op: Operation, vals: dict[str, np.ndarray], out_shape: tuple[int,
 # -- reductions ---------------------------------------------------------------------------------
 
 
+# cuDNN's reduction operators over the given axes, kept as size-1 dims (the output's dims).
+_REDUCERS: dict[str, Callable[[np.ndarray, tuple[int, ...]], np.ndarray]] = {
+    "ADD": lambda x, axes: np.sum(x, axis=axes, keepdims=True),
+    "MUL": lambda x, axes: np.prod(x, axis=axes, keepdims=True),
+    "MIN": lambda x, axes: np.min(x, axis=axes, keepdims=True),
+    "MAX": lambda x, axes: np.max(x, axis=axes, keepdims=True),
+    "AMAX": lambda x, axes: np.max(np.abs(x), axis=axes, keepdims=True),
+    "AVG": lambda x, axes: np.mean(x, axis=axes, keepdims=True),
+    "NORM1": lambda x, axes: np.sum(np.abs(x), axis=axes, keepdims=True),
+    "NORM2": lambda x, axes: np.sqrt(np.sum(x * x, axis=axes, keepdims=True)),
+    "MUL_NO_ZEROS": lambda x, axes: np.prod(np.where(x == 0, 1.0, x), axis=axes, keepdims=True),
+}
+
+
 def _reduce(x: np.ndarray, out_shape: tuple[int, ...], op_name: str) -> np.ndarray:
     axes = tuple(i for i, (d, o) in enumerate(zip(x.shape, out_shape, strict=True)) if o != d)
-    kw: dict[str, Any] = {"axis": axes, "keepdims": True}
-    if op_name == "ADD":
-        return np.sum(x, **kw)
-    if op_name == "MUL":
-        return np.prod(x, **kw)
-    if op_name == "MIN":
-        return np.min(x, **kw)
-    if op_name == "MAX":
-        return np.max(x, **kw)
-    if op_name == "AMAX":
-        return np.max(np.abs(x), **kw)
-    if op_name == "AVG":
-        return np.mean(x, **kw)
-    if op_name == "NORM1":
-        return np.sum(np.abs(x), **kw)
-    if op_name == "NORM2":
-        return np.sqrt(np.sum(x * x, **kw))
-    if op_name == "MUL_NO_ZEROS":
-        return np.prod(np.where(x == 0, 1.0, x), **kw)
-    raise NoReferenceError(f"no NumPy reference for reduction operator {op_name}")
+    reducer = _REDUCERS.get(op_name)
+    if reducer is None:
+        raise NoReferenceError(f"no NumPy reference for reduction operator {op_name}")
+    return reducer(x, axes)
 
 
 # -- the graph ----------------------------------------------------------------------------------
@@ -375,7 +379,8 @@ def reduction_length(op: Operation) -> int:
         g = outs["dx"].dims[1] // w[1]
         # Each dx element gathers K/groups channels times the taps that reach it.
         per_tap = math.prod(w[2:]) / max(1, math.prod(a["stride"]))
-        return max(1, math.ceil(w[0] // g * per_tap))
+        reads: float = w[0] // g * per_tap
+        return max(1, math.ceil(reads))
     if op.kind == "conv_wgrad":
         dy = ins["dy"].dims
         return dy[0] * math.prod(dy[2:])

@@ -147,7 +147,8 @@ def alibi_slopes(heads: int) -> list[float]:
 def _fold(grad: np.ndarray, group: int) -> np.ndarray:
     """Gradients of the expanded K/V heads summed back onto the K/V heads they came from."""
     b, h, *rest = grad.shape
-    return grad.reshape(b, h // group, group, *rest).sum(axis=2)
+    out: np.ndarray = grad.reshape(b, h // group, group, *rest).sum(axis=2)
+    return out
 
 
 def sdpa_backward(op: Operation, vals: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

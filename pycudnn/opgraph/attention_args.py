@@ -1,0 +1,211 @@
+"""The keyword translation of :meth:`Graph.sdpa` and :meth:`Graph.sdpa_backward`: pycudnn's
+spellings and NVIDIA cudnn-frontend's (``use_causal_mask``, ``attn_scale``, ``dropout=(p, seed,
+offset)``, ``generate_stats``...) checked and brought to one answer each, and the diagonal-band
+masks they describe. Nothing here touches a graph; :mod:`.attention` adds the operations.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from .. import _attention_rules as rules
+from .common import GraphError
+from .tensors import Tensor
+
+__all__ = [
+    "ALIGNMENTS",
+    "IMPLEMENTATIONS",
+    "Masks",
+    "choice",
+    "dropout_arg",
+    "padding_flag",
+    "refuse_ragged",
+    "refuse_unsupported",
+    "scale_arg",
+    "stats_flag",
+]
+
+
+def choice(value: Any, what: str, choices: tuple[str, ...]) -> str:
+    """A keyword given as a string or as an enum member (the frontend's ``cudnn.attention_...``
+    enums), lower-cased; anything else is refused with the choices."""
+    name = getattr(value, "name", value)
+    if isinstance(name, str) and name.lower() in choices:
+        return name.lower()
+    raise GraphError(f"{what} must be one of {', '.join(choices)}, not {value!r}")
+
+
+def optional_int(value: Any, what: str, low: int) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise GraphError(f"{what} must be an int, not {value!r}")
+    if not low <= value <= rules.INT32_MAX:
+        raise GraphError(f"{what} must be in {low}..{rules.INT32_MAX} (an int32), got {value}")
+    return value
+
+
+class Masks:
+    """The masks of an SDPA in the frontend's terms: a diagonal band with optional left and right
+    bounds, aligned to the top-left or bottom-right corner of the score matrix."""
+
+    def __init__(
+        self,
+        label: str,
+        *,
+        causal: bool,
+        use_causal_mask: bool,
+        use_causal_mask_bottom_right: bool,
+        sliding_window: int | None,
+        sliding_window_length: int | None,
+        diagonal_alignment: Any,
+        diagonal_band_left_bound: int | None,
+        diagonal_band_right_bound: int | None,
+    ) -> None:
+        for flag, what in (
+            (causal, "causal"),
+            (use_causal_mask, "use_causal_mask"),
+            (use_causal_mask_bottom_right, "use_causal_mask_bottom_right"),
+        ):
+            if not isinstance(flag, bool):
+                raise GraphError(f"{label}: {what} must be a bool, not {flag!r}")
+        align = choice(diagonal_alignment, f"{label}: diagonal_alignment", ALIGNMENTS)
+        if use_causal_mask_bottom_right:
+            if causal or use_causal_mask:
+                raise GraphError(
+                    f"{label}: use_causal_mask_bottom_right and causal/use_causal_mask each set "
+                    "an alignment; give one"
+                )
+            align = "bottom_right"
+        right = optional_int(diagonal_band_right_bound, f"{label}: diagonal_band_right_bound", 0)
+        if causal or use_causal_mask or use_causal_mask_bottom_right:
+            if right not in (None, 0):
+                raise GraphError(
+                    f"{label}: a causal mask is diagonal_band_right_bound=0; got "
+                    f"diagonal_band_right_bound={right} as well"
+                )
+            right = 0
+        window = optional_int(sliding_window, f"{label}: sliding_window", 1)
+        length = optional_int(sliding_window_length, f"{label}: sliding_window_length", 1)
+        left = optional_int(diagonal_band_left_bound, f"{label}: diagonal_band_left_bound", 1)
+        given = [
+            n
+            for n, v in (
+                ("sliding_window", window),
+                ("sliding_window_length", length),
+                ("diagonal_band_left_bound", left),
+            )
+            if v is not None
+        ]
+        if len(given) > 1:
+            raise GraphError(f"{label}: {' and '.join(given)} each set the left bound; give one")
+        if window is not None:
+            # pycudnn's own spelling keeps the w keys ending at the query: causal by definition
+            right = 0 if right is None else right
+        left = window if window is not None else length if length is not None else left
+        self.alignment = align
+        self.left = left
+        self.right = right
+
+    @property
+    def any(self) -> bool:
+        return self.left is not None or self.right is not None
+
+
+ALIGNMENTS = ("top_left", "bottom_right")
+IMPLEMENTATIONS = ("auto", "composite", "unified")
+
+
+def stats_flag(
+    label: str, return_stats: bool | None, generate_stats: bool | None, is_inference: bool | None
+) -> bool:
+    """``return_stats`` / ``generate_stats`` / ``not is_inference``: one answer, or refused."""
+    given = {
+        n: v
+        for n, v in (
+            ("return_stats", return_stats),
+            ("generate_stats", generate_stats),
+            ("is_inference", None if is_inference is None else not is_inference),
+        )
+        if v is not None
+    }
+    for n, v in given.items():
+        if not isinstance(v, bool):
+            shown = is_inference if n == "is_inference" else v
+            raise TypeError(f"{label}: {n} must be a bool, not {shown!r}")
+    if len(set(given.values())) > 1:
+        raise GraphError(f"{label}: {', '.join(given)} disagree about the stats output")
+    return next(iter(given.values()), False)
+
+
+def scale_arg(label: str, scale: Any, attn_scale: Any) -> Any:
+    if scale is not None and attn_scale is not None:
+        raise GraphError(f"{label}: scale and attn_scale are the same setting; give one")
+    value = attn_scale if attn_scale is not None else scale
+    if value is None or isinstance(value, Tensor):
+        return value
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+    ):
+        raise GraphError(f"{label}: scale must be a finite number or a tensor, not {value!r}")
+    return float(value)
+
+
+def dropout_arg(label: str, dropout: Any, seed: Any, offset: Any) -> tuple[float, Any, Any]:
+    """``dropout=p`` with ``seed=``/``offset=``, or the frontend's ``dropout=(p, seed, offset)``
+    (``None`` for none, as the frontend's tests pass it)."""
+    if dropout is None:
+        dropout = 0.0
+    if isinstance(dropout, tuple):
+        if len(dropout) != 3 or isinstance(dropout[0], Tensor):
+            raise GraphError(
+                f"{label}: dropout as a tuple is the frontend's (probability, seed, offset); the "
+                "(mask, scale) form is not offered: give the probability with seed and offset"
+            )
+        if seed is not None or offset is not None:
+            raise GraphError(
+                f"{label}: give seed and offset in the dropout tuple or apart, not both"
+            )
+        dropout, seed, offset = dropout
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)):
+        raise GraphError(f"{label}: dropout must be a probability, not {dropout!r}")
+    if not 0.0 <= dropout < 1.0:
+        raise GraphError(f"{label}: dropout must be in [0, 1), got {dropout}")
+    return float(dropout), seed, offset
+
+
+def padding_flag(label: str, use_padding_mask: Any, seq_len_q: Any, seq_len_kv: Any) -> None:
+    if use_padding_mask is None:
+        return
+    if not isinstance(use_padding_mask, bool):
+        raise TypeError(f"{label}: use_padding_mask must be a bool, not {use_padding_mask!r}")
+    has = seq_len_q is not None or seq_len_kv is not None
+    if use_padding_mask != has:
+        raise GraphError(
+            f"{label}: use_padding_mask={use_padding_mask} but seq_len_q/seq_len_kv are "
+            + ("missing: the padding mask needs both" if use_padding_mask else "given")
+        )
+
+
+def refuse_ragged(label: str, max_total_seq_len_q: Any, max_total_seq_len_kv: Any) -> None:
+    if max_total_seq_len_q is not None or max_total_seq_len_kv is not None:
+        raise GraphError(
+            f"{label}: max_total_seq_len_q/kv describe ragged (THD) tensors, which are not "
+            "offered yet; give padded [b, h, s, d] tensors with seq_len_q/seq_len_kv"
+        )
+
+
+def refuse_unsupported(label: str, *, use_alibi_mask: Any, paged: tuple[Any, ...]) -> None:
+    if not isinstance(use_alibi_mask, bool):
+        raise TypeError(f"{label}: use_alibi_mask must be a bool, not {use_alibi_mask!r}")
+    if any(p is not None for p in paged):
+        raise GraphError(
+            f"{label}: paged K/V caches (paged_attention_k_table/v_table/max_seq_len_kv) are not "
+            "offered yet; gather the pages with Graph.paged_cache_load and pass K and V"
+        )
