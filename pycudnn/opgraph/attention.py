@@ -29,6 +29,7 @@ import numpy as np
 from _nvbind.dtypes import dtype_name
 
 from .. import _attention_rules as rules
+from .._info import version
 from .common import GraphError
 from .core import GraphCore
 from .tensors import Tensor
@@ -43,7 +44,6 @@ def spec(t: Tensor) -> rules.TensorSpec:
 
 
 def _loaded_version() -> int:
-    from .._info import version
 
     return version()
 

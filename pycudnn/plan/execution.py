@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from _nvbind.arrays import as_array_view, describe_array
+from _nvbind.cuda import current_device_id
+from _nvbind.files import read_text, write_text
 from _nvbind.resource import ClosedError
 
 from .. import verification
@@ -23,6 +25,7 @@ from .._plan_json import parse_json_for_cudnn
 from ..backend import BackendDescriptor, check_plan_json
 from ..deviceprops import DeviceProperties, _error_lines
 from ..errors import CudnnError
+from ..handle import get_handle
 from ..opgraph import OperationGraph, Tensor
 from .autotune_results import AutotuneResults
 from .cuda_graph import CudaGraphs
@@ -320,7 +323,6 @@ class Plan(VariantPacks, CudaGraphs):
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write :meth:`to_json` to ``path``, atomically (a temporary file renamed over it); a
         FIFO, device or directory at ``path`` is refused with an ``OSError``."""
-        from _nvbind.files import write_text
 
         write_text(path, self.to_json(), what="plan file")
 
@@ -387,8 +389,6 @@ class Plan(VariantPacks, CudaGraphs):
             if props is not None:
                 desc.set("EXECUTION_PLAN_DEVICEPROP", props.descriptor)
             else:  # a cuDNN older than DEVICEPROP (9.8) loads plans for a GPU's handle
-                from ..handle import get_handle
-
                 desc.set("EXECUTION_PLAN_HANDLE", get_handle(ordinal), attr_type="HANDLE")
             desc.set("EXECUTION_PLAN_JSON_REPRESENTATION", text, attr_type="CHAR")
             with _capture() as records:
@@ -437,7 +437,6 @@ class Plan(VariantPacks, CudaGraphs):
         target = {"graph": graph, "device_properties": device_properties, "device": device}
         if isinstance(source, str) and source.lstrip().startswith("{"):
             return cls.from_json(source, **target)
-        from _nvbind.files import read_text
 
         try:
             text = read_text(source, what="plan file")  # a regular file: no FIFO, no /dev/zero
@@ -494,7 +493,6 @@ class Plan(VariantPacks, CudaGraphs):
         self._keys = keys
 
     def _thread_handle(self, values: Iterable[Any]) -> Any:
-        from ..handle import get_handle
 
         if self._device_id is None:
             self._device_id = self._array_device(values)
@@ -513,7 +511,6 @@ class Plan(VariantPacks, CudaGraphs):
                     "executes on device arrays (CuPy, PyTorch, JAX, pycudnn.DeviceArray, ...)"
                 )
             return view.device_id
-        from _nvbind.cuda import current_device_id
 
         return current_device_id()
 
@@ -614,8 +611,6 @@ class Plan(VariantPacks, CudaGraphs):
         if handle is None:
             handle = self._handles.get(_get_ident())
             if handle is None:
-                from ..handle import get_handle
-
                 handle = self._handles[_get_ident()] = get_handle(self._device_id)
         elif not isinstance(handle, _Handle()):
             # anything else would reach cudnnBackendExecute as a garbage cudnnHandle_t
