@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .cuda import driver_status
 from .dlpack import check_span, import_dlpack
 from .strides import c_strides as _c_strides
 from .strides import element_extent
@@ -264,8 +265,6 @@ def _from_cuda_interface(obj: Any, consumer: int, name: str) -> ArrayView:
         smv = StridedMemoryView.from_cuda_array_interface(_CheckedInterface(iface), consumer)
         device_id = int(smv.device_id)
     except Exception as exc:  # cuda.core's CUDAError: no driver, no device, not a device pointer
-        from .cuda import driver_status
-
         reason = driver_status().reason or f"{type(exc).__name__}: {exc}"
         raise RuntimeError(
             f"{name}: reading a CUDA-array-interface array asks the driver which device its "

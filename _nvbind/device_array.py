@@ -31,7 +31,7 @@ from .array_checks import (
     _same_stream,
 )
 from .arrays import ArrayView, _from_dlpack, as_array_view
-from .cuda import get_device, stream_handle
+from .cuda import get_device, require_cuda_core, stream_handle
 from .dlpack import _KDL_CUDA, _has_live_exports, export_dlpack
 from .dtypes import dtype_name
 from .host_copy import _copy, _host_buffer
@@ -110,8 +110,6 @@ class DeviceArray:
                 f"[{first}, {first + span * dt.itemsize}) but the buffer has {int(buffer.size)}"
             )
         if stream is not None:
-            from .cuda import require_cuda_core
-
             core = require_cuda_core()
             if not isinstance(stream, core.Stream):
                 handle = stream_handle(stream)
@@ -502,7 +500,6 @@ class DeviceArray:
         producer = self._stream
         if producer is None or _same_stream(int(producer.handle), consumer):
             return
-        from .cuda import require_cuda_core
 
         core = require_cuda_core()
         core.Stream.from_handle(consumer).wait(producer)

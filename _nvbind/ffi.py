@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from .files import open_regular
 from .forksafe import fork_safe_lock
 
 __all__ = [
@@ -165,8 +166,6 @@ def check_elf(path: str, what: str, hint: str) -> None:
         return LibraryNotFoundError(f"{what} could not be loaded: {reason}. {hint}.")
 
     try:
-        from .files import open_regular
-
         # Opened without blocking and checked on the descriptor: a FIFO named by the variable
         # (or swapped in after the isfile check) would block open() forever. Not read whole, so
         # the size limit is only that of a file.

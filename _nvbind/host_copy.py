@@ -13,6 +13,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .array_checks import _device_or_raise
+from .cuda import require_cuda_core
 from .dtypes import dtype_name
 from .memory import stream_object
 from .strides import element_extent
@@ -123,7 +124,6 @@ def copy_from_numpy(arr: DeviceArray, array: Any, stream: Any = None) -> None:
 
 
 def _host_buffer(ptr: int, nbytes: int, owner: Any) -> Any:
-    from .cuda import require_cuda_core
 
     return require_cuda_core().Buffer.from_handle(ptr, nbytes, owner=owner)
 

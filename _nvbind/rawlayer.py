@@ -17,6 +17,7 @@ import numpy as np
 
 from .ffi import FunctionSpec, NativeLibrary
 from .resource import ClosedError, CResource
+from .suggest import did_you_mean
 
 __all__ = [
     "ArrayCounts",
@@ -45,8 +46,6 @@ def no_such_name(module: str, name: str, names: Callable[[], list[str]]) -> Attr
     """
     hint = ""
     if not name.startswith("_"):
-        from .suggest import did_you_mean
-
         hint = did_you_mean(name, names())
     return AttributeError(f"module {module!r} has no attribute {name!r}{hint}")
 

@@ -37,6 +37,7 @@ from ._attrnames import (
     descriptor_type_name,
 )
 from ._versions import check_enum
+from .handle import Handle
 
 # Descriptor-valued attributes that are read back into descriptors the caller must create first
 # (cuDNN fills in descriptors the caller creates: ENGINEHEUR_RESULTS needs ENGINECFGs, ...).
@@ -392,7 +393,6 @@ def _range_error(attr: Any, attr_type: int, value: Any, rule: str) -> ValueError
 def _encode_handles(attr: Any, attr_type: int, value: Any) -> tuple[Any, int, list[Any]]:
     # cuDNN dereferences a HANDLE attribute (OPERATIONGRAPH_HANDLE, DEVICEPROP_HANDLE, ...): a raw
     # int that is not a live cudnnHandle_t crashes the process, so only Handle objects are taken.
-    from .handle import Handle
 
     # NULL is refused too: EXECUTION_PLAN_HANDLE accepts it, and finalizing a deserialized plan
     # with a NULL handle (and no DEVICEPROP) segfaults.

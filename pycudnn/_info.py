@@ -8,6 +8,8 @@ from _nvbind.libinfo import library_info
 
 from . import _bindings
 from ._lib import ENV_VAR, LIB, check
+from ._versions import missing_features as _missing
+from ._versions import supported_range as _range
 
 __all__ = [
     "cudart_version",
@@ -50,13 +52,11 @@ def property_version() -> tuple[int, int, int]:
 
 def supported_range() -> str:
     """The cuDNN versions this project supports (checked at load)."""
-    from ._versions import supported_range as _range
 
     return _range()
 
 
 def missing_features() -> list[str]:
     """What the loaded cuDNN lacks that the bindings know, each with the version it needs."""
-    from ._versions import missing_features as _missing
 
     return _missing()

@@ -64,6 +64,7 @@ from ._attrs import (
 from ._lib import LIB, last_error_string
 from ._plan_json import check_json_attribute, check_plan_json
 from .errors import CudnnError, error_from_status
+from .handle import Handle
 
 __all__ = [
     "ENUM_OF_TYPE",
@@ -221,7 +222,6 @@ class BackendDescriptor(CResource):
         DEVICEPROP nor a handle, a handle attribute whose Handle was closed since, a block-scale
         (de)quantize without its BLOCK_SIZE (SIGFPE), and an OPERATIONGRAPH mixing matmuls and
         convolutions (its heuristics crash)."""
-        from .handle import Handle
 
         kind = self.descriptor_type.name
         missing = ""

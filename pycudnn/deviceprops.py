@@ -28,9 +28,17 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from _nvbind.cuda import driver_status
+from _nvbind.ffi import format_version
+from _nvbind.files import read_text, write_text
 from _nvbind.forksafe import fork_safe_lock
 
+from . import log
+from ._info import version
 from ._plan_json import parse_json_for_cudnn, utf8_length
+from ._versions import DEVICELESS_PLANS_SINCE, DEVICEPROP_SINCE
+from .backend import BackendDescriptor
+from .errors import CudnnError
 
 __all__ = ["KNOWN_KEYS", "REQUIRED_KEYS", "VERSION_KEY", "DeviceProperties"]
 
@@ -216,7 +224,6 @@ class DeviceProperties:
         why = _why_no_plans_here()
         if why is not None or self is None:
             return why
-        from .errors import CudnnError
 
         try:
             self.descriptor  # noqa: B018 - built (and kept) for what cuDNN says of it
@@ -232,7 +239,6 @@ class DeviceProperties:
             raise TypeError(f"ordinal must be an int, not {ordinal!r}")
         if ordinal < 0:
             raise ValueError(f"ordinal must be non-negative, got {ordinal}")
-        from _nvbind.cuda import driver_status
 
         st = driver_status()
         if not st.usable:
@@ -243,7 +249,6 @@ class DeviceProperties:
             )
         if ordinal >= st.device_count:
             raise ValueError(f"no CUDA device {ordinal}: this machine has {st.device_count}")
-        from .backend import BackendDescriptor
 
         desc = BackendDescriptor("DEVICEPROP")
         try:
@@ -278,7 +283,6 @@ class DeviceProperties:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> DeviceProperties:
         """Read a JSON file written by :meth:`save` (or ``python -m pycudnn deviceprops``)."""
-        from _nvbind.files import read_text
 
         try:
             text = read_text(path, what="device-properties file")  # no FIFO, no /dev/zero
@@ -311,7 +315,6 @@ class DeviceProperties:
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the JSON (indented, UTF-8) to ``path``, atomically (a temporary file renamed
         over it); a FIFO, device or directory at ``path`` is refused with an ``OSError``."""
-        from _nvbind.files import write_text
 
         write_text(path, self.to_json(indent=2) + "\n", what="device-properties file")
 
@@ -327,10 +330,6 @@ class DeviceProperties:
 
     def _build_descriptor(self) -> Any:
         import logging
-
-        from . import log
-        from .backend import BackendDescriptor
-        from .errors import CudnnError
 
         desc = BackendDescriptor("DEVICEPROP")
         try:
@@ -362,8 +361,6 @@ class DeviceProperties:
         placeholder value to a throw-away copy: the one whose addition cuDNN accepts is the one
         it needs. The placeholder never reaches a descriptor that is kept.
         """
-        from .backend import BackendDescriptor
-        from .errors import CudnnError
 
         absent = [k for k in KNOWN_KEYS if k not in self._data]
         base = {k: v for k, v in self._data.items() if k != VERSION_KEY}
@@ -503,11 +500,8 @@ def _others(path: str | os.PathLike[str], exc: OSError) -> str:
 
 def _why_no_plans_here() -> str | None:
     """The process-wide part of :meth:`DeviceProperties.why_no_plans` (loads cuDNN only)."""
-    from _nvbind.cuda import driver_status
-    from _nvbind.ffi import format_version
 
     from ._lib import LIB
-    from ._versions import DEVICELESS_PLANS_SINCE, DEVICEPROP_SINCE
 
     st = driver_status()
     if not st.library_found:
@@ -529,7 +523,6 @@ def _why_no_plans_here() -> str | None:
 
 
 def _loaded_version() -> int:
-    from ._info import version
 
     return version()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from _nvbind.cuda import driver_status
 from _nvbind.ffi import LibraryNotFoundError, UnsupportedByLibraryError
 from _nvbind.resource import ClosedError
 
@@ -115,7 +116,6 @@ def error_from_status(status: int, function: str = "", message: str = "") -> Cud
 def _with_driver_hint(message: str) -> str:
     # cuDNN reports a missing driver library (libcuda.so.1, which it loads even to plan without a
     # GPU) only as a sublibrary that failed to load: name the cause when that is it.
-    from _nvbind.cuda import driver_status
 
     st = driver_status()
     if st.library_found:

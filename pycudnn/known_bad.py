@@ -24,6 +24,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from _nvbind.dtypes import CUDNN_DATA_TYPE_NAMES, dtype_name
+from _nvbind.files import read_text
+from _nvbind.suggest import did_you_mean
+
 if TYPE_CHECKING:  # pragma: no cover
     from .opgraph import OperationGraph
 
@@ -84,8 +88,7 @@ def _layout_problem(name: str) -> str | None:
 @functools.cache
 def _dtype_names() -> tuple[str, ...]:
     """The names ``dtype_name`` gives the data types a graph's tensors can have."""
-    from _nvbind.dtypes import CUDNN_DATA_TYPE_NAMES as table
-
+    table = CUDNN_DATA_TYPE_NAMES
     # From the table's two halves, without completing it: that imports ml_dtypes (milliseconds
     # that planning in NumPy's own types never pays), and the ml_dtypes names are its keys.
     return (
@@ -95,7 +98,6 @@ def _dtype_names() -> tuple[str, ...]:
 
 
 def _refuse_unknown(keys: Any, allowed: Sequence[str], where: str) -> None:
-    from _nvbind.suggest import did_you_mean
 
     for key in keys:
         if key not in allowed:
@@ -174,8 +176,6 @@ class KnownBadEngine:
         dtypes = strings("input_dtypes")
         for i, name in enumerate(dtypes):
             if name not in _dtype_names():
-                from _nvbind.suggest import did_you_mean
-
                 raise ValueError(
                     f"{where}.input_dtypes[{i}] {name!r} is no tensor's data type"
                     f"{did_you_mean(name, _dtype_names())} (names as NumPy and ml_dtypes give "
@@ -209,7 +209,6 @@ class KnownBadEngine:
     def applies_to(self, graph: OperationGraph) -> bool:
         """Does ``graph`` have an operation of this kind with an operand in one of the layouts
         and one of the data types of this entry?"""
-        from _nvbind.dtypes import dtype_name
 
         for op in graph._ops:
             if op.kind != self.operation:
@@ -254,7 +253,6 @@ def load_table(
     if text is None:
         if path is None:
             raise TypeError("load_table needs a path or text")
-        from _nvbind.files import read_text
 
         try:
             # Never blocks (a FIFO), never reads without end (/dev/zero): see _nvbind.files.

@@ -27,6 +27,7 @@ from typing import Any
 from _nvbind.rawlayer import make_checked, no_such_name
 
 from . import _bindings
+from ._rawchecks import precheck
 
 __all__ = sorted(_bindings.FUNCTIONS)  # noqa: PLE0605 - computed from the generated table
 
@@ -40,7 +41,6 @@ def _raise_status(status: int, function: str) -> None:
 def __getattr__(name: str) -> Any:
     if name in _bindings.FUNCTIONS:
         from ._lib import LIB
-        from ._rawchecks import precheck
 
         wrapper = make_checked(LIB, name, _raise_status, precheck)
         globals()[name] = wrapper

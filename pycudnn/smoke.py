@@ -16,11 +16,15 @@ from _nvbind.libinfo import library_check
 from _nvbind.report import devices_report
 from _nvbind.smoke import SkipCheck
 
+from . import _info
+from .handle import Handle
+from .ops import smoke_checks as ops_checks
+from .plan import smoke_checks as graph_checks
+
 __all__ = ["checks"]
 
 
 def _library() -> dict[str, Any]:
-    from . import _info
 
     return library_check("pycudnn", "cudnn", built=f", newest SM {_info.max_device_version()}")
 
@@ -100,7 +104,6 @@ def _handle() -> str:
     ok, reason = driver_status().usable, driver_status().reason
     if not ok:
         raise SkipCheck(f"cudnnCreate needs a GPU: {reason}", needs_gpu=True)
-    from .handle import Handle
 
     with Handle() as handle:
         return f"cudnnCreate on device {handle.device_id}"
@@ -115,10 +118,8 @@ def checks() -> list[tuple[str, Callable[[], Any]]]:
         ("backend tensor descriptor", _backend_tensor),
         ("handle", _handle),
     ]
-    from .ops import smoke_checks as ops_checks  # late: importing smoke stays light
 
     out.extend(ops_checks())
-    from .plan import smoke_checks as graph_checks
 
     out.extend(graph_checks())
     return out

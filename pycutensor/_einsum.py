@@ -55,6 +55,7 @@ import numpy as np
 
 from _nvbind.arrays import ArrayView, alignment_of, array_view
 from _nvbind.cuda import stream_handle
+from _nvbind.device_array import DeviceArray
 
 from ._einsum_build import (
     _Program,
@@ -68,7 +69,8 @@ from .checks import coerce_scalar as _coerce_scalar
 from .checks import span as _span
 from .checks import table_scalar_dtype as _table_scalar_dtype
 from .handle import check_handle_argument, handle_for
-from .tensor import MAX_ALIGNMENT
+from .operations import compute_type_name
+from .tensor import MAX_ALIGNMENT, data_type_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from .handle import Handle
@@ -98,7 +100,6 @@ def _new_output(
             return cupy.empty(shape, dtype=dtype)
         with cupy.cuda.Device(device):
             return cupy.empty(shape, dtype=dtype)
-    from _nvbind.device_array import DeviceArray
 
     return DeviceArray.empty(shape, dtype, device=device, stream=stream)
 
@@ -270,8 +271,6 @@ def _first_call(  # noqa: PLR0917 - private
 ) -> tuple[_Program | None, Handle | None]:
     """Parse, validate and plan; returns None for an empty output. Everything that can be checked
     without a GPU is checked before the devices are looked at."""
-    from .operations import compute_type_name
-    from .tensor import data_type_name
 
     # Parsing, promotion and the decomposition into steps: pure Python, no GPU.
     plan = plan_einsum(

@@ -18,7 +18,25 @@ from _nvbind import memory
 
 from ._einsum_plan import Cast, Contract, Diagonal, EinsumPlan, Reduce, diagonal_strides
 from .checks import coerce_scalar as _coerce_scalar
-from .tensor import MAX_ALIGNMENT, TensorSpec, column_major_strides
+from .operations import (
+    Contraction,
+    ElementwiseBinary,
+    Permutation,
+    Reduction,
+    check_operation,
+    compute_type_name,
+    lower_layouts,
+)
+from .plan import Plan
+from .tables import KINDS as _KINDS
+from .tables import check_types as _check_types
+from .tensor import (
+    MAX_ALIGNMENT,
+    TensorDescriptor,
+    TensorSpec,
+    column_major_strides,
+    data_type_name,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .handle import Handle
@@ -134,7 +152,6 @@ def _step_specs(
     *,
     elementwise: bool = False,
 ) -> tuple[list[TensorSpec], list[tuple[str, ...]]]:
-    from .operations import lower_layouts
 
     lowered, _ = lower_layouts(
         [t.labels for t in tensors],
@@ -163,10 +180,6 @@ def _describe(source: _Source) -> str:
 def _table_allows(kind: str, dtype: np.dtype, compute_type: Any) -> bool:
     """Whether cuTENSOR's table for ``kind`` lists ``dtype`` for every tensor with
     ``compute_type`` (None: the table's default)."""
-    from .operations import compute_type_name
-    from .tables import KINDS as _KINDS
-    from .tables import check_types as _check_types
-    from .tensor import data_type_name
 
     info = _KINDS[kind]
     types = (data_type_name(dtype),) * len(info.tensors)
@@ -212,9 +225,6 @@ def build_program(  # noqa: PLR0917 - private
     ``cutensorCreatePermutation``, ``cutensorCreateReduction``, ``cutensorCreateContraction`` or
     ``cutensorCreateElementwiseBinary``, and ``cutensorCreatePlan``. ``handle=None``: validate
     every step in Python only (no descriptor, no GPU); the program then has no steps."""
-    from .operations import Contraction, ElementwiseBinary, Permutation, Reduction, check_operation
-    from .plan import Plan
-    from .tensor import TensorDescriptor
 
     dtype = plan.dtype
     program = _Program()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from _nvbind.ffi import format_version
 from _nvbind.libinfo import library_info
 
 from . import _bindings
@@ -31,7 +32,6 @@ version, version_tuple, library_path, header_version, cudart_version, found_via 
 
 def supported_range() -> str:
     """The cuTENSOR versions this project supports (checked at load)."""
-    from _nvbind.ffi import format_version
 
     low = format_version(LIB.minimum_version[:2])
     return (

@@ -23,6 +23,7 @@ from _nvbind.rawlayer import (
 )
 
 from . import _bindings
+from ._enum_history import ENUMERATOR_SINCE
 from ._errorlog import clear_last_error, install, record_error, take_last_error
 from .errors import error_from_status
 
@@ -107,7 +108,6 @@ def compute_descriptor(name: str) -> int:
 def _enum_since() -> dict[tuple[type, int], tuple[str, tuple[int, int, int]]]:
     """(enum class, value) -> (C name, the release that introduced it), from the generated
     history of the headers (``_enum_history``)."""
-    from ._enum_history import ENUMERATOR_SINCE
 
     out: dict[tuple[type, int], tuple[str, tuple[int, int, int]]] = {}
     for c_name, since in ENUMERATOR_SINCE.items():
@@ -146,7 +146,6 @@ def missing_symbols() -> list[str]:
     """The functions, compute descriptors and enumerators of the headers that the loaded cuTENSOR
     is older than, each with the version that introduced it (functions and descriptors: their ELF
     symbol versions; enumerators: the first release whose headers name them). Loads the library."""
-    from ._enum_history import ENUMERATOR_SINCE
 
     dated = [(spec.since, name) for name, spec in _bindings.FUNCTIONS.items()]
     dated += [(since, name) for name, since in _bindings.COMPUTE_DESCRIPTOR_SINCE.items()]

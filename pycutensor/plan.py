@@ -32,8 +32,10 @@ from typing import Any
 import numpy as np
 
 from _nvbind.arrays import alignment_of, array_view
-from _nvbind.cuda import stream_handle
+from _nvbind.cuda import require_cuda_core, stream_handle
 from _nvbind.forksafe import fork_safe_lock
+from _nvbind.memory import stream_object
+from _nvbind.memory import workspace as pool_workspace
 from _nvbind.resource import ClosedError, CResource
 from _nvbind.shutdown import library_call
 from _nvbind.suggest import did_you_mean
@@ -372,7 +374,6 @@ class Plan(CResource):
         if workspace is None:
             if need == 0:
                 return 0, 0
-            from _nvbind.memory import workspace as pool_workspace
 
             ptr = pool_workspace(need, device=self._device, stream=stream_ptr)
             if ptr % _WORKSPACE_ALIGNMENT:
@@ -508,8 +509,6 @@ def autotune(
         raise TypeError(f"preference must be a PlanPreference, not {type(preference).__name__}")
     if preference.autotune != "incremental":
         raise ValueError("autotune() needs a PlanPreference with autotune='incremental'")
-    from _nvbind.cuda import require_cuda_core
-    from _nvbind.memory import stream_object
 
     operation._check_open()
     handle = operation.handle

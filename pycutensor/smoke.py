@@ -16,8 +16,22 @@ from typing import Any
 import numpy as np
 
 from _nvbind.cuda import driver_status
+from _nvbind.device_array import DeviceArray
 from _nvbind.libinfo import library_check
 from _nvbind.smoke import SkipCheck
+
+from ._einsum import einsum, parse_einsum
+from .handle import Handle, synchronize_stream
+from .operations import (
+    CONTRACTION_TYPES,
+    ELEMENTWISE_BINARY_TYPES,
+    PERMUTATION_TYPES,
+    REDUCTION_TYPES,
+    check_operation,
+    elementwise_binary,
+    reduce,
+)
+from .tensor import TensorSpec
 
 __all__ = ["checks"]
 
@@ -53,7 +67,6 @@ _EXPRESSIONS = (
 
 
 def _einsum_parsing() -> str:
-    from ._einsum import parse_einsum
 
     kinds = []
     for subscripts, shapes in _EXPRESSIONS:
@@ -70,14 +83,6 @@ def _einsum_parsing() -> str:
 
 
 def _validation_tables() -> str:
-    from .operations import (
-        CONTRACTION_TYPES,
-        ELEMENTWISE_BINARY_TYPES,
-        PERMUTATION_TYPES,
-        REDUCTION_TYPES,
-        check_operation,
-    )
-    from .tensor import TensorSpec
 
     half = TensorSpec.create((8, 8), dtype=np.float16)
     try:
@@ -109,7 +114,6 @@ def _need_gpu(what: str) -> None:
 
 def _handle() -> str:
     _need_gpu("cutensorCreate")
-    from .handle import Handle
 
     with Handle() as handle:
         return f"cutensorCreate on device {handle.device_id}"
@@ -137,10 +141,6 @@ def _timed(run: Callable[[], Any], sync: Callable[[], None]) -> float:
 
 def _contraction() -> dict[str, Any]:
     _need_gpu("the contraction")
-    from _nvbind.device_array import DeviceArray
-
-    from ._einsum import einsum
-    from .handle import synchronize_stream
 
     # The user guide's example: C[m,u,n,v] = A[m,h,k,n] B[u,k,v,h] (smaller extents, so that
     # NumPy's reference stays quick).
@@ -169,10 +169,6 @@ def _contraction() -> dict[str, Any]:
 
 def _elementwise() -> dict[str, Any]:
     _need_gpu("the elementwise operation")
-    from _nvbind.device_array import DeviceArray
-
-    from .handle import synchronize_stream
-    from .operations import elementwise_binary
 
     # D[c,b,a] = 2.2 A[a,b,c] + 1.3 C[c,b,a], as in the cutensorCreateElementwiseBinary docs.
     rng = np.random.default_rng(1)
@@ -198,10 +194,6 @@ def _elementwise() -> dict[str, Any]:
 
 def _reduction() -> dict[str, Any]:
     _need_gpu("the reduction")
-    from _nvbind.device_array import DeviceArray
-
-    from .handle import synchronize_stream
-    from .operations import reduce
 
     rng = np.random.default_rng(2)
     a = rng.standard_normal((96, 64, 80)).astype(np.float64)

@@ -38,6 +38,8 @@ from _nvbind.arrays import ArrayView, alignment_of, as_array_view
 from _nvbind.dtypes import CUDA_DATA_TYPE_NAMES, as_numpy_dtype
 from _nvbind.resource import CResource
 
+from .handle import Handle, get_handle
+
 __all__ = [
     "MAX_ALIGNMENT",
     "MAX_MODES",
@@ -421,7 +423,6 @@ class TensorDescriptor(CResource):
 
     def _init(self, handle: Any, spec: TensorSpec) -> None:
         from ._lib import LIB, check, clear_last_error
-        from .handle import Handle, get_handle
 
         if handle is None:
             handle = get_handle()

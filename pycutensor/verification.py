@@ -38,6 +38,14 @@ from _nvbind.comparison import (
     is_float,
     unit_roundoff,
 )
+from _nvbind.cuda import require_cuda_core
+from _nvbind.device_array import DeviceArray
+from _nvbind.dtypes import as_numpy_dtype
+from _nvbind.report import print_json, select_verify_cases
+
+from . import operations
+from .errors import CutensorError, CutensorNotSupportedError
+from .plan import PlanPreference
 
 __all__ = [
     "ALGORITHMS",
@@ -163,7 +171,6 @@ def spec_from_operation(op: Any, name: str = "") -> OpSpec:
 
 
 def _dtype(name: str) -> np.dtype:
-    from _nvbind.dtypes import as_numpy_dtype
 
     return as_numpy_dtype(name)
 
@@ -347,9 +354,6 @@ _BINARY_ROLES = {
 
 
 def _execute(spec: OpSpec, operands: Sequence[np.ndarray], preference: Any) -> np.ndarray:
-    from _nvbind.device_array import DeviceArray
-
-    from . import operations
 
     arrays = [DeviceArray.from_numpy(v) for v in operands]
     try:
@@ -374,10 +378,6 @@ def _execute(spec: OpSpec, operands: Sequence[np.ndarray], preference: Any) -> n
 def verify_case(spec: OpSpec, *, seed: int = 0) -> list[dict[str, Any]]:
     """Every algorithm of :data:`ALGORITHMS` on ``spec`` (one run for the kinds that take no
     plan preference), each compared with :func:`reference`. Needs a GPU."""
-    from _nvbind.cuda import require_cuda_core
-
-    from .errors import CutensorError, CutensorNotSupportedError
-    from .plan import PlanPreference
 
     operands = make_operands(spec, seed)
     ref = reference(spec, operands)
@@ -418,7 +418,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """``python -m pycutensor verify``: the exit status is 1 when any result is wrong, 3 without a
     GPU, 2 when ``--filter`` matches no case; ``--json`` prints one JSON document, ``--list`` too."""
-    from _nvbind.report import print_json, select_verify_cases
 
     selected = select_verify_cases(
         args,

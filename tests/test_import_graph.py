@@ -155,7 +155,9 @@ def test_the_reader_sees_the_packages() -> None:
     top, deferred, typing = imports("pycutensor")
     assert "pycutensor.operation" in top["pycutensor.plan"]
     assert "pycutensor.plan" in top["pycutensor.operations._common"]
-    assert "pycutensor.operations" in deferred["pycutensor.smoke"]  # a function-level import
+    assert (
+        "pycutensor._lib" in deferred["pycutensor.smoke"]
+    )  # a function-level import (lazy loader)
     top, deferred, typing = imports("pycudnn")
     assert "pycudnn.plan" in top["pycudnn.graph.graph"]  # Graph.build
     assert "pycudnn.opgraph" in top["pycudnn.plan.building"]
@@ -197,3 +199,40 @@ def test_layers_point_one_way(lower: str, upper: str) -> None:
     every = _union(*imports(upper.split(".")[0]))
     assert lower in _reachable(every, upper)
     assert upper not in _reachable(every, lower)
+
+
+#: What a function may import of the packages' own modules: the generated bindings (a module of
+#: 500 KB that ``import pycudnn`` must not pay for), the library loaders and the raw layers built
+#: on them. Everything else is imported at module level, where the reader sees it.
+LAZY_MODULES = frozenset(
+    {"_bindings", "_bindings_mp", "_bindings_mg", "_lib", "_lib_ext", "raw", "raw_mp", "raw_mg"}
+)
+#: (module, imported name) pairs a function imports for another reason, each with it.
+LAZY_EXCEPTIONS = {
+    # the runtime names format strings through pycudnn.layout only when a fmt is given, so that
+    # pycutensor never loads a pycudnn module (_nvbind/formats.py resolves it on access)
+    ("_nvbind.array_checks", "layout"),
+}
+
+
+@pytest.mark.parametrize("package", ["_nvbind", "pycudnn", "pycutensor"])
+def test_functions_import_only_the_lazy_modules(package: str) -> None:
+    found = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        module = _module_name(path)
+        for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if not isinstance(node, ast.ImportFrom):
+                    continue
+                top = (node.module or "").split(".")[0]
+                if not node.level and top not in ("_nvbind", "pycudnn", "pycutensor"):
+                    continue  # another package: optional (torch, cupy, tqdm) or heavy (cuda)
+                last = (node.module or "").split(".")[-1]
+                for alias in node.names:
+                    if last in LAZY_MODULES or alias.name in LAZY_MODULES:
+                        continue
+                    if (module, alias.name) not in LAZY_EXCEPTIONS:
+                        found.append(f"{module}:{node.lineno} imports {alias.name}")
+    assert found == []

@@ -26,6 +26,7 @@ from typing import Any
 from _nvbind.dtypes import dtype_name
 
 from .. import _attention_rules as rules
+from .._info import version
 from . import attention_args as kw
 from .common import GraphError
 from .core import GraphCore
@@ -41,7 +42,6 @@ def spec(t: Tensor) -> rules.TensorSpec:
 
 
 def _loaded_version() -> int:
-    from .._info import version
 
     return version()
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .common import GraphError
+from .common import GraphError, _cudnn_dtype
 
 if TYPE_CHECKING:  # pragma: no cover
     from .tensors import Operation
@@ -277,7 +277,6 @@ class _Builder:
 
 
 def _dtype(t: Any) -> str:
-    from .common import _cudnn_dtype
 
     return str(_cudnn_dtype(t.dtype, t.name).name).removeprefix("CUDNN_DATA_")
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .attention_composite import build_composite
+
 if TYPE_CHECKING:  # pragma: no cover
     from .tensors import Operation, Tensor
 
@@ -52,8 +54,6 @@ def build_operations(
     """The finalized operations of an SDPA lowered to the composite graph, or None for an
     operation that lowers to one descriptor (:func:`build_operation`)."""
     if op.kind in ("sdpa", "sdpa_backward") and op.attrs.get("lowering") == "composite":
-        from .attention_composite import build_composite
-
         return build_composite(op, tensors, new, finalize)
     return None
 

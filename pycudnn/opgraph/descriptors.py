@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .core import GraphCore
+from .lowering import build_descriptors
 from .targets import CURRENT_GPU, _resolve_handle
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,7 +46,6 @@ class DescriptorSets(GraphCore):
         ``variant`` names an equivalent description of the tensors (``views``, uid -> (dims,
         strides)) that cuDNN is shown instead of the graph's own; "" is the graph as described.
         """
-        from .lowering import build_descriptors  # lowering imports this module
 
         self._check_open()
         self._resolve()

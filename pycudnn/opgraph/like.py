@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from _nvbind.arrays import as_array_view
+
 from .common import MAX_RANK, MIN_RANK, GraphError
 from .core import GraphCore
 from .tensors import Tensor
@@ -31,7 +33,6 @@ class TensorLikeOps(GraphCore):
         defaults to what the array's own pointer offers, up to 16 bytes: arrays given at execute
         must offer at least as much.
         """
-        from _nvbind.arrays import as_array_view
 
         view = as_array_view(array, name="array")
         dims, strides = list(view.shape), list(view.strides)

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..backend import BackendDescriptor
+from ..errors import CudnnError
 from .attention_composite import composite_views
 from .attention_lowering import KINDS as ATTENTION_KINDS
 from .attention_lowering import build_operation as build_attention_operation
@@ -55,8 +57,6 @@ def build_descriptors(
     ``factory`` makes the descriptors instead of ``BackendDescriptor`` (the plan loader records
     the attributes set, to compare a plan JSON with what this graph gives cuDNN).
     """
-    from ..backend import BackendDescriptor
-    from ..errors import CudnnError
 
     made: list[BackendDescriptor] = []
     # A composite SDPA shows cuDNN K (and V) transposed, as NVIDIA's frontend does.

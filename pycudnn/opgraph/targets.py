@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from _nvbind.cuda import driver_status
+from _nvbind.resource import ClosedError
+
+from ..handle import Handle, get_handle
+
 __all__ = ["CURRENT_GPU"]
 
 
@@ -22,23 +27,16 @@ CURRENT_GPU: Any = _CurrentGpu()
 def _resolve_handle(handle: Any) -> Any:
     """A :class:`pycudnn.Handle` or None for ``Graph.finalize(handle=...)``."""
     if handle is CURRENT_GPU:
-        from _nvbind.cuda import driver_status
-
         if not driver_status().usable:
             return None
-        from ..handle import get_handle
 
         return get_handle()
     if handle is not None:
-        from ..handle import Handle
-
         if not isinstance(handle, Handle):
             raise TypeError(
                 f"handle must be a pycudnn.Handle, None (deviceless) or CURRENT_GPU, not "
                 f"{type(handle).__name__}"
             )
         if handle.closed:
-            from _nvbind.resource import ClosedError
-
             raise ClosedError("handle: this cuDNN handle is closed")
     return handle

@@ -8,8 +8,12 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from _nvbind.cuda import driver_status, require_cuda_core
+from _nvbind.memory import stream_object
+
 from .. import _bindings
 from ..errors import CudnnError, CudnnNotSupportedError
+from ..handle import Handle, get_handle
 from ..opgraph import OperationGraph
 from .autotune_results import AutotuneResult, AutotuneResults
 from .building import _cache_key, _not_supported, _plans
@@ -81,8 +85,6 @@ def autotune(
     ``RuntimeError`` without a usable GPU, :class:`GraphNotSupportedError` when no plan finalizes.
     """
     _check_graph(graph)
-    from _nvbind.cuda import driver_status, require_cuda_core
-    from _nvbind.memory import stream_object
 
     for name, v in (("warmup", warmup), ("repeats", repeats)):
         if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "warmup" else 1):
@@ -109,8 +111,6 @@ def autotune(
         "exclude_notes": exclude_notes,
     }
     if handle is not None:
-        from ..handle import Handle
-
         if not isinstance(handle, Handle):
             raise TypeError(f"handle must be a pycudnn.Handle, not {type(handle).__name__}")
         device = handle.device_id if device is None else device
@@ -142,8 +142,6 @@ def autotune(
 
     core = require_cuda_core()
     if handle is None:
-        from ..handle import get_handle
-
         handle = get_handle(target.device_id)
     s = stream_object(stream, handle.device)
     event_options = core.EventOptions(timing_enabled=True)

@@ -31,7 +31,11 @@ from fractions import Fraction
 from typing import Any
 
 from .. import _bindings
+from .._attrnames import _documented_type, attribute_type
+from .._attrs import _encode
 from .._plan_json import _ENUM_KEYS
+from ..backend import BackendDescriptor, attribute_name
+from ..opgraph.lowering import build_descriptors
 
 __all__: list[str] = []
 
@@ -150,9 +154,6 @@ def recording_descriptor() -> Any:
     (``cudnnBackendSetAttribute``), encoded as cuDNN receives it: enumerators as ints, FRACTIONs
     as fractions, descriptors as the objects. :func:`pycudnn.opgraph.lowering.build_descriptors`
     makes the graph's descriptors with it (``factory=``) when a plan is compared with a graph."""
-    from .._attrnames import _documented_type, attribute_type
-    from .._attrs import _encode
-    from ..backend import BackendDescriptor, attribute_name
 
     class RecordingDescriptor(BackendDescriptor):
         def __init__(self, kind: Any) -> None:
@@ -184,7 +185,6 @@ def _ctype_value(v: Any) -> Any:
 def graph_form(graph: Any) -> list[dict[str, Any]]:
     """The canonical form of ``graph``'s operations as lowered for cuDNN (the descriptors are
     made, recorded and destroyed here: no planning)."""
-    from ..opgraph.lowering import build_descriptors
 
     made = build_descriptors(graph, factory=recording_descriptor())
     try:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from _nvbind.arrays import as_array_view, describe_array
+from _nvbind.cuda import current_device_id
+from _nvbind.files import write_text
 from _nvbind.resource import ClosedError
 
 from .. import verification
@@ -22,6 +24,7 @@ from .._lib import LIB, check
 from ..backend import BackendDescriptor
 from ..deviceprops import DeviceProperties
 from ..errors import CudnnError
+from ..handle import get_handle
 from ..opgraph import OperationGraph, Tensor
 from .autotune_results import AutotuneResults
 from .cuda_graph import CudaGraphs
@@ -314,7 +317,6 @@ class Plan(VariantPacks, CudaGraphs):
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write :meth:`to_json` to ``path``, atomically (a temporary file renamed over it); a
         FIFO, device or directory at ``path`` is refused with an ``OSError``."""
-        from _nvbind.files import write_text
 
         write_text(path, self.to_json(), what="plan file")
 
@@ -413,7 +415,6 @@ class Plan(VariantPacks, CudaGraphs):
         self._keys = keys
 
     def _thread_handle(self, values: Iterable[Any]) -> Any:
-        from ..handle import get_handle
 
         if self._device_id is None:
             self._device_id = self._array_device(values)
@@ -432,7 +433,6 @@ class Plan(VariantPacks, CudaGraphs):
                     "executes on device arrays (CuPy, PyTorch, JAX, pycudnn.DeviceArray, ...)"
                 )
             return view.device_id
-        from _nvbind.cuda import current_device_id
 
         return current_device_id()
 
@@ -533,8 +533,6 @@ class Plan(VariantPacks, CudaGraphs):
         if handle is None:
             handle = self._handles.get(_get_ident())
             if handle is None:
-                from ..handle import get_handle
-
                 handle = self._handles[_get_ident()] = get_handle(self._device_id)
         elif not isinstance(handle, _Handle()):
             # anything else would reach cudnnBackendExecute as a garbage cudnnHandle_t

@@ -11,10 +11,13 @@ import os
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from _nvbind.files import read_text
+
 from .._plan_json import parse_json_for_cudnn
 from ..backend import BackendDescriptor, check_plan_json
 from ..deviceprops import DeviceProperties, _error_lines
 from ..errors import CudnnError
+from ..handle import get_handle
 from ..opgraph import OperationGraph
 from .report import PlanVersionError, _capture
 from .serialization import (
@@ -95,8 +98,6 @@ def load_plan_descriptor(
         if props is not None:
             desc.set("EXECUTION_PLAN_DEVICEPROP", props.descriptor)
         else:  # a cuDNN older than DEVICEPROP (9.8) loads plans for a GPU's handle
-            from ..handle import get_handle
-
             desc.set("EXECUTION_PLAN_HANDLE", get_handle(ordinal), attr_type="HANDLE")
         desc.set("EXECUTION_PLAN_JSON_REPRESENTATION", text, attr_type="CHAR")
         with _capture() as records:
@@ -125,7 +126,6 @@ def load_plan_descriptor(
 
 def read_plan_text(source: str | os.PathLike[str]) -> str:
     """The text of a plan file: a regular file of UTF-8 text, or refused naming the path."""
-    from _nvbind.files import read_text
 
     try:
         text = read_text(source, what="plan file")  # a regular file: no FIFO, no /dev/zero

@@ -6,7 +6,7 @@ import dataclasses
 import logging
 from typing import Any, Generic, TypeVar
 
-from .. import known_bad
+from .. import known_bad, log
 from ..errors import CudnnNotSupportedError
 from ..opgraph import OperationGraph
 
@@ -162,7 +162,6 @@ def _distinct(log: list[str]) -> list[str]:
 
 
 def _capture() -> Any:
-    from .. import log
 
     # WARNING too: cuDNN explains empty heuristic results ("No viable engine configs ...") there.
     return log.capture(logging.WARNING)

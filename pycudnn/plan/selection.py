@@ -12,6 +12,7 @@ from _nvbind.suggest import did_you_mean
 from .. import _bindings, known_bad
 from ..backend import BackendDescriptor
 from ..errors import CudnnError
+from .building import _finalize_plan
 from .heuristics import EngineConfig, KnobInfo, _knob_infos
 from .report import _check_graph
 from .serialization import _version
@@ -165,7 +166,6 @@ def build_engine(
     """An execution plan for engine ``engine_id`` with ``knobs`` (see :func:`engine_config`,
     known-bad engines included), bypassing the heuristics; cuDNN's refusal is raised as its
     :class:`~pycudnn.CudnnError`."""
-    from .building import _finalize_plan
 
     cfg = engine_config(
         graph,

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from .._info import version
 from ..opgraph import OperationGraph, Tensor, rewrites
 from ..opgraph.attention_composite import INTERNAL_UID_BASE, composite_views
 from ..opgraph.attention_lowering import in_subgraph_only
@@ -226,7 +227,6 @@ def _check_tensor_types(by_uid: Mapping[int, Any], tensors: list[Tensor]) -> Non
 
 
 def _version() -> int:
-    from .._info import version
 
     return version()
 

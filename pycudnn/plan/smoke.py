@@ -11,6 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from _nvbind.cuda import driver_status
+from _nvbind.device_array import DeviceArray
+from _nvbind.smoke import SkipCheck
+
 from ..deviceprops import DeviceProperties
 from ..opgraph import OperationGraph
 from .building import build
@@ -73,8 +77,6 @@ def _smoke_deviceprops() -> tuple[DeviceProperties | None, str]:
 
 
 def _smoke_heuristics() -> dict[str, Any]:
-    from _nvbind.cuda import driver_status
-    from _nvbind.smoke import SkipCheck
 
     st = driver_status()
     if not st.library_found:
@@ -116,7 +118,6 @@ def _smoke_heuristics() -> dict[str, Any]:
 
 
 def _smoke_deviceless() -> dict[str, Any]:
-    from _nvbind.smoke import SkipCheck
 
     why = DeviceProperties.why_no_plans()
     if why is not None:
@@ -149,13 +150,10 @@ def _smoke_gpu_matmul() -> dict[str, Any]:
 
 
 def _smoke_gpu(which: str) -> dict[str, Any]:
-    from _nvbind.cuda import driver_status
-    from _nvbind.smoke import SkipCheck
 
     st = driver_status()
     if not st.usable:
         raise SkipCheck(f"executing a plan needs a GPU: {st.reason}", needs_gpu=True)
-    from _nvbind.device_array import DeviceArray
 
     rng = np.random.default_rng(0)
     g = _smoke_graphs()[which]

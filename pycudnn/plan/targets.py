@@ -7,8 +7,11 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from _nvbind.cuda import device_id_of, driver_library_found, driver_status, get_device
+
 from .._versions import DEVICELESS_PLANS_SINCE, DEVICEPROP_SINCE
 from ..deviceprops import DeviceProperties
+from ..handle import get_handle
 
 __all__ = []
 
@@ -34,7 +37,6 @@ class _Target:
 def _target(device_properties: Any, device: Any, *, plans: bool = True) -> _Target:
     """The target of a planning call. ``plans=False`` for heuristics only (no execution plan is
     finalized), which device properties allow on older cuDNN than plans without a GPU do."""
-    from _nvbind.cuda import driver_library_found, driver_status
 
     if device_properties is not None:
         if not isinstance(device_properties, DeviceProperties):
@@ -68,9 +70,6 @@ def _target(device_properties: Any, device: Any, *, plans: bool = True) -> _Targ
             "either, cuDNN cannot materialize engine configs; pass device_properties= "
             "(DeviceProperties.load(FILE), captured on the target GPU) to plan devicelessly",
         )
-    from _nvbind.cuda import device_id_of, get_device
-
-    from ..handle import get_handle
 
     ordinal = device_id_of(device)
     get_device(ordinal).set_current()
@@ -106,8 +105,6 @@ def _deserialize_props(
     """Device properties to deserialize with: given, or queried from the GPU; None (with the
     GPU's ordinal, whose handle is used instead) on a cuDNN older than DEVICEPROP. Never neither
     (finalizing a deserialized plan with neither DEVICEPROP nor a handle crashes cuDNN)."""
-    from _nvbind.cuda import device_id_of, driver_status, get_device
-
     from .._lib import LIB
 
     if device_properties is not None:

@@ -9,9 +9,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from _nvbind.arrays import array_view
+from _nvbind.cuda import stream_handle
 from _nvbind.dtypes import dtype_name
+from _nvbind.memory import workspace
 
 from ..backend import BackendDescriptor
+from ..handle import Handle
 from .slots import _Slot
 
 __all__ = ["VariantPacks"]
@@ -212,18 +215,15 @@ class VariantPacks:
 
 @functools.cache
 def _Handle() -> type:
-    from ..handle import Handle
 
     return Handle
 
 
 def _stream_handle(stream: Any) -> int:
-    from _nvbind.cuda import stream_handle
 
     return stream_handle(stream)
 
 
 def _workspace(nbytes: int, device: Any, stream: Any) -> int:
-    from _nvbind.memory import workspace
 
     return workspace(nbytes, device=device, stream=stream)

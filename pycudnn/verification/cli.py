@@ -17,7 +17,14 @@ import time
 from typing import Any
 
 from _nvbind.cli import add_verify_arguments, progress_bar
+from _nvbind.cuda import require_cuda_core
+from _nvbind.report import print_json, select_verify_cases
 
+from .._info import version
+from ..errors import CudnnError
+from ..plan.report import GraphNotSupportedError
+from .entries import entry_for, write_entries
+from .run import verify_plans
 from .suite import Case, cases
 
 __all__ = ["add_arguments", "run", "run_suite"]
@@ -41,9 +48,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_case(case: Case, *, allow_known_bad: bool, seed: int) -> dict[str, Any]:
-    from ..errors import CudnnError
-    from ..plan.report import GraphNotSupportedError
-    from .run import verify_plans
 
     entry: dict[str, Any] = {"name": case.name, "family": case.family, "plans": [], "excluded": []}
     try:
@@ -86,7 +90,6 @@ def run_suite(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Verify every plan of every case; the report as plain data (``passed`` says it all)."""
-    from .._info import version
 
     selected = [c for c in cases(quick) if name_filter in c.name]
     bar = progress_bar(len(selected), progress)
@@ -140,7 +143,6 @@ def _line(case: dict[str, Any]) -> str:
 
 
 def _device_name() -> str:
-    from _nvbind.cuda import require_cuda_core
 
     try:
         return str(require_cuda_core().Device(0).name)
@@ -150,7 +152,6 @@ def _device_name() -> str:
 
 def run(args: argparse.Namespace) -> int:
     """The ``verify`` subcommand; returns the exit status."""
-    from _nvbind.report import print_json, select_verify_cases
 
     selected = select_verify_cases(
         args,
@@ -170,8 +171,6 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress and not args.json,
     )
     if args.write_known_bad:
-        from .entries import entry_for, write_entries
-
         device = _device_name()
         entries = [
             entry_for(

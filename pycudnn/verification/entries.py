@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from _nvbind.dtypes import dtype_name
+from _nvbind.files import check_write_target, read_text, write_text
+
+from .. import known_bad
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..opgraph import OperationGraph
@@ -85,9 +88,6 @@ def write_entries(path: str | os.PathLike[str], entries: Iterable[Mapping[str, A
     there for the same engine, operation, layouts, data types and version are not repeated.
     Returns how many were added. The file is checked with :func:`pycudnn.known_bad.load_table`
     before and after, so that a table planning cannot read is never written."""
-    from _nvbind.files import check_write_target, read_text, write_text
-
-    from .. import known_bad
 
     p = Path(path)
     check_write_target(p, what="known-bad engine table")  # a FIFO would block the read below

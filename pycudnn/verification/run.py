@@ -18,8 +18,12 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from _nvbind.cuda import driver_status, require_cuda_core
+from _nvbind.device_array import DeviceArray
+
 from .. import known_bad
 from .._info import version
+from ..errors import CudnnError
 from ..opgraph import OperationGraph
 from .common import is_float
 from .inputs import make_inputs, strided_array
@@ -114,8 +118,6 @@ def _execute(
     initial: Mapping[int, np.ndarray],
 ) -> dict[int, np.ndarray]:
     """Run ``plan`` once on copies of ``inputs``; the outputs, copied back, by uid."""
-    from _nvbind.cuda import require_cuda_core
-    from _nvbind.device_array import DeviceArray
 
     arrays: dict[int, Any] = {}
     device = plan.device_id
@@ -205,9 +207,6 @@ def verify_plan(
     Needs a GPU. Returns a :class:`VerifyResult`; a plan that cannot execute gives
     ``status="error"`` rather than raising.
     """
-    from _nvbind.cuda import driver_status
-
-    from ..errors import CudnnError
 
     graph = plan.graph
     if graph is None:

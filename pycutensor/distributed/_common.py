@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from _nvbind.cuda import gpu_available
+
 __all__ = [
     "DeviceRequiredError",
     "c_array",
@@ -29,7 +31,6 @@ class DeviceRequiredError(RuntimeError):
 
 def require_gpu(what: str) -> None:
     """Raise :class:`DeviceRequiredError` naming ``what`` unless a CUDA device is usable."""
-    from _nvbind.cuda import gpu_available
 
     ok, reason = gpu_available()
     if not ok:

@@ -22,11 +22,15 @@ from typing import Any
 
 import numpy as np
 
+from _nvbind.arrays import array_view
 from _nvbind.cuda import stream_handle
+from _nvbind.device_array import DeviceArray
+from _nvbind.memory import workspace
 from _nvbind.resource import CResource
 
 from .. import _bindings as cb
 from .. import raw
+from ..handle import get_handle
 from ..preference import default_preference
 from ..tables import compute_type_name
 from ..tensor import data_type_name, data_type_value, dtype_of_data_type
@@ -162,7 +166,6 @@ class BlockStructure:
 
 
 def _handle(device: Any) -> Any:
-    from ..handle import get_handle
 
     return get_handle(device)
 
@@ -215,8 +218,6 @@ class BlockSparseTensor(CResource):
         self.blocks = self._blocks(blocks)
 
     def _blocks(self, blocks: Sequence[Any] | None) -> list[Any]:
-        from _nvbind.arrays import array_view
-        from _nvbind.device_array import DeviceArray
 
         s = self.structure
         if blocks is None:
@@ -259,7 +260,6 @@ class BlockSparseTensor(CResource):
         return self.structure.assemble([b.to_numpy() for b in self.blocks], self.dtype)
 
     def pointers(self) -> ctypes.Array[ctypes.c_void_p]:
-        from _nvbind.arrays import array_view
 
         ptrs = [array_view(b, "block").ptr for b in self.blocks]
         return (ctypes.c_void_p * len(ptrs))(*ptrs)
@@ -364,7 +364,6 @@ class BlockSparseContractionPlan(CResource):
 
     def execute(self, alpha: Any = 1.0, beta: Any = 0.0, *, stream: Any = None) -> None:
         """``cutensorBlockSparseContract`` on the tensors' block arrays (asynchronous)."""
-        from _nvbind.memory import workspace
 
         ws = workspace(self.workspace_size, device=self.handle.device_id, stream=stream)
         al = np.array(alpha, dtype=self.scalar_dtype)

@@ -15,6 +15,9 @@ import ctypes
 import os
 from typing import Any
 
+from _nvbind.cuda import get_device
+
+from ..errors import ClosedError
 from ._common import require_gpu
 
 __all__ = ["Communicator"]
@@ -98,7 +101,6 @@ class Communicator:
     def _create(cls, nranks: int, rank: int, uid: Any, device: int) -> Communicator:
         require_gpu("an NCCL communicator")
         nccl = _import("nccl.core", "creating an NCCL communicator")
-        from _nvbind.cuda import get_device
 
         get_device(device).set_current()  # NCCL binds the communicator to the current device
         created = nccl.Communicator.init(nranks, rank, uid)
@@ -163,8 +165,6 @@ class Communicator:
     def ptr(self) -> int:
         """The ``ncclComm_t`` address."""
         if self._ptr is None:
-            from ..errors import ClosedError
-
             raise ClosedError("this communicator is closed")
         return self._ptr
 

@@ -24,6 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from _nvbind.arrays import array_view
+from _nvbind.cuda import driver_status, get_device
+from _nvbind.device_array import DeviceArray
 from _nvbind.resource import CResource
 
 from .. import _bindings_mg as mgb
@@ -64,7 +67,6 @@ class MgHandle(CResource):
         if devices is not None:  # checked before the GPU, like every argument
             self.devices = _devices(devices, "devices")
         require_gpu("a cuTENSORMg handle")
-        from _nvbind.cuda import driver_status
 
         count = driver_status().device_count
         if devices is None:  # asked only now: without a GPU there are none to list
@@ -157,8 +159,6 @@ class MgTensor(CResource):
         )
 
     def _arrays(self, arrays: Sequence[Any] | None) -> list[Any]:
-        from _nvbind.arrays import array_view
-        from _nvbind.device_array import DeviceArray
 
         need = math.prod(self.local_shape) * self.dtype.itemsize
         if arrays is None:
@@ -218,7 +218,6 @@ class MgTensor(CResource):
 
     def pointers(self) -> ctypes.Array[ctypes.c_void_p]:
         """The data pointers in the order of :attr:`devices`."""
-        from _nvbind.arrays import array_view
 
         ptrs = [
             a.ctypes.data if isinstance(a, np.ndarray) else array_view(a, "array").ptr
@@ -244,7 +243,6 @@ class _Workspaces:
     """Per-device workspace and pinned host workspace of a cuTENSORMg plan."""
 
     def __init__(self, handle: MgHandle, device_sizes: Any, host_size: int) -> None:
-        from _nvbind.device_array import DeviceArray
 
         self.device = [
             DeviceArray.empty(int(n), np.uint8, device=dev) if n > 0 else None
@@ -259,7 +257,6 @@ class _Workspaces:
         self.streams = handle._per_device(ctypes.c_void_p)  # each device's default stream
 
     def pointers(self) -> tuple[Any, Any, Any]:
-        from _nvbind.arrays import array_view
 
         dev = [array_view(a, "workspace").ptr if a is not None else None for a in self.device]
         host = int(self.host.handle) if self.host is not None else None
@@ -267,7 +264,6 @@ class _Workspaces:
 
 
 def _synchronize(devices: Sequence[int]) -> None:
-    from _nvbind.cuda import get_device
 
     for d in devices:
         get_device(d).sync()

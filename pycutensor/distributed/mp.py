@@ -23,7 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from _nvbind.cuda import stream_handle
+from _nvbind.arrays import array_view
+from _nvbind.cuda import get_device, stream_handle
+from _nvbind.device_array import DeviceArray
 from _nvbind.resource import CResource
 
 from .. import _bindings_mp as mpb
@@ -109,16 +111,12 @@ class _Plan(CResource):
 
     def _workspaces(self) -> tuple[int, ctypes.Array[ctypes.c_char]]:
         if self.workspace_device and self._device is None:
-            from _nvbind.device_array import DeviceArray
-
             # One per plan: cuTENSORMp may register it with NCCL (ClearOperationCache's note).
             self._device = DeviceArray.empty(
                 self.workspace_device, np.uint8, device=self.handle.device_id
             )
         ptr = 0
         if self._device is not None:
-            from _nvbind.arrays import array_view
-
             ptr = array_view(self._device, "workspace").ptr
         return ptr, self._host
 
@@ -377,7 +375,6 @@ def _rooted_like(
 
 
 def _synchronize(handle: MpHandle) -> None:
-    from _nvbind.cuda import get_device
 
     get_device(handle.device_id).sync()
 

@@ -13,7 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from _nvbind.cuda import stream_handle
+from _nvbind.arrays import array_view
+from _nvbind.cuda import get_device, stream_handle
+from _nvbind.device_array import DeviceArray
 from _nvbind.resource import CResource
 
 from .. import _bindings_mp as mpb
@@ -42,7 +44,6 @@ class MpHandle(CResource):
         self.device_id = comm.device_id if device is None else int(device)
         self.stream = stream
         self._stream_ptr = stream_handle(stream)
-        from _nvbind.cuda import get_device
 
         get_device(self.device_id).set_current()  # NCCL and cuTENSORMp work on the current device
         handle = mpb.cutensorMpHandle_t()
@@ -145,8 +146,6 @@ class DistributedTensor(CResource):
         self.local = self._shard(local)
 
     def _shard(self, local: Any) -> Any:
-        from _nvbind.arrays import array_view
-        from _nvbind.device_array import DeviceArray
 
         elements = -(-self.local_storage_bytes // self.dtype.itemsize)
         if local is None:
@@ -182,7 +181,6 @@ class DistributedTensor(CResource):
         """Device address of the local shard (0 on a rank that holds nothing)."""
         if self.local is None:
             return 0
-        from _nvbind.arrays import array_view
 
         return array_view(self.local, "local").ptr
 
@@ -206,7 +204,6 @@ class DistributedTensor(CResource):
         """This rank's shard as a NumPy array of its local extents (waits for the copy)."""
         if self.local is None or not math.prod(self.local_extents):
             return np.empty(self.local_extents, dtype=self.dtype)
-        from _nvbind.device_array import DeviceArray
 
         flat = DeviceArray.from_array(self.local).to_numpy().reshape(-1)
         out: np.ndarray = flat[self.local_offsets()]
@@ -219,7 +216,6 @@ class DistributedTensor(CResource):
             raise ValueError(f"shard has shape {shard.shape}, local extents {self.local_extents}")
         if self.local is None:
             return
-        from _nvbind.device_array import DeviceArray
 
         arr = DeviceArray.from_array(self.local)
         flat = arr.to_numpy().reshape(-1)
