@@ -38,25 +38,33 @@ _CUDNN_LEVELS = ("CUDNN_LOGLEVEL_DBG", "CUDNN_LOGERR_DBG", "CUDNN_LOGWARN_DBG", 
 _DEV_FULL = (1, 7)  # Linux's /dev/full: every write fails with ENOSPC
 
 
-def _int_value(text: str | None) -> int:
-    # The libraries read these with stoi-like parsers; a value that is not a number turns nothing on.
+def _may_log(text: str | None) -> bool:
+    """Whether a level or mask variable may turn the library's log on: set to anything but 0.
+
+    The libraries parse these themselves, and not as Python would: a negative mask is every bit
+    (``CUTENSOR_LOG_MASK=-1`` logs everything), ``CUDNN_LOGINFO_DBG=-1`` opens the destination, and
+    a value that is not a number may still be read in part. So anything but an empty value or a
+    plain 0 counts as on, and the destination is checked; checking one that would not be used
+    costs nothing, a destination that blocks or aborts the process costs the process."""
+    value = (text or "").strip()
+    if not value:
+        return False
     try:
-        return int((text or "").strip() or "0")
+        return int(value) != 0
     except ValueError:
-        return 0
+        return True
 
 
 def cudnn_logging_on() -> bool:
-    """Whether cuDNN's own log is on (``CUDNN_LOGLEVEL_DBG`` 1 to 3, or a legacy switch set)."""
-    return any(_int_value(os.environ.get(v)) > 0 for v in _CUDNN_LEVELS)
+    """Whether cuDNN's own log may be on (``CUDNN_LOGLEVEL_DBG``, or a legacy switch, set to
+    anything but 0)."""
+    return any(_may_log(os.environ.get(v)) for v in _CUDNN_LEVELS)
 
 
 def cutensor_logging_on() -> bool:
-    """Whether cuTENSOR writes its own log (``CUTENSOR_LOG_LEVEL`` or ``CUTENSOR_LOG_MASK`` set
-    above 0); without ``CUTENSOR_LOG_FILE`` it goes to stdout."""
-    return any(
-        _int_value(os.environ.get(v)) > 0 for v in ("CUTENSOR_LOG_LEVEL", "CUTENSOR_LOG_MASK")
-    )
+    """Whether cuTENSOR may write its own log (``CUTENSOR_LOG_LEVEL`` or ``CUTENSOR_LOG_MASK`` set
+    to anything but 0); without ``CUTENSOR_LOG_FILE`` it goes to stdout."""
+    return any(_may_log(os.environ.get(v)) for v in ("CUTENSOR_LOG_LEVEL", "CUTENSOR_LOG_MASK"))
 
 
 def _refuse(code: int, setting: str, rule: str) -> OSError:

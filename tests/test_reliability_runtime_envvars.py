@@ -235,3 +235,31 @@ def test_route_logs_to_stderr_leaves_other_destinations_alone(tmp_path: Path) ->
     )
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["False", "False", str(tmp_path / "c.log")]
+
+
+# The libraries parse their level and mask variables themselves: a negative mask is every bit
+# (CUTENSOR_LOG_MASK=-1 aborted the process on a closed stdout) and CUDNN_LOGINFO_DBG=-1 opened its
+# destination (a FIFO hung the process): anything but an empty value or 0 counts as on.
+@pytest.mark.parametrize("value", ["-1", "7x", " 1"])
+def test_cutensor_mask_values_python_would_not_read_as_on_are_checked(value: str) -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        r = _child_with_stdout(_CUTENSOR_CALL, write_end, CUTENSOR_LOG_MASK=value)
+    finally:
+        os.close(write_end)
+    assert r.returncode == 0, f"the child died ({r.returncode}): {r.stderr[-2000:]}"
+    assert "REFUSED BrokenPipeError" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("value", ["-1", "x"])
+def test_cudnn_level_values_python_would_not_read_as_on_are_checked(fifo: str, value: str) -> None:
+    r = _cudnn_child(CUDNN_LOGINFO_DBG=value, CUDNN_LOGDEST_DBG=fifo)
+    assert r.returncode == 0, f"the child died ({r.returncode}): {r.stderr[-2000:]}"
+    line = r.stdout.strip().splitlines()[-1]
+    assert line.startswith("REFUSED") and "FIFO" in line, line
+
+
+def test_a_zero_or_empty_level_leaves_the_destination_unchecked(fifo: str) -> None:
+    r = _cudnn_child(CUDNN_LOGINFO_DBG="0", CUDNN_LOGLEVEL_DBG="", CUDNN_LOGDEST_DBG=fifo)
+    assert r.returncode == 0 and r.stdout.strip().endswith("BUILT"), r.stderr[-2000:]
