@@ -14,7 +14,6 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from _nvbind.cuda import driver_status
 from _nvbind.report import (
     EXIT_CANNOT_RUN,
     EXIT_FAILED,
@@ -25,25 +24,19 @@ from _nvbind.report import (
     add_version_option,
     devices_report,
     guard_main,
-    info_report,
     parse_args,
     print_json,
     print_report,
     report_error,
     run_cli,
 )
-from _nvbind.smoke import run_checks
-
-from .deviceprops import DeviceProperties
-from .smoke import checks
-from .verification import cli as verify_cli
-from .verification.cli import run as run_verify
 
 __all__ = ["info", "main", "parser"]
 
 
 def info() -> dict[str, Any]:
     """Versions, paths, driver and devices (what ``python -m pycudnn info`` prints)."""
+    from _nvbind.report import info_report
 
     return info_report("pycudnn", "cudnn")
 
@@ -79,6 +72,7 @@ def parser() -> CliParser:
     )
     p_dev.add_argument("--device", type=int, default=0, help="device ordinal (default 0)")
     p_dev.add_argument("--json", action="store_true", help=JSON_HELP)
+    from .verification import cli as verify_cli
 
     verify_cli.add_arguments(
         sub.add_parser(
@@ -105,10 +99,16 @@ def _dispatch(args: argparse.Namespace) -> int:
             print_report(report)
         return code
     if args.command == "smoke":
+        from _nvbind.smoke import run_checks
+
+        from .smoke import checks
+
         return run_checks(
             "pycudnn smoke", checks(), as_json=args.json, require_gpu=args.require_gpu
         )
     if args.command == "verify":
+        from .verification.cli import run as run_verify
+
         return run_verify(args)
     if args.command == "deviceprops":
         return _deviceprops(args)
@@ -123,6 +123,7 @@ def _deviceprops(args: argparse.Namespace) -> int:
     stdout has the report instead (the device in the schema of ``info``, and the properties under
     ``properties`` when they were not saved to a file). Needs a GPU: exit code 3 without one.
     """
+    from _nvbind.cuda import driver_status
 
     to_stdout = args.save == "-"
     st = driver_status()
@@ -136,6 +137,7 @@ def _deviceprops(args: argparse.Namespace) -> int:
     if not any(d["ordinal"] == args.device for d in record["devices"]):
         ordinals = ", ".join(str(d["ordinal"]) for d in record["devices"])
         return fail(EXIT_USAGE, f"no device {args.device} (devices here: {ordinals})")
+    from .deviceprops import DeviceProperties
 
     try:
         props = DeviceProperties.from_device(args.device)

@@ -22,23 +22,18 @@ from _nvbind.report import (
     CliParser,
     add_version_option,
     guard_main,
-    info_report,
     parse_args,
     print_json,
     print_report,
     run_cli,
 )
-from _nvbind.smoke import run_checks
-
-from . import verification
-from .smoke import checks
-from .verification import run as run_verify
 
 __all__ = ["info", "main", "parser"]
 
 
 def info() -> dict[str, Any]:
     """Versions, paths, driver and devices (what ``python -m pycutensor info`` prints)."""
+    from _nvbind.report import info_report
 
     return info_report("pycutensor", "cutensor")
 
@@ -61,6 +56,7 @@ def parser() -> CliParser:
     p_smoke.add_argument(
         "--require-gpu", action="store_true", help="fail when checks that need a GPU cannot run"
     )
+    from . import verification
 
     verification.add_arguments(
         sub.add_parser(
@@ -89,10 +85,16 @@ def _dispatch(args: argparse.Namespace) -> int:
             print_report(report)
         return code
     if args.command == "smoke":
+        from _nvbind.smoke import run_checks
+
+        from .smoke import checks
+
         return run_checks(
             "pycutensor smoke", checks(), as_json=args.json, require_gpu=args.require_gpu
         )
     if args.command == "verify":
+        from .verification import run as run_verify
+
         return run_verify(args)
     return EXIT_USAGE  # pragma: no cover - argparse enforces the choices
 

@@ -29,7 +29,7 @@ import reliability  # noqa: E402 - the script, importable from scripts/
 
 pytestmark = pytest.mark.usefixtures("libcuda")  # planning without a GPU needs libcuda.so.1
 
-FUZZ_UNITS = 100  # x the per-target weights: about 2,500 inputs in all
+FUZZ_UNITS = 40  # x the per-target weights (72 in all): about 2,900 inputs
 ROUNDING_MIB = 0.005  # the report's MiB figures are rounded to two decimals
 
 
