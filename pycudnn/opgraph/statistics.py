@@ -5,7 +5,11 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any
+
+import numpy as np
 
 from .common import GraphError, _enum_member
 from .core import GraphCore
@@ -93,6 +97,7 @@ class StatisticsOps(GraphCore):
             _need_dims(ins[role], pc, label, role.upper())
         rank = len(pc)
         require_kind("OPERATION_BN_FINALIZE_STATISTICS", label)
+        _check_finalize_scalars(label, epsilon=epsilon, accum_count=accum_count, momentum=momentum)
         ins["epsilon"] = _scalar_or_tensor(
             self, epsilon, label=label, role="epsilon", rank=rank, dtype="float64",
             name=f"{op_name}.epsilon",
@@ -178,3 +183,30 @@ class StatisticsOps(GraphCore):
         attrs = {"compute_dtype": self._compute(compute_dtype, label)}
         self._add_op(kind, op_name, ins, outs, attrs)
         return outs
+
+
+def _check_finalize_scalars(label: str, *, epsilon: Any, accum_count: Any, momentum: Any) -> None:
+    """The numbers of a batch-norm finalize, checked as the other norms check theirs: an epsilon
+    finite and above 0, a momentum finite in [0, 1], an element count a whole number of at least 1
+    (cuDNN planned a NaN epsilon or a momentum of 5, and refused a count of 1.5 only at build).
+    A tensor is the caller's, set per execution."""
+    for role, value in (("epsilon", epsilon), ("momentum", momentum), ("accum_count", accum_count)):
+        if value is None or isinstance(value, Tensor):
+            continue
+        if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.generic)):
+            continue  # refused with its type by _scalar_or_tensor
+        try:
+            number = float(value)
+        except OverflowError:
+            raise GraphError(f"{label}: {role} {value!r} is beyond a float") from None
+        if role == "epsilon" and not (math.isfinite(number) and number > 0):
+            raise GraphError(f"{label}: epsilon must be a finite number above 0, got {value!r}")
+        if role == "momentum" and not (math.isfinite(number) and 0.0 <= number <= 1.0):
+            raise GraphError(f"{label}: momentum must be a finite number in [0, 1], got {value!r}")
+        if role == "accum_count" and not (
+            math.isfinite(number) and number >= 1 and number == int(number)
+        ):
+            raise GraphError(
+                f"{label}: accum_count (elements per channel) must be a whole number of at least "
+                f"1, got {value!r}"
+            )
