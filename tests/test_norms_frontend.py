@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from versioned import skip_unless_cudnn
 
 import pycudnn
 from pycudnn.graph import Graph, GraphError
@@ -202,6 +203,7 @@ def test_reference_follows_the_norm_axes() -> None:
 
 @pytest.mark.parametrize("epsilon", [0.0, math.nan, math.inf])
 def test_adalayernorm_refuses_bad_epsilons(epsilon: float) -> None:
+    skip_unless_cudnn((9, 7), "adaptive layer norm (ADA_LAYER_NORM)")
     g = Graph("ada")
     x = g.tensor([B, S, E], dtype="float32", name="x")
     scale = g.tensor([B, 1, E], dtype="float32", name="scale")

@@ -162,7 +162,7 @@ def test_report_says_each_cudnn_line_once() -> None:
     assert said.index("AUTO") < said.index("check_for_support()")  # where it was first said
 
 
-def test_functions_are_bound_on_first_use_each() -> None:
+def test_functions_are_bound_on_first_use_each(h100_props: Any) -> None:
     """A new process binds the C functions it calls, one by one, nothing at import, and plans for
     device properties without probing the driver."""
     import subprocess

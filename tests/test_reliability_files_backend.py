@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from children import run_python
+from versioned import skip_unless_cudnn_has
 
 from pycudnn.backend import BackendDescriptor
 
@@ -46,6 +47,7 @@ def _with(value: object, bad: int) -> object:
 def test_extents_and_divisors_below_one_are_refused_naming_the_attribute(
     kind: str, attr: str, good: object, bad: int
 ) -> None:
+    skip_unless_cudnn_has(f"CUDNN_BACKEND_{kind}_DESCRIPTOR", f"CUDNN_ATTR_{attr}")
     d = BackendDescriptor(kind)
     d.set(attr, good)  # the valid value is taken
     d2 = BackendDescriptor(kind)
@@ -57,6 +59,7 @@ def test_extents_and_divisors_below_one_are_refused_naming_the_attribute(
 def test_offsets_paddings_and_strides_below_zero_are_refused(
     kind: str, attr: str, good: object
 ) -> None:
+    skip_unless_cudnn_has(f"CUDNN_BACKEND_{kind}_DESCRIPTOR", f"CUDNN_ATTR_{attr}")
     d = BackendDescriptor(kind)
     d.set(attr, _with(good, 0))  # 0 is a valid padding and a broadcast stride
     with pytest.raises(ValueError, match=rf"CUDNN_ATTR_{attr} must be at least 0, got -1"):
@@ -65,6 +68,7 @@ def test_offsets_paddings_and_strides_below_zero_are_refused(
 
 def test_the_rule_holds_for_numpy_values_and_an_explicit_attr_type() -> None:
     np = pytest.importorskip("numpy")
+    skip_unless_cudnn_has("CUDNN_BACKEND_OPERATION_SLICE_DESCRIPTOR")
     t = BackendDescriptor("TENSOR")
     with pytest.raises(ValueError, match="TENSOR_DIMENSIONS must be at least 1"):
         t.set("TENSOR_DIMENSIONS", np.array([4, 0, 2]))
@@ -139,6 +143,7 @@ print("valid ones finalize")
 
 def test_the_sigfpe_reproductions_are_refused_before_finalize() -> None:
     """Each of these finalized and then divided by zero (SIGFPE) before the fix: run in a child."""
+    skip_unless_cudnn_has("CUDNN_BACKEND_OPERATION_BLOCK_SCALE_QUANTIZE_DESCRIPTOR")
     proc = run_python(_CHILD)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout

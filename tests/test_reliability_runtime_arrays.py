@@ -57,7 +57,9 @@ print(json.dumps(out))
 """
 
 
-def test_damaged_dlpack_capsules_are_refused_by_every_entry_point_in_a_child() -> None:
+def test_damaged_dlpack_capsules_are_refused_by_every_entry_point_in_a_child(
+    h100_props: object,  # the child plans for them (cuDNN 9.10+ without a GPU)
+) -> None:
     r = run_python(_SWEEP, timeout=300)
     assert r.returncode == 0, f"the child died ({r.returncode}): {r.stderr[-3000:]}"
     results = json.loads(r.stdout.strip().splitlines()[-1])

@@ -82,7 +82,7 @@ def test_cudnn_log_destination_that_cannot_take_the_log_is_refused_in_a_child(
     assert "CUDNN_LOGDEST_DBG" in line and any(w in line for w in rule.split("|")), line
 
 
-def test_cudnn_log_to_a_writable_file_still_works(tmp_path: Path) -> None:
+def test_cudnn_log_to_a_writable_file_still_works(tmp_path: Path, h100_props: object) -> None:
     log = tmp_path / "cudnn.log"
     r = _cudnn_child(CUDNN_LOGLEVEL_DBG="3", CUDNN_LOGDEST_DBG=str(log))
     assert r.returncode == 0 and r.stdout.strip().endswith("BUILT"), r.stderr[-2000:]
@@ -190,7 +190,7 @@ def test_pycudnn_library_naming_a_sublibrary_is_refused() -> None:
         assert "sublibraries" in r.stdout and "libcudnn.so.9" in r.stdout, r.stdout
 
 
-def test_route_logs_to_stderr_keeps_stdout_for_one_json_document() -> None:
+def test_route_logs_to_stderr_keeps_stdout_for_one_json_document(h100_props: object) -> None:
     code = """
     import json
     from pycudnn import log as cudnn_log
@@ -260,6 +260,8 @@ def test_cudnn_level_values_python_would_not_read_as_on_are_checked(fifo: str, v
     assert line.startswith("REFUSED") and "FIFO" in line, line
 
 
-def test_a_zero_or_empty_level_leaves_the_destination_unchecked(fifo: str) -> None:
+def test_a_zero_or_empty_level_leaves_the_destination_unchecked(
+    fifo: str, h100_props: object
+) -> None:
     r = _cudnn_child(CUDNN_LOGINFO_DBG="0", CUDNN_LOGLEVEL_DBG="", CUDNN_LOGDEST_DBG=fifo)
     assert r.returncode == 0 and r.stdout.strip().endswith("BUILT"), r.stderr[-2000:]

@@ -15,9 +15,13 @@ import os
 import threading
 import time
 
+import pytest
 from children import run_python
 
 from _nvbind.forksafe import fork_safe_lock
+
+# Every scenario plans for the committed H100 properties (cuDNN 9.10+ without a GPU).
+pytestmark = pytest.mark.usefixtures("h100_props")
 
 
 def test_fork_while_threads_plan_children_plan_and_exit_quickly() -> None:

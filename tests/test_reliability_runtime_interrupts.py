@@ -15,7 +15,11 @@ import subprocess
 import sys
 import time
 
+import pytest
 from children import REPO, run_python
+
+# The children plan for the committed H100 properties (cuDNN 9.10+ without a GPU).
+pytestmark = pytest.mark.usefixtures("h100_props")
 
 _PLANNER = """
 import logging, sys, time
