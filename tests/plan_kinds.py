@@ -205,3 +205,29 @@ def all_nodes(og: dict[str, Any]) -> list[dict[str, Any]]:
             if isinstance(value, dict) and "nodes" in value:
                 out.extend(all_nodes(value))
     return out
+
+
+#: Kinds whose saved plans were mapped on cuDNN 9.28's serializer (the newer kinds' reference and
+#: enumerator keys); older cuDNN spells some of them otherwise, and the checks refuse such a plan
+#: (it fails safe: refused with the reason, a plan cache rebuilds it). Tests of these kinds' saved
+#: plans run on 9.28 and newer.
+MAPPED_ON = (9, 28)
+NEWER_KINDS = frozenset(
+    {"sdpa", "sdpa_window", "sdpa_backward", "sdpa_backward_rope", "rope_sdpa",
+     "rope_scaled_sdpa", "moe", "slice_matmul"}
+)  # fmt: skip
+
+
+def require_mapped(name: str | None = None) -> None:
+    """Skip a saved-plan test of ``name`` (None: of the newer kinds) below :data:`MAPPED_ON`."""
+    import pytest
+
+    import pycudnn
+
+    loaded = pycudnn.version_tuple()[:2]
+    if (name is None or name in NEWER_KINDS) and loaded < MAPPED_ON:
+        pytest.skip(
+            f"saved plans of {name or 'the newer kinds'} are mapped on cuDNN "
+            f"{'.'.join(map(str, MAPPED_ON))}'s serializer; cuDNN {'.'.join(map(str, loaded))} "
+            "spells them otherwise and such a plan is refused (fails safe, rebuilt by a cache)"
+        )

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from children import run_python
+from plan_kinds import require_mapped
 
 pytestmark = pytest.mark.usefixtures("libcuda")
 TESTS = Path(__file__).resolve().parent
@@ -78,6 +79,7 @@ def _kinds() -> list[str]:
 
 
 def test_every_reference_of_every_kind_is_checked_in_a_child(h100_props: object) -> None:
+    require_mapped()
     out = run_child(CHILD, str(TESTS), ",".join(_kinds()))
     assert out.returncode == 0, (out.returncode, out.stdout[-3000:], out.stderr[-3000:])
     lines = out.stdout.splitlines()

@@ -86,7 +86,10 @@ def test_a_keyboard_interrupt_raised_in_the_callback_ends_the_build() -> None:
         from pycudnn import log
 
         class Interrupt(logging.Handler):
+            called = False
+
             def emit(self, record):
+                Interrupt.called = True
                 raise KeyboardInterrupt
 
         logging.getLogger("pycudnn.cudnn").addHandler(Interrupt())
@@ -98,7 +101,7 @@ def test_a_keyboard_interrupt_raised_in_the_callback_ends_the_build() -> None:
         props = pycudnn.DeviceProperties.load("tests/data/deviceprops/h100-sxm-80gb.json")
         try:
             g.build(device_properties=props, cache=False)
-            print("BUILT")
+            print("BUILT" if Interrupt.called else "NO-CALLBACK")
         except KeyboardInterrupt:
             print("INTERRUPTED")
         # Raised once: the next call is not interrupted again.
@@ -109,6 +112,8 @@ def test_a_keyboard_interrupt_raised_in_the_callback_ends_the_build() -> None:
         timeout=120,
     )
     assert r.returncode == 0, r.stderr[-3000:]
+    if r.stdout.split()[:1] == ["NO-CALLBACK"]:  # cuDNN 9.10 logs nothing while building this
+        pytest.skip("this cuDNN logged nothing during the build: no callback to interrupt")
     assert r.stdout.split() == ["INTERRUPTED", "AFTER"], (r.stdout, r.stderr[-2000:])
     assert "Exception ignored" not in r.stderr
 
