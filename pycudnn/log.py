@@ -25,7 +25,6 @@ from typing import Any
 
 from _nvbind.forksafe import fork_safe_lock
 from _nvbind.interrupts import defer, raise_deferred, watch_callbacks
-from _nvbind.logenv import is_stdout
 
 from . import _bindings
 from ._lib import LIB, check
@@ -36,7 +35,6 @@ __all__ = [
     "disable_logging",
     "enable_logging",
     "is_enabled",
-    "route_logs_to_stderr",
 ]
 
 logger = logging.getLogger("pycudnn.cudnn")
@@ -230,16 +228,3 @@ def capture(level: int = logging.WARNING) -> Iterator[list[LogRecord]]:
                 else:
                     _release()
         raise_deferred()  # a Ctrl-C in the callback during a call no status check followed
-
-
-def route_logs_to_stderr() -> bool:
-    """Send cuDNN's own log to stderr where ``CUDNN_LOGDEST_DBG`` sends it to stdout (``stdout``, or
-    a path naming the same file), so that stdout carries only the program's output: the CLIs call
-    this in ``--json`` mode, whose promise is one JSON document on stdout. Returns whether the
-    variable was changed. cuDNN reads it when it loads: call this before the first cuDNN call.
-    """
-    dest = os.environ.get("CUDNN_LOGDEST_DBG")
-    if dest is None or not is_stdout(dest):
-        return False
-    os.environ["CUDNN_LOGDEST_DBG"] = "stderr"
-    return True

@@ -11,12 +11,9 @@ otherwise print those lines to stdout. When those variables are set they are lef
 
 from __future__ import annotations
 
-import ctypes
-import os
 import sys
 
 from _nvbind.forksafe import fork_safe_lock
-from _nvbind.logenv import cutensor_logging_on, is_stdout
 
 from ._errorlog import install as _install
 from ._errorlog import state as _state
@@ -27,7 +24,6 @@ __all__ = [
     "enable_logging",
     "install_error_capture",
     "is_enabled",
-    "route_logs_to_stderr",
 ]
 
 _lock = fork_safe_lock(sys.modules[__name__], "_lock")
@@ -64,41 +60,3 @@ def disable_logging() -> None:
 
 def is_enabled() -> bool:
     return bool(_state["forward"])
-
-
-def _writes_to_stdout() -> bool:
-    path = os.environ.get("CUTENSOR_LOG_FILE")
-    if path:
-        return is_stdout(path.replace("%i", str(os.getpid())))
-    return cutensor_logging_on()  # on, without a file: cuTENSOR writes to stdout
-
-
-def route_logs_to_stderr() -> bool:
-    """Send cuTENSOR's own log to stderr where its variables send it to stdout (the level or mask on
-    without ``CUTENSOR_LOG_FILE``, or a file that is stdout), so that stdout carries only the
-    program's output: the CLIs call this in ``--json`` mode, whose promise is one JSON document on
-    stdout. Returns whether anything was rerouted.
-
-    cuTENSOR logs from the moment it loads (``cutensorGetVersion``), so it is loaded here (when it
-    is not yet) with file descriptor 1 pointing at stderr, and ``cutensorLoggerSetFile`` hands it
-    the C library's ``stderr`` in the same window. Call it early, before other threads write to
-    stdout.
-    """
-    if _state.get("routed") or not _writes_to_stdout():
-        return False
-    libc = ctypes.CDLL(None)
-    stderr = ctypes.c_void_p.in_dll(libc, "stderr").value
-    sys.stdout.flush()
-    saved = os.dup(1)
-    try:
-        # The switch is itself logged (API trace), to the old destination: made with fd 1 on stderr.
-        os.dup2(2, 1)
-        LIB.cdll()
-        with _lock:
-            check(LIB.function("cutensorLoggerSetFile")(stderr), "cutensorLoggerSetFile")
-    finally:
-        libc.fflush(None)  # what cuTENSOR wrote into C's stdout buffer goes to stderr too
-        os.dup2(saved, 1)
-        os.close(saved)
-    _state["routed"] = True
-    return True

@@ -5,12 +5,11 @@ create; cuTENSOR aborted (SIGABRT) when its log went to a closed pipe or a full 
 forever at load on a FIFO. Each case runs in a child process (a crash or a hang there fails the
 test instead of ending the run) that makes a real library call; the child must end normally with
 an ``OSError`` naming the variable and the rule. ``PYCUDNN_LIBRARY`` naming one of cuDNN's
-sublibraries is refused too, and ``route_logs_to_stderr`` keeps stdout for ``--json`` output.
+sublibraries is refused too (the CLIs keep ``--json`` stdout clean at the descriptor level).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -188,53 +187,6 @@ def test_pycudnn_library_naming_a_sublibrary_is_refused() -> None:
         assert r.returncode == 0, r.stderr[-2000:]
         assert r.stdout.startswith("REFUSED LibraryNotFoundError"), r.stdout
         assert "sublibraries" in r.stdout and "libcudnn.so.9" in r.stdout, r.stdout
-
-
-def test_route_logs_to_stderr_keeps_stdout_for_one_json_document(h100_props: object) -> None:
-    code = """
-    import json
-    from pycudnn import log as cudnn_log
-    from pycutensor import log as cutensor_log
-    routed = [cudnn_log.route_logs_to_stderr(), cutensor_log.route_logs_to_stderr()]
-    import pycudnn, pycutensor
-    g = pycudnn.Graph("t")
-    a = g.tensor([1, 16, 16], dtype="float16", name="a")
-    b = g.tensor([1, 16, 16], dtype="float16", name="b")
-    g.matmul(a, b, name="mm")
-    g.build(device_properties=pycudnn.DeviceProperties.load(
-        "tests/data/deviceprops/h100-sxm-80gb.json"), cache=False)
-    pycutensor.version()
-    print(json.dumps({"routed": routed, "again": cutensor_log.route_logs_to_stderr()}))
-    """
-    r = run_python(
-        code,
-        timeout=120,
-        CUDNN_LOGLEVEL_DBG="3",
-        CUDNN_LOGDEST_DBG="stdout",
-        CUTENSOR_LOG_LEVEL="5",
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert json.loads(r.stdout) == {"routed": [True, True], "again": False}  # stdout: JSON only
-    assert "cutensorGetVersion" in r.stderr and "cudnn" in r.stderr.lower()  # the logs went there
-
-
-def test_route_logs_to_stderr_leaves_other_destinations_alone(tmp_path: Path) -> None:
-    r = run_python(
-        """
-        from pycudnn import log as cudnn_log
-        from pycutensor import log as cutensor_log
-        import os
-        print(cudnn_log.route_logs_to_stderr(), cutensor_log.route_logs_to_stderr(),
-              os.environ["CUDNN_LOGDEST_DBG"])
-        """,
-        timeout=60,
-        CUDNN_LOGLEVEL_DBG="1",
-        CUDNN_LOGDEST_DBG=str(tmp_path / "c.log"),
-        CUTENSOR_LOG_LEVEL="1",
-        CUTENSOR_LOG_FILE=str(tmp_path / "t.log"),
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert r.stdout.split() == ["False", "False", str(tmp_path / "c.log")]
 
 
 # The libraries parse their level and mask variables themselves: a negative mask is every bit
