@@ -123,8 +123,8 @@ class _Program:
                 pointers[i] if kind == 0 else base + tmp[i] if kind == 1 else out_ptr
                 for kind, i in step.gather
             ]
-            step.plan._call(ptrs, [values[i] for i in step.scalar_index], stream_ptr, ws_ptr,
-                            ws_size)  # fmt: skip
+            scalars = [values[i] for i in step.scalar_index]
+            step.plan.launch_unchecked(ptrs, scalars, stream_ptr, ws_ptr, ws_size)
 
 
 def _round_up(n: int, to: int = 256) -> int:

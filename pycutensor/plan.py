@@ -11,7 +11,8 @@ workspace, so they are planned with a limit of 0 and no estimate, as NVIDIA's sa
 :meth:`Plan.execute` runs the plan on a stream. Its workspace comes from a buffer kept per (thread,
 device, stream) in the device's stream-ordered pool (256-byte aligned, as cuTENSOR requires), so
 executing again allocates nothing; the only work per call is checking the arrays and one ctypes
-call. :meth:`Plan.launch` skips the array checks for callers that pass raw device pointers.
+call. :meth:`Plan.launch` skips the array checks for callers that pass raw device pointers, and
+:meth:`Plan.launch_unchecked` also the type checks, for callers that checked everything already.
 
 Incremental autotuning (:func:`autotune`) follows NVIDIA's ``contraction_plan_cache`` sample: with
 ``PlanPreference(autotune="incremental", incremental_count=n)`` every new plan for the same problem
@@ -362,7 +363,7 @@ class Plan(CResource):
         previous = self.handle.activate()  # the workspace is allocated on the plan's device
         try:
             ws_ptr, ws_size = self._workspace(workspace, stream_ptr, stream)
-            self._call(pointers, scalars, stream_ptr, ws_ptr, ws_size)
+            self.launch_unchecked(pointers, scalars, stream_ptr, ws_ptr, ws_size)
         finally:
             self.handle.restore(previous)
         return arrays[-1]
@@ -420,11 +421,11 @@ class Plan(CResource):
                 raise TypeError(f"{what} must hold 64-bit unsigned ints, got {value!r}")
         previous = self.handle.activate()
         try:
-            self._call(pointers, scalars, stream_ptr, workspace_ptr, workspace_size)
+            self.launch_unchecked(pointers, scalars, stream_ptr, workspace_ptr, workspace_size)
         finally:
             self.handle.restore(previous)
 
-    def _call(
+    def launch_unchecked(
         self,
         pointers: Sequence[int],
         scalars: Sequence[Any],
@@ -432,7 +433,25 @@ class Plan(CResource):
         workspace_ptr: int,
         workspace_size: int,
     ) -> None:
-        # The execute itself; the caller has made the plan's device current.
+        """Execute for a caller that has already checked every argument: one C call, nothing else.
+
+        Calls the operation's execute function (:attr:`Operation.execute_function`:
+        ``cutensorContract``, ``cutensorContractTrinary``, ``cutensorReduce``,
+        ``cutensorElementwiseBinaryExecute``, ``cutensorElementwiseTrinaryExecute`` or
+        ``cutensorPermute``) with this plan. It is what :meth:`execute` and :meth:`launch` end in,
+        and what :mod:`pycutensor`'s functions on arrays and einsum programs call once their
+        operands are checked. ``pointers`` are all of :attr:`Operation.operand_names`, in order, as
+        64-bit unsigned ints; ``scalars`` are :attr:`Operation.scalar_names`' values, in order;
+        ``stream_ptr`` a ``cudaStream_t`` (0: the legacy stream); ``workspace_ptr`` and
+        ``workspace_size`` a 256-byte aligned device buffer of at least
+        :attr:`required_workspace` bytes (0, 0 when the plan needs none). The caller must have
+        made the plan's device current (:meth:`Handle.activate`). Checked here, because they are
+        cheap and a wrong answer would be silent: the plan and its handle are open
+        (:class:`~_nvbind.resource.ClosedError` otherwise) and each pointer has the alignment the
+        operation was described for (``ValueError``). Anything else wrong (a host pointer, a
+        short buffer, a str where an int belongs) reaches C unchecked: use :meth:`launch` for raw
+        pointers from elsewhere.
+        """
         if self._ptr is None:
             raise ClosedError("this cuTENSOR plan is closed")
         if self.handle._ptr is None:

@@ -615,13 +615,13 @@ def test_a_plan_refuses_pointers_less_aligned_than_it_was_made_for() -> None:
     plan.handle = handle
     plan._alignments = (256, 256, 256, 256)
     with pytest.raises(ValueError, match="is 4-byte aligned, but the plan was made for 256-byte"):
-        plan._call([0x1000, 0x2000, 0x3000, 0x3004], [1.0, 0.0], 0, 0, 0)
+        plan.launch_unchecked([0x1000, 0x2000, 0x3000, 0x3004], [1.0, 0.0], 0, 0, 0)
     plan._alignments = (256, 256, 4, 4)
     with pytest.raises(ValueError, match="is 2-byte aligned, but the plan was made for 4-byte"):
-        plan._call([0x1000, 0x2000, 0x3002, 0x3002], [1.0, 0.0], 0, 0, 0)
+        plan.launch_unchecked([0x1000, 0x2000, 0x3002, 0x3002], [1.0, 0.0], 0, 0, 0)
     CResource.close(plan)
     with pytest.raises(ClosedError):
-        plan._call([0x1000, 0x2000, 0x3000, 0x3000], [1.0, 0.0], 0, 0, 0)
+        plan.launch_unchecked([0x1000, 0x2000, 0x3000, 0x3000], [1.0, 0.0], 0, 0, 0)
 
 
 # -- the functions on arrays: every check before the device (NumPy arrays here) ---------------

@@ -153,7 +153,9 @@ class _RecordingPlan:
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
 
-    def _call(self, ptrs: Any, values: Any, stream_ptr: int, ws_ptr: int, ws_size: int) -> None:
+    def launch_unchecked(
+        self, ptrs: Any, values: Any, stream_ptr: int, ws_ptr: int, ws_size: int
+    ) -> None:
         self.calls.append((list(ptrs), [float(v) for v in values], stream_ptr, ws_ptr, ws_size))
 
 

@@ -308,7 +308,7 @@ def run(  # noqa: PLR0917 - called from the public functions only
     previous = handle.activate()  # the workspace is allocated on the handle's device
     try:
         ws_ptr, ws_size = plan._workspace(workspace, stream_ptr, stream)
-        plan._call(pointers, values, stream_ptr, ws_ptr, ws_size)
+        plan.launch_unchecked(pointers, values, stream_ptr, ws_ptr, ws_size)
     finally:
         handle.restore(previous)
     return out if out is not None else arrays[-1]
