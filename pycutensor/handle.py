@@ -378,13 +378,18 @@ class Handle(CResource):
         writes a temporary file beside ``path`` that replaces it only once complete, so a failed
         or interrupted write leaves an existing file as it was.
         """
+        self._write_cache(path, "cutensorHandleWritePlanCacheToFile")
+
+    def _write_cache(self, path: str | os.PathLike[str], function: str) -> None:
+        """``function(handle, filename)`` into a temporary file beside ``path`` that replaces it
+        once complete (the plan cache and the kernel cache are written alike)."""
         name = _path_bytes(path, "path")
         self._check_open()
-        write = LIB.function("cutensorHandleWritePlanCacheToFile")
+        write = LIB.function(function)
 
         def write_to(temporary: bytes) -> None:
             clear_last_error()
-            check(write(self, temporary), "cutensorHandleWritePlanCacheToFile")
+            check(write(self, temporary), function)
 
         write_atomically(name, write_to)
 
@@ -430,15 +435,7 @@ class Handle(CResource):
         """Write the library's just-in-time compiled kernels to ``path``
         (``cutensorWriteKernelCacheToFile``; NOT_SUPPORTED where JIT is unavailable), through a
         temporary file beside it as :meth:`write_plan_cache` does."""
-        name = _path_bytes(path, "path")
-        self._check_open()
-        write = LIB.function("cutensorWriteKernelCacheToFile")
-
-        def write_to(temporary: bytes) -> None:
-            clear_last_error()
-            check(write(self, temporary), "cutensorWriteKernelCacheToFile")
-
-        write_atomically(name, write_to)
+        self._write_cache(path, "cutensorWriteKernelCacheToFile")
 
     def read_kernel_cache(self, path: str | os.PathLike[str]) -> None:
         """Add the kernels stored in ``path`` to the library's JIT kernel cache

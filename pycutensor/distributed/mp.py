@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -283,48 +283,61 @@ def check_folding(
     return indices, sizes
 
 
-class UnfoldPlan(_Plan):
+class _FoldingPlan(_Plan):
+    """What unfolding and folding share: the checks, the plan, and the collective execute."""
+
+    _what: str  # "unfold" or "fold": which side is the tensor, and the messages' word
+
+    def __init__(self, dst: DistributedTensor, src: DistributedTensor,
+                 groups: Sequence[Sequence[int]], *,
+                 preference: MpPlanPreference | None = None) -> None:  # fmt: skip
+        _same_handle(src.handle, (dst, src))
+        tensor, matrix = (src, dst) if self._what == "unfold" else (dst, src)
+        indices, sizes = check_folding(tensor.distribution, tensor.data_type, matrix.distribution,
+                                       matrix.data_type, groups, what=self._what)  # fmt: skip
+        op = mpb.cutensorMpOperationDescriptor_t()
+        self._describe(op, dst, src, indices, sizes)
+        self._plan(src.handle, op, (dst, src), preference)
+        self.dst, self.src = dst, src
+
+    def _describe(self, op: Any, dst: DistributedTensor, src: DistributedTensor,
+                  indices: Any, sizes: Any) -> None:  # fmt: skip
+        raise NotImplementedError
+
+    def _run(self, function: Callable[..., Any]) -> None:
+        ws, host = self._workspaces()
+        function(self.handle, self, self.src.data_ptr or None, self.dst.data_ptr or None,
+                 ws or None, host)  # fmt: skip
+
+
+class UnfoldPlan(_FoldingPlan):
     """Tensor to matrix (``cutensorMpCreateUnfolding``): ``groups`` are two lists of ``src``'s
     positional modes whose extents multiply into the rows and columns of ``dst``."""
 
-    def __init__(self, dst: DistributedTensor, src: DistributedTensor,
-                 groups: Sequence[Sequence[int]], *,
-                 preference: MpPlanPreference | None = None) -> None:  # fmt: skip
-        _same_handle(src.handle, (dst, src))
-        indices, sizes = check_folding(src.distribution, src.data_type, dst.distribution,
-                                       dst.data_type, groups, what="unfold")  # fmt: skip
-        op = mpb.cutensorMpOperationDescriptor_t()
+    _what = "unfold"
+
+    def _describe(self, op: Any, dst: DistributedTensor, src: DistributedTensor,
+                  indices: Any, sizes: Any) -> None:  # fmt: skip
         raw_mp.cutensorMpCreateUnfolding(src.handle, ctypes.byref(op), src, 2, indices, sizes, dst)
-        self._plan(src.handle, op, (dst, src), preference)
-        self.dst, self.src = dst, src
 
     def execute(self) -> None:
         """``cutensorMpUnfold`` (collective)."""
-        ws, host = self._workspaces()
-        raw_mp.cutensorMpUnfold(self.handle, self, self.src.data_ptr or None,
-                                self.dst.data_ptr or None, ws or None, host)  # fmt: skip
+        self._run(raw_mp.cutensorMpUnfold)
 
 
-class FoldPlan(_Plan):
+class FoldPlan(_FoldingPlan):
     """Matrix to tensor (``cutensorMpCreateFolding``): ``groups`` are two lists of ``dst``'s
     positional modes forming the rows and columns of ``src``."""
 
-    def __init__(self, dst: DistributedTensor, src: DistributedTensor,
-                 groups: Sequence[Sequence[int]], *,
-                 preference: MpPlanPreference | None = None) -> None:  # fmt: skip
-        _same_handle(src.handle, (dst, src))
-        indices, sizes = check_folding(dst.distribution, dst.data_type, src.distribution,
-                                       src.data_type, groups, what="fold")  # fmt: skip
-        op = mpb.cutensorMpOperationDescriptor_t()
+    _what = "fold"
+
+    def _describe(self, op: Any, dst: DistributedTensor, src: DistributedTensor,
+                  indices: Any, sizes: Any) -> None:  # fmt: skip
         raw_mp.cutensorMpCreateFolding(src.handle, ctypes.byref(op), src, dst, 2, indices, sizes)
-        self._plan(src.handle, op, (dst, src), preference)
-        self.dst, self.src = dst, src
 
     def execute(self) -> None:
         """``cutensorMpFold`` (collective)."""
-        ws, host = self._workspaces()
-        raw_mp.cutensorMpFold(self.handle, self, self.src.data_ptr or None,
-                              self.dst.data_ptr or None, ws or None, host)  # fmt: skip
+        self._run(raw_mp.cutensorMpFold)
 
 
 def parse_subscripts(subscripts: str) -> tuple[str, str, str]:
