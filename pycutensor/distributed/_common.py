@@ -10,14 +10,21 @@ import numpy as np
 
 from _nvbind.cuda import gpu_available
 
+from .. import _bindings as cb
+from ..tables import KINDS, check_types, compute_type_name, expected_scalar_type
+from ..tensor import dtype_of_data_type
+
 __all__ = [
     "DeviceRequiredError",
     "c_array",
+    "checked_contraction",
     "contraction_modes",
+    "copy_modes",
     "int64s",
     "int_tuple",
     "modes_of",
     "require_gpu",
+    "workspace_preference_value",
 ]
 
 
@@ -114,3 +121,48 @@ def contraction_modes(
         if not any(mode in m for m in inputs):
             raise ValueError(f"output mode {_label(mode)} appears in no input")
     return tuple(out)
+
+
+def checked_contraction(  # noqa: PLR0917 - (tensor, modes) pairs in the order of C and einsum
+    a: Any, modes_a: Any, b: Any, modes_b: Any, c: Any, modes_c: Any, compute_type: Any
+) -> tuple[tuple[tuple[int, ...], ...], str, np.dtype]:
+    """The modes of ``C = A B`` (:func:`contraction_modes`), the compute type cuTENSOR's
+    contraction table allows for the tensors' data types (``compute_type`` None: the table's
+    first), and the scalar dtype that goes with them. ``a``, ``b``, ``c`` have ``extents`` and
+    ``data_type`` (cuTENSORMp and cuTENSORMg tensors)."""
+    modes = contraction_modes(
+        [(a.extents, modes_a, "modes_a"), (b.extents, modes_b, "modes_b"),
+         (c.extents, modes_c, "modes_c")]
+    )  # fmt: skip
+    compute = check_types(
+        KINDS["contraction"], (a.data_type, b.data_type, c.data_type),
+        compute_type_name(compute_type),
+    )  # fmt: skip
+    return modes, compute, dtype_of_data_type(expected_scalar_type(c.data_type, compute))
+
+
+def copy_modes(
+    dst: Any, src: Any, modes_dst: Any, modes_src: Any
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The modes of ``dst`` and ``src`` of a copy or redistribution as C ints (default: by
+    position), checked: the same modes on both sides, each with one extent."""
+    md = modes_of(modes_dst if modes_dst is not None else range(dst.ndim), dst.ndim, "modes_dst")
+    ms = modes_of(modes_src if modes_src is not None else range(src.ndim), src.ndim, "modes_src")
+    if sorted(md) != sorted(ms):
+        raise ValueError(f"modes_dst {list(md)} and modes_src {list(ms)} name other modes")
+    for mode, e in zip(md, dst.extents, strict=True):
+        if src.extents[ms.index(mode)] != e:
+            raise ValueError(
+                f"mode {mode!r} has extent {e} in dst, {src.extents[ms.index(mode)]} in src"
+            )
+    return md, ms
+
+
+def workspace_preference_value(workspace_preference: str) -> int:
+    """``cutensorWorksizePreference_t`` for ``"min"``, ``"default"`` or ``"max"``."""
+    try:
+        return int(cb.cutensorWorksizePreference_t[workspace_preference.upper()])
+    except KeyError:
+        raise ValueError(
+            f"workspace_preference must be 'min', 'default' or 'max', not {workspace_preference!r}"
+        ) from None

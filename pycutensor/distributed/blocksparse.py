@@ -34,7 +34,14 @@ from ..handle import get_handle
 from ..preference import default_preference
 from ..tables import compute_type_name
 from ..tensor import data_type_name, data_type_value, dtype_of_data_type
-from ._common import c_array, contraction_modes, int64s, int_tuple, require_gpu
+from ._common import (
+    c_array,
+    contraction_modes,
+    int64s,
+    int_tuple,
+    require_gpu,
+    workspace_preference_value,
+)
 
 __all__ = ["BlockSparseContractionPlan", "BlockSparseTensor", "BlockStructure"]
 
@@ -321,13 +328,7 @@ class BlockSparseContractionPlan(CResource):
                 f"table), not {asked}"
             )
         check_sections([(a.structure, ma), (b.structure, mb), (c.structure, mc)])
-        try:
-            ws_pref = cb.cutensorWorksizePreference_t[workspace_preference.upper()]
-        except KeyError:
-            raise ValueError(
-                f"workspace_preference must be 'min', 'default' or 'max', not "
-                f"{workspace_preference!r}"
-            ) from None
+        ws_pref = workspace_preference_value(workspace_preference)
         self.handle = c.handle
         self.a, self.b, self.c = a, b, c
         self.scalar_dtype = c.dtype
@@ -347,7 +348,7 @@ class BlockSparseContractionPlan(CResource):
         try:
             estimate = ctypes.c_uint64()
             raw.cutensorEstimateWorkspaceSize(
-                self.handle, op, pref, int(ws_pref), ctypes.byref(estimate)
+                self.handle, op, pref, ws_pref, ctypes.byref(estimate)
             )
             raw.cutensorCreatePlan(self.handle, ctypes.byref(plan), op, pref, estimate.value)
         finally:

@@ -31,9 +31,15 @@ from _nvbind.resource import CResource
 
 from .. import _bindings_mg as mgb
 from .. import raw_mg
-from ..tables import KINDS, check_types, compute_type_name, expected_scalar_type
 from ..tensor import data_type_name, data_type_value, dtype_of_data_type
-from ._common import c_array, contraction_modes, int64s, modes_of, require_gpu
+from ._common import (
+    c_array,
+    checked_contraction,
+    copy_modes,
+    int64s,
+    require_gpu,
+    workspace_preference_value,
+)
 from .layout import Distribution
 
 __all__ = ["MgContractionPlan", "MgCopyPlan", "MgHandle", "MgTensor"]
@@ -279,19 +285,7 @@ class MgCopyPlan(CResource):
                  modes_src: Any = None) -> None:  # fmt: skip
         if dst.handle is not src.handle:
             raise ValueError("dst and src must come from the same MgHandle")
-        md = modes_of(
-            modes_dst if modes_dst is not None else range(dst.ndim), dst.ndim, "modes_dst"
-        )
-        ms = modes_of(
-            modes_src if modes_src is not None else range(src.ndim), src.ndim, "modes_src"
-        )
-        if sorted(md) != sorted(ms):
-            raise ValueError(f"modes_dst {list(md)} and modes_src {list(ms)} name other modes")
-        for mode, e in zip(md, dst.extents, strict=True):
-            if src.extents[ms.index(mode)] != e:
-                raise ValueError(
-                    f"mode {mode!r}: extent {e} in dst, {src.extents[ms.index(mode)]} in src"
-                )
+        md, ms = copy_modes(dst, src, modes_dst, modes_src)
         handle = self.handle = dst.handle
         desc = mgb.cutensorMgCopyDescriptor_t()
         i32 = ctypes.c_int32
@@ -345,26 +339,13 @@ class MgContractionPlan(CResource):
                 raise ValueError(f"{name} comes from another MgHandle")
             if t.devices[0] < 0:
                 raise ValueError(f"{name} is in host memory; cuTENSORMg contracts device tensors")
-        ma, mb, mc = contraction_modes(
-            [(a.extents, modes_a, "modes_a"), (b.extents, modes_b, "modes_b"),
-             (c.extents, modes_c, "modes_c")]
-        )  # fmt: skip
-        compute = check_types(
-            KINDS["contraction"], (a.data_type, b.data_type, c.data_type),
-            compute_type_name(compute_type),
-        )  # fmt: skip
+        (ma, mb, mc), compute, scalar_dtype = checked_contraction(
+            a, modes_a, b, modes_b, c, modes_c, compute_type
+        )
         if compute not in _COMPUTE:
             raise ValueError(f"cuTENSORMg has no compute type {compute}; it has {list(_COMPUTE)}")
-        self.scalar_dtype = dtype_of_data_type(expected_scalar_type(c.data_type, compute))
-        from .. import _bindings as cb
-
-        try:
-            ws_pref = cb.cutensorWorksizePreference_t[workspace_preference.upper()]
-        except KeyError:
-            raise ValueError(
-                f"workspace_preference must be 'min', 'default' or 'max', not "
-                f"{workspace_preference!r}"
-            ) from None
+        self.scalar_dtype = scalar_dtype
+        ws_pref = workspace_preference_value(workspace_preference)
         i32 = ctypes.c_int32
         desc = mgb.cutensorMgContractionDescriptor_t()
         raw_mg.cutensorMgCreateContractionDescriptor(
@@ -380,7 +361,7 @@ class MgContractionPlan(CResource):
             try:
                 sizes, host = handle._per_device(ctypes.c_int64), ctypes.c_int64()
                 raw_mg.cutensorMgContractionGetWorkspace(
-                    handle, desc, find, int(ws_pref), sizes, ctypes.byref(host)
+                    handle, desc, find, ws_pref, sizes, ctypes.byref(host)
                 )
                 raw_mg.cutensorMgCreateContractionPlan(
                     handle, ctypes.byref(plan), desc, find, sizes, host.value

@@ -30,9 +30,8 @@ from _nvbind.resource import CResource
 
 from .. import _bindings_mp as mpb
 from .. import raw_mp
-from ..tables import KINDS, check_types, compute_type_name, expected_scalar_type, unary_operator
-from ..tensor import dtype_of_data_type
-from ._common import c_array, contraction_modes, int64s, modes_of
+from ..tables import unary_operator
+from ._common import c_array, checked_contraction, copy_modes, int64s
 from .layout import Distribution
 from .mp_tensor import DistributedTensor, MpHandle
 
@@ -155,15 +154,9 @@ class ContractionPlan(_Plan):
     ) -> None:
         handle = a.handle
         _same_handle(handle, (a, b, c))
-        ma, mb, mc = contraction_modes(
-            [(a.extents, modes_a, "modes_a"), (b.extents, modes_b, "modes_b"),
-             (c.extents, modes_c, "modes_c")]
-        )  # fmt: skip
-        compute = check_types(
-            KINDS["contraction"], (a.data_type, b.data_type, c.data_type),
-            compute_type_name(compute_type),
-        )  # fmt: skip
-        self.scalar_dtype = dtype_of_data_type(expected_scalar_type(c.data_type, compute))
+        (ma, mb, mc), compute, self.scalar_dtype = checked_contraction(
+            a, modes_a, b, modes_b, c, modes_c, compute_type
+        )
         from ..raw import compute_descriptor
 
         op = mpb.cutensorMpOperationDescriptor_t()
@@ -207,19 +200,7 @@ class RedistributionPlan(_Plan):
     ) -> None:
         handle = src.handle
         _same_handle(handle, (dst, src))
-        md = modes_of(
-            modes_dst if modes_dst is not None else range(dst.ndim), dst.ndim, "modes_dst"
-        )
-        ms = modes_of(
-            modes_src if modes_src is not None else range(src.ndim), src.ndim, "modes_src"
-        )
-        if sorted(md) != sorted(ms):
-            raise ValueError(f"modes_dst {list(md)} and modes_src {list(ms)} name other modes")
-        for mode, e in zip(md, dst.extents, strict=True):
-            if src.extents[ms.index(mode)] != e:
-                raise ValueError(
-                    f"mode {mode!r} has extent {e} in dst, {src.extents[ms.index(mode)]} in src"
-                )
+        md, ms = copy_modes(dst, src, modes_dst, modes_src)
         if dst.data_type != src.data_type:
             raise TypeError(f"dst is {dst.data_type} but src is {src.data_type}")
         op = mpb.cutensorMpOperationDescriptor_t()

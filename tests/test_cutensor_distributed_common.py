@@ -1,0 +1,58 @@
+"""The host checks the cuTENSORMp, cuTENSORMg and block-sparse plans share
+(:mod:`pycutensor.distributed._common`): no GPU and no library needed.
+
+Expected values come from ``cutensor.h`` (``cutensorWorksizePreference_t``: MIN 1, DEFAULT 2,
+MAX 3) and from the user guide's contraction table (32-bit real data computes in 32F with float32
+scalars by default, 64-bit in 64F with float64 scalars).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from pycutensor.distributed._common import (
+    checked_contraction,
+    copy_modes,
+    workspace_preference_value,
+)
+
+
+def _tensor(extents: tuple[int, ...], data_type: str = "R_32F") -> SimpleNamespace:
+    return SimpleNamespace(extents=extents, ndim=len(extents), data_type=data_type)
+
+
+def test_copy_modes_default_to_positions_and_match_by_label() -> None:
+    dst, src = _tensor((2, 3)), _tensor((3, 2))
+    assert copy_modes(dst, dst, None, None) == ((0, 1), (0, 1))
+    assert copy_modes(dst, src, "ij", "ji") == ((ord("i"), ord("j")), (ord("j"), ord("i")))
+
+
+def test_copy_modes_refuse_other_modes_and_other_extents() -> None:
+    dst, src = _tensor((2, 3)), _tensor((2, 4))
+    with pytest.raises(ValueError, match="name other modes"):
+        copy_modes(dst, dst, "ij", "ik")
+    with pytest.raises(ValueError, match="mode 1 has extent 3 in dst, 4 in src"):
+        copy_modes(dst, src, None, None)
+
+
+def test_checked_contraction_takes_the_tables_compute_type_and_scalar() -> None:
+    a, b, c = _tensor((4, 5)), _tensor((5, 6)), _tensor((4, 6))
+    modes, compute, scalar = checked_contraction(a, "mk", b, "kn", c, "mn", None)
+    assert modes == ((ord("m"), ord("k")), (ord("k"), ord("n")), (ord("m"), ord("n")))
+    assert (compute, scalar) == ("32F", np.dtype(np.float32))
+    d = [_tensor(t.extents, "R_64F") for t in (a, b, c)]
+    assert checked_contraction(d[0], "mk", d[1], "kn", d[2], "mn", None)[1:] == (
+        "64F",
+        np.dtype(np.float64),
+    )
+    with pytest.raises(ValueError, match="extent"):
+        checked_contraction(a, "mk", _tensor((7, 6)), "kn", c, "mn", None)
+
+
+def test_workspace_preference_value() -> None:
+    assert [workspace_preference_value(w) for w in ("min", "DEFAULT", "max")] == [1, 2, 3]
+    with pytest.raises(ValueError, match="workspace_preference must be 'min', 'default' or 'max'"):
+        workspace_preference_value("most")
