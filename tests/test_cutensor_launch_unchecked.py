@@ -8,10 +8,9 @@ what NumPy computes.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
+from test_cutensor_robustness import _closed
 
 import pycutensor
 from _nvbind.resource import CResource
@@ -22,14 +21,6 @@ from pycutensor.plan import Plan
 from pycutensor.tensor import TensorDescriptor
 
 _POINTERS = [0x1000, 0x2000, 0x3000, 0x3000]
-
-
-def _closed(cls: Any) -> Any:
-    """An instance of ``cls`` in the state ``close()`` leaves it in (its pointer never reaches C)."""
-    obj = cls.__new__(cls)
-    CResource.__init__(obj, 1, None, owned=False)
-    CResource.close(obj)
-    return obj
 
 
 def _open_plan(handle: Handle) -> Plan:
