@@ -7,16 +7,14 @@ handle stand-in, as in ``test_host_paths.py``.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
 import pytest
-from standins import BASE, stand_in_handle
+from standins import BASE, recording_conv_plan, stand_in_handle
 from standins import fake_device_array as fake
 
 import pycudnn
-from pycudnn.deviceprops import DeviceProperties
 from pycudnn.plan import Plan
 from pycudnn.plan.cuda_graph import CudaGraphCalls
 from pycudnn.plan.variant_pack import VariantPackCache
@@ -24,25 +22,7 @@ from pycudnn.plan.variant_pack import VariantPackCache
 
 @pytest.fixture
 def conv_plan(deviceprops_json: dict[str, Any]) -> Any:
-    props = DeviceProperties.from_json(deviceprops_json)
-    g = pycudnn.Graph("composition")
-    x = g.tensor([1, 32, 16, 16], fmt="NHWC", dtype="float16", name="x")
-    w = g.tensor([32, 32, 3, 3], fmt="NHWC", dtype="float16", name="w")
-    y = g.conv_fprop(x, w, padding=1, name="conv")
-    plan = g.build(device_properties=props, cache=False)
-    launches: list[Any] = []
-
-    def launch(handle: Any, plan_ptr: Any, vpack: Any) -> int:  # cudnnBackendExecute needs a GPU
-        launches.append(vpack.value)
-        return 0
-
-    plan._exec = launch
-    plan._handles[threading.get_ident()] = stand_in_handle()
-    arrays = {
-        t: fake(tuple(t.dims), np.float16, ptr=BASE + i * 0x10_0000, strides=t.strides)
-        for i, t in enumerate((x, w, y))
-    }
-    ws = fake((max(plan.workspace_size, 1),), np.uint8, ptr=BASE + 0x30_0000)
+    plan, arrays, ws, launches, _ = recording_conv_plan(deviceprops_json, "composition")
     yield plan, arrays, ws, launches
     plan.close()
 
