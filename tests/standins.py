@@ -4,14 +4,17 @@ GPU) and is never passed to C."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
 
+import pycudnn
 from _nvbind.device_array import DeviceArray
 from _nvbind.resource import CResource
 from _nvbind.strides import c_strides
 from pycudnn import layout
+from pycudnn.deviceprops import DeviceProperties
 from pycudnn.handle import Handle
 
 BASE = 0x7F00_0000_0000
@@ -45,3 +48,30 @@ def stand_in_handle(device: Any = None) -> Handle:
     CResource.__init__(h, 0x1000, None, owned=False)  # never reaches C
     h.device_id, h._device, h._stream_obj, h._stream_ptr = 0, device, None, 0
     return h
+
+
+def recording_conv_plan(deviceprops_json: dict[str, Any], name: str) -> tuple[Any, ...]:
+    """A 3x3 conv plan built by cuDNN for the committed device properties, whose launch
+    (``cudnnBackendExecute``, which needs a GPU) is a recorder, on a :func:`stand_in_handle`:
+    ``(plan, arrays, workspace, launches, (x, w, y))``, the arrays stand-ins at made-up
+    addresses and ``launches`` the variant pack of each launch. The caller closes the plan."""
+    props = DeviceProperties.from_json(deviceprops_json)
+    g = pycudnn.Graph(name)
+    x = g.tensor([1, 32, 16, 16], fmt="NHWC", dtype="float16", name="x")
+    w = g.tensor([32, 32, 3, 3], fmt="NHWC", dtype="float16", name="w")
+    y = g.conv_fprop(x, w, padding=1, name="conv")
+    plan = g.build(device_properties=props, cache=False)
+    launches: list[Any] = []
+
+    def launch(handle: Any, plan_ptr: Any, vpack: Any) -> int:  # cudnnBackendExecute needs a GPU
+        launches.append(vpack.value)
+        return 0
+
+    plan._exec = launch
+    plan._handles[threading.get_ident()] = stand_in_handle()
+    ws = fake_device_array((max(plan.workspace_size, 1),), np.uint8, ptr=BASE + 0x30_0000)
+    arrays = {
+        t: fake_device_array(tuple(t.dims), np.float16, ptr=BASE + i * 0x10_0000, strides=t.strides)
+        for i, t in enumerate((x, w, y))
+    }
+    return plan, arrays, ws, launches, (x, w, y)

@@ -11,18 +11,15 @@ same checks with real launches, CuPy and PyTorch are in ``test_host_paths_gpu.py
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
 import pytest
-from standins import BASE, stand_in_handle
+from standins import BASE, recording_conv_plan
 from standins import fake_device_array as fake
 
-import pycudnn
 from _nvbind.arrays import ArrayView, array_view, as_array_view
 from _nvbind.strides import c_strides
-from pycudnn.deviceprops import DeviceProperties
 
 
 def test_device_array_fast_read_is_the_general_read() -> None:
@@ -60,27 +57,8 @@ def test_a_closed_device_array_is_refused_on_the_fast_read() -> None:
 
 @pytest.fixture
 def conv_plan(deviceprops_json: dict[str, Any]) -> Any:
-    props = DeviceProperties.from_json(deviceprops_json)
-    g = pycudnn.Graph("host_paths")
-    x = g.tensor([1, 32, 16, 16], fmt="NHWC", dtype="float16", name="x")
-    w = g.tensor([32, 32, 3, 3], fmt="NHWC", dtype="float16", name="w")
-    y = g.conv_fprop(x, w, padding=1, name="conv")
-    plan = g.build(device_properties=props, cache=False)
-    launches: list[Any] = []
-
-    def launch(handle: Any, plan_ptr: Any, vpack: Any) -> int:  # cudnnBackendExecute needs a GPU
-        launches.append(vpack.value)
-        return 0
-
-    plan._exec = launch
-    plan._handles[threading.get_ident()] = stand_in_handle()
-    ws = fake((max(plan.workspace_size, 1),), np.uint8, ptr=BASE + 0x30_0000)
-    arrays = {
-        x: fake(tuple(x.dims), np.float16, ptr=BASE, strides=x.strides),
-        w: fake(tuple(w.dims), np.float16, ptr=BASE + 0x10_0000, strides=w.strides),
-        y: fake(tuple(y.dims), np.float16, ptr=BASE + 0x20_0000, strides=y.strides),
-    }
-    yield plan, arrays, ws, launches, (x, w, y)
+    plan, *rest = recording_conv_plan(deviceprops_json, "host_paths")
+    yield plan, *rest
     plan.close()
 
 

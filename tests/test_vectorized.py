@@ -82,18 +82,18 @@ def test_vectorized_arrays_are_validated(props: pycudnn.DeviceProperties) -> Non
         # (pointer, shape, strides, dtype, device, read-only): an ArrayView's description.
         return (ptr, shape, strides, np.dtype(dtype), 0, False)
 
-    assert plan._validate(slot, sig(), 0) == ptr
+    assert plan._packs.validate(slot, sig(), 0) == ptr
     # The logical 4-D int8 array is not the data: the error names the packed shape to pass.
     with pytest.raises(
         ValueError,
         match=r"shape \[2, 64, 8, 8\] but the graph says \[2, 2, 8, 8, "
         r"32\] \(the packed \[N, C/x, H, W, x\] array of this NC/32HW32 tensor",
     ):
-        plan._validate(slot, sig((2, 64, 8, 8), (4096, 64, 8, 1)), 0)
+        plan._packs.validate(slot, sig((2, 64, 8, 8), (4096, 64, 8, 1)), 0)
     with pytest.raises(ValueError, match="strides"):
-        plan._validate(slot, sig(strides=(4096, 2048, 256, 1, 8)), 0)
+        plan._packs.validate(slot, sig(strides=(4096, 2048, 256, 1, 8)), 0)
     with pytest.raises(TypeError, match="int32 but the graph says int8"):
-        plan._validate(slot, sig(dtype=np.int32), 0)
+        plan._packs.validate(slot, sig(dtype=np.int32), 0)
 
 
 def test_vectorized_dtype_strings_and_widths() -> None:

@@ -7,27 +7,34 @@ and executes a described graph, this class joins the two for the caller.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import plan
 from ..opgraph.operation_graph import OperationGraph
-from ..plan import (
-    EngineConfig,
-    HeuristicsResult,
-    Plan,
-    PlanCache,
-    build,
-    build_all,
-    engine_configs,
-    run_heuristics,
-)
-from ..plan.options import PlanOptions, takes_plan_options
+from ..plan import Plan, build, build_all, engine_configs, run_heuristics
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..deviceprops import DeviceProperties
+    from ..plan.autotuning import autotune as _autotune
 
 __all__ = ["Graph"]
+
+
+class _OnFirstUse:
+    """A :mod:`pycudnn.plan` function whose module is imported on first use (autotuning pulls
+    timing and verification code that building a plan never needs), as a method of the class it
+    is set on: the first look-up imports it and puts the function itself on the class."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.owner = owner
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        function = getattr(plan, self.name)  # pycudnn.plan imports the module (PEP 562)
+        setattr(self.owner, self.name, function)  # later look-ups find the function itself
+        return function if obj is None else function.__get__(obj, owner)
 
 
 class Graph(OperationGraph):
@@ -36,127 +43,21 @@ class Graph(OperationGraph):
 
     ``compute_dtype`` is the default math precision of operations; ``intermediate_dtype`` the type
     of virtual tensors; ``io_dtype`` (optional) the type of graph outputs whose type is not given.
+
+    The planning methods are the :mod:`pycudnn.plan` functions themselves, the graph their first
+    argument (``graph.build(...)`` is ``pycudnn.plan.build(graph, ...)``): one keyword list, one
+    docstring, and a :class:`~pycudnn.plan.PlanOptions` or mapping taken as ``options=``.
     """
 
     # -- planning (pycudnn.plan) -----------------------------------------------------------------
-    def heuristics(
-        self,
-        mode: Any = "a",
-        *,
-        device_properties: DeviceProperties | None = None,
-        sm_count: int | None = None,
-        device: Any = None,
-    ) -> HeuristicsResult[EngineConfig]:
-        """Run one heuristic mode for a target (``device_properties``, else the GPU ``device``):
-        the count cuDNN reports and the configs it returns (see :func:`pycudnn.plan.run_heuristics`)."""
-
-        return run_heuristics(
-            self, mode, device_properties=device_properties, sm_count=sm_count, device=device
-        )
-
-    @takes_plan_options
-    def engine_configs(
-        self,
-        *,
-        heuristics: Any = ("a", "fallback"),  # pycudnn.plan.DEFAULT_HEURISTICS
-        device_properties: DeviceProperties | None = None,
-        sm_count: int | None = None,
-        device: Any = None,
-        deterministic: bool = False,
-        allow_reduced_precision: bool = True,
-        allow_runtime_compilation: bool = True,
-        max_workspace: int | None = None,
-        allow_known_bad: bool = False,
-        exclude_engines: Iterable[int] | None = None,
-        exclude_notes: Iterable[str] | None = None,
-        options: PlanOptions | Mapping[str, Any] | None = None,
-    ) -> list[EngineConfig]:
-        """Engine configurations from the heuristics (``CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR``),
-        filtered: see :func:`pycudnn.plan.engine_configs` for every keyword and its errors."""
-        kw = _keywords(locals())
-
-        return engine_configs(self, **kw)
-
-    @takes_plan_options
-    def build(
-        self,
-        *,
-        heuristics: Any = ("a", "fallback"),  # pycudnn.plan.DEFAULT_HEURISTICS
-        device_properties: DeviceProperties | None = None,
-        device: Any = None,
-        deterministic: bool = False,
-        max_workspace: int | None = None,
-        allow_reduced_precision: bool = True,
-        allow_runtime_compilation: bool = True,
-        allow_known_bad: bool = False,
-        sm_count: int | None = None,
-        cache: PlanCache | bool | None = None,
-        exclude_engines: Iterable[int] | None = None,
-        exclude_notes: Iterable[str] | None = None,
-        verify: bool = False,
-        options: PlanOptions | Mapping[str, Any] | None = None,
-    ) -> Plan:
-        """Heuristics, then the first execution plan that finalizes (``cudnnBackendFinalize`` of
-        an ``EXECUTION_PLAN``): see :func:`pycudnn.plan.build` for every keyword and its errors
-        (:class:`~pycudnn.plan.GraphNotSupportedError` when no engine serves)."""
-        kw = _keywords(locals())
-
-        return build(self, **kw)
-
-    @takes_plan_options
-    def build_all(
-        self,
-        *,
-        heuristics: Any = ("a", "fallback"),  # pycudnn.plan.DEFAULT_HEURISTICS
-        device_properties: DeviceProperties | None = None,
-        device: Any = None,
-        deterministic: bool = False,
-        max_workspace: int | None = None,
-        allow_reduced_precision: bool = True,
-        allow_runtime_compilation: bool = True,
-        allow_known_bad: bool = False,
-        sm_count: int | None = None,
-        exclude_engines: Iterable[int] | None = None,
-        exclude_notes: Iterable[str] | None = None,
-        limit: int | None = None,
-        verify: bool = False,
-        options: PlanOptions | Mapping[str, Any] | None = None,
-    ) -> list[Plan]:
-        """Every execution plan that finalizes: see :func:`pycudnn.plan.build_all`."""
-        kw = _keywords(locals())
-
-        return build_all(self, **kw)
-
-    @takes_plan_options
-    def autotune(
-        self,
-        tensors: Mapping[Any, Any],
-        *,
-        heuristics: Any = ("a", "b", "fallback"),
-        candidates: int | Sequence[Plan] | None = None,
-        warmup: int = 3,
-        repeats: int = 10,
-        stream: Any = None,
-        handle: Any = None,
-        device: Any = None,
-        progress: bool | None = None,
-        cache: PlanCache | bool | None = None,
-        verify: bool = False,
-        deterministic: bool = False,
-        max_workspace: int | None = None,
-        allow_reduced_precision: bool = True,
-        allow_runtime_compilation: bool = True,
-        allow_known_bad: bool = False,
-        sm_count: int | None = None,
-        exclude_engines: Iterable[int] | None = None,
-        exclude_notes: Iterable[str] | None = None,
-        options: PlanOptions | Mapping[str, Any] | None = None,
-    ) -> Plan:
-        """Time every candidate plan on the GPU (``cudnnBackendExecute`` between CUDA events) and
-        return the fastest: see :func:`pycudnn.plan.autotune` (``RuntimeError`` without a GPU)."""
-        kw = _keywords(locals())
-
-        return plan.autotune(self, kw.pop("tensors"), **kw)  # autotuning loads on first use
+    heuristics = run_heuristics
+    engine_configs = engine_configs
+    build = build
+    build_all = build_all
+    if TYPE_CHECKING:
+        autotune = _autotune
+    else:
+        autotune = _OnFirstUse("autotune")
 
     def load_plan(
         self,
@@ -170,10 +71,3 @@ class Graph(OperationGraph):
         :meth:`pycudnn.plan.Plan.from_json` (``PlanVersionError`` for another cuDNN's plan)."""
 
         return Plan.load(source, graph=self, device_properties=device_properties, device=device)
-
-
-def _keywords(frame_locals: dict[str, Any]) -> dict[str, Any]:
-    """A method's arguments, ``self`` left out, to pass on to its :mod:`pycudnn.plan` function
-    (the keywords are spelled out on both, so that ``help()`` and type checkers see them; a test
-    checks that the two lists are the same)."""
-    return {k: v for k, v in frame_locals.items() if k != "self"}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import statistics
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from _nvbind.cuda import driver_status, require_cuda_core
 from _nvbind.memory import stream_object
@@ -19,10 +19,13 @@ from .autotune_results import AutotuneResult, AutotuneResults
 from .building import _cache_key, _not_supported, _plans
 from .cache import PlanCache, _resolve_cache
 from .execution import Plan
-from .options import PlanOptions, takes_plan_options
+from .options import PlanFilters, PlanOptions, plan_values, takes_plan_options
 from .report import PlanningReport, _check_graph
 from .targets import _target
 from .verifying import check_verify, verify_row
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
 
 __all__ = ["AutotuneResult", "AutotuneResults", "autotune"]
 
@@ -62,15 +65,8 @@ def autotune(
     progress: bool | None = None,
     cache: PlanCache | bool | None = None,
     verify: bool = False,
-    deterministic: bool = False,
-    max_workspace: int | None = None,
-    allow_reduced_precision: bool = True,
-    allow_runtime_compilation: bool = True,
-    allow_known_bad: bool = False,
-    sm_count: int | None = None,
-    exclude_engines: Iterable[int] | None = None,
-    exclude_notes: Iterable[str] | None = None,
     options: PlanOptions | Mapping[str, Any] | None = None,
+    **filters: Unpack[PlanFilters],
 ) -> Plan:
     """Time every candidate plan on the GPU with CUDA events and return the fastest.
 
@@ -99,17 +95,7 @@ def autotune(
             f"autotuning times plans on the GPU, and none is usable here: {st.reason}"
         )
     verify = check_verify(verify)
-    options = {
-        "heuristics": heuristics,
-        "deterministic": deterministic,
-        "max_workspace": max_workspace,
-        "allow_reduced_precision": allow_reduced_precision,
-        "allow_runtime_compilation": allow_runtime_compilation,
-        "allow_known_bad": allow_known_bad,
-        "sm_count": sm_count,
-        "exclude_engines": exclude_engines,
-        "exclude_notes": exclude_notes,
-    }
+    values = plan_values(heuristics, filters)
     if handle is not None:
         if not isinstance(handle, Handle):
             raise TypeError(f"handle must be a pycudnn.Handle, not {type(handle).__name__}")
@@ -120,7 +106,7 @@ def autotune(
     pc = _resolve_cache(cache)
     key = None
     if pc is not None and not isinstance(candidates, Sequence):
-        key = _cache_key(graph, target, {**options}, autotuned=True, verified=verify)
+        key = _cache_key(graph, target, values, autotuned=True, verified=verify)
         cached = pc._lookup(key, graph, target)
         if cached is not None:
             return cached
@@ -136,7 +122,7 @@ def autotune(
             raise ValueError(
                 f"candidates must be a positive int, a list of plans or None, got {candidates!r}"
             )
-        plans = _plans(graph, target, dict(options), report, limit=candidates)
+        plans = _plans(graph, target, dict(values), report, limit=candidates)
         if not plans:
             raise _not_supported(graph, report)
 

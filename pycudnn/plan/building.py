@@ -7,8 +7,8 @@ import functools
 import hashlib
 import json
 import logging
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from .. import known_bad
 from ..backend import BackendDescriptor
@@ -30,7 +30,7 @@ from .heuristics import (
     _collect,
     _heur_modes,
 )
-from .options import PlanOptions, takes_plan_options
+from .options import PlanFilters, PlanOptions, plan_values, takes_plan_options
 from .report import (
     GraphNotSupportedError,
     NoTargetError,
@@ -41,6 +41,9 @@ from .report import (
 from .serialization import _version
 from .targets import _Target, _target
 from .verifying import check_verify, verified
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
 
 __all__ = ["build", "build_all"]
 
@@ -263,17 +266,10 @@ def build_all(
     heuristics: Any = DEFAULT_HEURISTICS,
     device_properties: DeviceProperties | None = None,
     device: Any = None,
-    deterministic: bool = False,
-    max_workspace: int | None = None,
-    allow_reduced_precision: bool = True,
-    allow_runtime_compilation: bool = True,
-    allow_known_bad: bool = False,
-    sm_count: int | None = None,
-    exclude_engines: Iterable[int] | None = None,
-    exclude_notes: Iterable[str] | None = None,
     limit: int | None = None,
     verify: bool = False,
     options: PlanOptions | Mapping[str, Any] | None = None,
+    **filters: Unpack[PlanFilters],
 ) -> list[Plan]:
     """Every execution plan that finalizes, in heuristic order (for autotuning or inspection).
 
@@ -291,18 +287,8 @@ def build_all(
     verify = check_verify(verify)
     target = _target(device_properties, device)
     report = PlanningReport()
-    options = {
-        "heuristics": heuristics,
-        "deterministic": deterministic,
-        "max_workspace": max_workspace,
-        "allow_reduced_precision": allow_reduced_precision,
-        "allow_runtime_compilation": allow_runtime_compilation,
-        "allow_known_bad": allow_known_bad,
-        "sm_count": sm_count,
-        "exclude_engines": exclude_engines,
-        "exclude_notes": exclude_notes,
-    }
-    plans = _plans(graph, target, options, report, limit=limit)
+    values = plan_values(heuristics, filters)
+    plans = _plans(graph, target, values, report, limit=limit)
     if verify:
         plans = verified(plans, report, first=False)
     if not plans:
@@ -338,17 +324,10 @@ def build(
     heuristics: Any = DEFAULT_HEURISTICS,
     device_properties: DeviceProperties | None = None,
     device: Any = None,
-    deterministic: bool = False,
-    max_workspace: int | None = None,
-    allow_reduced_precision: bool = True,
-    allow_runtime_compilation: bool = True,
-    allow_known_bad: bool = False,
-    sm_count: int | None = None,
     cache: PlanCache | bool | None = None,
-    exclude_engines: Iterable[int] | None = None,
-    exclude_notes: Iterable[str] | None = None,
     verify: bool = False,
     options: PlanOptions | Mapping[str, Any] | None = None,
+    **filters: Unpack[PlanFilters],
 ) -> Plan:
     """The execution plan for ``graph``: from the plan cache, else the first heuristic config
     (modes ``heuristics`` tried in order) that passes the filters and finalizes.
@@ -374,32 +353,22 @@ def build(
     """
     _check_graph(graph)
     verify = check_verify(verify)
-    options = {
-        "heuristics": heuristics,
-        "deterministic": deterministic,
-        "max_workspace": max_workspace,
-        "allow_reduced_precision": allow_reduced_precision,
-        "allow_runtime_compilation": allow_runtime_compilation,
-        "allow_known_bad": allow_known_bad,
-        "sm_count": sm_count,
-        "exclude_engines": exclude_engines,
-        "exclude_notes": exclude_notes,
-    }
+    values = plan_values(heuristics, filters)
     target = _target(device_properties, device)
     pc = _resolve_cache(cache)
     key = None
     if pc is not None:
-        key = _cache_key(graph, target, options, autotuned=False, verified=verify)
+        key = _cache_key(graph, target, values, autotuned=False, verified=verify)
         plan = pc._lookup(key, graph, target)
         if plan is not None:
             return plan
     report = PlanningReport()
-    plans = _plans(graph, target, dict(options), report, limit=1)
+    plans = _plans(graph, target, dict(values), report, limit=1)
     if verify and plans:
         first = plans[0]
         plans = verified(plans, report, first=True)
         if not plans:  # the first candidate was wrong: plan the others, and check them in order
-            report, plans = _verified_rest(graph, target, options, report, first)
+            report, plans = _verified_rest(graph, target, values, report, first)
     if not plans:
         raise _not_supported(graph, report)
     plan = plans[0]

@@ -7,17 +7,15 @@ raised as :class:`~pycudnn.CudnnError` naming the missing note."""
 from __future__ import annotations
 
 import ctypes
-import threading
-from collections.abc import Mapping
+from collections.abc import Callable
 from typing import Any
-
-from _nvbind.resource import ClosedError
 
 from .._lib import LIB, check
 from ..errors import CudnnError
-from .variant_pack import _Handle
+from .heuristics import EngineConfig
+from .variant_pack import Entry, wrong_device
 
-__all__ = ["CudaGraphs", "cuda_graph_pointer"]
+__all__ = ["CudaGraphCalls", "cuda_graph_pointer"]
 
 _NATIVE = "SUPPORTS_CUDA_GRAPH_NATIVE_API"  # the behaviour note of engines that support it
 
@@ -39,94 +37,42 @@ def cuda_graph_pointer(cuda_graph: Any) -> int:
     return ptr
 
 
-class CudaGraphs:
-    """Mixed into :class:`~pycudnn.plan.Plan`: populate and update CUDA graphs."""
+class CudaGraphCalls:
+    """The CUDA-graph calls of one execution plan, owned by :class:`~pycudnn.plan.Plan`: the
+    plan resolves the tensors to a variant pack as :meth:`~pycudnn.plan.Plan.execute` does; this
+    object checks the CUDA graph, makes the call and names the likeliest cause of a refusal."""
 
-    def populate_cuda_graph(
-        self,
-        tensors: Mapping[Any, Any],
-        cuda_graph: Any,
-        *,
-        workspace: Any = None,
-        handle: Any = None,
+    __slots__ = ("_config", "_plan")
+
+    def __init__(self, plan_pointer: Any, config: EngineConfig | None) -> None:
+        self._plan = plan_pointer  # the EXECUTION_PLAN's c_void_p
+        self._config = config  # None: the engine's notes are unknown (a plan read from JSON)
+
+    @staticmethod
+    def prepare(function: str, cuda_graph: Any) -> tuple[Callable[..., int], int]:
+        """The C function (refused with the version it needs on cuDNN < 9.5) and the
+        ``cudaGraph_t``, both checked before the tensors are."""
+        return LIB.function(function), cuda_graph_pointer(cuda_graph)
+
+    def call(
+        self, fn: Callable[..., int], function: str, handle: Any, entry: Entry, graph_ptr: int
     ) -> None:
-        """Add this plan's work on ``tensors`` to the empty CUDA graph ``cuda_graph``
-        (``cudnnBackendPopulateCudaGraph``, cuDNN 9.5+).
-
-        ``tensors`` as for :meth:`execute`. The graph keeps the data pointers: the arrays (and the
-        ``workspace``, required when :attr:`workspace_size` is not 0, since a per-call workspace
-        would be gone when the graph is launched) must outlive every launch.
-        """
-        self._cuda_graph_call(
-            "cudnnBackendPopulateCudaGraph", tensors, cuda_graph, workspace, handle
-        )
-
-    def update_cuda_graph(
-        self,
-        tensors: Mapping[Any, Any],
-        cuda_graph: Any,
-        *,
-        workspace: Any = None,
-        handle: Any = None,
-    ) -> None:
-        """Point a CUDA graph that :meth:`populate_cuda_graph` built for this plan at new arrays
-        (``cudnnBackendUpdateCudaGraph``, cuDNN 9.5+): no capture, no new nodes."""
-        self._cuda_graph_call("cudnnBackendUpdateCudaGraph", tensors, cuda_graph, workspace, handle)
-
-    def _cuda_graph_call(
-        self,
-        function: str,
-        tensors: Mapping[Any, Any],
-        cuda_graph: Any,
-        workspace: Any,
-        handle: Any,
-    ) -> None:
-        plan: Any = self
-        if plan._closed or plan._desc._ptr is None:
-            raise ClosedError("this execution plan is closed")
-        fn = LIB.function(function)  # refused with the version it needs on cuDNN < 9.5
-        graph_ptr = cuda_graph_pointer(cuda_graph)
-        try:
-            values = tensors.values()
-        except AttributeError:
-            raise TypeError(
-                "tensors must be a mapping of graph tensors (or names, or unique ids) to arrays, "
-                f"not {type(tensors).__name__}"
-            ) from None
-        keys = tuple(tensors)
-        if keys != plan._keys:
-            plan._bind(keys, values)
-        ptrs = tuple([g(v) for g, v in zip(plan._getters, values, strict=True)])
-        if workspace is None:
-            if plan.workspace_size:
-                raise ValueError(
-                    f"this plan needs a {plan.workspace_size}-byte workspace: pass workspace= (a "
-                    "buffer that outlives the CUDA graph; the graph keeps its pointer)"
-                )
-            ws = 0
-        else:
-            ws = plan._user_workspace(workspace)
-        if handle is None:
-            handle = plan._handles.get(threading.get_ident()) or plan._thread_handle(values)
-        elif not isinstance(handle, _Handle()):
-            raise TypeError(f"handle must be a pycudnn.Handle, not {type(handle).__name__}")
-        key = (plan._order, ptrs, ws)
-        entry = plan._vpacks.get(key)
-        if entry is None:
-            entry = plan._new_variant_pack(key, values, handle, None)
+        """``function`` (``fn``) on the variant pack ``entry`` and the CUDA graph."""
         if entry[1] != handle.device_id:
-            plan._wrong_device(handle, entry[1])
-        status = fn(handle._as_parameter_, plan._ptr, entry[0], ctypes.c_void_p(graph_ptr))
-        if status:
-            try:
-                check(status, function)
-            except CudnnError as exc:
-                if plan.config is None or _NATIVE in plan.behavior_notes:
-                    raise  # the notes are unknown (a plan read from JSON alone), or not the cause
-                # the likeliest cause, which cuDNN's message does not name
-                raise type(exc)(
-                    exc.status,
-                    exc.function,
-                    f"{exc.message} (engine {plan.engine_id} lacks the {_NATIVE} behaviour note; "
-                    "choose an engine that has it, e.g. with build_engine)",
-                ) from None
+            wrong_device(handle, entry[1])
+        status = fn(handle._as_parameter_, self._plan, entry[0], ctypes.c_void_p(graph_ptr))
+        if not status:
+            return
+        try:
+            check(status, function)
+        except CudnnError as exc:
+            config = self._config
+            if config is None or _NATIVE in config.behavior_notes:
+                raise  # the notes are unknown (a plan read from JSON alone), or not the cause
+            # the likeliest cause, which cuDNN's message does not name
+            raise type(exc)(
+                exc.status,
+                exc.function,
+                f"{exc.message} (engine {config.engine_id} lacks the {_NATIVE} behaviour note; "
+                "choose an engine that has it, e.g. with build_engine)",
+            ) from None

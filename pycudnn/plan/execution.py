@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import ctypes
 import functools
 import json
@@ -14,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from _nvbind.arrays import as_array_view, describe_array
-from _nvbind.cuda import current_device_id
+from _nvbind.arrays import describe_array
+from _nvbind.cuda import stream_handle
 from _nvbind.files import write_text
+from _nvbind.memory import workspace as pooled_workspace
 from _nvbind.resource import ClosedError
 
 from .. import verification
@@ -24,18 +24,16 @@ from .._lib import LIB, check
 from ..backend import BackendDescriptor
 from ..deviceprops import DeviceProperties
 from ..errors import CudnnError
-from ..handle import get_handle
+from ..handle import Handle, get_handle
 from ..opgraph import OperationGraph, Tensor
 from .autotune_results import AutotuneResults
-from .cuda_graph import CudaGraphs
+from .cuda_graph import CudaGraphCalls
 from .heuristics import EngineConfig
 from .loading import load_plan_descriptor, read_plan_text
 from .report import PlanningReport
-from .serialization import (
-    add_our_fields,
-)
-from .slots import _Slot, _slots_from_graph, _slots_from_json
-from .variant_pack import VariantPacks, _Handle, _stream_handle, _workspace
+from .serialization import add_our_fields
+from .slots import _slots_from_graph, _slots_from_json, arrays_device, scalar_buffer, scalar_setter
+from .variant_pack import VariantPackCache, wrong_device
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..verification.result import VerifyResult
@@ -48,13 +46,17 @@ _log = logging.getLogger("pycudnn")
 _get_ident = threading.get_ident
 
 
-class Plan(VariantPacks, CudaGraphs):
+class Plan:
     """A finalized execution plan (``CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR``) and how to run it.
 
     Built by :meth:`Graph.build` / :func:`build`, :func:`autotune`, or loaded with
     :meth:`from_json` / :meth:`load`. ``engine_id``, ``knobs``, ``numerical_notes``,
     ``behavior_notes`` describe the engine; ``workspace_size`` is
     ``EXECUTION_PLAN_WORKSPACE_SIZE``. ``close()`` releases the plan and its variant packs.
+
+    A plan owns its variant-pack cache (:class:`~pycudnn.plan.variant_pack.VariantPackCache`:
+    the arrays checked and the packs built once per set of pointers) and its CUDA-graph calls
+    (:class:`~pycudnn.plan.cuda_graph.CudaGraphCalls`).
     """
 
     def __init__(
@@ -114,7 +116,7 @@ class Plan(VariantPacks, CudaGraphs):
             raise ValueError("a Plan needs its graph or its JSON to know its tensors")
         for s in slots:
             if s.by_value:
-                s.scalar = self._scalar_buffer(s)
+                s.scalar = scalar_buffer(s)
         self._slots = slots
         self.uids: tuple[int, ...] = tuple(s.uid for s in slots)
         self._slot_by_key: dict[Any, int] = {}
@@ -129,49 +131,20 @@ class Plan(VariantPacks, CudaGraphs):
         self._keys: tuple[Any, ...] | None = None
         self._order: tuple[int, ...] = ()
         self._getters: tuple[Callable[..., Any], ...] = ()
-        self._vpacks: collections.OrderedDict[Any, tuple[Any, int, BackendDescriptor]] = (
-            collections.OrderedDict()
-        )
+        self._packs = VariantPackCache(slots, self.uids, self.workspace_size)
+        self._graphs = CudaGraphCalls(self._ptr, self.config)
         self._handles: dict[int, Any] = {}
-        self._vp_canonical: dict[Any, tuple[Any, int, BackendDescriptor]] = {}
-        self._last: tuple[Any, ...] = (None, None, None, None)  # ptrs, workspace, order, entry
         self._exec = LIB.function("cudnnBackendExecute")
-        self.variant_pack_builds = 0
         self._closed = False
         self._owns_descriptor = True
 
     # -- scalars -----------------------------------------------------------------------------
-    @staticmethod
-    def _scalar_buffer(slot: _Slot) -> Any:
-        dt = slot.dtype if slot.dtype is not None else np.dtype(np.float32)
-        buf = np.zeros(1, dtype=dt)
-        if slot.tensor is not None and slot.tensor.value is not None:
-            buf[0] = slot.tensor.value
-        return buf
-
-    def _scalar_setter(self, slot: _Slot) -> Callable[..., int]:
-        buf = slot.scalar
-        address = int(buf.ctypes.data)
-        name = slot.name
-
-        def set_value(value: Any, stream_ptr: int = -1) -> int:
-            if value is not None:
-                try:
-                    buf[0] = value
-                except (TypeError, ValueError):
-                    raise TypeError(
-                        f"tensor '{name}' is a by-value scalar: pass a number, not {type(value).__name__}"
-                    ) from None
-            return address
-
-        return set_value
-
     def set_scalar(self, tensor: Any, value: Any) -> None:
         """Set the value of a by-value scalar tensor for the following executions."""
         slot = self._slots[self._slot_index(tensor)]
         if not slot.by_value:
             raise ValueError(f"tensor '{slot.name}' is not a by-value scalar")
-        self._scalar_setter(slot)(value)
+        scalar_setter(slot)(value)
 
     # -- properties --------------------------------------------------------------------------
     @property
@@ -190,6 +163,12 @@ class Plan(VariantPacks, CudaGraphs):
     def device_id(self) -> int | None:
         """The GPU the plan executes on (set by the first execution), or None."""
         return self._device_id
+
+    @property
+    def variant_pack_builds(self) -> int:
+        """How many variant packs (``CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR``) this plan built:
+        one per set of arrays first seen, none for a set seen before."""
+        return self._packs.builds
 
     def tensor_names(self) -> list[str]:
         """Names of the tensors ``execute`` takes, in variant-pack order."""
@@ -232,11 +211,7 @@ class Plan(VariantPacks, CudaGraphs):
         if self._closed:
             return
         self._closed = True
-        for _, _, vp in self._vpacks.values():
-            vp.close()
-        self._vpacks.clear()
-        self._vp_canonical.clear()
-        self._last = (None, None, None, None)
+        self._packs.close()
         if self._owns_descriptor:
             self._desc.close()
 
@@ -405,7 +380,7 @@ class Plan(VariantPacks, CudaGraphs):
         if missing:
             raise KeyError("arrays are missing for tensor(s): " + ", ".join(missing))
         self._getters = tuple(
-            self._scalar_setter(self._slots[i])
+            scalar_setter(self._slots[i])
             if self._slots[i].by_value
             # what a variant pack depends on, read per call (see describe_array)
             else functools.partial(describe_array, f"tensor '{self._slots[i].name}'")
@@ -414,27 +389,35 @@ class Plan(VariantPacks, CudaGraphs):
         self._order = order
         self._keys = keys
 
-    def _thread_handle(self, values: Iterable[Any]) -> Any:
+    def _bound_values(self, tensors: Mapping[Any, Any]) -> Any:
+        """The arrays of ``tensors``, its keys bound to slots (:meth:`_bind`) when they are not
+        those of the last call: the first step of the execute and CUDA-graph paths."""
+        try:
+            values = tensors.values()
+        except AttributeError:  # free on the hot path, unlike an isinstance(Mapping) check
+            raise TypeError(
+                "tensors must be a mapping of graph tensors (or names, or unique ids) to arrays, "
+                f"not {type(tensors).__name__}"
+            ) from None
+        keys = tuple(tensors)
+        if keys != self._keys:  # tuple comparison checks identity first: cheap when unchanged
+            self._bind(keys, values)
+        return values
 
+    def _new_pack(self, key: Any, handle: Any) -> Any:
+        """Check the arrays of ``key`` and build their variant pack; the first one fixes the
+        plan's device."""
+        entry = self._packs.build(key, handle.device_id)
         if self._device_id is None:
-            self._device_id = self._array_device(values)
+            self._device_id = handle.device_id
+        return entry
+
+    def _thread_handle(self, values: Iterable[Any]) -> Any:
+        if self._device_id is None:
+            self._device_id = arrays_device([self._slots[i] for i in self._order], values)
         h = get_handle(self._device_id)
         self._handles[_get_ident()] = h
         return h
-
-    def _array_device(self, values: Iterable[Any]) -> int:
-        for slot_index, v in zip(self._order, values, strict=True):
-            if self._slots[slot_index].by_value:
-                continue
-            view = as_array_view(v, name=f"tensor '{self._slots[slot_index].name}'")
-            if view.device_id < 0:
-                raise ValueError(
-                    f"tensor '{self._slots[slot_index].name}': the array is in host memory; cuDNN "
-                    "executes on device arrays (CuPy, PyTorch, JAX, pycudnn.DeviceArray, ...)"
-                )
-            return view.device_id
-
-        return current_device_id()
 
     def execute(
         self,
@@ -459,47 +442,45 @@ class Plan(VariantPacks, CudaGraphs):
         """
         if self._closed or self._desc._ptr is None:  # the descriptor may be shared (cache views)
             raise ClosedError("this execution plan is closed")
-        try:
-            values = tensors.values()
-        except AttributeError:  # free on the hot path, unlike an isinstance(Mapping) check
-            raise TypeError(
-                "tensors must be a mapping of graph tensors (or names, or unique ids) to arrays, "
-                f"not {type(tensors).__name__}"
-            ) from None
-        keys = tuple(tensors)
-        if keys != self._keys:  # tuple comparison checks identity first: cheap when unchanged
-            self._bind(keys, values)
-        sptr = 0 if stream is None else _stream_handle(stream)
+        values = self._bound_values(tensors)
+        sptr = 0 if stream is None else stream_handle(stream)
         # Every call reads each array's full description (pointer, shape, strides, dtype, device,
         # read-only), not only its pointer: a new array at a pooled address with another layout
         # is a new key and is checked again. Reading it through array_view also orders the
         # producer's stream before ours whenever the two differ (DLPack / CAI v3).
         sigs = tuple([g(v, sptr) for g, v in zip(self._getters, values, strict=True)])
+        packs = self._packs
         if workspace is not None:
-            ws = self._user_workspace(workspace)
+            ws = packs.user_workspace(workspace)
         if handle is None:
             handle = self._handles.get(_get_ident()) or self._thread_handle(values)
-        elif not isinstance(handle, _Handle()):
+        elif not isinstance(handle, Handle):
             raise TypeError(f"handle must be a pycudnn.Handle, not {type(handle).__name__}")
         # Handle.use_stream sets the stream only on change; comparing here first saves its call.
         if sptr != handle._stream_ptr:
             handle.use_stream(stream)
         if workspace is None:
-            size = self.workspace_size
-            ws = _workspace(size, handle.device, stream) if size else 0
-        last = self._last
+            size = packs.size
+            ws = pooled_workspace(size, device=handle.device, stream=stream) if size else 0
+        last = packs.last
         if last[0] == sigs and last[1] == ws and last[2] is self._order:
             entry = last[3]
         else:
             key = (self._order, sigs, ws)
-            entry = self._vpacks.get(key)
+            entry = packs.entries.get(key)
             if entry is None:
-                entry = self._new_variant_pack(key, values, handle, stream)
+                entry = self._new_pack(key, handle)
             else:
-                self._vpacks.move_to_end(key)
-            self._last = (sigs, ws, self._order, entry)
+                packs.entries.move_to_end(key)
+            packs.last = (sigs, ws, self._order, entry)
+        self._launch(handle, entry)
+
+    def _launch(self, handle: Any, entry: Any) -> None:
+        """``cudnnBackendExecute`` of the variant pack ``entry`` on ``handle``, which must be on
+        the device the pack's arrays are on: the last step of :meth:`execute` and
+        :meth:`execute_raw`."""
         if entry[1] != handle.device_id:
-            self._wrong_device(handle, entry[1])
+            wrong_device(handle, entry[1])
         status = self._exec(handle._as_parameter_, self._ptr, entry[0])
         if status:
             check(status, "cudnnBackendExecute")
@@ -523,26 +504,85 @@ class Plan(VariantPacks, CudaGraphs):
         """
         if self._closed or self._desc._ptr is None:
             raise ClosedError("this execution plan is closed")
+        packs = self._packs
         key = (tuple(pointers), workspace)
-        entry = self._vpacks.get(key)
+        entry = packs.entries.get(key)
         ptrs: list[Any] = []
         if entry is None:
             # Checked before a handle is needed, so that mistakes are reported the same with or
             # without a GPU.
-            ptrs = self._raw_pointers(key[0], workspace)
+            ptrs = packs.raw_pointers(key[0], workspace)
         if handle is None:
             handle = self._handles.get(_get_ident())
             if handle is None:
                 handle = self._handles[_get_ident()] = get_handle(self._device_id)
-        elif not isinstance(handle, _Handle()):
+        elif not isinstance(handle, Handle):
             # anything else would reach cudnnBackendExecute as a garbage cudnnHandle_t
             raise TypeError(f"handle must be a pycudnn.Handle, not {type(handle).__name__}")
         if stream is not None:
             handle.use_stream(stream)
         if entry is None:
-            entry = self._store_variant_pack(key, ptrs, workspace, handle.device_id)
-        elif entry[1] != handle.device_id:
-            self._wrong_device(handle, entry[1])
-        status = self._exec(handle._as_parameter_, self._ptr, entry[0])
-        if status:
-            check(status, "cudnnBackendExecute")
+            entry = packs.store(key, ptrs, workspace, handle.device_id)
+        self._launch(handle, entry)
+
+    # -- CUDA graphs (cuDNN 9.5+) ------------------------------------------------------------
+    def populate_cuda_graph(
+        self,
+        tensors: Mapping[Any, Any],
+        cuda_graph: Any,
+        *,
+        workspace: Any = None,
+        handle: Any = None,
+    ) -> None:
+        """Add this plan's work on ``tensors`` to the empty CUDA graph ``cuda_graph``
+        (``cudnnBackendPopulateCudaGraph``, cuDNN 9.5+).
+
+        ``tensors`` as for :meth:`execute`. The graph keeps the data pointers: the arrays (and the
+        ``workspace``, required when :attr:`workspace_size` is not 0, since a per-call workspace
+        would be gone when the graph is launched) must outlive every launch.
+        """
+        self._cuda_graph_call(
+            "cudnnBackendPopulateCudaGraph", tensors, cuda_graph, workspace, handle
+        )
+
+    def update_cuda_graph(
+        self,
+        tensors: Mapping[Any, Any],
+        cuda_graph: Any,
+        *,
+        workspace: Any = None,
+        handle: Any = None,
+    ) -> None:
+        """Point a CUDA graph that :meth:`populate_cuda_graph` built for this plan at new arrays
+        (``cudnnBackendUpdateCudaGraph``, cuDNN 9.5+): no capture, no new nodes."""
+        self._cuda_graph_call("cudnnBackendUpdateCudaGraph", tensors, cuda_graph, workspace, handle)
+
+    def _cuda_graph_call(
+        self,
+        function: str,
+        tensors: Mapping[Any, Any],
+        cuda_graph: Any,
+        workspace: Any,
+        handle: Any,
+    ) -> None:
+        if self._closed or self._desc._ptr is None:
+            raise ClosedError("this execution plan is closed")
+        fn, graph_ptr = self._graphs.prepare(function, cuda_graph)
+        values = self._bound_values(tensors)
+        ptrs = tuple([g(v) for g, v in zip(self._getters, values, strict=True)])
+        if workspace is None:
+            if self.workspace_size:
+                raise ValueError(
+                    f"this plan needs a {self.workspace_size}-byte workspace: pass workspace= (a "
+                    "buffer that outlives the CUDA graph; the graph keeps its pointer)"
+                )
+            ws = 0
+        else:
+            ws = self._packs.user_workspace(workspace)
+        if handle is None:
+            handle = self._handles.get(_get_ident()) or self._thread_handle(values)
+        elif not isinstance(handle, Handle):
+            raise TypeError(f"handle must be a pycudnn.Handle, not {type(handle).__name__}")
+        key = (self._order, ptrs, ws)
+        entry = self._packs.entries.get(key) or self._new_pack(key, handle)
+        self._graphs.call(fn, function, handle, entry, graph_ptr)

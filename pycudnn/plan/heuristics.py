@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from _nvbind.lazy import cached_attribute
 
@@ -18,10 +18,13 @@ from ..errors import CudnnError, UnsupportedByLibraryError
 from ..opgraph import OperationGraph
 from ..opgraph.rewrites import Variant as _Variant
 from .exclusions import exclusion_reason, normalize_exclusions
-from .options import PlanOptions, takes_plan_options
+from .options import PlanFilters, PlanOptions, plan_values, takes_plan_options
 from .report import HeuristicsResult, PlanningReport, _capture, _check_graph
 from .serialization import _version
 from .targets import _Target, _target
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
 
 __all__ = ["HEURISTIC_MODES", "EngineConfig", "KnobInfo", "engine_configs", "run_heuristics"]
 
@@ -487,16 +490,9 @@ def engine_configs(
     *,
     heuristics: Any = DEFAULT_HEURISTICS,
     device_properties: DeviceProperties | None = None,
-    sm_count: int | None = None,
     device: Any = None,
-    deterministic: bool = False,
-    allow_reduced_precision: bool = True,
-    allow_runtime_compilation: bool = True,
-    max_workspace: int | None = None,
-    allow_known_bad: bool = False,
-    exclude_engines: Iterable[int] | None = None,
-    exclude_notes: Iterable[str] | None = None,
     options: PlanOptions | Mapping[str, Any] | None = None,
+    **filters: Unpack[PlanFilters],
 ) -> list[EngineConfig]:
     """Engine configs from the heuristic ``heuristics`` (a mode or a list tried in order), filtered.
 
@@ -510,17 +506,10 @@ def engine_configs(
     Duplicates across modes are kept once.
     """
     _check_graph(graph)
-    filters = _check_filters(
-        {
-            "deterministic": deterministic,
-            "allow_reduced_precision": allow_reduced_precision,
-            "allow_runtime_compilation": allow_runtime_compilation,
-            "max_workspace": max_workspace,
-            "allow_known_bad": allow_known_bad,
-            "exclude_engines": exclude_engines,
-            "exclude_notes": exclude_notes,
-        }
-    )
+    values = plan_values(heuristics, filters)
+    del values["heuristics"]
+    sm_count = values.pop("sm_count")
+    checked = _check_filters(values)
     target = _target(device_properties, device, plans=False)
     _check_sm_count(sm_count, target)
     return list(
@@ -529,7 +518,7 @@ def engine_configs(
             heuristics=heuristics,
             target=target,
             sm_count=sm_count,
-            filters=filters,
+            filters=checked,
             report=PlanningReport(),
         )
     )

@@ -13,18 +13,31 @@ name its choices once and pass them everywhere::
 A keyword given in the same call overrides the field of ``options`` (``build(options=fast,
 deterministic=False)``). This module imports nothing of the graph or of planning, so that both can
 use it.
+
+The filter keywords have one home, :class:`PlanOptions` (names, types, defaults): an entry point
+declares ``heuristics`` (its default differs) and ``**filters: Unpack[PlanFilters]`` (the same
+names, typed for type checkers), and :func:`takes_plan_options` spells the filters out in its
+``__signature__``, so that ``help()`` and ``inspect.signature`` show fixed keywords.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from _nvbind.suggest import did_you_mean
 
-__all__ = ["PLAN_FILTERS", "PlanOptions", "merge_plan_options", "takes_plan_options"]
+__all__ = [
+    "PLAN_FILTERS",
+    "PlanFilters",
+    "PlanOptions",
+    "merge_plan_options",
+    "plan_values",
+    "takes_plan_options",
+]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -92,6 +105,38 @@ class PlanOptions:
 PLAN_FILTERS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(PlanOptions))
 
 
+class PlanFilters(TypedDict, total=False):
+    """The filter keywords of a planning entry point, for ``**filters: Unpack[PlanFilters]``: the
+    fields of :class:`PlanOptions` but ``heuristics`` (which each entry point declares with its
+    own default), typed for type checkers; the defaults are :class:`PlanOptions`'s (a test keeps
+    the two lists the same)."""
+
+    deterministic: bool
+    max_workspace: int | None
+    allow_reduced_precision: bool
+    allow_runtime_compilation: bool
+    allow_known_bad: bool
+    sm_count: int | None
+    exclude_engines: Iterable[int] | None
+    exclude_notes: Iterable[str] | None
+
+
+# The filters at their defaults, and as the keyword-only parameters the signatures show.
+_FILTER_FIELDS = [f for f in dataclasses.fields(PlanOptions) if f.name != "heuristics"]
+_FILTER_DEFAULTS: dict[str, Any] = {f.name: f.default for f in _FILTER_FIELDS}
+_FILTER_PARAMETERS = [
+    inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type)
+    for f in _FILTER_FIELDS
+]
+
+
+def plan_values(heuristics: Any, filters: PlanFilters) -> dict[str, Any]:
+    """The nine planning values of a call: ``heuristics`` and each filter, as given (``filters``,
+    the entry point's ``**filters``) or at its :class:`PlanOptions` default. The values are passed
+    on as given; they are checked where they are used."""
+    return {"heuristics": heuristics, **_FILTER_DEFAULTS, **filters}
+
+
 def merge_plan_options(
     options: PlanOptions | Mapping[str, Any] | None, keywords: dict[str, Any]
 ) -> dict[str, Any]:
@@ -105,11 +150,26 @@ def takes_plan_options(function: _F) -> _F:
     """Let a planning function take ``options=`` besides its filter keywords: the options are
     spread into the keywords the caller did not give, and the function sees ``options=None``.
 
-    The function declares ``options`` itself (last keyword, default None), so that ``help()`` and
-    type checkers see it."""
+    The function declares ``heuristics``, ``options`` (default None) and, last,
+    ``**filters: Unpack[PlanFilters]``; its ``__signature__`` shows the filters as keyword-only
+    parameters with :class:`PlanOptions`'s defaults, just before ``options``, and a keyword that
+    is neither is a ``TypeError`` naming it (as for any function with fixed keywords)."""
+    own = list(inspect.signature(function).parameters.values())
+    if own[-1].kind is not inspect.Parameter.VAR_KEYWORD or own[-2].name != "options":
+        raise TypeError(f"{function.__qualname__} must end with options=None, **filters")
+    shown = [*own[:-2], *_FILTER_PARAMETERS, own[-2]]
+    known = frozenset(p.name for p in shown)
+    name = function.__name__
 
     @functools.wraps(function)
     def call(*args: Any, options: Any = None, **keywords: Any) -> Any:
+        for key in keywords.keys() - known:  # the **filters would take it: refused here
+            raise TypeError(
+                f"{name}() got an unexpected keyword argument {key!r}{did_you_mean(key, known)}"
+            )
         return function(*args, **merge_plan_options(options, keywords))
 
+    call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        shown, return_annotation=inspect.signature(function).return_annotation
+    )
     return call  # type: ignore[return-value]

@@ -116,18 +116,10 @@ class PlanningReport:
         """Every heuristic mode tried, what was filtered out and why, and cuDNN's own explanation."""
         lines = ["heuristics tried: " + "; ".join(h.describe() for h in self.heuristics)]
         if self.filtered:
-            lines.append(
-                f"filtered out: {len(self.filtered)} config(s) ("
-                + "; ".join(f"{c}: {why}" for c, why in self.filtered[:6])
-                + (" ..." if len(self.filtered) > 6 else "")
-                + ")"
-            )
+            lines.append(_first_six(f"filtered out: {len(self.filtered)} config(s)", self.filtered))
         if self.failed:
             lines.append(
-                f"plans that failed to finalize: {len(self.failed)} ("
-                + "; ".join(f"{c}: {why}" for c, why in self.failed[:6])
-                + (" ..." if len(self.failed) > 6 else "")
-                + ")"
+                _first_six(f"plans that failed to finalize: {len(self.failed)}", self.failed)
             )
         for entry in dict.fromkeys(self.known_bad):
             lines.append("excluded as known to give wrong results: " + entry.describe())
@@ -144,6 +136,13 @@ class PlanningReport:
         for line in self.advice:
             lines.append("what would work: " + line)
         return "\n".join(lines)
+
+
+def _first_six(head: str, entries: list[tuple[str, str]]) -> str:
+    """``head (config: why; ...)`` for the first six ``entries``, `` ...`` when there are more:
+    a line of :meth:`PlanningReport.describe` that stays readable for a conv's ~40 configs."""
+    shown = "; ".join(f"{c}: {why}" for c, why in entries[:6])
+    return f"{head} ({shown}{' ...' if len(entries) > 6 else ''})"
 
 
 def _distinct(log: list[str]) -> list[str]:

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import inspect
 import numbers
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from _nvbind.suggest import did_you_mean
 
@@ -19,6 +20,8 @@ from .serialization import _version
 from .targets import _target
 
 if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
+
     from ..deviceprops import DeviceProperties
     from ..opgraph import OperationGraph
     from .execution import Plan
@@ -154,27 +157,33 @@ def engine_config(
         raise
 
 
+class _EngineChoice(TypedDict, total=False):
+    """The keywords of :func:`engine_config` that :func:`build_engine` passes on (its signature
+    shows them with their defaults)."""
+
+    device_properties: DeviceProperties | None
+    device: Any
+    allow_known_bad: bool
+
+
 def build_engine(
     graph: OperationGraph,
     engine_id: int,
     knobs: Mapping[Any, int] | None = None,
-    *,
-    device_properties: DeviceProperties | None = None,
-    device: Any = None,
-    allow_known_bad: bool = False,
+    **choice: Unpack[_EngineChoice],
 ) -> Plan:
     """An execution plan for engine ``engine_id`` with ``knobs`` (see :func:`engine_config`,
     known-bad engines included), bypassing the heuristics; cuDNN's refusal is raised as its
     :class:`~pycudnn.CudnnError`."""
 
-    cfg = engine_config(
-        graph,
-        engine_id,
-        knobs,
-        device_properties=device_properties,
-        device=device,
-        allow_known_bad=allow_known_bad,
-    )
-    plan = _finalize_plan(cfg, _target(device_properties, device), graph)
+    cfg = engine_config(graph, engine_id, knobs, **choice)
+    target = _target(choice.get("device_properties"), choice.get("device"))
+    plan = _finalize_plan(cfg, target, graph)
     plan.source = "chosen"
     return plan
+
+
+# engine_config's keywords, spelled out for help() and inspect.signature (one list, two functions)
+build_engine.__signature__ = inspect.signature(engine_config).replace(  # type: ignore[attr-defined]
+    return_annotation="Plan"
+)

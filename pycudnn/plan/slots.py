@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
+from _nvbind.arrays import as_array_view
+from _nvbind.cuda import current_device_id
 from _nvbind.dtypes import CUDNN_DATA_TYPE_NAMES
 
 from ..opgraph import OperationGraph, Tensor
@@ -49,6 +51,53 @@ class _Slot:
     is_output: bool
     tensor: Tensor | None
     scalar: Any = None  # ctypes host buffer of a by-value tensor
+
+
+def scalar_buffer(slot: _Slot) -> Any:
+    """The host buffer of a by-value tensor, which the variant packs point at: its value from the
+    graph, else zero."""
+    dt = slot.dtype if slot.dtype is not None else np.dtype(np.float32)
+    buf = np.zeros(1, dtype=dt)
+    if slot.tensor is not None and slot.tensor.value is not None:
+        buf[0] = slot.tensor.value
+    return buf
+
+
+def scalar_setter(slot: _Slot) -> Callable[..., int]:
+    """The execute path's reader of a by-value tensor: sets the value given (None keeps it) in
+    the slot's buffer and returns the buffer's address, which the variant pack holds."""
+    buf = slot.scalar
+    address = int(buf.ctypes.data)
+    name = slot.name
+
+    def set_value(value: Any, stream_ptr: int = -1) -> int:
+        if value is not None:
+            try:
+                buf[0] = value
+            except (TypeError, ValueError):
+                raise TypeError(
+                    f"tensor '{name}' is a by-value scalar: pass a number, not {type(value).__name__}"
+                ) from None
+        return address
+
+    return set_value
+
+
+def arrays_device(slots: Iterable[_Slot], values: Iterable[Any]) -> int:
+    """The device of the first array (by-value scalars left out) of ``values``, given for
+    ``slots``: the device a plan executes on when no handle says; the current device when every
+    tensor is a scalar. An array in host memory is refused."""
+    for slot, v in zip(slots, values, strict=True):
+        if slot.by_value:
+            continue
+        view = as_array_view(v, name=f"tensor '{slot.name}'")
+        if view.device_id < 0:
+            raise ValueError(
+                f"tensor '{slot.name}': the array is in host memory; cuDNN executes on device "
+                "arrays (CuPy, PyTorch, JAX, pycudnn.DeviceArray, ...)"
+            )
+        return view.device_id
+    return current_device_id()
 
 
 def _slots_from_graph(graph: OperationGraph) -> list[_Slot]:

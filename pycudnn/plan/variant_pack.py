@@ -1,48 +1,80 @@
-"""Variant packs: the pointers and workspace of one execution, built once per set of pointers and cached."""
+"""Variant packs: the pointers and workspace of one execution, built once per set of pointers and
+cached by the :class:`VariantPackCache` each :class:`~pycudnn.plan.Plan` owns."""
 
 from __future__ import annotations
 
 import collections
-import functools
-import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from _nvbind.arrays import array_view
-from _nvbind.cuda import stream_handle
 from _nvbind.dtypes import dtype_name
-from _nvbind.memory import workspace
 
 from ..backend import BackendDescriptor
-from ..handle import Handle
 from .slots import _Slot
 
-__all__ = ["VariantPacks"]
+__all__ = ["VariantPackCache", "wrong_device"]
 
 _VARIANT_PACK_CACHE_SIZE = 16  # pointer sets kept per plan
 
-_log = logging.getLogger("pycudnn")
+#: A cached pack: its ``c_void_p`` (passed to ``cudnnBackendExecute`` without conversion work),
+#: the device it was built for, and the descriptor that owns it.
+Entry = tuple[Any, int, BackendDescriptor]
 
 
-class VariantPacks:
-    """The variant-pack half of :class:`~pycudnn.plan.Plan` (its state is set by ``Plan.__init__``)."""
+def wrong_device(handle: Any, device_id: int) -> None:
+    """Refuse a handle whose device is not the one the arrays (the variant pack) are on."""
+    raise ValueError(
+        f"the handle is on device {handle.device_id} but these arrays are on device {device_id}; "
+        "a handle never changes device: pass handle=None or a handle of the arrays' device"
+    )
 
-    _slots: list[_Slot]
-    uids: tuple[int, ...]
-    workspace_size: int
-    _order: tuple[int, ...]
-    _device_id: int | None
-    _vpacks: collections.OrderedDict[Any, tuple[Any, int, BackendDescriptor]]
-    _vp_canonical: dict[Any, tuple[Any, int, BackendDescriptor]]
-    _last: tuple[Any, ...]
-    variant_pack_builds: int
-    _ws_checked: tuple[Any, ...] | None = None  # (ptr, shape, strides, dtype, device): big enough
 
-    def _raw_pointers(self, pointers: tuple[Any, ...], workspace: Any) -> list[Any]:
+class VariantPackCache:
+    """The variant packs (``CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR``) of one execution plan, keyed
+    by what the execute paths read of their arguments, the last :data:`_VARIANT_PACK_CACHE_SIZE`
+    kept: the arrays are checked against the plan's tensors when a key is first seen.
+
+    ``entries`` (key to :data:`Entry`, least recently used first) and ``last`` (``(descriptions,
+    workspace, order, entry)`` of the last execute) are read by :meth:`Plan.execute` itself, the
+    hot path, which looks them up without a method call; ``builds`` counts the packs built.
+    """
+
+    __slots__ = (
+        "_canonical",
+        "_slots",
+        "_uids",
+        "_ws_checked",
+        "builds",
+        "entries",
+        "last",
+        "size",
+    )
+
+    def __init__(self, slots: list[_Slot], uids: tuple[int, ...], workspace_size: int) -> None:
+        self._slots = slots
+        self._uids = uids
+        self.size = workspace_size  # bytes of workspace the plan needs
+        self.entries: collections.OrderedDict[Any, Entry] = collections.OrderedDict()
+        # (pointers, workspace) to its entry: the same pointers under other keys share one pack
+        self._canonical: dict[Any, Entry] = {}
+        self.last: tuple[Any, ...] = (None, None, None, None)
+        self.builds = 0
+        self._ws_checked: tuple[Any, ...] | None = None  # (ptr, shape, strides, dtype, device)
+
+    def close(self) -> None:
+        """Release every pack (``cudnnBackendDestroyDescriptor``)."""
+        for _, _, vp in self.entries.values():
+            vp.close()
+        self.entries.clear()
+        self._canonical.clear()
+        self.last = (None, None, None, None)
+
+    def raw_pointers(self, pointers: tuple[Any, ...], workspace: Any) -> list[Any]:
         """Check the pointers given to :meth:`execute_raw`; by-value slots get the plan's buffer."""
         if len(pointers) != len(self._slots):
             raise ValueError(
-                f"execute_raw takes {len(self._slots)} pointers (uids {list(self.uids)}), got "
+                f"execute_raw takes {len(self._slots)} pointers (uids {list(self._uids)}), got "
                 f"{len(pointers)}"
             )
         ptrs = list(pointers)
@@ -69,19 +101,13 @@ class VariantPacks:
                 f"execute_raw: workspace must be a device address as a non-negative 64-bit int "
                 f"(0 for none), got {workspace!r}"
             )
-        if self.workspace_size and not workspace:
-            raise ValueError(
-                f"execute_raw: the plan needs a workspace of {self.workspace_size} bytes"
-            )
+        if self.size and not workspace:
+            raise ValueError(f"execute_raw: the plan needs a workspace of {self.size} bytes")
         return ptrs
 
-    def _wrong_device(self, handle: Any, device_id: int) -> None:
-        raise ValueError(
-            f"the handle is on device {handle.device_id} but these arrays are on device {device_id}; "
-            "a handle never changes device: pass handle=None or a handle of the arrays' device"
-        )
-
-    def _user_workspace(self, workspace: Any) -> int:
+    def user_workspace(self, workspace: Any) -> int:
+        """The address of a caller's ``workspace=`` once its extent is checked against the
+        plan's need (a bare int is refused: its size cannot be checked)."""
         if isinstance(workspace, int):
             raise TypeError(
                 "workspace must be a buffer or array whose size can be checked (a cuda.core Buffer, "
@@ -105,34 +131,28 @@ class VariantPacks:
             if view.device_id < 0:
                 raise ValueError("workspace is in host memory; it must be device memory")
             ptr, nbytes = view.ptr, view.span_bytes()
-            if nbytes >= self.workspace_size:
+            if nbytes >= self.size:
                 self._ws_checked = sig
-        if nbytes < self.workspace_size:
-            raise ValueError(
-                f"workspace has {nbytes} bytes but the plan needs {self.workspace_size}"
-            )
+        if nbytes < self.size:
+            raise ValueError(f"workspace has {nbytes} bytes but the plan needs {self.size}")
         return ptr
 
-    def _new_variant_pack(
-        self, key: Any, values: Iterable[Any], handle: Any, stream: Any
-    ) -> tuple[Any, int, BackendDescriptor]:
+    def build(self, key: Any, device_id: int) -> Entry:
         """Validate the arrays of ``key`` (``(order, descriptions, workspace)``, the descriptions
         read by the execute path, already stream-ordered), then build and cache a variant pack."""
         ptrs = [0] * len(self._slots)
-        for s_index, sig in zip(self._order, key[1], strict=True):
+        for s_index, sig in zip(key[0], key[1], strict=True):
             slot = self._slots[s_index]
             if slot.by_value:
                 ptrs[s_index] = int(slot.scalar.ctypes.data)
                 continue
-            ptrs[s_index] = self._validate(slot, sig, handle.device_id)
+            ptrs[s_index] = self.validate(slot, sig, device_id)
         for i, slot in enumerate(self._slots):
             if slot.by_value and not ptrs[i]:
                 ptrs[i] = int(slot.scalar.ctypes.data)
-        if self._device_id is None:
-            self._device_id = handle.device_id
-        return self._store_variant_pack(key, ptrs, key[2], handle.device_id)
+        return self.store(key, ptrs, key[2], device_id)
 
-    def _validate(self, slot: _Slot, sig: tuple[Any, ...], device_id: int) -> int:
+    def validate(self, slot: _Slot, sig: tuple[Any, ...], device_id: int) -> int:
         """Check one array's description (an :class:`ArrayView`'s first six fields) against its
         tensor; returns its pointer."""
         what = f"tensor '{slot.name}'"
@@ -177,16 +197,14 @@ class VariantPacks:
             raise ValueError(f"{what}: the array is read-only but the plan writes it")
         return int(ptr)
 
-    def _store_variant_pack(
-        self, key: Any, ptrs: Sequence[int], workspace: int, device_id: int
-    ) -> tuple[Any, int, BackendDescriptor]:
+    def store(self, key: Any, ptrs: Sequence[int], workspace: int, device_id: int) -> Entry:
         # The same pointers given under other keys or in another order share one pack.
         canonical = (tuple(ptrs), workspace)
-        entry = self._vp_canonical.get(canonical)
+        entry = self._canonical.get(canonical)
         if entry is None or entry[1] != device_id:
             vp = BackendDescriptor("VARIANT_PACK")
             try:
-                vp.set("VARIANT_PACK_UNIQUE_IDS", self.uids, attr_type="INT64")
+                vp.set("VARIANT_PACK_UNIQUE_IDS", self._uids, attr_type="INT64")
                 vp.set(
                     "VARIANT_PACK_DATA_POINTERS", [p or None for p in ptrs], attr_type="VOID_PTR"
                 )
@@ -198,32 +216,14 @@ class VariantPacks:
             # The pack holds raw pointers only; the by-value buffers it points at live in the
             # slots. c_void_p objects pass through ctypes' argument conversion without work.
             entry = (vp._as_parameter_, device_id, vp)
-            self._vp_canonical[canonical] = entry
-            self.variant_pack_builds += 1
-        self._vpacks[key] = entry
-        while len(self._vpacks) > _VARIANT_PACK_CACHE_SIZE:
-            _, evicted = self._vpacks.popitem(last=False)
-            if self._last[3] is evicted:
-                self._last = (None, None, None, None)
-            if not any(e is evicted for e in self._vpacks.values()):
-                self._vp_canonical = {
-                    k: e for k, e in self._vp_canonical.items() if e is not evicted
-                }
+            self._canonical[canonical] = entry
+            self.builds += 1
+        self.entries[key] = entry
+        while len(self.entries) > _VARIANT_PACK_CACHE_SIZE:
+            _, evicted = self.entries.popitem(last=False)
+            if self.last[3] is evicted:
+                self.last = (None, None, None, None)
+            if not any(e is evicted for e in self.entries.values()):
+                self._canonical = {k: e for k, e in self._canonical.items() if e is not evicted}
                 evicted[2].close()
         return entry
-
-
-@functools.cache
-def _Handle() -> type:
-
-    return Handle
-
-
-def _stream_handle(stream: Any) -> int:
-
-    return stream_handle(stream)
-
-
-def _workspace(nbytes: int, device: Any, stream: Any) -> int:
-
-    return workspace(nbytes, device=device, stream=stream)
