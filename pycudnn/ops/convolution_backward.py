@@ -1,29 +1,23 @@
 """Convolution gradients: data (``cudnnConvolutionBackwardData``), filter
 (``cudnnConvolutionBackwardFilter``) and bias (``cudnnConvolutionBackwardBias``).
 
-Data and filter gradients share one shape of C API: an input and ``dy`` go in, a gradient comes
-out, with the same algorithm-query, find, workspace-size and run functions per direction (only the
-descriptor kinds differ). :class:`_Direction` names those functions, and one path runs both. The
-conventions are :func:`~pycudnn.ops.convolution_forward`'s: the descriptor, filter layouts,
-algorithm choice, workspace and Tensor Core warning work the same way.
+Data and filter gradients share one shape of C API, the forward's: an input and ``dy`` go in, a
+gradient comes out, with the same algorithm-query, find, workspace-size and run functions per
+direction (only the descriptor kinds differ). :mod:`pycudnn.ops._conv_run` names those functions
+per direction and runs all three on one path, so the conventions are
+:func:`~pycudnn.ops.convolution_forward`'s: the descriptor, filter layouts, algorithm choice,
+workspace and Tensor Core warning work the same way.
 """
 
 from __future__ import annotations
 
 import ctypes
-import dataclasses
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 from _nvbind.arrays import ArrayView
-from _nvbind.device_array import DeviceArray
-from _nvbind.forksafe import fork_safe_lock
-from _nvbind.memory import workspace
 from _nvbind.strides import packed_strides_in_order
 
-from .. import _bindings as _b
-from ..errors import error_from_status
 from ..handle import Handle
 from ..tensor import ConvolutionDescriptor, FilterDescriptor, TensorDescriptor
 from ..tensor._common import _choice, _ints, warn_deprecated_once
@@ -40,210 +34,16 @@ from ._common import (
     _scalars,
     _tensor_desc,
 )
+from ._conv_run import BACKWARD_DATA, BACKWARD_FILTER, Direction, run
 from .convolution import _conv_or_default, _filter_desc, _filter_desc_for
 
 
-def _algos(enum: Any) -> dict[str, int]:
-    return {name.lower(): int(v) for name, v in enum.__members__.items() if name != "COUNT"}
-
-
-@dataclasses.dataclass(frozen=True)
-class _Direction:
-    """The C functions of one gradient direction; each takes ``(handle, in, dy, conv, out, ...)``.
-
-    ``in`` is ``w`` for data gradients and ``x`` for filter gradients; ``out`` is ``dx`` or ``dw``.
-    """
-
-    what: str  # for messages
-    algos: dict[str, int]
-    perf: Any  # the ...AlgoPerf_t structure
-    max_count: str
-    heuristic: str
-    find: str
-    workspace_size: str
-    run: str
-
-
-_DATA = _Direction(
-    "backward data",
-    _algos(_b.cudnnConvolutionBwdDataAlgo_t),
-    _b.cudnnConvolutionBwdDataAlgoPerf_t,
-    "cudnnGetConvolutionBackwardDataAlgorithmMaxCount",
-    "cudnnGetConvolutionBackwardDataAlgorithm_v7",
-    "cudnnFindConvolutionBackwardDataAlgorithmEx",
-    "cudnnGetConvolutionBackwardDataWorkspaceSize",
-    "cudnnConvolutionBackwardData",
-)
-_FILTER = _Direction(
-    "backward filter",
-    _algos(_b.cudnnConvolutionBwdFilterAlgo_t),
-    _b.cudnnConvolutionBwdFilterAlgoPerf_t,
-    "cudnnGetConvolutionBackwardFilterAlgorithmMaxCount",
-    "cudnnGetConvolutionBackwardFilterAlgorithm_v7",
-    "cudnnFindConvolutionBackwardFilterAlgorithmEx",
-    "cudnnGetConvolutionBackwardFilterWorkspaceSize",
-    "cudnnConvolutionBackwardFilter",
-)
-_algo_cache: dict[tuple[Any, ...], int] = {}
-_algo_lock = fork_safe_lock(sys.modules[__name__], "_algo_lock")
-
-_Descs = tuple[Any, TensorDescriptor, ConvolutionDescriptor, Any]
-
-
-def _check_algo(algo: Any, d: _Direction) -> None:
+def _check_algo(algo: Any, d: Direction) -> None:
     """Refuse an unknown algorithm name before any GPU work (the forward checks on use)."""
     if algo is not None and not (
         isinstance(algo, str) and algo.strip().lower() in ("heuristic", "find")
     ):
         _choice(algo, "algo", {**d.algos, "heuristic": -1, "find": -2})
-
-
-def _first_usable(d: _Direction, perf: Any, returned: int, function: str) -> int:
-    for i in range(returned):
-        if perf[i].status == 0:
-            return int(perf[i].algo)
-    raise error_from_status(
-        int(_b.CUDNN_STATUS_NOT_SUPPORTED),
-        function,
-        f"none of the {returned} {d.what} convolution algorithms supports this configuration",
-    )
-
-
-def _pick_algorithm(
-    d: _Direction,
-    algo: Any,
-    handle: Handle,
-    descs: _Descs,
-    *,
-    pointers: tuple[int, int, int],
-    stream_ptr: int,
-) -> int:
-    """As the forward's: a name or value as given; the heuristic's or FindEx's first usable
-    algorithm, cached per direction, mode, device and descriptors."""
-    if algo is not None and not isinstance(algo, str):
-        return _choice(algo, "algo", d.algos)
-    mode = "heuristic" if algo is None else algo.strip().lower()
-    if mode not in ("heuristic", "find"):
-        return _choice(algo, "algo", d.algos)
-    in_desc, dy_desc, conv_desc, out_desc = descs
-    key = (
-        d.run,
-        mode,
-        handle.device_id,
-        in_desc.key(),
-        dy_desc.key(),
-        conv_desc.key(),
-        out_desc.key(),
-    )
-    cached = _algo_cache.get(key)
-    if cached is not None:
-        return cached
-    count = ctypes.c_int()
-    _call(d.max_count, handle, ctypes.byref(count))
-    n = max(int(count.value), 1)
-    perf = (d.perf * n)()
-    returned = ctypes.c_int()
-    _call(
-        d.heuristic, handle, in_desc, dy_desc, conv_desc, out_desc, n, ctypes.byref(returned), perf
-    )
-    if mode == "heuristic":
-        choice = _first_usable(d, perf, returned.value, d.heuristic)
-    else:
-        # Time the candidates on the GPU with a workspace as large as the largest one needs.
-        ws_size = max(
-            (int(perf[i].memory) for i in range(returned.value) if perf[i].status == 0), default=0
-        )
-        ws = workspace(ws_size, device=handle.device_id, stream=stream_ptr or None)
-        found = (d.perf * n)()
-        got = ctypes.c_int()
-        in_ptr, dy_ptr, out_ptr = pointers
-        _call(
-            d.find,
-            handle,
-            in_desc,
-            in_ptr,
-            dy_desc,
-            dy_ptr,
-            conv_desc,
-            out_desc,
-            out_ptr,
-            n,
-            ctypes.byref(got),
-            found,
-            ws or None,
-            ws_size,
-        )
-        choice = _first_usable(d, found, got.value, d.find)
-    with _algo_lock:
-        _algo_cache[key] = choice
-    return choice
-
-
-def _run(
-    d: _Direction,
-    h: Handle,
-    sp: int,
-    algo: Any,
-    descs: _Descs,
-    *,
-    views: tuple[ArrayView, ArrayView, ArrayView],
-    alpha: Any,
-    beta: Any,
-    tensor_core_descs: tuple[TensorDescriptor, FilterDescriptor],
-) -> None:
-    """Pick the algorithm, size the workspace and run ``d`` (the forward's sequence)."""
-    in_desc, dy_desc, conv_desc, out_desc = descs
-    inv, dyv, outv = views
-    a, b = _scalars(outv.dtype, alpha=alpha, beta=beta)
-    find_out = outv.ptr
-    scratch = None
-    if isinstance(algo, str) and algo.strip().lower() == "find" and float(b.value) != 0.0:
-        # FindEx overwrites the gradient while timing; keep the values beta blends in.
-        scratch = DeviceArray.empty(
-            outv.shape, outv.dtype, device=h.device_id, stream=sp or None, strides=outv.strides
-        )
-        find_out = scratch.ptr
-    try:
-        chosen = _pick_algorithm(
-            d, algo, h, descs, pointers=(inv.ptr, dyv.ptr, find_out), stream_ptr=sp
-        )
-    finally:
-        if scratch is not None:
-            scratch.close()
-    ws_size = ctypes.c_size_t()
-    _call(
-        d.workspace_size,
-        h,
-        in_desc,
-        dy_desc,
-        conv_desc,
-        out_desc,
-        chosen,
-        ctypes.byref(ws_size),
-    )
-    ws = workspace(int(ws_size.value), device=h.device_id, stream=sp or None)
-    if conv_desc.uses_tensor_ops:
-        names = ("w", "dy", "dx") if d is _DATA else ("x", "dy", "dw")
-        pointers = [(n, v.ptr) for n, v in zip(names, views, strict=True)]
-        if ws:
-            pointers.append(("workspace", ws))
-        conv_desc.warn_tensor_cores(*tensor_core_descs, pointers, stacklevel=3)
-    _call(
-        d.run,
-        h,
-        ctypes.byref(a),
-        in_desc,
-        inv.ptr,
-        dy_desc,
-        dyv.ptr,
-        conv_desc,
-        chosen,
-        ws or None,
-        int(ws_size.value),
-        ctypes.byref(b),
-        out_desc,
-        outv.ptr,
-    )
 
 
 def _check_dy(
@@ -314,7 +114,7 @@ def convolution_backward_data(
     warn_deprecated_once(
         "pycudnn.ops.convolution_backward_data (cudnnConvolutionBackwardData)", _GRAPH
     )
-    _check_algo(algo, _DATA)
+    _check_algo(algo, BACKWARD_DATA)
     h, sp = _resolve(handle, stream, dy, "dy")
     wv = _operand(w, "w", h, sp)
     dyv = _operand(dy, "dy", h, sp)
@@ -329,17 +129,7 @@ def convolution_backward_data(
     dx, dxv = _output(dx, "dx", shape, dtype, like=dyv, handle=h, stream_ptr=sp, beta=beta)
     dx_desc, dy_desc = _tensor_desc(dxv, "dx"), _tensor_desc(dyv, "dy")
     descs = (w_desc, dy_desc, conv_desc, dx_desc)
-    _run(
-        _DATA,
-        h,
-        sp,
-        algo,
-        descs,
-        views=(wv, dyv, dxv),
-        alpha=alpha,
-        beta=beta,
-        tensor_core_descs=(dx_desc, w_desc),
-    )
+    run(BACKWARD_DATA, h, sp, algo, descs, views=(wv, dyv, dxv), alpha=alpha, beta=beta)
     return dx
 
 
@@ -375,7 +165,7 @@ def convolution_backward_filter(
     warn_deprecated_once(
         "pycudnn.ops.convolution_backward_filter (cudnnConvolutionBackwardFilter)", _GRAPH
     )
-    _check_algo(algo, _FILTER)
+    _check_algo(algo, BACKWARD_FILTER)
     h, sp = _resolve(handle, stream, x, "x")
     xv = _operand(x, "x", h, sp)
     dyv = _operand(dy, "dy", h, sp)
@@ -398,17 +188,7 @@ def convolution_backward_filter(
         dw, "dw", shape, dtype, like=xv, handle=h, stream_ptr=sp, beta=beta, strides=strides
     )
     descs = (x_desc, _tensor_desc(dyv, "dy"), conv_desc, dw_desc)
-    _run(
-        _FILTER,
-        h,
-        sp,
-        algo,
-        descs,
-        views=(xv, dyv, dwv),
-        alpha=alpha,
-        beta=beta,
-        tensor_core_descs=(x_desc, dw_desc),
-    )
+    run(BACKWARD_FILTER, h, sp, algo, descs, views=(xv, dyv, dwv), alpha=alpha, beta=beta)
     return dw
 
 
