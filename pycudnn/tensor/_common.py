@@ -1,17 +1,19 @@
-"""Shared pieces of the legacy descriptors: argument checks, C calls, data types, deprecation.
+"""Shared pieces of the legacy descriptors: argument checks, C calls, data types, deprecation,
+and :class:`LegacyDescriptor`, the base that creates, sets, reads back and names each of them.
 
-Every descriptor module of :mod:`pycudnn.tensor` builds on these; nothing here owns a C object.
+Every descriptor module of :mod:`pycudnn.tensor` builds on these.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import math
 import sys
 import warnings
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -209,3 +211,98 @@ def _nan_opt(propagate: Any, name: str = "nan_propagation") -> int:
 
 # Compute types of the op-tensor and reduce-tensor descriptors.
 _FLOAT_COMPUTE_TYPES = ("float32", "float64")
+
+
+# -- the descriptor base ---------------------------------------------------------------------
+
+_V = TypeVar("_V")
+
+
+def _destroy(function: str, ptr: int) -> None:
+    LIB.function(function)(ptr)
+
+
+class LegacyDescriptor(CResource):
+    """One legacy ``cudnn<Kind>Descriptor_t``, ``<Kind>`` being the class attribute ``_c_kind``.
+
+    :meth:`_make` creates it (``cudnnCreate<Kind>Descriptor``) and sets it with checked calls,
+    destroying it if one fails; ``cudnnDestroy<Kind>Descriptor`` releases it. :meth:`_query` makes
+    the ``cudnnGet*`` calls that read it back, and :class:`read_back` turns their items into
+    properties. ``repr`` is ``<pycudnn.<Kind>Descriptor ...>`` with :meth:`_describe`'s text.
+    """
+
+    _c_kind = ""
+    _key: tuple[Any, ...]
+
+    def _make(self, *setters: tuple[Any, ...]) -> None:
+        """Create the descriptor, then call each ``(function, *args)`` of ``setters`` as
+        ``function(descriptor, *args)``; the descriptor is destroyed if one of them raises."""
+        destroy = functools.partial(_destroy, f"cudnnDestroy{self._c_kind}Descriptor")
+        out = ctypes.c_void_p()
+        call(f"cudnnCreate{self._c_kind}Descriptor", ctypes.byref(out))
+        ptr = int(out.value or 0)
+        try:
+            for function, *args in setters:
+                call(function, ptr, *args)
+        except BaseException:
+            destroy(ptr)
+            raise
+        CResource.__init__(self, ptr, destroy)
+
+    def _query(self, function: str, *outs: Any) -> None:
+        """``function(self, *outs)``, each ctypes scalar of ``outs`` passed by reference (the
+        out-parameters the ``cudnnGet*`` calls fill); arrays and plain ints go as they are."""
+        call(
+            function,
+            self,
+            *(ctypes.byref(o) if isinstance(o, ctypes._SimpleCData) else o for o in outs),
+        )
+
+    def _query_value(self, function: str, ctype: Any = ctypes.c_int) -> Any:
+        """The one value ``function(self, &value)`` reports."""
+        out = ctype()
+        self._query(function, out)
+        return out.value
+
+    def key(self) -> tuple[Any, ...]:
+        """A hashable tuple of every setting (equal keys describe the same descriptor)."""
+        self._check_open()
+        return self._key
+
+    def _describe(self) -> str:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        name = f"pycudnn.{self._c_kind}Descriptor"
+        if self.closed:
+            return f"<{name} closed>"
+        return f"<{name} {self._describe()}>"
+
+
+class read_back(property, Generic[_V]):
+    """A read-only property: item ``index`` of what the owner's method ``source`` returns (by
+    default ``_read_back``, one ``cudnnGet*Descriptor`` call), through ``convert``."""
+
+    def __init__(
+        self,
+        index: int,
+        doc: str | None = None,
+        *,
+        convert: Callable[[Any], _V] | None = None,
+        source: str = "_read_back",
+    ) -> None:
+        def fget(obj: Any) -> _V:
+            value = getattr(obj, source)()[index]
+            return value if convert is None else convert(value)
+
+        super().__init__(fget)
+        self.__doc__ = doc  # a property subclass keeps no doc of its own before Python 3.12
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> read_back[_V]: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> _V: ...
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        return super().__get__(obj, owner)

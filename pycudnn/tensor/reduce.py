@@ -7,18 +7,16 @@ from typing import Any
 
 import numpy as np
 
-from _nvbind.resource import CResource
-
 from .. import _bindings as _b
-from .._lib import LIB
 from ._common import (
     _FLOAT_COMPUTE_TYPES,
-    _call,
+    LegacyDescriptor,
     _choice,
     _compute_type,
     _dtype_of_value,
     _name_of,
     _nan_opt,
+    read_back,
     warn_deprecated_once,
 )
 
@@ -36,7 +34,7 @@ _REDUCE_OPS = {
 _INDEXED_REDUCE_OPS = {_REDUCE_OPS["min"], _REDUCE_OPS["max"], _REDUCE_OPS["amax"]}
 
 
-class ReduceTensorDescriptor(CResource):
+class ReduceTensorDescriptor(LegacyDescriptor):
     """A legacy reduction descriptor (``cudnnSetReduceTensorDescriptor``), deprecated in cuDNN 9.
 
     ``op``: ``"add"``, ``"mul"``, ``"min"``, ``"max"``, ``"amax"``, ``"avg"``, ``"norm1"``,
@@ -46,6 +44,7 @@ class ReduceTensorDescriptor(CResource):
     """
 
     _kind = "cuDNN reduce-tensor descriptor"
+    _c_kind = "ReduceTensor"
 
     def __init__(
         self,
@@ -68,51 +67,21 @@ class ReduceTensorDescriptor(CResource):
             if indices
             else _b.CUDNN_REDUCE_TENSOR_NO_INDICES
         )
-        out = ctypes.c_void_p()
-        _call("cudnnCreateReduceTensorDescriptor", ctypes.byref(out))
-        ptr = int(out.value or 0)
-        try:
-            _call(
-                "cudnnSetReduceTensorDescriptor",
-                ptr,
-                o,
-                ctype,
-                nan,
-                ind,
-                int(_b.CUDNN_32BIT_INDICES),
-            )
-        except BaseException:
-            _destroy_reduce(ptr)
-            raise
-        super().__init__(ptr, _destroy_reduce)
+        self._make(
+            ("cudnnSetReduceTensorDescriptor", o, ctype, nan, ind, int(_b.CUDNN_32BIT_INDICES))
+        )
         self._key = (o, ctype, nan, ind)
 
     def _read_back(self) -> tuple[int, int, int, int, int]:
         vals = [ctypes.c_int() for _ in range(5)]
-        _call("cudnnGetReduceTensorDescriptor", self, *(ctypes.byref(v) for v in vals))
+        self._query("cudnnGetReduceTensorDescriptor", *vals)
         return tuple(v.value for v in vals)  # type: ignore[return-value]
 
-    @property
-    def op(self) -> str:
-        return _name_of(self._read_back()[0], _REDUCE_OPS)
+    op = read_back[str](0, convert=lambda v: _name_of(v, _REDUCE_OPS))
+    compute_type = read_back[np.dtype](1, convert=_dtype_of_value)
+    indices = read_back[bool](
+        3, convert=lambda v: v == int(_b.CUDNN_REDUCE_TENSOR_FLATTENED_INDICES)
+    )
 
-    @property
-    def compute_type(self) -> np.dtype:
-        return _dtype_of_value(self._read_back()[1])
-
-    @property
-    def indices(self) -> bool:
-        return self._read_back()[3] == int(_b.CUDNN_REDUCE_TENSOR_FLATTENED_INDICES)
-
-    def key(self) -> tuple[Any, ...]:
-        self._check_open()
-        return self._key
-
-    def __repr__(self) -> str:
-        if self.closed:
-            return "<pycudnn.ReduceTensorDescriptor closed>"
-        return f"<pycudnn.ReduceTensorDescriptor {_name_of(self._key[0], _REDUCE_OPS)} indices={bool(self._key[3])}>"
-
-
-def _destroy_reduce(ptr: int) -> None:
-    LIB.function("cudnnDestroyReduceTensorDescriptor")(ptr)
+    def _describe(self) -> str:
+        return f"{_name_of(self._key[0], _REDUCE_OPS)} indices={bool(self._key[3])}"
