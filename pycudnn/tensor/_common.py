@@ -10,10 +10,11 @@ import ctypes
 import functools
 import logging
 import math
+import re
 import sys
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, ClassVar, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -152,6 +153,19 @@ _VECTOR_TYPES = VECTOR_TYPES
 _VECTOR_DTYPE_STRINGS = VECTOR_DTYPE_STRINGS
 
 
+def _vector_format_name(rank: int, vector: int) -> str:
+    """``NC/xHWx`` (4-D) or ``NC/xDHWx`` (5-D) for vector width ``x``."""
+    return f"NC/{vector}HW{vector}" if rank == 4 else f"NC/{vector}DHW{vector}"
+
+
+def _vector_request(dtype: Any) -> tuple[int | None, str | None]:
+    """``(vector width, element type)`` of a vectorised dtype string, else ``(None, None)``."""
+    if isinstance(dtype, str) and dtype.strip().lower() in _VECTOR_DTYPE_STRINGS:
+        elem, vector = _VECTOR_DTYPE_STRINGS[dtype.strip().lower()]
+        return vector, elem
+    return None, None
+
+
 def _data_type_value(name: str) -> int:
     return int(getattr(_b, f"CUDNN_DATA_{name}"))
 
@@ -223,7 +237,8 @@ def _destroy(function: str, ptr: int) -> None:
 
 
 class LegacyDescriptor(CResource):
-    """One legacy ``cudnn<Kind>Descriptor_t``, ``<Kind>`` being the class attribute ``_c_kind``.
+    """One legacy ``cudnn<Kind>Descriptor_t``, ``<Kind>`` given as ``class ...(LegacyDescriptor,
+    c_kind="<Kind>")``.
 
     :meth:`_make` creates it (``cudnnCreate<Kind>Descriptor``) and sets it with checked calls,
     destroying it if one fails; ``cudnnDestroy<Kind>Descriptor`` releases it. :meth:`_query` makes
@@ -233,6 +248,14 @@ class LegacyDescriptor(CResource):
 
     _c_kind = ""
     _key: tuple[Any, ...]
+
+    def __init_subclass__(cls, *, c_kind: str = "", **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if c_kind:
+            # "OpTensor" -> "cuDNN op-tensor descriptor", the name CResource's messages use.
+            cls._c_kind = c_kind
+            words = re.findall("[A-Z][a-z]*", c_kind)
+            cls._kind = f"cuDNN {'-'.join(w.lower() for w in words)} descriptor"
 
     def _make(self, *setters: tuple[Any, ...]) -> None:
         """Create the descriptor, then call each ``(function, *args)`` of ``setters`` as
@@ -306,3 +329,30 @@ class read_back(property, Generic[_V]):
 
     def __get__(self, obj: object, owner: type | None = None) -> Any:
         return super().__get__(obj, owner)
+
+
+class OpDescriptor(LegacyDescriptor):
+    """Base of the op-tensor and reduce-tensor descriptors: an ``op`` from the table ``_ops`` and
+    a float compute type, the first two things they read back, and a NaN propagation flag."""
+
+    _ops: ClassVar[dict[str, int]] = {}
+
+    def _settings(self, op: Any, compute_type: Any, nan_propagation: Any) -> tuple[int, int, int]:
+        """``(op, compute type, NaN option)`` as the C enumerators, each checked."""
+        return (
+            _choice(op, "op", self._ops),
+            _compute_type(compute_type, "compute_type", _FLOAT_COMPUTE_TYPES),
+            _nan_opt(nan_propagation),
+        )
+
+    def _read_back(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    @property
+    def op(self) -> str:
+        return _name_of(self._read_back()[0], self._ops)
+
+    compute_type = read_back[np.dtype](1, convert=_dtype_of_value)
+
+    def _describe(self) -> str:
+        return _name_of(self._key[0], self._ops)

@@ -26,16 +26,13 @@ _ACTIVATION_MODES = {
 }
 
 
-class ActivationDescriptor(LegacyDescriptor):
+class ActivationDescriptor(LegacyDescriptor, c_kind="Activation"):
     """A legacy activation descriptor (``cudnnSetActivationDescriptor``), deprecated in cuDNN 9.
 
     ``mode``: ``"relu"``, ``"sigmoid"``, ``"tanh"``, ``"clipped_relu"`` (``coef`` is the ceiling,
     > 0), ``"elu"`` (``coef`` is alpha), ``"swish"`` (``swish_beta``, set with
     ``cudnnSetActivationDescriptorSwishBeta``), ``"identity"``.
     """
-
-    _kind = "cuDNN activation descriptor"
-    _c_kind = "Activation"
 
     def __init__(
         self,

@@ -46,7 +46,7 @@ _TENSOR_OP_MATH = {_MATH_TYPES["tensor_op"], _MATH_TYPES["tensor_op_allow_conver
 _CONV_COMPUTE_TYPES = ("float32", "float64", "float16", "bfloat16", "int32")
 
 
-class ConvolutionDescriptor(LegacyDescriptor):
+class ConvolutionDescriptor(LegacyDescriptor, c_kind="Convolution"):
     """A legacy convolution descriptor (``cudnnConvolutionDescriptor_t``), deprecated in cuDNN 9.
 
     ``ConvolutionDescriptor(pads, strides=None, dilations=None, *, mode="cross_correlation",
@@ -57,9 +57,6 @@ class ConvolutionDescriptor(LegacyDescriptor):
     frameworks call convolution. ``math_type`` is one of ``"default"``, ``"tensor_op"``,
     ``"tensor_op_allow_conversion"``, ``"fma"`` (``cudnnMathType_t``).
     """
-
-    _kind = "cuDNN convolution descriptor"
-    _c_kind = "Convolution"
 
     def __init__(
         self,

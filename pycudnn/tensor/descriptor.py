@@ -17,7 +17,6 @@ from ._common import (
     _INT_MAX,
     _MAX_RANK,
     _MIN_RANK,
-    _VECTOR_DTYPE_STRINGS,
     _VECTOR_TYPES,
     LegacyDescriptor,
     _c_ints,
@@ -26,6 +25,8 @@ from ._common import (
     _int,
     _ints,
     _log,
+    _vector_format_name,
+    _vector_request,
     legacy_data_type,
     read_back,
 )
@@ -76,7 +77,7 @@ def _check_strides(strides: Any, dims: tuple[int, ...]) -> tuple[int, ...]:
     return s
 
 
-class TensorDescriptor(LegacyDescriptor):
+class TensorDescriptor(LegacyDescriptor, c_kind="Tensor"):
     """A legacy N-d tensor descriptor (``cudnnTensorDescriptor_t``).
 
     ``TensorDescriptor(dims, strides=None, dtype=np.float32, fmt=None, *, output=False)``
@@ -101,9 +102,6 @@ class TensorDescriptor(LegacyDescriptor):
     the data.
     """
 
-    _kind = "cuDNN tensor descriptor"
-    _c_kind = "Tensor"
-
     def __init__(
         self,
         dims: Sequence[int],
@@ -116,12 +114,9 @@ class TensorDescriptor(LegacyDescriptor):
         d = _check_dims(dims)
         if not isinstance(output, (bool, np.bool_)):  # output="no" would read as True
             raise TypeError(f"output must be a bool, got {type(output).__name__} {output!r}")
-        vector: int | None = None
-        elem: str | None = None
-        if isinstance(dtype, str) and dtype.strip().lower() in _VECTOR_DTYPE_STRINGS:
-            elem, vector = _VECTOR_DTYPE_STRINGS[dtype.strip().lower()]
-            if fmt is None:
-                fmt = f"NC/{vector}HW{vector}" if len(d) == 4 else f"NC/{vector}DHW{vector}"
+        vector, elem = _vector_request(dtype)
+        if vector is not None and fmt is None:
+            fmt = _vector_format_name(len(d), vector)
         f = layout.parse_format(fmt) if fmt is not None else None
         if f is not None and f.vector == 1 and vector is None:
             # Seed 002: NC/1HW1 "is the same as NCHW format"; cuDNN has no vector type of 1.

@@ -16,12 +16,13 @@ from .. import _bindings as _b
 from .. import layout
 from ._common import (
     _MAX_RANK,
-    _VECTOR_DTYPE_STRINGS,
     _VECTOR_TYPES,
     LegacyDescriptor,
     _c_ints,
     _data_type_value,
     _dtype_of_value,
+    _vector_format_name,
+    _vector_request,
     legacy_data_type,
     read_back,
     warn_deprecated_once,
@@ -47,7 +48,7 @@ def channels_last_perm(ndim: int) -> tuple[int, ...]:
     return (0, *range(2, ndim), 1)
 
 
-class FilterDescriptor(LegacyDescriptor):
+class FilterDescriptor(LegacyDescriptor, c_kind="Filter"):
     """A legacy convolution filter descriptor (``cudnnFilterDescriptor_t``), deprecated in cuDNN 9.
 
     ``FilterDescriptor(dims, dtype=np.float32, fmt=None)`` over ``cudnnSetFilterNdDescriptor``:
@@ -59,9 +60,6 @@ class FilterDescriptor(LegacyDescriptor):
     dtype strings ``"int8x4"``, ``"uint8x4"`` and ``"int8x32"`` select those types and imply the
     format. A vectorised filter is the packed ``[K, C/x, R, S, x]`` array (:attr:`array_shape`).
     """
-
-    _kind = "cuDNN filter descriptor"
-    _c_kind = "Filter"
 
     def __init__(
         self, dims: Sequence[int], dtype: Any = np.float32, fmt: str | None = None
@@ -195,18 +193,6 @@ class FilterDescriptor(LegacyDescriptor):
             fmt = "NHWC" if self._channels_last else "NCHW"
             dt = dtype_name(self._dtype)
         return f"dims={self._dims} dtype={dt} fmt={fmt}"
-
-
-def _vector_format_name(rank: int, vector: int) -> str:
-    return f"NC/{vector}HW{vector}" if rank == 4 else f"NC/{vector}DHW{vector}"
-
-
-def _vector_request(dtype: Any) -> tuple[int | None, str | None]:
-    """``(vector width, element type)`` of a vectorised dtype string, else ``(None, None)``."""
-    if isinstance(dtype, str) and dtype.strip().lower() in _VECTOR_DTYPE_STRINGS:
-        elem, vector = _VECTOR_DTYPE_STRINGS[dtype.strip().lower()]
-        return vector, elem
-    return None, None
 
 
 def _vectorized_format(

@@ -29,16 +29,13 @@ _POOLING_MODES = {
 }
 
 
-class PoolingDescriptor(LegacyDescriptor):
+class PoolingDescriptor(LegacyDescriptor, c_kind="Pooling"):
     """A legacy pooling descriptor (``cudnnSetPoolingNdDescriptor``), deprecated in cuDNN 9.
 
     ``mode``: ``"max"``, ``"avg"`` (= ``"avg_include_padding"``), ``"avg_exclude_padding"``,
     ``"max_deterministic"``. ``window`` has one extent per spatial dim; ``pads`` default to 0 and
     must be smaller than the window; ``strides`` default to the window.
     """
-
-    _kind = "cuDNN pooling descriptor"
-    _c_kind = "Pooling"
 
     def __init__(
         self,

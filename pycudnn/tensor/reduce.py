@@ -8,17 +8,7 @@ from typing import Any
 import numpy as np
 
 from .. import _bindings as _b
-from ._common import (
-    _FLOAT_COMPUTE_TYPES,
-    LegacyDescriptor,
-    _choice,
-    _compute_type,
-    _dtype_of_value,
-    _name_of,
-    _nan_opt,
-    read_back,
-    warn_deprecated_once,
-)
+from ._common import OpDescriptor, warn_deprecated_once
 
 _REDUCE_OPS = {
     "add": int(_b.CUDNN_REDUCE_TENSOR_ADD),
@@ -34,7 +24,7 @@ _REDUCE_OPS = {
 _INDEXED_REDUCE_OPS = {_REDUCE_OPS["min"], _REDUCE_OPS["max"], _REDUCE_OPS["amax"]}
 
 
-class ReduceTensorDescriptor(LegacyDescriptor):
+class ReduceTensorDescriptor(OpDescriptor, c_kind="ReduceTensor"):
     """A legacy reduction descriptor (``cudnnSetReduceTensorDescriptor``), deprecated in cuDNN 9.
 
     ``op``: ``"add"``, ``"mul"``, ``"min"``, ``"max"``, ``"amax"``, ``"avg"``, ``"norm1"``,
@@ -43,8 +33,7 @@ class ReduceTensorDescriptor(LegacyDescriptor):
     cuDNN fully supports).
     """
 
-    _kind = "cuDNN reduce-tensor descriptor"
-    _c_kind = "ReduceTensor"
+    _ops = _REDUCE_OPS
 
     def __init__(
         self,
@@ -55,9 +44,7 @@ class ReduceTensorDescriptor(LegacyDescriptor):
         indices: bool = False,
     ) -> None:
         warn_deprecated_once("pycudnn.ReduceTensorDescriptor", "the graph API (pycudnn.Graph)")
-        o = _choice(op, "op", _REDUCE_OPS)
-        ctype = _compute_type(compute_type, "compute_type", _FLOAT_COMPUTE_TYPES)
-        nan = _nan_opt(nan_propagation)
+        o, ctype, nan = self._settings(op, compute_type, nan_propagation)
         if not isinstance(indices, (bool, np.bool_)):
             raise TypeError(f"indices must be a bool, got {type(indices).__name__}")
         if indices and o not in _INDEXED_REDUCE_OPS:
@@ -77,11 +64,9 @@ class ReduceTensorDescriptor(LegacyDescriptor):
         self._query("cudnnGetReduceTensorDescriptor", *vals)
         return tuple(v.value for v in vals)  # type: ignore[return-value]
 
-    op = read_back[str](0, convert=lambda v: _name_of(v, _REDUCE_OPS))
-    compute_type = read_back[np.dtype](1, convert=_dtype_of_value)
-    indices = read_back[bool](
-        3, convert=lambda v: v == int(_b.CUDNN_REDUCE_TENSOR_FLATTENED_INDICES)
-    )
+    @property
+    def indices(self) -> bool:
+        return self._read_back()[3] == int(_b.CUDNN_REDUCE_TENSOR_FLATTENED_INDICES)
 
     def _describe(self) -> str:
-        return f"{_name_of(self._key[0], _REDUCE_OPS)} indices={bool(self._key[3])}"
+        return f"{super()._describe()} indices={bool(self._key[3])}"
