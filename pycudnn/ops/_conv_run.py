@@ -27,7 +27,7 @@ from ..handle import Handle
 from ..tensor import ConvolutionDescriptor
 from ..tensor._common import _choice
 from ..tensor._common import call as _call
-from ._common import _scalars
+from ._common import _Launch, _scalars
 
 
 def algorithms(enum: Any) -> dict[str, int]:
@@ -189,8 +189,7 @@ def pick_algorithm(
 
 def run(
     d: Direction,
-    h: Handle,
-    sp: int,
+    ctx: _Launch,
     algo: Any,
     descs: Descs,
     *,
@@ -201,6 +200,7 @@ def run(
     """Pick the algorithm, size the workspace and run ``d``: ``out = alpha * op(in, other) + beta
     * out``. ``views`` are the arrays of ``descs`` (``in``, ``other``, ``out``); the Tensor Core
     warning, if any, names the caller of the public function that called this."""
+    h, sp = ctx
     in_desc, other_desc, conv_desc, out_desc = descs
     inv, otherv, outv = views
     a, b = _scalars(outv.dtype, alpha=alpha, beta=beta)

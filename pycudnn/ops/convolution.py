@@ -22,8 +22,6 @@ from ..tensor.filter import channels_last_perm
 from ._common import (
     _GRAPH,
     _cached,
-    _operand,
-    _output,
     _resolve,
     _same_dtype,
     _tensor_desc,
@@ -199,9 +197,9 @@ def convolution_forward(
     vec = _vector_format(fmt, algo, conv_desc)
     if vec is not None and vec.vector == 32 and algo is None:
         algo = _INT8X32_ALGO  # the only INT8x32 algorithm; no heuristic query needed
-    h, sp = _resolve(handle, stream, x, "x")
-    xv = _operand(x, "x", h, sp)
-    wv = _operand(w, "w", h, sp)
+    ctx = _resolve(handle, stream, x, "x")
+    xv = ctx.operand(x, "x")
+    wv = ctx.operand(w, "w")
     dtype = _same_dtype([("x", xv), ("w", wv)])
     conv_desc = _conv_or_default(conv_desc, xv, "x", dtype)
     if vec is not None:
@@ -217,7 +215,7 @@ def convolution_forward(
         x_desc = _tensor_desc(xv, "x")
         w_desc = _filter_desc(wv, "w", dtype)
         y_dims = y_shape = conv_desc._output_dims(x_desc, w_desc)
-    y, yv = _output(y, "y", y_shape, dtype, like=xv, handle=h, stream_ptr=sp, beta=beta)
+    y, yv = ctx.output(y, "y", y_shape, dtype, like=xv, beta=beta)
     if vec is not None:
         y_desc = _cached(
             "tensors",
@@ -227,5 +225,5 @@ def convolution_forward(
     else:
         y_desc = _tensor_desc(yv, "y")
     descs = (x_desc, w_desc, conv_desc, y_desc)
-    run(FORWARD, h, sp, algo, descs, views=(xv, wv, yv), alpha=alpha, beta=beta)
+    run(FORWARD, ctx, algo, descs, views=(xv, wv, yv), alpha=alpha, beta=beta)
     return y

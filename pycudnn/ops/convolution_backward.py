@@ -26,9 +26,8 @@ from ..tensor.filter import channels_last_perm
 from ._common import (
     _GRAPH,
     _desc_for,
+    _Launch,
     _memory_order,
-    _operand,
-    _output,
     _resolve,
     _same_dtype,
     _scalars,
@@ -64,13 +63,13 @@ def _check_dy(
 
 
 def _gradient_shape(
-    given: Any, given_name: str, out: Any, out_name: str, *, rank: int, h: Handle, sp: int
+    given: Any, given_name: str, out: Any, out_name: str, *, rank: int, ctx: _Launch
 ) -> tuple[int, ...]:
     """The shape of the gradient: ``out``'s when given (then ``given`` must agree), else
     ``given``'s; the two ways of naming it, since ``dy``'s shape does not determine it."""
     shape = None if given is None else _ints(given, given_name, minimum=1)
     if out is not None:
-        out_shape = _operand(out, out_name, h, sp, output=True).shape
+        out_shape = ctx.operand(out, out_name, output=True).shape
         if shape is not None and out_shape != shape:
             raise ValueError(f"{out_name} has shape {out_shape} but {given_name} is {shape}")
         shape = out_shape
@@ -115,21 +114,21 @@ def convolution_backward_data(
         "pycudnn.ops.convolution_backward_data (cudnnConvolutionBackwardData)", _GRAPH
     )
     _check_algo(algo, BACKWARD_DATA)
-    h, sp = _resolve(handle, stream, dy, "dy")
-    wv = _operand(w, "w", h, sp)
-    dyv = _operand(dy, "dy", h, sp)
+    ctx = _resolve(handle, stream, dy, "dy")
+    wv = ctx.operand(w, "w")
+    dyv = ctx.operand(dy, "dy")
     dtype = _same_dtype([("dy", dyv), ("w", wv)])
-    shape = _gradient_shape(x_shape, "x_shape", dx, "dx", rank=len(dyv.shape), h=h, sp=sp)
+    shape = _gradient_shape(x_shape, "x_shape", dx, "dx", rank=len(dyv.shape), ctx=ctx)
     conv_desc = _conv_or_default(conv_desc, dyv, "dy", dtype)
     w_desc = _filter_desc(wv, "w", dtype)
     strides = packed_strides_in_order(shape, _memory_order(dyv.shape, dyv.strides))
     # Checked before dx is allocated; the descriptor is the one an allocated dx gets.
     x_desc = _desc_for(shape, strides, dtype, "dx")
     _check_dy(conv_desc, x_desc, w_desc, dyv, ("dx" if dx is not None else "x_shape", "w"))
-    dx, dxv = _output(dx, "dx", shape, dtype, like=dyv, handle=h, stream_ptr=sp, beta=beta)
+    dx, dxv = ctx.output(dx, "dx", shape, dtype, like=dyv, beta=beta)
     dx_desc, dy_desc = _tensor_desc(dxv, "dx"), _tensor_desc(dyv, "dy")
     descs = (w_desc, dy_desc, conv_desc, dx_desc)
-    run(BACKWARD_DATA, h, sp, algo, descs, views=(wv, dyv, dxv), alpha=alpha, beta=beta)
+    run(BACKWARD_DATA, ctx, algo, descs, views=(wv, dyv, dxv), alpha=alpha, beta=beta)
     return dx
 
 
@@ -166,11 +165,11 @@ def convolution_backward_filter(
         "pycudnn.ops.convolution_backward_filter (cudnnConvolutionBackwardFilter)", _GRAPH
     )
     _check_algo(algo, BACKWARD_FILTER)
-    h, sp = _resolve(handle, stream, x, "x")
-    xv = _operand(x, "x", h, sp)
-    dyv = _operand(dy, "dy", h, sp)
+    ctx = _resolve(handle, stream, x, "x")
+    xv = ctx.operand(x, "x")
+    dyv = ctx.operand(dy, "dy")
     dtype = _same_dtype([("x", xv), ("dy", dyv)])
-    shape = _gradient_shape(w_shape, "w_shape", dw, "dw", rank=len(xv.shape), h=h, sp=sp)
+    shape = _gradient_shape(w_shape, "w_shape", dw, "dw", rank=len(xv.shape), ctx=ctx)
     conv_desc = _conv_or_default(conv_desc, xv, "x", dtype)
     x_desc = _tensor_desc(xv, "x")
     strides = None
@@ -182,13 +181,11 @@ def convolution_backward_filter(
             shape, channels_last_perm(len(shape)) if last else range(len(shape))
         )
     else:
-        dw_desc = _filter_desc(_operand(dw, "dw", h, sp, output=True), "dw", dtype)
+        dw_desc = _filter_desc(ctx.operand(dw, "dw", output=True), "dw", dtype)
     _check_dy(conv_desc, x_desc, dw_desc, dyv, ("x", "dw" if dw is not None else "w_shape"))
-    dw, dwv = _output(
-        dw, "dw", shape, dtype, like=xv, handle=h, stream_ptr=sp, beta=beta, strides=strides
-    )
+    dw, dwv = ctx.output(dw, "dw", shape, dtype, like=xv, beta=beta, strides=strides)
     descs = (x_desc, _tensor_desc(dyv, "dy"), conv_desc, dw_desc)
-    run(BACKWARD_FILTER, h, sp, algo, descs, views=(xv, dyv, dwv), alpha=alpha, beta=beta)
+    run(BACKWARD_FILTER, ctx, algo, descs, views=(xv, dyv, dwv), alpha=alpha, beta=beta)
     return dw
 
 
@@ -210,15 +207,15 @@ def convolution_backward_bias(
     warn_deprecated_once(
         "pycudnn.ops.convolution_backward_bias (cudnnConvolutionBackwardBias)", _GRAPH
     )
-    h, sp = _resolve(handle, stream, dy, "dy")
-    dyv = _operand(dy, "dy", h, sp)
+    ctx = _resolve(handle, stream, dy, "dy")
+    dyv = ctx.operand(dy, "dy")
     dy_desc = _tensor_desc(dyv, "dy")  # refuses ranks cuDNN does not take, before db is made
     shape = (1, dyv.shape[1], *([1] * (len(dyv.shape) - 2)))
-    db, dbv = _output(db, "db", shape, dyv.dtype, like=dyv, handle=h, stream_ptr=sp, beta=beta)
+    db, dbv = ctx.output(db, "db", shape, dyv.dtype, like=dyv, beta=beta)
     a, b = _scalars(dyv.dtype, alpha=alpha, beta=beta)
     _call(
         "cudnnConvolutionBackwardBias",
-        h,
+        ctx.handle,
         ctypes.byref(a),
         dy_desc,
         dyv.ptr,
