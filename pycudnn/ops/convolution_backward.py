@@ -15,6 +15,8 @@ import ctypes
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from _nvbind.arrays import ArrayView
 from _nvbind.strides import packed_strides_in_order
 
@@ -83,6 +85,36 @@ def _gradient_shape(
     return shape
 
 
+def _begin(
+    d: Direction,
+    algo: Any,
+    arrays: tuple[Any, Any],
+    conv_desc: ConvolutionDescriptor | None,
+    gradient: tuple[Any, Any],
+    *,
+    handle: Handle | None,
+    stream: Any,
+) -> tuple[_Launch, list[ArrayView], np.dtype, tuple[int, ...], ConvolutionDescriptor]:
+    """What both gradients check first, in this order: ``algo``; the handle, from the data-shaped
+    array (``dy`` for data gradients, ``x`` for filter gradients); the two ``arrays`` (``w, dy``
+    or ``x, dy``, the C function's order) and their dtype; the gradient's shape, from
+    ``gradient`` (``x_shape, dx`` or ``w_shape, dw``, see :func:`_gradient_shape`); the
+    convolution descriptor. Returns the launch context, the two views, the dtype, the gradient's
+    shape and the descriptor."""
+    _check_algo(algo, d)
+    in_name, dy_name, out_name = d.names
+    lead = 1 if d is BACKWARD_DATA else 0  # the array laid out as data, not as a filter
+    names = (in_name, dy_name)
+    ctx = _resolve(handle, stream, arrays[lead], names[lead])
+    views = [ctx.operand(obj, name) for name, obj in zip(names, arrays, strict=True)]
+    dtype = _same_dtype([(names[lead], views[lead]), (names[1 - lead], views[1 - lead])])
+    given, out = gradient
+    shape = _gradient_shape(
+        given, f"{out_name[1:]}_shape", out, out_name, rank=len(views[lead].shape), ctx=ctx
+    )
+    return ctx, views, dtype, shape, _conv_or_default(conv_desc, views[lead], names[lead], dtype)
+
+
 def convolution_backward_data(
     w: Any,
     dy: Any,
@@ -113,13 +145,9 @@ def convolution_backward_data(
     warn_deprecated_once(
         "pycudnn.ops.convolution_backward_data (cudnnConvolutionBackwardData)", _GRAPH
     )
-    _check_algo(algo, BACKWARD_DATA)
-    ctx = _resolve(handle, stream, dy, "dy")
-    wv = ctx.operand(w, "w")
-    dyv = ctx.operand(dy, "dy")
-    dtype = _same_dtype([("dy", dyv), ("w", wv)])
-    shape = _gradient_shape(x_shape, "x_shape", dx, "dx", rank=len(dyv.shape), ctx=ctx)
-    conv_desc = _conv_or_default(conv_desc, dyv, "dy", dtype)
+    ctx, (wv, dyv), dtype, shape, conv_desc = _begin(
+        BACKWARD_DATA, algo, (w, dy), conv_desc, (x_shape, dx), handle=handle, stream=stream
+    )
     w_desc = _filter_desc(wv, "w", dtype)
     strides = packed_strides_in_order(shape, _memory_order(dyv.shape, dyv.strides))
     # Checked before dx is allocated; the descriptor is the one an allocated dx gets.
@@ -164,13 +192,9 @@ def convolution_backward_filter(
     warn_deprecated_once(
         "pycudnn.ops.convolution_backward_filter (cudnnConvolutionBackwardFilter)", _GRAPH
     )
-    _check_algo(algo, BACKWARD_FILTER)
-    ctx = _resolve(handle, stream, x, "x")
-    xv = ctx.operand(x, "x")
-    dyv = ctx.operand(dy, "dy")
-    dtype = _same_dtype([("x", xv), ("dy", dyv)])
-    shape = _gradient_shape(w_shape, "w_shape", dw, "dw", rank=len(xv.shape), ctx=ctx)
-    conv_desc = _conv_or_default(conv_desc, xv, "x", dtype)
+    ctx, (xv, dyv), dtype, shape, conv_desc = _begin(
+        BACKWARD_FILTER, algo, (x, dy), conv_desc, (w_shape, dw), handle=handle, stream=stream
+    )
     x_desc = _tensor_desc(xv, "x")
     strides = None
     if dw is None:
