@@ -25,14 +25,9 @@ from .. import _bindings as _b
 from ..errors import error_from_status
 from ..handle import Handle
 from ..tensor import ConvolutionDescriptor
-from ..tensor._common import _choice
+from ..tensor._common import _choice, _enum_names
 from ..tensor._common import call as _call
 from ._common import _Launch, _scalars
-
-
-def algorithms(enum: Any) -> dict[str, int]:
-    """The lower-case names of a ``cudnnConvolution*Algo_t`` (its ``COUNT`` left out)."""
-    return {name.lower(): int(v) for name, v in enum.__members__.items() if name != "COUNT"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +62,7 @@ def _direction(
         what,
         names,
         tensor_core,
-        algorithms(getattr(_b, f"cudnnConvolution{short}Algo_t")),
+        _enum_names(getattr(_b, f"cudnnConvolution{short}Algo_t")),
         getattr(_b, f"cudnnConvolution{short}AlgoPerf_t"),
         max_count=f"cudnnGetConvolution{stem}AlgorithmMaxCount",
         heuristic=f"cudnnGetConvolution{stem}Algorithm_v7",

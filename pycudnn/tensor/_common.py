@@ -127,6 +127,17 @@ def _choice(value: Any, name: str, table: dict[str, int]) -> int:
     raise ValueError(f"{name}={value!r} is not one of {', '.join(repr(k) for k in table)}")
 
 
+def _enum_names(enum: Any, drop: str = "") -> dict[str, int]:
+    """A generated ``cudnn*_t`` enum as ``{name: value}``, in the header's order: each member's
+    name in lower case with ``drop`` taken out (``TENSOR_OP_MATH`` -> ``tensor_op`` for
+    ``drop="_MATH"``), the ``COUNT`` sentinel left out."""
+    return {
+        name.replace(drop, "").lower(): int(value)
+        for name, value in enum.__members__.items()
+        if name != "COUNT"
+    }
+
+
 def _name_of(value: int, table: dict[str, int]) -> str:
     for k, v in table.items():
         if v == value:

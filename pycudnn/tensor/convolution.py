@@ -23,6 +23,7 @@ from ._common import (
     _choice,
     _compute_type,
     _dtype_of_value,
+    _enum_names,
     _int,
     _ints,
     _name_of,
@@ -36,12 +37,8 @@ _CONV_MODES = {
     "cross_correlation": int(_b.CUDNN_CROSS_CORRELATION),
     "convolution": int(_b.CUDNN_CONVOLUTION),
 }
-_MATH_TYPES = {
-    "default": int(_b.CUDNN_DEFAULT_MATH),
-    "tensor_op": int(_b.CUDNN_TENSOR_OP_MATH),
-    "tensor_op_allow_conversion": int(_b.CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION),
-    "fma": int(_b.CUDNN_FMA_MATH),
-}
+# "default", "tensor_op", "tensor_op_allow_conversion", "fma"
+_MATH_TYPES = _enum_names(_b.cudnnMathType_t, drop="_MATH")
 _TENSOR_OP_MATH = {_MATH_TYPES["tensor_op"], _MATH_TYPES["tensor_op_allow_conversion"]}
 _CONV_COMPUTE_TYPES = ("float32", "float64", "float16", "bfloat16", "int32")
 
