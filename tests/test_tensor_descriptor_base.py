@@ -97,15 +97,15 @@ def test_read_back_properties_ask_cudnn_and_keep_their_docs() -> None:
         (1, 2), (3, 1), (1, 2), mode="convolution", compute_type=np.float64
     )
     assert (conv.pads, conv.strides, conv.dilations) == ((1, 2), (3, 1), (1, 2))
-    assert (conv.mode, conv.compute_type) == ("convolution", np.float64)
+    assert (conv.mode, conv.compute_type) == ("convolution", np.dtype(np.float64))
     assert isinstance(ConvolutionDescriptor.__dict__["pads"], property)
     assert "cudnnGetConvolutionNdDescriptor" in (inspect.getdoc(ConvolutionDescriptor.pads) or "")
     pool = PoolingDescriptor("max", (2, 3), (1, 0), (1, 2))
     assert (pool.window, pool.pads, pool.strides) == ((2, 3), (1, 0), (1, 2))
     red = ReduceTensorDescriptor("norm2", np.float64)
-    assert (red.op, red.compute_type, red.indices) == ("norm2", np.float64, False)
+    assert (red.op, red.compute_type, red.indices) == ("norm2", np.dtype(np.float64), False)
     op = OpTensorDescriptor("sqrt")
-    assert (op.op, op.compute_type, op.is_unary) == ("sqrt", np.float32, True)
+    assert (op.op, op.compute_type, op.is_unary) == ("sqrt", np.dtype(np.float32), True)
     t = TensorDescriptor((1, 8, 2, 2), dtype="int8x4")
     assert t.array_shape == (1, 2, 2, 2, 4) and t.array_strides == (32, 16, 8, 4, 1)
     assert t.dims == (1, 8, 2, 2) and str(t.cudnn_data_type.name) == "INT8x4"
