@@ -26,7 +26,7 @@ from _nvbind.arrays import ArrayView
 from _nvbind.cuda import driver_status
 from pycudnn import _bindings as _b
 from pycudnn import ops
-from pycudnn.ops import _common, activation, convolution, convolution_backward, pooling
+from pycudnn.ops import _common, _conv_run, activation, convolution_backward, pooling
 from pycudnn.tensor import (
     ConvolutionDescriptor,
     FilterDescriptor,
@@ -86,11 +86,10 @@ class Recorder:
 @pytest.fixture
 def rec(monkeypatch: pytest.MonkeyPatch) -> Recorder:
     r = Recorder()
-    for module in (_common, activation, convolution, convolution_backward, pooling):
+    for module in (_common, _conv_run, activation, convolution_backward, pooling):
         monkeypatch.setattr(module, "_call", r)
     # Algorithm choices are cached per device and descriptors; start each test without them.
-    monkeypatch.setattr(convolution, "_algo_cache", {})
-    monkeypatch.setattr(convolution_backward, "_algo_cache", {})
+    monkeypatch.setattr(_conv_run, "_algo_cache", {})
     monkeypatch.setattr(tensor_common, "_warned", set())
     return r
 

@@ -8,7 +8,7 @@ import collections
 import ctypes
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 
@@ -69,7 +69,7 @@ def _device_of(obj: Any, name: str) -> int:
     return device
 
 
-def _resolve(handle: Handle | None, stream: Any, first: Any, name: str) -> tuple[Handle, int]:
+def _resolve(handle: Handle | None, stream: Any, first: Any, name: str) -> _Launch:
     """The handle to run on (made current) and the stream it runs on."""
     if handle is None:
         handle = get_handle(_device_of(first, name))
@@ -77,29 +77,7 @@ def _resolve(handle: Handle | None, stream: Any, first: Any, name: str) -> tuple
         raise TypeError(f"handle must be a pycudnn.Handle or None, not {type(handle).__name__}")
     handle.make_current()
     stream_ptr = handle.use_stream(stream) if stream is not None else handle.stream_ptr
-    return handle, stream_ptr
-
-
-def _operand(
-    obj: Any,
-    name: str,
-    handle: Handle,
-    stream_ptr: int,
-    *,
-    output: bool = False,
-    tensor_op: bool = False,
-) -> ArrayView:
-    if obj is None:
-        raise TypeError(f"{name} is required")
-    return check_operand(
-        obj,
-        None,
-        name,
-        device_id=handle.device_id,
-        stream_ptr=stream_ptr,
-        output=output,
-        tensor_op=tensor_op,
-    )
+    return _Launch(handle, stream_ptr)
 
 
 # -- per-thread descriptor caches (descriptor work stays off repeated calls) -------------------
@@ -171,44 +149,6 @@ def _strides_like(like: ArrayView, shape: tuple[int, ...]) -> tuple[int, ...]:
     return packed_strides_in_order(shape, order)
 
 
-def _output(
-    y: Any,
-    name: str,
-    shape: tuple[int, ...],
-    dtype: np.dtype,
-    *,
-    like: ArrayView,
-    handle: Handle,
-    stream_ptr: int,
-    beta: Any,
-    strides: tuple[int, ...] | None = None,
-) -> tuple[Any, ArrayView]:
-    """The output array (allocated when ``y`` is None) and its checked view.
-
-    An allocated output is packed in ``like``'s memory order, or has ``strides`` where given (the
-    backward routines whose ``dx`` must have ``x``'s strides).
-    """
-    if y is None:
-        if _real(beta, "beta") != 0.0:
-            raise ValueError(
-                f"beta = {beta} blends into the existing {name}, so {name} must be given "
-                "(a freshly allocated output holds no values)"
-            )
-        y = DeviceArray.empty(
-            shape,
-            dtype,
-            device=handle.device_id,
-            stream=stream_ptr or None,
-            strides=_strides_like(like, shape) if strides is None else strides,
-        )
-    yv = _operand(y, name, handle, stream_ptr, output=True)
-    if yv.shape != shape:
-        raise ValueError(f"{name} has shape {yv.shape}, expected {shape}")
-    if yv.dtype != dtype:
-        raise TypeError(f"{name} has dtype {dtype_name(yv.dtype)}, expected {dtype_name(dtype)}")
-    return y, yv
-
-
 def _same_dtype(views: Sequence[tuple[str, ArrayView]]) -> np.dtype:
     first_name, first = views[0]
     for name, v in views[1:]:
@@ -240,31 +180,76 @@ def _same_layout(a: ArrayView, b: ArrayView, a_name: str, b_name: str, function:
         )
 
 
-def _gradient_like(
-    dx: Any,
-    xv: ArrayView,
-    dtype: np.dtype,
-    *,
-    handle: Handle,
-    stream_ptr: int,
-    beta: Any,
-    function: str,
-) -> tuple[Any, ArrayView]:
-    """``dx`` (allocated when None) with ``x``'s shape and strides, as ``function`` (an activation
-    or pooling backward) requires of the gradient of its input."""
-    dx, dxv = _output(
-        dx,
-        "dx",
-        xv.shape,
-        dtype,
-        like=xv,
-        handle=handle,
-        stream_ptr=stream_ptr,
-        beta=beta,
-        strides=_own_strides(xv),
-    )
-    _same_layout(dxv, xv, "dx", "x", function)
-    return dx, dxv
+class _Launch(NamedTuple):
+    """Where one legacy call runs (from :func:`_resolve`): the handle and the stream; its
+    arrays are checked, and outputs allocated, for that device and stream."""
+
+    handle: Handle
+    stream_ptr: int
+
+    def operand(
+        self, obj: Any, name: str, *, output: bool = False, tensor_op: bool = False
+    ) -> ArrayView:
+        if obj is None:
+            raise TypeError(f"{name} is required")
+        return check_operand(
+            obj,
+            None,
+            name,
+            device_id=self.handle.device_id,
+            stream_ptr=self.stream_ptr,
+            output=output,
+            tensor_op=tensor_op,
+        )
+
+    def output(
+        self,
+        y: Any,
+        name: str,
+        shape: tuple[int, ...],
+        dtype: np.dtype,
+        *,
+        like: ArrayView,
+        beta: Any,
+        strides: tuple[int, ...] | None = None,
+    ) -> tuple[Any, ArrayView]:
+        """The output array (allocated when ``y`` is None) and its checked view.
+
+        An allocated output is packed in ``like``'s memory order, or has ``strides`` where given
+        (the backward routines whose ``dx`` must have ``x``'s strides).
+        """
+        if y is None:
+            if _real(beta, "beta") != 0.0:
+                raise ValueError(
+                    f"beta = {beta} blends into the existing {name}, so {name} must be given "
+                    "(a freshly allocated output holds no values)"
+                )
+            y = DeviceArray.empty(
+                shape,
+                dtype,
+                device=self.handle.device_id,
+                stream=self.stream_ptr or None,
+                strides=_strides_like(like, shape) if strides is None else strides,
+            )
+        yv = self.operand(y, name, output=True)
+        if yv.shape != shape:
+            raise ValueError(f"{name} has shape {yv.shape}, expected {shape}")
+        if yv.dtype != dtype:
+            raise TypeError(
+                f"{name} has dtype {dtype_name(yv.dtype)}, expected {dtype_name(dtype)}"
+            )
+        return y, yv
+
+    def gradient_like(
+        self, dx: Any, xv: ArrayView, dtype: np.dtype, *, beta: Any, function: str
+    ) -> tuple[Any, ArrayView]:
+        """``dx`` (allocated when None) with ``x``'s shape and strides, as ``function`` (an
+        activation or pooling backward) requires of the gradient of its input."""
+        dx, dxv = self.output(
+            dx, "dx", xv.shape, dtype, like=xv, beta=beta, strides=_own_strides(xv)
+        )
+        _same_layout(dxv, xv, "dx", "x", function)
+        return dx, dxv
 
 
 def _check_broadcast(small: ArrayView, big: ArrayView, small_name: str, big_name: str) -> None:

@@ -17,9 +17,6 @@ from ..tensor._common import call as _call
 from ._common import (
     _GRAPH,
     _cached,
-    _gradient_like,
-    _operand,
-    _output,
     _resolve,
     _same_dtype,
     _same_layout,
@@ -60,15 +57,15 @@ def activation_forward(
     """
     warn_deprecated_once("pycudnn.ops.activation_forward (cudnnActivationForward)", _GRAPH)
     act = _activation(mode, coef, swish_beta)
-    h, sp = _resolve(handle, stream, x, "x")
-    xv = _operand(x, "x", h, sp)
-    y, yv = _output(y, "y", xv.shape, xv.dtype, like=xv, handle=h, stream_ptr=sp, beta=beta)
+    ctx = _resolve(handle, stream, x, "x")
+    xv = ctx.operand(x, "x")
+    y, yv = ctx.output(y, "y", xv.shape, xv.dtype, like=xv, beta=beta)
     al, be = _scalars(xv.dtype, alpha=alpha, beta=beta)
     x_desc, y_desc = _tensor_desc(xv, "x"), _tensor_desc(yv, "y")
     if act.key()[0] != int(_b.CUDNN_ACTIVATION_IDENTITY):
         _call(
             "cudnnActivationForward",
-            h,
+            ctx.handle,
             act,
             ctypes.byref(al),
             x_desc,
@@ -81,9 +78,9 @@ def activation_forward(
         if x_desc is not y_desc:
             raise ValueError("in place, y must have x's layout")
         scale = _scalar_type(xv.dtype)(float(al.value) + float(be.value))
-        _call("cudnnScaleTensor", h, y_desc, yv.ptr, ctypes.byref(scale))
+        _call("cudnnScaleTensor", ctx.handle, y_desc, yv.ptr, ctypes.byref(scale))
     else:
-        _transform(h, al, x_desc, xv, be, y_desc, yv)
+        _transform(ctx.handle, al, x_desc, xv, be, y_desc, yv)
     return y
 
 
@@ -114,26 +111,26 @@ def activation_backward(
     """
     warn_deprecated_once("pycudnn.ops.activation_backward (cudnnActivationBackward)", _GRAPH)
     act = _activation(mode, coef, swish_beta)
-    h, sp = _resolve(handle, stream, dy, "dy")
-    yv, dyv, xv = (_operand(a, n, h, sp) for a, n in ((y, "y"), (dy, "dy"), (x, "x")))
+    ctx = _resolve(handle, stream, dy, "dy")
+    yv, dyv, xv = (ctx.operand(a, n) for a, n in ((y, "y"), (dy, "dy"), (x, "x")))
     dtype = _same_dtype([("y", yv), ("dy", dyv), ("x", xv)])
     fn = "cudnnActivationBackward"
     _same_layout(dyv, yv, "dy", "y", fn)
     if xv.shape != yv.shape:
         raise ValueError(f"x has shape {xv.shape} but y has {yv.shape}; they must match")
-    dx, dxv = _gradient_like(dx, xv, dtype, handle=h, stream_ptr=sp, beta=beta, function=fn)
+    dx, dxv = ctx.gradient_like(dx, xv, dtype, beta=beta, function=fn)
     al, be = _scalars(dtype, alpha=alpha, beta=beta)
     dy_desc, dx_desc = _tensor_desc(dyv, "dy"), _tensor_desc(dxv, "dx")
     if act.key()[0] == int(_b.CUDNN_ACTIVATION_IDENTITY):
         if dxv.ptr == dyv.ptr and dxv.size:
             scale = _scalar_type(dtype)(float(al.value) + float(be.value))
-            _call("cudnnScaleTensor", h, dx_desc, dxv.ptr, ctypes.byref(scale))
+            _call("cudnnScaleTensor", ctx.handle, dx_desc, dxv.ptr, ctypes.byref(scale))
         else:
-            _transform(h, al, dy_desc, dyv, be, dx_desc, dxv)
+            _transform(ctx.handle, al, dy_desc, dyv, be, dx_desc, dxv)
         return dx
     _call(
         fn,
-        h,
+        ctx.handle,
         act,
         ctypes.byref(al),
         _tensor_desc(yv, "y"),
@@ -179,13 +176,13 @@ def softmax_forward(
     """
     algo = _choice(algorithm, "algorithm", _SOFTMAX_ALGOS)
     m = _choice(mode, "mode", _SOFTMAX_MODES)
-    h, sp = _resolve(handle, stream, x, "x")
-    xv = _operand(x, "x", h, sp)
-    y, yv = _output(y, "y", xv.shape, xv.dtype, like=xv, handle=h, stream_ptr=sp, beta=beta)
+    ctx = _resolve(handle, stream, x, "x")
+    xv = ctx.operand(x, "x")
+    y, yv = ctx.output(y, "y", xv.shape, xv.dtype, like=xv, beta=beta)
     al, be = _scalars(xv.dtype, alpha=alpha, beta=beta)
     _call(
         "cudnnSoftmaxForward",
-        h,
+        ctx.handle,
         algo,
         m,
         ctypes.byref(al),
@@ -220,15 +217,15 @@ def softmax_backward(
     """
     algo = _choice(algorithm, "algorithm", _SOFTMAX_ALGOS)
     m = _choice(mode, "mode", _SOFTMAX_MODES)
-    h, sp = _resolve(handle, stream, dy, "dy")
-    yv, dyv = _operand(y, "y", h, sp), _operand(dy, "dy", h, sp)
+    ctx = _resolve(handle, stream, dy, "dy")
+    yv, dyv = ctx.operand(y, "y"), ctx.operand(dy, "dy")
     dtype = _same_dtype([("y", yv), ("dy", dyv)])
     _same_layout(dyv, yv, "dy", "y", "cudnnSoftmaxBackward")
-    dx, dxv = _output(dx, "dx", yv.shape, dtype, like=yv, handle=h, stream_ptr=sp, beta=beta)
+    dx, dxv = ctx.output(dx, "dx", yv.shape, dtype, like=yv, beta=beta)
     al, be = _scalars(dtype, alpha=alpha, beta=beta)
     _call(
         "cudnnSoftmaxBackward",
-        h,
+        ctx.handle,
         algo,
         m,
         ctypes.byref(al),

@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import ctypes
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from _nvbind.arrays import ArrayView
-from _nvbind.device_array import DeviceArray
-from _nvbind.forksafe import fork_safe_lock
-from _nvbind.memory import workspace
 from _nvbind.strides import packed_strides_in_order
 
-from .. import _bindings as _b
 from .. import layout
-from ..errors import error_from_status
 from ..handle import Handle
 from ..tensor import (
     ConvolutionDescriptor,
@@ -25,26 +18,17 @@ from ..tensor import (
     TensorDescriptor,
 )
 from ..tensor._common import _choice, warn_deprecated_once
-from ..tensor._common import call as _call
 from ..tensor.filter import channels_last_perm
 from ._common import (
     _GRAPH,
     _cached,
-    _operand,
-    _output,
     _resolve,
     _same_dtype,
-    _scalars,
     _tensor_desc,
 )
+from ._conv_run import FORWARD, run
 
-_FWD_ALGOS = {
-    name.lower(): int(v)
-    for name, v in _b.cudnnConvolutionFwdAlgo_t.__members__.items()
-    if name != "COUNT"
-}
-_algo_cache: dict[tuple[Any, ...], int] = {}
-_algo_lock = fork_safe_lock(sys.modules[__name__], "_algo_lock")
+_FWD_ALGOS = FORWARD.algos
 
 
 def _default_compute(dtype: np.dtype) -> Any:
@@ -177,91 +161,6 @@ def _vector_descs(
     return x_desc, w_desc
 
 
-def _perf_results(n: int) -> Any:
-    return (_b.cudnnConvolutionFwdAlgoPerf_t * max(n, 1))()
-
-
-def _max_algo_count(handle: Handle) -> int:
-    count = ctypes.c_int()
-    _call("cudnnGetConvolutionForwardAlgorithmMaxCount", handle, ctypes.byref(count))
-    return max(int(count.value), 1)
-
-
-def _first_usable(perf: Any, returned: int, function: str) -> int:
-    for i in range(returned):
-        if perf[i].status == 0:
-            return int(perf[i].algo)
-    raise error_from_status(
-        int(_b.CUDNN_STATUS_NOT_SUPPORTED),
-        function,
-        f"none of the {returned} forward convolution algorithms supports this configuration",
-    )
-
-
-def _pick_algorithm(
-    algo: Any,
-    handle: Handle,
-    descs: tuple[TensorDescriptor, FilterDescriptor, ConvolutionDescriptor, TensorDescriptor],
-    pointers: tuple[int, int, int],
-    stream_ptr: int,
-) -> int:
-    if algo is not None and not isinstance(algo, str):
-        return _choice(algo, "algo", _FWD_ALGOS)
-    mode = "heuristic" if algo is None else algo.strip().lower()
-    if mode not in ("heuristic", "find"):
-        return _choice(algo, "algo", {**_FWD_ALGOS, "heuristic": -1, "find": -2})
-    x_desc, w_desc, conv_desc, y_desc = descs
-    key = (mode, handle.device_id, x_desc.key(), w_desc.key(), conv_desc.key(), y_desc.key())
-    cached = _algo_cache.get(key)
-    if cached is not None:
-        return cached
-    n = _max_algo_count(handle)
-    perf = _perf_results(n)
-    returned = ctypes.c_int()
-    _call(
-        "cudnnGetConvolutionForwardAlgorithm_v7",
-        handle,
-        x_desc,
-        w_desc,
-        conv_desc,
-        y_desc,
-        n,
-        ctypes.byref(returned),
-        perf,
-    )
-    if mode == "heuristic":
-        choice = _first_usable(perf, returned.value, "cudnnGetConvolutionForwardAlgorithm_v7")
-    else:
-        # Time the candidates on the GPU with a workspace as large as the largest one needs.
-        ws_size = max(
-            (int(perf[i].memory) for i in range(returned.value) if perf[i].status == 0), default=0
-        )
-        ws = workspace(ws_size, device=handle.device_id, stream=stream_ptr or None)
-        found = _perf_results(n)
-        got = ctypes.c_int()
-        x_ptr, w_ptr, y_ptr = pointers
-        _call(
-            "cudnnFindConvolutionForwardAlgorithmEx",
-            handle,
-            x_desc,
-            x_ptr,
-            w_desc,
-            w_ptr,
-            conv_desc,
-            y_desc,
-            y_ptr,
-            n,
-            ctypes.byref(got),
-            found,
-            ws or None,
-            ws_size,
-        )
-        choice = _first_usable(found, got.value, "cudnnFindConvolutionForwardAlgorithmEx")
-    with _algo_lock:
-        _algo_cache[key] = choice
-    return choice
-
-
 def convolution_forward(
     x: Any,
     w: Any,
@@ -298,9 +197,9 @@ def convolution_forward(
     vec = _vector_format(fmt, algo, conv_desc)
     if vec is not None and vec.vector == 32 and algo is None:
         algo = _INT8X32_ALGO  # the only INT8x32 algorithm; no heuristic query needed
-    h, sp = _resolve(handle, stream, x, "x")
-    xv = _operand(x, "x", h, sp)
-    wv = _operand(w, "w", h, sp)
+    ctx = _resolve(handle, stream, x, "x")
+    xv = ctx.operand(x, "x")
+    wv = ctx.operand(w, "w")
     dtype = _same_dtype([("x", xv), ("w", wv)])
     conv_desc = _conv_or_default(conv_desc, xv, "x", dtype)
     if vec is not None:
@@ -316,7 +215,7 @@ def convolution_forward(
         x_desc = _tensor_desc(xv, "x")
         w_desc = _filter_desc(wv, "w", dtype)
         y_dims = y_shape = conv_desc._output_dims(x_desc, w_desc)
-    y, yv = _output(y, "y", y_shape, dtype, like=xv, handle=h, stream_ptr=sp, beta=beta)
+    y, yv = ctx.output(y, "y", y_shape, dtype, like=xv, beta=beta)
     if vec is not None:
         y_desc = _cached(
             "tensors",
@@ -325,52 +224,6 @@ def convolution_forward(
         )
     else:
         y_desc = _tensor_desc(yv, "y")
-    a, b = _scalars(dtype, alpha=alpha, beta=beta)
     descs = (x_desc, w_desc, conv_desc, y_desc)
-    find_y = yv.ptr
-    scratch = None
-    if isinstance(algo, str) and algo.strip().lower() == "find" and float(b.value) != 0.0:
-        # FindEx overwrites y while timing; keep the values beta blends in.
-        scratch = DeviceArray.empty(
-            yv.shape, dtype, device=h.device_id, stream=sp or None, strides=yv.strides
-        )
-        find_y = scratch.ptr
-    try:
-        chosen = _pick_algorithm(algo, h, descs, (xv.ptr, wv.ptr, find_y), sp)
-    finally:
-        if scratch is not None:
-            scratch.close()
-    ws_size = ctypes.c_size_t()
-    _call(
-        "cudnnGetConvolutionForwardWorkspaceSize",
-        h,
-        x_desc,
-        w_desc,
-        conv_desc,
-        y_desc,
-        chosen,
-        ctypes.byref(ws_size),
-    )
-    ws = workspace(int(ws_size.value), device=h.device_id, stream=sp or None)
-    if conv_desc.uses_tensor_ops:
-        pointers = [("x", xv.ptr), ("w", wv.ptr), ("y", yv.ptr)]
-        if ws:
-            pointers.append(("workspace", ws))
-        conv_desc.warn_tensor_cores(x_desc, w_desc, pointers, stacklevel=2)
-    _call(
-        "cudnnConvolutionForward",
-        h,
-        ctypes.byref(a),
-        x_desc,
-        xv.ptr,
-        w_desc,
-        wv.ptr,
-        conv_desc,
-        chosen,
-        ws or None,
-        int(ws_size.value),
-        ctypes.byref(b),
-        y_desc,
-        yv.ptr,
-    )
+    run(FORWARD, ctx, algo, descs, views=(xv, wv, yv), alpha=alpha, beta=beta)
     return y

@@ -15,9 +15,6 @@ from ..tensor._common import call as _call
 from ._common import (
     _GRAPH,
     _cached,
-    _gradient_like,
-    _operand,
-    _output,
     _resolve,
     _same_dtype,
     _same_layout,
@@ -61,15 +58,15 @@ def pooling_forward(
     """
     warn_deprecated_once("pycudnn.ops.pooling_forward (cudnnPoolingForward)", _GRAPH)
     pool = _pooling(mode, window, pads, strides, nan_propagation)
-    h, sp = _resolve(handle, stream, x, "x")
-    xv = _operand(x, "x", h, sp)
+    ctx = _resolve(handle, stream, x, "x")
+    xv = ctx.operand(x, "x")
     x_desc = _tensor_desc(xv, "x")
     y_dims = pool.output_dims(x_desc)
-    y, yv = _output(y, "y", y_dims, xv.dtype, like=xv, handle=h, stream_ptr=sp, beta=beta)
+    y, yv = ctx.output(y, "y", y_dims, xv.dtype, like=xv, beta=beta)
     al, be = _scalars(xv.dtype, alpha=alpha, beta=beta)
     _call(
         "cudnnPoolingForward",
-        h,
+        ctx.handle,
         pool,
         ctypes.byref(al),
         x_desc,
@@ -107,8 +104,8 @@ def pooling_backward(
     """
     warn_deprecated_once("pycudnn.ops.pooling_backward (cudnnPoolingBackward)", _GRAPH)
     pool = _pooling(mode, window, pads, strides, nan_propagation)
-    h, sp = _resolve(handle, stream, dy, "dy")
-    yv, dyv, xv = (_operand(a, n, h, sp) for a, n in ((y, "y"), (dy, "dy"), (x, "x")))
+    ctx = _resolve(handle, stream, dy, "dy")
+    yv, dyv, xv = (ctx.operand(a, n) for a, n in ((y, "y"), (dy, "dy"), (x, "x")))
     dtype = _same_dtype([("y", yv), ("dy", dyv), ("x", xv)])
     x_desc = _tensor_desc(xv, "x")
     y_dims = pool.output_dims(x_desc)
@@ -116,11 +113,11 @@ def pooling_backward(
         raise ValueError(f"y has shape {yv.shape}, but pooling x {xv.shape} gives {y_dims}")
     fn = "cudnnPoolingBackward"
     _same_layout(dyv, yv, "dy", "y", fn)
-    dx, dxv = _gradient_like(dx, xv, dtype, handle=h, stream_ptr=sp, beta=beta, function=fn)
+    dx, dxv = ctx.gradient_like(dx, xv, dtype, beta=beta, function=fn)
     al, be = _scalars(dtype, alpha=alpha, beta=beta)
     _call(
         fn,
-        h,
+        ctx.handle,
         pool,
         ctypes.byref(al),
         _tensor_desc(yv, "y"),

@@ -22,8 +22,6 @@ from ._common import (
     _GRAPH,
     _cached,
     _check_broadcast,
-    _operand,
-    _output,
     _resolve,
     _scalars,
     _tensor_desc,
@@ -54,8 +52,8 @@ def reduce_tensor(
     :func:`_nvbind.memory.workspace`. Returns ``c`` (or ``(c, indices)``).
     """
     warn_deprecated_once("pycudnn.ops.reduce_tensor (cudnnReduceTensor)", _GRAPH)
-    h, sp = _resolve(handle, stream, a, "a")
-    av = _operand(a, "a", h, sp)
+    ctx = _resolve(handle, stream, a, "a")
+    av = ctx.operand(a, "a")
     n = len(av.shape)
     reduced: set[int] | None = None
     if axes is not None:
@@ -81,25 +79,25 @@ def reduce_tensor(
             op, compute, nan_propagation=nan_propagation, indices=indices
         ),
     )
-    c, cv = _output(c, "c", c_shape, dtype, like=av, handle=h, stream_ptr=sp, beta=beta)
+    c, cv = ctx.output(c, "c", c_shape, dtype, like=av, beta=beta)
     a_desc, c_desc = _tensor_desc(av, "a"), _tensor_desc(cv, "c")
     size = ctypes.c_size_t()
-    _call("cudnnGetReductionWorkspaceSize", h, desc, a_desc, c_desc, ctypes.byref(size))
+    _call("cudnnGetReductionWorkspaceSize", ctx.handle, desc, a_desc, c_desc, ctypes.byref(size))
     ws_size = int(size.value)
-    ws = workspace(ws_size, device=h.device_id, stream=sp or None)
+    ws = workspace(ws_size, device=ctx.handle.device_id, stream=ctx.stream_ptr or None)
     idx_array = None
     idx_ptr, idx_size = None, 0
     if indices:
-        _call("cudnnGetReductionIndicesSize", h, desc, a_desc, c_desc, ctypes.byref(size))
+        _call("cudnnGetReductionIndicesSize", ctx.handle, desc, a_desc, c_desc, ctypes.byref(size))
         idx_size = max(int(size.value), int(np.prod(c_shape)) * 4)
-        s = stream_object(sp or None, h.device)
-        buf = allocate(idx_size, device=h.device_id, stream=s)
+        s = stream_object(ctx.stream_ptr or None, ctx.handle.device)
+        buf = allocate(idx_size, device=ctx.handle.device_id, stream=s)
         idx_array = DeviceArray(buf, c_shape, np.uint32, stream=s)
         idx_ptr = idx_array.ptr
     al, be = _scalars(dtype, alpha=alpha, beta=beta)
     _call(
         "cudnnReduceTensor",
-        h,
+        ctx.handle,
         desc,
         idx_ptr,
         idx_size,

@@ -26,8 +26,6 @@ from ._common import (
     _cached,
     _check_broadcast,
     _desc_for,
-    _operand,
-    _output,
     _resolve,
     _same_dtype,
     _scalars,
@@ -51,13 +49,14 @@ def add_tensor(
     Deprecated in cuDNN 9. Returns ``c``.
     """
     warn_deprecated_once("pycudnn.ops.add_tensor (cudnnAddTensor)", _GRAPH)
-    h, sp = _resolve(handle, stream, c, "c")
-    av = _operand(a, "a", h, sp)
-    cv = _operand(c, "c", h, sp, output=True)
+    ctx = _resolve(handle, stream, c, "c")
+    av = ctx.operand(a, "a")
+    cv = ctx.operand(c, "c", output=True)
     dtype = _same_dtype([("c", cv), ("a", av)])
     _check_broadcast(av, cv, "a", "c")
     al, be = _scalars(dtype, alpha=alpha, beta=beta)
     a_desc, c_desc = _tensor_desc(av, "a"), _tensor_desc(cv, "c")
+    h = ctx.handle
     _call("cudnnAddTensor", h, ctypes.byref(al), a_desc, av.ptr, ctypes.byref(be), c_desc, cv.ptr)
     return c
 
@@ -87,15 +86,15 @@ def transform_tensor(
     H100 with cuDNN 9.19). So any width and any legacy data type work. Returns ``y``.
     """
     warn_deprecated_once("pycudnn.ops.transform_tensor (cudnnTransformTensor)", _GRAPH)
-    h, sp = _resolve(handle, stream, x, "x")
-    xv = _operand(x, "x", h, sp)
+    ctx = _resolve(handle, stream, x, "x")
+    xv = ctx.operand(x, "x")
     x_vec = _vectorized(x_fmt, "x_fmt", required=True) if x_fmt is not None else None
     dims = _logical_dims(xv, x_vec, "x") if x_vec is not None else xv.shape
     al, be = _scalars(xv.dtype, alpha=alpha, beta=beta)
     y_vec = _vectorized(fmt, "fmt") if fmt is not None else None
     if y_vec is not None:
         view_shape, _ = layout.vectorized_dims_strides(dims, y_vec)
-        y, yv = _output(y, "y", view_shape, xv.dtype, like=xv, handle=h, stream_ptr=sp, beta=beta)
+        y, yv = ctx.output(y, "y", view_shape, xv.dtype, like=xv, beta=beta)
         _logical_dims(yv, y_vec, "y")  # checks that y is the packed view
     else:
         if y is None:
@@ -104,13 +103,13 @@ def transform_tensor(
             y = DeviceArray.empty(
                 dims,
                 xv.dtype,
-                device=h.device_id,
-                stream=sp or None,
+                device=ctx.handle.device_id,
+                stream=ctx.stream_ptr or None,
                 fmt=fmt or "ABCDEFGH"[: len(dims)],
             )
         elif fmt is not None:
             raise ValueError("give either fmt (a new array in that layout) or y, not both")
-        yv = _operand(y, "y", h, sp, output=True)
+        yv = ctx.operand(y, "y", output=True)
         if yv.shape != dims or yv.dtype != xv.dtype:
             raise ValueError(
                 f"y has shape {yv.shape} and dtype {dtype_name(yv.dtype)}; expected {dims} and "
@@ -122,7 +121,7 @@ def transform_tensor(
         x_split, y_split = split_descriptions(xv, x_vec, yv, y_vec)
         x_desc = _desc_for(*x_split, xv.dtype, "x")
         y_desc = _desc_for(*y_split, xv.dtype, "y")
-    _transform(h, al, x_desc, xv, be, y_desc, yv)
+    _transform(ctx.handle, al, x_desc, xv, be, y_desc, yv)
     return y
 
 
@@ -220,8 +219,8 @@ def op_tensor(
     float64 for float64 data, else float32. Returns ``c``.
     """
     warn_deprecated_once("pycudnn.ops.op_tensor (cudnnOpTensor)", _GRAPH)
-    h, sp = _resolve(handle, stream, a, "a")
-    av = _operand(a, "a", h, sp)
+    ctx = _resolve(handle, stream, a, "a")
+    av = ctx.operand(a, "a")
     dtype = av.dtype
     compute = np.float64 if dtype == np.float64 else np.float32
     desc = _cached(
@@ -236,17 +235,17 @@ def op_tensor(
     else:
         if b is None:
             raise TypeError(f"op={op!r} is binary; b is required")
-        bv = _operand(b, "b", h, sp)
+        bv = ctx.operand(b, "b")
         _same_dtype([("a", av), ("b", bv)])
         _check_broadcast(bv, av, "b", "a")
-    c, cv = _output(c, "c", av.shape, dtype, like=av, handle=h, stream_ptr=sp, beta=beta)
+    c, cv = ctx.output(c, "c", av.shape, dtype, like=av, beta=beta)
     if bv is not av and cv.ptr == bv.ptr and cv.ptr != av.ptr and cv.size:
         raise ValueError("c may be b only if it is a as well (cudnnOpTensor's in-place rule)")
     a1, a2, be = _scalars(dtype, alpha1=alpha1, alpha2=alpha2, beta=beta)
     a_desc = _tensor_desc(av, "a")
     _call(
         "cudnnOpTensor",
-        h,
+        ctx.handle,
         desc,
         ctypes.byref(a1),
         a_desc,

@@ -1,17 +1,20 @@
-"""Shared pieces of the legacy descriptors: argument checks, C calls, data types, deprecation.
+"""Shared pieces of the legacy descriptors: argument checks, C calls, data types, deprecation,
+and :class:`LegacyDescriptor`, the base that creates, sets, reads back and names each of them.
 
-Every descriptor module of :mod:`pycudnn.tensor` builds on these; nothing here owns a C object.
+Every descriptor module of :mod:`pycudnn.tensor` builds on these.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import math
+import re
 import sys
 import warnings
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -124,6 +127,17 @@ def _choice(value: Any, name: str, table: dict[str, int]) -> int:
     raise ValueError(f"{name}={value!r} is not one of {', '.join(repr(k) for k in table)}")
 
 
+def _enum_names(enum: Any, drop: str = "") -> dict[str, int]:
+    """A generated ``cudnn*_t`` enum as ``{name: value}``, in the header's order: each member's
+    name in lower case with ``drop`` taken out (``TENSOR_OP_MATH`` -> ``tensor_op`` for
+    ``drop="_MATH"``), the ``COUNT`` sentinel left out."""
+    return {
+        name.replace(drop, "").lower(): int(value)
+        for name, value in enum.__members__.items()
+        if name != "COUNT"
+    }
+
+
 def _name_of(value: int, table: dict[str, int]) -> str:
     for k, v in table.items():
         if v == value:
@@ -148,6 +162,19 @@ _LEGACY_TYPE_NAMES: dict[str, str] = {
 # The deprecated vectorised types of the NCHW_VECT_C format (shared with the graph API).
 _VECTOR_TYPES = VECTOR_TYPES
 _VECTOR_DTYPE_STRINGS = VECTOR_DTYPE_STRINGS
+
+
+def _vector_format_name(rank: int, vector: int) -> str:
+    """``NC/xHWx`` (4-D) or ``NC/xDHWx`` (5-D) for vector width ``x``."""
+    return f"NC/{vector}HW{vector}" if rank == 4 else f"NC/{vector}DHW{vector}"
+
+
+def _vector_request(dtype: Any) -> tuple[int | None, str | None]:
+    """``(vector width, element type)`` of a vectorised dtype string, else ``(None, None)``."""
+    if isinstance(dtype, str) and dtype.strip().lower() in _VECTOR_DTYPE_STRINGS:
+        elem, vector = _VECTOR_DTYPE_STRINGS[dtype.strip().lower()]
+        return vector, elem
+    return None, None
 
 
 def _data_type_value(name: str) -> int:
@@ -209,3 +236,134 @@ def _nan_opt(propagate: Any, name: str = "nan_propagation") -> int:
 
 # Compute types of the op-tensor and reduce-tensor descriptors.
 _FLOAT_COMPUTE_TYPES = ("float32", "float64")
+
+
+# -- the descriptor base ---------------------------------------------------------------------
+
+_V = TypeVar("_V")
+
+
+def _destroy(function: str, ptr: int) -> None:
+    LIB.function(function)(ptr)
+
+
+class LegacyDescriptor(CResource):
+    """One legacy ``cudnn<Kind>Descriptor_t``, ``<Kind>`` given as ``class ...(LegacyDescriptor,
+    c_kind="<Kind>")``.
+
+    :meth:`_make` creates it (``cudnnCreate<Kind>Descriptor``) and sets it with checked calls,
+    destroying it if one fails; ``cudnnDestroy<Kind>Descriptor`` releases it. :meth:`_query` makes
+    the ``cudnnGet*`` calls that read it back, and :class:`read_back` turns their items into
+    properties. ``repr`` is ``<pycudnn.<Kind>Descriptor ...>`` with :meth:`_describe`'s text.
+    """
+
+    _c_kind = ""
+    _key: tuple[Any, ...]
+
+    def __init_subclass__(cls, *, c_kind: str = "", **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if c_kind:
+            # "OpTensor" -> "cuDNN op-tensor descriptor", the name CResource's messages use.
+            cls._c_kind = c_kind
+            words = re.findall("[A-Z][a-z]*", c_kind)
+            cls._kind = f"cuDNN {'-'.join(w.lower() for w in words)} descriptor"
+
+    def _make(self, *setters: tuple[Any, ...]) -> None:
+        """Create the descriptor, then call each ``(function, *args)`` of ``setters`` as
+        ``function(descriptor, *args)``; the descriptor is destroyed if one of them raises."""
+        destroy = functools.partial(_destroy, f"cudnnDestroy{self._c_kind}Descriptor")
+        out = ctypes.c_void_p()
+        call(f"cudnnCreate{self._c_kind}Descriptor", ctypes.byref(out))
+        ptr = int(out.value or 0)
+        try:
+            for function, *args in setters:
+                call(function, ptr, *args)
+        except BaseException:
+            destroy(ptr)
+            raise
+        CResource.__init__(self, ptr, destroy)
+
+    def _query(self, function: str, *outs: Any) -> None:
+        """``function(self, *outs)``, each ctypes scalar of ``outs`` passed by reference (the
+        out-parameters the ``cudnnGet*`` calls fill); arrays and plain ints go as they are."""
+        call(
+            function,
+            self,
+            *(ctypes.byref(o) if isinstance(o, ctypes._SimpleCData) else o for o in outs),
+        )
+
+    def _query_value(self, function: str, ctype: Any = ctypes.c_int) -> Any:
+        """The one value ``function(self, &value)`` reports."""
+        out = ctype()
+        self._query(function, out)
+        return out.value
+
+    def key(self) -> tuple[Any, ...]:
+        """A hashable tuple of every setting (equal keys describe the same descriptor)."""
+        self._check_open()
+        return self._key
+
+    def _describe(self) -> str:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        name = f"pycudnn.{self._c_kind}Descriptor"
+        if self.closed:
+            return f"<{name} closed>"
+        return f"<{name} {self._describe()}>"
+
+
+class read_back(property, Generic[_V]):
+    """A read-only property: item ``index`` of what the owner's method ``source`` returns (by
+    default ``_read_back``, one ``cudnnGet*Descriptor`` call), through ``convert``."""
+
+    def __init__(
+        self,
+        index: int,
+        doc: str | None = None,
+        *,
+        convert: Callable[[Any], _V] | None = None,
+        source: str = "_read_back",
+    ) -> None:
+        def fget(obj: Any) -> _V:
+            value = getattr(obj, source)()[index]
+            return value if convert is None else convert(value)
+
+        super().__init__(fget)
+        self.__doc__ = doc  # a property subclass keeps no doc of its own before Python 3.12
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> read_back[_V]: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> _V: ...
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        return super().__get__(obj, owner)
+
+
+class OpDescriptor(LegacyDescriptor):
+    """Base of the op-tensor and reduce-tensor descriptors: an ``op`` from the table ``_ops`` and
+    a float compute type, the first two things they read back, and a NaN propagation flag."""
+
+    _ops: ClassVar[dict[str, int]] = {}
+
+    def _settings(self, op: Any, compute_type: Any, nan_propagation: Any) -> tuple[int, int, int]:
+        """``(op, compute type, NaN option)`` as the C enumerators, each checked."""
+        return (
+            _choice(op, "op", self._ops),
+            _compute_type(compute_type, "compute_type", _FLOAT_COMPUTE_TYPES),
+            _nan_opt(nan_propagation),
+        )
+
+    def _read_back(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    @property
+    def op(self) -> str:
+        return _name_of(self._read_back()[0], self._ops)
+
+    compute_type = read_back[np.dtype](1, convert=_dtype_of_value)
+
+    def _describe(self) -> str:
+        return _name_of(self._key[0], self._ops)

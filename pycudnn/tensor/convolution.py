@@ -10,24 +10,24 @@ from typing import Any
 import numpy as np
 
 from _nvbind.dtypes import dtype_name
-from _nvbind.resource import CResource
 from _nvbind.strides import packed_strides_in_order
 
 from .. import _bindings as _b
-from .._lib import LIB
 from ._common import (
     _MAX_RANK,
     _TENSOR_CORE_ALIGNMENT,
+    LegacyDescriptor,
     TensorCoreWarning,
     _c_ints,
-    _call,
     _check_padded_extent,
     _choice,
     _compute_type,
     _dtype_of_value,
+    _enum_names,
     _int,
     _ints,
     _name_of,
+    read_back,
     warn_deprecated_once,
 )
 from .descriptor import TensorDescriptor
@@ -37,17 +37,13 @@ _CONV_MODES = {
     "cross_correlation": int(_b.CUDNN_CROSS_CORRELATION),
     "convolution": int(_b.CUDNN_CONVOLUTION),
 }
-_MATH_TYPES = {
-    "default": int(_b.CUDNN_DEFAULT_MATH),
-    "tensor_op": int(_b.CUDNN_TENSOR_OP_MATH),
-    "tensor_op_allow_conversion": int(_b.CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION),
-    "fma": int(_b.CUDNN_FMA_MATH),
-}
+# "default", "tensor_op", "tensor_op_allow_conversion", "fma"
+_MATH_TYPES = _enum_names(_b.cudnnMathType_t, drop="_MATH")
 _TENSOR_OP_MATH = {_MATH_TYPES["tensor_op"], _MATH_TYPES["tensor_op_allow_conversion"]}
 _CONV_COMPUTE_TYPES = ("float32", "float64", "float16", "bfloat16", "int32")
 
 
-class ConvolutionDescriptor(CResource):
+class ConvolutionDescriptor(LegacyDescriptor, c_kind="Convolution"):
     """A legacy convolution descriptor (``cudnnConvolutionDescriptor_t``), deprecated in cuDNN 9.
 
     ``ConvolutionDescriptor(pads, strides=None, dilations=None, *, mode="cross_correlation",
@@ -58,8 +54,6 @@ class ConvolutionDescriptor(CResource):
     frameworks call convolution. ``math_type`` is one of ``"default"``, ``"tensor_op"``,
     ``"tensor_op_allow_conversion"``, ``"fma"`` (``cudnnMathType_t``).
     """
-
-    _kind = "cuDNN convolution descriptor"
 
     def __init__(
         self,
@@ -87,26 +81,19 @@ class ConvolutionDescriptor(CResource):
         ctype = _compute_type(compute_type, "compute_type", _CONV_COMPUTE_TYPES)
         math = _choice(math_type, "math_type", _MATH_TYPES)
         g = _int(groups, "groups", minimum=1)
-        out = ctypes.c_void_p()
-        _call("cudnnCreateConvolutionDescriptor", ctypes.byref(out))
-        ptr = int(out.value or 0)
-        try:
-            _call(
+        self._make(
+            (
                 "cudnnSetConvolutionNdDescriptor",
-                ptr,
                 len(p),
                 _c_ints(p),
                 _c_ints(s),
                 _c_ints(dl),
                 conv_mode,
                 ctype,
-            )
-            _call("cudnnSetConvolutionMathType", ptr, math)
-            _call("cudnnSetConvolutionGroupCount", ptr, g)
-        except BaseException:
-            _destroy_conv(ptr)
-            raise
-        super().__init__(ptr, _destroy_conv)
+            ),
+            ("cudnnSetConvolutionMathType", math),
+            ("cudnnSetConvolutionGroupCount", g),
+        )
         self._spatial = len(p)
         self._key = (p, s, dl, conv_mode, ctype, math, g)
 
@@ -114,17 +101,7 @@ class ConvolutionDescriptor(CResource):
         n = ctypes.c_int()
         p, s, d = (ctypes.c_int * 6)(), (ctypes.c_int * 6)(), (ctypes.c_int * 6)()
         mode, ctype = ctypes.c_int(), ctypes.c_int()
-        _call(
-            "cudnnGetConvolutionNdDescriptor",
-            self,
-            6,
-            ctypes.byref(n),
-            p,
-            s,
-            d,
-            ctypes.byref(mode),
-            ctypes.byref(ctype),
-        )
+        self._query("cudnnGetConvolutionNdDescriptor", 6, n, p, s, d, mode, ctype)
         k = n.value
         return tuple(p[:k]), tuple(s[:k]), tuple(d[:k]), mode.value, ctype.value
 
@@ -134,44 +111,35 @@ class ConvolutionDescriptor(CResource):
         self._check_open()
         return self._spatial
 
-    @property
-    def pads(self) -> tuple[int, ...]:
-        """Padding per spatial dimension (read back with ``cudnnGetConvolutionNdDescriptor``)."""
-        return self._read_back()[0]
-
-    @property
-    def strides(self) -> tuple[int, ...]:
-        """Filter strides per spatial dimension (``cudnnGetConvolutionNdDescriptor``)."""
-        return self._read_back()[1]
-
-    @property
-    def dilations(self) -> tuple[int, ...]:
-        """Dilations per spatial dimension (``cudnnGetConvolutionNdDescriptor``)."""
-        return self._read_back()[2]
-
-    @property
-    def mode(self) -> str:
-        """ "convolution" or "cross_correlation" (``cudnnGetConvolutionNdDescriptor``)."""
-        return _name_of(self._read_back()[3], _CONV_MODES)
-
-    @property
-    def compute_type(self) -> np.dtype:
-        """The accumulation dtype (``cudnnGetConvolutionNdDescriptor``'s computeType)."""
-        return _dtype_of_value(self._read_back()[4])
+    pads = read_back[tuple[int, ...]](
+        0, """Padding per spatial dimension (read back with ``cudnnGetConvolutionNdDescriptor``)."""
+    )
+    strides = read_back[tuple[int, ...]](
+        1, """Filter strides per spatial dimension (``cudnnGetConvolutionNdDescriptor``)."""
+    )
+    dilations = read_back[tuple[int, ...]](
+        2, """Dilations per spatial dimension (``cudnnGetConvolutionNdDescriptor``)."""
+    )
+    mode = read_back[str](
+        3,
+        """ "convolution" or "cross_correlation" (``cudnnGetConvolutionNdDescriptor``).""",
+        convert=lambda v: _name_of(v, _CONV_MODES),
+    )
+    compute_type = read_back[np.dtype](
+        4,
+        """The accumulation dtype (``cudnnGetConvolutionNdDescriptor``'s computeType).""",
+        convert=_dtype_of_value,
+    )
 
     @property
     def math_type(self) -> str:
         """``cudnnGetConvolutionMathType`` as a name (``"default"``, ``"tensor_op"``, ...)."""
-        out = ctypes.c_int()
-        _call("cudnnGetConvolutionMathType", self, ctypes.byref(out))
-        return _name_of(out.value, _MATH_TYPES)
+        return _name_of(self._query_value("cudnnGetConvolutionMathType"), _MATH_TYPES)
 
     @property
     def groups(self) -> int:
         """``cudnnGetConvolutionGroupCount``."""
-        out = ctypes.c_int()
-        _call("cudnnGetConvolutionGroupCount", self, ctypes.byref(out))
-        return int(out.value)
+        return int(self._query_value("cudnnGetConvolutionGroupCount"))
 
     @property
     def uses_tensor_ops(self) -> bool:
@@ -181,8 +149,7 @@ class ConvolutionDescriptor(CResource):
 
     def key(self) -> tuple[Any, ...]:
         """A hashable tuple of every setting (equal keys describe the same convolution)."""
-        self._check_open()
-        return self._key
+        return super().key()
 
     def _check_operands(self, x_desc: TensorDescriptor, w_desc: FilterDescriptor) -> None:
         if not isinstance(x_desc, TensorDescriptor):
@@ -232,7 +199,7 @@ class ConvolutionDescriptor(CResource):
         self._check_operands(x_desc, w_desc)
         n = len(x_desc._dims)
         out = (ctypes.c_int * n)()
-        _call("cudnnGetConvolutionNdForwardOutputDim", self, x_desc, w_desc, n, out)
+        self._query("cudnnGetConvolutionNdForwardOutputDim", x_desc, w_desc, n, out)
         return tuple(out)
 
     def tensor_core_issues(
@@ -292,16 +259,10 @@ class ConvolutionDescriptor(CResource):
             )
         return issues
 
-    def __repr__(self) -> str:
-        if self.closed:
-            return "<pycudnn.ConvolutionDescriptor closed>"
+    def _describe(self) -> str:
         p, s, d, mode, ctype, math_type, g = self._key
         return (
-            f"<pycudnn.ConvolutionDescriptor pads={p} strides={s} dilations={d} "
-            f"mode={_name_of(mode, _CONV_MODES)} compute={dtype_name(_dtype_of_value(ctype))} "
-            f"math={_name_of(math_type, _MATH_TYPES)} groups={g}>"
+            f"pads={p} strides={s} dilations={d} mode={_name_of(mode, _CONV_MODES)} "
+            f"compute={dtype_name(_dtype_of_value(ctype))} math={_name_of(math_type, _MATH_TYPES)} "
+            f"groups={g}"
         )
-
-
-def _destroy_conv(ptr: int) -> None:
-    LIB.function("cudnnDestroyConvolutionDescriptor")(ptr)

@@ -10,25 +10,25 @@ from typing import Any
 import numpy as np
 
 from _nvbind.dtypes import as_numpy_dtype, dtype_name
-from _nvbind.resource import CResource
 
 from .. import _bindings as _b
 from .. import layout
-from .._lib import LIB
 from ._common import (
     _INT_MAX,
     _MAX_RANK,
     _MIN_RANK,
-    _VECTOR_DTYPE_STRINGS,
     _VECTOR_TYPES,
+    LegacyDescriptor,
     _c_ints,
-    _call,
     _data_type_value,
     _dtype_of_value,
     _int,
     _ints,
     _log,
+    _vector_format_name,
+    _vector_request,
     legacy_data_type,
+    read_back,
 )
 
 
@@ -77,7 +77,7 @@ def _check_strides(strides: Any, dims: tuple[int, ...]) -> tuple[int, ...]:
     return s
 
 
-class TensorDescriptor(CResource):
+class TensorDescriptor(LegacyDescriptor, c_kind="Tensor"):
     """A legacy N-d tensor descriptor (``cudnnTensorDescriptor_t``).
 
     ``TensorDescriptor(dims, strides=None, dtype=np.float32, fmt=None, *, output=False)``
@@ -102,8 +102,6 @@ class TensorDescriptor(CResource):
     the data.
     """
 
-    _kind = "cuDNN tensor descriptor"
-
     def __init__(
         self,
         dims: Sequence[int],
@@ -116,12 +114,9 @@ class TensorDescriptor(CResource):
         d = _check_dims(dims)
         if not isinstance(output, (bool, np.bool_)):  # output="no" would read as True
             raise TypeError(f"output must be a bool, got {type(output).__name__} {output!r}")
-        vector: int | None = None
-        elem: str | None = None
-        if isinstance(dtype, str) and dtype.strip().lower() in _VECTOR_DTYPE_STRINGS:
-            elem, vector = _VECTOR_DTYPE_STRINGS[dtype.strip().lower()]
-            if fmt is None:
-                fmt = f"NC/{vector}HW{vector}" if len(d) == 4 else f"NC/{vector}DHW{vector}"
+        vector, elem = _vector_request(dtype)
+        if vector is not None and fmt is None:
+            fmt = _vector_format_name(len(d), vector)
         f = layout.parse_format(fmt) if fmt is not None else None
         if f is not None and f.vector == 1 and vector is None:
             # Seed 002: NC/1HW1 "is the same as NCHW format"; cuDNN has no vector type of 1.
@@ -140,11 +135,6 @@ class TensorDescriptor(CResource):
             self.check_output()
 
     # -- construction --------------------------------------------------------------------
-    def _create(self) -> int:
-        out = ctypes.c_void_p()
-        _call("cudnnCreateTensorDescriptor", ctypes.byref(out))
-        return int(out.value or 0)
-
     def _init_strided(
         self,
         d: tuple[int, ...],
@@ -170,25 +160,14 @@ class TensorDescriptor(CResource):
             # cuDNN 9 refuses this with CUDNN_STATUS_NOT_SUPPORTED and no error text (the reason
             # only reaches its log), so say it here.
             raise ValueError(_too_large_text(f"dims {d} with strides {s}", span, "elements"))
-        ptr = self._create()
-        try:
-            tensor_format = _EX_FORMATS.get(f.name) if f is not None else None
-            if tensor_format is not None and len(d) in (4, 5):
-                # cuDNN computes the strides itself; they are read back below.
-                _call(
-                    "cudnnSetTensorNdDescriptorEx",
-                    ptr,
-                    tensor_format,
-                    cudnn_type,
-                    len(d),
-                    _c_ints(d),
-                )
-            else:
-                _call("cudnnSetTensorNdDescriptor", ptr, cudnn_type, len(d), _c_ints(d), _c_ints(s))
-        except BaseException:
-            _destroy_tensor(ptr)
-            raise
-        super().__init__(ptr, _destroy_tensor)
+        tensor_format = _EX_FORMATS.get(f.name) if f is not None else None
+        if tensor_format is not None and len(d) in (4, 5):
+            # cuDNN computes the strides itself; they are read back below.
+            self._make(
+                ("cudnnSetTensorNdDescriptorEx", tensor_format, cudnn_type, len(d), _c_ints(d))
+            )
+        else:
+            self._make(("cudnnSetTensorNdDescriptor", cudnn_type, len(d), _c_ints(d), _c_ints(s)))
         self._dtype = dt
         self._cudnn_type = cudnn_type
         self._vector: int | None = None
@@ -234,20 +213,15 @@ class TensorDescriptor(CResource):
         if vectors > _INT_MAX:  # cuDNN counts the span in vectors here; see _too_large_text
             raise ValueError(_too_large_text(f"dims {d} in {f.name}", vectors, "vectors"))
         cudnn_type = _data_type_value(cudnn_name)
-        ptr = self._create()
-        try:
-            _call(
+        self._make(
+            (
                 "cudnnSetTensorNdDescriptorEx",
-                ptr,
                 _b.CUDNN_TENSOR_NCHW_VECT_C,
                 cudnn_type,
                 len(d),
                 _c_ints(d),
             )
-        except BaseException:
-            _destroy_tensor(ptr)
-            raise
-        super().__init__(ptr, _destroy_tensor)
+        )
         self._dtype = as_numpy_dtype(elem)
         self._cudnn_type = cudnn_type
         self._vector = int(f.vector or 0)
@@ -260,28 +234,17 @@ class TensorDescriptor(CResource):
     def _read_back(self) -> tuple[tuple[int, ...], tuple[int, ...], int]:
         dt, nb = ctypes.c_int(), ctypes.c_int()
         dims, strides = (ctypes.c_int * _MAX_RANK)(), (ctypes.c_int * _MAX_RANK)()
-        _call(
-            "cudnnGetTensorNdDescriptor",
-            self,
-            _MAX_RANK,
-            ctypes.byref(dt),
-            ctypes.byref(nb),
-            dims,
-            strides,
-        )
+        self._query("cudnnGetTensorNdDescriptor", _MAX_RANK, dt, nb, dims, strides)
         n = nb.value
         return tuple(dims[:n]), tuple(strides[:n]), dt.value
 
     # -- read-back properties ------------------------------------------------------------
-    @property
-    def dims(self) -> tuple[int, ...]:
-        """Extents in logical order, as cuDNN reports them (``cudnnGetTensorNdDescriptor``)."""
-        return self._read_back()[0]
-
-    @property
-    def strides(self) -> tuple[int, ...]:
-        """Strides in elements, as cuDNN reports them (whole vectors for NC/xHWx formats)."""
-        return self._read_back()[1]
+    dims = read_back[tuple[int, ...]](
+        0, """Extents in logical order, as cuDNN reports them (``cudnnGetTensorNdDescriptor``)."""
+    )
+    strides = read_back[tuple[int, ...]](
+        1, """Strides in elements, as cuDNN reports them (whole vectors for NC/xHWx formats)."""
+    )
 
     @property
     def nbdims(self) -> int:
@@ -289,16 +252,14 @@ class TensorDescriptor(CResource):
         self._check_open()
         return len(self._dims)
 
-    @property
-    def dtype(self) -> np.dtype:
-        """The element type (int8 / uint8 for the vectorised types)."""
-        dt = _dtype_of_value(self._read_back()[2])
-        return dt
-
-    @property
-    def cudnn_data_type(self) -> Any:
-        """The ``cudnnDataType_t`` member (``INT8x32`` etc. for vectorised layouts)."""
-        return _b.cudnnDataType_t(self._read_back()[2])
+    dtype = read_back[np.dtype](
+        2, """The element type (int8 / uint8 for the vectorised types).""", convert=_dtype_of_value
+    )
+    cudnn_data_type = read_back[Any](
+        2,
+        """The ``cudnnDataType_t`` member (``INT8x32`` etc. for vectorised layouts).""",
+        convert=_b.cudnnDataType_t,
+    )
 
     @property
     def vector_count(self) -> int:
@@ -325,25 +286,24 @@ class TensorDescriptor(CResource):
     @property
     def cudnn_size_in_bytes(self) -> int:
         """What ``cudnnGetTensorSizeInBytes`` reports."""
-        size = ctypes.c_size_t()
-        _call("cudnnGetTensorSizeInBytes", self, ctypes.byref(size))
-        return int(size.value)
+        return int(self._query_value("cudnnGetTensorSizeInBytes", ctypes.c_size_t))
 
-    @property
-    def array_shape(self) -> tuple[int, ...]:
-        """Shape of the array that holds this tensor: ``dims``, or ``[N, C/x, H, W, x]``."""
+    def _array(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         self._check_open()
         if self._vector:
-            return layout.vectorized_dims_strides(self._dims, self._fmt or "")[0]
-        return self._dims
+            return layout.vectorized_dims_strides(self._dims, self._fmt or "")
+        return self._dims, self._strides
 
-    @property
-    def array_strides(self) -> tuple[int, ...]:
-        """Strides (elements) of the array that holds this tensor (packed for NC/xHWx)."""
-        self._check_open()
-        if self._vector:
-            return layout.vectorized_dims_strides(self._dims, self._fmt or "")[1]
-        return self._strides
+    array_shape = read_back[tuple[int, ...]](
+        0,
+        """Shape of the array that holds this tensor: ``dims``, or ``[N, C/x, H, W, x]``.""",
+        source="_array",
+    )
+    array_strides = read_back[tuple[int, ...]](
+        1,
+        """Strides (elements) of the array that holds this tensor (packed for NC/xHWx).""",
+        source="_array",
+    )
 
     @property
     def is_overlapping(self) -> bool:
@@ -370,18 +330,9 @@ class TensorDescriptor(CResource):
         self._check_open()
         return (self._dims, self._strides, self._cudnn_type)
 
-    def __repr__(self) -> str:
-        if self.closed:
-            return "<pycudnn.TensorDescriptor closed>"
+    def _describe(self) -> str:
         extra = f" fmt={self._fmt}" if self._fmt else ""
-        return (
-            f"<pycudnn.TensorDescriptor dims={self._dims} strides={self._strides} "
-            f"dtype={self._dtype_text()}{extra}>"
-        )
-
-
-def _destroy_tensor(ptr: int) -> None:
-    LIB.function("cudnnDestroyTensorDescriptor")(ptr)
+        return f"dims={self._dims} strides={self._strides} dtype={self._dtype_text()}{extra}"
 
 
 # Formats cudnnSetTensorNdDescriptorEx computes strides for (4-D and 5-D).

@@ -10,21 +10,21 @@ from typing import Any
 import numpy as np
 
 from _nvbind.dtypes import as_numpy_dtype, dtype_name
-from _nvbind.resource import CResource
 from _nvbind.strides import packed_strides_in_order
 
 from .. import _bindings as _b
 from .. import layout
-from .._lib import LIB
 from ._common import (
     _MAX_RANK,
-    _VECTOR_DTYPE_STRINGS,
     _VECTOR_TYPES,
+    LegacyDescriptor,
     _c_ints,
-    _call,
     _data_type_value,
     _dtype_of_value,
+    _vector_format_name,
+    _vector_request,
     legacy_data_type,
+    read_back,
     warn_deprecated_once,
 )
 from .descriptor import _check_dims
@@ -48,7 +48,7 @@ def channels_last_perm(ndim: int) -> tuple[int, ...]:
     return (0, *range(2, ndim), 1)
 
 
-class FilterDescriptor(CResource):
+class FilterDescriptor(LegacyDescriptor, c_kind="Filter"):
     """A legacy convolution filter descriptor (``cudnnFilterDescriptor_t``), deprecated in cuDNN 9.
 
     ``FilterDescriptor(dims, dtype=np.float32, fmt=None)`` over ``cudnnSetFilterNdDescriptor``:
@@ -60,8 +60,6 @@ class FilterDescriptor(CResource):
     dtype strings ``"int8x4"``, ``"uint8x4"`` and ``"int8x32"`` select those types and imply the
     format. A vectorised filter is the packed ``[K, C/x, R, S, x]`` array (:attr:`array_shape`).
     """
-
-    _kind = "cuDNN filter descriptor"
 
     def __init__(
         self, dims: Sequence[int], dtype: Any = np.float32, fmt: str | None = None
@@ -104,15 +102,7 @@ class FilterDescriptor(CResource):
                 f"a filter of dims {d} and dtype {dtype_name(dt)} spans "
                 f"{math.prod(d) * dt.itemsize} bytes, more memory than exists"
             )
-        out = ctypes.c_void_p()
-        _call("cudnnCreateFilterDescriptor", ctypes.byref(out))
-        ptr = int(out.value or 0)
-        try:
-            _call("cudnnSetFilterNdDescriptor", ptr, cudnn_type, tensor_format, len(d), _c_ints(d))
-        except BaseException:
-            _destroy_filter(ptr)
-            raise
-        super().__init__(ptr, _destroy_filter)
+        self._make(("cudnnSetFilterNdDescriptor", cudnn_type, tensor_format, len(d), _c_ints(d)))
         self._dtype = dt
         self._cudnn_type = cudnn_type
         self._channels_last = tensor_format == int(_b.CUDNN_TENSOR_NHWC)
@@ -122,26 +112,15 @@ class FilterDescriptor(CResource):
     def _read_back(self) -> tuple[tuple[int, ...], int, int]:
         dt, fm, nb = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
         dims = (ctypes.c_int * _MAX_RANK)()
-        _call(
-            "cudnnGetFilterNdDescriptor",
-            self,
-            _MAX_RANK,
-            ctypes.byref(dt),
-            ctypes.byref(fm),
-            ctypes.byref(nb),
-            dims,
-        )
+        self._query("cudnnGetFilterNdDescriptor", _MAX_RANK, dt, fm, nb, dims)
         return tuple(dims[: nb.value]), dt.value, fm.value
 
-    @property
-    def dims(self) -> tuple[int, ...]:
-        """``K, C, [T,] R, S`` as cuDNN reports them (``cudnnGetFilterNdDescriptor``)."""
-        return self._read_back()[0]
-
-    @property
-    def dtype(self) -> np.dtype:
-        """The element dtype (``cudnnGetFilterNdDescriptor``)."""
-        return _dtype_of_value(self._read_back()[1])
+    dims = read_back[tuple[int, ...]](
+        0, """``K, C, [T,] R, S`` as cuDNN reports them (``cudnnGetFilterNdDescriptor``)."""
+    )
+    dtype = read_back[np.dtype](
+        1, """The element dtype (``cudnnGetFilterNdDescriptor``).""", convert=_dtype_of_value
+    )
 
     @property
     def fmt(self) -> str:
@@ -177,29 +156,28 @@ class FilterDescriptor(CResource):
         )
         return packed_strides_in_order(self._dims, tuple(perm))
 
-    @property
-    def array_shape(self) -> tuple[int, ...]:
-        """Shape of the array that holds the filter: ``dims``, or ``[K, C/x, R, S, x]``."""
+    def _array(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         self._check_open()
         if self._vector:
-            return layout.vectorized_dims_strides(self._dims, self.fmt)[0]
-        return self._dims
+            return layout.vectorized_dims_strides(self._dims, self.fmt)
+        return self._dims, self.strides
 
-    @property
-    def array_strides(self) -> tuple[int, ...]:
+    array_shape = read_back[tuple[int, ...]](
+        0,
+        """Shape of the array that holds the filter: ``dims``, or ``[K, C/x, R, S, x]``.""",
+        source="_array",
+    )
+    array_strides = read_back[tuple[int, ...]](
+        1,
         """Element strides of the array that holds the filter (packed ``[K, C/x, R, S, x]`` for
-        vectorised filters)."""
-        self._check_open()
-        if self._vector:
-            return layout.vectorized_dims_strides(self._dims, self.fmt)[1]
-        return self.strides
+        vectorised filters).""",
+        source="_array",
+    )
 
     @property
     def size_in_bytes(self) -> int:
         """``cudnnGetFilterSizeInBytes``."""
-        size = ctypes.c_size_t()
-        _call("cudnnGetFilterSizeInBytes", self, ctypes.byref(size))
-        return int(size.value)
+        return int(self._query_value("cudnnGetFilterSizeInBytes", ctypes.c_size_t))
 
     def key(self) -> tuple[Any, ...]:
         """A hashable tuple of dims, layout and data type."""
@@ -207,32 +185,14 @@ class FilterDescriptor(CResource):
         # The cuDNN type already tells vectorised filters apart (INT8x4, INT8x32).
         return (self._dims, self._channels_last, self._cudnn_type)
 
-    def __repr__(self) -> str:
-        if self.closed:
-            return "<pycudnn.FilterDescriptor closed>"
+    def _describe(self) -> str:
         if self._vector:
             fmt = _vector_format_name(len(self._dims), self._vector)
             dt = str(_b.cudnnDataType_t(self._cudnn_type).name).lower()
         else:
             fmt = "NHWC" if self._channels_last else "NCHW"
             dt = dtype_name(self._dtype)
-        return f"<pycudnn.FilterDescriptor dims={self._dims} dtype={dt} fmt={fmt}>"
-
-
-def _destroy_filter(ptr: int) -> None:
-    LIB.function("cudnnDestroyFilterDescriptor")(ptr)
-
-
-def _vector_format_name(rank: int, vector: int) -> str:
-    return f"NC/{vector}HW{vector}" if rank == 4 else f"NC/{vector}DHW{vector}"
-
-
-def _vector_request(dtype: Any) -> tuple[int | None, str | None]:
-    """``(vector width, element type)`` of a vectorised dtype string, else ``(None, None)``."""
-    if isinstance(dtype, str) and dtype.strip().lower() in _VECTOR_DTYPE_STRINGS:
-        elem, vector = _VECTOR_DTYPE_STRINGS[dtype.strip().lower()]
-        return vector, elem
-    return None, None
+        return f"dims={self._dims} dtype={dt} fmt={fmt}"
 
 
 def _vectorized_format(

@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Sequence
-from typing import Any
-
-from _nvbind.resource import CResource
 
 from .. import _bindings as _b
-from .._lib import LIB
 from ._common import (
     _MAX_RANK,
+    LegacyDescriptor,
     _c_ints,
-    _call,
     _check_padded_extent,
     _choice,
     _ints,
     _name_of,
     _nan_opt,
+    read_back,
     warn_deprecated_once,
 )
 from .descriptor import TensorDescriptor
@@ -32,15 +29,13 @@ _POOLING_MODES = {
 }
 
 
-class PoolingDescriptor(CResource):
+class PoolingDescriptor(LegacyDescriptor, c_kind="Pooling"):
     """A legacy pooling descriptor (``cudnnSetPoolingNdDescriptor``), deprecated in cuDNN 9.
 
     ``mode``: ``"max"``, ``"avg"`` (= ``"avg_include_padding"``), ``"avg_exclude_padding"``,
     ``"max_deterministic"``. ``window`` has one extent per spatial dim; ``pads`` default to 0 and
     must be smaller than the window; ``strides`` default to the window.
     """
-
-    _kind = "cuDNN pooling descriptor"
 
     def __init__(
         self,
@@ -68,40 +63,15 @@ class PoolingDescriptor(CResource):
                     "entirely in the padding has nothing to pool"
                 )
         nan = _nan_opt(nan_propagation)
-        out = ctypes.c_void_p()
-        _call("cudnnCreatePoolingDescriptor", ctypes.byref(out))
-        ptr = int(out.value or 0)
-        try:
-            _call(
-                "cudnnSetPoolingNdDescriptor",
-                ptr,
-                m,
-                nan,
-                len(w),
-                _c_ints(w),
-                _c_ints(p),
-                _c_ints(s),
-            )
-        except BaseException:
-            _destroy_pooling(ptr)
-            raise
-        super().__init__(ptr, _destroy_pooling)
+        self._make(
+            ("cudnnSetPoolingNdDescriptor", m, nan, len(w), _c_ints(w), _c_ints(p), _c_ints(s))
+        )
         self._key = (m, nan, w, p, s)
 
     def _read_back(self) -> tuple[int, int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         mode, nan, n = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
         w, p, s = (ctypes.c_int * 6)(), (ctypes.c_int * 6)(), (ctypes.c_int * 6)()
-        _call(
-            "cudnnGetPoolingNdDescriptor",
-            self,
-            6,
-            ctypes.byref(mode),
-            ctypes.byref(nan),
-            ctypes.byref(n),
-            w,
-            p,
-            s,
-        )
+        self._query("cudnnGetPoolingNdDescriptor", 6, mode, nan, n, w, p, s)
         k = n.value
         return mode.value, nan.value, tuple(w[:k]), tuple(p[:k]), tuple(s[:k])
 
@@ -114,26 +84,14 @@ class PoolingDescriptor(CResource):
             else _name_of(value, _POOLING_MODES)
         )
 
-    @property
-    def window(self) -> tuple[int, ...]:
-        return self._read_back()[2]
-
-    @property
-    def pads(self) -> tuple[int, ...]:
-        return self._read_back()[3]
-
-    @property
-    def strides(self) -> tuple[int, ...]:
-        return self._read_back()[4]
+    window = read_back[tuple[int, ...]](2)
+    pads = read_back[tuple[int, ...]](3)
+    strides = read_back[tuple[int, ...]](4)
 
     @property
     def spatial_dims(self) -> int:
         self._check_open()
         return len(self._key[2])
-
-    def key(self) -> tuple[Any, ...]:
-        self._check_open()
-        return self._key
 
     def output_dims(self, x_desc: TensorDescriptor) -> tuple[int, ...]:
         """Dims of the pooled tensor (``cudnnGetPoolingNdForwardOutputDim``)."""
@@ -153,15 +111,9 @@ class PoolingDescriptor(CResource):
                     f"{xd[2 + i] + 2 * self._key[3][i]}"
                 )
         out = (ctypes.c_int * len(xd))()
-        _call("cudnnGetPoolingNdForwardOutputDim", self, x_desc, len(xd), out)
+        self._query("cudnnGetPoolingNdForwardOutputDim", x_desc, len(xd), out)
         return tuple(out)
 
-    def __repr__(self) -> str:
-        if self.closed:
-            return "<pycudnn.PoolingDescriptor closed>"
+    def _describe(self) -> str:
         m, _nan, w, p, s = self._key
-        return f"<pycudnn.PoolingDescriptor {_name_of(m, _POOLING_MODES)} window={w} pads={p} strides={s}>"
-
-
-def _destroy_pooling(ptr: int) -> None:
-    LIB.function("cudnnDestroyPoolingDescriptor")(ptr)
+        return f"{_name_of(m, _POOLING_MODES)} window={w} pads={p} strides={s}"

@@ -7,20 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from _nvbind.resource import CResource
-
 from .. import _bindings as _b
-from .._lib import LIB
-from ._common import (
-    _FLOAT_COMPUTE_TYPES,
-    _call,
-    _choice,
-    _compute_type,
-    _dtype_of_value,
-    _name_of,
-    _nan_opt,
-    warn_deprecated_once,
-)
+from ._common import OpDescriptor, warn_deprecated_once
 
 _REDUCE_OPS = {
     "add": int(_b.CUDNN_REDUCE_TENSOR_ADD),
@@ -36,7 +24,7 @@ _REDUCE_OPS = {
 _INDEXED_REDUCE_OPS = {_REDUCE_OPS["min"], _REDUCE_OPS["max"], _REDUCE_OPS["amax"]}
 
 
-class ReduceTensorDescriptor(CResource):
+class ReduceTensorDescriptor(OpDescriptor, c_kind="ReduceTensor"):
     """A legacy reduction descriptor (``cudnnSetReduceTensorDescriptor``), deprecated in cuDNN 9.
 
     ``op``: ``"add"``, ``"mul"``, ``"min"``, ``"max"``, ``"amax"``, ``"avg"``, ``"norm1"``,
@@ -45,7 +33,7 @@ class ReduceTensorDescriptor(CResource):
     cuDNN fully supports).
     """
 
-    _kind = "cuDNN reduce-tensor descriptor"
+    _ops = _REDUCE_OPS
 
     def __init__(
         self,
@@ -56,9 +44,7 @@ class ReduceTensorDescriptor(CResource):
         indices: bool = False,
     ) -> None:
         warn_deprecated_once("pycudnn.ReduceTensorDescriptor", "the graph API (pycudnn.Graph)")
-        o = _choice(op, "op", _REDUCE_OPS)
-        ctype = _compute_type(compute_type, "compute_type", _FLOAT_COMPUTE_TYPES)
-        nan = _nan_opt(nan_propagation)
+        o, ctype, nan = self._settings(op, compute_type, nan_propagation)
         if not isinstance(indices, (bool, np.bool_)):
             raise TypeError(f"indices must be a bool, got {type(indices).__name__}")
         if indices and o not in _INDEXED_REDUCE_OPS:
@@ -68,51 +54,19 @@ class ReduceTensorDescriptor(CResource):
             if indices
             else _b.CUDNN_REDUCE_TENSOR_NO_INDICES
         )
-        out = ctypes.c_void_p()
-        _call("cudnnCreateReduceTensorDescriptor", ctypes.byref(out))
-        ptr = int(out.value or 0)
-        try:
-            _call(
-                "cudnnSetReduceTensorDescriptor",
-                ptr,
-                o,
-                ctype,
-                nan,
-                ind,
-                int(_b.CUDNN_32BIT_INDICES),
-            )
-        except BaseException:
-            _destroy_reduce(ptr)
-            raise
-        super().__init__(ptr, _destroy_reduce)
+        self._make(
+            ("cudnnSetReduceTensorDescriptor", o, ctype, nan, ind, int(_b.CUDNN_32BIT_INDICES))
+        )
         self._key = (o, ctype, nan, ind)
 
     def _read_back(self) -> tuple[int, int, int, int, int]:
         vals = [ctypes.c_int() for _ in range(5)]
-        _call("cudnnGetReduceTensorDescriptor", self, *(ctypes.byref(v) for v in vals))
+        self._query("cudnnGetReduceTensorDescriptor", *vals)
         return tuple(v.value for v in vals)  # type: ignore[return-value]
-
-    @property
-    def op(self) -> str:
-        return _name_of(self._read_back()[0], _REDUCE_OPS)
-
-    @property
-    def compute_type(self) -> np.dtype:
-        return _dtype_of_value(self._read_back()[1])
 
     @property
     def indices(self) -> bool:
         return self._read_back()[3] == int(_b.CUDNN_REDUCE_TENSOR_FLATTENED_INDICES)
 
-    def key(self) -> tuple[Any, ...]:
-        self._check_open()
-        return self._key
-
-    def __repr__(self) -> str:
-        if self.closed:
-            return "<pycudnn.ReduceTensorDescriptor closed>"
-        return f"<pycudnn.ReduceTensorDescriptor {_name_of(self._key[0], _REDUCE_OPS)} indices={bool(self._key[3])}>"
-
-
-def _destroy_reduce(ptr: int) -> None:
-    LIB.function("cudnnDestroyReduceTensorDescriptor")(ptr)
+    def _describe(self) -> str:
+        return f"{super()._describe()} indices={bool(self._key[3])}"
