@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .report import (
@@ -27,12 +28,19 @@ from .report import (
 )
 from .smoke import run_checks
 
-__all__ = ["Command", "LibraryCommandLine", "add_verify_arguments", "progress_bar"]
+__all__ = [
+    "Command",
+    "LibraryCommandLine",
+    "add_verify_arguments",
+    "progress_bar",
+    "verify_command",
+]
 
 #: A subcommand: its parsed arguments -> the exit code.
 Command = Callable[[argparse.Namespace], int]
 
 
+@dataclass(frozen=True)
 class LibraryCommandLine:
     """One package's command line: ``info`` and ``smoke`` (alike in both packages) and the
     commands ``add_commands`` adds.
@@ -44,19 +52,11 @@ class LibraryCommandLine:
     modules are imported only when a command line is parsed.
     """
 
-    def __init__(
-        self,
-        package: str,
-        library: str,
-        title: str,
-        doc: str | None,
-        add_commands: Callable[[argparse._SubParsersAction[Any]], Mapping[str, Command]],
-    ) -> None:
-        self.package = package
-        self.library = library
-        self.title = title
-        self.doc = doc
-        self._add_commands = add_commands
+    package: str
+    library: str
+    title: str
+    doc: str | None
+    add_commands: Callable[[argparse._SubParsersAction[Any]], Mapping[str, Command]]
 
     def info(self) -> dict[str, Any]:
         """Versions, paths, driver and devices (what ``python -m <package> info`` prints)."""
@@ -83,7 +83,7 @@ class LibraryCommandLine:
         p_smoke.add_argument(
             "--require-gpu", action="store_true", help="fail when checks that need a GPU cannot run"
         )
-        commands = {"info": self._info, "smoke": self._smoke, **self._add_commands(sub)}
+        commands = {"info": self._info, "smoke": self._smoke, **self.add_commands(sub)}
         return parser, commands
 
     def _main(self, argv: list[str]) -> int:
@@ -109,6 +109,17 @@ class LibraryCommandLine:
         return run_checks(
             f"{self.package} smoke", checks, as_json=args.json, require_gpu=args.require_gpu
         )
+
+
+def verify_command(
+    sub: argparse._SubParsersAction[Any], module: Any, summary: str, description: str | None
+) -> Command:
+    """Add the ``verify`` command of ``module`` (its ``add_arguments(parser)`` and ``run(args)``)
+    to ``sub``, the subcommands of a :class:`LibraryCommandLine`, with ``summary`` as its help in
+    the command list; return its runner."""
+    module.add_arguments(sub.add_parser("verify", help=summary, description=description))
+    run: Command = module.run
+    return run
 
 
 def add_verify_arguments(parser: argparse.ArgumentParser, *, quick: str, listing: str) -> None:

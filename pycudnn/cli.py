@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from _nvbind.cli import Command, LibraryCommandLine
+from _nvbind.cli import Command, LibraryCommandLine, verify_command
 from _nvbind.report import (
     EXIT_CANNOT_RUN,
     EXIT_FAILED,
@@ -47,12 +47,8 @@ def _add_commands(sub: argparse._SubParsersAction[Any]) -> Mapping[str, Command]
     p_dev.add_argument("--json", action="store_true", help=JSON_HELP)
     from .verification import cli as verify_cli
 
-    verify_cli.add_arguments(
-        sub.add_parser(
-            "verify", help="check every engine against NumPy", description=verify_cli.__doc__
-        )
-    )
-    return {"deviceprops": _deviceprops, "verify": verify_cli.run}
+    verify = verify_command(sub, verify_cli, "check every engine against NumPy", verify_cli.__doc__)
+    return {"deviceprops": _deviceprops, "verify": verify}
 
 
 def _deviceprops(args: argparse.Namespace) -> int:

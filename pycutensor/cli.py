@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from _nvbind.cli import Command, LibraryCommandLine
+from _nvbind.cli import Command, LibraryCommandLine, verify_command
 
 __all__ = ["info", "main", "parser"]
 
@@ -24,14 +24,8 @@ def _add_commands(sub: argparse._SubParsersAction[Any]) -> Mapping[str, Command]
     # line is parsed, so that ``import pycutensor.cli`` stays cheap.
     from . import verification
 
-    verification.add_arguments(
-        sub.add_parser(
-            "verify",
-            help="check every algorithm against NumPy",
-            description=verification.run.__doc__,
-        )
-    )
-    return {"verify": verification.run}
+    summary = "check every algorithm against NumPy"
+    return {"verify": verify_command(sub, verification, summary, verification.run.__doc__)}
 
 
 _CLI = LibraryCommandLine("pycutensor", "cutensor", "cuTENSOR", __doc__, _add_commands)
