@@ -154,10 +154,12 @@ def read_bytes(
                 )
 
 
-def read_text(path: str | bytes | os.PathLike[Any], *, what: str = "file") -> str:
+def read_text(
+    path: str | bytes | os.PathLike[Any], *, what: str = "file", follow_symlinks: bool = True
+) -> str:
     """:func:`read_bytes` decoded as UTF-8 (``UnicodeDecodeError``, a ``ValueError``, if it is
-    not): the project's JSON files, at most :data:`MAX_FILE_BYTES`, symbolic links followed."""
-    return read_bytes(path, what=what).decode("utf-8")
+    not): the project's JSON files, at most :data:`MAX_FILE_BYTES`."""
+    return read_bytes(path, what=what, follow_symlinks=follow_symlinks).decode("utf-8")
 
 
 def check_write_target(path: str | bytes | os.PathLike[Any], *, what: str = "file") -> None:
