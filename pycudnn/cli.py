@@ -95,9 +95,8 @@ def _deviceprops(args: argparse.Namespace) -> int:
 
 
 _CLI = LibraryCommandLine("pycudnn", "cudnn", "cuDNN", __doc__, _add_commands)
-info = _CLI.info
-main = _CLI.main
-parser = _CLI.parser
+# The module's public functions are the frame's (the console script is pycudnn.cli:main).
+info, main, parser = _CLI.info, _CLI.main, _CLI.parser
 
 
 if __name__ == "__main__":  # pragma: no cover

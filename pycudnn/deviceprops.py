@@ -32,6 +32,7 @@ from _nvbind.cuda import driver_status
 from _nvbind.ffi import format_version
 from _nvbind.files import read_text, write_text
 from _nvbind.forksafe import fork_safe_lock
+from _nvbind.resource import Closable
 
 from . import log
 from ._info import version
@@ -185,7 +186,7 @@ class _class_or_instance:
         return bound
 
 
-class DeviceProperties:
+class DeviceProperties(Closable):
     """A GPU's properties as cuDNN sees them, and the finalized DEVICEPROP descriptor built from them.
 
     Create with :meth:`from_device` (on the GPU), :meth:`from_json` or :meth:`load`. Pass to
@@ -398,12 +399,6 @@ class DeviceProperties:
         desc, self._descriptor = self._descriptor, None
         if desc is not None:
             desc.close()
-
-    def __enter__(self) -> DeviceProperties:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- properties --------------------------------------------------------------------------
     @property

@@ -29,9 +29,8 @@ def _add_commands(sub: argparse._SubParsersAction[Any]) -> Mapping[str, Command]
 
 
 _CLI = LibraryCommandLine("pycutensor", "cutensor", "cuTENSOR", __doc__, _add_commands)
-info = _CLI.info
-main = _CLI.main
-parser = _CLI.parser
+# The module's public functions are the frame's (the console script is pycutensor.cli:main).
+info, main, parser = _CLI.info, _CLI.main, _CLI.parser
 
 
 if __name__ == "__main__":  # pragma: no cover
