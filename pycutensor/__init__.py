@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from _nvbind._version import __version__ as __version__
 from _nvbind.package import package_face as _package_face
 
+# Imported with the package; "X as X" marks a re-export for type checkers (__all__ is computed).
 from .errors import ClosedError as ClosedError
 from .errors import CutensorArchMismatchError as CutensorArchMismatchError
 from .errors import CutensorError as CutensorError

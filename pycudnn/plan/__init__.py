@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from _nvbind.lazy import lazy_exports as _lazy_exports
 
+# Imported with the package; "X as X" marks a re-export for type checkers (__all__ is computed).
 from .building import build as build
 from .building import build_all as build_all
 from .cache import PlanCache as PlanCache
