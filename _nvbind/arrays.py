@@ -20,9 +20,8 @@ several GPUs.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -30,6 +29,7 @@ from .cuda import driver_status
 from .dlpack import check_span, import_dlpack
 from .strides import c_strides as _c_strides
 from .strides import element_extent
+from .view import ArrayView, alignment_of
 
 __all__ = [
     "ArrayView",
@@ -39,53 +39,6 @@ __all__ = [
     "describe_array",
     "element_extent",
 ]
-
-
-def alignment_of(ptr: int, cap: int = 256) -> int:
-    """Largest power of two (at most ``cap``) dividing ``ptr``; ``cap`` for a NULL pointer."""
-    if ptr == 0:
-        return cap
-    return min(ptr & -ptr, cap)
-
-
-class ArrayView(NamedTuple):
-    """What an operation needs to know about an operand. ``owner`` keeps the exporter alive.
-
-    A named tuple rather than a frozen dataclass: one is built per operand per call on the execute
-    paths, and a frozen dataclass costs several times more to construct.
-    """
-
-    ptr: int
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]  # in elements
-    dtype: np.dtype
-    device_id: int  # -1 for host memory
-    readonly: bool
-    owner: Any
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
-    @property
-    def itemsize(self) -> int:
-        return int(self.dtype.itemsize)
-
-    @property
-    def is_device(self) -> bool:
-        return self.device_id >= 0
-
-    @property
-    def alignment(self) -> int:
-        return alignment_of(self.ptr)
-
-    def span_bytes(self) -> int:
-        """Bytes from the lowest to one past the highest addressed element (0 when empty)."""
-        return element_extent(self.shape, self.strides)[1] * self.itemsize
 
 
 _INT64_MAX = 2**63 - 1  # the protocols hold extents and strides in int64 (C's Py_ssize_t)
@@ -310,8 +263,7 @@ def _from_ndarray(a: np.ndarray, name: str) -> ArrayView:
 
 def _from_dlpack(obj: Any, consumer: int, name: str) -> ArrayView:
     """Through this library's own reader, which checks every field before relying on it."""
-    t = import_dlpack(obj, consumer, name)
-    return ArrayView(t.ptr, t.shape, t.strides, t.dtype, t.device_id, t.readonly, t.owner)
+    return import_dlpack(obj, consumer, name)
 
 
 def _has(obj: Any, attr: str) -> bool:

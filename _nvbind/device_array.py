@@ -14,7 +14,6 @@ bfloat16 and the fp8 types travel as DLPack's ``kDLBfloat`` and ``kDLFloat8_*`` 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,6 +38,7 @@ from .memory import allocate, stream_object
 from .resource import ClosedError
 from .strides import c_strides as _c_strides
 from .strides import element_extent
+from .view import ArrayGeometry
 
 __all__ = ["DeviceArray"]
 
@@ -48,7 +48,7 @@ _INT64_MAX = 2**63 - 1  # DLPack, the CUDA array interface and NumPy hold extent
 # -- DeviceArray -----------------------------------------------------------------------------
 
 
-class DeviceArray:
+class DeviceArray(ArrayGeometry):
     """A strided array in GPU memory: place (device), allocation, shape, strides, dtype.
 
     Create one with :meth:`empty`, :meth:`zeros`, :meth:`from_numpy` or :meth:`from_array` (a
@@ -283,20 +283,7 @@ class DeviceArray:
             return obj
         if isinstance(obj, np.ndarray):
             raise TypeError("obj is a NumPy (host) array; copy it with DeviceArray.from_numpy(obj)")
-        view = as_array_view(obj, name="obj", stream_ptr=stream_handle(stream))
-        if view.device_id < 0:
-            raise ValueError("obj is host memory; copy it with DeviceArray.from_numpy")
-        return cls._new(
-            None,
-            view.ptr,
-            view.shape,
-            view.strides,
-            _check_dtype(view.dtype),
-            view.device_id,
-            readonly=view.readonly,
-            stream=None,
-            owner=view.owner,
-        )
+        return cls._from_view(as_array_view(obj, name="obj", stream_ptr=stream_handle(stream)))
 
     @classmethod
     def from_dlpack(cls, obj: Any, *, stream: Any = None) -> DeviceArray:
@@ -314,7 +301,12 @@ class DeviceArray:
                 f"obj must export DLPack (__dlpack__ and __dlpack_device__), not "
                 f"{type(obj).__name__}"
             )
-        view = _from_dlpack(obj, stream_handle(stream), "obj")
+        return cls._from_view(_from_dlpack(obj, stream_handle(stream), "obj"))
+
+    @classmethod
+    def _from_view(cls, view: ArrayView) -> DeviceArray:
+        # A view of another library's GPU memory (from_array, from_dlpack): kept alive by
+        # ``view.owner``, never freed here.
         if view.device_id < 0:
             raise ValueError("obj is host memory; copy it with DeviceArray.from_numpy")
         return cls._new(
@@ -352,26 +344,6 @@ class DeviceArray:
     def dtype(self) -> np.dtype:
         """The NumPy dtype of the elements (``ml_dtypes`` types for bf16 and fp8)."""
         return self._dtype
-
-    @property
-    def ndim(self) -> int:
-        """Number of dimensions."""
-        return len(self._shape)
-
-    @property
-    def size(self) -> int:
-        """Number of elements."""
-        return math.prod(self._shape)
-
-    @property
-    def itemsize(self) -> int:
-        """Bytes per element."""
-        return int(self._dtype.itemsize)
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of data (``size * itemsize``), not counting gaps a strided layout leaves."""
-        return self.size * self.itemsize
 
     @property
     def device_id(self) -> int:

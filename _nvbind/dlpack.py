@@ -21,16 +21,16 @@ import ctypes
 import functools
 import sys
 import weakref
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from .dtypes import as_numpy_dtype, dtype_name
 from .forksafe import fork_safe_lock
 from .strides import c_strides
+from .view import ArrayView
 
 __all__ = [
-    "ImportedTensor",
     "check_span",
     "dlpack_device",
     "dlpack_dtype",
@@ -335,18 +335,6 @@ def repair_strides(strides: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-class ImportedTensor(NamedTuple):
-    """What :func:`import_dlpack` read; ``owner`` keeps the producer's tensor alive."""
-
-    ptr: int
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]  # in elements
-    dtype: np.dtype
-    device_id: int  # -1 for host memory
-    readonly: bool
-    owner: Any
-
-
 class _Consumed:
     """Owns a consumed ``DLManagedTensor(Versioned)``: its deleter runs when this object dies."""
 
@@ -467,7 +455,7 @@ def check_span(  # noqa: PLR0917 - one description of an array, positional as ev
         )
 
 
-def import_dlpack(obj: Any, consumer_stream: int, name: str = "array") -> ImportedTensor:
+def import_dlpack(obj: Any, consumer_stream: int, name: str = "array") -> ArrayView:
     """Consume ``obj.__dlpack__`` and describe the tensor (``consumer_stream`` -1: no ordering).
 
     The producer is asked for DLPack 1.1 (falling back to a legacy call), with the consumer's
@@ -515,4 +503,4 @@ def import_dlpack(obj: Any, consumer_stream: int, name: str = "array") -> Import
         t = _DLManagedTensor.from_address(address).dl_tensor
     ptr, shape, strides, dtype = _check_tensor(t, device, name)
     device_id = -1 if device_type == _KDL_CPU else device_ordinal
-    return ImportedTensor(ptr, shape, strides, dtype, device_id, readonly, owner)
+    return ArrayView(ptr, shape, strides, dtype, device_id, readonly, owner)

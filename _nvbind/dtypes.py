@@ -73,56 +73,50 @@ class _DtypeTable(Mapping[np.dtype, str]):
         return len(self._all)
 
 
+# One row a type: the NumPy type (or the ml_dtypes name), its ``cudnnDataType_t`` member name
+# (``CUDNN_DATA_`` stripped) and its ``cudaDataType_t`` name as cuTENSOR spells it (``CUTENSOR_``
+# stripped); None where the library has no such type.
+_NUMPY_TYPES: list[tuple[Any, str | None, str | None]] = [
+    (np.float32, "FLOAT", "R_32F"),
+    (np.float64, "DOUBLE", "R_64F"),
+    (np.float16, "HALF", "R_16F"),
+    (np.int8, "INT8", "R_8I"),
+    (np.int32, "INT32", "R_32I"),
+    (np.uint8, "UINT8", "R_8U"),
+    (np.int64, "INT64", "R_64I"),
+    (np.bool_, "BOOLEAN", None),
+    (np.uint32, "UINT32", "R_32U"),
+    (np.complex64, "COMPLEX_FP32", "C_32F"),
+    (np.complex128, "COMPLEX_FP64", "C_64F"),
+    (np.int16, None, "R_16I"),
+    (np.uint16, None, "R_16U"),
+    (np.uint64, None, "R_64U"),
+]
+_ML_TYPES: list[tuple[str, str | None, str | None]] = [
+    ("bfloat16", "BFLOAT16", "R_16BF"),
+    ("float8_e4m3fn", "FP8_E4M3", None),
+    ("float8_e5m2", "FP8_E5M2", None),
+    ("float8_e8m0fnu", "FP8_E8M0", None),
+    ("float4_e2m1fn", "FP4_E2M1", None),
+    ("int4", "INT4", "R_4I"),
+    ("uint4", "UINT4", "R_4U"),
+    ("complex32", None, "C_16F"),
+    ("bcomplex32", None, "C_16BF"),
+]
+
+
+def _column(rows: list[tuple[Any, str | None, str | None]], i: int) -> list[tuple[Any, str]]:
+    return [(row[0], name) for row in rows if (name := row[i]) is not None]
+
+
 #: NumPy dtype -> ``cudnnDataType_t`` member name (prefix ``CUDNN_DATA_`` stripped).
 CUDNN_DATA_TYPE_NAMES: Mapping[np.dtype, str] = _DtypeTable(
-    [
-        (np.float32, "FLOAT"),
-        (np.float64, "DOUBLE"),
-        (np.float16, "HALF"),
-        (np.int8, "INT8"),
-        (np.int32, "INT32"),
-        (np.uint8, "UINT8"),
-        (np.int64, "INT64"),
-        (np.bool_, "BOOLEAN"),
-        (np.uint32, "UINT32"),
-        (np.complex64, "COMPLEX_FP32"),
-        (np.complex128, "COMPLEX_FP64"),
-    ],
-    [
-        ("bfloat16", "BFLOAT16"),
-        ("float8_e4m3fn", "FP8_E4M3"),
-        ("float8_e5m2", "FP8_E5M2"),
-        ("float8_e8m0fnu", "FP8_E8M0"),
-        ("float4_e2m1fn", "FP4_E2M1"),
-        ("int4", "INT4"),
-        ("uint4", "UINT4"),
-    ],
+    _column(_NUMPY_TYPES, 1), _column(_ML_TYPES, 1)
 )
 
 #: NumPy dtype -> ``cudaDataType_t`` name as cuTENSOR spells it (``CUTENSOR_`` stripped).
 CUDA_DATA_TYPE_NAMES: Mapping[np.dtype, str] = _DtypeTable(
-    [
-        (np.float16, "R_16F"),
-        (np.float32, "R_32F"),
-        (np.float64, "R_64F"),
-        (np.complex64, "C_32F"),
-        (np.complex128, "C_64F"),
-        (np.int8, "R_8I"),
-        (np.uint8, "R_8U"),
-        (np.int16, "R_16I"),
-        (np.uint16, "R_16U"),
-        (np.int32, "R_32I"),
-        (np.uint32, "R_32U"),
-        (np.int64, "R_64I"),
-        (np.uint64, "R_64U"),
-    ],
-    [
-        ("bfloat16", "R_16BF"),
-        ("complex32", "C_16F"),
-        ("bcomplex32", "C_16BF"),
-        ("int4", "R_4I"),
-        ("uint4", "R_4U"),
-    ],
+    _column(_NUMPY_TYPES, 2), _column(_ML_TYPES, 2)
 )
 
 # NumPy's own names, offered (with the aliases) when a dtype name is misspelt.

@@ -220,8 +220,11 @@ class NativeLibrary:
         version_symbol: str,
         companions: tuple[str, ...] = (),
         before_load: Callable[[], None] | None = None,
+        header_version: tuple[int, int, int] | None = None,
     ) -> None:
         self.display_name = display_name
+        # The header version the bindings were generated from (None: not told).
+        self.header_version = header_version
         # Checks of the environment the library reads when it loads (its own logging variables):
         # run before every attempt, so that one fixed variable lets the next call load it.
         self._before_load = before_load
@@ -243,6 +246,11 @@ class NativeLibrary:
         self._path: str | None = None
         self._version: tuple[int, int, int] | None = None
         self._bound: dict[str, Any] = {}
+
+    @property
+    def env_var(self) -> str:
+        """The environment variable that names the library's path (checked before a search)."""
+        return self._env_var
 
     # -- loading -----------------------------------------------------------------------------
     @property

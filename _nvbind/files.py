@@ -155,15 +155,11 @@ def read_bytes(
 
 
 def read_text(
-    path: str | bytes | os.PathLike[Any],
-    *,
-    what: str = "file",
-    follow_symlinks: bool = True,
-    max_bytes: int = MAX_FILE_BYTES,
+    path: str | bytes | os.PathLike[Any], *, what: str = "file", follow_symlinks: bool = True
 ) -> str:
-    """:func:`read_bytes` decoded as UTF-8 (``UnicodeDecodeError``, a ``ValueError``, if it is not)."""
-    data = read_bytes(path, what=what, follow_symlinks=follow_symlinks, max_bytes=max_bytes)
-    return data.decode("utf-8")
+    """:func:`read_bytes` decoded as UTF-8 (``UnicodeDecodeError``, a ``ValueError``, if it is
+    not): the project's JSON files, at most :data:`MAX_FILE_BYTES`."""
+    return read_bytes(path, what=what, follow_symlinks=follow_symlinks).decode("utf-8")
 
 
 def check_write_target(path: str | bytes | os.PathLike[Any], *, what: str = "file") -> None:

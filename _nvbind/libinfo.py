@@ -29,22 +29,18 @@ class LibraryInfo(NamedTuple):
     found_via: Callable[[], str]
 
 
-def library_info(
-    lib: NativeLibrary,
-    header: tuple[int, int, int],
-    *,
-    module: str,
-    env_var: str,
-    version_example: str,
-    loaded_by: str,
-) -> LibraryInfo:
+def library_info(lib: NativeLibrary, *, module: str, example: str, loaded_by: str) -> LibraryInfo:
     """The ``_info`` functions of the library ``lib`` loads (``module`` is the ``_info`` module
-    they are documented in).
+    they are documented in): its ``header_version`` is the bindings' and its ``env_var`` the
+    variable that names its path.
 
-    ``env_var`` is the variable that names the library's path; ``header`` the header version the bindings were generated from; ``version_example`` follows
-    "e.g." in ``version``'s docstring; ``loaded_by`` names the packages that may have loaded the
-    library before us (``found_via``'s docstring)."""
+    ``example`` follows "e.g." in ``version``'s docstring; ``loaded_by`` names the packages
+    that may have loaded the library before us (``found_via``'s docstring)."""
     name = lib.display_name
+    env_var = lib.env_var
+    if lib.header_version is None:
+        raise ValueError(f"{name}'s loader was made without the bindings' header version")
+    header = lib.header_version
     prefix = lib.soname.removeprefix("lib").split(".so")[0]  # cudnn, cutensor: the C names' prefix
 
     def version() -> int:
@@ -68,7 +64,7 @@ def library_info(
         return lib.found_via
 
     docs = {
-        version: f"``{prefix}GetVersion()`` of the loaded library, e.g. {version_example}.",
+        version: f"``{prefix}GetVersion()`` of the loaded library, e.g. {example}.",
         version_tuple: f"``(major, minor, patch)`` of the loaded {name} (``{prefix}GetVersion``).",
         library_path: f"Absolute path of the loaded ``{lib.soname}``.",
         header_version: f"The {name} header version the bindings were generated from.",

@@ -76,4 +76,5 @@ def native_library(  # noqa: PLR0917 - positional, so that each package's call s
         version_symbol=f"{prefix}GetVersion",
         companions=companions,
         before_load=before_load,
+        header_version=bindings.HEADER_VERSION,
     )

@@ -10,7 +10,8 @@ import ctypes
 import functools
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -23,9 +24,11 @@ __all__ = [
     "ArrayCounts",
     "CallCheck",
     "array_count_check",
+    "called_after",
     "combine_checks",
     "make_checked",
     "no_such_name",
+    "raw_module",
     "storage_bytes",
     "translate_argument_error",
 ]
@@ -35,6 +38,62 @@ __all__ = [
 ArrayCounts = tuple[tuple[str, tuple[str, ...], int], ...]
 # A library's checks of one function's arguments, bound once per function (``make_checked``).
 CallCheck = Callable[[tuple[Any, ...]], None]
+
+
+def raw_module(
+    module: str,
+    bindings: ModuleType,
+    namespace: dict[str, Any],
+    bind: Callable[[str], Callable[..., Any]],
+    *,
+    values: Callable[[str], Any] | None = None,
+    value_names: Iterable[str] = (),
+) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
+    """``__all__``, ``__getattr__`` and ``__dir__`` of the raw layer ``module`` (``pycudnn.raw``,
+    ``pycutensor.raw``, ``raw_mp``, ``raw_mg``): every C function of the generated ``bindings``
+    under its C name, and their enums and constants.
+
+    A function is made on first access with ``bind(name)`` (which imports the loader, so that
+    importing the raw layer loads nothing; :func:`make_checked`, :func:`called_after`) and kept in
+    ``namespace``. ``values(name)`` makes the other names the layer offers (``value_names``: the
+    compute descriptors, read from the library), kept in ``namespace`` too. ``__all__`` is the C
+    functions; a name the layer lacks raises ``AttributeError`` with the nearest C names.
+    """
+    functions = bindings.FUNCTIONS
+    extra = set(value_names)
+
+    def __getattr__(name: str) -> Any:
+        value: Any
+        if name in functions:
+            value = bind(name)
+        elif name in extra and values is not None:
+            value = values(name)
+        elif not name.startswith("_") and hasattr(bindings, name):
+            return getattr(bindings, name)
+        else:
+            raise no_such_name(module, name, __dir__)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        public = {n for n in vars(bindings) if not n.startswith("_")}
+        return sorted(public | set(functions) | extra)
+
+    return sorted(functions), __getattr__, __dir__
+
+
+def called_after(
+    before: Callable[[], None], checked: Callable[..., Any], name: str
+) -> Callable[..., Any]:
+    """C function ``name`` (the wrapper ``checked``) with ``before()`` run before each call."""
+
+    def call(*args: Any) -> Any:
+        before()
+        return checked(*args)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = checked.__doc__
+    return call
 
 
 def no_such_name(module: str, name: str, names: Callable[[], list[str]]) -> AttributeError:

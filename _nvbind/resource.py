@@ -16,9 +16,9 @@ import ctypes
 import logging
 import weakref
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["CResource", "ClosedError"]
+__all__ = ["CResource", "Closable", "ClosedError"]
 
 
 class ClosedError(ValueError):
@@ -35,6 +35,26 @@ def _release(
         destroy(handle)
     except Exception as exc:  # pragma: no cover - depends on driver state at shutdown
         logging.getLogger(__name__.split(".")[0]).warning("releasing %s failed: %s", what, exc)
+
+
+_C = TypeVar("_C", bound="Closable")
+
+
+class Closable:
+    """``with obj:`` returns ``obj`` and closes it on leaving, for an object whose resources
+    :meth:`close` releases (a :class:`CResource` also refuses to enter once closed)."""
+
+    __slots__ = ()
+
+    def close(self) -> None:
+        """Release what the object holds (the subclass says what)."""
+        raise NotImplementedError
+
+    def __enter__(self: _C) -> _C:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class CResource:

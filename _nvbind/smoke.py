@@ -15,11 +15,11 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from .report import EXIT_CANNOT_RUN, EXIT_FAILED, EXIT_OK, devices_report, summarize
 
-__all__ = ["CheckResult", "SkipCheck", "run_checks"]
+__all__ = ["Check", "CheckList", "CheckResult", "SkipCheck", "run_checks"]
 
 
 class SkipCheck(Exception):
@@ -45,6 +45,34 @@ class CheckResult:
 
 
 Check = Callable[[], "dict[str, Any] | str | None"]
+C = TypeVar("C", bound=Callable[[], Any])
+
+
+class CheckList:
+    """Smoke checks in the order they are declared, each named where it is defined::
+
+    CHECKS = CheckList()
+
+
+    @CHECKS.add("library")
+    def _library() -> dict[str, Any]: ...
+    """
+
+    def __init__(self) -> None:
+        self._checks: list[tuple[str, Check]] = []
+
+    def add(self, name: str) -> Callable[[C], C]:
+        """A decorator that appends the check it decorates, under ``name``."""
+
+        def register(check: C) -> C:
+            self._checks.append((name, check))
+            return check
+
+        return register
+
+    def items(self) -> list[tuple[str, Check]]:
+        """``(name, check)`` pairs in the order they were added (a new list)."""
+        return list(self._checks)
 
 
 def _run_one(name: str, check: Check, missing: CheckResult | None = None) -> CheckResult:

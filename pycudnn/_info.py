@@ -7,29 +7,14 @@ import ctypes
 from _nvbind.libinfo import library_info
 
 from . import _bindings
-from ._lib import ENV_VAR, LIB, check
+from ._lib import LIB, check
 from ._versions import missing_features as _missing
 from ._versions import supported_range as _range
 
-__all__ = [
-    "cudart_version",
-    "found_via",
-    "header_version",
-    "library_path",
-    "missing_features",
-    "supported_range",
-    "version",
-    "version_tuple",
-]
-
-
+# version, version_tuple, library_path, header_version, cudart_version, found_via: made alike for
+# both libraries (a private module: the package re-exports what is public).
 version, version_tuple, library_path, header_version, cudart_version, found_via = library_info(
-    LIB,
-    _bindings.HEADER_VERSION,
-    module=__name__,
-    env_var=ENV_VAR,
-    version_example="92800 for 9.28.0",
-    loaded_by="PyTorch, cudnn-frontend, ...",
+    LIB, module=__name__, example="92800 for 9.28.0", loaded_by="PyTorch, cudnn-frontend, ..."
 )
 
 

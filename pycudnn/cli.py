@@ -11,54 +11,27 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping
 from typing import Any
 
+from _nvbind.cli import Command, LibraryCommandLine, verify_command
 from _nvbind.report import (
     EXIT_CANNOT_RUN,
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
     JSON_HELP,
-    CliParser,
-    add_version_option,
     devices_report,
-    guard_main,
-    parse_args,
     print_json,
-    print_report,
     report_error,
-    run_cli,
 )
 
 __all__ = ["info", "main", "parser"]
 
 
-def info() -> dict[str, Any]:
-    """Versions, paths, driver and devices (what ``python -m pycudnn info`` prints)."""
-    from _nvbind.report import info_report
-
-    return info_report("pycudnn", "cudnn")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line ``argv`` (default ``sys.argv[1:]``) and return its exit code."""
-    return guard_main(_main, argv)
-
-
-def parser() -> CliParser:
-    """The command line's parser (every subcommand and option; ``parse_args`` reports errors)."""
-    parser = CliParser(prog="python -m pycudnn", description=__doc__)
-    parser.add_argument("--json", dest="json_first", action="store_true", help=JSON_HELP)
-    add_version_option(parser, "pycudnn")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p_info = sub.add_parser("info", help="versions, library paths, driver and devices")
-    p_info.add_argument("--json", action="store_true", help=JSON_HELP)
-    p_smoke = sub.add_parser("smoke", help="run real cuDNN work against NumPy")
-    p_smoke.add_argument("--json", action="store_true", help=JSON_HELP)
-    p_smoke.add_argument(
-        "--require-gpu", action="store_true", help="fail when checks that need a GPU cannot run"
-    )
+def _add_commands(sub: argparse._SubParsersAction[Any]) -> Mapping[str, Command]:
+    # ``info`` and ``smoke`` are the shared frame's; ``verify`` is imported only when a command
+    # line is parsed, so that ``import pycudnn.cli`` stays cheap.
     p_dev = sub.add_parser(
         "deviceprops",
         help="capture this GPU's properties for deviceless plans",
@@ -74,45 +47,8 @@ def parser() -> CliParser:
     p_dev.add_argument("--json", action="store_true", help=JSON_HELP)
     from .verification import cli as verify_cli
 
-    verify_cli.add_arguments(
-        sub.add_parser(
-            "verify", help="check every engine against NumPy", description=verify_cli.__doc__
-        )
-    )
-    return parser
-
-
-def _main(argv: list[str]) -> int:
-    args = parse_args(parser(), argv)
-    if isinstance(args, int):
-        return args
-    return run_cli(lambda: _dispatch(args), json_mode=args.json, command=args.command)
-
-
-def _dispatch(args: argparse.Namespace) -> int:
-    if args.command == "info":
-        report = info()
-        code = EXIT_CANNOT_RUN if "cudnn_error" in report else EXIT_OK
-        if args.json:
-            print_json({"command": "info", "exit_code": code, **report})
-        else:
-            print_report(report)
-        return code
-    if args.command == "smoke":
-        from _nvbind.smoke import run_checks
-
-        from .smoke import checks
-
-        return run_checks(
-            "pycudnn smoke", checks(), as_json=args.json, require_gpu=args.require_gpu
-        )
-    if args.command == "verify":
-        from .verification.cli import run as run_verify
-
-        return run_verify(args)
-    if args.command == "deviceprops":
-        return _deviceprops(args)
-    return EXIT_USAGE  # pragma: no cover - argparse enforces the choices
+    verify = verify_command(sub, verify_cli, "check every engine against NumPy", verify_cli.__doc__)
+    return {"deviceprops": _deviceprops, "verify": verify}
 
 
 def _deviceprops(args: argparse.Namespace) -> int:
@@ -156,6 +92,11 @@ def _deviceprops(args: argparse.Namespace) -> int:
     else:
         print(f"saved the properties of device {args.device} ({props.device_name}) to {args.save}")
     return EXIT_OK
+
+
+_CLI = LibraryCommandLine("pycudnn", "cudnn", "cuDNN", __doc__, _add_commands)
+# The module's public functions are the frame's (the console script is pycudnn.cli:main).
+info, main, parser = _CLI.info, _CLI.main, _CLI.parser
 
 
 if __name__ == "__main__":  # pragma: no cover

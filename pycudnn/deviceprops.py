@@ -26,12 +26,13 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from _nvbind.cuda import driver_status
 from _nvbind.ffi import format_version
 from _nvbind.files import read_text, write_text
 from _nvbind.forksafe import fork_safe_lock
+from _nvbind.resource import Closable
 
 from . import log
 from ._info import version
@@ -185,7 +186,32 @@ class _class_or_instance:
         return bound
 
 
-class DeviceProperties:
+class _IntProperty:
+    """A read-only property of :class:`DeviceProperties`: the integer the captured properties hold
+    under ``key`` (``doc`` is its docstring, followed by the key)."""
+
+    def __init__(self, key: str, doc: str) -> None:
+        self.key = key
+        self.__doc__ = f"{doc} (``{key}``)."
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> _IntProperty: ...
+
+    @overload
+    def __get__(self, obj: DeviceProperties, owner: type | None = None) -> int: ...
+
+    def __get__(
+        self, obj: DeviceProperties | None, owner: type | None = None
+    ) -> int | _IntProperty:
+        if obj is None:
+            return self
+        return int(obj._data[self.key])
+
+    def __set__(self, obj: DeviceProperties, value: object) -> None:
+        raise AttributeError(f"{self.key}: the captured device properties are read-only")
+
+
+class DeviceProperties(Closable):
     """A GPU's properties as cuDNN sees them, and the finalized DEVICEPROP descriptor built from them.
 
     Create with :meth:`from_device` (on the GPU), :meth:`from_json` or :meth:`load`. Pass to
@@ -399,12 +425,6 @@ class DeviceProperties:
         if desc is not None:
             desc.close()
 
-    def __enter__(self) -> DeviceProperties:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # -- properties --------------------------------------------------------------------------
     @property
     def device_name(self) -> str:
@@ -423,30 +443,13 @@ class DeviceProperties:
         major, minor = self.compute_capability
         return major * 10 + minor
 
-    @property
-    def multiprocessor_count(self) -> int:
-        """Number of SMs (``multiProcessorCount``)."""
-        return int(self._data["multiProcessorCount"])
-
-    @property
-    def total_memory(self) -> int:
-        """Bytes of device memory (``totalGlobalMem``)."""
-        return int(self._data["totalGlobalMem"])
-
-    @property
-    def driver_version(self) -> int:
-        """``driverVer``, e.g. 12090 for CUDA 12.9."""
-        return int(self._data["driverVer"])
-
-    @property
-    def l2_cache_size(self) -> int:
-        """L2 cache size in bytes (``l2CacheSize``)."""
-        return int(self._data["l2CacheSize"])
-
-    @property
-    def max_shared_memory_per_block_optin(self) -> int:
-        """Shared memory a block can opt in to, in bytes (``maxSharedMemoryPerBlockOptin``)."""
-        return int(self._data["maxSharedMemoryPerBlockOptin"])
+    multiprocessor_count = _IntProperty("multiProcessorCount", "Number of SMs")
+    total_memory = _IntProperty("totalGlobalMem", "Bytes of device memory")
+    driver_version = _IntProperty("driverVer", "The driver's CUDA version, e.g. 12090 for 12.9")
+    l2_cache_size = _IntProperty("l2CacheSize", "L2 cache size in bytes")
+    max_shared_memory_per_block_optin = _IntProperty(
+        "maxSharedMemoryPerBlockOptin", "Shared memory a block can opt in to, in bytes"
+    )
 
     @property
     def fingerprint(self) -> str:

@@ -22,34 +22,19 @@ and stays the caller's responsibility, as in C.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from _nvbind.rawlayer import make_checked, no_such_name
+from _nvbind.rawlayer import make_checked, raw_module
 
 from . import _bindings
 from ._rawchecks import precheck
 
-__all__ = sorted(_bindings.FUNCTIONS)  # noqa: PLE0605 - computed from the generated table
+
+def _bind(name: str) -> Callable[..., Any]:
+    from ._lib import LIB, check
+
+    return make_checked(LIB, name, check, precheck)
 
 
-def _raise_status(status: int, function: str) -> None:
-    from ._lib import check
-
-    check(status, function)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _bindings.FUNCTIONS:
-        from ._lib import LIB
-
-        wrapper = make_checked(LIB, name, _raise_status, precheck)
-        globals()[name] = wrapper
-        return wrapper
-    if not name.startswith("_") and hasattr(_bindings, name):
-        return getattr(_bindings, name)
-    raise no_such_name("pycudnn.raw", name, __dir__)
-
-
-def __dir__() -> list[str]:
-    public = [n for n in vars(_bindings) if not n.startswith("_")]
-    return sorted(set(public) | set(_bindings.FUNCTIONS))
+__all__, __getattr__, __dir__ = raw_module("pycudnn.raw", _bindings, globals(), _bind)

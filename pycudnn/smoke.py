@@ -8,13 +8,12 @@ Feature modules contribute their own checks through ``smoke_checks()`` functions
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable
 from typing import Any
 
 from _nvbind.cuda import driver_status
 from _nvbind.libinfo import library_check
 from _nvbind.report import devices_report
-from _nvbind.smoke import SkipCheck
+from _nvbind.smoke import Check, CheckList, SkipCheck
 
 from . import _info
 from .handle import Handle
@@ -23,12 +22,17 @@ from .plan import smoke_checks as graph_checks
 
 __all__ = ["checks"]
 
+# This module's checks, in the order they run (each added where it is defined).
+_CHECKS = CheckList()
 
+
+@_CHECKS.add("library")
 def _library() -> dict[str, Any]:
 
     return library_check("pycudnn", "cudnn", built=f", newest SM {_info.max_device_version()}")
 
 
+@_CHECKS.add("driver")
 def _driver() -> dict[str, Any]:
     st = driver_status()
     if not st.library_found:
@@ -46,6 +50,7 @@ def _driver() -> dict[str, Any]:
     }
 
 
+@_CHECKS.add("legacy tensor descriptor")
 def _legacy_descriptor() -> str:
     from . import raw
 
@@ -71,6 +76,7 @@ def _legacy_descriptor() -> str:
     )
 
 
+@_CHECKS.add("backend tensor descriptor")
 def _backend_tensor() -> str:
     from . import raw
 
@@ -100,6 +106,7 @@ def _backend_tensor() -> str:
     return "backend TENSOR descriptor (fp16 NHWC 1x32x16x16) finalized"
 
 
+@_CHECKS.add("handle")
 def _handle() -> str:
     ok, reason = driver_status().usable, driver_status().reason
     if not ok:
@@ -109,17 +116,6 @@ def _handle() -> str:
         return f"cudnnCreate on device {handle.device_id}"
 
 
-def checks() -> list[tuple[str, Callable[[], Any]]]:
-    """The smoke checks in the order they run."""
-    out: list[tuple[str, Callable[[], Any]]] = [
-        ("library", _library),
-        ("driver", _driver),
-        ("legacy tensor descriptor", _legacy_descriptor),
-        ("backend tensor descriptor", _backend_tensor),
-        ("handle", _handle),
-    ]
-
-    out.extend(ops_checks())
-
-    out.extend(graph_checks())
-    return out
+def checks() -> list[tuple[str, Check]]:
+    """The smoke checks in the order they run: this module's, then the feature modules'."""
+    return [*_CHECKS.items(), *ops_checks(), *graph_checks()]

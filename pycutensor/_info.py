@@ -6,27 +6,12 @@ from _nvbind.ffi import format_version
 from _nvbind.libinfo import library_info
 
 from . import _bindings
-from ._lib import ENV_VAR, LIB
+from ._lib import LIB
 
-__all__ = [
-    "cudart_version",
-    "found_via",
-    "header_version",
-    "library_path",
-    "missing_features",
-    "supported_range",
-    "version",
-    "version_tuple",
-]
-
-
+# version, version_tuple, library_path, header_version, cudart_version, found_via: made alike for
+# both libraries (a private module: the package re-exports what is public).
 version, version_tuple, library_path, header_version, cudart_version, found_via = library_info(
-    LIB,
-    _bindings.HEADER_VERSION,
-    module=__name__,
-    env_var=ENV_VAR,
-    version_example="20800 (the 2.8.1 wheel reports patch 0)",
-    loaded_by="CuPy, ...",
+    LIB, module=__name__, example="20800 (the 2.8.1 wheel reports patch 0)", loaded_by="CuPy, ..."
 )
 
 

@@ -13,19 +13,12 @@ function, the argument and both numbers (``_bindings.ARRAY_COUNTS``, from the he
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from _nvbind.rawlayer import make_checked, no_such_name
+from _nvbind.rawlayer import called_after, make_checked, raw_module
 
 from . import _bindings
-
-__all__ = sorted(_bindings.FUNCTIONS)  # noqa: PLE0605 - computed from the generated table
-
-
-def _raise_status(status: int, function: str) -> None:
-    from ._lib import check
-
-    check(status, function)
 
 
 def compute_descriptor(name: str) -> int:
@@ -35,32 +28,25 @@ def compute_descriptor(name: str) -> int:
     return _cd(name)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _bindings.FUNCTIONS:
-        from ._lib import LIB, clear_last_error, precheck
+def _bind(name: str) -> Callable[..., Any]:
+    from ._lib import LIB, check, clear_last_error, precheck
 
-        checked = make_checked(LIB, name, _raise_status, precheck)
-
-        def call(*args: Any) -> Any:
-            clear_last_error()  # an error line logged earlier must not be attached to this call
-            return checked(*args)
-
-        call.__name__ = call.__qualname__ = name
-        call.__doc__ = checked.__doc__
-        globals()[name] = call
-        return call
-    if name in _bindings.COMPUTE_DESCRIPTOR_SYMBOLS:
-        # The value of the C global (a pointer), as C code passing CUTENSOR_COMPUTE_DESC_32F
-        # gets it; read now, so that the library loads at first use and not at import.
-        value = compute_descriptor(name.removeprefix("CUTENSOR_COMPUTE_DESC_"))
-        globals()[name] = value
-        return value
-    if not name.startswith("_") and hasattr(_bindings, name):
-        return getattr(_bindings, name)
-    raise no_such_name("pycutensor.raw", name, __dir__)
+    # An error line logged earlier must not be attached to this call.
+    return called_after(clear_last_error, make_checked(LIB, name, check, precheck), name)
 
 
-def __dir__() -> list[str]:
-    public = [n for n in vars(_bindings) if not n.startswith("_")]
-    descriptors = set(_bindings.COMPUTE_DESCRIPTOR_SYMBOLS)
-    return sorted(set(public) | set(_bindings.FUNCTIONS) | descriptors | {"compute_descriptor"})
+def _descriptor(name: str) -> int:
+    # The value of the C global (a pointer), as C code passing CUTENSOR_COMPUTE_DESC_32F gets it;
+    # read at first use, so that the library loads then and not at import.
+    return compute_descriptor(name.removeprefix("CUTENSOR_COMPUTE_DESC_"))
+
+
+__all__, __getattr__, __dir__ = raw_module(
+    "pycutensor.raw",
+    _bindings,
+    globals(),
+    _bind,
+    values=_descriptor,
+    # compute_descriptor is a function here, listed by dir() with the C names.
+    value_names=(*_bindings.COMPUTE_DESCRIPTOR_SYMBOLS, "compute_descriptor"),
+)

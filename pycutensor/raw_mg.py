@@ -10,41 +10,20 @@ it. Counts larger than the ctypes arrays passed with them are refused before C
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from _nvbind.rawlayer import make_checked, no_such_name
+from _nvbind.rawlayer import called_after, make_checked, raw_module
 
 from . import _bindings_mg as _bindings
 
-__all__ = sorted(_bindings.FUNCTIONS)  # noqa: PLE0605 - computed from the generated table
+
+def _bind(name: str) -> Callable[..., Any]:
+    from ._lib import clear_last_error
+    from ._lib_ext import MG, check_mg, precheck_mg
+
+    # An error line logged earlier must not be attached to this call.
+    return called_after(clear_last_error, make_checked(MG, name, check_mg, precheck_mg), name)
 
 
-def _raise_status(status: int, function: str) -> None:
-    from ._lib_ext import check_mg
-
-    check_mg(status, function)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _bindings.FUNCTIONS:
-        from ._lib import clear_last_error
-        from ._lib_ext import MG, precheck_mg
-
-        checked = make_checked(MG, name, _raise_status, precheck_mg)
-
-        def call(*args: Any) -> Any:
-            clear_last_error()  # an error line logged earlier must not be attached to this call
-            return checked(*args)
-
-        call.__name__ = call.__qualname__ = name
-        call.__doc__ = checked.__doc__
-        globals()[name] = call
-        return call
-    if not name.startswith("_") and hasattr(_bindings, name):
-        return getattr(_bindings, name)
-    raise no_such_name("pycutensor.raw_mg", name, __dir__)
-
-
-def __dir__() -> list[str]:
-    public = [n for n in vars(_bindings) if not n.startswith("_")]
-    return sorted(set(public) | set(_bindings.FUNCTIONS))
+__all__, __getattr__, __dir__ = raw_module("pycutensor.raw_mg", _bindings, globals(), _bind)

@@ -12,42 +12,23 @@ prototypes take (``cutensorOperator_t``) are in :mod:`pycutensor.raw`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from _nvbind.rawlayer import make_checked, no_such_name
+from _nvbind.rawlayer import called_after, make_checked, raw_module
 
 from . import _bindings_mp as _bindings
 
-__all__ = sorted(_bindings.FUNCTIONS)  # noqa: PLE0605 - computed from the generated table
+
+def _bind(name: str) -> Callable[..., Any]:
+    from ._lib import clear_last_error
+    from ._lib_ext import MP, MP_LOG, check_mp, precheck_mp
+
+    def before() -> None:
+        clear_last_error()  # lines logged before this call must not be attached to it
+        MP_LOG.mark()
+
+    return called_after(before, make_checked(MP, name, check_mp, precheck_mp), name)
 
 
-def _raise_status(status: int, function: str) -> None:
-    from ._lib_ext import check_mp
-
-    check_mp(status, function)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _bindings.FUNCTIONS:
-        from ._lib import clear_last_error
-        from ._lib_ext import MP, MP_LOG, precheck_mp
-
-        checked = make_checked(MP, name, _raise_status, precheck_mp)
-
-        def call(*args: Any) -> Any:
-            clear_last_error()  # lines logged before this call must not be attached to it
-            MP_LOG.mark()
-            return checked(*args)
-
-        call.__name__ = call.__qualname__ = name
-        call.__doc__ = checked.__doc__
-        globals()[name] = call
-        return call
-    if not name.startswith("_") and hasattr(_bindings, name):
-        return getattr(_bindings, name)
-    raise no_such_name("pycutensor.raw_mp", name, __dir__)
-
-
-def __dir__() -> list[str]:
-    public = [n for n in vars(_bindings) if not n.startswith("_")]
-    return sorted(set(public) | set(_bindings.FUNCTIONS))
+__all__, __getattr__, __dir__ = raw_module("pycutensor.raw_mp", _bindings, globals(), _bind)

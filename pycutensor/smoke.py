@@ -18,7 +18,7 @@ import numpy as np
 from _nvbind.cuda import driver_status
 from _nvbind.device_array import DeviceArray
 from _nvbind.libinfo import library_check
-from _nvbind.smoke import SkipCheck
+from _nvbind.smoke import Check, CheckList, SkipCheck
 
 from ._einsum import einsum, parse_einsum
 from .handle import Handle, synchronize_stream
@@ -35,11 +35,16 @@ from .tensor import TensorSpec
 
 __all__ = ["checks"]
 
+# The checks, in the order they run (each added where it is defined).
+_CHECKS = CheckList()
 
+
+@_CHECKS.add("library")
 def _library() -> dict[str, Any]:
     return library_check("pycutensor", "cutensor")
 
 
+@_CHECKS.add("compute descriptors")
 def _compute_descriptors() -> str:
     from . import _bindings
     from ._lib import LIB, compute_descriptor
@@ -66,6 +71,7 @@ _EXPRESSIONS = (
 )
 
 
+@_CHECKS.add("einsum parsing")
 def _einsum_parsing() -> str:
 
     kinds = []
@@ -82,6 +88,7 @@ def _einsum_parsing() -> str:
     return f"{len(kinds)} expressions agree with NumPy's output shapes: {'; '.join(kinds)}"
 
 
+@_CHECKS.add("validation tables")
 def _validation_tables() -> str:
 
     half = TensorSpec.create((8, 8), dtype=np.float16)
@@ -112,6 +119,7 @@ def _need_gpu(what: str) -> None:
         raise SkipCheck(f"{what} needs a GPU: {st.reason}", needs_gpu=True)
 
 
+@_CHECKS.add("handle")
 def _handle() -> str:
     _need_gpu("cutensorCreate")
 
@@ -139,6 +147,23 @@ def _timed(run: Callable[[], Any], sync: Callable[[], None]) -> float:
     return (time.perf_counter() - start) / repeats
 
 
+def _measured(
+    what: str, run: Callable[[], Any], out: DeviceArray, want: np.ndarray, flops: float = 0.0
+) -> dict[str, Any]:
+    """Time ``run`` (which writes ``out``) and compare ``out`` with NumPy's ``want``."""
+    seconds = _timed(run, lambda: synchronize_stream(0))
+    err = _max_relative_error(out.to_numpy(), want)
+    if err > _tolerance(out.dtype):
+        raise AssertionError(f"max relative error {err:.2e} against NumPy")
+    rate = f" ({flops / seconds / 1e9:.1f} GFLOP/s)" if flops else ""
+    return {
+        "summary": f"{what}: max relative error {err:.1e}, {seconds * 1e6:.0f} us per call{rate}",
+        "max_relative_error": err,
+        "seconds": seconds,
+    }
+
+
+@_CHECKS.add("contraction")
 def _contraction() -> dict[str, Any]:
     _need_gpu("the contraction")
 
@@ -151,22 +176,16 @@ def _contraction() -> dict[str, Any]:
     want = np.einsum("mhkn,ukvh->munv", a.astype(np.float64), b.astype(np.float64))
     da, db = DeviceArray.from_numpy(a), DeviceArray.from_numpy(b)
     dc = DeviceArray.empty(want.shape, np.float32)
-    seconds = _timed(
+    return _measured(
+        "C[m,u,n,v] = A[m,h,k,n] B[u,k,v,h], float32",
         lambda: einsum("mhkn,ukvh->munv", da, db, out=dc, compute_type="32F"),
-        lambda: synchronize_stream(0),
+        dc,
+        want,
+        flops=2.0 * float(np.prod([ext[c] for c in "munvhk"])),
     )
-    err = _max_relative_error(dc.to_numpy(), want)
-    if err > _tolerance(np.float32):
-        raise AssertionError(f"max relative error {err:.2e} against NumPy")
-    flops = 2.0 * np.prod([ext[c] for c in "munvhk"])
-    return {
-        "summary": f"C[m,u,n,v] = A[m,h,k,n] B[u,k,v,h], float32: max relative error {err:.1e}, "
-        f"{seconds * 1e6:.0f} us per call ({flops / seconds / 1e9:.1f} GFLOP/s)",
-        "max_relative_error": err,
-        "seconds": seconds,
-    }
 
 
+@_CHECKS.add("elementwise")
 def _elementwise() -> dict[str, Any]:
     _need_gpu("the elementwise operation")
 
@@ -177,21 +196,15 @@ def _elementwise() -> dict[str, Any]:
     want = 2.2 * np.transpose(a, (2, 1, 0)).astype(np.float64) + 1.3 * c
     da, dc = DeviceArray.from_numpy(a), DeviceArray.from_numpy(c)
     dd = DeviceArray.empty(c.shape, np.float32)
-    seconds = _timed(
+    return _measured(
+        "D[c,b,a] = 2.2 A[a,b,c] + 1.3 C[c,b,a], float32",
         lambda: elementwise_binary(da, "abc", dc, "cba", out=dd, alpha=2.2, gamma=1.3),
-        lambda: synchronize_stream(0),
+        dd,
+        want,
     )
-    err = _max_relative_error(dd.to_numpy(), want)
-    if err > _tolerance(np.float32):
-        raise AssertionError(f"max relative error {err:.2e} against NumPy")
-    return {
-        "summary": f"D[c,b,a] = 2.2 A[a,b,c] + 1.3 C[c,b,a], float32: max relative error "
-        f"{err:.1e}, {seconds * 1e6:.0f} us per call",
-        "max_relative_error": err,
-        "seconds": seconds,
-    }
 
 
+@_CHECKS.add("reduction")
 def _reduction() -> dict[str, Any]:
     _need_gpu("the reduction")
 
@@ -200,27 +213,11 @@ def _reduction() -> dict[str, Any]:
     want = a.sum(axis=1)
     da = DeviceArray.from_numpy(a)
     dc = DeviceArray.zeros(want.shape, np.float64)
-    seconds = _timed(lambda: reduce(da, "ikj", dc, "ij"), lambda: synchronize_stream(0))
-    err = _max_relative_error(dc.to_numpy(), want)
-    if err > _tolerance(np.float64):
-        raise AssertionError(f"max relative error {err:.2e} against NumPy")
-    return {
-        "summary": f"C[i,j] = sum_k A[i,k,j], float64: max relative error {err:.1e}, "
-        f"{seconds * 1e6:.0f} us per call",
-        "max_relative_error": err,
-        "seconds": seconds,
-    }
+    return _measured(
+        "C[i,j] = sum_k A[i,k,j], float64", lambda: reduce(da, "ikj", dc, "ij"), dc, want
+    )
 
 
-def checks() -> list[tuple[str, Callable[[], Any]]]:
+def checks() -> list[tuple[str, Check]]:
     """The smoke checks in the order they run."""
-    return [
-        ("library", _library),
-        ("compute descriptors", _compute_descriptors),
-        ("einsum parsing", _einsum_parsing),
-        ("validation tables", _validation_tables),
-        ("handle", _handle),
-        ("contraction", _contraction),
-        ("elementwise", _elementwise),
-        ("reduction", _reduction),
-    ]
+    return _CHECKS.items()

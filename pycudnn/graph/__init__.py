@@ -35,32 +35,11 @@ same cuDNN object): build another one.
 
 from __future__ import annotations
 
-from ..opgraph import (
-    CURRENT_GPU,
-    MAX_RANK,
-    MIN_RANK,
-    POINTWISE_ARITY,
-    GraphError,
-    Operation,
-    OperationGraph,
-    Tensor,
-    pointwise_arity,
-    pointwise_mode,
-    reduction_operator,
-)
+# The described graph's names, re-exported: Graph (an operation graph with the planning entry
+# points) is the one this package adds.
+from .. import opgraph as _opgraph
+from ..opgraph import *  # noqa: F403
 from .graph import Graph
 
-__all__ = [
-    "CURRENT_GPU",
-    "MAX_RANK",
-    "MIN_RANK",
-    "POINTWISE_ARITY",
-    "Graph",
-    "GraphError",
-    "Operation",
-    "OperationGraph",
-    "Tensor",
-    "pointwise_arity",
-    "pointwise_mode",
-    "reduction_operator",
-]
+__all__ = ["Graph"]
+__all__ += _opgraph.__all__

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from _nvbind.cuda import gpu_available
 from _nvbind.device_array import DeviceArray
-from _nvbind.smoke import SkipCheck
+from _nvbind.smoke import Check, CheckList, SkipCheck
 
 from ..tensor import (
     ConvolutionDescriptor,
 )
 from .activation import softmax_forward
 from .convolution import convolution_forward
+
+# The checks, in the order they run (each added where it is defined).
+_CHECKS = CheckList()
 
 
 def _require_gpu() -> None:
@@ -38,6 +40,18 @@ def _conv_reference(x: np.ndarray, w: np.ndarray, pad: int) -> np.ndarray:
     return out
 
 
+def _compared(
+    name: str, what: str, got: np.ndarray, want: np.ndarray, *, tolerance: tuple[float, float]
+) -> dict[str, Any]:
+    """The check's record once ``got`` is within ``tolerance`` (rtol, atol) of NumPy's ``want``."""
+    err = float(np.max(np.abs(got - want)))
+    rtol, atol = tolerance
+    if not np.allclose(got, want, rtol=rtol, atol=atol):
+        raise AssertionError(f"{name} differs from NumPy by up to {err:.3g}")
+    return {"summary": f"{what}: max |error| {err:.2g}", "max_error": err}
+
+
+@_CHECKS.add("legacy convolution (NCHW float32)")
 def _smoke_convolution() -> dict[str, Any]:
     _require_gpu()
     rng = np.random.default_rng(0)
@@ -48,16 +62,11 @@ def _smoke_convolution() -> dict[str, Any]:
         conv = ConvolutionDescriptor((1, 1))
         y = convolution_forward(DeviceArray.from_numpy(x), DeviceArray.from_numpy(w), conv)
     got = y.to_numpy()
-    want = _conv_reference(x, w, 1)
-    err = float(np.max(np.abs(got - want)))
-    if not np.allclose(got, want, rtol=1e-3, atol=1e-3):
-        raise AssertionError(f"convolution differs from NumPy by up to {err:.3g}")
-    return {
-        "summary": f"3x3 convolution, NCHW float32 {x.shape} -> {got.shape}: max |error| {err:.2g}",
-        "max_error": err,
-    }
+    what = f"3x3 convolution, NCHW float32 {x.shape} -> {got.shape}"
+    return _compared("convolution", what, got, _conv_reference(x, w, 1), tolerance=(1e-3, 1e-3))
 
 
+@_CHECKS.add("softmax")
 def _smoke_softmax() -> dict[str, Any]:
     _require_gpu()
     rng = np.random.default_rng(1)
@@ -65,18 +74,10 @@ def _smoke_softmax() -> dict[str, Any]:
     got = softmax_forward(DeviceArray.from_numpy(x)).to_numpy()
     e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
     want = e / e.sum(axis=1, keepdims=True)
-    err = float(np.max(np.abs(got - want)))
-    if not np.allclose(got, want, rtol=1e-4, atol=1e-6):
-        raise AssertionError(f"softmax differs from NumPy by up to {err:.3g}")
-    return {
-        "summary": f"channel softmax, float32 {x.shape}: max |error| {err:.2g}",
-        "max_error": err,
-    }
+    what = f"channel softmax, float32 {x.shape}"
+    return _compared("softmax", what, got, want, tolerance=(1e-4, 1e-6))
 
 
-def smoke_checks() -> list[tuple[str, Callable[[], Any]]]:
+def smoke_checks() -> list[tuple[str, Check]]:
     """Checks for ``python -m pycudnn smoke``: a legacy convolution and a softmax against NumPy."""
-    return [
-        ("legacy convolution (NCHW float32)", _smoke_convolution),
-        ("softmax", _smoke_softmax),
-    ]
+    return _CHECKS.items()

@@ -28,66 +28,46 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from _nvbind.lazy import lazy_module_attributes
+from _nvbind.lazy import lazy_exports as _lazy_exports
 
-from .building import build, build_all
-from .cache import PlanCache, default_plan_cache
-from .execution import Plan
-from .heuristics import HEURISTIC_MODES, EngineConfig, KnobInfo, engine_configs, run_heuristics
-from .options import PlanOptions
-from .report import (
-    GraphNotSupportedError,
-    HeuristicsResult,
-    NoTargetError,
-    PlanningReport,
-    PlanVersionError,
-)
+# Imported with the package; "X as X" marks a re-export for type checkers (__all__ is computed).
+from .building import build as build
+from .building import build_all as build_all
+from .cache import PlanCache as PlanCache
+from .cache import default_plan_cache as default_plan_cache
+from .execution import Plan as Plan
+from .heuristics import HEURISTIC_MODES as HEURISTIC_MODES
+from .heuristics import EngineConfig as EngineConfig
+from .heuristics import KnobInfo as KnobInfo
+from .heuristics import engine_configs as engine_configs
+from .heuristics import run_heuristics as run_heuristics
+from .options import PlanOptions as PlanOptions
+from .report import GraphNotSupportedError as GraphNotSupportedError
+from .report import HeuristicsResult as HeuristicsResult
+from .report import NoTargetError as NoTargetError
+from .report import PlanningReport as PlanningReport
+from .report import PlanVersionError as PlanVersionError
 
 # Autotuning, engine selection and the smoke checks are imported on first use (PEP 562): a process
 # that only builds or loads plans (``Graph.build``, a plan-cache directory) never needs them, and
 # they pull timing, NumPy reference and statistics code with them.
-_LAZY: dict[str, str] = {
-    "AutotuneResult": ".autotuning",
-    "AutotuneResults": ".autotuning",
-    "autotune": ".autotuning",
-    "build_engine": ".selection",
-    "engine_config": ".selection",
-    "smoke_checks": ".smoke",
+_LAZY = {
+    ".autotuning": "AutotuneResult AutotuneResults autotune",
+    ".selection": "build_engine engine_config",
+    ".smoke": "smoke_checks",
 }
 
 # Submodules that used to be imported with the package: still reachable as attributes.
 _SUBMODULES = {"autotuning", "selection", "smoke", "verifying"}
 
-__all__ = [
-    "HEURISTIC_MODES",
-    "AutotuneResult",
-    "AutotuneResults",
-    "EngineConfig",
-    "GraphNotSupportedError",
-    "NoTargetError",
-    "HeuristicsResult",
-    "KnobInfo",
-    "Plan",
-    "PlanCache",
-    "PlanOptions",
-    "PlanVersionError",
-    "PlanningReport",
-    "autotune",
-    "build",
-    "build_all",
-    "build_engine",
-    "default_plan_cache",
-    "engine_config",
-    "engine_configs",
-    "run_heuristics",
-    "smoke_checks",
-]
+
+__all__, __getattr__, __dir__ = _lazy_exports(__name__, globals(), _LAZY, _SUBMODULES)
 
 
-__getattr__, __dir__ = lazy_module_attributes(__name__, globals(), _LAZY, _SUBMODULES)
-
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .autotuning import AutotuneResult, AutotuneResults, autotune
-    from .selection import build_engine, engine_config
-    from .smoke import smoke_checks
+if TYPE_CHECKING:  # pragma: no cover - the re-exports type checkers read ("X as X")
+    from .autotuning import AutotuneResult as AutotuneResult
+    from .autotuning import AutotuneResults as AutotuneResults
+    from .autotuning import autotune as autotune
+    from .selection import build_engine as build_engine
+    from .selection import engine_config as engine_config
+    from .smoke import smoke_checks as smoke_checks

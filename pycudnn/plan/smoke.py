@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ import numpy as np
 
 from _nvbind.cuda import driver_status
 from _nvbind.device_array import DeviceArray
-from _nvbind.smoke import SkipCheck
+from _nvbind.smoke import Check, CheckList, SkipCheck
 
 from ..deviceprops import DeviceProperties
 from ..opgraph import OperationGraph
@@ -23,6 +22,9 @@ from .heuristics import run_heuristics
 __all__ = ["smoke_checks"]
 
 _log = logging.getLogger("pycudnn")
+
+# The checks, in the order they run (each added where it is defined).
+_CHECKS = CheckList()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -76,6 +78,7 @@ def _smoke_deviceprops() -> tuple[DeviceProperties | None, str]:
     return DeviceProperties.load(files[0]), str(files[0])
 
 
+@_CHECKS.add("graph heuristics (conv+bias+ReLU, matmul)")
 def _smoke_heuristics() -> dict[str, Any]:
 
     st = driver_status()
@@ -117,6 +120,7 @@ def _smoke_heuristics() -> dict[str, Any]:
     return out
 
 
+@_CHECKS.add("deviceless plans from device properties")
 def _smoke_deviceless() -> dict[str, Any]:
 
     why = DeviceProperties.why_no_plans()
@@ -141,10 +145,12 @@ def _smoke_deviceless() -> dict[str, Any]:
     return data
 
 
+@_CHECKS.add("graph conv+bias+ReLU on the GPU vs NumPy")
 def _smoke_gpu_conv() -> dict[str, Any]:
     return _smoke_gpu("conv_bias_relu")
 
 
+@_CHECKS.add("graph matmul on the GPU vs NumPy")
 def _smoke_gpu_matmul() -> dict[str, Any]:
     return _smoke_gpu("matmul")
 
@@ -222,11 +228,6 @@ def _conv2d_reference(x: np.ndarray, w: np.ndarray, pad: int) -> np.ndarray:
     return out
 
 
-def smoke_checks() -> list[tuple[str, Callable[[], Any]]]:
+def smoke_checks() -> list[tuple[str, Check]]:
     """The graph API's checks for ``python -m pycudnn smoke``."""
-    return [
-        ("graph heuristics (conv+bias+ReLU, matmul)", _smoke_heuristics),
-        ("deviceless plans from device properties", _smoke_deviceless),
-        ("graph conv+bias+ReLU on the GPU vs NumPy", _smoke_gpu_conv),
-        ("graph matmul on the GPU vs NumPy", _smoke_gpu_matmul),
-    ]
+    return _CHECKS.items()

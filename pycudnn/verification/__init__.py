@@ -21,58 +21,39 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from _nvbind.lazy import lazy_module_attributes
+from _nvbind.lazy import lazy_exports as _lazy_exports
 
 # The references are NumPy code for every operation: imported on the first verification (PEP 562),
 # so that a process that only builds or loads plans never imports them.
-_LAZY: dict[str, str] = {
-    "entry_for": ".entries",
-    "write_entries": ".entries",
-    "make_inputs": ".inputs",
-    "strided_array": ".inputs",
-    "NoReferenceError": ".reference",
-    "evaluate": ".reference",
-    "reference_cost": ".reference",
-    "OutputCheck": ".result",
-    "VerifyResult": ".result",
-    "compare": ".result",
-    "DEFAULT_MAX_REFERENCE_COST": ".run",
-    "verify_plan": ".run",
-    "verify_plans": ".run",
-    "Tolerance": ".tolerance",
-    "tolerance_for": ".tolerance",
-    "unit_roundoff": ".tolerance",
+_LAZY = {
+    ".entries": "entry_for write_entries",
+    ".inputs": "make_inputs strided_array",
+    ".reference": "NoReferenceError evaluate reference_cost",
+    ".result": "OutputCheck VerifyResult compare",
+    ".run": "DEFAULT_MAX_REFERENCE_COST verify_plan verify_plans",
+    ".tolerance": "Tolerance tolerance_for unit_roundoff",
 }
 _SUBMODULES = {"entries", "inputs", "reference", "reference_attention", "result", "run",
                "slicing", "suite", "cli", "tolerance", "common"}  # fmt: skip
 
-__all__ = [
-    "DEFAULT_MAX_REFERENCE_COST",
-    "NoReferenceError",
-    "OutputCheck",
-    "Tolerance",
-    "VerifyResult",
-    "compare",
-    "entry_for",
-    "evaluate",
-    "make_inputs",
-    "reference_cost",
-    "strided_array",
-    "tolerance_for",
-    "unit_roundoff",
-    "verify_plan",
-    "verify_plans",
-    "write_entries",
-]
+
+__all__, __getattr__, __dir__ = _lazy_exports(__name__, globals(), _LAZY, _SUBMODULES)
 
 
-__getattr__, __dir__ = lazy_module_attributes(__name__, globals(), _LAZY, _SUBMODULES)
-
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .entries import entry_for, write_entries
-    from .inputs import make_inputs, strided_array
-    from .reference import NoReferenceError, evaluate, reference_cost
-    from .result import OutputCheck, VerifyResult, compare
-    from .run import DEFAULT_MAX_REFERENCE_COST, verify_plan, verify_plans
-    from .tolerance import Tolerance, tolerance_for, unit_roundoff
+if TYPE_CHECKING:  # pragma: no cover - the re-exports type checkers read ("X as X")
+    from .entries import entry_for as entry_for
+    from .entries import write_entries as write_entries
+    from .inputs import make_inputs as make_inputs
+    from .inputs import strided_array as strided_array
+    from .reference import NoReferenceError as NoReferenceError
+    from .reference import evaluate as evaluate
+    from .reference import reference_cost as reference_cost
+    from .result import OutputCheck as OutputCheck
+    from .result import VerifyResult as VerifyResult
+    from .result import compare as compare
+    from .run import DEFAULT_MAX_REFERENCE_COST as DEFAULT_MAX_REFERENCE_COST
+    from .run import verify_plan as verify_plan
+    from .run import verify_plans as verify_plans
+    from .tolerance import Tolerance as Tolerance
+    from .tolerance import tolerance_for as tolerance_for
+    from .tolerance import unit_roundoff as unit_roundoff

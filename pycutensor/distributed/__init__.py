@@ -12,75 +12,41 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from _nvbind.lazy import lazy_module_attributes
+from _nvbind.lazy import lazy_exports as _lazy_exports
 
-from ._common import DeviceRequiredError
+from ._common import DeviceRequiredError as DeviceRequiredError
 
-_LAZY: dict[str, str] = {
-    "Communicator": ".comm",
-    "Distribution": ".layout",
-    "MpHandle": ".mp",
-    "DistributedTensor": ".mp",
-    "MpPlanPreference": ".mp",
-    "ContractionPlan": ".mp",
-    "RedistributionPlan": ".mp",
-    "UnfoldPlan": ".mp",
-    "FoldPlan": ".mp",
-    "einsum": ".mp",
-    "gather": ".mp",
-    "scatter": ".mp",
-    "MgHandle": ".mg",
-    "MgTensor": ".mg",
-    "MgCopyPlan": ".mg",
-    "MgContractionPlan": ".mg",
-    "BlockStructure": ".blocksparse",
-    "BlockSparseTensor": ".blocksparse",
-    "BlockSparseContractionPlan": ".blocksparse",
-    "cost_table": ".cost",
+_LAZY = {
+    ".comm": "Communicator",
+    ".layout": "Distribution",
+    ".mp": "MpHandle DistributedTensor MpPlanPreference ContractionPlan RedistributionPlan "
+    "UnfoldPlan FoldPlan einsum gather scatter",
+    ".mg": "MgHandle MgTensor MgCopyPlan MgContractionPlan",
+    ".blocksparse": "BlockStructure BlockSparseTensor BlockSparseContractionPlan",
+    ".cost": "cost_table",
 }
 _SUBMODULES = {"comm", "layout", "mp", "mg", "blocksparse", "cost"}
 
-__all__ = [
-    "BlockSparseContractionPlan",
-    "BlockSparseTensor",
-    "BlockStructure",
-    "Communicator",
-    "ContractionPlan",
-    "DeviceRequiredError",
-    "Distribution",
-    "DistributedTensor",
-    "FoldPlan",
-    "MgContractionPlan",
-    "MgCopyPlan",
-    "MgHandle",
-    "MgTensor",
-    "MpHandle",
-    "MpPlanPreference",
-    "RedistributionPlan",
-    "UnfoldPlan",
-    "cost_table",
-    "einsum",
-    "gather",
-    "scatter",
-]
+__all__, __getattr__, __dir__ = _lazy_exports(__name__, globals(), _LAZY, _SUBMODULES)
 
-__getattr__, __dir__ = lazy_module_attributes(__name__, globals(), _LAZY, _SUBMODULES)
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .blocksparse import BlockSparseContractionPlan, BlockSparseTensor, BlockStructure
-    from .comm import Communicator
-    from .cost import cost_table
-    from .layout import Distribution
-    from .mg import MgContractionPlan, MgCopyPlan, MgHandle, MgTensor
-    from .mp import (
-        ContractionPlan,
-        DistributedTensor,
-        FoldPlan,
-        MpHandle,
-        MpPlanPreference,
-        RedistributionPlan,
-        UnfoldPlan,
-        einsum,
-        gather,
-        scatter,
-    )
+if TYPE_CHECKING:  # pragma: no cover - the re-exports type checkers read ("X as X")
+    from .blocksparse import BlockSparseContractionPlan as BlockSparseContractionPlan
+    from .blocksparse import BlockSparseTensor as BlockSparseTensor
+    from .blocksparse import BlockStructure as BlockStructure
+    from .comm import Communicator as Communicator
+    from .cost import cost_table as cost_table
+    from .layout import Distribution as Distribution
+    from .mg import MgContractionPlan as MgContractionPlan
+    from .mg import MgCopyPlan as MgCopyPlan
+    from .mg import MgHandle as MgHandle
+    from .mg import MgTensor as MgTensor
+    from .mp import ContractionPlan as ContractionPlan
+    from .mp import DistributedTensor as DistributedTensor
+    from .mp import FoldPlan as FoldPlan
+    from .mp import MpHandle as MpHandle
+    from .mp import MpPlanPreference as MpPlanPreference
+    from .mp import RedistributionPlan as RedistributionPlan
+    from .mp import UnfoldPlan as UnfoldPlan
+    from .mp import einsum as einsum
+    from .mp import gather as gather
+    from .mp import scatter as scatter
