@@ -398,6 +398,28 @@ class GraphCore:
         self._op_names.add(name)
         return op
 
+    def _produce(
+        self,
+        kind: str,
+        op_name: str,
+        label: str,
+        inputs: dict[str, Tensor],
+        output: tuple[str, tuple[int, ...], Tensor],
+        *,
+        attrs: dict[str, Any],
+        out: Tensor | None,
+        out_dtype: Any,
+        strides: tuple[int, ...] | None = None,
+    ) -> Tensor:
+        """Declare the one output of an operation, ``(role, dims, like)`` as :meth:`_output`
+        takes them, and record the operation reading ``inputs``; returns the output."""
+        ins = inputs.values()
+        y = self._output(
+            label, op_name, *output, out=out, out_dtype=out_dtype, strides=strides, inputs=ins
+        )
+        self._add_op(kind, op_name, inputs, {output[0]: y}, attrs)
+        return y
+
     @contextmanager
     def _all_or_nothing(self) -> Iterator[None]:
         """Undo what an operation method added to the graph when it raises.

@@ -1,0 +1,68 @@
+"""Operation families that share a keyword list declare it once: the backward convolutions take
+conv_fprop's keywords (typed by ConvolutionKeywords) with conv_fprop's defaults."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from pycudnn import Graph
+from pycudnn.opgraph.convolution import (
+    ConvolutionKeywords,
+    ConvolutionOps,
+    DgradKeywords,
+    WgradKeywords,
+)
+
+
+def test_convolution_keywords_are_conv_fprops_own() -> None:
+    params = inspect.signature(ConvolutionOps.conv_fprop).parameters.values()
+    fprop = {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    assert set(ConvolutionKeywords.__annotations__) == fprop
+    assert set(DgradKeywords.__annotations__) - fprop == {"dx_dims"}
+    assert set(WgradKeywords.__annotations__) - fprop == {"dw_dims"}
+
+
+def _conv_graph() -> tuple[Graph, object, object, object]:
+    g = Graph("backward_defaults")
+    x = g.tensor([2, 8, 9, 9], name="x")
+    w = g.tensor([4, 8, 3, 3], name="w")
+    dy = g.tensor([2, 4, 7, 7], name="dy")
+    return g, x, w, dy
+
+
+def test_backward_convolutions_default_as_conv_fprop() -> None:
+    g, x, w, dy = _conv_graph()
+    g.conv_fprop(x, w, name="f")
+    g.conv_dgrad(dy, w, name="d")
+    g.conv_wgrad(x, dy, name="wg")
+    f, d, wg = g.operations
+    # no padding, stride 1, dilation 1: a 9x9 input and a 3x3 filter give 7x7, and back
+    assert d.outputs["dx"].dims == (2, 8, 9, 9)
+    assert wg.outputs["dw"].dims == (4, 8, 3, 3)
+    for op in (d, wg):
+        assert op.attrs == f.attrs, op.name
+
+
+def test_backward_convolution_keywords_reach_the_operation() -> None:
+    g, _, w, _ = _conv_graph()
+    dy = g.tensor([2, 4, 5, 5], name="dy2")
+    dx = g.conv_dgrad(dy, w, padding=1, stride=2, alpha=0.5, name="d", out_dtype="float16")
+    op = g.operations[0]
+    assert dx.dims == (2, 8, 9, 9)  # (5 - 1) * 2 - 2 + 3
+    assert dx.dtype == "float16"
+    assert op.attrs["stride"] == (2, 2) and op.attrs["pre_padding"] == (1, 1)
+    assert op.attrs["alpha"] == 0.5 and op.attrs["beta"] == 0.0
+
+
+@pytest.mark.parametrize("method", ["conv_dgrad", "conv_wgrad"])
+def test_a_misspelt_backward_keyword_is_a_type_error_naming_it(method: str) -> None:
+    g, x, w, dy = _conv_graph()
+    args = (dy, w) if method == "conv_dgrad" else (x, dy)
+    with pytest.raises(TypeError, match=f"{method}.*'paddin'"):
+        getattr(g, method)(*args, paddin=1)
+    other = "dw_dims" if method == "conv_dgrad" else "dx_dims"
+    with pytest.raises(TypeError, match=other):
+        getattr(g, method)(*args, **{other: [1, 1, 1, 1]})
+    assert not g.operations  # nothing was added
