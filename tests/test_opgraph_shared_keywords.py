@@ -7,13 +7,14 @@ import inspect
 
 import pytest
 
-from pycudnn import Graph
+from pycudnn import Graph, _bindings
 from pycudnn.opgraph.convolution import (
     ConvolutionKeywords,
     ConvolutionOps,
     DgradKeywords,
     WgradKeywords,
 )
+from pycudnn.opgraph.lowering_extra import EXTRA_KINDS
 
 
 def test_convolution_keywords_are_conv_fprops_own() -> None:
@@ -66,3 +67,13 @@ def test_a_misspelt_backward_keyword_is_a_type_error_naming_it(method: str) -> N
     with pytest.raises(TypeError, match=other):
         getattr(g, method)(*args, **{other: [1, 1, 1, 1]})
     assert not g.operations  # nothing was added
+
+
+def test_every_derived_attribute_name_is_a_cudnn_attribute() -> None:
+    # The lowering table derives most attribute names from cudnn_graph.h's spelling convention;
+    # each must name an enumerator of cudnnBackendAttributeName_t (from the header).
+    known = set(_bindings.cudnnBackendAttributeName_t.__members__)
+    for kind, spec in EXTRA_KINDS.items():
+        names = [*spec.roles.values(), *(attr for _, attr, _ in spec.values)]
+        names += [spec.math] if spec.math else []
+        assert not [n for n in names if n not in known], kind
