@@ -186,18 +186,10 @@ class PointwiseOps(GraphCore):
                 raise GraphError(f"{label}: axis {axis} is out of range for rank {len(dims)}")
             attrs["axis"] = axis
         role_out = "dx" if backward else "y"
-        y = self._output(
-            label,
-            op_name,
-            role_out,
-            dims,
-            like,
-            out=out,
-            out_dtype=out_dtype,
-            inputs=roles_in.values(),
+        y = (role_out, dims, like)
+        return self._produce(
+            kind, op_name, label, roles_in, y, attrs=attrs, out=out, out_dtype=out_dtype
         )
-        self._add_op(kind, op_name, roles_in, {role_out: y}, attrs)
-        return y
 
     # Convenience spellings of common pointwise modes.
     def add(self, a: Tensor, b: Tensor, **kw: Unpack[BinaryKeywords]) -> Tensor:

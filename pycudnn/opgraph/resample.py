@@ -190,8 +190,5 @@ class ResampleOps(GraphCore):
             raise GraphError(f"{label}: max pooling's gradient needs index=, or x= and y=")
         like = ins.get("x", dy)
         require_kind("OPERATION_RESAMPLE_BWD", label)
-        dx = self._output(
-            label, op_name, "dx", dxd, like, out=out, out_dtype=None, inputs=ins.values()
-        )
-        self._add_op(kind, op_name, ins, {"dx": dx}, attrs)
-        return dx
+        dx = ("dx", dxd, like)
+        return self._produce(kind, op_name, label, ins, dx, attrs=attrs, out=out, out_dtype=None)

@@ -128,7 +128,6 @@ class RngOps(GraphCore):
         _need_dtype(f, "i", label, "FLAG", "the flag is an int64")
         v = _int_arg(value, f"{label}: value")
         require_kind("OPERATION_SIGNAL", label)
-        y = self._output(label, op_name, "y", x.dims, x, out=out, out_dtype=x.dtype, inputs=(x, f))
         attrs = {"compute_dtype": self.compute_dtype, "mode": smode, "value": v}
-        self._add_op(kind, op_name, {"x": x, "flag": f}, {"y": y}, attrs)
-        return y
+        ins, y = {"x": x, "flag": f}, ("y", x.dims, x)
+        return self._produce(kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=x.dtype)

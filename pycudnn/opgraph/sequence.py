@@ -115,9 +115,8 @@ class SequenceOps(GraphCore):
         _need_dtype(f, "f", label, "FREQS", "frequencies are angles (floating point)")
         require_kind(desc, label, since=since)
         # the rotated tensor keeps the input's type (attention after it takes fp16/bf16)
-        y = self._output(label, op_name, xout, x.dims, x, out=out, out_dtype=x.dtype, inputs=(x, f))
-        self._add_op(kind, op_name, {xin: x, "freqs": f}, {xout: y}, attrs)
-        return y
+        ins, y = {xin: x, "freqs": f}, (xout, x.dims, x)
+        return self._produce(kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=x.dtype)
 
     def rope(
         self,
@@ -193,12 +192,9 @@ class SequenceOps(GraphCore):
         od = (b, c.dims[1], s, c.dims[3])
         # gathered pages keep the cache's type (attention after it takes fp16/bf16)
         require_kind("OPERATION_PAGED_CACHE_LOAD", label)
-        y = self._output(label, op_name, "y", od, c, out=out, out_dtype=c.dtype, inputs=(c, pt, sl))
         attrs = {"compute_dtype": self.compute_dtype}
-        self._add_op(
-            kind, op_name, {"container": c, "page_table": pt, "seq_len": sl}, {"y": y}, attrs
-        )
-        return y
+        ins, y = {"container": c, "page_table": pt, "seq_len": sl}, ("y", od, c)
+        return self._produce(kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=c.dtype)
 
     def _band(  # noqa: PLR0917 - private, shared by expand and contract
         self,
@@ -254,19 +250,11 @@ class SequenceOps(GraphCore):
                 attrs["max_token"] = _int_arg(extra["max_token"], f"{label}: max_token", minimum=1)
         od_t = tuple(od)
         require_kind(desc, label)
-        y = self._output(
-            label,
-            op_name,
-            "y",
-            od_t,
-            x,
-            out=out,
-            out_dtype=x.dtype if out_dtype is None else out_dtype,
-            strides=_packed(od_t),
-            inputs=ins.values(),
+        kw: dict[str, Any] = {"out": out, "strides": _packed(od_t)}
+        dt = x.dtype if out_dtype is None else out_dtype
+        return self._produce(
+            kind, op_name, label, ins, ("y", od_t, x), attrs=attrs, out_dtype=dt, **kw
         )
-        self._add_op(kind, op_name, ins, {"y": y}, attrs)
-        return y
 
     def expand_band_matrix(
         self,
@@ -392,9 +380,6 @@ class SequenceOps(GraphCore):
             name=self._unique_name(None, f"{op_name}.fill"),
         )  # fmt: skip
         ins.update(lens)
-        y = self._output(
-            label, op_name, "y", x.dims, x, out=out, out_dtype=x.dtype, inputs=ins.values()
-        )
         attrs = {"compute_dtype": self.compute_dtype, "comparison": mode}
-        self._add_op(kind, op_name, ins, {"y": y}, attrs)
-        return y
+        y = ("y", x.dims, x)
+        return self._produce(kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=x.dtype)
