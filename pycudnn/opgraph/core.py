@@ -166,12 +166,14 @@ class GraphCore:
 
     def _new_tensor(
         self,
-        name: str,
+        names: tuple[str | None, str],
         dims: tuple[int, ...],
         strides: tuple[int, ...],
         dtype: np.dtype | None,
         **kw: Any,
     ) -> Tensor:
+        """A tensor named ``names[0]``, or when that is None a free name made from ``names[1]``."""
+        name = self._unique_name(*names)
         t = Tensor(self, self._next_uid, name, dims=dims, strides=strides, dtype=dtype, **kw)
         self._next_uid += 1
         self._tensors.append(t)
@@ -252,7 +254,7 @@ class GraphCore:
             if virtual:
                 raise GraphError(f"{label}: a by-value scalar cannot be virtual")
         return self._new_tensor(
-            self._unique_name(name, f"t{self._next_uid}"),
+            (name, f"t{self._next_uid}"),
             dims_t,
             strides_t,
             dt,
@@ -365,13 +367,9 @@ class GraphCore:
         if out_dtype is not None:
             dt = as_numpy_dtype(out_dtype, name=f"{op_label}: out_dtype")
             _cudnn_dtype(dt, f"{op_label}: out_dtype")
+        default = f"{op_name}.{role}"
         return self._new_tensor(
-            self._unique_name(None, f"{op_name}.{role}"),
-            dims,
-            strides,
-            dt,
-            virtual=None,
-            vector_count=vector,
+            (None, default), dims, strides, dt, virtual=None, vector_count=vector
         )
 
     def _add_op(

@@ -100,17 +100,9 @@ class QuantizeOps(GraphCore):
             )
             attrs["neg_scale"] = neg_scale
         require_kind("OPERATION_BLOCK_SCALE_DEQUANTIZE", label)
-        ins, y = {"x": x, "scale": s}, ("y", x.dims, x)
+        ins, y, st = {"x": x, "scale": s}, ("y", x.dims, x), x.strides
         return self._produce(
-            kind,
-            op_name,
-            label,
-            ins,
-            y,
-            attrs=attrs,
-            out=out,
-            out_dtype=out_dtype,
-            strides=x.strides,
+            kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=out_dtype, strides=st
         )
 
     def moe_grouped_matmul(

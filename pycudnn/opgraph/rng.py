@@ -100,7 +100,7 @@ class RngOps(GraphCore):
             # no input to take a layout from: the output is laid out by `strides`
             dt = as_numpy_dtype(out_dtype or "float32", name=f"{label}: out_dtype")
             _cudnn_dtype(dt, f"{label}: out_dtype")
-            y = self._new_tensor(self._unique_name(None, f"{op_name}.y"), od, st, dt, virtual=None)
+            y = self._new_tensor((None, f"{op_name}.y"), od, st, dt, virtual=None)
         self._add_op(kind, op_name, ins, {"y": y}, attrs)
         return y
 
