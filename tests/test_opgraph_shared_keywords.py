@@ -4,10 +4,12 @@ conv_fprop's keywords (typed by ConvolutionKeywords) with conv_fprop's defaults.
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
 import pytest
 
 from pycudnn import Graph, _bindings
+from pycudnn.graph import GraphError, Tensor
 from pycudnn.opgraph.convolution import (
     ConvolutionKeywords,
     ConvolutionOps,
@@ -25,7 +27,7 @@ def test_convolution_keywords_are_conv_fprops_own() -> None:
     assert set(WgradKeywords.__annotations__) - fprop == {"dw_dims"}
 
 
-def _conv_graph() -> tuple[Graph, object, object, object]:
+def _conv_graph() -> tuple[Graph, Tensor, Tensor, Tensor]:
     g = Graph("backward_defaults")
     x = g.tensor([2, 8, 9, 9], name="x")
     w = g.tensor([4, 8, 3, 3], name="w")
@@ -77,3 +79,20 @@ def test_every_derived_attribute_name_is_a_cudnn_attribute() -> None:
         names = [*spec.roles.values(), *(attr for _, attr, _ in spec.values)]
         names += [spec.math] if spec.math else []
         assert not [n for n in names if n not in known], kind
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"window": [2, 0]}, r"window\[1\] is 0; it must be positive"),
+        ({"window": 2, "padding": [0, -1]}, r"padding\[1\] is -1; it must be non-negative"),
+        ({"window": 2, "stride": [1, 2**63]}, r"stride\[1\] is 9223372036854775808; .*int64"),
+    ],
+)
+def test_pooling_windows_are_bounded_as_convolutions_are(
+    settings: dict[str, Any], message: str
+) -> None:
+    g = Graph("pool_bounds")
+    x = g.tensor([1, 2, 8, 8], name="x")
+    with pytest.raises(GraphError, match=message):
+        g.resample(x, **settings)

@@ -73,6 +73,18 @@ def _ints(value: Any, what: str, n: int | None = None) -> tuple[int, ...]:
     return tuple(out)
 
 
+def _check_bounds(label: str, *checks: tuple[str, tuple[int, ...], int]) -> None:
+    """Each ``(what, values, low)``: every value at least ``low`` (0 or 1) and within an int64
+    (cuDNN takes window settings as int64: a larger one would wrap)."""
+    for what, values, low in checks:
+        for i, v in enumerate(values):
+            if v < low:
+                rule = "non-negative" if low == 0 else "positive"
+                raise GraphError(f"{label}: {what}[{i}] is {v}; it must be {rule}")
+            if v > _INT64_MAX:
+                raise GraphError(f"{label}: {what}[{i}] is {v}; it must fit in an int64")
+
+
 def _cudnn_dtype(dtype: np.dtype, what: str) -> Any:
     name = CUDNN_DATA_TYPE_NAMES.get(np.dtype(dtype))
     if name is None or name not in DataType.__members__:

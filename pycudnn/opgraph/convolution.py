@@ -10,12 +10,7 @@ import numpy as np
 
 from _nvbind.dtypes import as_numpy_dtype, dtype_name
 
-from .common import (
-    _INT64_MAX,
-    GraphError,
-    _dims_text,
-    _ints,
-)
+from .common import GraphError, _check_bounds, _dims_text, _ints
 from .core import GraphCore
 from .tensors import Tensor
 
@@ -101,18 +96,8 @@ class ConvolutionOps(GraphCore):
         )
         strides = _ints(stride, f"{label}: stride", spatial)
         dil = _ints(dilation, f"{label}: dilation", spatial)
-        for what, values, low in (
-            ("padding", pre, 0),
-            ("post_padding", post, 0),
-            ("stride", strides, 1),
-            ("dilation", dil, 1),
-        ):
-            for i, v in enumerate(values):
-                if v < low:
-                    rule = "non-negative" if low == 0 else "positive"
-                    raise GraphError(f"{label}: {what}[{i}] is {v}; it must be {rule}")
-                if v > _INT64_MAX:
-                    raise GraphError(f"{label}: {what}[{i}] is {v}; it must fit in an int64")
+        bounds = (("padding", pre, 0), ("post_padding", post, 0), ("stride", strides, 1))
+        _check_bounds(label, *bounds, ("dilation", dil, 1))
         if not isinstance(mode, str) or mode.lower() not in ("cross_correlation", "convolution"):
             raise GraphError(
                 f"{label}: mode must be 'cross_correlation' (the deep-learning convolution) or "

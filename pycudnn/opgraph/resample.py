@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import GraphError, _dims_text, _enum_member, _ints
+from .common import GraphError, _check_bounds, _dims_text, _enum_member, _ints
 from .core import GraphCore
 from .kinds import _need_dims, _start, require_kind
 from .tensors import Tensor
@@ -44,15 +44,8 @@ class ResampleOps(GraphCore):
         st = _ints(stride if stride is not None else win, f"{label}: stride", n)
         pre = _ints(padding, f"{label}: padding", n)
         post = _ints(post_padding if post_padding is not None else pre, f"{label}: post_padding", n)
-        for what, vals, lo in (
-            ("window", win, 1),
-            ("stride", st, 1),
-            ("padding", pre, 0),
-            ("post_padding", post, 0),
-        ):
-            for i, v in enumerate(vals):
-                if v < lo:
-                    raise GraphError(f"{label}: {what}[{i}] is {v}; it must be >= {lo}")
+        bounds = (("window", win, 1), ("stride", st, 1), ("padding", pre, 0))
+        _check_bounds(label, *bounds, ("post_padding", post, 0))
         out_sp = []
         for i, (d, w, s, a, b) in enumerate(zip(spatial, win, st, pre, post, strict=True)):
             span = d + a + b - w
