@@ -17,6 +17,8 @@ from pycudnn.opgraph.convolution import (
     WgradKeywords,
 )
 from pycudnn.opgraph.lowering_extra import EXTRA_KINDS
+from pycudnn.opgraph.resample import ResampleKeywords
+from pycudnn.opgraph.sequence import BandKeywords, RopeKeywords
 
 
 def test_convolution_keywords_are_conv_fprops_own() -> None:
@@ -96,3 +98,50 @@ def test_pooling_windows_are_bounded_as_convolutions_are(
     x = g.tensor([1, 2, 8, 8], name="x")
     with pytest.raises(GraphError, match=message):
         g.resample(x, **settings)
+
+
+@pytest.mark.parametrize(
+    ("primary", "peer", "typed", "own"),
+    [
+        ("rope", "rope_backward", RopeKeywords, set()),
+        ("expand_band_matrix", "contract_band_matrix", BandKeywords, {"max_token"}),
+        ("resample", "resample_backward", ResampleKeywords, {"x", "y", "index", "dx_dims"}),
+    ],
+)
+def test_peer_keywords_are_the_primarys_own(
+    primary: str, peer: str, typed: type, own: set[str]
+) -> None:
+    def keyword_only(name: str) -> set[str]:
+        params = inspect.signature(getattr(Graph, name)).parameters.values()
+        return {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+    assert set(typed.__annotations__) <= keyword_only(primary)
+    assert keyword_only(peer) == own
+
+
+def test_resample_backward_takes_resamples_defaults() -> None:
+    g = Graph("pool_defaults")
+    x = g.tensor([1, 2, 8, 8], name="x")
+    pooled = g.resample(x, window=2, generate_index=True, name="pool")
+    assert isinstance(pooled, tuple)
+    index = pooled[1]
+    dy = g.tensor([1, 2, 4, 4], name="dy")
+    g.resample_backward(dy, index=index, dx_dims=[1, 2, 8, 8], window=2, name="unpool")
+    fwd, bwd = g.operations
+    assert bwd.attrs == fwd.attrs  # maxpool, stride = window, no padding, NaN not propagated
+    with pytest.raises(TypeError, match=r"resample_backward.*'window'"):
+        g.resample_backward(dy, index=index, dx_dims=[1, 2, 8, 8])  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="'windw'; did you mean 'window'"):
+        g.resample_backward(dy, index=index, windw=2)  # type: ignore[call-arg]
+
+
+def test_contract_band_matrix_takes_expands_defaults() -> None:
+    g = Graph("band_defaults")
+    x = g.tensor([1, 2, 8, 8], name="x")
+    band = g.contract_band_matrix(x, lower_bandwidth=1, upper_bandwidth=2, name="c")
+    g.expand_band_matrix(band, lower_bandwidth=1, upper_bandwidth=2, name="e")
+    contract, expand = g.operations
+    assert band.dims[-2] == 4  # lower + upper + 1 along the default axis -2
+    assert contract.attrs["axis"] == expand.attrs["axis"]
+    with pytest.raises(TypeError, match=r"contract_band_matrix.*'upper_bandwidth'"):
+        g.contract_band_matrix(x, lower_bandwidth=1)  # type: ignore[call-arg]

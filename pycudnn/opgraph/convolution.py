@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
@@ -10,7 +9,7 @@ import numpy as np
 
 from _nvbind.dtypes import as_numpy_dtype, dtype_name
 
-from .common import GraphError, _check_bounds, _dims_text, _ints
+from .common import GraphError, _check_bounds, _dims_text, _ints, keyword_defaults, take_keywords
 from .core import GraphCore
 from .tensors import Tensor
 
@@ -366,10 +365,7 @@ class ConvolutionOps(GraphCore):
         """Begin a backward convolution: its keywords (``TypeError`` naming an unknown one; the
         others take :meth:`conv_fprop`'s defaults), name, operands and groups."""
         dims_key = "dx_dims" if kind == "conv_dgrad" else "dw_dims"
-        unknown = sorted(set(kw) - set(_CONV_DEFAULTS) - {dims_key})
-        if unknown:
-            raise TypeError(f"{kind}() got an unexpected keyword argument {unknown[0]!r}")
-        k = {**_CONV_DEFAULTS, **kw}
+        k = take_keywords(kind, kw, _CONV_DEFAULTS, (dims_key,))
         op_name, label = self._begin_op(kind, k["name"])
         ta, tb, _, g = self._conv_operands(label, a, b, k["groups"])
         inputs = {a[0].lower(): ta, b[0].lower(): tb}
@@ -403,8 +399,4 @@ class ConvolutionOps(GraphCore):
 
 # conv_fprop spells out the convolution keywords and their defaults; the backward convolutions
 # take the same (ConvolutionKeywords) with these defaults, read from that one signature.
-_CONV_DEFAULTS: dict[str, Any] = {
-    p.name: p.default
-    for p in inspect.signature(ConvolutionOps.conv_fprop).parameters.values()
-    if p.kind is inspect.Parameter.KEYWORD_ONLY
-}
+_CONV_DEFAULTS = keyword_defaults(ConvolutionOps.conv_fprop)

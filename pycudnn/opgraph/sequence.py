@@ -4,16 +4,42 @@ diagonal band mask) used for sliding-window and speculative-decoding masks."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from .. import layout
-from .common import GraphError, _dims_text
+from .common import GraphError, _dims_text, keyword_defaults, take_keywords
 from .core import GraphCore
 from .kinds import _int_arg, _need_dims, _need_dtype, _start, require_kind
 from .pointwise import pointwise_mode
 from .tensors import Tensor
 
-__all__ = ["SequenceOps"]
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Required, Unpack  # typing's are Python 3.11+
+
+__all__ = ["BandKeywords", "RopeKeywords", "SequenceOps"]
+
+
+class RopeKeywords(TypedDict, total=False):
+    """The keywords of :meth:`SequenceOps.rope` that ``rope_backward`` takes too, with the same
+    defaults (all None): its fixed keyword list, for ``**kw: Unpack[RopeKeywords]``."""
+
+    rope_dim: int | None
+    output_scale: float | None
+    name: str | None
+    out: Tensor | None
+
+
+class BandKeywords(TypedDict, total=False):
+    """The keywords of :meth:`SequenceOps.expand_band_matrix` that ``contract_band_matrix`` takes
+    too, with the same defaults: its fixed keyword list, for ``**kw: Unpack[BandKeywords]``."""
+
+    lower_bandwidth: Required[int]
+    upper_bandwidth: Required[int]
+    axis: int
+    pad_value: float | None
+    name: str | None
+    out: Tensor | None
+    out_dtype: Any
 
 
 def _packed(dims: tuple[int, ...]) -> tuple[int, ...]:
@@ -138,19 +164,13 @@ class SequenceOps(GraphCore):
         """
         return self._rope("rope", x, freqs, rope_dim, output_scale, name, out)
 
-    def rope_backward(
-        self,
-        dy: Tensor,
-        freqs: Tensor,
-        *,
-        rope_dim: int | None = None,
-        output_scale: float | None = None,
-        name: str | None = None,
-        out: Tensor | None = None,
-    ) -> Tensor:
+    def rope_backward(self, dy: Tensor, freqs: Tensor, **kw: Unpack[RopeKeywords]) -> Tensor:
         """The gradient of :meth:`rope` (``OPERATION_ROPE_BWD``, cuDNN 9.25+): ``dx`` from ``dy``
-        (rotation by the negated angles), fused after attention's backward like :meth:`rope`."""
-        return self._rope("rope_backward", dy, freqs, rope_dim, output_scale, name, out)
+        (rotation by the negated angles), fused after attention's backward like :meth:`rope`;
+        the keywords are :meth:`rope`'s, with its defaults."""
+        k = take_keywords("rope_backward", kw, _ROPE_DEFAULTS)
+        settings = (k["rope_dim"], k["output_scale"], k["name"], k["out"])
+        return self._rope("rope_backward", dy, freqs, *settings)
 
     def paged_cache_load(
         self,
@@ -288,33 +308,16 @@ class SequenceOps(GraphCore):
         )
 
     def contract_band_matrix(
-        self,
-        x: Tensor,
-        *,
-        lower_bandwidth: int,
-        upper_bandwidth: int,
-        axis: int = -2,
-        pad_value: float | None = None,
-        max_token: int | None = None,
-        name: str | None = None,
-        out: Tensor | None = None,
-        out_dtype: Any = None,
+        self, x: Tensor, *, max_token: int | None = None, **kw: Unpack[BandKeywords]
     ) -> Tensor:
         """Keep only the band of a matrix (``lower + upper + 1`` entries along ``axis``)
         (``OPERATION_CONTRACT_BAND_MATRIX``, cuDNN 9.10+); the inverse of
-        :meth:`expand_band_matrix`."""
-        return self._band(
-            "contract_band_matrix",
-            x,
-            lower_bandwidth,
-            upper_bandwidth,
-            axis,
-            pad_value,
-            {"max_token": max_token},
-            name,
-            out,
-            out_dtype,
-        )
+        :meth:`expand_band_matrix`, whose band keywords it takes, with their defaults
+        (``lower_bandwidth`` and ``upper_bandwidth`` are required)."""
+        k = take_keywords("contract_band_matrix", kw, _BAND_DEFAULTS)
+        band = (k["lower_bandwidth"], k["upper_bandwidth"], k["axis"], k["pad_value"])
+        rest = ({"max_token": max_token}, k["name"], k["out"], k["out_dtype"])
+        return self._band("contract_band_matrix", x, *band, *rest)
 
     def diagonal_band_mask(
         self,
@@ -383,3 +386,9 @@ class SequenceOps(GraphCore):
         attrs = {"compute_dtype": self.compute_dtype, "comparison": mode}
         y = ("y", x.dims, x)
         return self._produce(kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=x.dtype)
+
+
+# rope and expand_band_matrix spell out the keywords (and defaults) that rope_backward and
+# contract_band_matrix take as RopeKeywords and BandKeywords.
+_ROPE_DEFAULTS = keyword_defaults(SequenceOps.rope)
+_BAND_DEFAULTS = keyword_defaults(SequenceOps.expand_band_matrix, BandKeywords.__annotations__)
