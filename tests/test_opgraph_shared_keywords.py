@@ -17,6 +17,7 @@ from pycudnn.opgraph.convolution import (
     WgradKeywords,
 )
 from pycudnn.opgraph.lowering_extra import EXTRA_KINDS
+from pycudnn.opgraph.normalization import NormKeywords
 from pycudnn.opgraph.resample import ResampleKeywords
 from pycudnn.opgraph.sequence import BandKeywords, RopeKeywords
 
@@ -104,6 +105,7 @@ def test_pooling_windows_are_bounded_as_convolutions_are(
     ("primary", "peer", "typed", "own"),
     [
         ("rope", "rope_backward", RopeKeywords, set()),
+        ("layernorm", "rmsnorm", NormKeywords, set()),
         ("expand_band_matrix", "contract_band_matrix", BandKeywords, {"max_token"}),
         ("resample", "resample_backward", ResampleKeywords, {"x", "y", "index", "dx_dims"}),
     ],
@@ -145,3 +147,18 @@ def test_contract_band_matrix_takes_expands_defaults() -> None:
     assert contract.attrs["axis"] == expand.attrs["axis"]
     with pytest.raises(TypeError, match=r"contract_band_matrix.*'upper_bandwidth'"):
         g.contract_band_matrix(x, lower_bandwidth=1)  # type: ignore[call-arg]
+
+
+def test_rmsnorm_takes_layernorms_defaults() -> None:
+    g = Graph("norm_defaults")
+    x = g.tensor([4, 16, 1], name="x")
+    scale = g.tensor([1, 16, 1], name="scale")
+    bias = g.tensor([1, 16, 1], name="bias")
+    g.layernorm(x, scale, bias, name="ln")
+    g.rmsnorm(x, scale, name="rms")
+    ln, rms = g.operations
+    for key in ("epsilon", "training", "compute_dtype"):
+        assert ln.attrs[key] == rms.attrs[key], key
+    assert rms.attrs["epsilon"] == 1e-5
+    with pytest.raises(TypeError, match="'epsilonn'; did you mean 'epsilon'"):
+        g.rmsnorm(x, scale, epsilonn=1e-3)  # type: ignore[call-arg]
