@@ -162,3 +162,27 @@ def test_rmsnorm_takes_layernorms_defaults() -> None:
     assert rms.attrs["epsilon"] == 1e-5
     with pytest.raises(TypeError, match="'epsilonn'; did you mean 'epsilon'"):
         g.rmsnorm(x, scale, epsilonn=1e-3)  # type: ignore[call-arg]
+
+
+# The pointwise shortcuts made from one table row each: the cuDNN mode each must add.
+SHORTCUT_MODES = {
+    "add": "ADD", "sub": "SUB", "mul": "MUL", "div": "DIV", "maximum": "MAX", "minimum": "MIN",
+    "pow": "POW", "sigmoid": "SIGMOID_FWD", "tanh": "TANH_FWD", "exp": "EXP", "log": "LOG",
+    "sqrt": "SQRT", "rsqrt": "RSQRT", "abs": "ABS", "neg": "NEG", "reciprocal": "RECIPROCAL",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "mode"), sorted(SHORTCUT_MODES.items()))
+def test_table_made_shortcuts_add_their_mode(name: str, mode: str) -> None:
+    g = Graph("shortcut_modes")
+    a = g.tensor([1, 4, 2, 2], name="a")
+    b = g.tensor([1, 4, 2, 2], name="b")
+    method = getattr(g, name)
+    assert method.__name__ == name and mode in method.__doc__
+    y = (
+        method(a, b, name="op")
+        if mode in ("ADD", "SUB", "MUL", "DIV", "MAX", "MIN", "POW")
+        else (method(a, name="op"))
+    )
+    (op,) = g.operations
+    assert op.attrs["mode"].name == mode and op.outputs and y.producer is op
