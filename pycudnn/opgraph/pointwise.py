@@ -228,7 +228,8 @@ class PointwiseOps(GraphCore):
             kind, op_name, label, roles_in, y, attrs=attrs, out=out, out_dtype=out_dtype
         )
 
-    # Convenience spellings of common pointwise modes: one row each, made by _binary and _unary.
+    # Convenience spellings of common pointwise modes. Those that take only pointwise's keywords
+    # are one table row each (made by _binary and _unary); those with their own follow.
     add = _binary("ADD", "``a + b``", "with ``alpha1``/``alpha2``: ``alpha1*a + alpha2*b``")
     sub = _binary("SUB", "``a - b``")
     mul = _binary("MUL", "``a * b``")
@@ -236,6 +237,15 @@ class PointwiseOps(GraphCore):
     maximum = _binary("MAX", "Elementwise maximum")
     minimum = _binary("MIN", "Elementwise minimum")
     pow = _binary("POW", "``a ** b``")
+    sigmoid = _unary("SIGMOID_FWD", "Logistic sigmoid")
+    tanh = _unary("TANH_FWD", "Hyperbolic tangent")
+    exp = _unary("EXP", "``exp(x)``")
+    log = _unary("LOG", "Natural logarithm")
+    sqrt = _unary("SQRT", "Square root")
+    rsqrt = _unary("RSQRT", "``1 / sqrt(x)``")
+    abs = _unary("ABS", "Absolute value")
+    neg = _unary("NEG", "``-x``")
+    reciprocal = _unary("RECIPROCAL", "``1 / x``")
 
     def bias(self, x: Tensor, bias: Tensor, **kw: Unpack[BinaryKeywords]) -> Tensor:
         """``x + bias`` with broadcasting (bias ``[1, C, 1, 1]`` for NCHW-logical tensors)."""
@@ -271,9 +281,6 @@ class PointwiseOps(GraphCore):
         mode = "GELU_APPROX_TANH_FWD" if approximate == "tanh" else "GELU_FWD"
         return self.pointwise(mode, x, **kw)
 
-    sigmoid = _unary("SIGMOID_FWD", "Logistic sigmoid")
-    tanh = _unary("TANH_FWD", "Hyperbolic tangent")
-
     def swish(self, x: Tensor, *, beta: float | None = None, **kw: Unpack[UnaryKeywords]) -> Tensor:
         """``x * sigmoid(beta * x)`` (``CUDNN_POINTWISE_SWISH_FWD``, ``beta``: ``SWISH_BETA``)."""
         return self.pointwise("SWISH_FWD", x, swish_beta=beta, **kw)
@@ -291,14 +298,6 @@ class PointwiseOps(GraphCore):
     def identity(self, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor:
         """A copy, converting the data type when ``out_dtype`` differs (``IDENTITY``)."""
         return self.pointwise("IDENTITY", x, **kw)
-
-    exp = _unary("EXP", "``exp(x)``")
-    log = _unary("LOG", "Natural logarithm")
-    sqrt = _unary("SQRT", "Square root")
-    rsqrt = _unary("RSQRT", "``1 / sqrt(x)``")
-    abs = _unary("ABS", "Absolute value")
-    neg = _unary("NEG", "``-x``")
-    reciprocal = _unary("RECIPROCAL", "``1 / x``")
 
     def binary_select(
         self, mask: Tensor, a: Tensor, b: Tensor, **kw: Unpack[UnaryKeywords]
