@@ -136,16 +136,17 @@ class NormalizationOps(PointwiseOps):
             )
         running = {"running_mean": running_mean, "running_var": running_var}
         owned = self._own_given(label, x=x, scale=scale, bias=bias, **running)
+        sp = {r: spec(t) for r, t in owned.items()}
         shapes = self._check(
             label,
             rules.check_norm_forward,
             mode,
-            spec(owned["x"]),
-            spec(owned["scale"]),
-            spec(owned["bias"]) if "bias" in owned else None,
+            sp["x"],
+            sp["scale"],
+            sp.get("bias"),
             epsilon=self._scalar_spec(epsilon, label, "epsilon"),
-            running_mean=spec(owned["running_mean"]) if "running_mean" in owned else None,
-            running_var=spec(owned["running_var"]) if "running_var" in owned else None,
+            running_mean=sp.get("running_mean"),
+            running_var=sp.get("running_var"),
             momentum=self._scalar_spec(momentum, label, "momentum"),
         )
         x_t = owned["x"]
@@ -375,16 +376,9 @@ class NormalizationOps(PointwiseOps):
         op_name, label = self._begin_op(f"{mode}norm_backward", name)
         stats = {"mean": mean, "inv_variance": inv_variance}
         owned = self._own_given(label, x=x, dy=dy, scale=scale, **stats)
-        shapes = self._check(
-            label,
-            rules.check_norm_backward,
-            mode,
-            spec(owned["dy"]),
-            spec(owned["x"]),
-            scale=spec(owned["scale"]),
-            mean=spec(owned["mean"]) if "mean" in owned else None,
-            inv_variance=spec(owned["inv_variance"]),
-        )
+        sp = {r: spec(t) for r, t in owned.items()}
+        kw = {"scale": sp["scale"], "mean": sp.get("mean"), "inv_variance": sp["inv_variance"]}
+        shapes = self._check(label, rules.check_norm_backward, mode, sp["dy"], sp["x"], **kw)
         x_t = owned["x"]
         inputs = dict(owned)
         if epsilon is not None:
