@@ -86,7 +86,7 @@ def _check_bounds(label: str, *checks: tuple[str, tuple[int, ...], int]) -> None
                 raise GraphError(f"{label}: {what}[{i}] is {v}; it must fit in an int64")
 
 
-def keyword_defaults(
+def _keyword_defaults(
     method: Callable[..., Any], keys: Collection[str] | None = None
 ) -> dict[str, Any]:
     """The keyword-only parameters of ``method`` (those in ``keys``, when given) and their
@@ -100,10 +100,10 @@ def keyword_defaults(
     }
 
 
-def take_keywords(
+def _take_keywords(
     method: str, given: Mapping[str, Any], defaults: Mapping[str, Any], own: Collection[str] = ()
 ) -> dict[str, Any]:
-    """``given`` completed with ``defaults`` (see :func:`keyword_defaults`); ``TypeError``, as
+    """``given`` completed with ``defaults`` (see :func:`_keyword_defaults`); ``TypeError``, as
     Python's own, for a keyword that is neither there nor in ``own`` or for a missing one."""
     for key in given:
         if key not in defaults and key not in own:

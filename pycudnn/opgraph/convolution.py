@@ -9,7 +9,7 @@ import numpy as np
 
 from _nvbind.dtypes import as_numpy_dtype, dtype_name
 
-from .common import GraphError, _check_bounds, _dims_text, _ints, keyword_defaults, take_keywords
+from .common import GraphError, _check_bounds, _dims_text, _ints, _keyword_defaults, _take_keywords
 from .core import GraphCore
 from .tensors import Tensor
 
@@ -365,7 +365,7 @@ class ConvolutionOps(GraphCore):
         """Begin a backward convolution: its keywords (``TypeError`` naming an unknown one; the
         others take :meth:`conv_fprop`'s defaults), name, operands and groups."""
         dims_key = "dx_dims" if kind == "conv_dgrad" else "dw_dims"
-        k = take_keywords(kind, kw, _CONV_DEFAULTS, (dims_key,))
+        k = _take_keywords(kind, kw, _CONV_DEFAULTS, (dims_key,))
         op_name, label = self._begin_op(kind, k["name"])
         ta, tb, _, g = self._conv_operands(label, a, b, k["groups"])
         inputs = {a[0].lower(): ta, b[0].lower(): tb}
@@ -399,4 +399,4 @@ class ConvolutionOps(GraphCore):
 
 # conv_fprop spells out the convolution keywords and their defaults; the backward convolutions
 # take the same (ConvolutionKeywords) with these defaults, read from that one signature.
-_CONV_DEFAULTS = keyword_defaults(ConvolutionOps.conv_fprop)
+_CONV_DEFAULTS = _keyword_defaults(ConvolutionOps.conv_fprop)

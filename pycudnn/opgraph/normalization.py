@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from .. import _attention_rules as rules
 from .attention import spec
-from .common import GraphError, keyword_defaults, take_keywords
+from .common import GraphError, _keyword_defaults, _take_keywords
 from .pointwise import PointwiseOps
 from .tensors import Tensor
 
@@ -244,7 +244,7 @@ class NormalizationOps(PointwiseOps):
         """RMS norm (``NORM_FORWARD``, ``RMS_NORM``; no mean) over the dims where ``scale``
         varies; the keywords (``epsilon``, ``zero_centered_gamma``, ...) and their defaults as
         for :meth:`layernorm`."""
-        return self._norm_forward("rms", x, scale, bias, **take_keywords("rmsnorm", kw, _LAYER))
+        return self._norm_forward("rms", x, scale, bias, **_take_keywords("rmsnorm", kw, _LAYER))
 
     def instancenorm(
         self,
@@ -486,4 +486,4 @@ class NormalizationOps(PointwiseOps):
 
 
 # layernorm spells out the keywords (and defaults) that rmsnorm takes as NormKeywords.
-_LAYER = keyword_defaults(NormalizationOps.layernorm)
+_LAYER = _keyword_defaults(NormalizationOps.layernorm)

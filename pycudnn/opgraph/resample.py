@@ -10,8 +10,8 @@ from .common import (
     _dims_text,
     _enum_member,
     _ints,
-    keyword_defaults,
-    take_keywords,
+    _keyword_defaults,
+    _take_keywords,
 )
 from .core import GraphCore
 from .kinds import _need_dims, _start, require_kind
@@ -168,7 +168,7 @@ class ResampleOps(GraphCore):
         its defaults (``window`` is required).
         """
         kind = "resample_backward"
-        k = take_keywords(kind, kw, _RESAMPLE_DEFAULTS)
+        k = _take_keywords(kind, kw, _RESAMPLE_DEFAULTS)
         op_name, label = _start(self, kind, k["name"], "OPERATION_RESAMPLE_BWD")
         dy = self._own(dy, label, "DY")
         ins = {"dy": dy}
@@ -212,4 +212,4 @@ class ResampleOps(GraphCore):
 
 
 # resample spells out the keywords (and defaults) that resample_backward takes as ResampleKeywords.
-_RESAMPLE_DEFAULTS = keyword_defaults(ResampleOps.resample, ResampleKeywords.__annotations__)
+_RESAMPLE_DEFAULTS = _keyword_defaults(ResampleOps.resample, ResampleKeywords.__annotations__)
