@@ -186,3 +186,18 @@ def test_table_made_shortcuts_add_their_mode(name: str, mode: str) -> None:
     )
     (op,) = g.operations
     assert op.attrs["mode"].name == mode and op.outputs and y.producer is op
+
+
+@pytest.mark.parametrize("role", ["x", "scale"])
+def test_a_missing_norm_tensor_is_a_type_error_naming_it(role: str) -> None:
+    # It was a bare KeyError from inside the norm builder.
+    g = Graph("norm_missing")
+    t = {r: g.tensor([4, 16, 1], name=r) for r in ("x", "dy", "mean", "inv_variance")}
+    scale = g.tensor([1, 16, 1], name="scale")
+    fwd = {"x": t["x"], "scale": scale, role: None}
+    with pytest.raises(TypeError, match=f"layernorm '.*': {role} must be a Tensor"):
+        g.layernorm(fwd["x"], fwd["scale"], scale)  # type: ignore[arg-type]
+    stats = (t["mean"], t["inv_variance"])
+    with pytest.raises(TypeError, match=f"layernorm_backward '.*': {role} must be a Tensor"):
+        g.layernorm_backward(t["dy"], fwd["x"], fwd["scale"], *stats)  # type: ignore[arg-type]
+    assert not g.operations

@@ -80,9 +80,13 @@ class NormalizationOps(PointwiseOps):
         except rules.RuleError as exc:
             raise GraphError(f"{label}: {exc}") from None
 
-    def _own_given(self, label: str, **tensors: Tensor | None) -> dict[str, Tensor]:
-        """The tensors given (not None), by role, each checked to be of this graph."""
-        return {r: self._own(t, label, r) for r, t in tensors.items() if t is not None}
+    def _own_given(
+        self, label: str, tensors: dict[str, Any], optional: tuple[str, ...]
+    ) -> dict[str, Tensor]:
+        """The tensors by role, each checked to be of this graph (``TypeError`` naming a required
+        one that is None), leaving out the ``optional`` ones not given."""
+        given = {r: t for r, t in tensors.items() if t is not None or r not in optional}
+        return {r: self._own(t, label, r) for r, t in given.items()}
 
     def _scalar_spec(self, value: Any, label: str, what: str) -> Any:
         """An epsilon or momentum for the rules: the number, or the spec of a tensor."""
@@ -135,7 +139,8 @@ class NormalizationOps(PointwiseOps):
                 f"{label}: zero_centered_gamma must be a bool, not {zero_centered_gamma!r}"
             )
         running = {"running_mean": running_mean, "running_var": running_var}
-        owned = self._own_given(label, x=x, scale=scale, bias=bias, **running)
+        tensors = {"x": x, "scale": scale, "bias": bias, **running}
+        owned = self._own_given(label, tensors, ("bias", *running))
         sp = {r: spec(t) for r, t in owned.items()}
         shapes = self._check(
             label,
@@ -374,8 +379,8 @@ class NormalizationOps(PointwiseOps):
         zero_centered_gamma: bool = False,
     ) -> NormGradients:
         op_name, label = self._begin_op(f"{mode}norm_backward", name)
-        stats = {"mean": mean, "inv_variance": inv_variance}
-        owned = self._own_given(label, x=x, dy=dy, scale=scale, **stats)
+        tensors = {"x": x, "dy": dy, "scale": scale, "mean": mean, "inv_variance": inv_variance}
+        owned = self._own_given(label, tensors, ("mean",))
         sp = {r: spec(t) for r, t in owned.items()}
         kw = {"scale": sp["scale"], "mean": sp.get("mean"), "inv_variance": sp["inv_variance"]}
         shapes = self._check(label, rules.check_norm_backward, mode, sp["dy"], sp["x"], **kw)
