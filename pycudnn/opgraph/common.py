@@ -4,8 +4,9 @@ checks (dims, dtypes, extents, broadcasting)."""
 from __future__ import annotations
 
 import enum
+import inspect
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -71,6 +72,47 @@ def _ints(value: Any, what: str, n: int | None = None) -> tuple[int, ...]:
     if n is not None and len(out) != n:
         raise GraphError(f"{what} has {len(out)} entries but {n} are needed")
     return tuple(out)
+
+
+def _check_bounds(label: str, *checks: tuple[str, tuple[int, ...], int]) -> None:
+    """Each ``(what, values, low)``: every value at least ``low`` (0 or 1) and within an int64
+    (cuDNN takes window settings as int64: a larger one would wrap)."""
+    for what, values, low in checks:
+        for i, v in enumerate(values):
+            if v < low:
+                rule = "non-negative" if low == 0 else "positive"
+                raise GraphError(f"{label}: {what}[{i}] is {v}; it must be {rule}")
+            if v > _INT64_MAX:
+                raise GraphError(f"{label}: {what}[{i}] is {v}; it must fit in an int64")
+
+
+def _keyword_defaults(
+    method: Callable[..., Any], keys: Collection[str] | None = None
+) -> dict[str, Any]:
+    """The keyword-only parameters of ``method`` (those in ``keys``, when given) and their
+    defaults (``inspect.Parameter.empty`` for a required one): the one home of a keyword list
+    that a peer method takes as ``**kw``."""
+    params = inspect.signature(method).parameters.values()
+    return {
+        p.name: p.default
+        for p in params
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and (keys is None or p.name in keys)
+    }
+
+
+def _take_keywords(
+    method: str, given: Mapping[str, Any], defaults: Mapping[str, Any], own: Collection[str] = ()
+) -> dict[str, Any]:
+    """``given`` completed with ``defaults`` (see :func:`_keyword_defaults`); ``TypeError``, as
+    Python's own, for a keyword that is neither there nor in ``own`` or for a missing one."""
+    for key in given:
+        if key not in defaults and key not in own:
+            hint = did_you_mean(key, [*defaults, *own])
+            raise TypeError(f"{method}() got an unexpected keyword argument {key!r}{hint}")
+    missing = [k for k, v in defaults.items() if v is inspect.Parameter.empty and k not in given]
+    if missing:
+        raise TypeError(f"{method}() missing required keyword-only argument: {missing[0]!r}")
+    return {**defaults, **given}
 
 
 def _cudnn_dtype(dtype: np.dtype, what: str) -> Any:

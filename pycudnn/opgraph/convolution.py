@@ -2,23 +2,77 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 import numpy as np
 
 from _nvbind.dtypes import as_numpy_dtype, dtype_name
 
-from .common import (
-    _INT64_MAX,
-    GraphError,
-    _dims_text,
-    _ints,
-)
+from .common import GraphError, _check_bounds, _dims_text, _ints, _keyword_defaults, _take_keywords
 from .core import GraphCore
 from .tensors import Tensor
 
-__all__ = ["ConvolutionOps"]
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
+
+__all__ = ["ConvolutionKeywords", "ConvolutionOps", "DgradKeywords", "WgradKeywords"]
+
+
+class ConvolutionKeywords(TypedDict, total=False):
+    """The keywords of :meth:`ConvolutionOps.conv_fprop` that the backward convolutions take too,
+    with the same defaults: their fixed keyword list, for ``**kw: Unpack[...]``."""
+
+    padding: int | Sequence[int]
+    stride: int | Sequence[int]
+    dilation: int | Sequence[int]
+    post_padding: int | Sequence[int] | None
+    groups: int
+    mode: str
+    compute_dtype: Any
+    alpha: float
+    beta: float
+    name: str | None
+    out: Tensor | None
+    out_dtype: Any
+
+
+class DgradKeywords(ConvolutionKeywords, total=False):
+    """:class:`ConvolutionKeywords` and ``dx_dims`` (default None), for ``conv_dgrad``."""
+
+    dx_dims: Sequence[int] | None
+
+
+class WgradKeywords(ConvolutionKeywords, total=False):
+    """:class:`ConvolutionKeywords` and ``dw_dims`` (default None), for ``conv_wgrad``."""
+
+    dw_dims: Sequence[int] | None
+
+
+# The keywords a convolution's settings are made of (see ConvolutionOps._conv_settings).
+_SETTINGS = ("padding", "stride", "dilation", "post_padding", "mode")
+
+
+class _ConvCall(NamedTuple):
+    """A backward convolution being added: what :meth:`ConvolutionOps._conv_start` checked."""
+
+    kind: str
+    op_name: str
+    label: str
+    a: Tensor
+    b: Tensor
+    groups: int
+    dims: Sequence[int] | None  # dx_dims or dw_dims as given
+    keywords: dict[str, Any]  # every keyword of ConvolutionKeywords, defaults filled in
+    inputs: dict[str, Tensor]
+
+
+def _per_spatial_dim(
+    a: Sequence[int], b: Sequence[int], s: dict[str, Any]
+) -> Iterator[tuple[int, int, int, int, int, int]]:
+    """``(a, b, pre-padding, post-padding, stride, dilation)`` for each spatial dim."""
+    keys = ("pre_padding", "post_padding", "stride", "dilation")
+    return zip(a, b, *(s[k] for k in keys), strict=True)
 
 
 class ConvolutionOps(GraphCore):
@@ -41,18 +95,8 @@ class ConvolutionOps(GraphCore):
         )
         strides = _ints(stride, f"{label}: stride", spatial)
         dil = _ints(dilation, f"{label}: dilation", spatial)
-        for what, values, low in (
-            ("padding", pre, 0),
-            ("post_padding", post, 0),
-            ("stride", strides, 1),
-            ("dilation", dil, 1),
-        ):
-            for i, v in enumerate(values):
-                if v < low:
-                    rule = "non-negative" if low == 0 else "positive"
-                    raise GraphError(f"{label}: {what}[{i}] is {v}; it must be {rule}")
-                if v > _INT64_MAX:
-                    raise GraphError(f"{label}: {what}[{i}] is {v}; it must fit in an int64")
+        bounds = (("padding", pre, 0), ("post_padding", post, 0), ("stride", strides, 1))
+        _check_bounds(label, *bounds, ("dilation", dil, 1))
         if not isinstance(mode, str) or mode.lower() not in ("cross_correlation", "convolution"):
             raise GraphError(
                 f"{label}: mode must be 'cross_correlation' (the deep-learning convolution) or "
@@ -70,15 +114,7 @@ class ConvolutionOps(GraphCore):
     def _conv_out(in_sp: Sequence[int], k_sp: Sequence[int], s: dict[str, Any]) -> tuple[int, ...]:
         return tuple(
             (i + a + b - d * (k - 1) - 1) // st + 1
-            for i, k, a, b, st, d in zip(
-                in_sp,
-                k_sp,
-                s["pre_padding"],
-                s["post_padding"],
-                s["stride"],
-                s["dilation"],
-                strict=True,
-            )
+            for i, k, a, b, st, d in _per_spatial_dim(in_sp, k_sp, s)
         )
 
     def _check_conv_rank(self, label: str, **tensors: Tensor) -> int:
@@ -250,66 +286,32 @@ class ConvolutionOps(GraphCore):
             raise GraphError(f"{label}: groups is {groups}; it must be positive")
         return groups
 
-    def conv_dgrad(
-        self,
-        dy: Tensor,
-        w: Tensor,
-        *,
-        dx_dims: Sequence[int] | None = None,
-        padding: int | Sequence[int] = 0,
-        stride: int | Sequence[int] = 1,
-        dilation: int | Sequence[int] = 1,
-        post_padding: int | Sequence[int] | None = None,
-        groups: int = 1,
-        mode: str = "cross_correlation",
-        compute_dtype: Any = None,
-        alpha: float = 1.0,
-        beta: float = 0.0,
-        name: str | None = None,
-        out: Tensor | None = None,
-        out_dtype: Any = None,
-    ) -> Tensor:
+    def conv_dgrad(self, dy: Tensor, w: Tensor, **kw: Unpack[DgradKeywords]) -> Tensor:
         """Convolution backward data (``OPERATION_CONVOLUTION_BACKWARD_DATA``): ``dX`` from ``dY``, ``W``.
 
         ``dx_dims`` defaults to the smallest input that the forward formula maps to ``dY``'s
-        spatial dims; give it when ``stride > 1`` and the forward input was larger.
+        spatial dims; give it when ``stride > 1`` and the forward input was larger. The other
+        keywords are :meth:`conv_fprop`'s, with its defaults.
         """
-        kind = "conv_dgrad"
-        op_name, label = self._begin_op(kind, name)
-        dy, w, spatial, g = self._conv_operands(label, ("DY", dy), ("W", w), groups)
+        c = self._conv_start("conv_dgrad", ("DY", dy), ("W", w), kw)
+        dy, w, g, label = c.a, c.b, c.groups, c.label
         if dy.dims[1] != w.dims[0]:
             raise GraphError(
                 f"{label}: DY has {dy.dims[1]} channels but W has {w.dims[0]} output channels "
                 f"(W dims {_dims_text(w.dims)})"
             )
-        s = self._conv_settings(
-            label,
-            spatial,
-            padding=padding,
-            stride=stride,
-            dilation=dilation,
-            post_padding=post_padding,
-            mode=mode,
-        )
-        if dx_dims is None:
+        s = self._conv_keyword_settings(c)
+        if c.dims is None:
             sp = tuple(
                 (o - 1) * st - a - b + d * (k - 1) + 1
-                for o, k, a, b, st, d in zip(
-                    dy.dims[2:],
-                    w.dims[2:],
-                    s["pre_padding"],
-                    s["post_padding"],
-                    s["stride"],
-                    s["dilation"],
-                    strict=True,
-                )
+                for o, k, a, b, st, d in _per_spatial_dim(dy.dims[2:], w.dims[2:], s)
             )
             dxd = (dy.dims[0], w.dims[1] * g, *sp)
             for i, v in enumerate(sp):
                 if v < 1:
                     raise GraphError(f"{label}: spatial dim {i} of DX would be {v}; check padding")
         else:
-            dxd = self._check_dims(dx_dims, f"{label}: dx_dims")
+            dxd = self._check_dims(c.dims, f"{label}: dx_dims")
             if len(dxd) != dy.ndim:
                 raise GraphError(f"{label}: dx_dims has rank {len(dxd)} but DY has rank {dy.ndim}")
             if dxd[0] != dy.dims[0] or dxd[1] != w.dims[1] * g:
@@ -317,72 +319,26 @@ class ConvolutionOps(GraphCore):
                     f"{label}: DX dims {_dims_text(dxd)} must be [N={dy.dims[0]}, "
                     f"C={w.dims[1] * g}, ...] for DY {_dims_text(dy.dims)} and W {_dims_text(w.dims)}"
                 )
-        fwd = self._conv_out(dxd[2:], w.dims[2:], s)
-        if fwd != dy.dims[2:]:
-            raise GraphError(
-                f"{label}: a forward convolution of DX {_dims_text(dxd)} with W {_dims_text(w.dims)} "
-                f"gives spatial dims {_dims_text(fwd)}, but DY has {_dims_text(dy.dims[2:])}"
-            )
-        dx = self._output(
-            label, op_name, "dx", dxd, dy, out=out, out_dtype=out_dtype, inputs=(dy, w)
-        )
-        attrs = self._conv_attrs(label, s, compute_dtype, alpha, beta)
-        self._add_op(kind, op_name, {"dy": dy, "w": w}, {"dx": dx}, attrs)
-        return dx
+        source = f"DX {_dims_text(dxd)} with W {_dims_text(w.dims)}"
+        return self._conv_finish(c, s, (dxd, w.dims, source), ("dx", dxd, dy), dy)
 
-    def conv_wgrad(
-        self,
-        x: Tensor,
-        dy: Tensor,
-        *,
-        dw_dims: Sequence[int] | None = None,
-        padding: int | Sequence[int] = 0,
-        stride: int | Sequence[int] = 1,
-        dilation: int | Sequence[int] = 1,
-        post_padding: int | Sequence[int] | None = None,
-        groups: int = 1,
-        mode: str = "cross_correlation",
-        compute_dtype: Any = None,
-        alpha: float = 1.0,
-        beta: float = 0.0,
-        name: str | None = None,
-        out: Tensor | None = None,
-        out_dtype: Any = None,
-    ) -> Tensor:
+    def conv_wgrad(self, x: Tensor, dy: Tensor, **kw: Unpack[WgradKeywords]) -> Tensor:
         """Convolution backward filter (``OPERATION_CONVOLUTION_BACKWARD_FILTER``): ``dW`` from ``X``, ``dY``.
 
         ``dw_dims`` (``[K, C/groups, filter...]``) defaults to the filter size that maps ``X`` onto
-        ``dY`` exactly; give it when ``stride > 1``.
+        ``dY`` exactly; give it when ``stride > 1``. The other keywords are :meth:`conv_fprop`'s,
+        with its defaults.
         """
-        kind = "conv_wgrad"
-        op_name, label = self._begin_op(kind, name)
-        x, dy, spatial, g = self._conv_operands(label, ("X", x), ("DY", dy), groups)
+        c = self._conv_start("conv_wgrad", ("X", x), ("DY", dy), kw)
+        x, dy, g, label = c.a, c.b, c.groups, c.label
         if x.dims[0] != dy.dims[0]:
             raise GraphError(f"{label}: X has batch {x.dims[0]} but DY has batch {dy.dims[0]}")
         if x.dims[1] % g:
             raise GraphError(f"{label}: X has {x.dims[1]} channels, not a multiple of groups={g}")
-        s = self._conv_settings(
-            label,
-            spatial,
-            padding=padding,
-            stride=stride,
-            dilation=dilation,
-            post_padding=post_padding,
-            mode=mode,
-        )
-        if dw_dims is None:
+        s = self._conv_keyword_settings(c)
+        if c.dims is None:
             ks = []
-            for i, (xi, oi, a, b, st, d) in enumerate(
-                zip(
-                    x.dims[2:],
-                    dy.dims[2:],
-                    s["pre_padding"],
-                    s["post_padding"],
-                    s["stride"],
-                    s["dilation"],
-                    strict=True,
-                )
-            ):
+            for i, (xi, oi, a, b, st, d) in enumerate(_per_spatial_dim(x.dims[2:], dy.dims[2:], s)):
                 span = xi + a + b - 1 - (oi - 1) * st
                 if span < 0 or span % d:
                     raise GraphError(
@@ -392,7 +348,7 @@ class ConvolutionOps(GraphCore):
                 ks.append(span // d + 1)
             dwd = (dy.dims[1], x.dims[1] // g, *ks)
         else:
-            dwd = self._check_dims(dw_dims, f"{label}: dw_dims")
+            dwd = self._check_dims(c.dims, f"{label}: dw_dims")
             if len(dwd) != x.ndim:
                 raise GraphError(f"{label}: dw_dims has rank {len(dwd)} but X has rank {x.ndim}")
             if dwd[0] != dy.dims[1] or dwd[1] * g != x.dims[1]:
@@ -400,16 +356,47 @@ class ConvolutionOps(GraphCore):
                     f"{label}: DW dims {_dims_text(dwd)} must be [K={dy.dims[1]}, "
                     f"C={x.dims[1] // g}, ...] for X {_dims_text(x.dims)} and DY {_dims_text(dy.dims)}"
                 )
-        fwd = self._conv_out(x.dims[2:], dwd[2:], s)
+        source = f"X {_dims_text(x.dims)} with a {_dims_text(dwd)} filter"
+        return self._conv_finish(c, s, (x.dims, dwd, source), ("dw", dwd, x), dy)
+
+    def _conv_start(
+        self, kind: str, a: tuple[str, Any], b: tuple[str, Any], kw: Mapping[str, Any]
+    ) -> _ConvCall:
+        """Begin a backward convolution: its keywords (``TypeError`` naming an unknown one; the
+        others take :meth:`conv_fprop`'s defaults), name, operands and groups."""
+        dims_key = "dx_dims" if kind == "conv_dgrad" else "dw_dims"
+        k = _take_keywords(kind, kw, _CONV_DEFAULTS, (dims_key,))
+        op_name, label = self._begin_op(kind, k["name"])
+        ta, tb, _, g = self._conv_operands(label, a, b, k["groups"])
+        inputs = {a[0].lower(): ta, b[0].lower(): tb}
+        return _ConvCall(kind, op_name, label, ta, tb, g, kw.get(dims_key), k, inputs)
+
+    def _conv_keyword_settings(self, c: _ConvCall) -> dict[str, Any]:
+        settings = {key: c.keywords[key] for key in _SETTINGS}
+        return self._conv_settings(c.label, c.a.ndim - 2, **settings)
+
+    def _conv_finish(
+        self,
+        c: _ConvCall,
+        s: dict[str, Any],
+        forward: tuple[tuple[int, ...], tuple[int, ...], str],
+        output: tuple[str, tuple[int, ...], Tensor],
+        dy: Tensor,
+    ) -> Tensor:
+        """Check that the forward convolution of ``forward`` (input dims, filter dims, how to
+        name them) gives ``dy``'s spatial dims, then add the backward convolution."""
+        fwd = self._conv_out(forward[0][2:], forward[1][2:], s)
         if fwd != dy.dims[2:]:
             raise GraphError(
-                f"{label}: a forward convolution of X {_dims_text(x.dims)} with a "
-                f"{_dims_text(dwd)} filter gives spatial dims {_dims_text(fwd)}, but DY has "
-                f"{_dims_text(dy.dims[2:])}"
+                f"{c.label}: a forward convolution of {forward[2]} gives spatial dims "
+                f"{_dims_text(fwd)}, but DY has {_dims_text(dy.dims[2:])}"
             )
-        dw = self._output(
-            label, op_name, "dw", dwd, x, out=out, out_dtype=out_dtype, inputs=(x, dy)
-        )
-        attrs = self._conv_attrs(label, s, compute_dtype, alpha, beta)
-        self._add_op(kind, op_name, {"x": x, "dy": dy}, {"dw": dw}, attrs)
-        return dw
+        k = c.keywords
+        attrs = self._conv_attrs(c.label, s, k["compute_dtype"], k["alpha"], k["beta"])
+        out = {"out": k["out"], "out_dtype": k["out_dtype"]}
+        return self._produce(c.kind, c.op_name, c.label, c.inputs, output, attrs=attrs, **out)
+
+
+# conv_fprop spells out the convolution keywords and their defaults; the backward convolutions
+# take the same (ConvolutionKeywords) with these defaults, read from that one signature.
+_CONV_DEFAULTS = _keyword_defaults(ConvolutionOps.conv_fprop)

@@ -166,12 +166,14 @@ class GraphCore:
 
     def _new_tensor(
         self,
-        name: str,
+        names: tuple[str | None, str],
         dims: tuple[int, ...],
         strides: tuple[int, ...],
         dtype: np.dtype | None,
         **kw: Any,
     ) -> Tensor:
+        """A tensor named ``names[0]``, or when that is None a free name made from ``names[1]``."""
+        name = self._unique_name(*names)
         t = Tensor(self, self._next_uid, name, dims=dims, strides=strides, dtype=dtype, **kw)
         self._next_uid += 1
         self._tensors.append(t)
@@ -252,7 +254,7 @@ class GraphCore:
             if virtual:
                 raise GraphError(f"{label}: a by-value scalar cannot be virtual")
         return self._new_tensor(
-            self._unique_name(name, f"t{self._next_uid}"),
+            (name, f"t{self._next_uid}"),
             dims_t,
             strides_t,
             dt,
@@ -365,13 +367,9 @@ class GraphCore:
         if out_dtype is not None:
             dt = as_numpy_dtype(out_dtype, name=f"{op_label}: out_dtype")
             _cudnn_dtype(dt, f"{op_label}: out_dtype")
+        default = f"{op_name}.{role}"
         return self._new_tensor(
-            self._unique_name(None, f"{op_name}.{role}"),
-            dims,
-            strides,
-            dt,
-            virtual=None,
-            vector_count=vector,
+            (None, default), dims, strides, dt, virtual=None, vector_count=vector
         )
 
     def _add_op(
@@ -397,6 +395,28 @@ class GraphCore:
         self._ops.append(op)
         self._op_names.add(name)
         return op
+
+    def _produce(
+        self,
+        kind: str,
+        op_name: str,
+        label: str,
+        inputs: dict[str, Tensor],
+        output: tuple[str, tuple[int, ...], Tensor],
+        *,
+        attrs: dict[str, Any],
+        out: Tensor | None,
+        out_dtype: Any,
+        strides: tuple[int, ...] | None = None,
+    ) -> Tensor:
+        """Declare the one output of an operation, ``(role, dims, like)`` as :meth:`_output`
+        takes them, and record the operation reading ``inputs``; returns the output."""
+        ins = inputs.values()
+        y = self._output(
+            label, op_name, *output, out=out, out_dtype=out_dtype, strides=strides, inputs=ins
+        )
+        self._add_op(kind, op_name, inputs, {output[0]: y}, attrs)
+        return y
 
     @contextmanager
     def _all_or_nothing(self) -> Iterator[None]:

@@ -79,32 +79,58 @@ def _concat_inputs(op: Operation, d: Any, ctx: _Ctx) -> None:
     d.set("OPERATION_CONCAT_INPUT_DESCS", ins, attr_type="BACKEND_DESCRIPTOR")
 
 
+# Short roles get ``XDESC``; the others ``..._DESC`` (cudnn_graph.h's spelling for most kinds).
+_SHORT_ROLES = frozenset({"x", "y", "dx", "dy"})
+
+
+def _roles(prefix: str, *roles: str, **irregular: str) -> dict[str, str]:
+    """Each role's attribute: ``prefix`` and the role's name in capitals, then ``DESC`` (after
+    ``x``, ``y``, ``dx``, ``dy``) or ``_DESC``; ``irregular`` gives the suffix of the others."""
+    regular = {r: f"{prefix}{r.upper()}{'' if r in _SHORT_ROLES else '_'}DESC" for r in roles}
+    return {**regular, **{r: prefix + suffix for r, suffix in irregular.items()}}
+
+
+def _values(prefix: str, *irregular: tuple[str, str, str], **types: str) -> tuple[Any, ...]:
+    """Settings: each keyword of ``types`` goes to ``prefix`` and its name in capitals, with that
+    attribute type; then the ``irregular`` rows, ``(key, attribute, type)`` as they are."""
+    return (*((key, prefix + key.upper(), t) for key, t in types.items()), *irregular)
+
+
+def _rope(direction: str, x: str, y: str) -> _Kind:
+    """RoPE forward or backward: the same roles (X or dY, the angles, Y or dX) and settings."""
+    p = f"OPERATION_ROPE_{direction}_"
+    roles = _roles(p, x, y, freqs="FREQSDESC")
+    return _Kind(p[:-1], roles, _values(p, rope_dim="INT64", output_scale="FLOAT"))
+
+
+def _band(prefix: str, *irregular: tuple[str, str, str]) -> tuple[Any, ...]:
+    """The settings expanding and contracting a band matrix share (then ``irregular``)."""
+    widths = [(key, f"{prefix}{key.upper()}_BANDWIDTH", "INT64") for key in ("lower", "upper")]
+    return (*widths, *_values(prefix, *irregular, axis="INT64", pad_value="DOUBLE"))
+
+
 _BN_FIN = "OPERATION_BN_FINALIZE_"
 _BN_BWD = "OPERATION_BN_BWD_WEIGHTS_"
 _MOE = "OPERATION_MOE_GROUPED_MATMUL_"
 _BAND = "OPERATION_DIAGONAL_BAND_MASK_"
+_SOFTMAX = "OPERATION_SOFTMAX_"
+_QUANT = "OPERATION_BLOCK_SCALE_QUANTIZE_"
+_DEQUANT = "OPERATION_BLOCK_SCALE_DEQUANTIZE_"
+_EXPAND = "OPERATION_EXPAND_BAND_MATRIX_"
+_CONTRACT = "OPERATION_CONTRACT_BAND_MATRIX_"
+_NORM_FWD = "OPERATION_NORM_FWD_"
+_NORM_BWD = "OPERATION_NORM_BWD_"
 
 EXTRA_KINDS: dict[str, _Kind] = {
     "softmax": _Kind(
         "OPERATION_SOFTMAX",
-        {
-            "x": "OPERATION_SOFTMAX_XDESC",
-            "sink": "OPERATION_SOFTMAX_SINK_DESC",
-            "y": "OPERATION_SOFTMAX_YDESC",
-            "stats": "OPERATION_SOFTMAX_STATS_DESC",
-            "max": "OPERATION_SOFTMAX_MAX_DESC",
-            "sum_exp": "OPERATION_SOFTMAX_SUM_EXP_DESC",
-        },
-        (("stats_log2", "OPERATION_SOFTMAX_STATS_LOG2", "BOOLEAN"),),
+        _roles(_SOFTMAX, "x", "sink", "y", "stats", "max", "sum_exp"),
+        _values(_SOFTMAX, stats_log2="BOOLEAN"),
     ),
     "genstats": _Kind(
         "OPERATION_GEN_STATS",
-        {
-            "x": "OPERATION_GENSTATS_XDESC",
-            "sum": "OPERATION_GENSTATS_SUMDESC",
-            "sq_sum": "OPERATION_GENSTATS_SQSUMDESC",
-        },
-        (("mode", "OPERATION_GENSTATS_MODE", "GENSTATS_MODE"),),
+        _roles("OPERATION_GENSTATS_", "x", sum="SUMDESC", sq_sum="SQSUMDESC"),
+        _values("OPERATION_GENSTATS_", mode="GENSTATS_MODE"),
         "OPERATION_GENSTATS_MATH_PREC",
     ),
     "batchnorm_finalize": _Kind(
@@ -148,17 +174,17 @@ EXTRA_KINDS: dict[str, _Kind] = {
     ),
     "reshape": _Kind(
         "OPERATION_RESHAPE",
-        {"x": "OPERATION_RESHAPE_XDESC", "y": "OPERATION_RESHAPE_YDESC"},
-        (("mode", "OPERATION_RESHAPE_MODE", "RESHAPE_MODE"),),
+        _roles("OPERATION_RESHAPE_", "x", "y"),
+        _values("OPERATION_RESHAPE_", mode="RESHAPE_MODE"),
     ),
     "transpose": _Kind(
         "OPERATION_TRANSPOSE",
-        {"x": "OPERATION_TRANSPOSE_XDESC", "y": "OPERATION_TRANSPOSE_YDESC"},
-        (("permutation", "OPERATION_TRANSPOSE_PERMUTATION", "INT64"),),
+        _roles("OPERATION_TRANSPOSE_", "x", "y"),
+        _values("OPERATION_TRANSPOSE_", permutation="INT64"),
     ),
     "slice": _Kind(
         "OPERATION_SLICE",
-        {"x": "OPERATION_SLICE_XDESC", "y": "OPERATION_SLICE_YDESC"},
+        _roles("OPERATION_SLICE_", "x", "y"),
         (
             ("start", "OPERATION_SLICE_START_INDICES", "INT64"),
             ("limit", "OPERATION_SLICE_LIMIT_INDICES", "INT64"),
@@ -168,214 +194,105 @@ EXTRA_KINDS: dict[str, _Kind] = {
     "concatenate": _Kind(
         "OPERATION_CONCAT",
         {"y": "OPERATION_CONCAT_OUTPUT_DESC"},
-        (
-            ("axis", "OPERATION_CONCAT_AXIS", "INT64"),
+        _values(
+            "OPERATION_CONCAT_",
             ("in_place_index", "OPERATION_CONCAT_INPLACE_INDEX", "INT64"),
+            axis="INT64",
         ),
         None,
         _concat_inputs,
     ),
     "resample": _Kind(
         "OPERATION_RESAMPLE_FWD",
-        {
-            "x": "OPERATION_RESAMPLE_FWD_XDESC",
-            "y": "OPERATION_RESAMPLE_FWD_YDESC",
-            "index": "OPERATION_RESAMPLE_FWD_IDXDESC",
-        },
+        _roles("OPERATION_RESAMPLE_FWD_", "x", "y", index="IDXDESC"),
         (),
         None,
         _resample_desc,
     ),
     "resample_backward": _Kind(
         "OPERATION_RESAMPLE_BWD",
-        {
-            "dy": "OPERATION_RESAMPLE_BWD_DYDESC",
-            "x": "OPERATION_RESAMPLE_BWD_XDESC",
-            "y": "OPERATION_RESAMPLE_BWD_YDESC",
-            "index": "OPERATION_RESAMPLE_BWD_IDXDESC",
-            "dx": "OPERATION_RESAMPLE_BWD_DXDESC",
-        },
+        _roles("OPERATION_RESAMPLE_BWD_", "dy", "x", "y", "dx", index="IDXDESC"),
         (),
         None,
         _resample_desc,
     ),
-    "rope": _Kind(
-        "OPERATION_ROPE_FWD",
-        {
-            "x": "OPERATION_ROPE_FWD_XDESC",
-            "freqs": "OPERATION_ROPE_FWD_FREQSDESC",
-            "y": "OPERATION_ROPE_FWD_YDESC",
-        },
-        (
-            ("rope_dim", "OPERATION_ROPE_FWD_ROPE_DIM", "INT64"),
-            ("output_scale", "OPERATION_ROPE_FWD_OUTPUT_SCALE", "FLOAT"),
-        ),
-    ),
-    "rope_backward": _Kind(
-        "OPERATION_ROPE_BWD",
-        {
-            "dy": "OPERATION_ROPE_BWD_DYDESC",
-            "freqs": "OPERATION_ROPE_BWD_FREQSDESC",
-            "dx": "OPERATION_ROPE_BWD_DXDESC",
-        },
-        (
-            ("rope_dim", "OPERATION_ROPE_BWD_ROPE_DIM", "INT64"),
-            ("output_scale", "OPERATION_ROPE_BWD_OUTPUT_SCALE", "FLOAT"),
-        ),
-    ),
+    "rope": _rope("FWD", "x", "y"),
+    "rope_backward": _rope("BWD", "dy", "dx"),
     "rng": _Kind(
         "OPERATION_RNG",
-        {
-            "seed": "OPERATION_RNG_SEED",
-            "offset": "OPERATION_RNG_OFFSET_DESC",
-            "y": "OPERATION_RNG_YDESC",
-        },
+        _roles("OPERATION_RNG_", "offset", "y", seed="SEED"),
         (("seed_value", "OPERATION_RNG_SEED", "INT64"),),
         None,
         _rng_desc,
     ),
     "block_scale_quantize": _Kind(
         "OPERATION_BLOCK_SCALE_QUANTIZE",
-        {
-            "x": "OPERATION_BLOCK_SCALE_QUANTIZE_XDESC",
-            "y": "OPERATION_BLOCK_SCALE_QUANTIZE_YDESC",
-            "scale": "OPERATION_BLOCK_SCALE_QUANTIZE_SCALE_DESC",
-        },
-        (("block_size", "OPERATION_BLOCK_SCALE_QUANTIZE_BLOCK_SIZE", "INT32"),),
-        "OPERATION_BLOCK_SCALE_QUANTIZE_MATH_PREC",
+        _roles(_QUANT, "x", "y", "scale"),
+        _values(_QUANT, block_size="INT32"),
+        _QUANT + "MATH_PREC",
     ),
     "block_scale_dequantize": _Kind(
         "OPERATION_BLOCK_SCALE_DEQUANTIZE",
-        {
-            "x": "OPERATION_BLOCK_SCALE_DEQUANTIZE_XDESC",
-            "scale": "OPERATION_BLOCK_SCALE_DEQUANTIZE_SCALE_DESC",
-            "y": "OPERATION_BLOCK_SCALE_DEQUANTIZE_YDESC",
-        },
-        (
-            ("block_size", "OPERATION_BLOCK_SCALE_DEQUANTIZE_BLOCK_SIZE", "INT32"),
-            ("neg_scale", "OPERATION_BLOCK_SCALE_DEQUANTIZE_NEG_SCALE", "BOOLEAN"),
-        ),
-        "OPERATION_BLOCK_SCALE_DEQUANTIZE_MATH_PREC",
+        _roles(_DEQUANT, "x", "scale", "y"),
+        _values(_DEQUANT, block_size="INT32", neg_scale="BOOLEAN"),
+        _DEQUANT + "MATH_PREC",
     ),
     "moe_grouped_matmul": _Kind(
         "OPERATION_MOE_GROUPED_MATMUL",
-        {
-            "token": _MOE + "TOKEN_DESC",
-            "weight": _MOE + "WEIGHT_DESC",
-            "first_token_offset": _MOE + "FIRST_TOKEN_OFFSET_DESC",
-            "token_index": _MOE + "TOKEN_INDEX_DESC",
-            "token_ks": _MOE + "TOKEN_KS_DESC",
-            "output": _MOE + "OUTPUT_DESC",
-        },
-        (
-            ("mode", _MOE + "MODE", "MOE_GROUPED_MATMUL_MODE"),
-            ("top_k", _MOE + "TOP_K", "INT32"),
-        ),
+        _roles(_MOE, "token", "weight", "first_token_offset", "token_index", "token_ks", "output"),
+        _values(_MOE, mode="MOE_GROUPED_MATMUL_MODE", top_k="INT32"),
         _MOE + "MATH_PREC",
     ),
     "moe_grouped_matmul_backward": _Kind(
         "OPERATION_MOE_GROUPED_MATMUL_BWD",
-        {
-            "token": _MOE + "BWD_TOKEN_DESC",
-            "doutput": _MOE + "BWD_DOUTPUT_DESC",
-            "first_token_offset": _MOE + "BWD_FIRST_TOKEN_OFFSET_DESC",
-            "dweight": _MOE + "BWD_DWEIGHT_DESC",
-        },
+        _roles(_MOE + "BWD_", "token", "doutput", "first_token_offset", "dweight"),
         (),
         _MOE + "BWD_MATH_PREC",
     ),
     "paged_cache_load": _Kind(
         "OPERATION_PAGED_CACHE_LOAD",
-        {
-            "container": "OPERATION_PAGED_CACHE_LOAD_CONTAINER_DESC",
-            "page_table": "OPERATION_PAGED_CACHE_LOAD_PAGE_TABLE_DESC",
-            "seq_len": "OPERATION_PAGED_CACHE_LOAD_SEQUENCE_DESC",
-            "y": "OPERATION_PAGED_CACHE_LOAD_YDESC",
-        },
+        _roles(
+            "OPERATION_PAGED_CACHE_LOAD_", "container", "page_table", "y", seq_len="SEQUENCE_DESC"
+        ),
     ),
     "expand_band_matrix": _Kind(
         "OPERATION_EXPAND_BAND_MATRIX",
-        {
-            "x": "OPERATION_EXPAND_BAND_MATRIX_XDESC",
-            "kv_token_offset": "OPERATION_EXPAND_BAND_MATRIX_KV_TOKEN_OFFSET_DESC",
-            "speculative_mask": "OPERATION_EXPAND_BAND_MATRIX_SPECULATIVE_MASK_DESC",
-            "y": "OPERATION_EXPAND_BAND_MATRIX_YDESC",
-        },
-        (
-            ("lower", "OPERATION_EXPAND_BAND_MATRIX_LOWER_BANDWIDTH", "INT64"),
-            ("upper", "OPERATION_EXPAND_BAND_MATRIX_UPPER_BANDWIDTH", "INT64"),
-            ("axis", "OPERATION_EXPAND_BAND_MATRIX_AXIS", "INT64"),
-            ("pad_value", "OPERATION_EXPAND_BAND_MATRIX_PAD_VALUE", "DOUBLE"),
-        ),
+        _roles(_EXPAND, "x", "kv_token_offset", "speculative_mask", "y"),
+        _band(_EXPAND),
     ),
     "contract_band_matrix": _Kind(
         "OPERATION_CONTRACT_BAND_MATRIX",
-        {
-            "x": "OPERATION_CONTRACT_BAND_MATRIX_XDESC",
-            "y": "OPERATION_CONTRACT_BAND_MATRIX_YDESC",
-        },
-        (
-            ("lower", "OPERATION_CONTRACT_BAND_MATRIX_LOWER_BANDWIDTH", "INT64"),
-            ("upper", "OPERATION_CONTRACT_BAND_MATRIX_UPPER_BANDWIDTH", "INT64"),
-            ("axis", "OPERATION_CONTRACT_BAND_MATRIX_AXIS", "INT64"),
-            ("pad_value", "OPERATION_CONTRACT_BAND_MATRIX_PAD_VALUE", "DOUBLE"),
-            ("max_token", "OPERATION_CONTRACT_BAND_MAX_TOKEN_VALUE", "INT64"),
-        ),
+        _roles(_CONTRACT, "x", "y"),
+        _band(_CONTRACT, ("max_token", "OPERATION_CONTRACT_BAND_MAX_TOKEN_VALUE", "INT64")),
     ),
     "diagonal_band_mask": _Kind(
         "OPERATION_DIAGONAL_BAND_MASK",
-        {
-            "x": _BAND + "XDESC",
-            "seq_len_q": _BAND + "SEQ_LEN_QDESC",
-            "seq_len_kv": _BAND + "SEQ_LEN_KVDESC",
-            "left_bound": _BAND + "LEFT_BOUND_DESC",
-            "right_bound": _BAND + "SHIFT_RIGHT_BOUND_DESC",
-            "fill": _BAND + "BDESC",
-            "y": _BAND + "YDESC",
-        },
+        _roles(
+            _BAND,
+            "x",
+            "left_bound",
+            "y",
+            fill="BDESC",
+            seq_len_q="SEQ_LEN_QDESC",
+            seq_len_kv="SEQ_LEN_KVDESC",
+            right_bound="SHIFT_RIGHT_BOUND_DESC",
+        ),
         (("comparison", _BAND + "COMPARISON_MODE", "POINTWISE_MODE"),),
     ),
     "adalayernorm": _Kind(
         "OPERATION_NORM_FORWARD",
-        {
-            "x": "OPERATION_NORM_FWD_XDESC",
-            "scale": "OPERATION_NORM_FWD_SCALE_DESC",
-            "bias": "OPERATION_NORM_FWD_BIAS_DESC",
-            "epsilon": "OPERATION_NORM_FWD_EPSILON_DESC",
-            "y": "OPERATION_NORM_FWD_YDESC",
-            "mean": "OPERATION_NORM_FWD_MEAN_DESC",
-            "inv_variance": "OPERATION_NORM_FWD_INV_VARIANCE_DESC",
-        },
-        (
-            ("mode", "OPERATION_NORM_FWD_MODE", "NORM_MODE"),
-            ("phase", "OPERATION_NORM_FWD_PHASE", "NORM_FWD_PHASE"),
-        ),
+        _roles(_NORM_FWD, "x", "scale", "bias", "epsilon", "y", "mean", "inv_variance"),
+        _values(_NORM_FWD, mode="NORM_MODE", phase="NORM_FWD_PHASE"),
     ),
     "adalayernorm_backward": _Kind(
         "OPERATION_NORM_BACKWARD",
-        {
-            "x": "OPERATION_NORM_BWD_XDESC",
-            "mean": "OPERATION_NORM_BWD_MEAN_DESC",
-            "inv_variance": "OPERATION_NORM_BWD_INV_VARIANCE_DESC",
-            "dy": "OPERATION_NORM_BWD_DYDESC",
-            "scale": "OPERATION_NORM_BWD_SCALE_DESC",
-            "dx": "OPERATION_NORM_BWD_DXDESC",
-            "dscale": "OPERATION_NORM_BWD_DSCALE_DESC",
-            "dbias": "OPERATION_NORM_BWD_DBIAS_DESC",
-        },
-        (("mode", "OPERATION_NORM_BWD_MODE", "NORM_MODE"),),
+        _roles(_NORM_BWD, "x", "mean", "inv_variance", "dy", "scale", "dx", "dscale", "dbias"),
+        _values(_NORM_BWD, mode="NORM_MODE"),
     ),
     "signal": _Kind(
         "OPERATION_SIGNAL",
-        {
-            "x": "OPERATION_SIGNAL_XDESC",
-            "flag": "OPERATION_SIGNAL_FLAGDESC",
-            "y": "OPERATION_SIGNAL_YDESC",
-        },
-        (
-            ("mode", "OPERATION_SIGNAL_MODE", "SIGNAL_MODE"),
-            ("value", "OPERATION_SIGNAL_VALUE", "INT64"),
-        ),
+        _roles("OPERATION_SIGNAL_", "x", "y", flag="FLAGDESC"),
+        _values("OPERATION_SIGNAL_", mode="SIGNAL_MODE", value="INT64"),
     ),
 }
 

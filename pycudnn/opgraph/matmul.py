@@ -62,18 +62,9 @@ class MatmulOps(GraphCore):
                     "matrix dims must have stride 1 (row- or column-major)"
                 )
         c_dims = (*batch, a.dims[-2], b.dims[-1])
-        row_major = tuple(layout.packed_strides(c_dims, "ABCDEFGH"[: len(c_dims)]))
-        c = self._output(
-            label,
-            op_name,
-            "c",
-            c_dims,
-            a,
-            out=out,
-            out_dtype=out_dtype,
-            strides=row_major,
-            inputs=(a, b),
-        )
+        st = tuple(layout.packed_strides(c_dims, "ABCDEFGH"[: len(c_dims)]))  # row-major
         attrs = {"compute_dtype": self._compute(compute_dtype, label)}
-        self._add_op(kind, op_name, {"a": a, "b": b}, {"c": c}, attrs)
-        return c
+        ins, c = {"a": a, "b": b}, ("c", c_dims, a)
+        return self._produce(
+            kind, op_name, label, ins, c, attrs=attrs, out=out, out_dtype=out_dtype, strides=st
+        )

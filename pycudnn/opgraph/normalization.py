@@ -23,20 +23,33 @@ pointwise operation in a graph of its own.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from .. import _attention_rules as rules
 from .attention import spec
-from .common import GraphError
+from .common import GraphError, _keyword_defaults, _take_keywords
 from .pointwise import PointwiseOps
 from .tensors import Tensor
 
-__all__ = ["NormOutputs", "NormalizationOps"]
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
+
+__all__ = ["NormKeywords", "NormOutputs", "NormalizationOps"]
 
 
 def _norm_axes(stats_dims: tuple[int, ...], x_dims: tuple[int, ...]) -> tuple[int, ...]:
     """The axes a norm reduces over: where the statistics are 1 and X is not."""
     return tuple(i for i, (s, x) in enumerate(zip(stats_dims, x_dims, strict=True)) if s == 1 != x)
+
+
+class NormKeywords(TypedDict, total=False):
+    """The keywords of :meth:`NormalizationOps.layernorm` that ``rmsnorm`` takes too, with the
+    same defaults: its fixed keyword list, for ``**kw: Unpack[NormKeywords]``."""
+
+    epsilon: float | Tensor
+    training: bool
+    zero_centered_gamma: bool
+    name: str | None
 
 
 class NormOutputs(NamedTuple):
@@ -66,6 +79,14 @@ class NormalizationOps(PointwiseOps):
             return fn(*args, **kw)
         except rules.RuleError as exc:
             raise GraphError(f"{label}: {exc}") from None
+
+    def _own_given(
+        self, label: str, tensors: dict[str, Any], optional: tuple[str, ...]
+    ) -> dict[str, Tensor]:
+        """The tensors by role, each checked to be of this graph (``TypeError`` naming a required
+        one that is None), leaving out the ``optional`` ones not given."""
+        given = {r: t for r, t in tensors.items() if t is not None or r not in optional}
+        return {r: self._own(t, label, r) for r, t in given.items()}
 
     def _scalar_spec(self, value: Any, label: str, what: str) -> Any:
         """An epsilon or momentum for the rules: the number, or the spec of a tensor."""
@@ -117,27 +138,20 @@ class NormalizationOps(PointwiseOps):
             raise TypeError(
                 f"{label}: zero_centered_gamma must be a bool, not {zero_centered_gamma!r}"
             )
-        owned = {
-            r: self._own(t, label, r)
-            for r, t in (
-                ("x", x),
-                ("scale", scale),
-                ("bias", bias),
-                ("running_mean", running_mean),
-                ("running_var", running_var),
-            )
-            if t is not None
-        }
+        running = {"running_mean": running_mean, "running_var": running_var}
+        tensors = {"x": x, "scale": scale, "bias": bias, **running}
+        owned = self._own_given(label, tensors, ("bias", *running))
+        sp = {r: spec(t) for r, t in owned.items()}
         shapes = self._check(
             label,
             rules.check_norm_forward,
             mode,
-            spec(owned["x"]),
-            spec(owned["scale"]),
-            spec(owned["bias"]) if "bias" in owned else None,
+            sp["x"],
+            sp["scale"],
+            sp.get("bias"),
             epsilon=self._scalar_spec(epsilon, label, "epsilon"),
-            running_mean=spec(owned["running_mean"]) if "running_mean" in owned else None,
-            running_var=spec(owned["running_var"]) if "running_var" in owned else None,
+            running_mean=sp.get("running_mean"),
+            running_var=sp.get("running_var"),
             momentum=self._scalar_spec(momentum, label, "momentum"),
         )
         x_t = owned["x"]
@@ -224,40 +238,18 @@ class NormalizationOps(PointwiseOps):
         ``plan.set_scalar``, as the frontend's pass-by-value epsilon). ``zero_centered_gamma``:
         the scale is stored as ``gamma - 1`` (cuDNN 9.7 and newer).
         """
+        kw: dict[str, Any] = {"epsilon": epsilon, "training": training, "name": name}
         return self._norm_forward(
-            "layer",
-            x,
-            scale,
-            bias,
-            epsilon=epsilon,
-            training=training,
-            zero_centered_gamma=zero_centered_gamma,
-            name=name,
+            "layer", x, scale, bias, zero_centered_gamma=zero_centered_gamma, **kw
         )
 
     def rmsnorm(
-        self,
-        x: Tensor,
-        scale: Tensor,
-        bias: Tensor | None = None,
-        *,
-        epsilon: float | Tensor = 1e-5,
-        training: bool = False,
-        zero_centered_gamma: bool = False,
-        name: str | None = None,
+        self, x: Tensor, scale: Tensor, bias: Tensor | None = None, **kw: Unpack[NormKeywords]
     ) -> NormOutputs:
         """RMS norm (``NORM_FORWARD``, ``RMS_NORM``; no mean) over the dims where ``scale``
-        varies; ``epsilon`` and ``zero_centered_gamma`` as for :meth:`layernorm`."""
-        return self._norm_forward(
-            "rms",
-            x,
-            scale,
-            bias,
-            epsilon=epsilon,
-            training=training,
-            zero_centered_gamma=zero_centered_gamma,
-            name=name,
-        )
+        varies; the keywords (``epsilon``, ``zero_centered_gamma``, ...) and their defaults as
+        for :meth:`layernorm`."""
+        return self._norm_forward("rms", x, scale, bias, **_take_keywords("rmsnorm", kw, _LAYER))
 
     def instancenorm(
         self,
@@ -295,18 +287,9 @@ class NormalizationOps(PointwiseOps):
         """
         if running_mean is not None and momentum is None:
             momentum = 0.1
-        return self._norm_forward(
-            "batch",
-            x,
-            scale,
-            bias,
-            epsilon=epsilon,
-            training=True,
-            running_mean=running_mean,
-            running_var=running_var,
-            momentum=momentum,
-            name=name,
-        )
+        kw: dict[str, Any] = {"running_mean": running_mean, "running_var": running_var}
+        kw.update(epsilon=epsilon, training=True, momentum=momentum, name=name)
+        return self._norm_forward("batch", x, scale, bias, **kw)
 
     def batchnorm_inference(
         self,
@@ -381,42 +364,26 @@ class NormalizationOps(PointwiseOps):
         y.set_output(dtype=x.dtype)
         return y
 
-    def _norm_backward(
+    def _norm_backward(  # noqa: PLR0917 - private, shared by the norm backward methods
         self,
         mode: str,
         dy: Tensor,
         x: Tensor,
         scale: Tensor,
-        *,
         mean: Tensor | None,
         inv_variance: Tensor,
-        with_dbias: bool,
-        epsilon: float | Tensor | None,
+        *,
+        with_dbias: bool = True,
+        epsilon: float | Tensor | None = None,
         name: str | None,
         zero_centered_gamma: bool = False,
     ) -> NormGradients:
         op_name, label = self._begin_op(f"{mode}norm_backward", name)
-        owned = {
-            r: self._own(t, label, r)
-            for r, t in (
-                ("x", x),
-                ("dy", dy),
-                ("scale", scale),
-                ("mean", mean),
-                ("inv_variance", inv_variance),
-            )
-            if t is not None
-        }
-        shapes = self._check(
-            label,
-            rules.check_norm_backward,
-            mode,
-            spec(owned["dy"]),
-            spec(owned["x"]),
-            scale=spec(owned["scale"]),
-            mean=spec(owned["mean"]) if "mean" in owned else None,
-            inv_variance=spec(owned["inv_variance"]),
-        )
+        tensors = {"x": x, "dy": dy, "scale": scale, "mean": mean, "inv_variance": inv_variance}
+        owned = self._own_given(label, tensors, ("mean",))
+        sp = {r: spec(t) for r, t in owned.items()}
+        kw = {"scale": sp["scale"], "mean": sp.get("mean"), "inv_variance": sp["inv_variance"]}
+        shapes = self._check(label, rules.check_norm_backward, mode, sp["dy"], sp["x"], **kw)
         x_t = owned["x"]
         inputs = dict(owned)
         if epsilon is not None:
@@ -474,17 +441,9 @@ class NormalizationOps(PointwiseOps):
     ) -> NormGradients:
         """``(dx, dscale, dbias)`` of :meth:`layernorm` from its saved statistics (``NORM_BACKWARD``);
         ``zero_centered_gamma`` as given to the forward."""
+        stats, zero = (mean, inv_variance), zero_centered_gamma
         return self._norm_backward(
-            "layer",
-            dy,
-            x,
-            scale,
-            mean=mean,
-            inv_variance=inv_variance,
-            with_dbias=True,
-            epsilon=epsilon,
-            name=name,
-            zero_centered_gamma=zero_centered_gamma,
+            "layer", dy, x, scale, *stats, epsilon=epsilon, name=name, zero_centered_gamma=zero
         )
 
     def rmsnorm_backward(
@@ -499,17 +458,9 @@ class NormalizationOps(PointwiseOps):
         name: str | None = None,
     ) -> NormGradients:
         """``(dx, dscale, dbias or None)`` of :meth:`rmsnorm` (``NORM_BACKWARD``, ``RMS_NORM``)."""
+        stats, zero = (None, inv_variance), zero_centered_gamma  # RMS norm saves no mean
         return self._norm_backward(
-            "rms",
-            dy,
-            x,
-            scale,
-            mean=None,
-            inv_variance=inv_variance,
-            with_dbias=with_dbias,
-            epsilon=None,
-            name=name,
-            zero_centered_gamma=zero_centered_gamma,
+            "rms", dy, x, scale, *stats, with_dbias=with_dbias, name=name, zero_centered_gamma=zero
         )
 
     def batchnorm_backward(
@@ -523,17 +474,7 @@ class NormalizationOps(PointwiseOps):
         name: str | None = None,
     ) -> NormGradients:
         """``(dx, dscale, dbias)`` of :meth:`batchnorm` from the batch statistics it saved."""
-        return self._norm_backward(
-            "batch",
-            dy,
-            x,
-            scale,
-            mean=mean,
-            inv_variance=inv_variance,
-            with_dbias=True,
-            epsilon=None,
-            name=name,
-        )
+        return self._norm_backward("batch", dy, x, scale, mean, inv_variance, name=name)
 
     def instancenorm_backward(
         self,
@@ -546,14 +487,8 @@ class NormalizationOps(PointwiseOps):
         name: str | None = None,
     ) -> NormGradients:
         """``(dx, dscale, dbias)`` of :meth:`instancenorm` from its saved statistics."""
-        return self._norm_backward(
-            "instance",
-            dy,
-            x,
-            scale,
-            mean=mean,
-            inv_variance=inv_variance,
-            with_dbias=True,
-            epsilon=None,
-            name=name,
-        )
+        return self._norm_backward("instance", dy, x, scale, mean, inv_variance, name=name)
+
+
+# layernorm spells out the keywords (and defaults) that rmsnorm takes as NormKeywords.
+_LAYER = _keyword_defaults(NormalizationOps.layernorm)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
 from .common import (
     GraphError,
@@ -85,6 +85,43 @@ def pointwise_mode(mode: Any) -> Any:
 
 
 POINTWISE_ARITY: dict[str, int] = {m.name: pointwise_arity(m) for m in PointwiseMode}
+
+
+class _Unary(Protocol):
+    """A one-input shortcut, as its callers see it (bound to a graph)."""
+
+    def __call__(self, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor: ...
+
+
+class _Binary(Protocol):
+    """A two-input shortcut, as its callers see it (bound to a graph)."""
+
+    def __call__(self, a: Tensor, b: Tensor, **kw: Unpack[BinaryKeywords]) -> Tensor: ...
+
+
+def _doc(mode: str, what: str, tail: str) -> str:
+    # "exp(x) (CUDNN_POINTWISE_EXP); keywords as for pointwise", unless a tail says more.
+    return f"{what} (``CUDNN_POINTWISE_{mode}``); {tail or 'keywords as for :meth:`pointwise`'}."
+
+
+def _binary(mode: str, what: str, tail: str = "") -> _Binary:
+    """The two-input shortcut method for pointwise ``mode`` (its docstring from ``what``)."""
+
+    def shortcut(self: PointwiseOps, a: Tensor, b: Tensor, **kw: Unpack[BinaryKeywords]) -> Tensor:
+        return self.pointwise(mode, a, b, **kw)
+
+    shortcut.__doc__ = _doc(mode, what, tail)
+    return cast("_Binary", shortcut)
+
+
+def _unary(mode: str, what: str) -> _Unary:
+    """The one-input shortcut method for pointwise ``mode`` (its docstring from ``what``)."""
+
+    def shortcut(self: PointwiseOps, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor:
+        return self.pointwise(mode, x, **kw)
+
+    shortcut.__doc__ = _doc(mode, what, "")
+    return cast("_Unary", shortcut)
 
 
 class PointwiseOps(GraphCore):
@@ -186,47 +223,29 @@ class PointwiseOps(GraphCore):
                 raise GraphError(f"{label}: axis {axis} is out of range for rank {len(dims)}")
             attrs["axis"] = axis
         role_out = "dx" if backward else "y"
-        y = self._output(
-            label,
-            op_name,
-            role_out,
-            dims,
-            like,
-            out=out,
-            out_dtype=out_dtype,
-            inputs=roles_in.values(),
+        y = (role_out, dims, like)
+        return self._produce(
+            kind, op_name, label, roles_in, y, attrs=attrs, out=out, out_dtype=out_dtype
         )
-        self._add_op(kind, op_name, roles_in, {role_out: y}, attrs)
-        return y
 
-    # Convenience spellings of common pointwise modes.
-    def add(self, a: Tensor, b: Tensor, **kw: Unpack[BinaryKeywords]) -> Tensor:
-        """``a + b`` (``CUDNN_POINTWISE_ADD``); with ``alpha1``/``alpha2``: ``alpha1*a + alpha2*b``."""
-        return self.pointwise("ADD", a, b, **kw)
-
-    def sub(self, a: Tensor, b: Tensor, **kw: Unpack[BinaryKeywords]) -> Tensor:
-        """``a - b`` (``CUDNN_POINTWISE_SUB``); keywords as for :meth:`pointwise`."""
-        return self.pointwise("SUB", a, b, **kw)
-
-    def mul(self, a: Tensor, b: Tensor, **kw: Unpack[BinaryKeywords]) -> Tensor:
-        """``a * b`` (``CUDNN_POINTWISE_MUL``); keywords as for :meth:`pointwise`."""
-        return self.pointwise("MUL", a, b, **kw)
-
-    def div(self, a: Tensor, b: Tensor, **kw: Unpack[BinaryKeywords]) -> Tensor:
-        """``a / b`` (``CUDNN_POINTWISE_DIV``); keywords as for :meth:`pointwise`."""
-        return self.pointwise("DIV", a, b, **kw)
-
-    def maximum(self, a: Tensor, b: Tensor, **kw: Unpack[BinaryKeywords]) -> Tensor:
-        """Elementwise maximum (``CUDNN_POINTWISE_MAX``); keywords as for :meth:`pointwise`."""
-        return self.pointwise("MAX", a, b, **kw)
-
-    def minimum(self, a: Tensor, b: Tensor, **kw: Unpack[BinaryKeywords]) -> Tensor:
-        """Elementwise minimum (``CUDNN_POINTWISE_MIN``); keywords as for :meth:`pointwise`."""
-        return self.pointwise("MIN", a, b, **kw)
-
-    def pow(self, a: Tensor, b: Tensor, **kw: Unpack[BinaryKeywords]) -> Tensor:
-        """``a ** b`` (``CUDNN_POINTWISE_POW``); keywords as for :meth:`pointwise`."""
-        return self.pointwise("POW", a, b, **kw)
+    # Convenience spellings of common pointwise modes. Those that take only pointwise's keywords
+    # are one table row each (made by _binary and _unary); those with their own follow.
+    add = _binary("ADD", "``a + b``", "with ``alpha1``/``alpha2``: ``alpha1*a + alpha2*b``")
+    sub = _binary("SUB", "``a - b``")
+    mul = _binary("MUL", "``a * b``")
+    div = _binary("DIV", "``a / b``")
+    maximum = _binary("MAX", "Elementwise maximum")
+    minimum = _binary("MIN", "Elementwise minimum")
+    pow = _binary("POW", "``a ** b``")
+    sigmoid = _unary("SIGMOID_FWD", "Logistic sigmoid")
+    tanh = _unary("TANH_FWD", "Hyperbolic tangent")
+    exp = _unary("EXP", "``exp(x)``")
+    log = _unary("LOG", "Natural logarithm")
+    sqrt = _unary("SQRT", "Square root")
+    rsqrt = _unary("RSQRT", "``1 / sqrt(x)``")
+    abs = _unary("ABS", "Absolute value")
+    neg = _unary("NEG", "``-x``")
+    reciprocal = _unary("RECIPROCAL", "``1 / x``")
 
     def bias(self, x: Tensor, bias: Tensor, **kw: Unpack[BinaryKeywords]) -> Tensor:
         """``x + bias`` with broadcasting (bias ``[1, C, 1, 1]`` for NCHW-logical tensors)."""
@@ -262,14 +281,6 @@ class PointwiseOps(GraphCore):
         mode = "GELU_APPROX_TANH_FWD" if approximate == "tanh" else "GELU_FWD"
         return self.pointwise(mode, x, **kw)
 
-    def sigmoid(self, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor:
-        """Logistic sigmoid (``CUDNN_POINTWISE_SIGMOID_FWD``); keywords as for :meth:`pointwise`."""
-        return self.pointwise("SIGMOID_FWD", x, **kw)
-
-    def tanh(self, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor:
-        """Hyperbolic tangent (``CUDNN_POINTWISE_TANH_FWD``); keywords as for :meth:`pointwise`."""
-        return self.pointwise("TANH_FWD", x, **kw)
-
     def swish(self, x: Tensor, *, beta: float | None = None, **kw: Unpack[UnaryKeywords]) -> Tensor:
         """``x * sigmoid(beta * x)`` (``CUDNN_POINTWISE_SWISH_FWD``, ``beta``: ``SWISH_BETA``)."""
         return self.pointwise("SWISH_FWD", x, swish_beta=beta, **kw)
@@ -288,36 +299,16 @@ class PointwiseOps(GraphCore):
         """A copy, converting the data type when ``out_dtype`` differs (``IDENTITY``)."""
         return self.pointwise("IDENTITY", x, **kw)
 
-    def exp(self, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor:
-        """``exp(x)`` (``CUDNN_POINTWISE_EXP``); keywords as for :meth:`pointwise`."""
-        return self.pointwise("EXP", x, **kw)
-
-    def log(self, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor:
-        """Natural logarithm (``CUDNN_POINTWISE_LOG``); keywords as for :meth:`pointwise`."""
-        return self.pointwise("LOG", x, **kw)
-
-    def sqrt(self, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor:
-        """Square root (``CUDNN_POINTWISE_SQRT``); keywords as for :meth:`pointwise`."""
-        return self.pointwise("SQRT", x, **kw)
-
-    def rsqrt(self, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor:
-        """``1 / sqrt(x)`` (``CUDNN_POINTWISE_RSQRT``); keywords as for :meth:`pointwise`."""
-        return self.pointwise("RSQRT", x, **kw)
-
-    def abs(self, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor:
-        """Absolute value (``CUDNN_POINTWISE_ABS``); keywords as for :meth:`pointwise`."""
-        return self.pointwise("ABS", x, **kw)
-
-    def neg(self, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor:
-        """``-x`` (``CUDNN_POINTWISE_NEG``); keywords as for :meth:`pointwise`."""
-        return self.pointwise("NEG", x, **kw)
-
-    def reciprocal(self, x: Tensor, **kw: Unpack[UnaryKeywords]) -> Tensor:
-        """``1 / x`` (``CUDNN_POINTWISE_RECIPROCAL``); keywords as for :meth:`pointwise`."""
-        return self.pointwise("RECIPROCAL", x, **kw)
-
     def binary_select(
         self, mask: Tensor, a: Tensor, b: Tensor, **kw: Unpack[UnaryKeywords]
     ) -> Tensor:
         """``mask ? a : b`` elementwise (``BINARY_SELECT``; all three with the same dims)."""
         return self.pointwise("BINARY_SELECT", a, b, mask, **kw)
+
+
+# The shortcuts made by _binary and _unary take the names they are given in the class body, and
+# show `self` bare as methods do (its annotation is for the type checker inside the factory).
+for _name, _member in vars(PointwiseOps).items():
+    if getattr(_member, "__qualname__", "").startswith(("_binary.", "_unary.")):
+        _member.__name__, _member.__qualname__ = _name, f"PointwiseOps.{_name}"
+        del _member.__annotations__["self"]

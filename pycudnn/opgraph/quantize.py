@@ -100,19 +100,10 @@ class QuantizeOps(GraphCore):
             )
             attrs["neg_scale"] = neg_scale
         require_kind("OPERATION_BLOCK_SCALE_DEQUANTIZE", label)
-        y = self._output(
-            label,
-            op_name,
-            "y",
-            x.dims,
-            x,
-            out=out,
-            out_dtype=out_dtype,
-            strides=x.strides,
-            inputs=(x, s),
+        ins, y, st = {"x": x, "scale": s}, ("y", x.dims, x), x.strides
+        return self._produce(
+            kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=out_dtype, strides=st
         )
-        self._add_op(kind, op_name, {"x": x, "scale": s}, {"y": y}, attrs)
-        return y
 
     def moe_grouped_matmul(
         self,
@@ -176,11 +167,10 @@ class QuantizeOps(GraphCore):
             attrs["top_k"] = _int_arg(top_k, f"{label}: top_k", minimum=1)
         od = (1, rows, w.dims[2])
         require_kind("OPERATION_MOE_GROUPED_MATMUL", label)
-        y = self._output(
-            label, op_name, "output", od, t, out=out, out_dtype=out_dtype, inputs=ins.values()
+        y = ("output", od, t)
+        return self._produce(
+            kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=out_dtype
         )
-        self._add_op(kind, op_name, ins, {"output": y}, attrs)
-        return y
 
     def moe_grouped_matmul_backward(
         self,
@@ -211,9 +201,8 @@ class QuantizeOps(GraphCore):
         od = (e, t.dims[2], dy.dims[2])
         ins = {"token": t, "doutput": dy, "first_token_offset": f}
         require_kind("OPERATION_MOE_GROUPED_MATMUL_BWD", label)
-        dw = self._output(
-            label, op_name, "dweight", od, t, out=out, out_dtype=out_dtype, inputs=ins.values()
-        )
         attrs = {"compute_dtype": self._compute(compute_dtype, label)}
-        self._add_op(kind, op_name, ins, {"dweight": dw}, attrs)
-        return dw
+        dw = ("dweight", od, t)
+        return self._produce(
+            kind, op_name, label, ins, dw, attrs=attrs, out=out, out_dtype=out_dtype
+        )

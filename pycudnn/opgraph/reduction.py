@@ -79,6 +79,7 @@ class ReductionOps(GraphCore):
             if not isinstance(deterministic, bool):
                 raise TypeError(f"{label}: deterministic must be a bool, not {deterministic!r}")
             attrs["deterministic"] = deterministic
-        y = self._output(label, op_name, "y", od, x, out=out, out_dtype=out_dtype, inputs=(x,))
-        self._add_op(kind, op_name, {"x": x}, {"y": y}, attrs)
-        return y
+        y = ("y", od, x)
+        return self._produce(
+            kind, op_name, label, {"x": x}, y, attrs=attrs, out=out, out_dtype=out_dtype
+        )

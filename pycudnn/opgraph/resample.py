@@ -2,14 +2,43 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from .common import GraphError, _dims_text, _enum_member, _ints
+from .common import (
+    GraphError,
+    _check_bounds,
+    _dims_text,
+    _enum_member,
+    _ints,
+    _keyword_defaults,
+    _take_keywords,
+)
 from .core import GraphCore
 from .kinds import _need_dims, _start, require_kind
 from .tensors import Tensor
 
-__all__ = ["ResampleOps"]
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Required, Unpack  # typing's are Python 3.11+
+
+__all__ = ["ResampleKeywords", "ResampleOps"]
+
+# The settings _resample_settings takes, in its order.
+_SETTINGS = ("mode", "window", "stride", "padding", "post_padding", "padding_mode", "propagate_nan")
+
+
+class ResampleKeywords(TypedDict, total=False):
+    """The keywords of :meth:`ResampleOps.resample` that ``resample_backward`` takes too, with the
+    same defaults: its fixed keyword list, for ``**kw: Unpack[ResampleKeywords]``."""
+
+    mode: Any
+    window: Required[Any]
+    stride: Any
+    padding: Any
+    post_padding: Any
+    padding_mode: Any
+    propagate_nan: bool
+    name: str | None
+    out: Tensor | None
 
 
 def _resample_enums() -> tuple[Any, Any, Any]:
@@ -44,15 +73,8 @@ class ResampleOps(GraphCore):
         st = _ints(stride if stride is not None else win, f"{label}: stride", n)
         pre = _ints(padding, f"{label}: padding", n)
         post = _ints(post_padding if post_padding is not None else pre, f"{label}: post_padding", n)
-        for what, vals, lo in (
-            ("window", win, 1),
-            ("stride", st, 1),
-            ("padding", pre, 0),
-            ("post_padding", post, 0),
-        ):
-            for i, v in enumerate(vals):
-                if v < lo:
-                    raise GraphError(f"{label}: {what}[{i}] is {v}; it must be >= {lo}")
+        bounds = (("window", win, 1), ("stride", st, 1), ("padding", pre, 0))
+        _check_bounds(label, *bounds, ("post_padding", post, 0))
         out_sp = []
         for i, (d, w, s, a, b) in enumerate(zip(spatial, win, st, pre, post, strict=True)):
             span = d + a + b - w
@@ -136,24 +158,18 @@ class ResampleOps(GraphCore):
         x: Tensor | None = None,
         y: Tensor | None = None,
         index: Tensor | None = None,
-        mode: Any = "maxpool",
-        window: Any,
-        stride: Any = None,
-        padding: Any = 0,
-        post_padding: Any = None,
-        padding_mode: Any = None,
-        propagate_nan: bool = False,
         dx_dims: Any = None,
-        name: str | None = None,
-        out: Tensor | None = None,
+        **kw: Unpack[ResampleKeywords],
     ) -> Tensor:
         """The gradient of :meth:`resample` (``OPERATION_RESAMPLE_BWD``): ``dx`` from ``dy``.
 
         Max pooling needs the forward ``index`` (or ``x`` and ``y``); ``dx`` has ``x``'s dims,
-        or ``dx_dims`` when no ``x`` is given.
+        or ``dx_dims`` when no ``x`` is given. The pooling keywords are :meth:`resample`'s, with
+        its defaults (``window`` is required).
         """
         kind = "resample_backward"
-        op_name, label = _start(self, kind, name, "OPERATION_RESAMPLE_BWD")
+        k = _take_keywords(kind, kw, _RESAMPLE_DEFAULTS)
+        op_name, label = _start(self, kind, k["name"], "OPERATION_RESAMPLE_BWD")
         dy = self._own(dy, label, "DY")
         ins = {"dy": dy}
         if x is not None:
@@ -174,9 +190,8 @@ class ResampleOps(GraphCore):
                 f"{label}: dx dims {_dims_text(dxd)} and DY {_dims_text(dy.dims)} must share rank, "
                 "N and C"
             )
-        attrs, sp = self._resample_settings(
-            label, dxd[2:], mode, window, stride, padding, post_padding, padding_mode, propagate_nan
-        )
+        settings = [k[key] for key in _SETTINGS]
+        attrs, sp = self._resample_settings(label, dxd[2:], *settings)
         if tuple(sp) != dy.dims[2:]:
             raise GraphError(
                 f"{label}: pooling {_dims_text(dxd)} with these settings gives spatial dims "
@@ -190,8 +205,11 @@ class ResampleOps(GraphCore):
             raise GraphError(f"{label}: max pooling's gradient needs index=, or x= and y=")
         like = ins.get("x", dy)
         require_kind("OPERATION_RESAMPLE_BWD", label)
-        dx = self._output(
-            label, op_name, "dx", dxd, like, out=out, out_dtype=None, inputs=ins.values()
+        dx = ("dx", dxd, like)
+        return self._produce(
+            kind, op_name, label, ins, dx, attrs=attrs, out=k["out"], out_dtype=None
         )
-        self._add_op(kind, op_name, ins, {"dx": dx}, attrs)
-        return dx
+
+
+# resample spells out the keywords (and defaults) that resample_backward takes as ResampleKeywords.
+_RESAMPLE_DEFAULTS = _keyword_defaults(ResampleOps.resample, ResampleKeywords.__annotations__)

@@ -100,7 +100,7 @@ class RngOps(GraphCore):
             # no input to take a layout from: the output is laid out by `strides`
             dt = as_numpy_dtype(out_dtype or "float32", name=f"{label}: out_dtype")
             _cudnn_dtype(dt, f"{label}: out_dtype")
-            y = self._new_tensor(self._unique_name(None, f"{op_name}.y"), od, st, dt, virtual=None)
+            y = self._new_tensor((None, f"{op_name}.y"), od, st, dt, virtual=None)
         self._add_op(kind, op_name, ins, {"y": y}, attrs)
         return y
 
@@ -128,7 +128,6 @@ class RngOps(GraphCore):
         _need_dtype(f, "i", label, "FLAG", "the flag is an int64")
         v = _int_arg(value, f"{label}: value")
         require_kind("OPERATION_SIGNAL", label)
-        y = self._output(label, op_name, "y", x.dims, x, out=out, out_dtype=x.dtype, inputs=(x, f))
         attrs = {"compute_dtype": self.compute_dtype, "mode": smode, "value": v}
-        self._add_op(kind, op_name, {"x": x, "flag": f}, {"y": y}, attrs)
-        return y
+        ins, y = {"x": x, "flag": f}, ("y", x.dims, x)
+        return self._produce(kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=x.dtype)

@@ -4,16 +4,42 @@ diagonal band mask) used for sliding-window and speculative-decoding masks."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from .. import layout
-from .common import GraphError, _dims_text
+from .common import GraphError, _dims_text, _keyword_defaults, _take_keywords
 from .core import GraphCore
 from .kinds import _int_arg, _need_dims, _need_dtype, _start, require_kind
 from .pointwise import pointwise_mode
 from .tensors import Tensor
 
-__all__ = ["SequenceOps"]
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Required, Unpack  # typing's are Python 3.11+
+
+__all__ = ["BandKeywords", "RopeKeywords", "SequenceOps"]
+
+
+class RopeKeywords(TypedDict, total=False):
+    """The keywords of :meth:`SequenceOps.rope` that ``rope_backward`` takes too, with the same
+    defaults (all None): its fixed keyword list, for ``**kw: Unpack[RopeKeywords]``."""
+
+    rope_dim: int | None
+    output_scale: float | None
+    name: str | None
+    out: Tensor | None
+
+
+class BandKeywords(TypedDict, total=False):
+    """The keywords of :meth:`SequenceOps.expand_band_matrix` that ``contract_band_matrix`` takes
+    too, with the same defaults: its fixed keyword list, for ``**kw: Unpack[BandKeywords]``."""
+
+    lower_bandwidth: Required[int]
+    upper_bandwidth: Required[int]
+    axis: int
+    pad_value: float | None
+    name: str | None
+    out: Tensor | None
+    out_dtype: Any
 
 
 def _packed(dims: tuple[int, ...]) -> tuple[int, ...]:
@@ -115,9 +141,8 @@ class SequenceOps(GraphCore):
         _need_dtype(f, "f", label, "FREQS", "frequencies are angles (floating point)")
         require_kind(desc, label, since=since)
         # the rotated tensor keeps the input's type (attention after it takes fp16/bf16)
-        y = self._output(label, op_name, xout, x.dims, x, out=out, out_dtype=x.dtype, inputs=(x, f))
-        self._add_op(kind, op_name, {xin: x, "freqs": f}, {xout: y}, attrs)
-        return y
+        ins, y = {xin: x, "freqs": f}, (xout, x.dims, x)
+        return self._produce(kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=x.dtype)
 
     def rope(
         self,
@@ -139,19 +164,13 @@ class SequenceOps(GraphCore):
         """
         return self._rope("rope", x, freqs, rope_dim, output_scale, name, out)
 
-    def rope_backward(
-        self,
-        dy: Tensor,
-        freqs: Tensor,
-        *,
-        rope_dim: int | None = None,
-        output_scale: float | None = None,
-        name: str | None = None,
-        out: Tensor | None = None,
-    ) -> Tensor:
+    def rope_backward(self, dy: Tensor, freqs: Tensor, **kw: Unpack[RopeKeywords]) -> Tensor:
         """The gradient of :meth:`rope` (``OPERATION_ROPE_BWD``, cuDNN 9.25+): ``dx`` from ``dy``
-        (rotation by the negated angles), fused after attention's backward like :meth:`rope`."""
-        return self._rope("rope_backward", dy, freqs, rope_dim, output_scale, name, out)
+        (rotation by the negated angles), fused after attention's backward like :meth:`rope`;
+        the keywords are :meth:`rope`'s, with its defaults."""
+        k = _take_keywords("rope_backward", kw, _ROPE_DEFAULTS)
+        settings = (k["rope_dim"], k["output_scale"], k["name"], k["out"])
+        return self._rope("rope_backward", dy, freqs, *settings)
 
     def paged_cache_load(
         self,
@@ -193,12 +212,9 @@ class SequenceOps(GraphCore):
         od = (b, c.dims[1], s, c.dims[3])
         # gathered pages keep the cache's type (attention after it takes fp16/bf16)
         require_kind("OPERATION_PAGED_CACHE_LOAD", label)
-        y = self._output(label, op_name, "y", od, c, out=out, out_dtype=c.dtype, inputs=(c, pt, sl))
         attrs = {"compute_dtype": self.compute_dtype}
-        self._add_op(
-            kind, op_name, {"container": c, "page_table": pt, "seq_len": sl}, {"y": y}, attrs
-        )
-        return y
+        ins, y = {"container": c, "page_table": pt, "seq_len": sl}, ("y", od, c)
+        return self._produce(kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=c.dtype)
 
     def _band(  # noqa: PLR0917 - private, shared by expand and contract
         self,
@@ -254,19 +270,11 @@ class SequenceOps(GraphCore):
                 attrs["max_token"] = _int_arg(extra["max_token"], f"{label}: max_token", minimum=1)
         od_t = tuple(od)
         require_kind(desc, label)
-        y = self._output(
-            label,
-            op_name,
-            "y",
-            od_t,
-            x,
-            out=out,
-            out_dtype=x.dtype if out_dtype is None else out_dtype,
-            strides=_packed(od_t),
-            inputs=ins.values(),
+        kw: dict[str, Any] = {"out": out, "strides": _packed(od_t)}
+        dt = x.dtype if out_dtype is None else out_dtype
+        return self._produce(
+            kind, op_name, label, ins, ("y", od_t, x), attrs=attrs, out_dtype=dt, **kw
         )
-        self._add_op(kind, op_name, ins, {"y": y}, attrs)
-        return y
 
     def expand_band_matrix(
         self,
@@ -300,33 +308,16 @@ class SequenceOps(GraphCore):
         )
 
     def contract_band_matrix(
-        self,
-        x: Tensor,
-        *,
-        lower_bandwidth: int,
-        upper_bandwidth: int,
-        axis: int = -2,
-        pad_value: float | None = None,
-        max_token: int | None = None,
-        name: str | None = None,
-        out: Tensor | None = None,
-        out_dtype: Any = None,
+        self, x: Tensor, *, max_token: int | None = None, **kw: Unpack[BandKeywords]
     ) -> Tensor:
         """Keep only the band of a matrix (``lower + upper + 1`` entries along ``axis``)
         (``OPERATION_CONTRACT_BAND_MATRIX``, cuDNN 9.10+); the inverse of
-        :meth:`expand_band_matrix`."""
-        return self._band(
-            "contract_band_matrix",
-            x,
-            lower_bandwidth,
-            upper_bandwidth,
-            axis,
-            pad_value,
-            {"max_token": max_token},
-            name,
-            out,
-            out_dtype,
-        )
+        :meth:`expand_band_matrix`, whose band keywords it takes, with their defaults
+        (``lower_bandwidth`` and ``upper_bandwidth`` are required)."""
+        k = _take_keywords("contract_band_matrix", kw, _BAND_DEFAULTS)
+        band = (k["lower_bandwidth"], k["upper_bandwidth"], k["axis"], k["pad_value"])
+        rest = ({"max_token": max_token}, k["name"], k["out"], k["out_dtype"])
+        return self._band("contract_band_matrix", x, *band, *rest)
 
     def diagonal_band_mask(
         self,
@@ -392,9 +383,12 @@ class SequenceOps(GraphCore):
             name=self._unique_name(None, f"{op_name}.fill"),
         )  # fmt: skip
         ins.update(lens)
-        y = self._output(
-            label, op_name, "y", x.dims, x, out=out, out_dtype=x.dtype, inputs=ins.values()
-        )
         attrs = {"compute_dtype": self.compute_dtype, "comparison": mode}
-        self._add_op(kind, op_name, ins, {"y": y}, attrs)
-        return y
+        y = ("y", x.dims, x)
+        return self._produce(kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=x.dtype)
+
+
+# rope and expand_band_matrix spell out the keywords (and defaults) that rope_backward and
+# contract_band_matrix take as RopeKeywords and BandKeywords.
+_ROPE_DEFAULTS = _keyword_defaults(SequenceOps.rope)
+_BAND_DEFAULTS = _keyword_defaults(SequenceOps.expand_band_matrix, BandKeywords.__annotations__)

@@ -21,6 +21,11 @@ def _reshape_mode(mode: Any) -> Any:
     return _enum_member(_bindings.cudnnBackendReshapeMode_t, mode, "CUDNN_RESHAPE_", "reshape mode")
 
 
+def _like_x(x: Tensor, out: Tensor | None, strides: Any) -> dict[str, Any]:
+    """The output keywords of a shape operation: its result keeps X's type, in ``strides``."""
+    return {"out": out, "out_dtype": x.dtype, "strides": strides}
+
+
 class ShapeOps(GraphCore):
     """Reshape, transpose, slice and concatenate (``OPERATION_RESHAPE``, ``_TRANSPOSE``,
     ``_SLICE``, ``_CONCAT``)."""
@@ -56,11 +61,8 @@ class ShapeOps(GraphCore):
             require_kind("OPERATION_RESHAPE", f"{label}: mode", since=(9, 22, 0))
             attrs["mode"] = _reshape_mode(mode)
         require_kind("OPERATION_RESHAPE", label)
-        y = self._output(
-            label, op_name, "y", od, x, out=out, out_dtype=x.dtype, strides=st, inputs=(x,)
-        )
-        self._add_op(kind, op_name, {"x": x}, {"y": y}, attrs)
-        return y
+        y = ("y", od, x)
+        return self._produce(kind, op_name, label, {"x": x}, y, attrs=attrs, **_like_x(x, out, st))
 
     def transpose(
         self,
@@ -85,12 +87,9 @@ class ShapeOps(GraphCore):
         od = tuple(x.dims[p] for p in perm)
         st = tuple(x.strides[p] for p in perm)
         require_kind("OPERATION_TRANSPOSE", label)
-        y = self._output(
-            label, op_name, "y", od, x, out=out, out_dtype=x.dtype, strides=st, inputs=(x,)
-        )
         attrs = {"compute_dtype": self.compute_dtype, "permutation": perm}
-        self._add_op(kind, op_name, {"x": x}, {"y": y}, attrs)
-        return y
+        y = ("y", od, x)
+        return self._produce(kind, op_name, label, {"x": x}, y, attrs=attrs, **_like_x(x, out, st))
 
     def slice(
         self,
@@ -140,17 +139,14 @@ class ShapeOps(GraphCore):
         od = tuple((b - a + c - 1) // c for a, b, c in zip(start, limit, step, strict=True))
         st = tuple(s * c for s, c in zip(x.strides, step, strict=True))
         require_kind("OPERATION_SLICE", label)
-        y = self._output(
-            label, op_name, "y", od, x, out=out, out_dtype=x.dtype, strides=st, inputs=(x,)
-        )
         attrs = {
             "compute_dtype": self.compute_dtype,
             "start": tuple(start),
             "limit": tuple(limit),
             "step": tuple(step),
         }
-        self._add_op(kind, op_name, {"x": x}, {"y": y}, attrs)
-        return y
+        y = ("y", od, x)
+        return self._produce(kind, op_name, label, {"x": x}, y, attrs=attrs, **_like_x(x, out, st))
 
     def concatenate(
         self,
@@ -199,16 +195,5 @@ class ShapeOps(GraphCore):
         fmt = first.format
         st = tuple(layout.packed_strides(tuple(od), fmt)) if len(fmt) == len(od) else None
         require_kind("OPERATION_CONCAT", label)
-        y = self._output(
-            label,
-            op_name,
-            "y",
-            tuple(od),
-            first,
-            out=out,
-            out_dtype=first.dtype,
-            strides=st,
-            inputs=xs,
-        )
-        self._add_op(kind, op_name, {f"x{i}": t for i, t in enumerate(xs)}, {"y": y}, attrs)
-        return y
+        ins, y = {f"x{i}": t for i, t in enumerate(xs)}, ("y", tuple(od), first)
+        return self._produce(kind, op_name, label, ins, y, attrs=attrs, **_like_x(first, out, st))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from typing import Any, Protocol
 
@@ -235,24 +236,16 @@ def vector_array(
 # --------------------------------------------------------------------------------------------------
 
 
+# eq=False: operations are told apart by identity (a graph may hold two alike).
+@dataclasses.dataclass(eq=False, repr=False, slots=True)
 class Operation:
     """One node: its kind, name, input and output tensors by role, and its settings."""
 
-    __slots__ = ("attrs", "inputs", "kind", "name", "outputs")
-
-    def __init__(
-        self,
-        kind: str,
-        name: str,
-        inputs: dict[str, Tensor],
-        outputs: dict[str, Tensor],
-        attrs: dict[str, Any],
-    ) -> None:
-        self.kind = kind
-        self.name = name
-        self.inputs = inputs
-        self.outputs = outputs
-        self.attrs = attrs
+    kind: str
+    name: str
+    inputs: dict[str, Tensor]
+    outputs: dict[str, Tensor]
+    attrs: dict[str, Any]
 
     @property
     def label(self) -> str:
