@@ -1,6 +1,7 @@
 """Public callables spell out their keywords (no ``**kwargs`` hiding them from help() and type
-checkers): Plan.verify, Plan.load, pycutensor's Operation.scalar_values and the pointwise
-shortcuts, whose ``**kw`` is typed with the fixed keyword lists of ``pointwise``."""
+checkers): Plan.verify, Plan.load, pycutensor's Operation.scalar_values, and the methods that
+share a keyword list (the pointwise shortcuts, the backward convolutions, ...), whose ``**kw`` is
+typed with that list for type checkers and spelled out in their signatures for help()."""
 
 from __future__ import annotations
 
@@ -56,13 +57,56 @@ SHORTCUTS = [
 
 @pytest.mark.parametrize("name", SHORTCUTS)
 def test_each_shortcut_types_its_keywords(name: str) -> None:
-    params = inspect.signature(getattr(PointwiseOps, name)).parameters
-    tensors = [p for p in params.values() if p.annotation == "Tensor"]
-    var = [p for p in params.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
-    assert len(var) == 1
+    method = getattr(PointwiseOps, name)
+    tensors = [k for k, v in method.__annotations__.items() if v == "Tensor" and k != "return"]
     # alpha2 is for two-input modes only (pointwise raises for it elsewhere)
     expected = "Unpack[BinaryKeywords]" if len(tensors) == 2 else "Unpack[UnaryKeywords]"
-    assert var[0].annotation == expected
+    assert method.__annotations__["kw"] == expected
+    # ... and help() / inspect.signature show those keywords, as pointwise declares them
+    typed = BinaryKeywords if len(tensors) == 2 else UnaryKeywords
+    shown = _keywords(getattr(Graph, name))
+    pointwise = _keywords(PointwiseOps.pointwise)
+    for key in typed.__annotations__:
+        assert shown[key] == pointwise[key], (name, key)
+
+
+def _public_callables() -> list[tuple[str, Any]]:
+    """Every public function, class and method of both packages and their public subpackages."""
+    import importlib
+
+    out: list[tuple[str, Any]] = []
+    for package in ("pycudnn", "pycudnn.plan", "pycudnn.verification", "pycudnn.opgraph",
+                    "pycutensor", "pycutensor.distributed"):  # fmt: skip
+        module = importlib.import_module(package)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if isinstance(obj, type) and issubclass(obj, BaseException):
+                continue  # exceptions take Python's own (*args, **kwargs)
+            out.append((f"{package}.{name}", obj))
+            if isinstance(obj, type):
+                out += [(f"{package}.{name}.{a}", getattr(obj, a)) for a in dir(obj)
+                        if not a.startswith("_") or a == "__init__"]  # fmt: skip
+    ours = ("pycudnn", "pycutensor", "_nvbind")  # not what a class inherits from Python (list, ...)
+    return [
+        (n, c)
+        for n, c in out
+        if callable(c) and (getattr(c, "__module__", None) or "").startswith(ours)
+    ]
+
+
+def test_no_public_callable_hides_its_keywords() -> None:
+    hidden = []
+    for name, obj in _public_callables():
+        try:
+            params = inspect.signature(obj).parameters.values()
+        except (TypeError, ValueError):  # builtins without a signature
+            continue
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+            hidden.append(name)
+    assert hidden == []
+    # the scan reaches the methods that take shared keyword lists
+    names = {n for n, _ in _public_callables()}
+    assert {"pycudnn.Graph.conv_dgrad", "pycudnn.Graph.add", "pycudnn.Graph.build"} <= names
 
 
 def test_shortcut_keywords_reach_pointwise() -> None:

@@ -118,7 +118,13 @@ def test_peer_keywords_are_the_primarys_own(
         return {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
 
     assert set(typed.__annotations__) <= keyword_only(primary)
-    assert keyword_only(peer) == own
+    # the peer's signature spells out its own keywords and the shared ones (not **kw) ...
+    assert keyword_only(peer) == own | set(typed.__annotations__)
+    # ... with the primary's defaults
+    primary_params = inspect.signature(getattr(Graph, primary)).parameters
+    peer_params = inspect.signature(getattr(Graph, peer)).parameters
+    for key in typed.__annotations__:
+        assert peer_params[key].default == primary_params[key].default, key
 
 
 def test_resample_backward_takes_resamples_defaults() -> None:

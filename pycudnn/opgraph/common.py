@@ -100,6 +100,37 @@ def _keyword_defaults(
     }
 
 
+def _show_keywords(cls: type, primary: Callable[..., Any], *keywords: type) -> None:
+    """Spell out the shared keywords in the ``__signature__`` of every method of ``cls`` that
+    takes ``**kw: Unpack[K]`` for one of the TypedDicts ``keywords``: each key of ``K`` as
+    ``primary`` declares it (annotation and default; a key ``primary`` lacks, such as
+    ``conv_dgrad``'s ``dx_dims``, is keyword-only with default None). Type checkers read the
+    TypedDict; this makes ``help()``, :func:`inspect.signature` and the API reference show the
+    same fixed keyword list instead of ``**kw``."""
+    declared = inspect.signature(primary).parameters
+    by_annotation = {f"Unpack[{k.__name__}]": k for k in keywords}
+    for method in vars(cls).values():
+        typed = by_annotation.get(str(getattr(method, "__annotations__", {}).get("kw")))
+        if typed is None:
+            continue
+        signature = inspect.signature(method)
+        own = list(signature.parameters.values())
+        taken = {p.name for p in own}
+        spelled = [
+            declared[key].replace(kind=inspect.Parameter.KEYWORD_ONLY)
+            if key in declared
+            else inspect.Parameter(
+                key,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=None,
+                annotation=getattr(hint, "__forward_arg__", hint),
+            )
+            for key, hint in typed.__annotations__.items()
+            if key not in taken
+        ]
+        setattr(method, "__signature__", signature.replace(parameters=[*own[:-1], *spelled]))  # noqa: B010 - a function's attribute mypy does not know
+
+
 def _take_keywords(
     method: str, given: Mapping[str, Any], defaults: Mapping[str, Any], own: Collection[str] = ()
 ) -> dict[str, Any]:

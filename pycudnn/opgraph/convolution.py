@@ -9,7 +9,15 @@ import numpy as np
 
 from _nvbind.dtypes import as_numpy_dtype, dtype_name
 
-from .common import GraphError, _check_bounds, _dims_text, _ints, _keyword_defaults, _take_keywords
+from .common import (
+    GraphError,
+    _check_bounds,
+    _dims_text,
+    _ints,
+    _keyword_defaults,
+    _show_keywords,
+    _take_keywords,
+)
 from .core import GraphCore
 from .tensors import Tensor
 
@@ -400,3 +408,4 @@ class ConvolutionOps(GraphCore):
 # conv_fprop spells out the convolution keywords and their defaults; the backward convolutions
 # take the same (ConvolutionKeywords) with these defaults, read from that one signature.
 _CONV_DEFAULTS = _keyword_defaults(ConvolutionOps.conv_fprop)
+_show_keywords(ConvolutionOps, ConvolutionOps.conv_fprop, DgradKeywords, WgradKeywords)

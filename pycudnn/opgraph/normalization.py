@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from .. import _attention_rules as rules
 from .attention import spec
-from .common import GraphError, _keyword_defaults, _take_keywords
+from .common import GraphError, _keyword_defaults, _show_keywords, _take_keywords
 from .pointwise import PointwiseOps
 from .tensors import Tensor
 
@@ -492,3 +492,4 @@ class NormalizationOps(PointwiseOps):
 
 # layernorm spells out the keywords (and defaults) that rmsnorm takes as NormKeywords.
 _LAYER = _keyword_defaults(NormalizationOps.layernorm)
+_show_keywords(NormalizationOps, NormalizationOps.layernorm, NormKeywords)

@@ -10,6 +10,7 @@ from .common import (
     _broadcast,
     _dims_text,
     _enum_member,
+    _show_keywords,
 )
 from .core import GraphCore
 from .tensors import Tensor
@@ -312,3 +313,4 @@ for _name, _member in vars(PointwiseOps).items():
     if getattr(_member, "__qualname__", "").startswith(("_binary.", "_unary.")):
         _member.__name__, _member.__qualname__ = _name, f"PointwiseOps.{_name}"
         del _member.__annotations__["self"]
+_show_keywords(PointwiseOps, PointwiseOps.pointwise, UnaryKeywords, BinaryKeywords)

@@ -11,6 +11,7 @@ from .common import (
     _enum_member,
     _ints,
     _keyword_defaults,
+    _show_keywords,
     _take_keywords,
 )
 from .core import GraphCore
@@ -213,3 +214,4 @@ class ResampleOps(GraphCore):
 
 # resample spells out the keywords (and defaults) that resample_backward takes as ResampleKeywords.
 _RESAMPLE_DEFAULTS = _keyword_defaults(ResampleOps.resample, ResampleKeywords.__annotations__)
+_show_keywords(ResampleOps, ResampleOps.resample, ResampleKeywords)

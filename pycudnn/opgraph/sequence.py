@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from .. import layout
-from .common import GraphError, _dims_text, _keyword_defaults, _take_keywords
+from .common import GraphError, _dims_text, _keyword_defaults, _show_keywords, _take_keywords
 from .core import GraphCore
 from .kinds import _int_arg, _need_dims, _need_dtype, _start, require_kind
 from .pointwise import pointwise_mode
@@ -392,3 +392,5 @@ class SequenceOps(GraphCore):
 # contract_band_matrix take as RopeKeywords and BandKeywords.
 _ROPE_DEFAULTS = _keyword_defaults(SequenceOps.rope)
 _BAND_DEFAULTS = _keyword_defaults(SequenceOps.expand_band_matrix, BandKeywords.__annotations__)
+_show_keywords(SequenceOps, SequenceOps.rope, RopeKeywords)
+_show_keywords(SequenceOps, SequenceOps.expand_band_matrix, BandKeywords)
