@@ -4,9 +4,8 @@ checks (dims, dtypes, extents, broadcasting)."""
 from __future__ import annotations
 
 import enum
-import inspect
 import numbers
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -84,66 +83,6 @@ def _check_bounds(label: str, *checks: tuple[str, tuple[int, ...], int]) -> None
                 raise GraphError(f"{label}: {what}[{i}] is {v}; it must be {rule}")
             if v > _INT64_MAX:
                 raise GraphError(f"{label}: {what}[{i}] is {v}; it must fit in an int64")
-
-
-def _keyword_defaults(
-    method: Callable[..., Any], keys: Collection[str] | None = None
-) -> dict[str, Any]:
-    """The keyword-only parameters of ``method`` (those in ``keys``, when given) and their
-    defaults (``inspect.Parameter.empty`` for a required one): the one home of a keyword list
-    that a peer method takes as ``**kw``."""
-    params = inspect.signature(method).parameters.values()
-    return {
-        p.name: p.default
-        for p in params
-        if p.kind is inspect.Parameter.KEYWORD_ONLY and (keys is None or p.name in keys)
-    }
-
-
-def _show_keywords(cls: type, primary: Callable[..., Any], *keywords: type) -> None:
-    """Spell out the shared keywords in the ``__signature__`` of every method of ``cls`` that
-    takes ``**kw: Unpack[K]`` for one of the TypedDicts ``keywords``: each key of ``K`` as
-    ``primary`` declares it (annotation and default; a key ``primary`` lacks, such as
-    ``conv_dgrad``'s ``dx_dims``, is keyword-only with default None). Type checkers read the
-    TypedDict; this makes ``help()``, :func:`inspect.signature` and the API reference show the
-    same fixed keyword list instead of ``**kw``."""
-    declared = inspect.signature(primary).parameters
-    by_annotation = {f"Unpack[{k.__name__}]": k for k in keywords}
-    for method in vars(cls).values():
-        typed = by_annotation.get(str(getattr(method, "__annotations__", {}).get("kw")))
-        if typed is None:
-            continue
-        signature = inspect.signature(method)
-        own = list(signature.parameters.values())
-        taken = {p.name for p in own}
-        spelled = [
-            declared[key].replace(kind=inspect.Parameter.KEYWORD_ONLY)
-            if key in declared
-            else inspect.Parameter(
-                key,
-                inspect.Parameter.KEYWORD_ONLY,
-                default=None,
-                annotation=getattr(hint, "__forward_arg__", hint),
-            )
-            for key, hint in typed.__annotations__.items()
-            if key not in taken
-        ]
-        setattr(method, "__signature__", signature.replace(parameters=[*own[:-1], *spelled]))  # noqa: B010 - a function's attribute mypy does not know
-
-
-def _take_keywords(
-    method: str, given: Mapping[str, Any], defaults: Mapping[str, Any], own: Collection[str] = ()
-) -> dict[str, Any]:
-    """``given`` completed with ``defaults`` (see :func:`_keyword_defaults`); ``TypeError``, as
-    Python's own, for a keyword that is neither there nor in ``own`` or for a missing one."""
-    for key in given:
-        if key not in defaults and key not in own:
-            hint = did_you_mean(key, [*defaults, *own])
-            raise TypeError(f"{method}() got an unexpected keyword argument {key!r}{hint}")
-    missing = [k for k, v in defaults.items() if v is inspect.Parameter.empty and k not in given]
-    if missing:
-        raise TypeError(f"{method}() missing required keyword-only argument: {missing[0]!r}")
-    return {**defaults, **given}
 
 
 def _cudnn_dtype(dtype: np.dtype, what: str) -> Any:

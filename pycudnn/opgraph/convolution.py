@@ -8,15 +8,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 import numpy as np
 
 from _nvbind.dtypes import as_numpy_dtype, dtype_name
+from _nvbind.keywords import keyword_defaults, show_keywords, take_keywords
 
 from .common import (
     GraphError,
     _check_bounds,
     _dims_text,
     _ints,
-    _keyword_defaults,
-    _show_keywords,
-    _take_keywords,
 )
 from .core import GraphCore
 from .tensors import Tensor
@@ -373,7 +371,7 @@ class ConvolutionOps(GraphCore):
         """Begin a backward convolution: its keywords (``TypeError`` naming an unknown one; the
         others take :meth:`conv_fprop`'s defaults), name, operands and groups."""
         dims_key = "dx_dims" if kind == "conv_dgrad" else "dw_dims"
-        k = _take_keywords(kind, kw, _CONV_DEFAULTS, (dims_key,))
+        k = take_keywords(kind, kw, _CONV_DEFAULTS, (dims_key,))
         op_name, label = self._begin_op(kind, k["name"])
         ta, tb, _, g = self._conv_operands(label, a, b, k["groups"])
         inputs = {a[0].lower(): ta, b[0].lower(): tb}
@@ -407,5 +405,5 @@ class ConvolutionOps(GraphCore):
 
 # conv_fprop spells out the convolution keywords and their defaults; the backward convolutions
 # take the same (ConvolutionKeywords) with these defaults, read from that one signature.
-_CONV_DEFAULTS = _keyword_defaults(ConvolutionOps.conv_fprop)
-_show_keywords(ConvolutionOps, ConvolutionOps.conv_fprop, DgradKeywords, WgradKeywords)
+_CONV_DEFAULTS = keyword_defaults(ConvolutionOps.conv_fprop)
+show_keywords(vars(ConvolutionOps), ConvolutionOps.conv_fprop, DgradKeywords, WgradKeywords)

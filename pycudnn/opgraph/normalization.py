@@ -25,9 +25,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
+from _nvbind.keywords import keyword_defaults, show_keywords, take_keywords
+
 from .. import _attention_rules as rules
 from .attention import spec
-from .common import GraphError, _keyword_defaults, _show_keywords, _take_keywords
+from .common import GraphError
 from .pointwise import PointwiseOps
 from .tensors import Tensor
 
@@ -249,7 +251,7 @@ class NormalizationOps(PointwiseOps):
         """RMS norm (``NORM_FORWARD``, ``RMS_NORM``; no mean) over the dims where ``scale``
         varies; the keywords (``epsilon``, ``zero_centered_gamma``, ...) and their defaults as
         for :meth:`layernorm`."""
-        return self._norm_forward("rms", x, scale, bias, **_take_keywords("rmsnorm", kw, _LAYER))
+        return self._norm_forward("rms", x, scale, bias, **take_keywords("rmsnorm", kw, _LAYER))
 
     def instancenorm(
         self,
@@ -491,5 +493,5 @@ class NormalizationOps(PointwiseOps):
 
 
 # layernorm spells out the keywords (and defaults) that rmsnorm takes as NormKeywords.
-_LAYER = _keyword_defaults(NormalizationOps.layernorm)
-_show_keywords(NormalizationOps, NormalizationOps.layernorm, NormKeywords)
+_LAYER = keyword_defaults(NormalizationOps.layernorm)
+show_keywords(vars(NormalizationOps), NormalizationOps.layernorm, NormKeywords)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
+from _nvbind.keywords import show_keywords
+
 from .common import (
     GraphError,
     PointwiseMode,
     _broadcast,
     _dims_text,
     _enum_member,
-    _show_keywords,
 )
 from .core import GraphCore
 from .tensors import Tensor
@@ -313,4 +314,4 @@ for _name, _member in vars(PointwiseOps).items():
     if getattr(_member, "__qualname__", "").startswith(("_binary.", "_unary.")):
         _member.__name__, _member.__qualname__ = _name, f"PointwiseOps.{_name}"
         del _member.__annotations__["self"]
-_show_keywords(PointwiseOps, PointwiseOps.pointwise, UnaryKeywords, BinaryKeywords)
+show_keywords(vars(PointwiseOps), PointwiseOps.pointwise, UnaryKeywords, BinaryKeywords)

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from _nvbind.keywords import keyword_defaults, show_keywords, take_keywords
+
 from .common import (
     GraphError,
     _check_bounds,
     _dims_text,
     _enum_member,
     _ints,
-    _keyword_defaults,
-    _show_keywords,
-    _take_keywords,
 )
 from .core import GraphCore
 from .kinds import _need_dims, _start, require_kind
@@ -169,7 +168,7 @@ class ResampleOps(GraphCore):
         its defaults (``window`` is required).
         """
         kind = "resample_backward"
-        k = _take_keywords(kind, kw, _RESAMPLE_DEFAULTS)
+        k = take_keywords(kind, kw, _RESAMPLE_DEFAULTS)
         op_name, label = _start(self, kind, k["name"], "OPERATION_RESAMPLE_BWD")
         dy = self._own(dy, label, "DY")
         ins = {"dy": dy}
@@ -213,5 +212,5 @@ class ResampleOps(GraphCore):
 
 
 # resample spells out the keywords (and defaults) that resample_backward takes as ResampleKeywords.
-_RESAMPLE_DEFAULTS = _keyword_defaults(ResampleOps.resample, ResampleKeywords.__annotations__)
-_show_keywords(ResampleOps, ResampleOps.resample, ResampleKeywords)
+_RESAMPLE_DEFAULTS = keyword_defaults(ResampleOps.resample, ResampleKeywords.__annotations__)
+show_keywords(vars(ResampleOps), ResampleOps.resample, ResampleKeywords)

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from _nvbind.keywords import keyword_defaults, show_keywords, take_keywords
+
 from .. import layout
-from .common import GraphError, _dims_text, _keyword_defaults, _show_keywords, _take_keywords
+from .common import GraphError, _dims_text
 from .core import GraphCore
 from .kinds import _int_arg, _need_dims, _need_dtype, _start, require_kind
 from .pointwise import pointwise_mode
@@ -168,7 +170,7 @@ class SequenceOps(GraphCore):
         """The gradient of :meth:`rope` (``OPERATION_ROPE_BWD``, cuDNN 9.25+): ``dx`` from ``dy``
         (rotation by the negated angles), fused after attention's backward like :meth:`rope`;
         the keywords are :meth:`rope`'s, with its defaults."""
-        k = _take_keywords("rope_backward", kw, _ROPE_DEFAULTS)
+        k = take_keywords("rope_backward", kw, _ROPE_DEFAULTS)
         settings = (k["rope_dim"], k["output_scale"], k["name"], k["out"])
         return self._rope("rope_backward", dy, freqs, *settings)
 
@@ -314,7 +316,7 @@ class SequenceOps(GraphCore):
         (``OPERATION_CONTRACT_BAND_MATRIX``, cuDNN 9.10+); the inverse of
         :meth:`expand_band_matrix`, whose band keywords it takes, with their defaults
         (``lower_bandwidth`` and ``upper_bandwidth`` are required)."""
-        k = _take_keywords("contract_band_matrix", kw, _BAND_DEFAULTS)
+        k = take_keywords("contract_band_matrix", kw, _BAND_DEFAULTS)
         band = (k["lower_bandwidth"], k["upper_bandwidth"], k["axis"], k["pad_value"])
         rest = ({"max_token": max_token}, k["name"], k["out"], k["out_dtype"])
         return self._band("contract_band_matrix", x, *band, *rest)
@@ -390,7 +392,7 @@ class SequenceOps(GraphCore):
 
 # rope and expand_band_matrix spell out the keywords (and defaults) that rope_backward and
 # contract_band_matrix take as RopeKeywords and BandKeywords.
-_ROPE_DEFAULTS = _keyword_defaults(SequenceOps.rope)
-_BAND_DEFAULTS = _keyword_defaults(SequenceOps.expand_band_matrix, BandKeywords.__annotations__)
-_show_keywords(SequenceOps, SequenceOps.rope, RopeKeywords)
-_show_keywords(SequenceOps, SequenceOps.expand_band_matrix, BandKeywords)
+_ROPE_DEFAULTS = keyword_defaults(SequenceOps.rope)
+_BAND_DEFAULTS = keyword_defaults(SequenceOps.expand_band_matrix, BandKeywords.__annotations__)
+show_keywords(vars(SequenceOps), SequenceOps.rope, RopeKeywords)
+show_keywords(vars(SequenceOps), SequenceOps.expand_band_matrix, BandKeywords)
