@@ -49,7 +49,6 @@ __all__ = [
     "integer_rule",
     "keep_descriptor_type",
     "keep_spec",
-    "spec_key",
 ]
 
 #: Integer attributes cuDNN uses as extents or divides by: every element must be at least 1.
@@ -172,10 +171,6 @@ class AttrSpec:
         self.value_kinds = _value_kinds(name) if atype == _DESCRIPTOR else None
         self.enum_cls = ENUM_OF_TYPE.get(atype) if self.kind == "enum" else None
 
-    def is_supported(self) -> bool:
-        """False when the loaded cuDNN is older than a symbol this attribute uses."""
-        return self.needs is None or not LIB.lacks(self.needs)
-
     def encode(self, value: Any, descriptor_class: type[Any]) -> tuple[Any, int, list[Any]] | None:
         """``(ctypes array, count, descriptors to keep alive)`` for the common, valid values;
         None for anything else (``_attrs._encode`` converts it, or refuses it with its message)."""
@@ -258,25 +253,20 @@ class AttrSpec:
         return (ctypes.c_void_p * n)(*ptrs), n, list(descs)
 
 
-def spec_key(attr: Any, attr_type: Any, descriptor_type: int) -> tuple[Any, ...] | None:
-    """The cache key of an attribute spelled ``attr`` with ``attr_type`` on a descriptor of
-    ``descriptor_type``, or None when it cannot be one (an unhashable spelling)."""
-    key = (type(attr), attr, type(attr_type), attr_type, descriptor_type)
+def cached_spec(
+    attr: Any, attr_type: Any, descriptor_type: int
+) -> tuple[tuple[Any, ...] | None, AttrSpec | None]:
+    """``(key, spec)``: the cache key of an attribute spelled ``attr`` with ``attr_type`` on a
+    descriptor of ``descriptor_type`` (None for an unhashable spelling, which is never kept),
+    and its kept :class:`AttrSpec` while the loaded cuDNN still has what it uses, else None."""
+    key: tuple[Any, ...] | None = (type(attr), attr, type(attr_type), attr_type, descriptor_type)
     try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
-
-
-def cached_spec(key: tuple[Any, ...] | None) -> AttrSpec | None:
-    """The kept :class:`AttrSpec` of ``key`` while the loaded cuDNN still has what it uses."""
-    if key is None:
-        return None
-    spec = _SPECS.get(key)
-    if spec is None or not spec.is_supported():
-        return None
-    return spec
+        spec = _SPECS.get(key)  # type: ignore[arg-type]
+    except TypeError:  # unhashable: the full check says what is wrong with it
+        return None, None
+    if spec is None or (spec.needs is not None and LIB.lacks(spec.needs)):
+        return key, None
+    return key, spec
 
 
 def keep_spec(key: tuple[Any, ...] | None, name: Any, atype: int) -> AttrSpec:

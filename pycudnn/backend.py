@@ -64,7 +64,6 @@ from ._attrspec import (
     descriptor_needs,
     keep_descriptor_type,
     keep_spec,
-    spec_key,
 )
 from ._lib import LIB, last_error_string
 from ._plan_json import check_json_attribute, check_plan_json
@@ -196,6 +195,8 @@ class BackendDescriptor(CResource):
     def _adopt(self, ptr: int, dtype: Any, parents: Iterable[Any]) -> None:
         # The finalizer holds this list, so every descriptor appended to it outlives this one.
         self._refs: list[Any] = list(parents)
+        # The Handles among them, which finalize() checks are still open (see _check_finalizable).
+        self._handles: list[Handle] = [p for p in self._refs if isinstance(p, Handle)]
         super().__init__(ptr, _destroy, parents=(self._refs,))
         self.descriptor_type: Any = dtype
         self._finalized = False
@@ -218,6 +219,8 @@ class BackendDescriptor(CResource):
     def keep_alive(self, obj: Any) -> None:
         """Hold a strong reference to ``obj`` for as long as this descriptor exists."""
         self._refs.append(obj)
+        if isinstance(obj, Handle):
+            self._handles.append(obj)
 
     def finalize(self) -> None:
         """``cudnnBackendFinalize``: validate and freeze the attributes."""
@@ -244,8 +247,8 @@ class BackendDescriptor(CResource):
         convolutions (its heuristics crash)."""
 
         missing = ""
-        for ref in self._refs:
-            if isinstance(ref, Handle) and ref.closed:
+        for ref in self._handles:
+            if ref.closed:
                 # set as a HANDLE attribute, then closed: cuDNN would dereference it
                 missing = "a pycudnn.Handle set on it has been closed"
                 break
@@ -335,6 +338,8 @@ class BackendDescriptor(CResource):
             )
         if keep:
             self._refs.extend(keep)
+            if atype != _DESCRIPTOR:  # HANDLE values: Handles
+                self._handles.extend(k for k in keep if isinstance(k, Handle))
         self._set_kinds[spec.key] = (
             tuple(int(d.descriptor_type) for d in keep) if atype == _DESCRIPTOR else None
         )
@@ -343,8 +348,7 @@ class BackendDescriptor(CResource):
         """The :class:`~pycudnn._attrspec.AttrSpec` of ``attr`` (with ``attr_type``) on this
         descriptor: kept from an earlier call, or checked now as set() and get() always did
         (name, type, owner, version; the same errors in the same order) and then kept."""
-        key = spec_key(attr, attr_type, int(self.descriptor_type))
-        spec = cached_spec(key)
+        key, spec = cached_spec(attr, attr_type, int(self.descriptor_type))
         if spec is not None:
             return spec
         name = attribute_name(attr)
@@ -422,6 +426,8 @@ class BackendDescriptor(CResource):
         object, always into descriptors of the kind the attribute holds.
         """
         known = _GET_DESCRIPTOR_TYPES.get(name.name)
+        if known is not None and requested is None:
+            return DescType[known]  # the kind cuDNN fills it with (the common read)
         set_kinds = self._set_kinds.get(int(name))
         if known is not None:
             allowed = {int(DescType[known])}

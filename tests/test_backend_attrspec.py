@@ -13,6 +13,7 @@ from _nvbind.ffi import UnsupportedByLibraryError
 from pycudnn import _bindings as cb
 from pycudnn._lib import LIB
 from pycudnn.backend import BackendDescriptor
+from pycudnn.handle import Handle
 
 pytestmark = pytest.mark.usefixtures("libcuda")
 
@@ -95,9 +96,9 @@ def test_a_kept_attribute_is_refused_once_the_library_is_declared_older(cudnn_at
     with _tensor() as t:
         t.set("TENSOR_RAGGED_OFFSET_MULTIPLIER", 1)  # kept for this spelling and kind
     cudnn_at(_before("CUDNN_ATTR_TENSOR_RAGGED_OFFSET_MULTIPLIER"))
-    with _tensor() as t:
-        with pytest.raises(UnsupportedByLibraryError, match="TENSOR_RAGGED_OFFSET_MULTIPLIER"):
-            t.set("TENSOR_RAGGED_OFFSET_MULTIPLIER", 1)
+    refused = pytest.raises(UnsupportedByLibraryError, match="TENSOR_RAGGED_OFFSET_MULTIPLIER")
+    with _tensor() as t, refused:
+        t.set("TENSOR_RAGGED_OFFSET_MULTIPLIER", 1)
 
 
 def test_a_kept_enum_value_is_refused_once_the_library_is_declared_older(cudnn_at) -> None:  # type: ignore[no-untyped-def]
@@ -142,6 +143,25 @@ def test_descriptor_values_are_still_checked_after_a_valid_one() -> None:
 def test_an_attribute_of_another_descriptor_is_refused_after_its_own_use() -> None:
     with _tensor():
         pass  # TENSOR_DIMENSIONS kept for TENSOR descriptors
-    with BackendDescriptor("POINTWISE") as d:
-        with pytest.raises(ValueError, match="is an attribute of CUDNN_BACKEND_TENSOR_DESCRIPTOR"):
-            d.set("TENSOR_DIMENSIONS", [1, 2, 3, 4])
+    refused = pytest.raises(ValueError, match="is an attribute of CUDNN_BACKEND_TENSOR_DESCRIPTOR")
+    with BackendDescriptor("POINTWISE") as d, refused:
+        d.set("TENSOR_DIMENSIONS", [1, 2, 3, 4])
+
+
+def _closed_handle() -> Handle:
+    # No GPU here to create a real handle: a Handle object in the state close() leaves it in.
+    h = Handle.__new__(Handle)
+    h._ptr = None
+    return h
+
+
+@pytest.mark.parametrize("how", ["keep_alive", "parents"])
+def test_a_closed_handle_kept_by_a_descriptor_still_stops_its_finalize(how: str) -> None:
+    h = _closed_handle()
+    if how == "parents":
+        d = BackendDescriptor("ENGINECFG", parents=(h,))
+    else:
+        d = BackendDescriptor("ENGINECFG")
+        d.keep_alive(h)
+    with d, pytest.raises(ValueError, match=r"a pycudnn\.Handle set on it has been closed"):
+        d.finalize()
