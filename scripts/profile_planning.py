@@ -79,20 +79,23 @@ def profile_graph(name: str, repeats: int, top: int) -> dict[str, Any]:
         return g.build(device_properties=props, cache=False)
 
     build().close()  # the warm-up: every function bound, every table filled
-    plain = bench._timed(build, repeats)
     acc: dict[str, list[float]] = {}
     wrapped, original = _timed_library(acc)
-    totals, c_times = [], []
-    LIB._bound.update(wrapped)
+    plain, totals, c_times = [], [], []
+    profile_text = ""
     try:
+        # Plain and timed builds alternate, so that both meet the same moments of a busy machine.
         for _ in range(repeats):
+            plain.extend(bench._timed(build, 1))
+            LIB._bound.update(wrapped)
             before = sum(v[1] for v in acc.values())
             t0 = time.perf_counter()
             build().close()
             totals.append(time.perf_counter() - t0)
             c_times.append(sum(v[1] for v in acc.values()) - before)
-        profile_text = ""
+            LIB._bound.update(original)
         if top:
+            LIB._bound.update(wrapped)
             prof = cProfile.Profile()
             prof.enable()
             for _ in range(repeats):
