@@ -87,93 +87,69 @@ def _strip(text: str, prefixes: Iterable[str]) -> str:
     return key
 
 
+def _member(value: Any, enum_cls: Any, prefix: str, *, what: str, not_one: str, arg: str) -> Any:
+    """The member of ``enum_cls`` that ``value`` names: a member, an int, or a name with or without
+    ``prefix`` (case-insensitive); a descriptor type's name also without its ``_DESCRIPTOR``.
+    The errors name ``what`` it is, what an int of another value is ``not_one`` of, and ``arg``."""
+    if isinstance(value, enum_cls):
+        return value
+    if isinstance(value, str):
+        key = _strip(value, (prefix,))
+        suffix = "_DESCRIPTOR" if enum_cls is DescType else ""
+        for candidate in (key, key + suffix) if suffix else (key,):
+            if candidate in enum_cls.__members__:
+                return enum_cls[candidate]
+        names = [*enum_cls.__members__]
+        if suffix:
+            names += [m.removesuffix(suffix) for m in enum_cls.__members__]
+        raise ValueError(f"unknown backend {what} {value!r}{did_you_mean(key, names)}")
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return enum_cls(value)
+        except ValueError:
+            raise ValueError(f"{value} is not {not_one}") from None
+    raise TypeError(f"{arg} must be a {enum_cls.__name__}, an int or a name, not {value!r}")
+
+
 def attribute_name(attr: Any) -> Any:
     """Normalise an attribute given as an enum member, an int, or a name with or without
     ``CUDNN_ATTR_`` (case-insensitive)."""
-    if isinstance(attr, AttrName):
-        return attr
-    if isinstance(attr, str):
-        key = _strip(attr, ("CUDNN_ATTR_",))
-        try:
-            return AttrName[key]
-        except KeyError:
-            hint = did_you_mean(key, AttrName.__members__)
-            raise ValueError(f"unknown backend attribute {attr!r}{hint}") from None
-    if isinstance(attr, int) and not isinstance(attr, bool):
-        try:
-            return AttrName(attr)
-        except ValueError:
-            raise ValueError(
-                f"{attr} is not a backend attribute (cudnnBackendAttributeName_t)"
-            ) from None
-    raise TypeError(
-        f"attribute must be a cudnnBackendAttributeName_t, an int or a name, not {attr!r}"
+    not_one = "a backend attribute (cudnnBackendAttributeName_t)"
+    return _member(
+        attr, AttrName, "CUDNN_ATTR_", what="attribute", not_one=not_one, arg="attribute"
     )
 
 
 def attribute_type(attr_type: Any) -> Any:
     """Normalise an attribute type (enum member, int, or name with or without ``CUDNN_TYPE_``)."""
-    if isinstance(attr_type, AttrType):
-        return attr_type
-    if isinstance(attr_type, str):
-        key = _strip(attr_type, ("CUDNN_TYPE_",))
-        try:
-            return AttrType[key]
-        except KeyError:
-            hint = did_you_mean(key, AttrType.__members__)
-            raise ValueError(f"unknown backend attribute type {attr_type!r}{hint}") from None
-    if isinstance(attr_type, int) and not isinstance(attr_type, bool):
-        try:
-            return AttrType(attr_type)
-        except ValueError:
-            raise ValueError(f"{attr_type} is not a cudnnBackendAttributeType_t value") from None
-    raise TypeError(
-        f"attr_type must be a cudnnBackendAttributeType_t, an int or a name, not {attr_type!r}"
-    )
+    what, not_one = "attribute type", "a cudnnBackendAttributeType_t value"
+    return _member(attr_type, AttrType, "CUDNN_TYPE_", what=what, not_one=not_one, arg="attr_type")
 
 
 def descriptor_type(kind: Any) -> Any:
     """Normalise a descriptor type: an enum member, an int, or a name such as ``"TENSOR"``,
     ``"TENSOR_DESCRIPTOR"`` or ``"CUDNN_BACKEND_TENSOR_DESCRIPTOR"`` (case-insensitive)."""
-    if isinstance(kind, DescType):
-        return kind
-    if isinstance(kind, str):
-        key = _strip(kind, ("CUDNN_BACKEND_",))
-        for candidate in (key, key + "_DESCRIPTOR"):
-            if candidate in DescType.__members__:
-                return DescType[candidate]
-        hint = did_you_mean(
-            key,
-            [*DescType.__members__, *(m.removesuffix("_DESCRIPTOR") for m in DescType.__members__)],
-        )
-        raise ValueError(f"unknown backend descriptor type {kind!r}{hint}")
-    if isinstance(kind, int) and not isinstance(kind, bool):
-        try:
-            return DescType(kind)
-        except ValueError:
-            raise ValueError(f"{kind} is not a cudnnBackendDescriptorType_t value") from None
-    raise TypeError(
-        f"descriptor type must be a cudnnBackendDescriptorType_t, an int or a name, not {kind!r}"
-    )
+    what, not_one = "descriptor type", "a cudnnBackendDescriptorType_t value"
+    return _member(kind, DescType, "CUDNN_BACKEND_", what=what, not_one=not_one, arg=what)
+
+
+def _c_name(enum_cls: Any, value: int, prefix: str, what: str) -> str:
+    try:
+        name: str = enum_cls(value).name
+    except ValueError:
+        return f"{what} {value}"
+    return prefix + name
 
 
 def attribute_type_name(attr_type: int) -> str:
     """The ``cudnnBackendAttributeType_t`` name of ``attr_type``, e.g. "CUDNN_TYPE_INT64"."""
-    try:
-        name: str = AttrType(attr_type).name
-        return "CUDNN_TYPE_" + name
-    except ValueError:
-        return f"attribute type {attr_type}"
+    return _c_name(AttrType, attr_type, "CUDNN_TYPE_", "attribute type")
 
 
 def descriptor_type_name(kind: int) -> str:
     """The ``cudnnBackendDescriptorType_t`` name of ``kind``, e.g.
     "CUDNN_BACKEND_TENSOR_DESCRIPTOR"."""
-    try:
-        name: str = DescType(kind).name
-        return "CUDNN_BACKEND_" + name
-    except ValueError:
-        return f"descriptor type {kind}"
+    return _c_name(DescType, kind, "CUDNN_BACKEND_", "descriptor type")
 
 
 def _attr_text(attr: Any) -> str:

@@ -24,14 +24,12 @@ once finalized, and refuses everything once closed.
 from __future__ import annotations
 
 import ctypes
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from _nvbind.resource import CResource
 from _nvbind.shutdown import InterpreterExitingError, library_call
 
-from . import _bindings
 from ._attrnames import (
     _CHAR,
     _DESCRIPTOR,
@@ -52,14 +50,20 @@ from ._attrs import (
     _CONVOLUTION_OPS,
     _DESC_KINDS,
     _GET_DESCRIPTOR_TYPES,
-    _MANY_DESPITE_DOCS,
     _MAX_GET_COUNT,
     _MAX_GET_RETRIES,
     _OPS_ATTR,
     _SIZE_INSUFFICIENT,
     _decode,
     _encode,
-    _kind_of,
+)
+from ._attrspec import (
+    AttrSpec,
+    cached_spec,
+    check_integer_values,
+    descriptor_needs,
+    keep_descriptor_type,
+    keep_spec,
 )
 from ._lib import LIB, last_error_string
 from ._plan_json import check_json_attribute, check_plan_json
@@ -79,61 +83,11 @@ __all__ = [
 
 
 def _raise_for(status: int, function: str, context: str) -> None:
+    # Callers test the status first: the context text is only worth building for an error.
     if status:
         detail = last_error_string()
         message = f"{context}: {detail}" if detail else context
         raise error_from_status(status, function, message)
-
-
-# --------------------------------------------------------------------------------------------------
-# Integer attributes by kind
-# --------------------------------------------------------------------------------------------------
-
-#: Integer attributes cuDNN uses as extents or divides by: every element must be at least 1.
-#: cuDNN does not refuse 0 for all of them; it finalizes the descriptor and later divides by it
-#: (observed, cuDNN 9.27/9.28, SIGFPE at finalize: a MATMUL with a batch extent 0, a REDUCTION
-#: whose output has an extent 0, a BLOCK_SCALE_QUANTIZE with BLOCK_SIZE 0). So the rule is kept
-#: by the kind of the attribute (its name's last words), not for the values seen to crash:
-#: dimensions, dilations, filter/window strides, window sizes, spatial ranks, vector counts, block
-#: sizes, alignments, multipliers, batch and group counts, RoPE dims, top-k, sequence-length caps.
-_POSITIVE_ATTR = re.compile(
-    r"(?:_DIMENSIONS|_DILATIONS|_FILTER_STRIDES|RESAMPLE_STRIDES|SLICE_STRIDES|_WINDOW_DIMS"
-    r"|_SPATIAL_DIMS|_VECTOR_COUNT|_BLOCK_SIZE|_BYTE_ALIGNMENT|_OFFSET_MULTIPLIER|_BATCH_COUNT"
-    r"|_GROUP_COUNT|_GROUPS|_ROPE_DIM|_TOP_K|_MAX_TOTAL_SEQ_LEN_Q|_MAX_TOTAL_SEQ_LEN_KV)$"
-)
-#: Integer attributes that are offsets, paddings, memory strides or indices: at least 0 (cuDNN
-#: refuses negative tensor strides and paddings itself for some descriptors, not for all).
-_NON_NEGATIVE_ATTR = re.compile(
-    r"(?:^TENSOR_STRIDES|_PADDINGS|_START_INDICES|_LIMIT_INDICES|_SM_COUNT_TARGET"
-    r"|_SHARED_MEMORY_LIMIT|_INPLACE_INDEX|_DEVICE_ID|_GLOBAL_INDEX)$"
-)
-
-
-def _integer_rule(attr_name: str) -> tuple[int, str] | None:
-    """``(minimum, why)`` for an integer attribute whose values cuDNN uses unchecked, else None."""
-    if _NON_NEGATIVE_ATTR.search(attr_name):
-        return 0, "it is an offset, padding, stride or index"
-    if _POSITIVE_ATTR.search(attr_name):
-        return 1, "cuDNN uses it as an extent or divides by it (0 crashes the process, SIGFPE)"
-    return None
-
-
-def check_integer_values(name: Any, values: Sequence[int]) -> None:
-    """Refuse integer values of ``name`` (an attribute) below the minimum of its kind.
-
-    Run on the encoded elements before ``cudnnBackendSetAttribute``, so it holds for every way a
-    value reaches the typed layer (ints, NumPy scalars and arrays, any ``attr_type=``).
-    """
-    rule = _integer_rule(name.name)
-    if rule is None:
-        return
-    minimum, why = rule
-    for i, v in enumerate(values):
-        if v < minimum:
-            where = "" if len(values) == 1 else f" (element {i} of {list(values)})"
-            raise ValueError(
-                f"{_attr_text(name)} must be at least {minimum}, got {v}{where}: {why}"
-            )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -146,6 +100,17 @@ _BLOCK_SCALE_KINDS = {
     "OPERATION_BLOCK_SCALE_QUANTIZE_DESCRIPTOR": "OPERATION_BLOCK_SCALE_QUANTIZE_BLOCK_SIZE",
     "OPERATION_BLOCK_SCALE_DEQUANTIZE_DESCRIPTOR": "OPERATION_BLOCK_SCALE_DEQUANTIZE_BLOCK_SIZE",
 }
+#: The descriptor types _check_finalizable has a rule for (by value; those the loaded headers name).
+_FINALIZE_CHECKED = frozenset(
+    int(DescType[k])
+    for k in (
+        *_BLOCK_SCALE_KINDS,
+        "ENGINECFG_DESCRIPTOR",
+        "EXECUTION_PLAN_DESCRIPTOR",
+        "OPERATIONGRAPH_DESCRIPTOR",
+    )
+    if k in DescType.__members__
+)
 
 
 def _destroy(ptr: int) -> None:
@@ -154,6 +119,43 @@ def _destroy(ptr: int) -> None:
             LIB.function("cudnnBackendDestroyDescriptor")(ptr)
     except InterpreterExitingError:
         pass  # a daemon thread's object at exit: the process is ending, the library unloading
+
+
+def _checked_type(kind: Any) -> Any:
+    """The descriptor type ``kind`` names, refused when newer than the loaded cuDNN."""
+    known = descriptor_needs(kind)  # this spelling checked before, and still supported
+    if known is not None:
+        return known[0]
+    dtype = descriptor_type(kind)
+    check_supported(kind=dtype)  # a type newer than the loaded cuDNN: refused, naming both
+    keep_descriptor_type(kind, dtype)
+    return dtype
+
+
+def _create(dtype: Any, n: int) -> list[int]:
+    """``cudnnBackendCreateDescriptor`` ``n`` times, inside one library call: a heuristics read
+    needs one ENGINECFG per config it returns (about 40 for a convolution). On a failure the
+    ones made are destroyed and the error is raised."""
+    create = LIB.function("cudnnBackendCreateDescriptor")
+    out = ctypes.c_void_p()
+    ptrs: list[int] = []
+    status = 0
+    try:
+        with library_call("cudnnBackendCreateDescriptor"):
+            for _ in range(n):
+                status = create(int(dtype), ctypes.byref(out))
+                if status:
+                    break
+                ptrs.append(int(out.value or 0))
+        if status:
+            _raise_for(
+                status, "cudnnBackendCreateDescriptor", f"creating a {descriptor_type_name(dtype)}"
+            )
+    except BaseException:
+        for ptr in ptrs:
+            _destroy(ptr)
+        raise
+    return ptrs
 
 
 class BackendDescriptor(CResource):
@@ -167,17 +169,35 @@ class BackendDescriptor(CResource):
     _kind = "backend descriptor"
 
     def __init__(self, kind: Any, *, parents: Iterable[Any] = ()) -> None:
-        dtype = descriptor_type(kind)
-        check_supported(kind=dtype)  # a type newer than the loaded cuDNN: refused, naming both
-        out = ctypes.c_void_p()
-        with library_call("cudnnBackendCreateDescriptor"):
-            status = LIB.function("cudnnBackendCreateDescriptor")(int(dtype), ctypes.byref(out))
-        _raise_for(
-            status, "cudnnBackendCreateDescriptor", f"creating a {descriptor_type_name(dtype)}"
-        )
+        dtype = _checked_type(kind)
+        (ptr,) = _create(dtype, 1)
+        self._adopt(ptr, dtype, parents)
+
+    @classmethod
+    def _many(cls, kind: Any, n: int, parents: Iterable[Any] = ()) -> list[BackendDescriptor]:
+        """``n`` new descriptors of ``kind``, created in one library call (see _create)."""
+        dtype = _checked_type(kind)
+        ptrs = _create(dtype, n)
+        made: list[BackendDescriptor] = []
+        try:
+            for ptr in ptrs:
+                d = cls.__new__(cls)
+                d._adopt(ptr, dtype, parents)
+                made.append(d)
+        except BaseException:
+            for d in made:
+                d.close()
+            for ptr in ptrs[len(made) :]:
+                _destroy(ptr)
+            raise
+        return made
+
+    def _adopt(self, ptr: int, dtype: Any, parents: Iterable[Any]) -> None:
         # The finalizer holds this list, so every descriptor appended to it outlives this one.
         self._refs: list[Any] = list(parents)
-        super().__init__(int(out.value or 0), _destroy, parents=(self._refs,))
+        # The Handles among them, which finalize() checks are still open (see _check_finalizable).
+        self._handles: list[Handle] = [p for p in self._refs if isinstance(p, Handle)]
+        super().__init__(ptr, _destroy, parents=(self._refs,))
         self.descriptor_type: Any = dtype
         self._finalized = False
         # Attributes set through this object (int name -> descriptor types set, or None for a
@@ -199,6 +219,8 @@ class BackendDescriptor(CResource):
     def keep_alive(self, obj: Any) -> None:
         """Hold a strong reference to ``obj`` for as long as this descriptor exists."""
         self._refs.append(obj)
+        if isinstance(obj, Handle):
+            self._handles.append(obj)
 
     def finalize(self) -> None:
         """``cudnnBackendFinalize``: validate and freeze the attributes."""
@@ -208,7 +230,8 @@ class BackendDescriptor(CResource):
         self._check_finalizable()
         with library_call("cudnnBackendFinalize"):  # see _nvbind.shutdown
             status = LIB.function("cudnnBackendFinalize")(self)
-        _raise_for(status, "cudnnBackendFinalize", f"finalizing a {self.type_name}")
+        if status:
+            _raise_for(status, "cudnnBackendFinalize", f"finalizing a {self.type_name}")
         self._finalized = True
 
     def _has(self, attr_name: str) -> bool:
@@ -223,12 +246,28 @@ class BackendDescriptor(CResource):
         (de)quantize without its BLOCK_SIZE (SIGFPE), and an OPERATIONGRAPH mixing matmuls and
         convolutions (its heuristics crash)."""
 
-        kind = self.descriptor_type.name
         missing = ""
-        if any(isinstance(ref, Handle) and ref.closed for ref in self._refs):
-            # set as a HANDLE attribute, then closed: cuDNN would dereference it
-            missing = "a pycudnn.Handle set on it has been closed"
-        elif kind in _BLOCK_SCALE_KINDS and not self._has(_BLOCK_SCALE_KINDS[kind]):
+        for ref in self._handles:
+            if ref.closed:
+                # set as a HANDLE attribute, then closed: cuDNN would dereference it
+                missing = "a pycudnn.Handle set on it has been closed"
+                break
+        else:
+            # Most descriptors of a plan are of kinds without a rule of their own.
+            if int(self.descriptor_type) in _FINALIZE_CHECKED:
+                missing = self._missing_attributes()
+        if missing:
+            raise ValueError(
+                f"cannot finalize this {self.type_name}: {missing} (cuDNN crashes the process "
+                "finalizing it like this instead of returning an error)"
+            )
+
+    def _missing_attributes(self) -> str:
+        """What this descriptor lacks that its kind needs set before cudnnBackendFinalize ("" if
+        nothing); raises for an OPERATIONGRAPH that mixes matmuls and convolutions."""
+        missing = ""
+        kind = self.descriptor_type.name
+        if kind in _BLOCK_SCALE_KINDS and not self._has(_BLOCK_SCALE_KINDS[kind]):
             # BLOCK_SIZE is required; unset, cuDNN divides by its default 0 (SIGFPE, 9.28)
             missing = f"CUDNN_ATTR_{_BLOCK_SCALE_KINDS[kind]} is not set"
         elif kind == "ENGINECFG_DESCRIPTOR" and not self._has("ENGINECFG_ENGINE"):
@@ -253,18 +292,14 @@ class BackendDescriptor(CResource):
                 for k in self._set_kinds.get(_OPS_ATTR, None) or ()
                 if k in _DESC_KINDS
             }
-            if "OPERATION_MATMUL_DESCRIPTOR" in names and names & _CONVOLUTION_OPS:
+            if "OPERATION_MATMUL_DESCRIPTOR" in names and not names.isdisjoint(_CONVOLUTION_OPS):
                 # No engine runs such a graph, and heuristics crash on some (cuDNN 9.28).
                 raise ValueError(
                     f"cannot finalize this {self.type_name}: it mixes OPERATION_MATMUL with "
                     f"{', '.join(sorted(names & _CONVOLUTION_OPS))}; cuDNN has no engine for "
                     "that and its heuristics crash the process on such graphs"
                 )
-        if missing:
-            raise ValueError(
-                f"cannot finalize this {self.type_name}: {missing} (cuDNN crashes the process "
-                "finalizing it like this instead of returning an error)"
-            )
+        return missing
 
     # -- set ---------------------------------------------------------------------------------
     def set(self, attr: Any, value: Any, *, attr_type: Any = None) -> None:
@@ -276,40 +311,64 @@ class BackendDescriptor(CResource):
         (needed where the header documents none, and for FLOAT-or-DOUBLE attributes).
         """
         self._check_open()
-        name = attribute_name(attr)
-        if attr_type is None:
-            atype = _documented_type(name)
-            if atype is None:
-                raise TypeError(
-                    f"{_attr_text(name)}: cudnn_graph.h documents no attribute type for it, so "
-                    "pass attr_type= explicitly (e.g. attr_type='INT64')"
-                )
-        else:
-            atype = int(attribute_type(attr_type))
-        self._check_owner(name)
-        check_supported(name, atype)
+        spec = self._spec(attr, attr_type, reading=False)
+        name, atype = spec.name, spec.atype
         if self._finalized:
             raise ValueError(
                 f"cannot set {_attr_text(name)}: this {self.type_name} is finalized and cuDNN "
                 "freezes attributes at cudnnBackendFinalize"
             )
-        arr, count, keep = _encode(name, atype, value, BackendDescriptor)
-        if _kind_of(atype) == "int":
-            check_integer_values(name, [int(arr[i]) for i in range(count)])
-        if atype == _CHAR:
-            check_json_attribute(name, value)
+        encoded = spec.encode(value, BackendDescriptor)  # common values, already checked
+        if encoded is None:
+            arr, count, keep = _encode(name, atype, value, BackendDescriptor)
+            if spec.kind == "int":
+                check_integer_values(name, [int(arr[i]) for i in range(count)])
+            if atype == _CHAR:
+                check_json_attribute(name, value)
+        else:
+            arr, count, keep = encoded
         with library_call("cudnnBackendSetAttribute"):
-            status = LIB.function("cudnnBackendSetAttribute")(self, int(name), atype, count, arr)
-        _raise_for(
-            status,
-            "cudnnBackendSetAttribute",
-            f"setting {_attr_text(name)} ({attribute_type_name(atype)} x {count}) on a "
-            f"{self.type_name}",
-        )
-        self._refs.extend(keep)
-        self._set_kinds[int(name)] = (
+            status = LIB.function("cudnnBackendSetAttribute")(self, spec.key, atype, count, arr)
+        if status:
+            _raise_for(
+                status,
+                "cudnnBackendSetAttribute",
+                f"setting {_attr_text(name)} ({attribute_type_name(atype)} x {count}) on a "
+                f"{self.type_name}",
+            )
+        if keep:
+            self._refs.extend(keep)
+            if atype != _DESCRIPTOR:  # HANDLE values: Handles
+                self._handles.extend(k for k in keep if isinstance(k, Handle))
+        self._set_kinds[spec.key] = (
             tuple(int(d.descriptor_type) for d in keep) if atype == _DESCRIPTOR else None
         )
+
+    def _spec(self, attr: Any, attr_type: Any, *, reading: bool) -> AttrSpec:
+        """The :class:`~pycudnn._attrspec.AttrSpec` of ``attr`` (with ``attr_type``) on this
+        descriptor: kept from an earlier call, or checked now as set() and get() always did
+        (name, type, owner, version; the same errors in the same order) and then kept."""
+        key, spec = cached_spec(attr, attr_type, int(self.descriptor_type))
+        if spec is not None:
+            return spec
+        name = attribute_name(attr)
+        if reading:
+            atype = self._get_type(name, attr_type)
+            self._check_owner(name)
+            return keep_spec(key, name, atype)
+        if attr_type is None:
+            documented = _documented_type(name)
+            if documented is None:
+                raise TypeError(
+                    f"{_attr_text(name)}: cudnn_graph.h documents no attribute type for it, so "
+                    "pass attr_type= explicitly (e.g. attr_type='INT64')"
+                )
+            atype = documented
+        else:
+            atype = int(attribute_type(attr_type))
+        self._check_owner(name)
+        check_supported(name, atype)
+        return keep_spec(key, name, atype)
 
     def _check_owner(self, name: Any) -> None:
         spec = _spec(name)
@@ -321,7 +380,7 @@ class BackendDescriptor(CResource):
             )
 
     def _check_readable(self, name: Any) -> None:
-        self._check_owner(name)
+        # The owner is checked with the rest of the attribute's facts (_spec).
         if not self._finalized:
             raise ValueError(
                 f"cannot read {_attr_text(name)}: this {self.type_name} is not finalized "
@@ -335,6 +394,8 @@ class BackendDescriptor(CResource):
             status = LIB.function("cudnnBackendGetAttribute")(
                 self, int(name), atype, requested, ctypes.byref(count), array
             )
+        if not status:
+            return int(count.value)
         if status == _SIZE_INSUFFICIENT:  # a concurrent change grew it: the caller retries
             last_error_string()
             return -max(int(count.value), requested + 1)
@@ -343,13 +404,13 @@ class BackendDescriptor(CResource):
             "cudnnBackendGetAttribute",
             f"reading {_attr_text(name)} ({attribute_type_name(atype)}) from a {self.type_name}",
         )
-        return int(count.value)
+        return 0  # not reached: a non-zero status raised
 
     def element_count(self, attr: Any, *, attr_type: Any = None) -> int:
         """The number of elements available (the count query: ``requestedElementCount=0``)."""
         self._check_open()
-        name = attribute_name(attr)
-        atype = self._get_type(name, attr_type)
+        spec = self._spec(attr, attr_type, reading=True)
+        name, atype = spec.name, spec.atype
         self._check_readable(name)
         if atype == _DESCRIPTOR:
             self._descriptor_kind_to_read(name, None)  # a count query can crash as well
@@ -365,6 +426,8 @@ class BackendDescriptor(CResource):
         object, always into descriptors of the kind the attribute holds.
         """
         known = _GET_DESCRIPTOR_TYPES.get(name.name)
+        if known is not None and requested is None:
+            return DescType[known]  # the kind cuDNN fills it with (the common read)
         set_kinds = self._set_kinds.get(int(name))
         if known is not None:
             allowed = {int(DescType[known])}
@@ -431,8 +494,8 @@ class BackendDescriptor(CResource):
         such as ``ENGINECFG_KNOB_CHOICES``, answer a count query with 0).
         """
         self._check_open()
-        name = attribute_name(attr)
-        atype = self._get_type(name, attr_type)
+        spec = self._spec(attr, attr_type, reading=True)
+        name, atype = spec.name, spec.atype
         self._check_readable(name)
         if count is not None:
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
@@ -444,12 +507,13 @@ class BackendDescriptor(CResource):
             return self._get_text(name)
         if atype == _DESCRIPTOR:
             kind = self._descriptor_kind_to_read(name, descriptor_type)
-            descs = self._get_descriptors(name, kind, many, count)
-            if self._single(name, many):
+            single = spec.single if many is None else not many
+            descs = self._get_descriptors(name, kind, single, count)
+            if single:
                 return descs[0] if descs else None
             return descs
-        ctype: Any = _bindings.ATTRIBUTE_TYPE_CTYPES[atype]
-        if self._single(name, many):
+        ctype: Any = spec.ctype
+        if spec.single if many is None else not many:
             arr = (ctype * 1)()
             n = self._get_raw(name, atype, 1, arr)
             return _decode(atype, arr, 1)[0] if n > 0 else None
@@ -467,14 +531,6 @@ class BackendDescriptor(CResource):
             available = got  # grew between the two calls: ask again
         return values
 
-    def _single(self, name: Any, many: bool | None) -> bool:
-        if many is not None:
-            return not many
-        if name.name in _MANY_DESPITE_DOCS:
-            return False
-        spec = _spec(name)
-        return spec is not None and spec.count == 1
-
     def _get_text(self, name: Any) -> str:
         available = self._get_raw(name, _CHAR, 0, None)
         for _ in range(_MAX_GET_RETRIES):
@@ -491,11 +547,11 @@ class BackendDescriptor(CResource):
         )
 
     def _get_descriptors(
-        self, name: Any, kind: Any, many: bool | None, count: int | None = None
+        self, name: Any, kind: Any, single: bool, count: int | None = None
     ) -> list[Any]:
         if count is not None:
             available = count
-        elif self._single(name, many):
+        elif single:
             available = 1
         else:
             available = self._get_raw(name, _DESCRIPTOR, 0, None)
@@ -504,7 +560,7 @@ class BackendDescriptor(CResource):
             if size == 0:
                 return []
             # cuDNN fills descriptors the caller created; they stay tied to this one.
-            created = [BackendDescriptor(kind, parents=(self,)) for _ in range(size)]
+            created = BackendDescriptor._many(kind, size, parents=(self,))
             arr = (ctypes.c_void_p * size)(*[d.ptr for d in created])
             try:
                 got = self._get_raw(name, _DESCRIPTOR, size, arr)
