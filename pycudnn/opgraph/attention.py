@@ -322,18 +322,7 @@ class AttentionOps(GraphCore):
         }
 
         def check(s: dict[str, rules.TensorSpec]) -> rules.SdpaShapes:
-            return rules.check_sdpa(
-                s["q"],
-                s["k"],
-                s["v"],
-                bias=s.get("bias"),
-                seq_len_q=s.get("seq_len_q"),
-                seq_len_kv=s.get("seq_len_kv"),
-                dropout=dropout,
-                seed=s.get("seed"),
-                offset=s.get("offset"),
-                return_stats=stats_flag,
-            )
+            return rules.check_sdpa(s, dropout=dropout, return_stats=stats_flag)
 
         inputs, attrs, shapes = self._attention_common(
             label,
@@ -488,22 +477,7 @@ class AttentionOps(GraphCore):
         }
 
         def check(s: dict[str, rules.TensorSpec]) -> rules.SdpaShapes:
-            if "stats" not in s:
-                raise rules.RuleError("stats (the forward's generate_stats output) is required")
-            return rules.check_sdpa_backward(
-                s["q"],
-                s["k"],
-                s["v"],
-                s["o"],
-                s["do"],
-                stats=s["stats"],
-                bias=s.get("bias"),
-                seq_len_q=s.get("seq_len_q"),
-                seq_len_kv=s.get("seq_len_kv"),
-                dropout=dropout,
-                seed=s.get("seed"),
-                offset=s.get("offset"),
-            )
+            return rules.check_sdpa_backward(s, dropout=dropout)
 
         inputs, attrs, _ = self._attention_common(
             label,

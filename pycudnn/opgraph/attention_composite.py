@@ -111,6 +111,15 @@ class _Builder:
         self.finalize(t, f"{self.op.label} (composite tensor {dims})")
         return t
 
+    def operation(self, kind: str, short: str, slots: dict[str, Any]) -> None:
+        """Create, fill and record one ``OPERATION_<kind>`` descriptor: each slot that is not
+        None is set as ``OPERATION_<kind>_<slot>`` (the backend's attribute name)."""
+        o = self.new("OPERATION_" + kind)
+        for slot, value in slots.items():
+            if value is not None:
+                o.set(f"OPERATION_{kind}_{slot}", value, attr_type=_DESC)
+        self.add(o, short)
+
     def pw(
         self,
         mode: str,
@@ -131,13 +140,8 @@ class _Builder:
         if axis is not None:
             desc.set("POINTWISE_AXIS", axis, attr_type="INT64")
         self.finalize(desc, f"{self.op.label} (composite {mode.lower()} settings)")
-        o = self.new("OPERATION_POINTWISE")
-        o.set("OPERATION_POINTWISE_PW_DESCRIPTOR", desc, attr_type=_DESC)
-        for slot, tensor in zip(("XDESC", "BDESC", "TDESC"), (x, b, t), strict=True):
-            if tensor is not None:
-                o.set("OPERATION_POINTWISE_" + slot, tensor, attr_type=_DESC)
-        o.set("OPERATION_POINTWISE_YDESC", y, attr_type=_DESC)
-        self.add(o, mode.lower())
+        slots = {"PW_DESCRIPTOR": desc, "XDESC": x, "BDESC": b, "TDESC": t, "YDESC": y}
+        self.operation("POINTWISE", mode.lower(), slots)
         return y
 
     def matmul(
@@ -156,15 +160,9 @@ class _Builder:
         if padding:
             desc.set("MATMUL_PADDING_VALUE", 0.0, attr_type="DOUBLE")
         self.finalize(desc, f"{self.op.label} (composite matmul settings)")
-        o = self.new("OPERATION_MATMUL")
-        o.set("OPERATION_MATMUL_ADESC", a, attr_type=_DESC)
-        o.set("OPERATION_MATMUL_BDESC", b, attr_type=_DESC)
-        o.set("OPERATION_MATMUL_CDESC", c, attr_type=_DESC)
-        o.set("OPERATION_MATMUL_DESC", desc, attr_type=_DESC)
-        for key, t in (("M", m), ("N", n), ("K", k)):
-            if t is not None:
-                o.set(f"OPERATION_MATMUL_GEMM_{key}_OVERRIDE_DESC", t, attr_type=_DESC)
-        self.add(o, "matmul")
+        slots = {"ADESC": a, "BDESC": b, "CDESC": c, "DESC": desc}
+        slots.update({f"GEMM_{key}_OVERRIDE_DESC": t for key, t in (("M", m), ("N", n), ("K", k))})
+        self.operation("MATMUL", "matmul", slots)
         return c
 
     def reduce(self, operator: str, x: Any, y: Any) -> Any:
@@ -172,18 +170,11 @@ class _Builder:
         desc.set("REDUCTION_OPERATOR", operator, attr_type="REDUCTION_OPERATOR_TYPE")
         desc.set("REDUCTION_COMP_TYPE", "FLOAT", attr_type="DATA_TYPE")
         self.finalize(desc, f"{self.op.label} (composite reduction settings)")
-        o = self.new("OPERATION_REDUCTION")
-        o.set("OPERATION_REDUCTION_XDESC", x, attr_type=_DESC)
-        o.set("OPERATION_REDUCTION_YDESC", y, attr_type=_DESC)
-        o.set("OPERATION_REDUCTION_DESC", desc, attr_type=_DESC)
-        self.add(o, "reduction")
+        self.operation("REDUCTION", "reduction", {"XDESC": x, "YDESC": y, "DESC": desc})
         return y
 
     def reshape(self, x: Any, y: Any) -> Any:
-        o = self.new("OPERATION_RESHAPE")
-        o.set("OPERATION_RESHAPE_XDESC", x, attr_type=_DESC)
-        o.set("OPERATION_RESHAPE_YDESC", y, attr_type=_DESC)
-        self.add(o, "reshape")
+        self.operation("RESHAPE", "reshape", {"XDESC": x, "YDESC": y})
         return y
 
     def rng(self, probability: float, y: Any) -> Any:
@@ -191,12 +182,8 @@ class _Builder:
         desc.set("RNG_DISTRIBUTION", "BERNOULLI", attr_type="RNG_DISTRIBUTION")
         desc.set("RNG_BERNOULLI_DIST_PROBABILITY", probability, attr_type="DOUBLE")
         self.finalize(desc, f"{self.op.label} (composite rng settings)")
-        o = self.new("OPERATION_RNG")
-        o.set("OPERATION_RNG_YDESC", y, attr_type=_DESC)
-        o.set("OPERATION_RNG_SEED", self.arg("seed"), attr_type=_DESC)
-        o.set("OPERATION_RNG_OFFSET_DESC", self.arg("offset"), attr_type=_DESC)
-        o.set("OPERATION_RNG_DESC", desc, attr_type=_DESC)
-        self.add(o, "rng")
+        slots = {"YDESC": y, "SEED": self.arg("seed"), "OFFSET_DESC": self.arg("offset")}
+        self.operation("RNG", "rng", {**slots, "DESC": desc})
         return y
 
     def add(self, o: Any, what: str) -> None:
