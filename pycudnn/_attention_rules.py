@@ -79,6 +79,7 @@ NORM_PARAM_DTYPES = ("float16", "bfloat16", "float32")
 VERSIONS: dict[str, int] = {
     "sdpa": 91301,  # OPERATION_SDPA_FWD_DESCRIPTOR; the frontend needs 9.13.1 for its unified node
     "sdpa padding (seq_len_q/seq_len_kv)": 91500,
+    "sdpa paged K/V caches": 91500,  # SDPA_FWD_PAGE_TABLE_KDESC/VDESC
     "sdpa score modifiers (causal, sliding_window, bias)": 92100,  # SDPA_FWD_SUBGRAPH
     "sdpa dropout": 92200,  # attributes since 9.21; the frontend enables dropout from 9.22
     # OPERATION_SDPA_BWD_DESCRIPTOR is declared since 9.17, but 9.19 cannot finalize an operation
@@ -90,6 +91,8 @@ VERSIONS: dict[str, int] = {
     # The composite graph (matmul, pointwise, reduction, RNG, reshape: cuDNN 9.0's operations);
     # deviceless plans for the H100 measured on 9.10, 9.27 and 9.28
     "sdpa composite": 90000,
+    # OPERATION_PAGED_CACHE_LOAD is declared since 9.4; the frontend builds it from 9.5
+    "sdpa composite paged K/V caches": 90500,
 }
 
 
@@ -229,11 +232,14 @@ def sdpa_features(
     causal: bool = False,
     sliding_window: int | None = None,
     bias: bool = False,
+    paged: bool = False,
 ) -> list[str]:
     """The :data:`VERSIONS` keys the unified SDPA operation with these options needs (``masks``:
     any band mask or a bias; ``causal``, ``sliding_window`` and ``bias`` say the same)."""
     op = "sdpa_backward" if backward else "sdpa"
     out = [op]
+    if paged:  # before padding, which it implies: the refusal names the feature asked for
+        out.append("sdpa paged K/V caches")
     if padding:
         out.append("sdpa padding (seq_len_q/seq_len_kv)")
     if masks or causal or sliding_window is not None or bias:

@@ -75,8 +75,9 @@ FORWARD = [
     Case("right_bound", right_bound=64),
     Case("dropout", dropout=True),  # training: stats and the RNG dump, as the frontend test
     Case("ragged", padding=True, ragged=True, expect="refused"),
-    Case("paged", padding=True, paged=True, expect="refused"),
+    Case("paged", padding=True, paged=True),
     Case("decode", s_q=1, infer=True),
+    Case("decode_paged", s_q=1, infer=True, padding=True, paged=True),
 ]
 
 BACKWARD = [
@@ -104,8 +105,13 @@ def case_id(case: Case) -> str:
     return ("bwd:" if case.backward else "fwd:") + case.name
 
 
+#: The block size of the paged K/V caches (test_mhas.py draws it; one value here).
+BLOCK = 64
+
+
 def qkv_strides(case: Case) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]]:
-    """Dims and element strides of Q, K, V (and O, dO) as test_mhas.py lays them out."""
+    """Dims and element strides of Q, K, V (and O, dO) as test_mhas.py lays them out; a paged
+    K/V is its container ``[num_blocks, h_k, block_size, d]`` (packed)."""
     s_kv = S
     if case.layout == "bs3hd":  # one [b, s, 3, h, d] buffer
         st = (S * 3 * H * D, D, 3 * H * D, 1)
@@ -117,12 +123,18 @@ def qkv_strides(case: Case) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]
     def bshd(h: int, s: int, d: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         return (B, h, s, d), (s * h * d, d, h * d, 1)
 
-    return {
+    out = {
         "q": bshd(H, case.s_q, D),
         "k": bshd(case.h_k, s_kv, D),
         "v": bshd(case.h_k, s_kv, case.d_v),
         "o": bshd(H, case.s_q, case.d_v),
     }
+    if case.paged:
+        blocks = B * -(-s_kv // BLOCK)
+        for role, d in (("k", D), ("v", case.d_v)):
+            dims = (blocks, case.h_k, BLOCK, d)
+            out[role] = dims, (case.h_k * BLOCK * d, BLOCK * d, d, 1)
+    return out
 
 
 # -- pycudnn -------------------------------------------------------------------------------------
@@ -140,7 +152,7 @@ def pycudnn_graph(case: Case) -> Any:
         return g.tensor(list(dims), list(strides), dtype=case.dtype, name=role)
 
     q, k, v = tensor("q"), tensor("k"), tensor("v")
-    s_q, s_kv = q.dims[2], k.dims[2]
+    s_q, s_kv = q.dims[2], S
     opts: dict[str, Any] = {
         "attn_scale": 0.125,
         "use_alibi_mask": case.alibi,
@@ -165,10 +177,10 @@ def pycudnn_graph(case: Case) -> Any:
         if case.dropout:
             opts["rng_dump"] = g.tensor([B, H, s_q, s_kv], dtype="float32", name="rng_dump")
         if case.paged:
-            table = g.tensor([B, 1, s_kv // 64, 1], dtype="int32", name="page_table")
+            pages = [B, 1, -(-s_kv // BLOCK), 1]
             opts.update(
-                paged_attention_k_table=table,
-                paged_attention_v_table=table,
+                paged_attention_k_table=g.tensor(pages, dtype="int32", name="k_table"),
+                paged_attention_v_table=g.tensor(pages, dtype="int32", name="v_table"),
                 paged_attention_max_seq_len_kv=s_kv,
             )
         g.sdpa(q, k, v, name="sdpa", generate_stats=not case.infer, **opts)
@@ -224,7 +236,7 @@ def frontend_result(case: Case, props_json: str) -> dict[str, Any]:  # pragma: n
         return g.tensor(name=role, dim=dims, stride=strides, data_type=dtype)
 
     q, k, v = tensor("q"), tensor("k"), tensor("v")
-    s_q, s_kv = shapes["q"][0][2], shapes["k"][0][2]
+    s_q, s_kv = shapes["q"][0][2], S
     align = {
         "top_left": cudnn.diagonal_alignment.TOP_LEFT,
         "bottom_right": cudnn.diagonal_alignment.BOTTOM_RIGHT,
@@ -247,8 +259,13 @@ def frontend_result(case: Case, props_json: str) -> dict[str, Any]:  # pragma: n
         offset = packed("offset", [1, 1, 1, 1], cudnn.data_type.INT64)
         opts["dropout"] = (0.1, seed, offset)
     try:
-        if case.ragged or case.paged:
-            return {"status": "not translated", "error": "ragged offsets and page tables need data"}
+        if case.ragged:
+            return {"status": "not translated", "error": "ragged offsets need data"}
+        if case.paged:
+            pages = [B, 1, -(-s_kv // BLOCK), 1]
+            opts["paged_attention_k_table"] = packed("k_table", pages, cudnn.data_type.INT32)
+            opts["paged_attention_v_table"] = packed("v_table", pages, cudnn.data_type.INT32)
+            opts["paged_attention_max_seq_len_kv"] = s_kv
         if not case.backward:
             if case.dropout:
                 opts["rng_dump"] = packed("rng_dump", [B, H, s_q, s_kv], cudnn.data_type.FLOAT)

@@ -5,7 +5,8 @@ the frontend's side), planned deviceless for the committed H100 properties.
 Each axis of the frontend's forward and backward tests, one at a time on b=2, h=6, s=256, d=128,
 bf16: every case pycudnn offers must plan (unified operation or composite graph, as the loaded
 cuDNN allows: the backward is composite before cuDNN 9.28, as the frontend's always is; ALiBi is
-composite); ragged (THD) and paged cases are refused with what works instead.
+composite; paged K/V caches, decode included, too); ragged (THD) cases are refused with what
+works instead.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ space = _load()
 #: What each refusal must point the user to.
 _WHAT_WORKS = {
     "ragged": "give padded [b, h, s, d] tensors with seq_len_q/seq_len_kv",
-    "paged": "gather the pages with Graph.paged_cache_load",
 }
 
 

@@ -28,6 +28,7 @@ from _nvbind.dtypes import dtype_name
 from .. import _attention_rules as rules
 from .._info import version
 from . import attention_args as kw
+from .attention_paged import TABLE_ROLES, paged_kv
 from .common import GraphError
 from .core import GraphCore
 from .tensors import Tensor
@@ -63,6 +64,7 @@ class AttentionOps(GraphCore):
         needs_composite: str,
         check: Any,
         alibi: bool = False,
+        paged: tuple[str, ...] = (),
     ) -> tuple[dict[str, Tensor], dict[str, Any], Any]:
         """Own the tensors, run the rules, choose the lowering (unified SDPA operation or the
         composite graph) and add the scalars it reads; returns the operation's inputs by role,
@@ -107,6 +109,7 @@ class AttentionOps(GraphCore):
             padding=padded,
             masks=masks.any or "bias" in owned,
             dropout=dropout,
+            paged=bool(paged),
         )
         why_not = needs_composite
         if not why_not and shift_from_lengths:
@@ -131,6 +134,8 @@ class AttentionOps(GraphCore):
             lowering = "unified"
         elif impl == "composite" or why_not:
             rules.require_version(label, "sdpa composite", loaded)
+            if paged:
+                rules.require_version(label, "sdpa composite paged K/V caches", loaded)
             lowering = "composite"
         else:
             lowering = "unified"
@@ -138,7 +143,11 @@ class AttentionOps(GraphCore):
         # The composite graph shows cuDNN K (and, backward, V) transposed under its own unique
         # id: a tensor that is also another operand of the operation cannot be shown both ways.
         for role in ("k", "v") if backward else ("k",):
-            if composite and any(owned[role] is t for r, t in owned.items() if r != role):
+            if (
+                composite
+                and role not in paged
+                and any(owned[role] is t for r, t in owned.items() if r != role)
+            ):
                 raise GraphError(
                     f"{label}: {role} ('{owned[role].name}') is also another operand; the "
                     f"composite graph shows cuDNN {role.upper()} transposed, so give it a tensor "
@@ -195,6 +204,7 @@ class AttentionOps(GraphCore):
             "dropout": float(dropout),
             "scores_dims": shapes.scores_dims,
             "alibi": alibi,
+            "paged": paged,
             "implementation": impl,
             "lowering": lowering,
             "lowering_note": (
@@ -280,16 +290,22 @@ class AttentionOps(GraphCore):
         stats_flag = kw.stats_flag(label, return_stats, generate_stats, is_inference)
         scale = kw.scale_arg(label, scale, attn_scale)
         dropout, seed, offset = kw.dropout_arg(label, dropout, seed, offset)
-        kw.refuse_unsupported(
-            label,
-            use_alibi_mask=use_alibi_mask,
-            paged=(
-                paged_attention_k_table,
-                paged_attention_v_table,
-                paged_attention_max_seq_len_kv,
-            ),
-        )
+        kw.refuse_unsupported(label, use_alibi_mask=use_alibi_mask)
         kw.padding_flag(label, use_padding_mask, seq_len_q, seq_len_kv)
+        tables = {
+            side: None if t is None else self._own(t, label, f"paged_attention_{side}_table")
+            for side, t in (("k", paged_attention_k_table), ("v", paged_attention_v_table))
+        }
+        paged = paged_kv(
+            label,
+            self._own(k, label, "k"),
+            self._own(v, label, "v"),
+            batch=self._own(q, label, "q").dims[0],
+            tables=tables,
+            max_seq_len_kv=paged_attention_max_seq_len_kv,
+            padded=seq_len_q is not None and seq_len_kv is not None,
+            score_tensors=(bias, rng_dump),
+        )
         masks = kw.Masks(
             label,
             causal=causal,
@@ -319,9 +335,13 @@ class AttentionOps(GraphCore):
             "seq_len_kv": seq_len_kv,
             "seed": seed,
             "offset": offset,
+            **{TABLE_ROLES[side]: t for side, t in tables.items()},
         }
 
         def check(s: dict[str, rules.TensorSpec]) -> rules.SdpaShapes:
+            if paged is not None:
+                # the rules check the attention the caches hold: K, V as [b, h, s_kv, d]
+                s = paged.logical(s)
             return rules.check_sdpa(s, dropout=dropout, return_stats=stats_flag)
 
         inputs, attrs, shapes = self._attention_common(
@@ -336,6 +356,7 @@ class AttentionOps(GraphCore):
             needs_composite=needs_composite,
             check=check,
             alibi=use_alibi_mask,
+            paged=() if paged is None else paged.sides,
         )
         q_t = inputs["q"]
         o = self._output(
@@ -440,7 +461,7 @@ class AttentionOps(GraphCore):
         kw.refuse_ragged(label, max_total_seq_len_q, max_total_seq_len_kv)
         scale = kw.scale_arg(label, scale, attn_scale)
         dropout, seed, offset = kw.dropout_arg(label, dropout, seed, offset)
-        kw.refuse_unsupported(label, use_alibi_mask=use_alibi_mask, paged=())
+        kw.refuse_unsupported(label, use_alibi_mask=use_alibi_mask)
         kw.padding_flag(label, use_padding_mask, seq_len_q, seq_len_kv)
         masks = kw.Masks(
             label,

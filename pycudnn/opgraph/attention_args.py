@@ -201,11 +201,6 @@ def refuse_ragged(label: str, max_total_seq_len_q: Any, max_total_seq_len_kv: An
         )
 
 
-def refuse_unsupported(label: str, *, use_alibi_mask: Any, paged: tuple[Any, ...]) -> None:
+def refuse_unsupported(label: str, *, use_alibi_mask: Any) -> None:
     if not isinstance(use_alibi_mask, bool):
         raise TypeError(f"{label}: use_alibi_mask must be a bool, not {use_alibi_mask!r}")
-    if any(p is not None for p in paged):
-        raise GraphError(
-            f"{label}: paged K/V caches (paged_attention_k_table/v_table/max_seq_len_kv) are not "
-            "offered yet; gather the pages with Graph.paged_cache_load and pass K and V"
-        )

@@ -56,7 +56,8 @@ def composite_views(ops: list[Operation]) -> dict[int, tuple[Any, Any]]:
         if op.kind not in ("sdpa", "sdpa_backward") or op.attrs.get("lowering") != "composite":
             continue
         roles = ("k", "v") if op.kind == "sdpa_backward" else ("k",)
-        for role in roles:
+        # a paged cache is read by OPERATION_PAGED_CACHE_LOAD as it is: nothing to transpose
+        for role in (r for r in roles if r not in op.attrs.get("paged", ())):
             t = op.inputs[role]
             others = [o for o in t.consumers if o is not op]
             if t.producer is not None or others:
@@ -90,12 +91,35 @@ class _Builder:
         self.new = new
         self.finalize = finalize
         self.ops: list[Any] = []
+        self.loaded: dict[str, Any] = {}
         first = min(t.uid for t in op.outputs.values())
         self.next_uid = _UID_BASE + first * 256
 
     def arg(self, role: str) -> Any:
         t = self.op.inputs.get(role) or self.op.outputs.get(role)
         return None if t is None else self.tensors[t.uid]
+
+    def kv(self, side: str) -> Any:
+        """K^T (``side="k"``) or V as the matmuls read them: the graph tensor, or for a paged
+        cache the virtual ``[b, h, d, s_kv]`` K^T / ``[b, h, s_kv, d]`` V that
+        ``OPERATION_PAGED_CACHE_LOAD`` gathers from its pages, as the frontend builds it."""
+        if side not in self.op.attrs.get("paged", ()):
+            return self.arg(side)
+        if side in self.loaded:
+            return self.loaded[side]
+        b, _, _, s_kv = self.op.attrs["scores_dims"]
+        c = self.op.inputs[side]
+        h, d = c.dims[1], c.dims[3]
+        if side == "k":
+            y = self.virtual((b, h, d, s_kv), _dtype(c), (h * d * s_kv, d * s_kv, 1, d))
+        else:
+            y = self.virtual((b, h, s_kv, d), _dtype(c))
+        slots = {"CONTAINER_DESC": self.arg(side), "YDESC": y}
+        slots["SEQUENCE_DESC"] = self.arg("seq_len_kv")
+        slots["PAGE_TABLE_DESC"] = self.arg("page_table_" + side)
+        self.operation("PAGED_CACHE_LOAD", f"paged {side} cache load", slots)
+        self.loaded[side] = y
+        return y
 
     def virtual(
         self, dims: tuple[int, ...], dtype: str, strides: tuple[int, ...] | None = None
@@ -285,7 +309,7 @@ def _scores(bld: _Builder, scores: tuple[int, ...]) -> Any:
     s = bld.virtual(scores, "FLOAT")
     bld.matmul(
         bld.arg("q"),
-        bld.arg("k"),
+        bld.kv("k"),
         s,
         m=bld.arg("seq_len_q"),
         n=bld.arg("seq_len_kv"),
@@ -326,7 +350,7 @@ def _forward(bld: _Builder) -> None:
             mask = bld.pw("IDENTITY", mask, dims=scores, out=bld.arg("rng_dump"))
         p = bld.pw("MUL", p, mask, dims=scores)
         p = bld.pw("MUL", p, bld.arg("dropout_scale"), dims=scores, dtype=io)
-    bld.matmul(p, bld.arg("v"), bld.arg("o"), m=bld.arg("seq_len_q"), k=bld.arg("seq_len_kv"))
+    bld.matmul(p, bld.kv("v"), bld.arg("o"), m=bld.arg("seq_len_q"), k=bld.arg("seq_len_kv"))
 
 
 def _backward(bld: _Builder) -> None:
