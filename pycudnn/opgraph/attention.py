@@ -282,7 +282,13 @@ class AttentionOps(GraphCore):
         lacks; see :mod:`pycudnn.opgraph.attention_composite`) or ``"auto"`` (unified where the
         loaded cuDNN has every feature asked, else composite; the operation's ``lowering`` and
         ``lowering_note`` settings, ``describe()`` and the plan's ``rewrite`` say which).
-        ``use_alibi_mask``, paged K/V caches and ragged (THD) tensors (``max_total_seq_len_q/kv``)
+        ``use_alibi_mask`` is composite-only. Paged K/V caches (serving, decode with ``s_q = 1``
+        included): K and V given as ``[num_blocks, h_k, block_size, d]`` containers with
+        ``paged_attention_k_table``/``_v_table`` (int32 ``[b, 1, ceil(s_kv / block_size), 1]``,
+        each side on its own), ``paged_attention_max_seq_len_kv`` the logical ``s_kv`` (inferred
+        as the frontend does when left out) and the padding mask required; unified from cuDNN
+        9.15 (``SDPA_FWD_PAGE_TABLE_K/VDESC``), composite from 9.5 (``OPERATION_PAGED_CACHE_LOAD``;
+        :mod:`pycudnn.opgraph.attention_paged`). Ragged (THD) tensors (``max_total_seq_len_q/kv``)
         are refused with what works instead.
         """
         op_name, label = self._begin_op("sdpa", name)
