@@ -74,7 +74,7 @@ FORWARD = [
     Case("left_bound", left_bound=64),
     Case("right_bound", right_bound=64),
     Case("dropout", dropout=True),  # training: stats and the RNG dump, as the frontend test
-    Case("ragged", padding=True, ragged=True, expect="refused"),
+    Case("ragged", padding=True, ragged=True),
     Case("paged", padding=True, paged=True),
     Case("decode", s_q=1, infer=True),
     Case("decode_paged", s_q=1, infer=True, padding=True, paged=True),
@@ -95,7 +95,7 @@ BACKWARD = [
     Case("left_bound", backward=True, left_bound=64),
     Case("right_bound", backward=True, right_bound=64),
     Case("dropout", backward=True, dropout=True),
-    Case("ragged", backward=True, padding=True, ragged=True, expect="refused"),
+    Case("ragged", backward=True, padding=True, ragged=True),
 ]
 
 CASES = FORWARD + BACKWARD
@@ -170,9 +170,14 @@ def pycudnn_graph(case: Case) -> Any:
         seed = g.tensor([1, 1, 1, 1], dtype="int64", name="seed")
         offset = g.tensor([1, 1, 1, 1], dtype="int64", name="offset")
         opts["dropout"] = (0.1, seed, offset)
-    if case.ragged:
+    ragged: dict[str, Any] = {}
+    if case.ragged:  # THD: Q, O (dO) from one offset tensor, K and V from another
         opts["max_total_seq_len_q"] = B * s_q
         opts["max_total_seq_len_kv"] = B * s_kv
+        offsets = [g.tensor([B + 1, 1, 1, 1], dtype="int32", name=f"ragged_{n}") for n in "qk"]
+        ragged = dict(zip(("q", "kv"), offsets, strict=True))
+        for t, side in ((q, "q"), (k, "kv"), (v, "kv")):
+            t.set_ragged_offset(ragged[side])
     if not case.backward:
         if case.dropout:
             opts["rng_dump"] = g.tensor([B, H, s_q, s_kv], dtype="float32", name="rng_dump")
@@ -183,14 +188,22 @@ def pycudnn_graph(case: Case) -> Any:
                 paged_attention_v_table=g.tensor(pages, dtype="int32", name="v_table"),
                 paged_attention_max_seq_len_kv=s_kv,
             )
-        g.sdpa(q, k, v, name="sdpa", generate_stats=not case.infer, **opts)
+        o, _ = g.sdpa(q, k, v, name="sdpa", generate_stats=not case.infer, **opts)
+        if case.ragged:
+            o.set_ragged_offset(ragged["q"])
         return g
     o = tensor("o", shapes.get("o", shapes["q"]))
     do = tensor("do", shapes.get("o", shapes["q"]))
     stats = g.tensor([B, H, s_q, 1], dtype="float32", name="stats")
     if case.bias:
         opts["dBias"] = g.tensor([1, H, s_q, s_kv], dtype=case.dtype, name="dbias")
-    g.sdpa_backward(q=q, k=k, v=v, o=o, dO=do, stats=stats, name="sdpa_backward", **opts)
+    if case.ragged:
+        o.set_ragged_offset(ragged["q"])
+        do.set_ragged_offset(ragged["q"])
+    grads = g.sdpa_backward(q=q, k=k, v=v, o=o, dO=do, stats=stats, name="sdpa_backward", **opts)
+    if case.ragged:
+        for t, side in zip(grads, ("q", "kv", "kv"), strict=True):
+            t.set_ragged_offset(ragged[side])
     return g
 
 
@@ -259,8 +272,14 @@ def frontend_result(case: Case, props_json: str) -> dict[str, Any]:  # pragma: n
         offset = packed("offset", [1, 1, 1, 1], cudnn.data_type.INT64)
         opts["dropout"] = (0.1, seed, offset)
     try:
+        ragged: dict[str, Any] = {}
         if case.ragged:
-            return {"status": "not translated", "error": "ragged offsets need data"}
+            opts["max_total_seq_len_q"] = B * s_q
+            opts["max_total_seq_len_kv"] = B * s_kv
+            for side in ("q", "kv"):
+                ragged[side] = packed(f"ragged_{side}", [B + 1, 1, 1, 1], cudnn.data_type.INT32)
+            for t, side in ((q, "q"), (k, "kv"), (v, "kv")):
+                t.set_ragged_offset(ragged[side])
         if case.paged:
             pages = [B, 1, -(-s_kv // BLOCK), 1]
             opts["paged_attention_k_table"] = packed("k_table", pages, cudnn.data_type.INT32)
@@ -271,6 +290,8 @@ def frontend_result(case: Case, props_json: str) -> dict[str, Any]:  # pragma: n
                 opts["rng_dump"] = packed("rng_dump", [B, H, s_q, s_kv], cudnn.data_type.FLOAT)
             o, stats = g.sdpa(name="sdpa", q=q, k=k, v=v, generate_stats=not case.infer, **opts)
             o.set_output(True)
+            if case.ragged:
+                o.set_ragged_offset(ragged["q"])
             if stats is not None:
                 stats.set_output(True).set_data_type(cudnn.data_type.FLOAT)
         else:
@@ -279,11 +300,16 @@ def frontend_result(case: Case, props_json: str) -> dict[str, Any]:  # pragma: n
             stats = packed("stats", [B, H, s_q, 1], cudnn.data_type.FLOAT)
             if case.bias:
                 opts["dBias"] = packed("dbias", [1, H, s_q, s_kv], dt)
+            if case.ragged:
+                o.set_ragged_offset(ragged["q"])
+                do.set_ragged_offset(ragged["q"])
             grads = g.sdpa_backward(
                 name="sdpa_backward", q=q, k=k, v=v, o=o, dO=do, stats=stats, **opts
             )
-            for t in grads:
+            for t, side in zip(grads, ("q", "kv", "kv"), strict=True):
                 t.set_output(True)
+                if case.ragged:
+                    t.set_ragged_offset(ragged[side])
         g.build([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
     except Exception as exc:
         return {"status": "refused", "error": f"{type(exc).__name__}: {exc}"[:300]}

@@ -29,9 +29,10 @@ from .. import _attention_rules as rules
 from .._info import version
 from . import attention_args as kw
 from .attention_paged import TABLE_ROLES, paged_kv
+from .attention_ragged import ragged_args
 from .common import GraphError
 from .core import GraphCore
-from .tensors import Tensor
+from .tensors import Operation, Tensor
 
 __all__ = ["AttentionOps", "spec"]
 
@@ -40,6 +41,15 @@ def spec(t: Tensor) -> rules.TensorSpec:
     """The :class:`~pycudnn._attention_rules.TensorSpec` of a graph tensor."""
     dt = dtype_name(t.dtype) if t.dtype is not None else "unresolved (call set_dtype())"
     return rules.TensorSpec(t.name, t.dims, t.strides, dt)
+
+
+def _attach_offsets(op: Operation) -> None:
+    """The ragged offsets of the tensors an SDPA reads or writes become its inputs (the tensors
+    given ragged later attach theirs themselves: :meth:`Tensor.set_ragged_offset`)."""
+    ragged = [t for t in (*op.inputs.values(), *op.outputs.values()) if t.ragged_offset is not None]
+    for t in dict.fromkeys(ragged):
+        assert t.ragged_offset is not None
+        op.attach_ragged_offset(t, t.ragged_offset)
 
 
 def _loaded_version() -> int:
@@ -292,7 +302,6 @@ class AttentionOps(GraphCore):
         are refused with what works instead.
         """
         op_name, label = self._begin_op("sdpa", name)
-        kw.refuse_ragged(label, max_total_seq_len_q, max_total_seq_len_kv)
         stats_flag = kw.stats_flag(label, return_stats, generate_stats, is_inference)
         scale = kw.scale_arg(label, scale, attn_scale)
         dropout, seed, offset = kw.dropout_arg(label, dropout, seed, offset)
@@ -311,6 +320,13 @@ class AttentionOps(GraphCore):
             max_seq_len_kv=paged_attention_max_seq_len_kv,
             padded=seq_len_q is not None and seq_len_kv is not None,
             score_tensors=(bias, rng_dump),
+        )
+        ragged = ragged_args(
+            label,
+            {"q": q, "k": k, "v": v},
+            padded=seq_len_q is not None and seq_len_kv is not None,
+            max_total_seq_len_q=max_total_seq_len_q,
+            max_total_seq_len_kv=max_total_seq_len_kv,
         )
         masks = kw.Masks(
             label,
@@ -364,6 +380,7 @@ class AttentionOps(GraphCore):
             alibi=use_alibi_mask,
             paged=() if paged is None else paged.sides,
         )
+        attrs.update(ragged._asdict())
         q_t = inputs["q"]
         o = self._output(
             label,
@@ -401,7 +418,7 @@ class AttentionOps(GraphCore):
                 out=self._own(rng_dump, label, "rng_dump"),
                 out_dtype="float32",
             )
-        self._add_op("sdpa", op_name, inputs, outputs, attrs)
+        _attach_offsets(self._add_op("sdpa", op_name, inputs, outputs, attrs))
         return o, stats
 
     def sdpa_backward(
@@ -464,7 +481,6 @@ class AttentionOps(GraphCore):
                 f"{label}: use_deterministic_algorithm must be a bool, not "
                 f"{use_deterministic_algorithm!r}"
             )
-        kw.refuse_ragged(label, max_total_seq_len_q, max_total_seq_len_kv)
         scale = kw.scale_arg(label, scale, attn_scale)
         dropout, seed, offset = kw.dropout_arg(label, dropout, seed, offset)
         kw.refuse_unsupported(label, use_alibi_mask=use_alibi_mask)
@@ -489,6 +505,19 @@ class AttentionOps(GraphCore):
             if bias is None:
                 raise GraphError(f"{label}: dBias is the gradient of a bias: give bias= too")
             needs_composite = "dBias is computed by the composite graph only"
+        given = {"q": q, "k": k, "v": v, "o": o, "do": do}
+        ragged = ragged_args(
+            label,
+            {r: self._own(t, label, r) for r, t in given.items()},
+            padded=seq_len_q is not None and seq_len_kv is not None,
+            max_total_seq_len_q=max_total_seq_len_q,
+            max_total_seq_len_kv=max_total_seq_len_kv,
+        )
+        if ragged.roles and self._own(stats, label, "stats").ragged_offset is None:
+            needs_composite = (
+                "ragged (THD) tensors with stats that are not ragged have no unified backward "
+                "engine for the H100 (cuDNN 9.28, measured; ragged stats plan)"
+            )
         tensors = {
             "q": q,
             "k": k,
@@ -519,6 +548,7 @@ class AttentionOps(GraphCore):
             check=check,
             alibi=use_alibi_mask,
         )
+        attrs.update(ragged._asdict())
         outputs = {}
         for role, src in (("dq", "q"), ("dk", "k"), ("dv", "v")):
             t = inputs[src]
@@ -536,5 +566,5 @@ class AttentionOps(GraphCore):
                 out=self._own(dBias, label, "dBias"),
                 out_dtype=bias_t.dtype,
             )
-        self._add_op("sdpa_backward", op_name, inputs, outputs, attrs)
+        _attach_offsets(self._add_op("sdpa_backward", op_name, inputs, outputs, attrs))
         return outputs["dq"], outputs["dk"], outputs["dv"]

@@ -23,7 +23,6 @@ __all__ = [
     "choice",
     "dropout_arg",
     "padding_flag",
-    "refuse_ragged",
     "refuse_unsupported",
     "scale_arg",
     "stats_flag",
@@ -190,14 +189,6 @@ def padding_flag(label: str, use_padding_mask: Any, seq_len_q: Any, seq_len_kv: 
         raise GraphError(
             f"{label}: use_padding_mask={use_padding_mask} but seq_len_q/seq_len_kv are "
             + ("missing: the padding mask needs both" if use_padding_mask else "given")
-        )
-
-
-def refuse_ragged(label: str, max_total_seq_len_q: Any, max_total_seq_len_kv: Any) -> None:
-    if max_total_seq_len_q is not None or max_total_seq_len_kv is not None:
-        raise GraphError(
-            f"{label}: max_total_seq_len_q/kv describe ragged (THD) tensors, which are not "
-            "offered yet; give padded [b, h, s, d] tensors with seq_len_q/seq_len_kv"
         )
 
 

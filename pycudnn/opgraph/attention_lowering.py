@@ -142,6 +142,12 @@ def _sdpa(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) -> An
         d.set(prefix + "SUBGRAPH_OUTPUT_UID", out_uid, attr_type="INT64")
     if a["dropout"]:
         d.set(prefix + "DROPOUT_PROBABILITY", a["dropout"], attr_type="FLOAT")
+    for side in (
+        ("Q", "KV") if backward else ()
+    ):  # ragged tensors' token bounds (the forward has none)
+        if a.get("max_total_seq_len_" + side.lower()) is not None:
+            total = a["max_total_seq_len_" + side.lower()]
+            d.set(prefix + "MAX_TOTAL_SEQ_LEN_" + side, total, attr_type="INT64")
     return d
 
 
