@@ -16,6 +16,8 @@ import pycudnn
 from _nvbind.ffi import UnsupportedByLibraryError
 from pycudnn.graph import Graph, GraphError
 from pycudnn.opgraph import attention as attention_module
+from pycudnn.verification import evaluate, make_inputs
+from pycudnn.verification.reference import NoReferenceError
 
 B, H, D, BLOCK, S_KV = 2, 8, 128, 64, 512
 
@@ -223,3 +225,33 @@ def test_older_cudnn_is_refused_with_the_version_paging_needs(
         r"is 9.4.0",
     ):
         paged_graph()
+
+
+def test_verification_inputs_are_valid_indices() -> None:
+    # verify executes a plan on drawn inputs: page tables, lengths and ragged offsets must stay
+    # inside the tensors' memory (a drawn -4 would read before the cache)
+    g, t = paged_graph(s_q=4, sides=("k",), s_kv=300, max_seq_len_kv=300)
+    g.signature()
+    ins = make_inputs(g, seed=3)
+    table = ins[t["k_table"].uid]
+    blocks = t["k"].dims[0]
+    assert table.min() >= 0 and table.max() < blocks
+    assert all(len(set(table[i].ravel())) == table.shape[2] for i in range(B))
+    assert (ins[t["seq_len_q"].uid] >= 1).all() and (ins[t["seq_len_q"].uid] <= 4).all()
+    assert (ins[t["seq_len_kv"].uid] >= 1).all() and (ins[t["seq_len_kv"].uid] <= 300).all()
+    # no NumPy reference for padded attention: reported, not computed wrongly
+    with pytest.raises(NoReferenceError, match="no NumPy reference for sdpa with seq_len_q"):
+        evaluate(g, ins)
+
+
+def test_verification_inputs_of_a_padded_backward() -> None:
+    # the saved O and stats of a padded backward have no reference: drawn, not an error
+    g = Graph("padded_backward")
+    q, k, v, o, do = (
+        g.tensor([2, 4, 16, 64], dtype="float16", name=n) for n in ("q", "k", "v", "o", "do")
+    )
+    lens = g.tensor([2, 1, 1, 1], dtype="int32", name="lens")
+    stats = g.tensor([2, 4, 16, 1], dtype="float32", name="stats")
+    g.sdpa_backward(q, k, v, o, do, stats=stats, seq_len_q=lens, seq_len_kv=lens)
+    g.signature()
+    assert sorted(make_inputs(g)[lens.uid].ravel()) == [15, 16]

@@ -14,6 +14,7 @@ from versioned import skip_unless_cudnn
 
 import pycudnn
 from pycudnn.graph import Graph, GraphError
+from pycudnn.verification import make_inputs
 
 B, H, S, D = 2, 8, 256, 128
 
@@ -149,3 +150,12 @@ def test_misuse_is_refused_naming_the_tensor() -> None:
     with pytest.raises(GraphError, match=r"'a': matmul .* takes no ragged \(THD\) tensors"):
         a.set_ragged_offset(g.tensor([2, 1, 1, 1], dtype="int32", name="off_a"))
     assert a.ragged_offset is None
+
+
+def test_verification_offsets_stay_inside_the_tensors() -> None:
+    g, t = ragged_graph(s_q=16)
+    g.signature()
+    ins = make_inputs(g, seed=1)
+    # each batch entry starts where a padded layout would put it: in bounds for every user
+    assert list(ins[t["off_q"].uid].ravel()) == [0, 16 * H * D, 2 * 16 * H * D]
+    assert list(ins[t["off_kv"].uid].ravel()) == [0, S * 2 * D, 2 * S * 2 * D]
