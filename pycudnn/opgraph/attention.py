@@ -15,7 +15,9 @@ them for the unified SDPA operation: a pointwise subgraph on the score matrix
 The SDPA engines of cuDNN 9.28 take no fused pointwise neighbour on the H100 (a graph with one has
 no engine: :class:`~pycudnn.plan.GraphNotSupportedError`). For a cuDNN older than an SDPA
 feature, NVIDIA's frontend falls back to a composite graph of matmul, softmax and mask operations;
-this library refuses instead, with the version the feature needs.
+so does ``implementation="auto"`` here (:mod:`.attention_composite`), while ``"unified"`` is
+refused with the version the feature needs. Paged K/V caches: :mod:`.attention_paged`; ragged
+(THD) tensors: :mod:`.attention_ragged`.
 """
 
 from __future__ import annotations
@@ -298,8 +300,10 @@ class AttentionOps(GraphCore):
         each side on its own), ``paged_attention_max_seq_len_kv`` the logical ``s_kv`` (inferred
         as the frontend does when left out) and the padding mask required; unified from cuDNN
         9.15 (``SDPA_FWD_PAGE_TABLE_K/VDESC``), composite from 9.5 (``OPERATION_PAGED_CACHE_LOAD``;
-        :mod:`pycudnn.opgraph.attention_paged`). Ragged (THD) tensors (``max_total_seq_len_q/kv``)
-        are refused with what works instead.
+        :mod:`pycudnn.opgraph.attention_paged`). Ragged (THD) tensors: give Q, K, V (and O, the
+        stats) ragged offsets with :meth:`Tensor.set_ragged_offset` (int32 or int64
+        ``[b + 1, 1, 1, 1]``, one type for the operation) and the sequence lengths;
+        ``max_total_seq_len_q/kv`` bound the tokens (:mod:`pycudnn.opgraph.attention_ragged`).
         """
         op_name, label = self._begin_op("sdpa", name)
         stats_flag = kw.stats_flag(label, return_stats, generate_stats, is_inference)
@@ -465,8 +469,11 @@ class AttentionOps(GraphCore):
         of Q, K, V. ``dBias`` (a tensor of the bias's dims) receives the bias gradient
         (composite only). ``dO=`` is the frontend's name of ``do``.
         ``use_deterministic_algorithm=True`` lowers to the composite graph, whose dQ is one
-        product (no accumulation across key blocks: the frontend's deterministic form); ragged
-        ``max_total_seq_len_q/kv`` are refused (THD tensors are not offered yet).
+        product (no accumulation across key blocks: the frontend's deterministic form). Ragged
+        (THD) tensors as for :meth:`sdpa` (``max_total_seq_len_q/kv`` become the unified
+        operation's ``SDPA_BWD_MAX_TOTAL_SEQ_LEN_Q/KV``); the unified backward plans them only
+        with ragged ``stats`` too (cuDNN 9.28, H100), so ``"auto"`` lowers to the composite graph
+        otherwise.
 
         ``implementation`` as for :meth:`sdpa`: the unified backward needs cuDNN 9.28 (9.19
         cannot finalize one, and before 9.28 cuDNN plans it for Blackwell only), so ``"auto"``
@@ -505,7 +512,8 @@ class AttentionOps(GraphCore):
             if bias is None:
                 raise GraphError(f"{label}: dBias is the gradient of a bias: give bias= too")
             needs_composite = "dBias is computed by the composite graph only"
-        given = {"q": q, "k": k, "v": v, "o": o, "do": do}
+        given = {"q": q, "k": k, "v": v, "o": o, "do": do, "stats": stats}
+        given = {r: t for r, t in given.items() if t is not None}
         ragged = ragged_args(
             label,
             {r: self._own(t, label, r) for r, t in given.items()},
@@ -513,7 +521,7 @@ class AttentionOps(GraphCore):
             max_total_seq_len_q=max_total_seq_len_q,
             max_total_seq_len_kv=max_total_seq_len_kv,
         )
-        if ragged.roles and self._own(stats, label, "stats").ragged_offset is None:
+        if ragged.roles and "stats" not in ragged.roles:
             needs_composite = (
                 "ragged (THD) tensors with stats that are not ragged have no unified backward "
                 "engine for the H100 (cuDNN 9.28, measured; ragged stats plan)"
