@@ -24,8 +24,14 @@ B, H, D, BLOCK, S_KV = 2, 8, 128, 64, 512
 
 @pytest.fixture
 def props(h100_props: pycudnn.DeviceProperties) -> pycudnn.DeviceProperties:
-    skip_unless_cudnn((9, 15), "the unified SDPA operation with page tables")
     return h100_props
+
+
+def needs_unified(implementation: str = "unified") -> None:
+    """The unified operation takes page tables from cuDNN 9.15 (older ones plan the composite
+    graph, which ``"auto"`` then builds)."""
+    if implementation == "unified":
+        skip_unless_cudnn((9, 15), "the unified SDPA operation with page tables")
 
 
 def paged_graph(
@@ -79,8 +85,12 @@ def lowering(g: Graph) -> str:
 @pytest.mark.parametrize("s_q", [1, 128], ids=["decode", "prefill"])
 @pytest.mark.parametrize("implementation", ["auto", "unified", "composite"])
 def test_paged_caches_plan(props: Any, s_q: int, implementation: str) -> None:
+    needs_unified(implementation)
     g, t = paged_graph(s_q=s_q, implementation=implementation)
-    assert lowering(g) == ("composite" if implementation == "composite" else "unified")
+    unified = implementation == "unified" or (
+        implementation == "auto" and pycudnn.version_tuple() >= (9, 15, 0)
+    )
+    assert lowering(g) == ("unified" if unified else "composite")
     assert t["o"].dims == (B, H, s_q, D)
     plan = g.build(device_properties=props, cache=False)
     assert plan.engine_id is not None
@@ -105,6 +115,9 @@ def test_paged_caches_plan(props: Any, s_q: int, implementation: str) -> None:
 )
 @pytest.mark.parametrize("implementation", ["unified", "composite"])
 def test_paged_variants_plan(props: Any, options: dict[str, Any], implementation: str) -> None:
+    needs_unified(implementation)
+    if implementation == "unified" and "use_causal_mask" in options:
+        skip_unless_cudnn((9, 21), "masks in the unified SDPA operation")
     g, _ = paged_graph(implementation=implementation, **options)
     g.build(device_properties=props, cache=False)
 
@@ -137,6 +150,7 @@ def test_composite_only_features_lower_paged_caches_to_the_composite_graph(props
 
 
 def test_saved_plan_of_a_paged_sdpa_loads(props: Any) -> None:
+    needs_unified()  # a saved composite plan with sequence lengths does not load (known)
     g, _ = paged_graph()
     plan = g.build(device_properties=props, cache=False)
     again = g.load_plan(plan.to_json(), device_properties=props)

@@ -21,8 +21,12 @@ B, H, S, D = 2, 8, 256, 128
 
 @pytest.fixture
 def props(h100_props: pycudnn.DeviceProperties) -> pycudnn.DeviceProperties:
-    skip_unless_cudnn((9, 15), "sequence lengths in the unified SDPA operation")
     return h100_props
+
+
+def needs_unified(implementation: str = "unified") -> None:
+    if implementation == "unified":
+        skip_unless_cudnn((9, 15), "sequence lengths in the unified SDPA operation")
 
 
 def thd(g: Graph, name: str, s: int = S, h: int = H) -> Any:
@@ -70,6 +74,7 @@ def op_of(g: Graph) -> Any:
 @pytest.mark.parametrize("s_q", [1, S], ids=["decode", "prefill"])
 @pytest.mark.parametrize("implementation", ["unified", "composite"])
 def test_ragged_forward_plans(props: Any, s_q: int, implementation: str) -> None:
+    needs_unified(implementation)
     g, t = ragged_graph(s_q=s_q, implementation=implementation, max_total_seq_len_q=B * s_q)
     op = op_of(g)
     assert op.attrs["lowering"] == implementation
@@ -82,7 +87,8 @@ def test_ragged_forward_plans(props: Any, s_q: int, implementation: str) -> None
 
 
 def test_ragged_forward_with_stats_and_a_saved_plan(props: Any) -> None:
-    g, _ = ragged_graph(generate_stats=True, use_causal_mask=True)
+    needs_unified()  # a saved composite plan with sequence lengths does not load (known)
+    g, _ = ragged_graph(generate_stats=True)
     plan = g.build(device_properties=props, cache=False)
     # cuDNN's plan JSON lists an offset inside its tensor's entry, not among the graph's tensors
     assert g.load_plan(plan.to_json(), device_properties=props).engine_id == plan.engine_id
