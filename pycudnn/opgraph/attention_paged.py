@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 from _nvbind.dtypes import dtype_name
 
 from .. import _attention_rules as rules
+from .attention_args import optional_int
 from .common import GraphError
 from .tensors import Tensor
 
@@ -53,14 +54,6 @@ class PagedKV(NamedTuple):
             strides = (dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1)
             out[side] = rules.TensorSpec(c.name, dims, strides, c.dtype)
         return out
-
-
-def _int(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise GraphError(f"{what} must be an int, not {value!r}")
-    if not 1 <= value <= rules.INT32_MAX:
-        raise GraphError(f"{what} must be in 1..{rules.INT32_MAX}, got {value}")
-    return value
 
 
 def paged_kv(
@@ -124,7 +117,8 @@ def paged_kv(
             )
         fits.append(table.dims[2] * c.dims[2])
     if max_seq_len_kv is not None:
-        s_kv = _int(max_seq_len_kv, f"{label}: paged_attention_max_seq_len_kv")
+        s_kv = optional_int(max_seq_len_kv, f"{label}: paged_attention_max_seq_len_kv", 1)
+        assert s_kv is not None
     elif len(sides) < 2:
         s_kv = containers["v" if sides == ("k",) else "k"].dims[2]
     else:

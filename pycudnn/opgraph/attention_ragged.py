@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .. import _attention_rules as rules
+from .attention_args import optional_int
 from .common import GraphError
 from .tensors import Tensor
 
@@ -32,16 +32,6 @@ class Ragged(NamedTuple):
     roles: tuple[str, ...]
     max_total_seq_len_q: int | None
     max_total_seq_len_kv: int | None
-
-
-def _total(value: Any, what: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise GraphError(f"{what} must be an int, not {value!r}")
-    if not 1 <= value <= rules.INT32_MAX:
-        raise GraphError(f"{what} must be in 1..{rules.INT32_MAX}, got {value}")
-    return value
 
 
 def ragged_args(
@@ -74,7 +64,7 @@ def ragged_args(
         ("q", max_total_seq_len_q, ("q",)),
         ("kv", max_total_seq_len_kv, ("k", "v")),
     ):
-        total = _total(value, f"{label}: max_total_seq_len_{side}")
+        total = optional_int(value, f"{label}: max_total_seq_len_{side}", 1)
         if total is not None:
             if not any(r in roles for r in owners):
                 raise GraphError(
