@@ -84,6 +84,7 @@ def test_ragged_forward_plans(props: Any, s_q: int, implementation: str) -> None
     for role, off in (("q", "off_q"), ("k", "off_kv"), ("v", "off_kv"), ("o", "off_q")):
         assert op.inputs["ragged_offset_" + role] is t[off]
     g.build(device_properties=props, cache=False)
+    assert "(ragged by 'off_q')" in t["q"].describe()
 
 
 def test_ragged_forward_with_stats_and_a_saved_plan(props: Any) -> None:

@@ -234,6 +234,8 @@ class Tensor:
             flags.append(f"by value={self.value!r}" if self.value is not None else "by value")
         if self.producer is not None and self.is_output:
             flags.append("output")
+        if self.ragged_offset is not None:
+            flags.append(f"ragged by '{self.ragged_offset.name}'")
         extra = ", ".join(flags)
         if undecided:
             extra = f"{extra}; decided at build" if extra else "decided at build"
