@@ -45,6 +45,7 @@ def run_paged(
     h: int = 8,
     h_k: int = 2,
     d: int = 64,
+    bias: bool = False,
     **options: Any,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Run a paged SDPA; returns (O from the GPU, the float64 reference) in float64."""
@@ -59,6 +60,7 @@ def run_paged(
     vt = g.tensor([b, 1, pages, 1], dtype="int32", name="v_table")
     slq = g.tensor([b, 1, 1, 1], dtype="int32", name="seq_len_q")
     slkv = g.tensor([b, 1, 1, 1], dtype="int32", name="seq_len_kv")
+    bias_t = g.tensor([1, h, s_q, s_kv], dtype="bfloat16", name="bias") if bias else None
     o, _ = g.sdpa(
         q,
         kc,
@@ -69,6 +71,7 @@ def run_paged(
         paged_attention_v_table=vt,
         paged_attention_max_seq_len_kv=s_kv,
         implementation=implementation,
+        bias=bias_t,
         **options,
     )
     assert next(op for op in g.operations if op.kind == "sdpa").attrs["lowering"] == (
@@ -82,12 +85,17 @@ def run_paged(
     lkv = np.array(len_kv, dtype=np.int32).reshape(b, 1, 1, 1)
     od = empty(o)
     feeds = {q: qh, kc: kh, vc: vh, kt: k_tab, vt: v_tab, slq: lq, slkv: lkv}
+    bias_h = None
+    if bias_t is not None:
+        bias_h = host(bias_t.dims, BF16)
+        feeds[bias_t] = bias_h
     g.build().execute({t: to_device(a, t) for t, a in feeds.items()} | {o: od})
     ref, _, _ = sdpa_ref(
         qh,
         gather(kh, k_tab, s_kv),
         gather(vh, v_tab, s_kv),
         scale=1 / math.sqrt(d),
+        bias=bias_h,
         seq_kv=lkv,
     )
     return f64(od), ref
@@ -123,3 +131,14 @@ def test_paged_decode_bottom_right_causal_is_every_real_key() -> None:
         use_causal_mask_bottom_right=True,
     )
     check_close(got, ref, TOL[BF16], "paged decode, bottom-right causal")
+
+
+@pytest.mark.parametrize("implementation", ["unified", "composite"])
+def test_paged_bias_when_the_pages_hold_more_than_s_kv(implementation: str) -> None:
+    # 7 pages of 32 hold 224 keys; the bias and the scores have s_kv = 200 columns
+    len_q = [16, 9]
+    got, ref = run_paged(
+        s_q=16, s_kv=200, len_q=len_q, len_kv=[200, 150], implementation=implementation, bias=True
+    )
+    for i, n in enumerate(len_q):
+        check_close(got[i, :, :n], ref[i, :, :n], TOL[BF16], f"paged bias batch {i}")
