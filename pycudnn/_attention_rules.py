@@ -24,8 +24,8 @@ Facts measured with cuDNN 9.28 and the H100 device properties (deviceless plans,
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any, NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from _nvbind.ffi import UnsupportedByLibraryError
 
@@ -53,7 +53,6 @@ __all__ = [
 
 
 INT32_MAX = 2**31 - 1
-_INT32_MAX = INT32_MAX
 
 
 class RuleError(ValueError):
@@ -80,6 +79,7 @@ NORM_PARAM_DTYPES = ("float16", "bfloat16", "float32")
 VERSIONS: dict[str, int] = {
     "sdpa": 91301,  # OPERATION_SDPA_FWD_DESCRIPTOR; the frontend needs 9.13.1 for its unified node
     "sdpa padding (seq_len_q/seq_len_kv)": 91500,
+    "sdpa paged K/V caches": 91500,  # SDPA_FWD_PAGE_TABLE_KDESC/VDESC
     "sdpa score modifiers (causal, sliding_window, bias)": 92100,  # SDPA_FWD_SUBGRAPH
     "sdpa dropout": 92200,  # attributes since 9.21; the frontend enables dropout from 9.22
     # OPERATION_SDPA_BWD_DESCRIPTOR is declared since 9.17, but 9.19 cannot finalize an operation
@@ -91,6 +91,8 @@ VERSIONS: dict[str, int] = {
     # The composite graph (matmul, pointwise, reduction, RNG, reshape: cuDNN 9.0's operations);
     # deviceless plans for the H100 measured on 9.10, 9.27 and 9.28
     "sdpa composite": 90000,
+    # OPERATION_PAGED_CACHE_LOAD is declared since 9.4; the frontend builds it from 9.5
+    "sdpa composite paged K/V caches": 90500,
 }
 
 
@@ -122,6 +124,14 @@ def require_version(operation: str, feature: str, loaded: int) -> None:
 
 def _dims(dims: Sequence[int]) -> str:
     return "[" + ", ".join(str(d) for d in dims) + "]"
+
+
+def _positive_of(t: TensorSpec, prefix: str, dtypes: tuple[str, ...], refusal: str) -> None:
+    """Every dim of ``t`` at least 1 and its dtype one of ``dtypes`` (else ``refusal``)."""
+    if any(d < 1 for d in t.dims):
+        raise RuleError(f"{prefix}: dims must be positive, got {_dims(t.dims)}")
+    if t.dtype not in dtypes:
+        raise RuleError(f"{prefix}: {refusal}")
 
 
 def packed_strides_like(dims: Sequence[int], like: Sequence[int]) -> tuple[int, ...]:
@@ -181,13 +191,13 @@ def _attention_tensor(t: TensorSpec, what: str) -> None:
             f"{what} '{t.name}': attention tensors are rank 4 [batch, heads, sequence, head_dim], "
             f"got dims {_dims(t.dims)}"
         )
-    if any(d < 1 for d in t.dims):
-        raise RuleError(f"{what} '{t.name}': dims must be positive, got {_dims(t.dims)}")
-    if t.dtype not in ATTENTION_DTYPES:
-        raise RuleError(
-            f"{what} '{t.name}': SDPA takes {' or '.join(ATTENTION_DTYPES)}, not {t.dtype} "
-            "(cuDNN has no fp32 attention engine; fp8 attention needs descale tensors)"
-        )
+    _positive_of(
+        t,
+        f"{what} '{t.name}'",
+        ATTENTION_DTYPES,
+        f"SDPA takes {' or '.join(ATTENTION_DTYPES)}, not {t.dtype} "
+        "(cuDNN has no fp32 attention engine; fp8 attention needs descale tensors)",
+    )
     attention_layout(t)
 
 
@@ -222,11 +232,14 @@ def sdpa_features(
     causal: bool = False,
     sliding_window: int | None = None,
     bias: bool = False,
+    paged: bool = False,
 ) -> list[str]:
     """The :data:`VERSIONS` keys the unified SDPA operation with these options needs (``masks``:
     any band mask or a bias; ``causal``, ``sliding_window`` and ``bias`` say the same)."""
     op = "sdpa_backward" if backward else "sdpa"
     out = [op]
+    if paged:  # before padding, which it implies: the refusal names the feature asked for
+        out.append("sdpa paged K/V caches")
     if padding:
         out.append("sdpa padding (seq_len_q/seq_len_kv)")
     if masks or causal or sliding_window is not None or bias:
@@ -247,29 +260,21 @@ class SdpaShapes(NamedTuple):
 
 
 def check_sdpa(
-    q: TensorSpec,
-    k: TensorSpec,
-    v: TensorSpec,
-    *,
-    scale: float | None = None,
-    causal: bool = False,
-    sliding_window: int | None = None,
-    bias: TensorSpec | None = None,
-    seq_len_q: TensorSpec | None = None,
-    seq_len_kv: TensorSpec | None = None,
-    dropout: float = 0.0,
-    seed: TensorSpec | None = None,
-    offset: TensorSpec | None = None,
-    return_stats: bool = False,
+    tensors: Mapping[str, TensorSpec], *, dropout: float = 0.0, return_stats: bool = False
 ) -> SdpaShapes:
-    """Check an SDPA forward's arguments; return its output shapes.
+    """Check an SDPA forward's tensors, given by role (``q``, ``k``, ``v`` and the optional
+    ``bias``, ``seq_len_q``, ``seq_len_kv``, ``seed``, ``offset``); return its output shapes.
 
     Rules: Q, K, V rank 4 ``[b, h, s, d]``, fp16/bf16, all the same dtype, ``bshd`` or ``bhsd``
     layout; K and V share batch, heads and sequence; Q's heads are a multiple of K's (grouped-query,
     or multi-query with one K/V head); Q and K share the head dim; the output has Q's dims with V's
     head dim. A bias broadcasts to ``[b, h_q, s_q, s_kv]``; sequence lengths are int32
-    ``[b, 1, 1, 1]`` and come as a pair; a sliding window implies causal attention.
+    ``[b, 1, 1, 1]`` and come as a pair. (The scale and the masks are checked where the graph
+    translates its keywords, :mod:`pycudnn.opgraph.attention_args`.)
     """
+    q, k, v = tensors["q"], tensors["k"], tensors["v"]
+    bias, seq_len_q, seq_len_kv = (tensors.get(r) for r in ("bias", "seq_len_q", "seq_len_kv"))
+    seed, offset = tensors.get("seed"), tensors.get("offset")
     for t, what in ((q, "q"), (k, "k"), (v, "v")):
         _attention_tensor(t, what)
     if not (q.dtype == k.dtype == v.dtype):
@@ -296,20 +301,6 @@ def check_sdpa(
             f"head dims must be multiples of 8 and at most 256 (cuDNN's flash attention), got "
             f"q/k {dq} and v {dv}"
         )
-    if scale is not None and (
-        isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale)
-    ):
-        raise RuleError(f"scale must be a finite number, not {scale!r}")
-    if not isinstance(causal, bool):
-        raise RuleError(f"causal must be a bool, not {causal!r}")
-    if sliding_window is not None:
-        if isinstance(sliding_window, bool) or not isinstance(sliding_window, int):
-            raise RuleError(f"sliding_window must be an int, not {sliding_window!r}")
-        if not 1 <= sliding_window <= _INT32_MAX:
-            raise RuleError(
-                f"sliding_window must be in 1..{_INT32_MAX} (an int32 of the mask), got "
-                f"{sliding_window}"
-            )
     scores = (bq, hq, sq, skv)
     if bias is not None:
         if len(bias.dims) != 4 or any(
@@ -350,18 +341,14 @@ def check_sdpa(
     )
 
 
-def check_sdpa_backward(
-    q: TensorSpec,
-    k: TensorSpec,
-    v: TensorSpec,
-    o: TensorSpec,
-    do: TensorSpec,
-    *,
-    stats: TensorSpec,
-    **options: Any,
-) -> SdpaShapes:
-    """Check an SDPA backward's arguments (the forward's rules plus O, dO and the saved stats)."""
-    shapes = check_sdpa(q, k, v, **options)
+def check_sdpa_backward(tensors: Mapping[str, TensorSpec], *, dropout: float = 0.0) -> SdpaShapes:
+    """Check an SDPA backward's tensors by role: the forward's rules plus ``o``, ``do`` and the
+    saved ``stats``."""
+    shapes = check_sdpa(tensors, dropout=dropout)
+    q, o, do = tensors["q"], tensors["o"], tensors["do"]
+    stats = tensors.get("stats")
+    if stats is None:
+        raise RuleError("stats (the forward's generate_stats output) is required")
     for t, what in ((o, "o"), (do, "do")):
         _attention_tensor(t, what)
         if tuple(t.dims) != shapes.o_dims:
@@ -442,12 +429,12 @@ def _norm_x(mode: str, x: TensorSpec, what: str) -> None:
                 else "give [N, C, H, 1] for a 3-D input"
             )
         )
-    if any(d < 1 for d in x.dims):
-        raise RuleError(f"{mode}norm {what} '{x.name}': dims must be positive, got {_dims(x.dims)}")
-    if x.dtype not in NORM_DTYPES:
-        raise RuleError(
-            f"{mode}norm {what} '{x.name}': dtype {x.dtype} is not one of {', '.join(NORM_DTYPES)}"
-        )
+    _positive_of(
+        x,
+        f"{mode}norm {what} '{x.name}'",
+        NORM_DTYPES,
+        f"dtype {x.dtype} is not one of {', '.join(NORM_DTYPES)}",
+    )
 
 
 def _param(mode: str, t: TensorSpec | None, dims: tuple[int, ...], what: str) -> None:

@@ -74,9 +74,10 @@ FORWARD = [
     Case("left_bound", left_bound=64),
     Case("right_bound", right_bound=64),
     Case("dropout", dropout=True),  # training: stats and the RNG dump, as the frontend test
-    Case("ragged", padding=True, ragged=True, expect="refused"),
-    Case("paged", padding=True, paged=True, expect="refused"),
+    Case("ragged", padding=True, ragged=True),
+    Case("paged", padding=True, paged=True),
     Case("decode", s_q=1, infer=True),
+    Case("decode_paged", s_q=1, infer=True, padding=True, paged=True),
 ]
 
 BACKWARD = [
@@ -94,7 +95,7 @@ BACKWARD = [
     Case("left_bound", backward=True, left_bound=64),
     Case("right_bound", backward=True, right_bound=64),
     Case("dropout", backward=True, dropout=True),
-    Case("ragged", backward=True, padding=True, ragged=True, expect="refused"),
+    Case("ragged", backward=True, padding=True, ragged=True),
 ]
 
 CASES = FORWARD + BACKWARD
@@ -104,8 +105,13 @@ def case_id(case: Case) -> str:
     return ("bwd:" if case.backward else "fwd:") + case.name
 
 
+#: The block size of the paged K/V caches (test_mhas.py draws it; one value here).
+BLOCK = 64
+
+
 def qkv_strides(case: Case) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]]:
-    """Dims and element strides of Q, K, V (and O, dO) as test_mhas.py lays them out."""
+    """Dims and element strides of Q, K, V (and O, dO) as test_mhas.py lays them out; a paged
+    K/V is its container ``[num_blocks, h_k, block_size, d]`` (packed)."""
     s_kv = S
     if case.layout == "bs3hd":  # one [b, s, 3, h, d] buffer
         st = (S * 3 * H * D, D, 3 * H * D, 1)
@@ -117,12 +123,18 @@ def qkv_strides(case: Case) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]
     def bshd(h: int, s: int, d: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         return (B, h, s, d), (s * h * d, d, h * d, 1)
 
-    return {
+    out = {
         "q": bshd(H, case.s_q, D),
         "k": bshd(case.h_k, s_kv, D),
         "v": bshd(case.h_k, s_kv, case.d_v),
         "o": bshd(H, case.s_q, case.d_v),
     }
+    if case.paged:
+        blocks = B * -(-s_kv // BLOCK)
+        for role, d in (("k", D), ("v", case.d_v)):
+            dims = (blocks, case.h_k, BLOCK, d)
+            out[role] = dims, (case.h_k * BLOCK * d, BLOCK * d, d, 1)
+    return out
 
 
 # -- pycudnn -------------------------------------------------------------------------------------
@@ -140,7 +152,7 @@ def pycudnn_graph(case: Case) -> Any:
         return g.tensor(list(dims), list(strides), dtype=case.dtype, name=role)
 
     q, k, v = tensor("q"), tensor("k"), tensor("v")
-    s_q, s_kv = q.dims[2], k.dims[2]
+    s_q, s_kv = q.dims[2], S
     opts: dict[str, Any] = {
         "attn_scale": 0.125,
         "use_alibi_mask": case.alibi,
@@ -158,27 +170,40 @@ def pycudnn_graph(case: Case) -> Any:
         seed = g.tensor([1, 1, 1, 1], dtype="int64", name="seed")
         offset = g.tensor([1, 1, 1, 1], dtype="int64", name="offset")
         opts["dropout"] = (0.1, seed, offset)
-    if case.ragged:
+    ragged: dict[str, Any] = {}
+    if case.ragged:  # THD: Q, O (dO) from one offset tensor, K and V from another
         opts["max_total_seq_len_q"] = B * s_q
         opts["max_total_seq_len_kv"] = B * s_kv
+        offsets = [g.tensor([B + 1, 1, 1, 1], dtype="int32", name=f"ragged_{n}") for n in "qk"]
+        ragged = dict(zip(("q", "kv"), offsets, strict=True))
+        for t, side in ((q, "q"), (k, "kv"), (v, "kv")):
+            t.set_ragged_offset(ragged[side])
     if not case.backward:
         if case.dropout:
             opts["rng_dump"] = g.tensor([B, H, s_q, s_kv], dtype="float32", name="rng_dump")
         if case.paged:
-            table = g.tensor([B, 1, s_kv // 64, 1], dtype="int32", name="page_table")
+            pages = [B, 1, -(-s_kv // BLOCK), 1]
             opts.update(
-                paged_attention_k_table=table,
-                paged_attention_v_table=table,
+                paged_attention_k_table=g.tensor(pages, dtype="int32", name="k_table"),
+                paged_attention_v_table=g.tensor(pages, dtype="int32", name="v_table"),
                 paged_attention_max_seq_len_kv=s_kv,
             )
-        g.sdpa(q, k, v, name="sdpa", generate_stats=not case.infer, **opts)
+        o, _ = g.sdpa(q, k, v, name="sdpa", generate_stats=not case.infer, **opts)
+        if case.ragged:
+            o.set_ragged_offset(ragged["q"])
         return g
     o = tensor("o", shapes.get("o", shapes["q"]))
     do = tensor("do", shapes.get("o", shapes["q"]))
     stats = g.tensor([B, H, s_q, 1], dtype="float32", name="stats")
     if case.bias:
         opts["dBias"] = g.tensor([1, H, s_q, s_kv], dtype=case.dtype, name="dbias")
-    g.sdpa_backward(q=q, k=k, v=v, o=o, dO=do, stats=stats, name="sdpa_backward", **opts)
+    if case.ragged:
+        o.set_ragged_offset(ragged["q"])
+        do.set_ragged_offset(ragged["q"])
+    grads = g.sdpa_backward(q=q, k=k, v=v, o=o, dO=do, stats=stats, name="sdpa_backward", **opts)
+    if case.ragged:
+        for t, side in zip(grads, ("q", "kv", "kv"), strict=True):
+            t.set_ragged_offset(ragged[side])
     return g
 
 
@@ -224,7 +249,7 @@ def frontend_result(case: Case, props_json: str) -> dict[str, Any]:  # pragma: n
         return g.tensor(name=role, dim=dims, stride=strides, data_type=dtype)
 
     q, k, v = tensor("q"), tensor("k"), tensor("v")
-    s_q, s_kv = shapes["q"][0][2], shapes["k"][0][2]
+    s_q, s_kv = shapes["q"][0][2], S
     align = {
         "top_left": cudnn.diagonal_alignment.TOP_LEFT,
         "bottom_right": cudnn.diagonal_alignment.BOTTOM_RIGHT,
@@ -247,13 +272,26 @@ def frontend_result(case: Case, props_json: str) -> dict[str, Any]:  # pragma: n
         offset = packed("offset", [1, 1, 1, 1], cudnn.data_type.INT64)
         opts["dropout"] = (0.1, seed, offset)
     try:
-        if case.ragged or case.paged:
-            return {"status": "not translated", "error": "ragged offsets and page tables need data"}
+        ragged: dict[str, Any] = {}
+        if case.ragged:
+            opts["max_total_seq_len_q"] = B * s_q
+            opts["max_total_seq_len_kv"] = B * s_kv
+            for side in ("q", "kv"):
+                ragged[side] = packed(f"ragged_{side}", [B + 1, 1, 1, 1], cudnn.data_type.INT32)
+            for t, side in ((q, "q"), (k, "kv"), (v, "kv")):
+                t.set_ragged_offset(ragged[side])
+        if case.paged:
+            pages = [B, 1, -(-s_kv // BLOCK), 1]
+            opts["paged_attention_k_table"] = packed("k_table", pages, cudnn.data_type.INT32)
+            opts["paged_attention_v_table"] = packed("v_table", pages, cudnn.data_type.INT32)
+            opts["paged_attention_max_seq_len_kv"] = s_kv
         if not case.backward:
             if case.dropout:
                 opts["rng_dump"] = packed("rng_dump", [B, H, s_q, s_kv], cudnn.data_type.FLOAT)
             o, stats = g.sdpa(name="sdpa", q=q, k=k, v=v, generate_stats=not case.infer, **opts)
             o.set_output(True)
+            if case.ragged:
+                o.set_ragged_offset(ragged["q"])
             if stats is not None:
                 stats.set_output(True).set_data_type(cudnn.data_type.FLOAT)
         else:
@@ -262,11 +300,16 @@ def frontend_result(case: Case, props_json: str) -> dict[str, Any]:  # pragma: n
             stats = packed("stats", [B, H, s_q, 1], cudnn.data_type.FLOAT)
             if case.bias:
                 opts["dBias"] = packed("dbias", [1, H, s_q, s_kv], dt)
+            if case.ragged:
+                o.set_ragged_offset(ragged["q"])
+                do.set_ragged_offset(ragged["q"])
             grads = g.sdpa_backward(
                 name="sdpa_backward", q=q, k=k, v=v, o=o, dO=do, stats=stats, **opts
             )
-            for t in grads:
+            for t, side in zip(grads, ("q", "kv", "kv"), strict=True):
                 t.set_output(True)
+                if case.ragged:
+                    t.set_ragged_offset(ragged[side])
         g.build([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
     except Exception as exc:
         return {"status": "refused", "error": f"{type(exc).__name__}: {exc}"[:300]}

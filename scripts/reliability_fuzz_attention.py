@@ -4,7 +4,8 @@
 (any implementation, masks, alignment, dropout, ALiBi, padding, layouts), sometimes junk; a third
 of them planned deviceless. ``norms``: layer, RMS and batch norms with numbers, by-value tensors
 and junk for epsilon and momentum (NaN, infinities, negatives), trailing-dim scales and
-zero-centred gamma. Every input must build, or be refused with a Python exception (``GraphError``
+zero-centred gamma. ``serving``: paged K/V caches and ragged (THD) tensors, well-formed or
+not. Every input must build, or be refused with a Python exception (``GraphError``
 and friends); a crash, a hang or another exception type is a finding.
 """
 
@@ -122,6 +123,66 @@ def norms(rng: random.Random, ctx: Any) -> None:
     g.close()
 
 
-TARGETS: dict[str, Callable[[random.Random, Any], None]] = {"attention": attention, "norms": norms}
+def serving(rng: random.Random, ctx: Any) -> None:
+    """Paged K/V caches and ragged (THD) tensors: containers, page tables, offsets and totals,
+    mostly well-formed, sometimes of the wrong dims, type, batch or size."""
+    import pycudnn
+
+    _, pick, small = _helpers()
+
+    def mostly(good: Any, *bad: Any) -> Any:  # the good value 9 times in 10
+        return good if rng.random() < 0.9 else pick(rng, list(bad), 0.97)
+
+    g = pycudnn.Graph("serving")
+    b, h, d = small(rng) or 1, rng.choice([1, 2, 8]), 64
+    s_q, s_kv, block = rng.choice([1, 1, 16, 64]), rng.choice([1, 50, 128]), rng.choice([1, 16, 64])
+    pages = -(-s_kv // block)
+    dt = pick(rng, ["bfloat16", "float16"], 0.97)
+
+    def thd(name: str, rows: int) -> Any:
+        return g.tensor([b, h, rows, d], [rows * h * d, d, h * d, 1], dtype=dt, name=name)
+
+    paged = rng.random() < 0.5
+    sides = rng.choice([("k",), ("v",), ("k", "v"), ("k", "v")]) if paged else ()
+    blocks = max(1, mostly(b * pages + rng.choice([0, 3]), 0, 1))
+    q = thd("q", s_q)
+    k, v = (
+        g.tensor([blocks, h, block, d], dtype=dt, name=f"{side}_cache")
+        if side in sides
+        else thd(side, s_kv)
+        for side in ("k", "v")
+    )
+    opts: dict[str, Any] = {"implementation": pick(rng, ["auto", "composite", "unified"], 0.97)}
+    if rng.random() < 0.95:
+        opts["seq_len_q"] = g.tensor([b, 1, 1, 1], dtype="int32", name="seq_len_q")
+        opts["seq_len_kv"] = g.tensor([b, 1, 1, 1], dtype="int32", name="seq_len_kv")
+    if paged:  # containers [num_blocks, h, block, d] for K and/or V, with their page tables
+        for side in sides:
+            t_dims = mostly([b, 1, pages, 1], [b + 1, 1, pages, 1], [b, pages, 1, 1])
+            t_type = mostly("int32", "int64", "float32")
+            opts[f"paged_attention_{side}_table"] = g.tensor(t_dims, dtype=t_type, name=side + "t")
+        opts["paged_attention_max_seq_len_kv"] = mostly(
+            rng.choice([s_kv, None]), 0, pages * block + 1, True
+        )
+    else:  # ragged: offsets on some of Q, K, V
+        o_type = mostly(rng.choice(["int32", "int64"]), "float32", "int8")
+        off = g.tensor(mostly([b + 1, 1, 1, 1], [b, 1, 1, 1]), dtype=o_type, name="off")
+        for t in (q, k, v):
+            if rng.random() < 0.7:
+                t.set_ragged_offset(off)
+        opts["max_total_seq_len_q"] = mostly(rng.choice([None, b * s_q]), 0, s_q - 1, 1.5)
+    o, _ = g.sdpa(q, k, v, **opts)
+    if rng.random() < 0.5 and q.ragged_offset is not None:
+        o.set_ragged_offset(q.ragged_offset)
+    if rng.random() < 0.3:
+        g.build(device_properties=ctx.props, cache=False).close()
+    g.close()
+
+
+TARGETS: dict[str, Callable[[random.Random, Any], None]] = {
+    "attention": attention,
+    "norms": norms,
+    "serving": serving,
+}
 #: Planning an SDPA graph costs 0.3 to 1 s on a CPU (cuDNN compiles its kernels): fewer inputs.
-WEIGHTS: dict[str, float] = {"attention": 0.5, "norms": 1}
+WEIGHTS: dict[str, float] = {"attention": 0.5, "norms": 1, "serving": 0.5}

@@ -232,7 +232,8 @@ def test_frontend_mask_names_set_the_band() -> None:
         ({"use_alibi_mask": 1}, "use_alibi_mask must be a bool"),
         (
             {"paged_attention_max_seq_len_kv": 512},
-            r"paged K/V caches \(.*\) are not offered yet; gather the pages",
+            r"paged_attention_max_seq_len_kv is the logical key length of paged K/V caches; "
+            "give paged_attention_k_table/v_table too",
         ),
         ({"dropout": (0.1, 1.0)}, "the \\(mask, scale\\) form is not offered"),
         ({"dropout": 1.0}, r"dropout must be in \[0, 1\)"),

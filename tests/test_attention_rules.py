@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from _nvbind.ffi import UnsupportedByLibraryError
@@ -20,6 +22,8 @@ from pycudnn._attention_rules import (
     sdpa_features,
     version_text,
 )
+from pycudnn.opgraph import attention_args as kw
+from pycudnn.opgraph.common import GraphError
 
 
 def bshd(name: str, dims: tuple[int, int, int, int], dtype: str = "float16") -> TensorSpec:
@@ -31,6 +35,13 @@ def bshd(name: str, dims: tuple[int, int, int, int], dtype: str = "float16") -> 
 def bhsd(name: str, dims: tuple[int, int, int, int], dtype: str = "float16") -> TensorSpec:
     b, h, s, d = dims
     return TensorSpec(name, (b, h, s, d), (h * s * d, s * d, d, 1), dtype)
+
+
+def roles(
+    q: TensorSpec, k: TensorSpec, v: TensorSpec, **optional: TensorSpec
+) -> dict[str, TensorSpec]:
+    """The tensors of an SDPA by role, as the graph hands them to the rules."""
+    return {"q": q, "k": k, "v": v, **optional}
 
 
 def packed(name: str, dims: tuple[int, ...], dtype: str) -> TensorSpec:
@@ -89,7 +100,7 @@ def test_sdpa_shapes_for_grouped_query_attention() -> None:
     q = bshd("q", (2, 8, 127, 64))
     k = bshd("k", (2, 2, 129, 64))
     v = bshd("v", (2, 2, 129, 64))
-    shapes = check_sdpa(q, k, v, return_stats=True)
+    shapes = check_sdpa(roles(q, k, v), return_stats=True)
     assert shapes.o_dims == (2, 8, 127, 64)
     assert shapes.o_strides == q.strides
     assert shapes.stats_dims == (2, 8, 127, 1)
@@ -100,7 +111,7 @@ def test_sdpa_shapes_for_grouped_query_attention() -> None:
 def test_sdpa_multi_query_and_bhsd() -> None:
     q = bhsd("q", (1, 16, 64, 128), "bfloat16")
     kv = bhsd("k", (1, 1, 64, 128), "bfloat16")
-    assert check_sdpa(q, kv, kv._replace(name="v")).o_strides == q.strides
+    assert check_sdpa(roles(q, kv, kv._replace(name="v"))).o_strides == q.strides
 
 
 @pytest.mark.parametrize(
@@ -129,7 +140,7 @@ def test_sdpa_refusals_name_the_argument(change: dict[str, TensorSpec], pattern:
     }
     args.update(change)
     with pytest.raises(RuleError, match=pattern):
-        check_sdpa(args["q"], args["k"], args["v"])
+        check_sdpa(roles(args["q"], args["k"], args["v"]))
 
 
 def _qkv() -> tuple[TensorSpec, TensorSpec, TensorSpec]:
@@ -139,52 +150,60 @@ def _qkv() -> tuple[TensorSpec, TensorSpec, TensorSpec]:
 def test_sdpa_bias_must_broadcast_to_the_scores() -> None:
     q, k, v = _qkv()
     ok = packed("bias", (1, 4, 16, 24), "float16")
-    assert check_sdpa(q, k, v, bias=ok).scores_dims == (2, 4, 16, 24)
+    assert check_sdpa(roles(q, k, v, bias=ok)).scores_dims == (2, 4, 16, 24)
     with pytest.raises(RuleError, match=r"bias 'bias': dims \[1, 3, 16, 24\] must broadcast"):
-        check_sdpa(q, k, v, bias=packed("bias", (1, 3, 16, 24), "float16"))
+        check_sdpa(roles(q, k, v, bias=packed("bias", (1, 3, 16, 24), "float16")))
     with pytest.raises(RuleError, match=r"last two dims must be \[s_q, s_kv\]"):
-        check_sdpa(q, k, v, bias=packed("bias", (1, 4, 1, 24), "float16"))
+        check_sdpa(roles(q, k, v, bias=packed("bias", (1, 4, 1, 24), "float16")))
 
 
 def test_sdpa_sequence_lengths() -> None:
     q, k, v = _qkv()
     sl = packed("seq_len", (2, 1, 1, 1), "int32")
-    check_sdpa(q, k, v, seq_len_q=sl, seq_len_kv=sl)
+    check_sdpa(roles(q, k, v, seq_len_q=sl, seq_len_kv=sl))
     with pytest.raises(RuleError, match="come together"):
-        check_sdpa(q, k, v, seq_len_q=sl)
+        check_sdpa(roles(q, k, v, seq_len_q=sl))
     with pytest.raises(RuleError, match=r"seq_len_kv 's': sequence lengths are int32, not int64"):
-        check_sdpa(q, k, v, seq_len_q=sl, seq_len_kv=packed("s", (2, 1, 1, 1), "int64"))
+        check_sdpa(roles(q, k, v, seq_len_q=sl, seq_len_kv=packed("s", (2, 1, 1, 1), "int64")))
     with pytest.raises(RuleError, match=r"\[batch, 1, 1, 1\] = \[2, 1, 1, 1\], got \[1, 1, 1, 1\]"):
-        check_sdpa(q, k, v, seq_len_q=packed("s", (1, 1, 1, 1), "int32"), seq_len_kv=sl)
+        check_sdpa(roles(q, k, v, seq_len_q=packed("s", (1, 1, 1, 1), "int32"), seq_len_kv=sl))
 
 
 def test_sdpa_dropout_needs_seed_and_offset() -> None:
     q, k, v = _qkv()
     rng = packed("seed", (1, 1, 1, 1), "int64")
-    check_sdpa(q, k, v, dropout=0.1, seed=rng, offset=rng._replace(name="offset"))
+    check_sdpa(roles(q, k, v, seed=rng, offset=rng._replace(name="offset")), dropout=0.1)
     with pytest.raises(RuleError, match="dropout needs a seed"):
-        check_sdpa(q, k, v, dropout=0.1)
+        check_sdpa(roles(q, k, v), dropout=0.1)
     with pytest.raises(RuleError, match=r"dropout must be in \[0, 1\), got 1.0"):
-        check_sdpa(q, k, v, dropout=1.0, seed=rng, offset=rng)
+        check_sdpa(roles(q, k, v, seed=rng, offset=rng), dropout=1.0)
     with pytest.raises(RuleError, match="seed and offset are dropout's"):
-        check_sdpa(q, k, v, seed=rng, offset=rng)
+        check_sdpa(roles(q, k, v, seed=rng, offset=rng))
     with pytest.raises(RuleError, match=r"offset 'o': the dropout offset is one int64"):
-        check_sdpa(q, k, v, dropout=0.1, seed=rng, offset=packed("o", (1, 1, 1, 1), "int32"))
+        check_sdpa(roles(q, k, v, seed=rng, offset=packed("o", (1, 1, 1, 1), "int32")), dropout=0.1)
 
 
 def test_sdpa_sliding_window_and_flags() -> None:
-    q, k, v = _qkv()
-    check_sdpa(q, k, v, causal=True, sliding_window=4)
-    with pytest.raises(RuleError, match=r"sliding_window must be in 1..2147483647 .*, got 0"):
-        check_sdpa(q, k, v, sliding_window=0)
-    with pytest.raises(RuleError, match="sliding_window must be in"):
-        check_sdpa(q, k, v, sliding_window=2**31)
-    with pytest.raises(RuleError, match="scale must be a finite number, not nan"):
-        check_sdpa(q, k, v, scale=float("nan"))
-    with pytest.raises(RuleError, match="sliding_window must be an int"):
-        check_sdpa(q, k, v, sliding_window=True)
-    with pytest.raises(RuleError, match="causal must be a bool"):
-        check_sdpa(q, k, v, causal=1)  # type: ignore[arg-type]
+    # the scale and the masks are checked once, where Graph.sdpa translates its keywords
+    def masks(**given: Any) -> kw.Masks:
+        flags = dict.fromkeys(("causal", "use_causal_mask", "use_causal_mask_bottom_right"), False)
+        bounds = ("sliding_window", "sliding_window_length")
+        bounds += ("diagonal_band_left_bound", "diagonal_band_right_bound")
+        return kw.Masks(
+            "sdpa", **{**flags, **dict.fromkeys(bounds), "diagonal_alignment": "top_left", **given}
+        )
+
+    assert (masks(causal=True, sliding_window=4).left, masks(sliding_window=4).right) == (4, 0)
+    with pytest.raises(GraphError, match=r"sliding_window must be in 1..2147483647 .*, got 0"):
+        masks(sliding_window=0)
+    with pytest.raises(GraphError, match="sliding_window must be in"):
+        masks(sliding_window=2**31)
+    with pytest.raises(GraphError, match="scale must be a finite number or a tensor, not nan"):
+        kw.scale_arg("sdpa", float("nan"), None)
+    with pytest.raises(GraphError, match="sliding_window must be an int"):
+        masks(sliding_window=True)
+    with pytest.raises(GraphError, match="causal must be a bool"):
+        masks(causal=1)
 
 
 # -- SDPA backward -----------------------------------------------------------------------------
@@ -194,13 +213,18 @@ def test_sdpa_backward_checks_o_do_and_stats() -> None:
     q, k, v = _qkv()
     o = bshd("o", (2, 4, 16, 64))
     stats = packed("stats", (2, 4, 16, 1), "float32")
-    assert check_sdpa_backward(q, k, v, o, o._replace(name="do"), stats=stats).o_dims == o.dims
+    assert (
+        check_sdpa_backward(roles(q, k, v, o=o, do=o._replace(name="do"), stats=stats)).o_dims
+        == o.dims
+    )
     with pytest.raises(RuleError, match=r"do 'do': dims \[2, 4, 15, 64\] must be"):
-        check_sdpa_backward(q, k, v, o, bshd("do", (2, 4, 15, 64)), stats=stats)
+        check_sdpa_backward(roles(q, k, v, o=o, do=bshd("do", (2, 4, 15, 64)), stats=stats))
     with pytest.raises(RuleError, match=r"o 'o': dtype bfloat16 must be q's float16"):
-        check_sdpa_backward(q, k, v, bshd("o", (2, 4, 16, 64), "bfloat16"), o, stats=stats)
+        check_sdpa_backward(
+            roles(q, k, v, o=bshd("o", (2, 4, 16, 64), "bfloat16"), do=o, stats=stats)
+        )
     with pytest.raises(RuleError, match=r"stats 'st'.*return_stats=True"):
-        check_sdpa_backward(q, k, v, o, o, stats=packed("st", (2, 4, 16, 1), "float16"))
+        check_sdpa_backward(roles(q, k, v, o=o, do=o, stats=packed("st", (2, 4, 16, 1), "float16")))
 
 
 # -- versions ----------------------------------------------------------------------------------

@@ -15,7 +15,9 @@ them for the unified SDPA operation: a pointwise subgraph on the score matrix
 The SDPA engines of cuDNN 9.28 take no fused pointwise neighbour on the H100 (a graph with one has
 no engine: :class:`~pycudnn.plan.GraphNotSupportedError`). For a cuDNN older than an SDPA
 feature, NVIDIA's frontend falls back to a composite graph of matmul, softmax and mask operations;
-this library refuses instead, with the version the feature needs.
+so does ``implementation="auto"`` here (:mod:`.attention_composite`), while ``"unified"`` is
+refused with the version the feature needs. Paged K/V caches: :mod:`.attention_paged`; ragged
+(THD) tensors: :mod:`.attention_ragged`.
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ from _nvbind.dtypes import dtype_name
 from .. import _attention_rules as rules
 from .._info import version
 from . import attention_args as kw
+from .attention_paged import TABLE_ROLES, paged_kv
+from .attention_ragged import ragged_args
 from .common import GraphError
 from .core import GraphCore
-from .tensors import Tensor
+from .tensors import Operation, Tensor
 
 __all__ = ["AttentionOps", "spec"]
 
@@ -39,6 +43,15 @@ def spec(t: Tensor) -> rules.TensorSpec:
     """The :class:`~pycudnn._attention_rules.TensorSpec` of a graph tensor."""
     dt = dtype_name(t.dtype) if t.dtype is not None else "unresolved (call set_dtype())"
     return rules.TensorSpec(t.name, t.dims, t.strides, dt)
+
+
+def _attach_offsets(op: Operation) -> None:
+    """The ragged offsets of the tensors an SDPA reads or writes become its inputs (the tensors
+    given ragged later attach theirs themselves: :meth:`Tensor.set_ragged_offset`)."""
+    ragged = [t for t in (*op.inputs.values(), *op.outputs.values()) if t.ragged_offset is not None]
+    for t in dict.fromkeys(ragged):
+        assert t.ragged_offset is not None
+        op.attach_ragged_offset(t, t.ragged_offset)
 
 
 def _loaded_version() -> int:
@@ -63,6 +76,7 @@ class AttentionOps(GraphCore):
         needs_composite: str,
         check: Any,
         alibi: bool = False,
+        paged: tuple[str, ...] = (),
     ) -> tuple[dict[str, Tensor], dict[str, Any], Any]:
         """Own the tensors, run the rules, choose the lowering (unified SDPA operation or the
         composite graph) and add the scalars it reads; returns the operation's inputs by role,
@@ -107,6 +121,7 @@ class AttentionOps(GraphCore):
             padding=padded,
             masks=masks.any or "bias" in owned,
             dropout=dropout,
+            paged=bool(paged),
         )
         why_not = needs_composite
         if not why_not and shift_from_lengths:
@@ -131,6 +146,8 @@ class AttentionOps(GraphCore):
             lowering = "unified"
         elif impl == "composite" or why_not:
             rules.require_version(label, "sdpa composite", loaded)
+            if paged:
+                rules.require_version(label, "sdpa composite paged K/V caches", loaded)
             lowering = "composite"
         else:
             lowering = "unified"
@@ -138,7 +155,11 @@ class AttentionOps(GraphCore):
         # The composite graph shows cuDNN K (and, backward, V) transposed under its own unique
         # id: a tensor that is also another operand of the operation cannot be shown both ways.
         for role in ("k", "v") if backward else ("k",):
-            if composite and any(owned[role] is t for r, t in owned.items() if r != role):
+            if (
+                composite
+                and role not in paged
+                and any(owned[role] is t for r, t in owned.items() if r != role)
+            ):
                 raise GraphError(
                     f"{label}: {role} ('{owned[role].name}') is also another operand; the "
                     f"composite graph shows cuDNN {role.upper()} transposed, so give it a tensor "
@@ -195,6 +216,7 @@ class AttentionOps(GraphCore):
             "dropout": float(dropout),
             "scores_dims": shapes.scores_dims,
             "alibi": alibi,
+            "paged": paged,
             "implementation": impl,
             "lowering": lowering,
             "lowering_note": (
@@ -272,24 +294,44 @@ class AttentionOps(GraphCore):
         lacks; see :mod:`pycudnn.opgraph.attention_composite`) or ``"auto"`` (unified where the
         loaded cuDNN has every feature asked, else composite; the operation's ``lowering`` and
         ``lowering_note`` settings, ``describe()`` and the plan's ``rewrite`` say which).
-        ``use_alibi_mask``, paged K/V caches and ragged (THD) tensors (``max_total_seq_len_q/kv``)
-        are refused with what works instead.
+        ``use_alibi_mask`` is composite-only. Paged K/V caches (serving, decode with ``s_q = 1``
+        included): K and V given as ``[num_blocks, h_k, block_size, d]`` containers with
+        ``paged_attention_k_table``/``_v_table`` (int32 ``[b, 1, ceil(s_kv / block_size), 1]``,
+        each side on its own), ``paged_attention_max_seq_len_kv`` the logical ``s_kv`` (inferred
+        as the frontend does when left out) and the padding mask required; unified from cuDNN
+        9.15 (``SDPA_FWD_PAGE_TABLE_K/VDESC``), composite from 9.5 (``OPERATION_PAGED_CACHE_LOAD``;
+        :mod:`pycudnn.opgraph.attention_paged`). Ragged (THD) tensors: give Q, K, V (and O, the
+        stats) ragged offsets with :meth:`Tensor.set_ragged_offset` (int32 or int64
+        ``[b + 1, 1, 1, 1]``, one type for the operation) and the sequence lengths;
+        ``max_total_seq_len_q/kv`` bound the tokens (:mod:`pycudnn.opgraph.attention_ragged`).
         """
         op_name, label = self._begin_op("sdpa", name)
-        kw.refuse_ragged(label, max_total_seq_len_q, max_total_seq_len_kv)
         stats_flag = kw.stats_flag(label, return_stats, generate_stats, is_inference)
         scale = kw.scale_arg(label, scale, attn_scale)
         dropout, seed, offset = kw.dropout_arg(label, dropout, seed, offset)
-        kw.refuse_unsupported(
-            label,
-            use_alibi_mask=use_alibi_mask,
-            paged=(
-                paged_attention_k_table,
-                paged_attention_v_table,
-                paged_attention_max_seq_len_kv,
-            ),
-        )
+        kw.refuse_unsupported(label, use_alibi_mask=use_alibi_mask)
         kw.padding_flag(label, use_padding_mask, seq_len_q, seq_len_kv)
+        tables = {
+            side: None if t is None else self._own(t, label, f"paged_attention_{side}_table")
+            for side, t in (("k", paged_attention_k_table), ("v", paged_attention_v_table))
+        }
+        paged = paged_kv(
+            label,
+            self._own(k, label, "k"),
+            self._own(v, label, "v"),
+            batch=self._own(q, label, "q").dims[0],
+            tables=tables,
+            max_seq_len_kv=paged_attention_max_seq_len_kv,
+            padded=seq_len_q is not None and seq_len_kv is not None,
+            score_tensors=(bias, rng_dump),
+        )
+        ragged = ragged_args(
+            label,
+            {"q": q, "k": k, "v": v},
+            padded=seq_len_q is not None and seq_len_kv is not None,
+            max_total_seq_len_q=max_total_seq_len_q,
+            max_total_seq_len_kv=max_total_seq_len_kv,
+        )
         masks = kw.Masks(
             label,
             causal=causal,
@@ -319,21 +361,14 @@ class AttentionOps(GraphCore):
             "seq_len_kv": seq_len_kv,
             "seed": seed,
             "offset": offset,
+            **{TABLE_ROLES[side]: t for side, t in tables.items()},
         }
 
         def check(s: dict[str, rules.TensorSpec]) -> rules.SdpaShapes:
-            return rules.check_sdpa(
-                s["q"],
-                s["k"],
-                s["v"],
-                bias=s.get("bias"),
-                seq_len_q=s.get("seq_len_q"),
-                seq_len_kv=s.get("seq_len_kv"),
-                dropout=dropout,
-                seed=s.get("seed"),
-                offset=s.get("offset"),
-                return_stats=stats_flag,
-            )
+            if paged is not None:
+                # the rules check the attention the caches hold: K, V as [b, h, s_kv, d]
+                s = paged.logical(s)
+            return rules.check_sdpa(s, dropout=dropout, return_stats=stats_flag)
 
         inputs, attrs, shapes = self._attention_common(
             label,
@@ -347,7 +382,9 @@ class AttentionOps(GraphCore):
             needs_composite=needs_composite,
             check=check,
             alibi=use_alibi_mask,
+            paged=() if paged is None else paged.sides,
         )
+        attrs.update(ragged._asdict())
         q_t = inputs["q"]
         o = self._output(
             label,
@@ -385,7 +422,7 @@ class AttentionOps(GraphCore):
                 out=self._own(rng_dump, label, "rng_dump"),
                 out_dtype="float32",
             )
-        self._add_op("sdpa", op_name, inputs, outputs, attrs)
+        _attach_offsets(self._add_op("sdpa", op_name, inputs, outputs, attrs))
         return o, stats
 
     def sdpa_backward(
@@ -432,8 +469,11 @@ class AttentionOps(GraphCore):
         of Q, K, V. ``dBias`` (a tensor of the bias's dims) receives the bias gradient
         (composite only). ``dO=`` is the frontend's name of ``do``.
         ``use_deterministic_algorithm=True`` lowers to the composite graph, whose dQ is one
-        product (no accumulation across key blocks: the frontend's deterministic form); ragged
-        ``max_total_seq_len_q/kv`` are refused (THD tensors are not offered yet).
+        product (no accumulation across key blocks: the frontend's deterministic form). Ragged
+        (THD) tensors as for :meth:`sdpa` (``max_total_seq_len_q/kv`` become the unified
+        operation's ``SDPA_BWD_MAX_TOTAL_SEQ_LEN_Q/KV``); the unified backward plans them only
+        with ragged ``stats`` too (cuDNN 9.28, H100), so ``"auto"`` lowers to the composite graph
+        otherwise.
 
         ``implementation`` as for :meth:`sdpa`: the unified backward needs cuDNN 9.28 (9.19
         cannot finalize one, and before 9.28 cuDNN plans it for Blackwell only), so ``"auto"``
@@ -448,10 +488,9 @@ class AttentionOps(GraphCore):
                 f"{label}: use_deterministic_algorithm must be a bool, not "
                 f"{use_deterministic_algorithm!r}"
             )
-        kw.refuse_ragged(label, max_total_seq_len_q, max_total_seq_len_kv)
         scale = kw.scale_arg(label, scale, attn_scale)
         dropout, seed, offset = kw.dropout_arg(label, dropout, seed, offset)
-        kw.refuse_unsupported(label, use_alibi_mask=use_alibi_mask, paged=())
+        kw.refuse_unsupported(label, use_alibi_mask=use_alibi_mask)
         kw.padding_flag(label, use_padding_mask, seq_len_q, seq_len_kv)
         masks = kw.Masks(
             label,
@@ -473,6 +512,20 @@ class AttentionOps(GraphCore):
             if bias is None:
                 raise GraphError(f"{label}: dBias is the gradient of a bias: give bias= too")
             needs_composite = "dBias is computed by the composite graph only"
+        given = {"q": q, "k": k, "v": v, "o": o, "do": do, "stats": stats}
+        given = {r: t for r, t in given.items() if t is not None}
+        ragged = ragged_args(
+            label,
+            {r: self._own(t, label, r) for r, t in given.items()},
+            padded=seq_len_q is not None and seq_len_kv is not None,
+            max_total_seq_len_q=max_total_seq_len_q,
+            max_total_seq_len_kv=max_total_seq_len_kv,
+        )
+        if ragged.roles and "stats" not in ragged.roles:
+            needs_composite = (
+                "ragged (THD) tensors with stats that are not ragged have no unified backward "
+                "engine for the H100 (cuDNN 9.28, measured; ragged stats plan)"
+            )
         tensors = {
             "q": q,
             "k": k,
@@ -488,22 +541,7 @@ class AttentionOps(GraphCore):
         }
 
         def check(s: dict[str, rules.TensorSpec]) -> rules.SdpaShapes:
-            if "stats" not in s:
-                raise rules.RuleError("stats (the forward's generate_stats output) is required")
-            return rules.check_sdpa_backward(
-                s["q"],
-                s["k"],
-                s["v"],
-                s["o"],
-                s["do"],
-                stats=s["stats"],
-                bias=s.get("bias"),
-                seq_len_q=s.get("seq_len_q"),
-                seq_len_kv=s.get("seq_len_kv"),
-                dropout=dropout,
-                seed=s.get("seed"),
-                offset=s.get("offset"),
-            )
+            return rules.check_sdpa_backward(s, dropout=dropout)
 
         inputs, attrs, _ = self._attention_common(
             label,
@@ -518,6 +556,7 @@ class AttentionOps(GraphCore):
             check=check,
             alibi=use_alibi_mask,
         )
+        attrs.update(ragged._asdict())
         outputs = {}
         for role, src in (("dq", "q"), ("dk", "k"), ("dv", "v")):
             t = inputs[src]
@@ -535,5 +574,5 @@ class AttentionOps(GraphCore):
                 out=self._own(dBias, label, "dBias"),
                 out_dtype=bias_t.dtype,
             )
-        self._add_op("sdpa_backward", op_name, inputs, outputs, attrs)
+        _attach_offsets(self._add_op("sdpa_backward", op_name, inputs, outputs, attrs))
         return outputs["dq"], outputs["dk"], outputs["dv"]

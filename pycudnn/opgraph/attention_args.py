@@ -23,7 +23,6 @@ __all__ = [
     "choice",
     "dropout_arg",
     "padding_flag",
-    "refuse_ragged",
     "refuse_unsupported",
     "scale_arg",
     "stats_flag",
@@ -193,19 +192,6 @@ def padding_flag(label: str, use_padding_mask: Any, seq_len_q: Any, seq_len_kv: 
         )
 
 
-def refuse_ragged(label: str, max_total_seq_len_q: Any, max_total_seq_len_kv: Any) -> None:
-    if max_total_seq_len_q is not None or max_total_seq_len_kv is not None:
-        raise GraphError(
-            f"{label}: max_total_seq_len_q/kv describe ragged (THD) tensors, which are not "
-            "offered yet; give padded [b, h, s, d] tensors with seq_len_q/seq_len_kv"
-        )
-
-
-def refuse_unsupported(label: str, *, use_alibi_mask: Any, paged: tuple[Any, ...]) -> None:
+def refuse_unsupported(label: str, *, use_alibi_mask: Any) -> None:
     if not isinstance(use_alibi_mask, bool):
         raise TypeError(f"{label}: use_alibi_mask must be a bool, not {use_alibi_mask!r}")
-    if any(p is not None for p in paged):
-        raise GraphError(
-            f"{label}: paged K/V caches (paged_attention_k_table/v_table/max_seq_len_kv) are not "
-            "offered yet; gather the pages with Graph.paged_cache_load and pass K and V"
-        )

@@ -56,7 +56,8 @@ def composite_views(ops: list[Operation]) -> dict[int, tuple[Any, Any]]:
         if op.kind not in ("sdpa", "sdpa_backward") or op.attrs.get("lowering") != "composite":
             continue
         roles = ("k", "v") if op.kind == "sdpa_backward" else ("k",)
-        for role in roles:
+        # a paged cache is read by OPERATION_PAGED_CACHE_LOAD as it is: nothing to transpose
+        for role in (r for r in roles if r not in op.attrs.get("paged", ())):
             t = op.inputs[role]
             others = [o for o in t.consumers if o is not op]
             if t.producer is not None or others:
@@ -90,12 +91,35 @@ class _Builder:
         self.new = new
         self.finalize = finalize
         self.ops: list[Any] = []
+        self.loaded: dict[str, Any] = {}
         first = min(t.uid for t in op.outputs.values())
         self.next_uid = _UID_BASE + first * 256
 
     def arg(self, role: str) -> Any:
         t = self.op.inputs.get(role) or self.op.outputs.get(role)
         return None if t is None else self.tensors[t.uid]
+
+    def kv(self, side: str) -> Any:
+        """K^T (``side="k"``) or V as the matmuls read them: the graph tensor, or for a paged
+        cache the virtual ``[b, h, d, s_kv]`` K^T / ``[b, h, s_kv, d]`` V that
+        ``OPERATION_PAGED_CACHE_LOAD`` gathers from its pages, as the frontend builds it."""
+        if side not in self.op.attrs.get("paged", ()):
+            return self.arg(side)
+        if side in self.loaded:
+            return self.loaded[side]
+        b, _, _, s_kv = self.op.attrs["scores_dims"]
+        c = self.op.inputs[side]
+        h, d = c.dims[1], c.dims[3]
+        if side == "k":
+            y = self.virtual((b, h, d, s_kv), _dtype(c), (h * d * s_kv, d * s_kv, 1, d))
+        else:
+            y = self.virtual((b, h, s_kv, d), _dtype(c))
+        slots = {"CONTAINER_DESC": self.arg(side), "YDESC": y}
+        slots["SEQUENCE_DESC"] = self.arg("seq_len_kv")
+        slots["PAGE_TABLE_DESC"] = self.arg("page_table_" + side)
+        self.operation("PAGED_CACHE_LOAD", f"paged {side} cache load", slots)
+        self.loaded[side] = y
+        return y
 
     def virtual(
         self, dims: tuple[int, ...], dtype: str, strides: tuple[int, ...] | None = None
@@ -110,6 +134,15 @@ class _Builder:
         t.set("TENSOR_IS_VIRTUAL", True, attr_type="BOOLEAN")
         self.finalize(t, f"{self.op.label} (composite tensor {dims})")
         return t
+
+    def operation(self, kind: str, short: str, slots: dict[str, Any]) -> None:
+        """Create, fill and record one ``OPERATION_<kind>`` descriptor: each slot that is not
+        None is set as ``OPERATION_<kind>_<slot>`` (the backend's attribute name)."""
+        o = self.new("OPERATION_" + kind)
+        for slot, value in slots.items():
+            if value is not None:
+                o.set(f"OPERATION_{kind}_{slot}", value, attr_type=_DESC)
+        self.add(o, short)
 
     def pw(
         self,
@@ -131,13 +164,8 @@ class _Builder:
         if axis is not None:
             desc.set("POINTWISE_AXIS", axis, attr_type="INT64")
         self.finalize(desc, f"{self.op.label} (composite {mode.lower()} settings)")
-        o = self.new("OPERATION_POINTWISE")
-        o.set("OPERATION_POINTWISE_PW_DESCRIPTOR", desc, attr_type=_DESC)
-        for slot, tensor in zip(("XDESC", "BDESC", "TDESC"), (x, b, t), strict=True):
-            if tensor is not None:
-                o.set("OPERATION_POINTWISE_" + slot, tensor, attr_type=_DESC)
-        o.set("OPERATION_POINTWISE_YDESC", y, attr_type=_DESC)
-        self.add(o, mode.lower())
+        slots = {"PW_DESCRIPTOR": desc, "XDESC": x, "BDESC": b, "TDESC": t, "YDESC": y}
+        self.operation("POINTWISE", mode.lower(), slots)
         return y
 
     def matmul(
@@ -156,15 +184,9 @@ class _Builder:
         if padding:
             desc.set("MATMUL_PADDING_VALUE", 0.0, attr_type="DOUBLE")
         self.finalize(desc, f"{self.op.label} (composite matmul settings)")
-        o = self.new("OPERATION_MATMUL")
-        o.set("OPERATION_MATMUL_ADESC", a, attr_type=_DESC)
-        o.set("OPERATION_MATMUL_BDESC", b, attr_type=_DESC)
-        o.set("OPERATION_MATMUL_CDESC", c, attr_type=_DESC)
-        o.set("OPERATION_MATMUL_DESC", desc, attr_type=_DESC)
-        for key, t in (("M", m), ("N", n), ("K", k)):
-            if t is not None:
-                o.set(f"OPERATION_MATMUL_GEMM_{key}_OVERRIDE_DESC", t, attr_type=_DESC)
-        self.add(o, "matmul")
+        slots = {"ADESC": a, "BDESC": b, "CDESC": c, "DESC": desc}
+        slots.update({f"GEMM_{key}_OVERRIDE_DESC": t for key, t in (("M", m), ("N", n), ("K", k))})
+        self.operation("MATMUL", "matmul", slots)
         return c
 
     def reduce(self, operator: str, x: Any, y: Any) -> Any:
@@ -172,18 +194,11 @@ class _Builder:
         desc.set("REDUCTION_OPERATOR", operator, attr_type="REDUCTION_OPERATOR_TYPE")
         desc.set("REDUCTION_COMP_TYPE", "FLOAT", attr_type="DATA_TYPE")
         self.finalize(desc, f"{self.op.label} (composite reduction settings)")
-        o = self.new("OPERATION_REDUCTION")
-        o.set("OPERATION_REDUCTION_XDESC", x, attr_type=_DESC)
-        o.set("OPERATION_REDUCTION_YDESC", y, attr_type=_DESC)
-        o.set("OPERATION_REDUCTION_DESC", desc, attr_type=_DESC)
-        self.add(o, "reduction")
+        self.operation("REDUCTION", "reduction", {"XDESC": x, "YDESC": y, "DESC": desc})
         return y
 
     def reshape(self, x: Any, y: Any) -> Any:
-        o = self.new("OPERATION_RESHAPE")
-        o.set("OPERATION_RESHAPE_XDESC", x, attr_type=_DESC)
-        o.set("OPERATION_RESHAPE_YDESC", y, attr_type=_DESC)
-        self.add(o, "reshape")
+        self.operation("RESHAPE", "reshape", {"XDESC": x, "YDESC": y})
         return y
 
     def rng(self, probability: float, y: Any) -> Any:
@@ -191,12 +206,8 @@ class _Builder:
         desc.set("RNG_DISTRIBUTION", "BERNOULLI", attr_type="RNG_DISTRIBUTION")
         desc.set("RNG_BERNOULLI_DIST_PROBABILITY", probability, attr_type="DOUBLE")
         self.finalize(desc, f"{self.op.label} (composite rng settings)")
-        o = self.new("OPERATION_RNG")
-        o.set("OPERATION_RNG_YDESC", y, attr_type=_DESC)
-        o.set("OPERATION_RNG_SEED", self.arg("seed"), attr_type=_DESC)
-        o.set("OPERATION_RNG_OFFSET_DESC", self.arg("offset"), attr_type=_DESC)
-        o.set("OPERATION_RNG_DESC", desc, attr_type=_DESC)
-        self.add(o, "rng")
+        slots = {"YDESC": y, "SEED": self.arg("seed"), "OFFSET_DESC": self.arg("offset")}
+        self.operation("RNG", "rng", {**slots, "DESC": desc})
         return y
 
     def add(self, o: Any, what: str) -> None:
@@ -298,7 +309,7 @@ def _scores(bld: _Builder, scores: tuple[int, ...]) -> Any:
     s = bld.virtual(scores, "FLOAT")
     bld.matmul(
         bld.arg("q"),
-        bld.arg("k"),
+        bld.kv("k"),
         s,
         m=bld.arg("seq_len_q"),
         n=bld.arg("seq_len_kv"),
@@ -339,7 +350,7 @@ def _forward(bld: _Builder) -> None:
             mask = bld.pw("IDENTITY", mask, dims=scores, out=bld.arg("rng_dump"))
         p = bld.pw("MUL", p, mask, dims=scores)
         p = bld.pw("MUL", p, bld.arg("dropout_scale"), dims=scores, dtype=io)
-    bld.matmul(p, bld.arg("v"), bld.arg("o"), m=bld.arg("seq_len_q"), k=bld.arg("seq_len_kv"))
+    bld.matmul(p, bld.kv("v"), bld.arg("o"), m=bld.arg("seq_len_q"), k=bld.arg("seq_len_kv"))
 
 
 def _backward(bld: _Builder) -> None:

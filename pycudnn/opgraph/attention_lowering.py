@@ -115,6 +115,7 @@ _SDPA_FWD_ROLES = {
     "seed": "DROPOUT_SEED_DESC",
     "offset": "DROPOUT_OFFSET_DESC",
 }
+_SDPA_PAGED_ROLES = {"page_table_k": "PAGE_TABLE_KDESC", "page_table_v": "PAGE_TABLE_VDESC"}
 _SDPA_BWD_ROLES = {
     **{r: a for r, a in _SDPA_FWD_ROLES.items()},
     "do": "DODDESC",
@@ -127,7 +128,7 @@ _SDPA_BWD_ROLES = {
 def _sdpa(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) -> Any:
     backward = op.kind == "sdpa_backward"
     prefix = "OPERATION_SDPA_BWD_" if backward else "OPERATION_SDPA_FWD_"
-    roles = _SDPA_BWD_ROLES if backward else _SDPA_FWD_ROLES
+    roles = _SDPA_BWD_ROLES if backward else {**_SDPA_FWD_ROLES, **_SDPA_PAGED_ROLES}
     d = new("OPERATION_SDPA_BWD_DESCRIPTOR" if backward else "OPERATION_SDPA_FWD_DESCRIPTOR")
     for role, t in (*op.inputs.items(), *op.outputs.items()):
         attr = roles.get(role)
@@ -141,6 +142,12 @@ def _sdpa(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) -> An
         d.set(prefix + "SUBGRAPH_OUTPUT_UID", out_uid, attr_type="INT64")
     if a["dropout"]:
         d.set(prefix + "DROPOUT_PROBABILITY", a["dropout"], attr_type="FLOAT")
+    for side in (
+        ("Q", "KV") if backward else ()
+    ):  # ragged tensors' token bounds (the forward has none)
+        if a.get("max_total_seq_len_" + side.lower()) is not None:
+            total = a["max_total_seq_len_" + side.lower()]
+            d.set(prefix + "MAX_TOTAL_SEQ_LEN_" + side, total, attr_type="INT64")
     return d
 
 

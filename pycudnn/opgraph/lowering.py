@@ -75,7 +75,8 @@ def build_descriptors(
 
     try:
         tensors: dict[int, BackendDescriptor] = {}
-        for t in graph._tensors:
+        # a ragged tensor's descriptor holds its offsets' (finalized first)
+        for t in sorted(graph._tensors, key=lambda t: t.ragged_offset is not None):
             d = new("TENSOR")
             assert t.dtype is not None
             # A vectorized tensor is shown with C counted in vectors (its strides already are).
@@ -92,6 +93,9 @@ def build_descriptors(
                 d.set("TENSOR_IS_VIRTUAL", True, attr_type="BOOLEAN")
             if t.by_value:
                 d.set("TENSOR_IS_BY_VALUE", True, attr_type="BOOLEAN")
+            if t.ragged_offset is not None:
+                offsets = tensors[t.ragged_offset.uid]
+                d.set("TENSOR_RAGGED_OFFSET_DESC", offsets, attr_type="BACKEND_DESCRIPTOR")
             finalize(d, f"tensor '{t.name}' {_dims_text(dims)}")
             tensors[t.uid] = d
 

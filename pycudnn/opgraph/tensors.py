@@ -31,6 +31,10 @@ class Graph(Protocol):
 # --------------------------------------------------------------------------------------------------
 
 
+#: The operations that take ragged (THD) tensors.
+RAGGED_KINDS = ("sdpa", "sdpa_backward")
+
+
 class Tensor:
     """A tensor of a :class:`Graph` (``CUDNN_BACKEND_TENSOR_DESCRIPTOR`` once finalized).
 
@@ -50,6 +54,7 @@ class Tensor:
         "graph",
         "name",
         "producer",
+        "ragged_offset",
         "strides",
         "uid",
         "value",
@@ -87,6 +92,8 @@ class Tensor:
         self.vector_count = vector_count
         self.producer: Operation | None = None
         self.consumers: list[Operation] = []
+        #: int32/int64 ``[b + 1, 1, 1, 1]`` start of each batch entry (TENSOR_RAGGED_OFFSET_DESC)
+        self.ragged_offset: Tensor | None = None
 
     # -- resolved properties --------------------------------------------------------------------
     @property
@@ -166,6 +173,46 @@ class Tensor:
             self.set_dtype(dtype)
         return self
 
+    def set_ragged_offset(self, offset: Tensor) -> Tensor:
+        """Make this a ragged (THD) tensor, as cudnn-frontend's ``set_ragged_offset``: batch entry
+        ``i`` starts ``offset[i]`` elements into the memory (``TENSOR_RAGGED_OFFSET_DESC``), so that
+        sequences of different lengths lie back to back without padding. ``offset`` is a graph
+        tensor of integers, read by the attention operation that reads or writes this tensor
+        (which checks its dims)."""
+        self.graph._check_mutable()
+        if offset is self.ragged_offset:
+            return self  # set again (frontend code sets O's after the operation made it)
+        if not isinstance(offset, Tensor) or offset.graph is not self.graph:
+            raise TypeError(
+                f"tensor '{self.name}': the ragged offset must be a Tensor of this graph"
+            )
+        if offset.producer is not None or offset.dtype is None or offset.dtype.kind != "i":
+            raise GraphError(
+                f"tensor '{self.name}': ragged offset '{offset.name}' must be a graph input of "
+                "int32 or int64 element offsets"
+            )
+        if offset.dims != (self.dims[0] + 1, 1, 1, 1):
+            raise GraphError(
+                f"tensor '{self.name}': ragged offset '{offset.name}' must have dims [b + 1, 1, "
+                f"1, 1] = {_dims_text((self.dims[0] + 1, 1, 1, 1))} (where each of the b batch "
+                f"entries starts, and the end), got {_dims_text(offset.dims)}"
+            )
+        if offset is self or offset.ragged_offset is not None or self.ragged_offset is not None:
+            raise GraphError(f"tensor '{self.name}': a tensor takes one ragged offset, of its own")
+        ops = [op for op in (self.producer, *self.consumers) if op is not None]
+        for op in ops:
+            if op.kind not in RAGGED_KINDS:
+                raise GraphError(
+                    f"tensor '{self.name}': {op.label} takes no ragged (THD) tensors; only "
+                    f"{' and '.join(RAGGED_KINDS)} do"
+                )
+            _same_offset_type(op, offset, self.name)
+        self.ragged_offset = offset
+        # the operations that already read or write this tensor read its offsets too
+        for op in ops:
+            op.attach_ragged_offset(self, offset)
+        return self
+
     def set_dtype(self, dtype: Any) -> Tensor:
         """Choose the element type of an op output (default: see the module docstring)."""
         self.graph._check_mutable()
@@ -188,6 +235,8 @@ class Tensor:
             flags.append(f"by value={self.value!r}" if self.value is not None else "by value")
         if self.producer is not None and self.is_output:
             flags.append("output")
+        if self.ragged_offset is not None:
+            flags.append(f"ragged by '{self.ragged_offset.name}'")
         extra = ", ".join(flags)
         if undecided:
             extra = f"{extra}; decided at build" if extra else "decided at build"
@@ -210,6 +259,18 @@ class Tensor:
 
 
 VECTORIZED_DIM = 1  # NC/xHWx vectorizes C, the second logical dim
+
+
+def _same_offset_type(op: Operation, offset: Tensor, name: str) -> None:
+    """One integer type for the ragged offsets of an operation: cuDNN 9.28 has no SDPA engine for
+    int32 and int64 offsets together (measured, H100)."""
+    for role, t in op.inputs.items():
+        if role.startswith("ragged_offset_") and t.dtype != offset.dtype:
+            raise GraphError(
+                f"tensor '{name}': ragged offset '{offset.name}' is {offset.dtype} but "
+                f"{op.label} reads {t.dtype} offsets ('{t.name}'); give all the "
+                "offsets of one operation one type (cuDNN has no engine for a mix)"
+            )
 
 
 def vector_dims(dims: tuple[int, ...], count: int) -> tuple[int, ...]:
@@ -246,6 +307,13 @@ class Operation:
     inputs: dict[str, Tensor]
     outputs: dict[str, Tensor]
     attrs: dict[str, Any]
+
+    def attach_ragged_offset(self, t: Tensor, offset: Tensor) -> None:
+        """Record ``offset`` (the ragged offset of ``t``, one of this operation's tensors) as an
+        input ``ragged_offset_<role>``, so that the plan's variant pack carries it."""
+        for role in [r for r, x in (*self.inputs.items(), *self.outputs.items()) if x is t]:
+            self.inputs["ragged_offset_" + role] = offset
+        offset.consumers.append(self)
 
     @property
     def label(self) -> str:

@@ -11,6 +11,7 @@ from .._info import version
 from ..opgraph import OperationGraph, Tensor, rewrites
 from ..opgraph.attention_composite import INTERNAL_UID_BASE, composite_views
 from ..opgraph.attention_lowering import in_subgraph_only
+from ..opgraph.attention_ragged import offsets_only
 from ..opgraph.common import _cudnn_dtype
 from . import canonical
 from .report import PlanVersionError
@@ -166,7 +167,7 @@ def _check_json_matches_graph(data: Mapping[str, Any], graph: OperationGraph) ->
     # the virtual intermediates of a composite SDPA are the lowering's, not the graph's
     by_uid = {u: t for u, t in by_uid.items() if u < INTERNAL_UID_BASE}
     composite = composite_views(graph._ops)
-    tensors = [t for t in graph.tensors if not in_subgraph_only(t)]
+    tensors = [t for t in graph.tensors if not in_subgraph_only(t) and not offsets_only(t)]
     if len(by_uid) != len(tensors):
         raise ValueError(
             f"the plan has {len(by_uid)} tensors but the graph has {len(tensors)}: it was "

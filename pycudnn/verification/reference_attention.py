@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "alibi_slopes",
     "consistent_inputs",
+    "index_inputs",
     "norm_backward",
     "norm_forward",
     "sdpa_backward",
@@ -210,15 +211,48 @@ def consistent_inputs(op: Operation, vals: dict[str, np.ndarray]) -> dict[str, n
     """For a backward operation, the saved forward values (O and stats; mean and inverse
     standard deviation) computed from its other inputs, so that the inputs are ones a forward
     could have produced (by role; empty for other operations)."""
+    if op.kind == "sdpa":
+        return index_inputs(op)
     if op.kind == "sdpa_backward":
-        fwd = sdpa_forward(_Forward(op, {"stats"}), vals)
-        return {"o": fwd["o"], "stats": fwd["stats"]}
+        index = index_inputs(op)
+        try:
+            fwd = sdpa_forward(_Forward(op, {"stats"}), vals)
+        except NoReferenceError:
+            return index  # padding, ragged, dropout: O and stats stay drawn (no reference)
+        return {**index, "o": fwd["o"], "stats": fwd["stats"]}
     if op.kind == "norm_backward":
         eps = float(np.asarray(vals["epsilon"]).reshape(-1)[0]) if "epsilon" in vals else 1e-5
         fwd_op = _Forward(op, {"mean", "inv_variance"}, {"epsilon": eps, "mode": op.attrs["mode"]})
         fwd = norm_forward(fwd_op, {**vals, "bias": np.zeros(1)})
         return {r: fwd[r] for r in ("mean", "inv_variance") if r in op.inputs}
     return {}
+
+
+def index_inputs(op: Any) -> dict[str, np.ndarray]:
+    """Valid index inputs of an SDPA, so that executing it on drawn inputs reads only its own
+    memory: sequence lengths in ``1..s`` (batch entry ``i``: ``s - i``), page tables naming
+    blocks of the container (entry ``i`` its own blocks, in order), and ragged offsets at the
+    padded positions (``i * stride[0]``, the smallest among the tensors sharing the offsets)."""
+    out: dict[str, np.ndarray] = {}
+    b, _, s_q, s_kv = op.attrs["scores_dims"]
+    batch = np.arange(b).reshape(b, 1, 1, 1)
+    for role, s in (("seq_len_q", s_q), ("seq_len_kv", s_kv)):
+        if role in op.inputs:
+            out[role] = np.maximum(1, s - batch)
+    for side in op.attrs.get("paged", ()):
+        pages = op.inputs["page_table_" + side].dims[2]
+        blocks = op.inputs[side].dims[0]
+        out["page_table_" + side] = (batch * pages + np.arange(pages).reshape(1, 1, -1, 1)) % blocks
+    tensors = {**op.inputs, **op.outputs}
+    for role, offsets in op.inputs.items():
+        if role.startswith("ragged_offset_"):
+            step = min(
+                tensors[r.removeprefix("ragged_offset_")].strides[0]
+                for r, t in op.inputs.items()
+                if r.startswith("ragged_offset_") and t is offsets
+            )
+            out[role] = np.arange(b + 1).reshape(b + 1, 1, 1, 1) * step
+    return out
 
 
 class _Forward:

@@ -1,0 +1,271 @@
+"""Paged K/V caches in ``Graph.sdpa`` (cudnn-frontend's ``paged_attention_k_table``,
+``paged_attention_v_table``, ``paged_attention_max_seq_len_kv``), planned deviceless for the
+committed H100 properties: decode (s_q = 1) and prefill, through cuDNN's unified SDPA operation
+(page tables as ``SDPA_FWD_PAGE_TABLE_K/VDESC``) and the composite graph
+(``OPERATION_PAGED_CACHE_LOAD`` gathering each cache); the refusals name the argument and the
+rule, and an older cuDNN is refused with the version the lowering needs before any C call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from versioned import skip_unless_cudnn
+
+import pycudnn
+from _nvbind.ffi import UnsupportedByLibraryError
+from pycudnn.graph import Graph, GraphError
+from pycudnn.opgraph import attention as attention_module
+from pycudnn.verification import evaluate, make_inputs
+from pycudnn.verification.reference import NoReferenceError
+
+B, H, D, BLOCK, S_KV = 2, 8, 128, 64, 512
+
+
+@pytest.fixture
+def props(h100_props: pycudnn.DeviceProperties) -> pycudnn.DeviceProperties:
+    return h100_props
+
+
+def needs_unified(implementation: str = "unified") -> None:
+    """The unified operation takes page tables from cuDNN 9.15 (older ones plan the composite
+    graph, which ``"auto"`` then builds)."""
+    if implementation == "unified":
+        skip_unless_cudnn((9, 15), "the unified SDPA operation with page tables")
+
+
+def paged_graph(
+    *,
+    s_q: int = 1,
+    h_k: int = H,
+    block: int = BLOCK,
+    s_kv: int = S_KV,
+    sides: tuple[str, ...] = ("k", "v"),
+    max_seq_len_kv: int | None = S_KV,
+    padded: bool = True,
+    **options: Any,
+) -> tuple[Graph, dict[str, Any]]:
+    """Q ``bshd``; each paged side a ``[num_blocks, h_k, block, d]`` container with its page
+    table ``[b, 1, ceil(s_kv / block), 1]``; the other side a ``bshd`` ``[b, h_k, s_kv, d]``."""
+    g = Graph("paged")
+    q = g.tensor([B, H, s_q, D], [s_q * H * D, D, H * D, 1], dtype="bfloat16", name="q")
+    pages = -(-s_kv // block)
+    t: dict[str, Any] = {"q": q}
+    for side in ("k", "v"):
+        if side in sides:
+            t[side] = g.tensor([B * pages, h_k, block, D], dtype="bfloat16", name=f"{side}_cache")
+            t[f"{side}_table"] = g.tensor([B, 1, pages, 1], dtype="int32", name=f"{side}_table")
+        else:
+            strides = [s_kv * h_k * D, D, h_k * D, 1]
+            t[side] = g.tensor([B, h_k, s_kv, D], strides, dtype="bfloat16", name=side)
+            t[f"{side}_table"] = None
+    if padded:
+        t["seq_len_q"] = g.tensor([B, 1, 1, 1], dtype="int32", name="seq_len_q")
+        t["seq_len_kv"] = g.tensor([B, 1, 1, 1], dtype="int32", name="seq_len_kv")
+    o, stats = g.sdpa(
+        q,
+        t["k"],
+        t["v"],
+        seq_len_q=t.get("seq_len_q"),
+        seq_len_kv=t.get("seq_len_kv"),
+        paged_attention_k_table=t["k_table"],
+        paged_attention_v_table=t["v_table"],
+        paged_attention_max_seq_len_kv=max_seq_len_kv,
+        name="sdpa",
+        **options,
+    )
+    t["o"], t["stats"] = o, stats
+    return g, t
+
+
+def lowering(g: Graph) -> str:
+    return str(next(op for op in g.operations if op.kind == "sdpa").attrs["lowering"])
+
+
+@pytest.mark.parametrize("s_q", [1, 128], ids=["decode", "prefill"])
+@pytest.mark.parametrize("implementation", ["auto", "unified", "composite"])
+def test_paged_caches_plan(props: Any, s_q: int, implementation: str) -> None:
+    needs_unified(implementation)
+    g, t = paged_graph(s_q=s_q, implementation=implementation)
+    unified = implementation == "unified" or (
+        implementation == "auto" and pycudnn.version_tuple() >= (9, 15, 0)
+    )
+    assert lowering(g) == ("unified" if unified else "composite")
+    assert t["o"].dims == (B, H, s_q, D)
+    plan = g.build(device_properties=props, cache=False)
+    assert plan.engine_id is not None
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"sides": ("k",)},
+        {"sides": ("v",)},
+        {"h_k": 2},  # grouped-query heads
+        {"h_k": 1},  # multi-query
+        {"block": 16},
+        {"block": 256},
+        {"s_kv": 500},  # the last page partly used
+        {"max_seq_len_kv": None},  # inferred from the pages, as the frontend does
+        {"use_causal_mask": True},
+        {"diagonal_band_left_bound": 64, "use_causal_mask": True},
+        {"generate_stats": True, "s_q": 128},
+    ],
+    ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()),
+)
+@pytest.mark.parametrize("implementation", ["unified", "composite"])
+def test_paged_variants_plan(props: Any, options: dict[str, Any], implementation: str) -> None:
+    needs_unified(implementation)
+    if implementation == "unified" and "use_causal_mask" in options:
+        skip_unless_cudnn((9, 21), "masks in the unified SDPA operation")
+    g, _ = paged_graph(implementation=implementation, **options)
+    g.build(device_properties=props, cache=False)
+
+
+def test_composite_only_features_lower_paged_caches_to_the_composite_graph(props: Any) -> None:
+    # bottom-right alignment with padding, and dropout with stats, are the composite graph's;
+    # the caches are then gathered by OPERATION_PAGED_CACHE_LOAD
+    g, _ = paged_graph(s_q=128, use_causal_mask_bottom_right=True)
+    assert lowering(g) == "composite"
+    g.build(device_properties=props, cache=False)
+    g, t = paged_graph(s_q=128, generate_stats=True, implementation="auto")
+    seed = g.tensor([1, 1, 1, 1], dtype="int64", name="seed")
+    offset = g.tensor([1, 1, 1, 1], dtype="int64", name="offset")
+    q, k, v = t["q"], t["k"], t["v"]
+    k2 = g.tensor(list(k.dims), dtype="bfloat16", name="k_cache2")
+    v2 = g.tensor(list(v.dims), dtype="bfloat16", name="v_cache2")
+    g.sdpa(
+        q,
+        k2,
+        v2,
+        seq_len_q=t["seq_len_q"],
+        seq_len_kv=t["seq_len_kv"],
+        paged_attention_k_table=t["k_table"],
+        paged_attention_v_table=t["v_table"],
+        dropout=(0.1, seed, offset),
+        generate_stats=True,
+        name="dropout",
+    )
+    assert g.operations[-1].attrs["lowering"] == "composite"
+
+
+def test_saved_plan_of_a_paged_sdpa_loads(props: Any) -> None:
+    needs_unified()  # a saved composite plan with sequence lengths does not load (known)
+    g, _ = paged_graph()
+    plan = g.build(device_properties=props, cache=False)
+    again = g.load_plan(plan.to_json(), device_properties=props)
+    assert again.engine_id == plan.engine_id
+
+
+def test_the_tables_are_inputs_of_the_operation() -> None:
+    g, t = paged_graph(sides=("k",), implementation="composite")
+    op = next(op for op in g.operations if op.kind == "sdpa")
+    assert op.inputs["page_table_k"] is t["k_table"]
+    assert "page_table_v" not in op.inputs
+    assert op.attrs["paged"] == ("k",)
+    assert op.attrs["scores_dims"] == (B, H, 1, S_KV)
+
+
+@pytest.mark.parametrize(
+    ("change", "pattern"),
+    [
+        ({"padded": False}, r"paged K/V caches need the padding mask.*seq_len_q and seq_len_kv"),
+        ({"s_kv": 512, "block": 64, "max_seq_len_kv": 513}, r"the k pages hold 512 keys.*513"),
+        ({"max_seq_len_kv": 0}, r"paged_attention_max_seq_len_kv must be in 1\.\.2147483647"),
+        ({"max_seq_len_kv": True}, r"paged_attention_max_seq_len_kv must be an int"),
+        ({"sides": (), "max_seq_len_kv": 512}, r"give paged_attention_k_table/v_table too"),
+    ],
+)
+def test_paged_refusals_name_the_argument(change: dict[str, Any], pattern: str) -> None:
+    with pytest.raises(GraphError, match=r"sdpa 'sdpa': .*" + pattern):
+        paged_graph(**change)
+
+
+def test_bad_tables_and_containers_are_refused() -> None:
+    g = Graph("bad")
+    q = g.tensor([B, H, 1, D], dtype="bfloat16", name="q")
+    cache = g.tensor([16, H, BLOCK, D], dtype="bfloat16", name="cache")
+    sl = g.tensor([B, 1, 1, 1], dtype="int32", name="sl")
+    lens = {"seq_len_q": sl, "seq_len_kv": sl}
+    for table, what in (
+        (g.tensor([B, 1, 8, 1], dtype="int64", name="t64"), r"int32 \[b, 1, pages, 1\].*int64"),
+        (g.tensor([B + 1, 1, 8, 1], dtype="int32", name="tb"), r"with b = 2, got int32 \[3,"),
+        (g.tensor([B, 8, 1, 1], dtype="int32", name="tp"), r"\[b, 1, pages, 1\]"),
+    ):
+        with pytest.raises(
+            GraphError, match=r"paged_attention_k_table \('t.*'\) must be .*" + what
+        ):
+            g.sdpa(q, cache, cache, paged_attention_k_table=table, **lens)
+    flat = g.tensor([16, BLOCK, D], dtype="bfloat16", name="flat")
+    table = g.tensor([B, 1, 8, 1], dtype="int32", name="table")
+    with pytest.raises(GraphError, match=r"v \('flat'\) is a paged cache container .*\(rank 4\)"):
+        g.sdpa(q, cache, flat, paged_attention_v_table=table, **lens)
+    bias = g.tensor([1, H, 1, 500], dtype="bfloat16", name="bias")
+    with pytest.raises(GraphError, match=r"'bias' has 500 keys .* s_kv = 512"):
+        g.sdpa(
+            q,
+            cache,
+            cache,
+            bias=bias,
+            paged_attention_k_table=table,
+            paged_attention_v_table=table,
+            paged_attention_max_seq_len_kv=512,
+            **lens,
+        )
+    # the tensors must be the graph's own
+    with pytest.raises(TypeError, match="paged_attention_k_table must be a Tensor"):
+        g.sdpa(q, cache, cache, paged_attention_k_table="table", **lens)  # type: ignore[arg-type]
+
+
+def test_older_cudnn_is_refused_with_the_version_paging_needs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # only the reported version is replaced: the rule under test is the comparison and message
+    monkeypatch.setattr(attention_module, "_loaded_version", lambda: 91400)
+    with pytest.raises(
+        UnsupportedByLibraryError,
+        match=r"sdpa 'sdpa': sdpa paged K/V caches needs cuDNN 9.15.0 or newer; the loaded "
+        r"cuDNN is 9.14.0",
+    ):
+        paged_graph(implementation="unified")
+    g, _ = paged_graph()  # auto: the composite graph, which says why
+    op = g.operations[-1]
+    assert op.attrs["lowering"] == "composite"
+    assert "needs cuDNN 9.15.0" in op.attrs["lowering_note"]
+    monkeypatch.setattr(attention_module, "_loaded_version", lambda: 90400)
+    with pytest.raises(
+        UnsupportedByLibraryError,
+        match=r"sdpa composite paged K/V caches needs cuDNN 9.5.0 or newer; the loaded cuDNN "
+        r"is 9.4.0",
+    ):
+        paged_graph()
+
+
+def test_verification_inputs_are_valid_indices() -> None:
+    # verify executes a plan on drawn inputs: page tables, lengths and ragged offsets must stay
+    # inside the tensors' memory (a drawn -4 would read before the cache)
+    g, t = paged_graph(s_q=4, sides=("k",), s_kv=300, max_seq_len_kv=300)
+    g.signature()
+    ins = make_inputs(g, seed=3)
+    table = ins[t["k_table"].uid]
+    blocks = t["k"].dims[0]
+    assert table.min() >= 0 and table.max() < blocks
+    assert all(len(set(table[i].ravel())) == table.shape[2] for i in range(B))
+    assert (ins[t["seq_len_q"].uid] >= 1).all() and (ins[t["seq_len_q"].uid] <= 4).all()
+    assert (ins[t["seq_len_kv"].uid] >= 1).all() and (ins[t["seq_len_kv"].uid] <= 300).all()
+    # no NumPy reference for padded attention: reported, not computed wrongly
+    with pytest.raises(NoReferenceError, match="no NumPy reference for sdpa with seq_len_q"):
+        evaluate(g, ins)
+
+
+def test_verification_inputs_of_a_padded_backward() -> None:
+    # the saved O and stats of a padded backward have no reference: drawn, not an error
+    g = Graph("padded_backward")
+    q, k, v, o, do = (
+        g.tensor([2, 4, 16, 64], dtype="float16", name=n) for n in ("q", "k", "v", "o", "do")
+    )
+    lens = g.tensor([2, 1, 1, 1], dtype="int32", name="lens")
+    stats = g.tensor([2, 4, 16, 1], dtype="float32", name="stats")
+    g.sdpa_backward(q, k, v, o, do, stats=stats, seq_len_q=lens, seq_len_kv=lens)
+    g.signature()
+    assert sorted(make_inputs(g)[lens.uid].ravel()) == [15, 16]
