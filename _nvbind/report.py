@@ -22,7 +22,6 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +100,9 @@ def wheel_of(library: str, path: str) -> str | None:
     The wheel's version can differ from the library's own number: cutensor-cu12 2.8.1 ships a
     library that reports 2.8.0.
     """
+    # importlib.metadata costs ~20 ms to import; only this report needs it, not planning
+    from importlib import metadata
+
     try:
         target = Path(path).resolve()
     except OSError:
