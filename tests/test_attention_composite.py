@@ -325,3 +325,22 @@ def test_composite_refuses_a_k_other_operations_use(props: pycudnn.DevicePropert
         GraphError, match=r"k \('k'\) is also used by mul .*implementation='unified'"
     ):
         g.build(device_properties=props, cache=False)
+
+
+def test_a_padded_composite_plan_loads_back(props: pycudnn.DeviceProperties) -> None:
+    # The padded matmuls carry M/N override tensors, which cuDNN's plan JSON names 'mOverride' and
+    # 'nOverride': the saved plan must load for its own graph (and for no other).
+    def padded(name: str = "attn") -> Graph:
+        g = Graph("padded_composite")
+        q, k, v = bshd(g, "q"), bshd(g, "k"), bshd(g, "v")
+        g.sdpa(q, k, v, implementation="composite", use_padding_mask=True, name=name, **lengths(g))
+        return g
+
+    plan = padded().build(device_properties=props, cache=False)
+    again = padded().load_plan(plan.to_json(), device_properties=props)
+    assert (again.engine_id, again.uids) == (plan.engine_id, plan.uids)
+    unpadded = Graph("padded_composite")
+    q, k, v = bshd(unpadded, "q"), bshd(unpadded, "k"), bshd(unpadded, "v")
+    unpadded.sdpa(q, k, v, implementation="composite", name="attn")
+    with pytest.raises(ValueError, match="built for another graph"):
+        unpadded.load_plan(plan.to_json(), device_properties=props)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import H100_PROPS_FILE
-from plan_kinds import CATALOGUE, require_mapped
+from plan_kinds import CATALOGUE, require_engine
 
 from pycudnn.deviceprops import DeviceProperties
 from pycudnn.graph import Graph
@@ -41,7 +41,7 @@ def _built(name: str, props_file: str) -> tuple[str, dict[int, str], dict[str, i
 def test_a_saved_plan_loads_back_with_and_without_its_graph(
     name: str, h100_props: DeviceProperties, tmp_path: Path
 ) -> None:
-    require_mapped(name)
+    require_engine(name)
     text, names, knobs, engine_id = _built(name, str(H100_PROPS_FILE))
     path = tmp_path / "plan.json"
     path.write_text(text)
@@ -73,7 +73,7 @@ def test_a_saved_plan_loads_back_with_and_without_its_graph(
 def test_a_plan_cache_serves_its_own_files(
     name: str, h100_props: DeviceProperties, tmp_path: Path
 ) -> None:
-    require_mapped(name)
+    require_engine(name)
     # The kinds whose plans did not load back: each process rebuilt them and logged a warning.
     build = CATALOGUE[name]
     first = PlanCache(tmp_path)

@@ -59,6 +59,10 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "matA": ("a",),
     "matB": ("b",),
     "matC": ("c",),
+    # a matmul's M/N/K override tensors (padded attention's composite graph, cuDNN 9.19-9.28)
+    "mOverride": ("gemmmoverride",),
+    "nOverride": ("gemmnoverride",),
+    "kOverride": ("gemmkoverride",),
     "dODesc": ("do", "dod"),
     "dGammaDesc": ("dbnscale",),
     "dBetaDesc": ("dbnbias",),
