@@ -18,6 +18,7 @@ import pytest
 
 import pycutensor
 from pycutensor import operations as ops
+from pycutensor.distributed import mp
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -95,6 +96,18 @@ def test_operation_refuses_an_unknown_keyword() -> None:
         pycutensor.Permutation(None, "ij", None, "ji", stream=0)  # type: ignore[arg-type, call-arg]
 
 
+def test_distributed_einsum_takes_the_contraction_plans_keywords() -> None:
+    plan = _keyword_only(mp.ContractionPlan)
+    shown = _keyword_only(mp.einsum)
+    assert set(mp.MpContractionKeywords.__annotations__) == {"compute_type", "preference"}
+    for key in mp.MpContractionKeywords.__annotations__:
+        assert shown[key] == plan[key] is None, key
+    # refused as Python refuses a keyword: before the subscripts or the tensors are looked at
+    with pytest.raises(TypeError, match=r"einsum\(\) got an unexpected keyword argument "
+                       r"'compute'.*'compute_type'"):  # fmt: skip
+        mp.einsum("not subscripts", None, None, out=None, compute=1)  # type: ignore[arg-type, call-arg]
+
+
 def test_mypy_checks_the_shared_keywords(tmp_path: Path) -> None:
     pytest.importorskip("mypy")
     source = tmp_path / "use_keywords.py"
@@ -103,13 +116,17 @@ def test_mypy_checks_the_shared_keywords(tmp_path: Path) -> None:
             """\
             import numpy as np
             import pycutensor
+            from pycutensor.distributed import mp
             a = np.zeros((2, 2), np.float32)
+            t: mp.DistributedTensor
             pycutensor.contract(a, "ik", a, "kj", a, "ij", stream=0, workspace=None, handle=None)
             pycutensor.permute(a, "ij", a, "ji", compute_type="32F", stream=0)
             pycutensor.contract(a, "ik", a, "kj", a, "ij", workspce=None)
             pycutensor.permute(a, "ij", a, "ji", preference=None)
             pycutensor.reduce(a, "ij", a, "i", handle="not a handle")
             pycutensor.Contraction(None, "ik", None, "kj", None, "ij", stream=0)
+            mp.einsum("ab,bc->ac", t, t, out=t, compute_type="32F", preference=None)
+            mp.einsum("ab,bc->ac", t, t, out=t, stream=0)
             """
         )
     )
@@ -124,11 +141,14 @@ def test_mypy_checks_the_shared_keywords(tmp_path: Path) -> None:
         if ": error: " in line
     )
     lines = [line for line, _ in errors]
-    # the first two calls are clean; each of the others is refused for its keyword
-    assert 4 not in lines and 5 not in lines, done.stdout + done.stderr
-    assert 'Unexpected keyword argument "workspce"' in " ".join(m for n, m in errors if n == 6)
-    assert 'Unexpected keyword argument "preference"' in " ".join(m for n, m in errors if n == 7)
-    assert 'Argument "handle" to "reduce" has incompatible type "str"' in " ".join(
-        m for n, m in errors if n == 8
-    )
-    assert 'Unexpected keyword argument "stream"' in " ".join(m for n, m in errors if n == 9)
+    # the clean calls pass; each of the others is refused for its keyword
+    assert not {6, 7, 12} & set(lines), done.stdout + done.stderr
+
+    def said(line: int) -> str:
+        return " ".join(m for n, m in errors if n == line)
+
+    assert 'Unexpected keyword argument "workspce"' in said(8)
+    assert 'Unexpected keyword argument "preference"' in said(9)
+    assert 'Argument "handle" to "reduce" has incompatible type "str"' in said(10)
+    assert 'Unexpected keyword argument "stream"' in said(11)
+    assert 'Unexpected keyword argument "stream" for "einsum"' in said(13)

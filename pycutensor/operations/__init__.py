@@ -75,6 +75,7 @@ from ._common import (
     OperationKeywords,
     PlannableOperation,
     WorkspaceLaunchKeywords,
+    show_operation_keywords,
 )
 from .contraction import Contraction, contract
 from .contraction_trinary import ContractionTrinary, contract_trinary
@@ -125,3 +126,7 @@ __all__ = [
     "reduce",
     "unary_operator",
 ]
+
+# help(), inspect.signature and the API reference list each kind's shared keywords (its
+# operation class's OperationKeywords, its function's LaunchKeywords or WorkspaceLaunchKeywords).
+show_operation_keywords(globals())

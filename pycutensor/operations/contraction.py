@@ -6,13 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..tensor import TensorDescriptor
-from ._common import (
-    OperationKeywords,
-    PlannableOperation,
-    WorkspaceLaunchKeywords,
-    run,
-    show_operation_keywords,
-)
+from ._common import OperationKeywords, PlannableOperation, WorkspaceLaunchKeywords, run
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
@@ -71,6 +65,3 @@ def contract(  # noqa: PLR0917 - the C API's argument order
     """
     return run(Contraction, (a, b, c), (modes_a, modes_b, modes_c), out,
                {"alpha": alpha, "beta": beta}, (op_a, op_b), (), kw, "contract")  # fmt: skip
-
-
-show_operation_keywords(globals())

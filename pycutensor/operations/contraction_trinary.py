@@ -6,13 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..tensor import TensorDescriptor
-from ._common import (
-    OperationKeywords,
-    PlannableOperation,
-    WorkspaceLaunchKeywords,
-    run,
-    show_operation_keywords,
-)
+from ._common import OperationKeywords, PlannableOperation, WorkspaceLaunchKeywords, run
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
@@ -76,6 +70,3 @@ def contract_trinary(  # noqa: PLR0917 - the C API's argument order
     return run(ContractionTrinary, (a, b, c, d), (modes_a, modes_b, modes_c, modes_d), out,
                {"alpha": alpha, "beta": beta}, (op_a, op_b, op_c, op_d), (), kw,
                "contract_trinary")  # fmt: skip
-
-
-show_operation_keywords(globals())

@@ -7,13 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..tensor import TensorDescriptor
-from ._common import (
-    LaunchKeywords,
-    OperationKeywords,
-    PlannableOperation,
-    run,
-    show_operation_keywords,
-)
+from ._common import LaunchKeywords, OperationKeywords, PlannableOperation, run
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
@@ -121,6 +115,3 @@ def elementwise_trinary(  # noqa: PLR0917 - the C API's argument order
     return run(ElementwiseTrinary, (a, b, c), (modes_a, modes_b, modes_c), out,
                {"alpha": alpha, "beta": beta, "gamma": gamma}, (op_a, op_b, op_c),
                (op_ab, op_abc), kw, "elementwise_trinary")  # fmt: skip
-
-
-show_operation_keywords(globals())

@@ -6,13 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..tensor import TensorDescriptor
-from ._common import (
-    LaunchKeywords,
-    OperationKeywords,
-    PlannableOperation,
-    run,
-    show_operation_keywords,
-)
+from ._common import LaunchKeywords, OperationKeywords, PlannableOperation, run
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
@@ -56,6 +50,3 @@ def permute(
     """
     return run(Permutation, (a, b), (modes_a, modes_b), None, {"alpha": alpha}, (op_a,), (), kw,
                "permute")  # fmt: skip
-
-
-show_operation_keywords(globals())
