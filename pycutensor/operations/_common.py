@@ -109,10 +109,11 @@ _LAUNCH_DEFAULTS = keyword_defaults(WorkspaceLaunchKeywords)
 
 
 def show_operation_keywords(namespace: Mapping[str, Any]) -> None:
-    """Spell out the shared keyword lists in the signatures of a kind's module (``globals()``):
-    its function on arrays (``**kw: Unpack[LaunchKeywords]`` or ``Unpack[WorkspaceLaunchKeywords]``)
-    and its operation class (``__init__(..., **kw: Unpack[OperationKeywords])``), so that help(),
-    :func:`inspect.signature` and the API reference list every keyword."""
+    """Spell out the shared keyword lists in the signatures of the functions on arrays in
+    ``namespace`` (``**kw: Unpack[LaunchKeywords]`` or ``Unpack[WorkspaceLaunchKeywords]``) and of
+    its operation classes (``__init__(..., **kw: Unpack[OperationKeywords])``), so that help(),
+    :func:`inspect.signature` and the API reference list every keyword; the package calls it once
+    with its own namespace, which holds every kind's function and class."""
     show_keywords(namespace, None, LaunchKeywords, WorkspaceLaunchKeywords)
     for value in list(namespace.values()):
         if isinstance(value, type) and issubclass(value, PlannableOperation):
