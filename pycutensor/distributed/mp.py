@@ -19,13 +19,14 @@ from __future__ import annotations
 import ctypes
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
 from _nvbind.arrays import array_view
 from _nvbind.cuda import get_device, stream_handle
 from _nvbind.device_array import DeviceArray
+from _nvbind.keywords import keyword_defaults, show_keywords, take_keywords
 from _nvbind.resource import CResource
 
 from .. import _bindings_mp as mpb
@@ -35,10 +36,14 @@ from ._common import c_array, checked_contraction, copy_modes, int64s
 from .layout import Distribution
 from .mp_tensor import DistributedTensor, MpHandle
 
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
+
 __all__ = [
     "ContractionPlan",
     "DistributedTensor",
     "FoldPlan",
+    "MpContractionKeywords",
     "MpHandle",
     "MpPlanPreference",
     "RedistributionPlan",
@@ -124,6 +129,17 @@ class _Plan(CResource):
         raw_mp.cutensorMpSetStream(self.handle, self, stream_handle(stream))
 
 
+class MpContractionKeywords(TypedDict, total=False):
+    """The keywords of :class:`ContractionPlan` that :func:`einsum` takes too, with the same
+    defaults (None)."""
+
+    compute_type: Any
+    """cuTENSOR's compute type (``"32F"``, ``"tf32"``, a floating dtype, ...); None: the first
+    row of cuTENSOR's table for the data types."""
+    preference: MpPlanPreference | None
+    """An :class:`MpPlanPreference` (algorithm, workspace limits); None: cuTENSORMp's default."""
+
+
 def _same_handle(handle: MpHandle, tensors: Sequence[DistributedTensor]) -> None:
     for t in tensors:
         if not isinstance(t, DistributedTensor):
@@ -135,7 +151,8 @@ def _same_handle(handle: MpHandle, tensors: Sequence[DistributedTensor]) -> None
 class ContractionPlan(_Plan):
     """``D = alpha op_a(A) op_b(B) + beta op_c(C)`` over distributed tensors
     (``cutensorMpCreateContraction``); ``d`` must be ``c`` (the header: "currently must be
-    identical to descC"). Modes are strings of letters or sequences of ints."""
+    identical to descC"). Modes are strings of letters or sequences of ints. ``compute_type`` and
+    ``preference``: :class:`MpContractionKeywords`."""
 
     def __init__(  # noqa: PLR0917 - (tensor, modes) pairs in the order of C and einsum
         self,
@@ -346,15 +363,21 @@ def einsum(
     out: DistributedTensor,
     alpha: Any = 1.0,
     beta: Any = 0.0,
-    compute_type: Any = None,
-    preference: MpPlanPreference | None = None,
+    **kw: Unpack[MpContractionKeywords],
 ) -> ContractionPlan:
     """``out = alpha einsum(subscripts, a, b) + beta out`` over distributed tensors; returns the
-    plan (reuse it with :meth:`ContractionPlan.execute` for the same tensors)."""
+    plan (reuse it with :meth:`ContractionPlan.execute` for the same tensors). ``compute_type``
+    and ``preference``: :class:`MpContractionKeywords`, passed on to :class:`ContractionPlan`."""
+    keywords = take_keywords("einsum", kw, _CONTRACTION)  # as Python would: before anything
     ma, mb, mc = parse_subscripts(subscripts)
-    plan = ContractionPlan(a, ma, b, mb, out, mc, compute_type=compute_type, preference=preference)
+    plan = ContractionPlan(a, ma, b, mb, out, mc, **keywords)
     plan.execute(alpha, beta)
     return plan
+
+
+# ContractionPlan declares the contraction keywords and their defaults; einsum takes the same.
+_CONTRACTION = keyword_defaults(ContractionPlan.__init__, MpContractionKeywords.__annotations__)
+show_keywords(globals(), ContractionPlan.__init__, MpContractionKeywords)
 
 
 def _rooted_like(

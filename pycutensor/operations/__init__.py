@@ -20,6 +20,11 @@ One module per operation kind, each with two layers:
   given, else into the output operand itself (C, or B for a permutation), as in the C API where
   C may equal D.
 
+The keywords they share have one home each, with what each one does: :class:`OperationKeywords`
+(``compute_type``, ``handle``: every operation object and function), :class:`LaunchKeywords`
+(and ``stream``: every function on arrays) and :class:`WorkspaceLaunchKeywords` (and
+``preference``, ``workspace``: :func:`contract`, :func:`contract_trinary`, :func:`reduce`).
+
 Below the kinds, and never importing them: :mod:`pycutensor.tables` (cuTENSOR's rules as data),
 :mod:`pycutensor.checks` (those rules applied before any C call, with messages that quote them),
 :mod:`pycutensor.operation` (the descriptor base class) and :mod:`pycutensor.plan`. Every name they
@@ -65,7 +70,13 @@ from ..tables import (
 )
 from ..tables import KINDS as _KINDS  # noqa: F401
 from ..tables import check_types as _check_types  # noqa: F401
-from ._common import PlannableOperation
+from ._common import (
+    LaunchKeywords,
+    OperationKeywords,
+    PlannableOperation,
+    WorkspaceLaunchKeywords,
+    show_operation_keywords,
+)
 from .contraction import Contraction, contract
 from .contraction_trinary import ContractionTrinary, contract_trinary
 from .elementwise import (
@@ -93,12 +104,15 @@ __all__ = [
     "ContractionTrinary",
     "ElementwiseBinary",
     "ElementwiseTrinary",
+    "LaunchKeywords",
     "LoweredTensor",
     "Operand",
     "Operation",
+    "OperationKeywords",
     "Permutation",
     "PlannableOperation",
     "Reduction",
+    "WorkspaceLaunchKeywords",
     "binary_operator",
     "check_operation",
     "compute_type_name",
@@ -112,3 +126,7 @@ __all__ = [
     "reduce",
     "unary_operator",
 ]
+
+# help(), inspect.signature and the API reference list each kind's shared keywords (its
+# operation class's OperationKeywords, its function's LaunchKeywords or WorkspaceLaunchKeywords).
+show_operation_keywords(globals())

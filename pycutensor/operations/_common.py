@@ -14,12 +14,13 @@ the winner is kept (:class:`~pycutensor.plan.IncrementalTuning`).
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
 
 from _nvbind.arrays import ArrayView, alignment_of, as_array_view
 from _nvbind.cuda import stream_handle
+from _nvbind.keywords import keyword_defaults, show_keywords, take_keywords
 
 from .._capture import capture_state, tuning_refusal
 from ..checks import (
@@ -54,7 +55,69 @@ from ..tensor import (
     data_type_name,
 )
 
-__all__ = ["PlannableOperation", "prepare", "run"]
+__all__ = [
+    "LaunchKeywords",
+    "OperationKeywords",
+    "PlannableOperation",
+    "WorkspaceLaunchKeywords",
+    "prepare",
+    "run",
+    "show_operation_keywords",
+]
+
+
+class OperationKeywords(TypedDict, total=False):
+    """The keywords every operation object takes (:class:`~pycutensor.Contraction`, ...); with
+    :class:`LaunchKeywords`, every function on arrays takes them too. Each defaults to None."""
+
+    compute_type: Any
+    """cuTENSOR's compute type: ``"32F"``, ``"tf32"``, ``"CUTENSOR_COMPUTE_DESC_3XTF32"`` or a
+    floating dtype; None: the first row of cuTENSOR's table for the data types (32F for 16-bit
+    and 32-bit data, 64F for doubles)."""
+    handle: Handle | None
+    """The :class:`~pycutensor.Handle` to plan and execute with, bound to the tensors' device
+    (share one between threads to share its plan cache); None: an operation object's
+    descriptors' handle, or for a function on arrays the calling thread's own
+    (:func:`~pycutensor.get_handle`)."""
+
+
+class LaunchKeywords(OperationKeywords, total=False):
+    """The keywords every function on arrays takes after its scalars, ``out`` and operators:
+    :class:`OperationKeywords` and the stream; each defaults to None."""
+
+    stream: Any
+    """The CUDA stream to run on: a ``cudaStream_t`` int, an object with ``__cuda_stream__``
+    (cuda.core, CuPy, ...) or a PyTorch stream; None: the legacy default stream."""
+
+
+class WorkspaceLaunchKeywords(LaunchKeywords, total=False):
+    """:class:`LaunchKeywords` and the plan's preference and workspace, for the functions whose
+    execute takes a workspace (:func:`contract`, :func:`contract_trinary`, :func:`reduce`)."""
+
+    preference: PlanPreference | None
+    """A :class:`~pycutensor.PlanPreference` (algorithm, JIT, autotuning, ...), part of the plan
+    cache's key; None: the handle's default preference."""
+    workspace: Any
+    """Device memory for the plan's workspace, 256-byte aligned and at least the plan's
+    ``required_workspace``; None: taken from the device's stream-ordered memory pool."""
+
+
+# Each list's keys, default None.
+_OPERATION_DEFAULTS = keyword_defaults(OperationKeywords)
+_ARRAY_DEFAULTS = keyword_defaults(LaunchKeywords)
+_LAUNCH_DEFAULTS = keyword_defaults(WorkspaceLaunchKeywords)
+
+
+def show_operation_keywords(namespace: Mapping[str, Any]) -> None:
+    """Spell out the shared keyword lists in the signatures of the functions on arrays in
+    ``namespace`` (``**kw: Unpack[LaunchKeywords]`` or ``Unpack[WorkspaceLaunchKeywords]``) and of
+    its operation classes (``__init__(..., **kw: Unpack[OperationKeywords])``), so that help(),
+    :func:`inspect.signature` and the API reference list every keyword; the package calls it once
+    with its own namespace, which holds every kind's function and class."""
+    show_keywords(namespace, None, LaunchKeywords, WorkspaceLaunchKeywords)
+    for value in list(namespace.values()):
+        if isinstance(value, type) and issubclass(value, PlannableOperation):
+            show_keywords(vars(value), None, OperationKeywords)
 
 
 #: Argument names of the array functions per kind ("a", "b", "c"), for messages.
@@ -63,6 +126,20 @@ _ARRAY_NAMES: dict[str, tuple[str, ...]] = {name: k.array_names for name, k in K
 
 class PlannableOperation(Operation):
     """An operation of a concrete kind: the descriptor, plus planning (:mod:`pycutensor.plan`)."""
+
+    def _describe(
+        self,
+        tensors: Sequence[tuple[TensorDescriptor, Any]],
+        kw: Mapping[str, Any],
+        *,
+        unary: Sequence[Any] = (),
+        binary: Sequence[Any] = (),
+    ) -> None:
+        """``__init__``'s work: the operation of ``tensors`` with the :class:`OperationKeywords`
+        ``kw`` (``TypeError`` for any other keyword, as Python's own)."""
+        k = take_keywords(f"{type(self).__name__}.__init__", kw, _OPERATION_DEFAULTS)
+        self._create(k["handle"], tensors, unary=unary, binary=binary,
+                     compute_type=k["compute_type"])  # fmt: skip
 
     def plan(
         self,
@@ -227,19 +304,21 @@ def run(  # noqa: PLR0917 - called from the public functions only
     scalars: dict[str, Any],
     unary: tuple[Any, ...],
     binary: tuple[Any, ...],
-    compute_type: Any,
-    preference: PlanPreference | None,
-    stream: Any,
-    workspace: Any,
-    handle: Handle | None = None,
+    kw: Mapping[str, Any],
+    function: str,
 ) -> Any:
     """``cls``'s operation on ``arrays`` (see the module docstring); returns the output array.
 
-    ``handle``: the handle to plan and execute with (its device must be the arrays'); None uses
-    the calling thread's handle for the arrays' device."""
+    ``kw``: the keywords ``function`` was given of its :class:`LaunchKeywords` (or, when the
+    kind's execute takes a workspace, :class:`WorkspaceLaunchKeywords`); ``TypeError`` for any
+    other, as Python's own. ``handle`` among them must be on the arrays' device; None uses the
+    calling thread's handle for that device."""
+    info = KINDS[cls.kind]
+    k = take_keywords(function, kw, _LAUNCH_DEFAULTS if info.takes_workspace else _ARRAY_DEFAULTS)
+    compute_type, preference, stream = k["compute_type"], k.get("preference"), k["stream"]
+    handle: Handle | None = k["handle"]
     check_handle_argument(handle)
     kind = cls.kind
-    info = KINDS[kind]
     names = _ARRAY_NAMES[kind]  # built once, not per call
     stream_ptr = stream_handle(stream)
     views = [
@@ -307,7 +386,7 @@ def run(  # noqa: PLR0917 - called from the public functions only
     values = ready.operation.scalar_values(**scalars)
     previous = handle.activate()  # the workspace is allocated on the handle's device
     try:
-        ws_ptr, ws_size = plan._workspace(workspace, stream_ptr, stream)
+        ws_ptr, ws_size = plan._workspace(k.get("workspace"), stream_ptr, stream)
         plan.launch_unchecked(pointers, values, stream_ptr, ws_ptr, ws_size)
     finally:
         handle.restore(previous)

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..handle import Handle
-from ..preference import PlanPreference
 from ..tensor import TensorDescriptor
-from ._common import PlannableOperation, run
+from ._common import OperationKeywords, PlannableOperation, WorkspaceLaunchKeywords, run
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
 
 __all__ = ["Contraction", "contract"]
 
@@ -17,9 +18,8 @@ class Contraction(PlannableOperation):
     """``D = alpha opA(A) opB(B) + beta C`` (``cutensorCreateContraction``); D is described by C.
 
     Modes in A and B but not C are contracted; modes in A, B and C are batch modes. ``op_a`` and
-    ``op_b`` are unary operators (``"identity"``, ``"conj"``, ...). ``compute_type`` defaults to
-    the first row of cuTENSOR's table for the data types (32F for 16-bit and 32-bit data, 64F for
-    doubles). ``handle`` defaults to the descriptors' handle.
+    ``op_b`` are unary operators (``"identity"``, ``"conj"``, ...). ``compute_type`` and
+    ``handle``: :class:`~pycutensor.operations.OperationKeywords`.
     """
 
     kind = "contraction"
@@ -35,11 +35,10 @@ class Contraction(PlannableOperation):
         *,
         op_a: Any = "identity",
         op_b: Any = "identity",
-        compute_type: Any = None,
-        handle: Handle | None = None,
+        **kw: Unpack[OperationKeywords],
     ) -> None:
-        self._create(handle, [(a, modes_a), (b, modes_b), (c, modes_c)],
-                     unary=(op_a, op_b, "identity"), compute_type=compute_type)  # fmt: skip
+        self._describe([(a, modes_a), (b, modes_b), (c, modes_c)], kw,
+                       unary=(op_a, op_b, "identity"))  # fmt: skip
 
 
 def contract(  # noqa: PLR0917 - the C API's argument order
@@ -55,20 +54,14 @@ def contract(  # noqa: PLR0917 - the C API's argument order
     out: Any = None,
     op_a: Any = "identity",
     op_b: Any = "identity",
-    compute_type: Any = None,
-    preference: PlanPreference | None = None,
-    stream: Any = None,
-    workspace: Any = None,
-    handle: Handle | None = None,
+    **kw: Unpack[WorkspaceLaunchKeywords],
 ) -> Any:
     """``out = alpha opA(A) opB(B) + beta C`` over the modes given (``cutensorContract``).
 
     ``out`` defaults to ``c`` itself (C and D are the same array); when given, it must be laid out
     like ``c``. Modes of A and B missing from C are contracted. Returns the output array.
-    ``handle``: the :class:`~pycutensor.Handle` to plan and execute with, bound to the arrays'
-    device (share one between threads to share its plan cache); None: the calling thread's own
-    (:func:`~pycutensor.get_handle`).
+    ``compute_type``, ``preference``, ``stream``, ``workspace`` and ``handle``:
+    :class:`~pycutensor.operations.WorkspaceLaunchKeywords`.
     """
     return run(Contraction, (a, b, c), (modes_a, modes_b, modes_c), out,
-               {"alpha": alpha, "beta": beta}, (op_a, op_b), (), compute_type, preference,
-               stream, workspace, handle=handle)  # fmt: skip
+               {"alpha": alpha, "beta": beta}, (op_a, op_b), (), kw, "contract")  # fmt: skip

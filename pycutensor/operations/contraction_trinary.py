@@ -3,19 +3,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..handle import Handle
-from ..preference import PlanPreference
 from ..tensor import TensorDescriptor
-from ._common import PlannableOperation, run
+from ._common import OperationKeywords, PlannableOperation, WorkspaceLaunchKeywords, run
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
 
 __all__ = ["ContractionTrinary", "contract_trinary"]
 
 
 class ContractionTrinary(PlannableOperation):
     """``E = alpha opA(A) opB(B) opC(C) + beta opD(D)`` (``cutensorCreateContractionTrinary``);
-    E is described by D."""
+    E is described by D. ``compute_type`` and ``handle``:
+    :class:`~pycutensor.operations.OperationKeywords`."""
 
     kind = "contraction_trinary"
 
@@ -34,11 +36,10 @@ class ContractionTrinary(PlannableOperation):
         op_b: Any = "identity",
         op_c: Any = "identity",
         op_d: Any = "identity",
-        compute_type: Any = None,
-        handle: Handle | None = None,
+        **kw: Unpack[OperationKeywords],
     ) -> None:
-        self._create(handle, [(a, modes_a), (b, modes_b), (c, modes_c), (d, modes_d)],
-                     unary=(op_a, op_b, op_c, op_d), compute_type=compute_type)  # fmt: skip
+        self._describe([(a, modes_a), (b, modes_b), (c, modes_c), (d, modes_d)], kw,
+                       unary=(op_a, op_b, op_c, op_d))  # fmt: skip
 
 
 def contract_trinary(  # noqa: PLR0917 - the C API's argument order
@@ -58,19 +59,14 @@ def contract_trinary(  # noqa: PLR0917 - the C API's argument order
     op_b: Any = "identity",
     op_c: Any = "identity",
     op_d: Any = "identity",
-    compute_type: Any = None,
-    preference: PlanPreference | None = None,
-    stream: Any = None,
-    workspace: Any = None,
-    handle: Handle | None = None,
+    **kw: Unpack[WorkspaceLaunchKeywords],
 ) -> Any:
     """``out = alpha opA(A) opB(B) opC(C) + beta opD(D)`` (``cutensorContractTrinary``).
 
     ``out`` defaults to ``d`` itself; when given it must be laid out like ``d``.
-    ``handle``: the :class:`~pycutensor.Handle` to plan and execute with, bound to the arrays'
-    device (share one between threads to share its plan cache); None: the calling thread's own
-    (:func:`~pycutensor.get_handle`).
+    ``compute_type``, ``preference``, ``stream``, ``workspace`` and ``handle``:
+    :class:`~pycutensor.operations.WorkspaceLaunchKeywords`.
     """
     return run(ContractionTrinary, (a, b, c, d), (modes_a, modes_b, modes_c, modes_d), out,
-               {"alpha": alpha, "beta": beta}, (op_a, op_b, op_c, op_d), (), compute_type,
-               preference, stream, workspace, handle=handle)  # fmt: skip
+               {"alpha": alpha, "beta": beta}, (op_a, op_b, op_c, op_d), (), kw,
+               "contract_trinary")  # fmt: skip

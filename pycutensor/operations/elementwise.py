@@ -4,18 +4,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..handle import Handle
 from ..tensor import TensorDescriptor
-from ._common import PlannableOperation, run
+from ._common import LaunchKeywords, OperationKeywords, PlannableOperation, run
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
 
 __all__ = ["ElementwiseBinary", "ElementwiseTrinary", "elementwise_binary", "elementwise_trinary"]
 
 
 class ElementwiseBinary(PlannableOperation):
     """``D = opAC(alpha opA(A), gamma opC(C))`` (``cutensorCreateElementwiseBinary``); D is described
-    by C. Modes of A must appear in C; a mode C has and A lacks broadcasts A."""
+    by C. Modes of A must appear in C; a mode C has and A lacks broadcasts A. ``compute_type``
+    and ``handle``: :class:`~pycutensor.operations.OperationKeywords`."""
 
     kind = "elementwise_binary"
 
@@ -29,16 +32,15 @@ class ElementwiseBinary(PlannableOperation):
         op_ac: Any = "add",
         op_a: Any = "identity",
         op_c: Any = "identity",
-        compute_type: Any = None,
-        handle: Handle | None = None,
+        **kw: Unpack[OperationKeywords],
     ) -> None:
-        self._create(handle, [(a, modes_a), (c, modes_c)], unary=(op_a, op_c), binary=(op_ac,),
-                     compute_type=compute_type)  # fmt: skip
+        self._describe([(a, modes_a), (c, modes_c)], kw, unary=(op_a, op_c), binary=(op_ac,))
 
 
 class ElementwiseTrinary(PlannableOperation):
     """``D = opABC(opAB(alpha opA(A), beta opB(B)), gamma opC(C))``
-    (``cutensorCreateElementwiseTrinary``); D is described by C."""
+    (``cutensorCreateElementwiseTrinary``); D is described by C. ``compute_type`` and ``handle``:
+    :class:`~pycutensor.operations.OperationKeywords`."""
 
     kind = "elementwise_trinary"
 
@@ -56,12 +58,10 @@ class ElementwiseTrinary(PlannableOperation):
         op_a: Any = "identity",
         op_b: Any = "identity",
         op_c: Any = "identity",
-        compute_type: Any = None,
-        handle: Handle | None = None,
+        **kw: Unpack[OperationKeywords],
     ) -> None:
-        self._create(handle, [(a, modes_a), (b, modes_b), (c, modes_c)],
-                     unary=(op_a, op_b, op_c), binary=(op_ab, op_abc),
-                     compute_type=compute_type)  # fmt: skip
+        self._describe([(a, modes_a), (b, modes_b), (c, modes_c)], kw,
+                       unary=(op_a, op_b, op_c), binary=(op_ab, op_abc))  # fmt: skip
 
 
 def elementwise_binary(
@@ -76,20 +76,16 @@ def elementwise_binary(
     op_ac: Any = "add",
     op_a: Any = "identity",
     op_c: Any = "identity",
-    compute_type: Any = None,
-    stream: Any = None,
-    handle: Handle | None = None,
+    **kw: Unpack[LaunchKeywords],
 ) -> Any:
     """``out = opAC(alpha opA(A), gamma opC(C))`` (``cutensorElementwiseBinaryExecute``).
 
     ``out`` defaults to ``c`` (updated in place; allowed because C and D share one descriptor).
-    ``handle``: the :class:`~pycutensor.Handle` to plan and execute with, bound to the arrays'
-    device (share one between threads to share its plan cache); None: the calling thread's own
-    (:func:`~pycutensor.get_handle`).
+    ``compute_type``, ``stream`` and ``handle``: :class:`~pycutensor.operations.LaunchKeywords`.
     """
     return run(ElementwiseBinary, (a, c), (modes_a, modes_c), out,
-               {"alpha": alpha, "gamma": gamma}, (op_a, op_c), (op_ac,), compute_type, None,
-               stream, None, handle=handle)  # fmt: skip
+               {"alpha": alpha, "gamma": gamma}, (op_a, op_c), (op_ac,), kw,
+               "elementwise_binary")  # fmt: skip
 
 
 def elementwise_trinary(  # noqa: PLR0917 - the C API's argument order
@@ -109,17 +105,13 @@ def elementwise_trinary(  # noqa: PLR0917 - the C API's argument order
     op_a: Any = "identity",
     op_b: Any = "identity",
     op_c: Any = "identity",
-    compute_type: Any = None,
-    stream: Any = None,
-    handle: Handle | None = None,
+    **kw: Unpack[LaunchKeywords],
 ) -> Any:
     """``out = opABC(opAB(alpha opA(A), beta opB(B)), gamma opC(C))``
     (``cutensorElementwiseTrinaryExecute``). ``out`` defaults to ``c``.
 
-    ``handle``: the :class:`~pycutensor.Handle` to plan and execute with, bound to the arrays'
-    device (share one between threads to share its plan cache); None: the calling thread's own
-    (:func:`~pycutensor.get_handle`).
+    ``compute_type``, ``stream`` and ``handle``: :class:`~pycutensor.operations.LaunchKeywords`.
     """
     return run(ElementwiseTrinary, (a, b, c), (modes_a, modes_b, modes_c), out,
                {"alpha": alpha, "beta": beta, "gamma": gamma}, (op_a, op_b, op_c),
-               (op_ab, op_abc), compute_type, None, stream, None, handle=handle)  # fmt: skip
+               (op_ab, op_abc), kw, "elementwise_trinary")  # fmt: skip

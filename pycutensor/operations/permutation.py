@@ -3,18 +3,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..handle import Handle
 from ..tensor import TensorDescriptor
-from ._common import PlannableOperation, run
+from ._common import LaunchKeywords, OperationKeywords, PlannableOperation, run
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
 
 __all__ = ["Permutation", "permute"]
 
 
 class Permutation(PlannableOperation):
     """``B = alpha opA(A)`` with B's modes in any order (``cutensorCreatePermutation``); also
-    converts between the data types cuTENSOR's table allows (16F <-> 32F, 32F <-> 64F, ...)."""
+    converts between the data types cuTENSOR's table allows (16F <-> 32F, 32F <-> 64F, ...).
+    ``compute_type`` and ``handle``: :class:`~pycutensor.operations.OperationKeywords`."""
 
     kind = "permutation"
 
@@ -26,11 +29,9 @@ class Permutation(PlannableOperation):
         modes_b: Any,
         *,
         op_a: Any = "identity",
-        compute_type: Any = None,
-        handle: Handle | None = None,
+        **kw: Unpack[OperationKeywords],
     ) -> None:
-        self._create(handle, [(a, modes_a), (b, modes_b)], unary=(op_a,),
-                     compute_type=compute_type)  # fmt: skip
+        self._describe([(a, modes_a), (b, modes_b)], kw, unary=(op_a,))
 
 
 def permute(
@@ -41,15 +42,11 @@ def permute(
     *,
     alpha: Any = 1.0,
     op_a: Any = "identity",
-    compute_type: Any = None,
-    stream: Any = None,
-    handle: Handle | None = None,
+    **kw: Unpack[LaunchKeywords],
 ) -> Any:
     """``B = alpha opA(A)`` with B's modes in any order (``cutensorPermute``); returns ``b``.
 
-    ``handle``: the :class:`~pycutensor.Handle` to plan and execute with, bound to the arrays'
-    device (share one between threads to share its plan cache); None: the calling thread's own
-    (:func:`~pycutensor.get_handle`).
+    ``compute_type``, ``stream`` and ``handle``: :class:`~pycutensor.operations.LaunchKeywords`.
     """
-    return run(Permutation, (a, b), (modes_a, modes_b), None, {"alpha": alpha}, (op_a,), (),
-               compute_type, None, stream, None, handle=handle)  # fmt: skip
+    return run(Permutation, (a, b), (modes_a, modes_b), None, {"alpha": alpha}, (op_a,), (), kw,
+               "permute")  # fmt: skip

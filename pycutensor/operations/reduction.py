@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..handle import Handle
-from ..preference import PlanPreference
 from ..tensor import TensorDescriptor
-from ._common import PlannableOperation, run
+from ._common import OperationKeywords, PlannableOperation, WorkspaceLaunchKeywords, run
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
 
 __all__ = ["Reduction", "reduce"]
 
@@ -17,7 +18,7 @@ class Reduction(PlannableOperation):
     """``D = alpha opReduce(opA(A)) + beta opC(C)`` (``cutensorCreateReduction``); D is described by C.
 
     Modes of A absent from C are reduced with ``op_reduce`` (``"add"``, ``"mul"``, ``"max"``,
-    ``"min"``).
+    ``"min"``). ``compute_type`` and ``handle``: :class:`~pycutensor.operations.OperationKeywords`.
     """
 
     kind = "reduction"
@@ -32,11 +33,9 @@ class Reduction(PlannableOperation):
         op_reduce: Any = "add",
         op_a: Any = "identity",
         op_c: Any = "identity",
-        compute_type: Any = None,
-        handle: Handle | None = None,
+        **kw: Unpack[OperationKeywords],
     ) -> None:
-        self._create(handle, [(a, modes_a), (c, modes_c)], unary=(op_a, op_c),
-                     binary=(op_reduce,), compute_type=compute_type)  # fmt: skip
+        self._describe([(a, modes_a), (c, modes_c)], kw, unary=(op_a, op_c), binary=(op_reduce,))
 
 
 def reduce(
@@ -51,19 +50,13 @@ def reduce(
     op_reduce: Any = "add",
     op_a: Any = "identity",
     op_c: Any = "identity",
-    compute_type: Any = None,
-    preference: PlanPreference | None = None,
-    stream: Any = None,
-    workspace: Any = None,
-    handle: Handle | None = None,
+    **kw: Unpack[WorkspaceLaunchKeywords],
 ) -> Any:
     """``out = alpha opReduce(opA(A)) + beta opC(C)`` (``cutensorReduce``): modes of A that C
     lacks are reduced. ``out`` defaults to ``c``.
 
-    ``handle``: the :class:`~pycutensor.Handle` to plan and execute with, bound to the arrays'
-    device (share one between threads to share its plan cache); None: the calling thread's own
-    (:func:`~pycutensor.get_handle`).
+    ``compute_type``, ``preference``, ``stream``, ``workspace`` and ``handle``:
+    :class:`~pycutensor.operations.WorkspaceLaunchKeywords`.
     """
     return run(Reduction, (a, c), (modes_a, modes_c), out, {"alpha": alpha, "beta": beta},
-               (op_a, op_c), (op_reduce,), compute_type, preference, stream,
-               workspace, handle=handle)  # fmt: skip
+               (op_a, op_c), (op_reduce,), kw, "reduce")  # fmt: skip
