@@ -96,14 +96,22 @@ def _nothing() -> None:
     pass
 
 
+def _wait_until_idle() -> None:
+    # The caller holds the lock. Bounded: a wait made from inside a call (a fork from a log
+    # handler, say) would otherwise wait for itself. Counted in ``waiters``, so that the calls
+    # ending meanwhile notify.
+    state = _State
+    state.waiters += 1
+    try:
+        state.idle.wait_for(lambda: state.in_progress == 0, timeout=EXIT_WAIT_S)
+    finally:
+        state.waiters -= 1
+
+
 def _wait_for_calls() -> None:
     with _State.idle:
         _State.exiting = True
-        _State.waiters += 1
-        try:
-            _State.idle.wait_for(lambda: _State.in_progress == 0, timeout=EXIT_WAIT_S)
-        finally:
-            _State.waiters -= 1
+        _wait_until_idle()
 
 
 def _before_fork() -> None:
@@ -113,12 +121,7 @@ def _before_fork() -> None:
     state = _State
     state.idle.acquire()
     state.forking = True
-    # Bounded: a fork made from inside a call (a log handler, say) would otherwise wait for itself.
-    state.waiters += 1
-    try:
-        state.idle.wait_for(lambda: state.in_progress == 0, timeout=EXIT_WAIT_S)
-    finally:
-        state.waiters -= 1
+    _wait_until_idle()
 
 
 def _after_fork_in_parent() -> None:

@@ -16,6 +16,7 @@ import os
 from typing import Any
 
 from _nvbind.cuda import get_device
+from _nvbind.resource import Closable
 
 from ..errors import ClosedError
 from ._common import require_gpu
@@ -77,7 +78,7 @@ def _ask(lib: ctypes.CDLL, name: str, comm: int) -> int:
     return int(value.value)
 
 
-class Communicator:
+class Communicator(Closable):
     """An NCCL communicator that cuTENSORMp plans run over.
 
     ``Communicator(comm)`` wraps an existing one (it is not destroyed here: ``keep`` holds its
@@ -193,12 +194,6 @@ class Communicator:
         owned, self._owned, self._keep = self._owned, None, None
         if owned is not None:
             owned.destroy()
-
-    def __enter__(self) -> Communicator:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         if self._ptr is None:
