@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["check_json_attribute", "check_plan_json", "parse_json_for_cudnn"]
+__all__ = [
+    "check_json_attribute",
+    "check_plan_json",
+    "loads_unique_keys",
+    "parse_json_for_cudnn",
+]
 
 # cudaDeviceProp::name is char[256]; cuDNN copies the JSON's device name into such a buffer
 # unchecked. (pycudnn.deviceprops applies the same limit to the files it writes and reads.)
@@ -58,6 +63,21 @@ _JSON_ATTRIBUTES = frozenset(
 )
 
 
+def loads_unique_keys(text: str, repeated: Callable[[str, list[str]], str]) -> Any:
+    """``json.loads`` that refuses an object with a repeated key (Python would keep the last copy
+    silently): ``ValueError(repeated(key, keys before it))``."""
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in obj:
+                raise ValueError(repeated(key, list(obj)))
+            obj[key] = value
+        return obj
+
+    return json.loads(text, object_pairs_hook=unique)
+
+
 def parse_json_for_cudnn(text: Any, what: str) -> Any:
     """Parse JSON text that is headed for cuDNN, refusing what cuDNN would read differently.
 
@@ -82,21 +102,16 @@ def parse_json_for_cudnn(text: Any, what: str) -> Any:
             "would stop there, reading other JSON than the text given"
         )
 
-    def refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        obj: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in obj:
-                others = ", ".join(repr(k) for k in list(obj)[:6])
-                raise ValueError(
-                    f"{what} has the key {key!r} twice in one object (the object with keys "
-                    f"{others}{', ...' if len(obj) > 6 else ''}): cuDNN reads the first copy and "
-                    "Python the last, so it cannot be checked before cuDNN reads it"
-                )
-            obj[key] = value
-        return obj
+    def repeated(key: str, keys: list[str]) -> str:
+        others = ", ".join(repr(k) for k in keys[:6])
+        return (
+            f"{what} has the key {key!r} twice in one object (the object with keys "
+            f"{others}{', ...' if len(keys) > 6 else ''}): cuDNN reads the first copy and "
+            "Python the last, so it cannot be checked before cuDNN reads it"
+        )
 
     try:
-        return json.loads(text, object_pairs_hook=refuse_duplicates)
+        return loads_unique_keys(text, repeated)
     except RecursionError:
         raise ValueError(
             f"{what} is nested too deeply to be checked (Python's JSON parser gives up at about "

@@ -28,6 +28,8 @@ from _nvbind.dtypes import CUDNN_DATA_TYPE_NAMES, dtype_name
 from _nvbind.files import read_text
 from _nvbind.suggest import did_you_mean
 
+from ._plan_json import loads_unique_keys
+
 if TYPE_CHECKING:  # pragma: no cover
     from .opgraph import OperationGraph
 
@@ -291,19 +293,11 @@ def _parse(text: str, source: str) -> Any:
     if too_deep is not None:
         raise ValueError(f"{source}: {too_deep}")
 
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        obj: dict[str, Any] = {}
-        for key, value in items:
-            if key in obj:
-                raise ValueError(
-                    f"{source}: the key {key!r} appears twice in one object (the last copy "
-                    "would silently win)"
-                )
-            obj[key] = value
-        return obj
+    def repeated(key: str, _keys: list[str]) -> str:
+        return f"{source}: the key {key!r} appears twice in one object (the last copy would silently win)"
 
     try:
-        return json.loads(text, object_pairs_hook=pairs)
+        return loads_unique_keys(text, repeated)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{source}: the known-bad engine table does not parse: {exc}") from None
     except RecursionError:  # not reached after _too_deep; kept so no RecursionError escapes
