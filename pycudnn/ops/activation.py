@@ -90,6 +90,8 @@ def activation_forward(
 
 
 class _ActivationSettings(TypedDict, total=False):
+    """The activation settings of :func:`activation_forward` besides ``mode``."""
+
     coef: float
     swish_beta: float
 

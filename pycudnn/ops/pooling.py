@@ -84,6 +84,8 @@ def pooling_forward(
 
 
 class _PoolingSettings(TypedDict, total=False):
+    """The pooling settings of :func:`pooling_forward` (in its order)."""
+
     mode: str
     window: Sequence[int]
     pads: Sequence[int] | None
