@@ -75,8 +75,8 @@ def _public_callables() -> list[tuple[str, Any]]:
     import importlib
 
     out: list[tuple[str, Any]] = []
-    for package in ("pycudnn", "pycudnn.plan", "pycudnn.verification", "pycudnn.opgraph",
-                    "pycutensor", "pycutensor.distributed"):  # fmt: skip
+    for package in ("pycudnn", "pycudnn.ops", "pycudnn.plan", "pycudnn.verification",
+                    "pycudnn.opgraph", "pycutensor", "pycutensor.distributed"):  # fmt: skip
         module = importlib.import_module(package)
         for name in module.__all__:
             obj = getattr(module, name)
@@ -107,6 +107,7 @@ def test_no_public_callable_hides_its_keywords() -> None:
     # the scan reaches the methods that take shared keyword lists
     names = {n for n, _ in _public_callables()}
     assert {"pycudnn.Graph.conv_dgrad", "pycudnn.Graph.add", "pycudnn.Graph.build"} <= names
+    assert {"pycudnn.ops.pooling_backward", "pycudnn.ops.softmax_forward"} <= names
 
 
 def test_shortcut_keywords_reach_pointwise() -> None:

@@ -17,7 +17,7 @@ from pycudnn.opgraph.convolution import (
     WgradKeywords,
 )
 from pycudnn.opgraph.lowering_extra import EXTRA_KINDS
-from pycudnn.opgraph.normalization import NormKeywords
+from pycudnn.opgraph.normalization import NormBackwardKeywords, NormKeywords
 from pycudnn.opgraph.resample import ResampleKeywords
 from pycudnn.opgraph.sequence import BandKeywords, RopeKeywords
 
@@ -106,6 +106,7 @@ def test_pooling_windows_are_bounded_as_convolutions_are(
     [
         ("rope", "rope_backward", RopeKeywords, set()),
         ("layernorm", "rmsnorm", NormKeywords, set()),
+        ("layernorm_backward", "rmsnorm_backward", NormBackwardKeywords, {"with_dbias"}),
         ("expand_band_matrix", "contract_band_matrix", BandKeywords, {"max_token"}),
         ("resample", "resample_backward", ResampleKeywords, {"x", "y", "index", "dx_dims"}),
     ],

@@ -36,7 +36,7 @@ from .tensors import Tensor
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
 
-__all__ = ["NormKeywords", "NormOutputs", "NormalizationOps"]
+__all__ = ["NormBackwardKeywords", "NormKeywords", "NormOutputs", "NormalizationOps"]
 
 
 def _norm_axes(stats_dims: tuple[int, ...], x_dims: tuple[int, ...]) -> tuple[int, ...]:
@@ -50,6 +50,15 @@ class NormKeywords(TypedDict, total=False):
 
     epsilon: float | Tensor
     training: bool
+    zero_centered_gamma: bool
+    name: str | None
+
+
+class NormBackwardKeywords(TypedDict, total=False):
+    """The keywords of :meth:`NormalizationOps.layernorm_backward` that ``rmsnorm_backward``
+    takes too, with the same defaults: its fixed keyword list, for
+    ``**kw: Unpack[NormBackwardKeywords]``."""
+
     zero_centered_gamma: bool
     name: str | None
 
@@ -456,14 +465,14 @@ class NormalizationOps(PointwiseOps):
         inv_variance: Tensor,
         *,
         with_dbias: bool = False,
-        zero_centered_gamma: bool = False,
-        name: str | None = None,
+        **kw: Unpack[NormBackwardKeywords],
     ) -> NormGradients:
-        """``(dx, dscale, dbias or None)`` of :meth:`rmsnorm` (``NORM_BACKWARD``, ``RMS_NORM``)."""
-        stats, zero = (None, inv_variance), zero_centered_gamma  # RMS norm saves no mean
-        return self._norm_backward(
-            "rms", dy, x, scale, *stats, with_dbias=with_dbias, name=name, zero_centered_gamma=zero
-        )
+        """``(dx, dscale, dbias or None)`` of :meth:`rmsnorm` (``NORM_BACKWARD``, ``RMS_NORM``);
+        ``zero_centered_gamma`` and ``name`` and their defaults as for
+        :meth:`layernorm_backward`."""
+        k = take_keywords("rmsnorm_backward", kw, _LAYER_BACKWARD)
+        stats = (None, inv_variance)  # RMS norm saves no mean
+        return self._norm_backward("rms", dy, x, scale, *stats, with_dbias=with_dbias, **k)
 
     def batchnorm_backward(
         self,
@@ -492,6 +501,11 @@ class NormalizationOps(PointwiseOps):
         return self._norm_backward("instance", dy, x, scale, mean, inv_variance, name=name)
 
 
-# layernorm spells out the keywords (and defaults) that rmsnorm takes as NormKeywords.
+# layernorm spells out the keywords (and defaults) that rmsnorm takes as NormKeywords, and
+# layernorm_backward those that rmsnorm_backward takes as NormBackwardKeywords.
 _LAYER = keyword_defaults(NormalizationOps.layernorm)
+_LAYER_BACKWARD = keyword_defaults(
+    NormalizationOps.layernorm_backward, NormBackwardKeywords.__annotations__
+)
 show_keywords(vars(NormalizationOps), NormalizationOps.layernorm, NormKeywords)
+show_keywords(vars(NormalizationOps), NormalizationOps.layernorm_backward, NormBackwardKeywords)

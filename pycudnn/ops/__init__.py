@@ -3,9 +3,9 @@
 Each function takes arrays (``DeviceArray``, or any array with DLPack or
 ``__cuda_array_interface__``: CuPy, PyTorch, JAX, Numba), builds the legacy descriptors from their
 shapes, strides and dtypes, checks everything in Python first (see
-:func:`pycudnn.tensor.check_operand`), and runs the cuDNN call on ``handle`` (default: the calling
-thread's handle for the operands' device, :func:`pycudnn.get_handle`) and ``stream`` (default: the
-stream set on the handle; a stream given here stays set on the handle).
+:func:`pycudnn.tensor.check_operand`), and runs the cuDNN call. Each ends with the keywords of
+:class:`LaunchKeywords` (the blending scalars ``alpha`` and ``beta``, the ``handle`` and the
+``stream`` to run on), documented and given their defaults once, there.
 
 Results follow cuDNN's blending rule ``y = alpha * op(x) + beta * y``. When ``y`` is not given a
 ``DeviceArray`` is allocated in the memory order of the input (so NHWC in, NHWC out) and ``beta``
@@ -20,27 +20,37 @@ The backward routines take the forward's settings and arrays in the C functions'
 (``activation_backward(y, dy, x)``, ``pooling_backward(y, dy, x)``) and return the gradient
 (``dx``, ``dw`` or ``db``), allocated when not given, under the same blending rule.
 
-One module per family, each importing only ``_common``: ``convolution``, ``activation`` (with
-softmax), ``pooling``, ``transform`` (layout transforms, tensor add, op-tensor), ``reduce``;
-``convolution_backward`` (data, filter and bias gradients) also reuses ``convolution``'s
-descriptor helpers. ``smoke`` holds the CLI's smoke checks.
+One module per family, each importing only ``_common`` and ``_launch`` (the launch keywords):
+``convolution``, ``activation`` (with softmax), ``pooling``, ``transform`` (layout transforms,
+tensor add, op-tensor), ``reduce``; ``convolution_backward`` (data, filter and bias gradients)
+also reuses ``convolution``'s descriptor helpers. ``smoke`` holds the CLI's smoke checks.
 """
 
 from __future__ import annotations
 
-from .activation import activation_backward, activation_forward, softmax_backward, softmax_forward
+from ._launch import LaunchKeywords
+from .activation import (
+    ActivationKeywords,
+    activation_backward,
+    activation_forward,
+    softmax_backward,
+    softmax_forward,
+)
 from .convolution import convolution_forward
 from .convolution_backward import (
     convolution_backward_bias,
     convolution_backward_data,
     convolution_backward_filter,
 )
-from .pooling import pooling_backward, pooling_forward
+from .pooling import PoolingKeywords, pooling_backward, pooling_forward
 from .reduce import reduce_tensor
 from .smoke import smoke_checks
 from .transform import add_tensor, op_tensor, transform_tensor
 
 __all__ = [
+    "ActivationKeywords",
+    "LaunchKeywords",
+    "PoolingKeywords",
     "activation_backward",
     "activation_forward",
     "add_tensor",

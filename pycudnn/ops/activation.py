@@ -5,10 +5,11 @@
 from __future__ import annotations
 
 import ctypes
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from _nvbind.keywords import keyword_defaults, take_keywords
 
 from .. import _bindings as _b
-from ..handle import Handle
 from ..tensor import (
     ActivationDescriptor,
 )
@@ -25,6 +26,10 @@ from ._common import (
     _tensor_desc,
     _transform,
 )
+from ._launch import LAUNCH, LaunchKeywords, launch_keywords, shows
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
 
 
 def _activation(mode: Any, coef: Any, swish_beta: Any) -> ActivationDescriptor:
@@ -35,6 +40,7 @@ def _activation(mode: Any, coef: Any, swish_beta: Any) -> ActivationDescriptor:
     )
 
 
+@launch_keywords
 def activation_forward(
     x: Any,
     mode: str = "relu",
@@ -42,10 +48,7 @@ def activation_forward(
     y: Any = None,
     coef: float = 0.0,
     swish_beta: float = 1.0,
-    alpha: float = 1.0,
-    beta: float = 0.0,
-    handle: Handle | None = None,
-    stream: Any = None,
+    **kw: Unpack[LaunchKeywords],
 ) -> Any:
     """``y = alpha * act(x) + beta * y`` (``cudnnActivationForward``; deprecated in cuDNN 9).
 
@@ -53,14 +56,16 @@ def activation_forward(
     ``"elu"`` (``coef``: alpha), ``"swish"`` (``x * sigmoid(swish_beta * x)``), ``"identity"``.
     ``y`` may be ``x`` (in place). cuDNN documents ``CUDNN_ACTIVATION_IDENTITY`` as not working
     with ``cudnnActivationForward``, so ``"identity"`` runs as ``cudnnTransformTensor``
-    (``cudnnScaleTensor`` in place). Returns ``y``.
+    (``cudnnScaleTensor`` in place). ``alpha``, ``beta``, ``handle``, ``stream``: see
+    :class:`~pycudnn.ops.LaunchKeywords`. Returns ``y``.
     """
+    k = take_keywords("activation_forward", kw, LAUNCH)
     warn_deprecated_once("pycudnn.ops.activation_forward (cudnnActivationForward)", _GRAPH)
     act = _activation(mode, coef, swish_beta)
-    ctx = _resolve(handle, stream, x, "x")
+    ctx = _resolve(k["handle"], k["stream"], x, "x")
     xv = ctx.operand(x, "x")
-    y, yv = ctx.output(y, "y", xv.shape, xv.dtype, like=xv, beta=beta)
-    al, be = _scalars(xv.dtype, alpha=alpha, beta=beta)
+    y, yv = ctx.output(y, "y", xv.shape, xv.dtype, like=xv, beta=k["beta"])
+    al, be = _scalars(xv.dtype, alpha=k["alpha"], beta=k["beta"])
     x_desc, y_desc = _tensor_desc(xv, "x"), _tensor_desc(yv, "y")
     if act.key()[0] != int(_b.CUDNN_ACTIVATION_IDENTITY):
         _call(
@@ -84,6 +89,24 @@ def activation_forward(
     return y
 
 
+class _ActivationSettings(TypedDict, total=False):
+    """The activation settings of :func:`activation_forward` besides ``mode``."""
+
+    coef: float
+    swish_beta: float
+
+
+class ActivationKeywords(_ActivationSettings, LaunchKeywords, total=False):
+    """:func:`activation_forward`'s ``coef`` and ``swish_beta`` and the
+    :class:`~pycudnn.ops.LaunchKeywords`, with the forward's defaults: the keywords
+    :func:`activation_backward` takes."""
+
+
+# activation_backward takes activation_forward's keywords (ActivationKeywords), with its defaults.
+_ACTIVATION = keyword_defaults(activation_forward, ActivationKeywords.__annotations__)
+
+
+@shows(activation_forward, ActivationKeywords)
 def activation_backward(
     y: Any,
     dy: Any,
@@ -91,35 +114,32 @@ def activation_backward(
     mode: str = "relu",
     *,
     dx: Any = None,
-    coef: float = 0.0,
-    swish_beta: float = 1.0,
-    alpha: float = 1.0,
-    beta: float = 0.0,
-    handle: Handle | None = None,
-    stream: Any = None,
+    **kw: Unpack[ActivationKeywords],
 ) -> Any:
     """``dx = alpha * act'(x) * dy + beta * dx`` (``cudnnActivationBackward``; deprecated in
     cuDNN 9).
 
     ``y`` is the forward's output for input ``x``, ``dy`` the gradient of ``y``; the arguments
     come in the C function's order (y, dy, x) and ``mode``, ``coef`` and ``swish_beta`` are the
-    forward's. All four tensors share shape and dtype, and cuDNN's API reference requires ``dy``
-    to have ``y``'s strides and ``dx`` to have ``x``'s (checked here; a ``dx`` allocated here gets
-    them). ``dx`` may be ``dy`` (in place; then ``x`` and ``y`` are laid out alike). For
-    ``"identity"`` the gradient is ``dy`` itself, copied with ``cudnnTransformTensor``, as the
-    forward does. Returns ``dx``.
+    forward's, as are the launch keywords (:class:`~pycudnn.ops.ActivationKeywords`). All four
+    tensors share shape and dtype, and cuDNN's API reference requires ``dy`` to have ``y``'s
+    strides and ``dx`` to have ``x``'s (checked here; a ``dx`` allocated here gets them). ``dx``
+    may be ``dy`` (in place; then ``x`` and ``y`` are laid out alike). For ``"identity"`` the
+    gradient is ``dy`` itself, copied with ``cudnnTransformTensor``, as the forward does.
+    Returns ``dx``.
     """
+    k = take_keywords("activation_backward", kw, _ACTIVATION)
     warn_deprecated_once("pycudnn.ops.activation_backward (cudnnActivationBackward)", _GRAPH)
-    act = _activation(mode, coef, swish_beta)
-    ctx = _resolve(handle, stream, dy, "dy")
+    act = _activation(mode, k["coef"], k["swish_beta"])
+    ctx = _resolve(k["handle"], k["stream"], dy, "dy")
     yv, dyv, xv = (ctx.operand(a, n) for a, n in ((y, "y"), (dy, "dy"), (x, "x")))
     dtype = _same_dtype([("y", yv), ("dy", dyv), ("x", xv)])
     fn = "cudnnActivationBackward"
     _same_layout(dyv, yv, "dy", "y", fn)
     if xv.shape != yv.shape:
         raise ValueError(f"x has shape {xv.shape} but y has {yv.shape}; they must match")
-    dx, dxv = ctx.gradient_like(dx, xv, dtype, beta=beta, function=fn)
-    al, be = _scalars(dtype, alpha=alpha, beta=beta)
+    dx, dxv = ctx.gradient_like(dx, xv, dtype, beta=k["beta"], function=fn)
+    al, be = _scalars(dtype, alpha=k["alpha"], beta=k["beta"])
     dy_desc, dx_desc = _tensor_desc(dyv, "dy"), _tensor_desc(dxv, "dx")
     if act.key()[0] == int(_b.CUDNN_ACTIVATION_IDENTITY):
         if dxv.ptr == dyv.ptr and dxv.size:
@@ -157,29 +177,29 @@ _SOFTMAX_MODES = {
 }
 
 
+@launch_keywords
 def softmax_forward(
     x: Any,
     *,
     algorithm: str = "accurate",
     mode: str = "channel",
     y: Any = None,
-    alpha: float = 1.0,
-    beta: float = 0.0,
-    handle: Handle | None = None,
-    stream: Any = None,
+    **kw: Unpack[LaunchKeywords],
 ) -> Any:
     """``y = alpha * softmax(x) + beta * y`` (``cudnnSoftmaxForward``, current in cuDNN 9).
 
     ``algorithm``: ``"accurate"`` (subtracts the maximum first), ``"fast"`` (does not), ``"log"``
     (log-softmax). ``mode``: ``"channel"`` (over C, for each N and spatial position) or
-    ``"instance"`` (over C, H, W together, for each N). Returns ``y``.
+    ``"instance"`` (over C, H, W together, for each N). ``alpha``, ``beta``, ``handle``,
+    ``stream``: see :class:`~pycudnn.ops.LaunchKeywords`. Returns ``y``.
     """
+    k = take_keywords("softmax_forward", kw, LAUNCH)
     algo = _choice(algorithm, "algorithm", _SOFTMAX_ALGOS)
     m = _choice(mode, "mode", _SOFTMAX_MODES)
-    ctx = _resolve(handle, stream, x, "x")
+    ctx = _resolve(k["handle"], k["stream"], x, "x")
     xv = ctx.operand(x, "x")
-    y, yv = ctx.output(y, "y", xv.shape, xv.dtype, like=xv, beta=beta)
-    al, be = _scalars(xv.dtype, alpha=alpha, beta=beta)
+    y, yv = ctx.output(y, "y", xv.shape, xv.dtype, like=xv, beta=k["beta"])
+    al, be = _scalars(xv.dtype, alpha=k["alpha"], beta=k["beta"])
     _call(
         "cudnnSoftmaxForward",
         ctx.handle,
@@ -195,6 +215,7 @@ def softmax_forward(
     return y
 
 
+@launch_keywords
 def softmax_backward(
     y: Any,
     dy: Any,
@@ -202,10 +223,7 @@ def softmax_backward(
     algorithm: str = "accurate",
     mode: str = "channel",
     dx: Any = None,
-    alpha: float = 1.0,
-    beta: float = 0.0,
-    handle: Handle | None = None,
-    stream: Any = None,
+    **kw: Unpack[LaunchKeywords],
 ) -> Any:
     """``dx = alpha * softmax'(y) dy + beta * dx`` (``cudnnSoftmaxBackward``, current in cuDNN 9).
 
@@ -213,16 +231,17 @@ def softmax_backward(
     ``dx = y * (dy - sum(dy * y))`` for ``"accurate"`` and ``"fast"``, ``dx = dy - exp(y) *
     sum(dy)`` for ``"log"``, the sums over the softmax's dims. ``y``, ``dy`` and ``dx`` share shape
     and dtype, and ``dy`` has ``y``'s strides (checked here); a ``dx`` allocated here is packed in
-    ``y``'s memory order. Returns ``dx``.
+    ``y``'s memory order. The launch keywords are :func:`softmax_forward`'s. Returns ``dx``.
     """
+    k = take_keywords("softmax_backward", kw, LAUNCH)
     algo = _choice(algorithm, "algorithm", _SOFTMAX_ALGOS)
     m = _choice(mode, "mode", _SOFTMAX_MODES)
-    ctx = _resolve(handle, stream, dy, "dy")
+    ctx = _resolve(k["handle"], k["stream"], dy, "dy")
     yv, dyv = ctx.operand(y, "y"), ctx.operand(dy, "dy")
     dtype = _same_dtype([("y", yv), ("dy", dyv)])
     _same_layout(dyv, yv, "dy", "y", "cudnnSoftmaxBackward")
-    dx, dxv = ctx.output(dx, "dx", yv.shape, dtype, like=yv, beta=beta)
-    al, be = _scalars(dtype, alpha=alpha, beta=beta)
+    dx, dxv = ctx.output(dx, "dx", yv.shape, dtype, like=yv, beta=k["beta"])
+    al, be = _scalars(dtype, alpha=k["alpha"], beta=k["beta"])
     _call(
         "cudnnSoftmaxBackward",
         ctx.handle,

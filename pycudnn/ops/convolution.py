@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from _nvbind.arrays import ArrayView
+from _nvbind.keywords import take_keywords
 from _nvbind.strides import packed_strides_in_order
 
 from .. import layout
-from ..handle import Handle
 from ..tensor import (
     ConvolutionDescriptor,
     FilterDescriptor,
@@ -27,6 +27,10 @@ from ._common import (
     _tensor_desc,
 )
 from ._conv_run import FORWARD, run
+from ._launch import LAUNCH, LaunchKeywords, launch_keywords
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
 
 _FWD_ALGOS = FORWARD.algos
 
@@ -161,18 +165,16 @@ def _vector_descs(
     return x_desc, w_desc
 
 
+@launch_keywords
 def convolution_forward(
     x: Any,
     w: Any,
     conv_desc: ConvolutionDescriptor | None = None,
     *,
     y: Any = None,
-    alpha: float = 1.0,
-    beta: float = 0.0,
     algo: str | int | None = None,
     fmt: str | None = None,
-    handle: Handle | None = None,
-    stream: Any = None,
+    **kw: Unpack[LaunchKeywords],
 ) -> Any:
     """``y = alpha * conv(x, w) + beta * y`` (``cudnnConvolutionForward``; deprecated in cuDNN 9).
 
@@ -184,7 +186,8 @@ def convolution_forward(
     algorithm name (``"implicit_gemm"``, ``"winograd"``, ...) or ``cudnnConvolutionFwdAlgo_t``
     value. The workspace comes from :func:`_nvbind.memory.workspace`. With tensor-op math
     in ``conv_desc``, layouts and pointers that break cuDNN's Tensor Core guidelines draw a
-    :class:`~pycudnn.tensor.TensorCoreWarning`. Returns ``y``.
+    :class:`~pycudnn.tensor.TensorCoreWarning`. ``alpha``, ``beta``, ``handle``, ``stream``: see
+    :class:`~pycudnn.ops.LaunchKeywords`. Returns ``y``.
 
     ``fmt="NC/32HW32"`` or ``"NC/4HW4"`` runs cuDNN's vectorized int8 convolution (INT8x32,
     INT8x4, UINT8x4 with ``CUDNN_TENSOR_NCHW_VECT_C``): ``x``, ``w`` and ``y`` are then the packed
@@ -193,11 +196,12 @@ def convolution_forward(
     accumulator is int32 (the default ``conv_desc`` has it). INT8x32 runs only with
     ``"implicit_precomp_gemm"``, which ``algo=None`` then picks; other algorithms raise ValueError.
     """
+    k = take_keywords("convolution_forward", kw, LAUNCH)
     warn_deprecated_once("pycudnn.ops.convolution_forward (cudnnConvolutionForward)", _GRAPH)
     vec = _vector_format(fmt, algo, conv_desc)
     if vec is not None and vec.vector == 32 and algo is None:
         algo = _INT8X32_ALGO  # the only INT8x32 algorithm; no heuristic query needed
-    ctx = _resolve(handle, stream, x, "x")
+    ctx = _resolve(k["handle"], k["stream"], x, "x")
     xv = ctx.operand(x, "x")
     wv = ctx.operand(w, "w")
     dtype = _same_dtype([("x", xv), ("w", wv)])
@@ -215,7 +219,7 @@ def convolution_forward(
         x_desc = _tensor_desc(xv, "x")
         w_desc = _filter_desc(wv, "w", dtype)
         y_dims = y_shape = conv_desc._output_dims(x_desc, w_desc)
-    y, yv = ctx.output(y, "y", y_shape, dtype, like=xv, beta=beta)
+    y, yv = ctx.output(y, "y", y_shape, dtype, like=xv, beta=k["beta"])
     if vec is not None:
         y_desc = _cached(
             "tensors",
@@ -225,5 +229,5 @@ def convolution_forward(
     else:
         y_desc = _tensor_desc(yv, "y")
     descs = (x_desc, w_desc, conv_desc, y_desc)
-    run(FORWARD, ctx, algo, descs, views=(xv, wv, yv), alpha=alpha, beta=beta)
+    run(FORWARD, ctx, algo, descs, views=(xv, wv, yv), alpha=k["alpha"], beta=k["beta"])
     return y

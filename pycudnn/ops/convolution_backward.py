@@ -12,15 +12,15 @@ workspace and Tensor Core warning work the same way.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from _nvbind.arrays import ArrayView
+from _nvbind.keywords import take_keywords
 from _nvbind.strides import packed_strides_in_order
 
-from ..handle import Handle
 from ..tensor import ConvolutionDescriptor, FilterDescriptor, TensorDescriptor
 from ..tensor._common import _choice, _ints, warn_deprecated_once
 from ..tensor._common import call as _call
@@ -36,7 +36,11 @@ from ._common import (
     _tensor_desc,
 )
 from ._conv_run import BACKWARD_DATA, BACKWARD_FILTER, Direction, run
+from ._launch import LAUNCH, LaunchKeywords, launch_keywords
 from .convolution import _conv_or_default, _filter_desc, _filter_desc_for
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
 
 
 def _check_algo(algo: Any, d: Direction) -> None:
@@ -92,29 +96,38 @@ def _begin(
     conv_desc: ConvolutionDescriptor | None,
     gradient: tuple[Any, Any],
     *,
-    handle: Handle | None,
-    stream: Any,
-) -> tuple[_Launch, list[ArrayView], np.dtype, tuple[int, ...], ConvolutionDescriptor]:
-    """What both gradients check first, in this order: ``algo``; the handle, from the data-shaped
+    kw: Mapping[str, Any],
+) -> tuple[
+    _Launch, list[ArrayView], np.dtype, tuple[int, ...], ConvolutionDescriptor, dict[str, Any]
+]:
+    """What both gradients do first, in this order: complete the launch keywords ``kw`` (a
+    misspelt one is a TypeError); warn once that the C function is deprecated; check ``algo``;
+    the handle, from the data-shaped
     array (``dy`` for data gradients, ``x`` for filter gradients); the two ``arrays`` (``w, dy``
     or ``x, dy``, the C function's order) and their dtype; the gradient's shape, from
     ``gradient`` (``x_shape, dx`` or ``w_shape, dw``, see :func:`_gradient_shape`); the
     convolution descriptor. Returns the launch context, the two views, the dtype, the gradient's
-    shape and the descriptor."""
+    shape, the descriptor and the launch keywords."""
+    function = f"convolution_{d.what.replace(' ', '_')}"  # the public function, for messages
+    k = take_keywords(function, kw, LAUNCH)
+    # stacklevel 4: the warning names the line that called the public function
+    warn_deprecated_once(f"pycudnn.ops.{function} ({d.run})", _GRAPH, stacklevel=4)
     _check_algo(algo, d)
     in_name, dy_name, out_name = d.names
     lead = 1 if d is BACKWARD_DATA else 0  # the array laid out as data, not as a filter
     names = (in_name, dy_name)
-    ctx = _resolve(handle, stream, arrays[lead], names[lead])
+    ctx = _resolve(k["handle"], k["stream"], arrays[lead], names[lead])
     views = [ctx.operand(obj, name) for name, obj in zip(names, arrays, strict=True)]
     dtype = _same_dtype([(names[lead], views[lead]), (names[1 - lead], views[1 - lead])])
     given, out = gradient
     shape = _gradient_shape(
         given, f"{out_name[1:]}_shape", out, out_name, rank=len(views[lead].shape), ctx=ctx
     )
-    return ctx, views, dtype, shape, _conv_or_default(conv_desc, views[lead], names[lead], dtype)
+    conv_desc = _conv_or_default(conv_desc, views[lead], names[lead], dtype)
+    return ctx, views, dtype, shape, conv_desc, k
 
 
+@launch_keywords
 def convolution_backward_data(
     w: Any,
     dy: Any,
@@ -122,11 +135,8 @@ def convolution_backward_data(
     *,
     dx: Any = None,
     x_shape: Sequence[int] | None = None,
-    alpha: float = 1.0,
-    beta: float = 0.0,
     algo: str | int | None = None,
-    handle: Handle | None = None,
-    stream: Any = None,
+    **kw: Unpack[LaunchKeywords],
 ) -> Any:
     """``dx = alpha * dgrad(w, dy) + beta * dx`` (``cudnnConvolutionBackwardData``; deprecated in
     cuDNN 9): the gradient of the forward convolution with respect to its input ``x``.
@@ -140,26 +150,25 @@ def convolution_backward_data(
     ``cudnnConvolutionBwdDataAlgo_t`` name (``"algo_0"``, ``"algo_1"``, ``"fft"``,
     ``"fft_tiling"``, ``"winograd"``, ``"winograd_nonfused"``) or value. ``conv_desc``'s
     ``math_type`` applies as in the forward, :class:`~pycudnn.tensor.TensorCoreWarning`
-    included. Returns ``dx``.
+    included. ``alpha``, ``beta``, ``handle``, ``stream``: see
+    :class:`~pycudnn.ops.LaunchKeywords`. Returns ``dx``.
     """
-    warn_deprecated_once(
-        "pycudnn.ops.convolution_backward_data (cudnnConvolutionBackwardData)", _GRAPH
-    )
-    ctx, (wv, dyv), dtype, shape, conv_desc = _begin(
-        BACKWARD_DATA, algo, (w, dy), conv_desc, (x_shape, dx), handle=handle, stream=stream
+    ctx, (wv, dyv), dtype, shape, conv_desc, k = _begin(
+        BACKWARD_DATA, algo, (w, dy), conv_desc, (x_shape, dx), kw=kw
     )
     w_desc = _filter_desc(wv, "w", dtype)
     strides = packed_strides_in_order(shape, _memory_order(dyv.shape, dyv.strides))
     # Checked before dx is allocated; the descriptor is the one an allocated dx gets.
     x_desc = _desc_for(shape, strides, dtype, "dx")
     _check_dy(conv_desc, x_desc, w_desc, dyv, ("dx" if dx is not None else "x_shape", "w"))
-    dx, dxv = ctx.output(dx, "dx", shape, dtype, like=dyv, beta=beta)
+    dx, dxv = ctx.output(dx, "dx", shape, dtype, like=dyv, beta=k["beta"])
     dx_desc, dy_desc = _tensor_desc(dxv, "dx"), _tensor_desc(dyv, "dy")
     descs = (w_desc, dy_desc, conv_desc, dx_desc)
-    run(BACKWARD_DATA, ctx, algo, descs, views=(wv, dyv, dxv), alpha=alpha, beta=beta)
+    run(BACKWARD_DATA, ctx, algo, descs, views=(wv, dyv, dxv), alpha=k["alpha"], beta=k["beta"])
     return dx
 
 
+@launch_keywords
 def convolution_backward_filter(
     x: Any,
     dy: Any,
@@ -167,11 +176,8 @@ def convolution_backward_filter(
     *,
     dw: Any = None,
     w_shape: Sequence[int] | None = None,
-    alpha: float = 1.0,
-    beta: float = 0.0,
     algo: str | int | None = None,
-    handle: Handle | None = None,
-    stream: Any = None,
+    **kw: Unpack[LaunchKeywords],
 ) -> Any:
     """``dw = alpha * wgrad(x, dy) + beta * dw`` (``cudnnConvolutionBackwardFilter``; deprecated
     in cuDNN 9): the gradient of the forward convolution with respect to its filter.
@@ -183,17 +189,15 @@ def convolution_backward_filter(
     (``cudnnFindConvolutionBackwardFilterAlgorithmEx``; cached per shape), or a
     ``cudnnConvolutionBwdFilterAlgo_t`` name (``"algo_0"``, ``"algo_1"``, ``"fft"``, ``"algo_3"``,
     ``"winograd_nonfused"``, ``"fft_tiling"``) or value. ``conv_desc``'s ``math_type`` applies
-    as in the forward. Returns ``dw``.
+    as in the forward. ``alpha``, ``beta``, ``handle``, ``stream``: see
+    :class:`~pycudnn.ops.LaunchKeywords`. Returns ``dw``.
 
     Unverified on a GPU for NCHW 16-bit data: the graph API's engine 70 returns wrong NCHW 16-bit
     weight gradients on an H100 with cuDNN 9.19 (:mod:`pycudnn.known_bad`), and whether this
     legacy path can reach the same kernels is not known (docs/legacy-ops.md).
     """
-    warn_deprecated_once(
-        "pycudnn.ops.convolution_backward_filter (cudnnConvolutionBackwardFilter)", _GRAPH
-    )
-    ctx, (xv, dyv), dtype, shape, conv_desc = _begin(
-        BACKWARD_FILTER, algo, (x, dy), conv_desc, (w_shape, dw), handle=handle, stream=stream
+    ctx, (xv, dyv), dtype, shape, conv_desc, k = _begin(
+        BACKWARD_FILTER, algo, (x, dy), conv_desc, (w_shape, dw), kw=kw
     )
     x_desc = _tensor_desc(xv, "x")
     strides = None
@@ -207,36 +211,36 @@ def convolution_backward_filter(
     else:
         dw_desc = _filter_desc(ctx.operand(dw, "dw", output=True), "dw", dtype)
     _check_dy(conv_desc, x_desc, dw_desc, dyv, ("x", "dw" if dw is not None else "w_shape"))
-    dw, dwv = ctx.output(dw, "dw", shape, dtype, like=xv, beta=beta, strides=strides)
+    dw, dwv = ctx.output(dw, "dw", shape, dtype, like=xv, beta=k["beta"], strides=strides)
     descs = (x_desc, _tensor_desc(dyv, "dy"), conv_desc, dw_desc)
-    run(BACKWARD_FILTER, ctx, algo, descs, views=(xv, dyv, dwv), alpha=alpha, beta=beta)
+    run(BACKWARD_FILTER, ctx, algo, descs, views=(xv, dyv, dwv), alpha=k["alpha"], beta=k["beta"])
     return dw
 
 
+@launch_keywords
 def convolution_backward_bias(
     dy: Any,
     *,
     db: Any = None,
-    alpha: float = 1.0,
-    beta: float = 0.0,
-    handle: Handle | None = None,
-    stream: Any = None,
+    **kw: Unpack[LaunchKeywords],
 ) -> Any:
     """``db = alpha * sum(dy over N and the spatial dims) + beta * db``
     (``cudnnConvolutionBackwardBias``; deprecated in cuDNN 9).
 
     ``db`` has shape ``1, K, 1, 1`` (``1, K, 1, 1, 1`` for 3-D), the bias :func:`add_tensor`
-    broadcasts in the forward. Returns ``db``.
+    broadcasts in the forward. ``alpha``, ``beta``, ``handle``, ``stream``: see
+    :class:`~pycudnn.ops.LaunchKeywords`. Returns ``db``.
     """
+    k = take_keywords("convolution_backward_bias", kw, LAUNCH)
     warn_deprecated_once(
         "pycudnn.ops.convolution_backward_bias (cudnnConvolutionBackwardBias)", _GRAPH
     )
-    ctx = _resolve(handle, stream, dy, "dy")
+    ctx = _resolve(k["handle"], k["stream"], dy, "dy")
     dyv = ctx.operand(dy, "dy")
     dy_desc = _tensor_desc(dyv, "dy")  # refuses ranks cuDNN does not take, before db is made
     shape = (1, dyv.shape[1], *([1] * (len(dyv.shape) - 2)))
-    db, dbv = ctx.output(db, "db", shape, dyv.dtype, like=dyv, beta=beta)
-    a, b = _scalars(dyv.dtype, alpha=alpha, beta=beta)
+    db, dbv = ctx.output(db, "db", shape, dyv.dtype, like=dyv, beta=k["beta"])
+    a, b = _scalars(dyv.dtype, alpha=k["alpha"], beta=k["beta"])
     _call(
         "cudnnConvolutionBackwardBias",
         ctx.handle,

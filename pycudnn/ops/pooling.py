@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from ..handle import Handle
+from _nvbind.keywords import keyword_defaults, take_keywords
+
 from ..tensor import (
     PoolingDescriptor,
 )
@@ -21,6 +22,10 @@ from ._common import (
     _scalars,
     _tensor_desc,
 )
+from ._launch import LAUNCH, LaunchKeywords, launch_keywords, shows
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
 
 
 def _pooling(
@@ -36,6 +41,7 @@ def _pooling(
     )
 
 
+@launch_keywords
 def pooling_forward(
     x: Any,
     *,
@@ -45,25 +51,24 @@ def pooling_forward(
     strides: Sequence[int] | None = None,
     nan_propagation: bool = False,
     y: Any = None,
-    alpha: float = 1.0,
-    beta: float = 0.0,
-    handle: Handle | None = None,
-    stream: Any = None,
+    **kw: Unpack[LaunchKeywords],
 ) -> Any:
     """``y = alpha * pool(x) + beta * y`` (``cudnnPoolingForward``; deprecated in cuDNN 9).
 
     ``mode``: ``"max"``, ``"avg"`` / ``"avg_include_padding"`` (padding counts as zeros in the
     average), ``"avg_exclude_padding"``, ``"max_deterministic"``. One ``window`` extent per
-    spatial dim of ``x``; ``pads`` default to 0, ``strides`` to the window. Returns ``y``.
+    spatial dim of ``x``; ``pads`` default to 0, ``strides`` to the window. ``alpha``, ``beta``,
+    ``handle``, ``stream``: see :class:`~pycudnn.ops.LaunchKeywords`. Returns ``y``.
     """
+    k = take_keywords("pooling_forward", kw, LAUNCH)
     warn_deprecated_once("pycudnn.ops.pooling_forward (cudnnPoolingForward)", _GRAPH)
     pool = _pooling(mode, window, pads, strides, nan_propagation)
-    ctx = _resolve(handle, stream, x, "x")
+    ctx = _resolve(k["handle"], k["stream"], x, "x")
     xv = ctx.operand(x, "x")
     x_desc = _tensor_desc(xv, "x")
     y_dims = pool.output_dims(x_desc)
-    y, yv = ctx.output(y, "y", y_dims, xv.dtype, like=xv, beta=beta)
-    al, be = _scalars(xv.dtype, alpha=alpha, beta=beta)
+    y, yv = ctx.output(y, "y", y_dims, xv.dtype, like=xv, beta=k["beta"])
+    al, be = _scalars(xv.dtype, alpha=k["alpha"], beta=k["beta"])
     _call(
         "cudnnPoolingForward",
         ctx.handle,
@@ -78,33 +83,47 @@ def pooling_forward(
     return y
 
 
+class _PoolingSettings(TypedDict, total=False):
+    """The pooling settings of :func:`pooling_forward` (in its order)."""
+
+    mode: str
+    window: Sequence[int]
+    pads: Sequence[int] | None
+    strides: Sequence[int] | None
+    nan_propagation: bool
+
+
+class PoolingKeywords(_PoolingSettings, LaunchKeywords, total=False):
+    """:func:`pooling_forward`'s pooling settings and the :class:`~pycudnn.ops.LaunchKeywords`,
+    with the forward's defaults: the keywords :func:`pooling_backward` takes."""
+
+
+# pooling_backward takes pooling_forward's keywords (PoolingKeywords), with its defaults.
+_POOLING = keyword_defaults(pooling_forward, PoolingKeywords.__annotations__)
+
+
+@shows(pooling_forward, PoolingKeywords)
 def pooling_backward(
     y: Any,
     dy: Any,
     x: Any,
     *,
-    mode: str = "max",
-    window: Sequence[int] = (2, 2),
-    pads: Sequence[int] | None = None,
-    strides: Sequence[int] | None = None,
-    nan_propagation: bool = False,
     dx: Any = None,
-    alpha: float = 1.0,
-    beta: float = 0.0,
-    handle: Handle | None = None,
-    stream: Any = None,
+    **kw: Unpack[PoolingKeywords],
 ) -> Any:
     """``dx = alpha * pool'(x) dy + beta * dx`` (``cudnnPoolingBackward``; deprecated in cuDNN 9).
 
     ``y`` is :func:`pooling_forward`'s output for input ``x`` (max pooling finds the maxima
     again from both), ``dy`` the gradient of ``y``; the arguments come in the C function's order
-    (y, dy, x) and the pooling settings are the forward's. ``y`` has the pooled shape of ``x``;
-    cuDNN's API reference requires ``dy`` to have ``y``'s shape and strides and ``dx`` to have
-    ``x``'s (checked here; a ``dx`` allocated here gets them), all of one dtype. Returns ``dx``.
+    (y, dy, x); the pooling settings and launch keywords are the forward's
+    (:class:`~pycudnn.ops.PoolingKeywords`). ``y`` has the pooled shape of ``x``; cuDNN's API
+    reference requires ``dy`` to have ``y``'s shape and strides and ``dx`` to have ``x``'s
+    (checked here; a ``dx`` allocated here gets them), all of one dtype. Returns ``dx``.
     """
+    k = take_keywords("pooling_backward", kw, _POOLING)
     warn_deprecated_once("pycudnn.ops.pooling_backward (cudnnPoolingBackward)", _GRAPH)
-    pool = _pooling(mode, window, pads, strides, nan_propagation)
-    ctx = _resolve(handle, stream, dy, "dy")
+    pool = _pooling(k["mode"], k["window"], k["pads"], k["strides"], k["nan_propagation"])
+    ctx = _resolve(k["handle"], k["stream"], dy, "dy")
     yv, dyv, xv = (ctx.operand(a, n) for a, n in ((y, "y"), (dy, "dy"), (x, "x")))
     dtype = _same_dtype([("y", yv), ("dy", dyv), ("x", xv)])
     x_desc = _tensor_desc(xv, "x")
@@ -113,8 +132,8 @@ def pooling_backward(
         raise ValueError(f"y has shape {yv.shape}, but pooling x {xv.shape} gives {y_dims}")
     fn = "cudnnPoolingBackward"
     _same_layout(dyv, yv, "dy", "y", fn)
-    dx, dxv = ctx.gradient_like(dx, xv, dtype, beta=beta, function=fn)
-    al, be = _scalars(dtype, alpha=alpha, beta=beta)
+    dx, dxv = ctx.gradient_like(dx, xv, dtype, beta=k["beta"], function=fn)
+    al, be = _scalars(dtype, alpha=k["alpha"], beta=k["beta"])
     _call(
         fn,
         ctx.handle,

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from _nvbind.arrays import as_array_view
 from _nvbind.device_array import DeviceArray
+from _nvbind.keywords import take_keywords
 from _nvbind.memory import allocate, stream_object, workspace
 
-from ..handle import Handle
 from ..tensor import (
     ReduceTensorDescriptor,
 )
@@ -26,8 +26,13 @@ from ._common import (
     _scalars,
     _tensor_desc,
 )
+from ._launch import LAUNCH, LaunchKeywords, launch_keywords
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
 
 
+@launch_keywords
 def reduce_tensor(
     a: Any,
     *,
@@ -35,11 +40,8 @@ def reduce_tensor(
     axes: Sequence[int] | int | None = None,
     c: Any = None,
     indices: bool = False,
-    alpha: float = 1.0,
-    beta: float = 0.0,
     nan_propagation: bool = False,
-    handle: Handle | None = None,
-    stream: Any = None,
+    **kw: Unpack[LaunchKeywords],
 ) -> Any:
     """``c = alpha * reduce(a) + beta * c`` (``cudnnReduceTensor``; deprecated in cuDNN 9).
 
@@ -49,10 +51,12 @@ def reduce_tensor(
     reduced ones. With ``indices=True`` (min, max, amax) returns ``(c, indices)``: a uint32
     DeviceArray shaped like ``c`` holding, for each output, the index of the selected element
     within its reduced block, flattened in row-major order. The workspace comes from
-    :func:`_nvbind.memory.workspace`. Returns ``c`` (or ``(c, indices)``).
+    :func:`_nvbind.memory.workspace`. ``alpha``, ``beta``, ``handle``, ``stream``: see
+    :class:`~pycudnn.ops.LaunchKeywords`. Returns ``c`` (or ``(c, indices)``).
     """
+    k = take_keywords("reduce_tensor", kw, LAUNCH)
     warn_deprecated_once("pycudnn.ops.reduce_tensor (cudnnReduceTensor)", _GRAPH)
-    ctx = _resolve(handle, stream, a, "a")
+    ctx = _resolve(k["handle"], k["stream"], a, "a")
     av = ctx.operand(a, "a")
     n = len(av.shape)
     reduced: set[int] | None = None
@@ -79,7 +83,7 @@ def reduce_tensor(
             op, compute, nan_propagation=nan_propagation, indices=indices
         ),
     )
-    c, cv = ctx.output(c, "c", c_shape, dtype, like=av, beta=beta)
+    c, cv = ctx.output(c, "c", c_shape, dtype, like=av, beta=k["beta"])
     a_desc, c_desc = _tensor_desc(av, "a"), _tensor_desc(cv, "c")
     size = ctypes.c_size_t()
     _call("cudnnGetReductionWorkspaceSize", ctx.handle, desc, a_desc, c_desc, ctypes.byref(size))
@@ -94,7 +98,7 @@ def reduce_tensor(
         buf = allocate(idx_size, device=ctx.handle.device_id, stream=s)
         idx_array = DeviceArray(buf, c_shape, np.uint32, stream=s)
         idx_ptr = idx_array.ptr
-    al, be = _scalars(dtype, alpha=alpha, beta=beta)
+    al, be = _scalars(dtype, alpha=k["alpha"], beta=k["beta"])
     _call(
         "cudnnReduceTensor",
         ctx.handle,

@@ -5,13 +5,14 @@
 from __future__ import annotations
 
 import ctypes
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from _nvbind.arrays import ArrayView
 from _nvbind.device_array import DeviceArray
 from _nvbind.dtypes import dtype_name
+from _nvbind.keywords import take_keywords
 from _nvbind.strides import c_strides
 
 from .. import layout
@@ -32,6 +33,10 @@ from ._common import (
     _tensor_desc,
     _transform,
 )
+from ._launch import LAUNCH, LaunchKeywords, launch_keywords
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
 
 
 def add_tensor(
@@ -61,16 +66,14 @@ def add_tensor(
     return c
 
 
+@launch_keywords
 def transform_tensor(
     x: Any,
     fmt: str | None = None,
     *,
     y: Any = None,
     x_fmt: str | None = None,
-    alpha: float = 1.0,
-    beta: float = 0.0,
-    handle: Handle | None = None,
-    stream: Any = None,
+    **kw: Unpack[LaunchKeywords],
 ) -> Any:
     """Copy ``x`` into another layout on the GPU (``cudnnTransformTensor``; deprecated in cuDNN 9).
 
@@ -83,22 +86,24 @@ def transform_tensor(
     ``[N, C/x, x, H, W]``, on both sides: the same elements at the same addresses as cuDNN's
     ``NCHW_VECT_C`` (NC/xHWx "is really N x (C/x) x H x W x x"), without the vector data types,
     whose descriptors ``cudnnTransformTensor`` refuses for INT8x32 ("isTensorSameDims", seen on an
-    H100 with cuDNN 9.19). So any width and any legacy data type work. Returns ``y``.
+    H100 with cuDNN 9.19). So any width and any legacy data type work. ``alpha``, ``beta``,
+    ``handle``, ``stream``: see :class:`~pycudnn.ops.LaunchKeywords`. Returns ``y``.
     """
+    k = take_keywords("transform_tensor", kw, LAUNCH)
     warn_deprecated_once("pycudnn.ops.transform_tensor (cudnnTransformTensor)", _GRAPH)
-    ctx = _resolve(handle, stream, x, "x")
+    ctx = _resolve(k["handle"], k["stream"], x, "x")
     xv = ctx.operand(x, "x")
     x_vec = _vectorized(x_fmt, "x_fmt", required=True) if x_fmt is not None else None
     dims = _logical_dims(xv, x_vec, "x") if x_vec is not None else xv.shape
-    al, be = _scalars(xv.dtype, alpha=alpha, beta=beta)
+    al, be = _scalars(xv.dtype, alpha=k["alpha"], beta=k["beta"])
     y_vec = _vectorized(fmt, "fmt") if fmt is not None else None
     if y_vec is not None:
         view_shape, _ = layout.vectorized_dims_strides(dims, y_vec)
-        y, yv = ctx.output(y, "y", view_shape, xv.dtype, like=xv, beta=beta)
+        y, yv = ctx.output(y, "y", view_shape, xv.dtype, like=xv, beta=k["beta"])
         _logical_dims(yv, y_vec, "y")  # checks that y is the packed view
     else:
         if y is None:
-            if _real(beta, "beta") != 0.0:
+            if _real(k["beta"], "beta") != 0.0:
                 raise ValueError("beta != 0 blends into the existing y, so y must be given")
             y = DeviceArray.empty(
                 dims,
