@@ -8,6 +8,7 @@ it again in the way that must be refused.
 from __future__ import annotations
 
 import pytest
+from versioned import skip_unless_cudnn_has
 
 from _nvbind.ffi import UnsupportedByLibraryError
 from pycudnn import _bindings as cb
@@ -93,6 +94,7 @@ def test_true_is_not_taken_for_the_attribute_numbered_1() -> None:
 
 
 def test_a_kept_attribute_is_refused_once_the_library_is_declared_older(cudnn_at) -> None:  # type: ignore[no-untyped-def]
+    skip_unless_cudnn_has("CUDNN_ATTR_TENSOR_RAGGED_OFFSET_MULTIPLIER")
     with _tensor() as t:
         t.set("TENSOR_RAGGED_OFFSET_MULTIPLIER", 1)  # kept for this spelling and kind
     cudnn_at(_before("CUDNN_ATTR_TENSOR_RAGGED_OFFSET_MULTIPLIER"))
@@ -102,6 +104,7 @@ def test_a_kept_attribute_is_refused_once_the_library_is_declared_older(cudnn_at
 
 
 def test_a_kept_enum_value_is_refused_once_the_library_is_declared_older(cudnn_at) -> None:  # type: ignore[no-untyped-def]
+    skip_unless_cudnn_has("CUDNN_POINTWISE_FLOOR_MOD")
     with BackendDescriptor("POINTWISE") as d:
         d.set("POINTWISE_MODE", "FLOOR_MOD")
         d.set("POINTWISE_MODE", cb.cudnnPointwiseMode_t.FLOOR_MOD)
@@ -113,6 +116,7 @@ def test_a_kept_enum_value_is_refused_once_the_library_is_declared_older(cudnn_a
 
 
 def test_a_kept_descriptor_type_is_refused_once_the_library_is_declared_older(cudnn_at) -> None:  # type: ignore[no-untyped-def]
+    skip_unless_cudnn_has("CUDNN_BACKEND_OPERATION_ROPE_FWD_DESCRIPTOR")
     BackendDescriptor("OPERATION_ROPE_FWD").close()
     cudnn_at(_before("CUDNN_BACKEND_OPERATION_ROPE_FWD_DESCRIPTOR"))
     with pytest.raises(UnsupportedByLibraryError, match="OPERATION_ROPE_FWD_DESCRIPTOR"):
