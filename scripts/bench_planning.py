@@ -635,6 +635,9 @@ FRONTEND_CHILD = textwrap.dedent(
         entry = {}
         try:
             g = build(name)
+        except NotImplementedError as exc:  # the frontend cannot express the graph
+            out["graphs"][name] = {"absent": str(exc)}
+            continue
         except Exception as exc:
             out["graphs"][name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"}
             continue
@@ -761,19 +764,25 @@ def table(result: dict[str, Any]) -> str:
                 "",
                 _fmt(ours["heuristics_ms"]),
             ]
-        fe_build = "cannot plan" if "error" in theirs else _fmt(theirs.get("build_ms"))
+        # A graph the frontend's API cannot express is absent, one it fails to plan "cannot plan".
+        fe_build = _fmt(theirs.get("build_ms"))
+        if "absent" in theirs or "error" in theirs:
+            fe_build = "absent" if "absent" in theirs else "cannot plan"
         row = [
             name,
             fe_build if fe_graphs else "absent",
             ours_cells[0],
             ours_cells[1],
-            _fmt(theirs.get("heuristics_ms")) if fe_graphs and "error" not in theirs else "-",
+            _fmt(theirs.get("heuristics_ms")),
             ours_cells[3],
-            _fmt(theirs.get("engine")) if fe_graphs and "error" not in theirs else "-",
+            _fmt(theirs.get("engine")),
             _fmt(ours.get("engine")),
         ]
         rows.append("| " + " | ".join(row) + " |")
     lines = ["\n".join(rows), ""]
+    for name, theirs in fe_graphs.items():
+        if "absent" in theirs:
+            lines.append(f"- {name}, absent from the frontend: {theirs['absent']}")
     cold = result.get("cold", {})
     for name in COLD_GRAPHS:
         if name in cold and "error" not in cold[name]:
