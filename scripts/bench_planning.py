@@ -822,7 +822,7 @@ def plot(result: dict[str, Any], path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    names = [n for n, e in result["pycudnn"].items() if "build_ms" in e]
+    names = [n for n in GRAPHS if "build_ms" in result["pycudnn"].get(n, {})]  # GRAPHS' order
     fe = result["frontend"].get("graphs", {})
     ours = [result["pycudnn"][n]["build_ms"] for n in names]
     theirs = [fe.get(n, {}).get("build_ms", 0) or 0 for n in names]
@@ -847,12 +847,14 @@ def write_docs(result: dict[str, Any], doc: Path = DOC) -> None:
     fe = result["frontend"]
     fe_text = f"cudnn-frontend {fe['version']}" if "absent" not in fe else "cudnn-frontend absent"
     intro = textwrap.fill(
-        "`python scripts/bench_planning.py --frontend-python PATH --plot --write-docs`: "
+        "`python scripts/bench_planning.py --frontend-python PATH --out docs/benchmarks --plot "
+        "--write-docs` (the run's JSON and plot: `docs/benchmarks/bench_planning.{json,png}`): "
         "each graph described and built (heuristics A then FALLBACK, no plan cache) for the "
         "committed H100 properties without a GPU, median of "
         f"{result['repeats']} after a warm-up; the heuristics column describes the graph and "
         "queries mode A. Run "
-        f"{m['date']}, {m['cpu']} ({m['cpus']} CPUs, load {m['load_average'][0]}), Python "
+        f"{m['date']}, {m['cpu']} ({m['cpus']} CPUs, load average {m['load_average'][0]} when "
+        "it started; a shared machine), Python "
         f"{m['python']}, cuDNN {m['cudnn']}, {fe_text}. No figure here is asserted by a test.",
         width=100,
         break_on_hyphens=False,
