@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from _nvbind.resource import CResource
-from _nvbind.shutdown import InterpreterExitingError, library_call
+from _nvbind.shutdown import library_call
 
 from ._attrnames import (
     _CHAR,
@@ -65,6 +65,8 @@ from ._attrspec import (
     keep_descriptor_type,
     keep_spec,
 )
+from ._descriptor_memory import DescriptorBatch
+from ._descriptor_memory import destroy_descriptor as _destroy
 from ._lib import LIB, last_error_string
 from ._plan_json import check_json_attribute, check_plan_json
 from .errors import CudnnError, error_from_status
@@ -111,14 +113,6 @@ _FINALIZE_CHECKED = frozenset(
     )
     if k in DescType.__members__
 )
-
-
-def _destroy(ptr: int) -> None:
-    try:
-        with library_call("cudnnBackendDestroyDescriptor"):
-            LIB.function("cudnnBackendDestroyDescriptor")(ptr)
-    except InterpreterExitingError:
-        pass  # a daemon thread's object at exit: the process is ending, the library unloading
 
 
 def _checked_type(kind: Any) -> Any:
@@ -174,30 +168,28 @@ class BackendDescriptor(CResource):
         self._adopt(ptr, dtype, parents)
 
     @classmethod
-    def _many(cls, kind: Any, n: int, parents: Iterable[Any] = ()) -> list[BackendDescriptor]:
-        """``n`` new descriptors of ``kind``, created in one library call (see _create)."""
+    def _many(
+        cls, kind: Any, n: int, parents: tuple[Any, ...] = ()
+    ) -> tuple[list[BackendDescriptor], DescriptorBatch]:
+        """``n`` new descriptors of ``kind``, created in one library call (see _create), owned
+        by one batch: destroyed together once none is referenced (or by release_unused)."""
         dtype = _checked_type(kind)
         ptrs = _create(dtype, n)
+        batch = DescriptorBatch(ptrs, parents)  # from here on, it destroys them
         made: list[BackendDescriptor] = []
-        try:
-            for ptr in ptrs:
-                d = cls.__new__(cls)
-                d._adopt(ptr, dtype, parents)
-                made.append(d)
-        except BaseException:
-            for d in made:
-                d.close()
-            for ptr in ptrs[len(made) :]:
-                _destroy(ptr)
-            raise
-        return made
+        for ptr in ptrs:
+            d = cls.__new__(cls)
+            d._adopt(ptr, dtype, (*parents, batch), owned=False)
+            made.append(d)
+        return made, batch
 
-    def _adopt(self, ptr: int, dtype: Any, parents: Iterable[Any]) -> None:
+    def _adopt(self, ptr: int, dtype: Any, parents: Iterable[Any], *, owned: bool = True) -> None:
         # The finalizer holds this list, so every descriptor appended to it outlives this one.
         self._refs: list[Any] = list(parents)
         # The Handles among them, which finalize() checks are still open (see _check_finalizable).
         self._handles: list[Handle] = [p for p in self._refs if isinstance(p, Handle)]
-        super().__init__(ptr, _destroy, parents=(self._refs,))
+        # Not owned: a DescriptorBatch among the parents destroys the C object.
+        super().__init__(ptr, _destroy if owned else None, parents=(self._refs,))
         self.descriptor_type: Any = dtype
         self._finalized = False
         # Attributes set through this object (int name -> descriptor types set, or None for a
@@ -559,24 +551,21 @@ class BackendDescriptor(CResource):
             size = abs(available)
             if size == 0:
                 return []
-            # cuDNN fills descriptors the caller created; they stay tied to this one.
-            created = BackendDescriptor._many(kind, size, parents=(self,))
+            # cuDNN fills descriptors the caller created; they stay tied to this one. Unused,
+            # they go with their batch: when `created` is dropped, or at once (release_unused).
+            created, batch = BackendDescriptor._many(kind, size, parents=(self,))
             arr = (ctypes.c_void_p * size)(*[d.ptr for d in created])
-            try:
-                got = self._get_raw(name, _DESCRIPTOR, size, arr)
-            except BaseException:
-                for d in created:
-                    d.close()
-                raise
+            got = self._get_raw(name, _DESCRIPTOR, size, arr)
             if got >= 0:
                 kept = created[: min(got, size)]
-                for d in created[len(kept) :]:
-                    d.close()  # the count query promised more than the read delivered
+                unused = created[len(kept) :]  # the count query promised more than was read
+                if unused:
+                    batch.release_unused([d.ptr for d in unused])
+                    for d in unused:
+                        d.close()
                 for d in kept:
                     d._finalized = True  # cuDNN hands back finalized objects
                 return kept
-            for d in created:
-                d.close()
             available = got
         return []
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import logging
 import os
 import sys
 import threading
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, cast
 
 from _nvbind.forksafe import fork_safe_lock
 from _nvbind.interrupts import defer, raise_deferred, watch_callbacks
@@ -63,17 +64,39 @@ class LogRecord(tuple):  # type: ignore[type-arg,unused-ignore]
     message = property(lambda self: self[2])
 
 
+@functools.cache
+def _c_strlen() -> Callable[[int], int]:
+    """libc's ``strlen``: one C call per line of a message, with no bytes object made per line
+    (``ctypes.string_at`` per line took 0.17 ms for a 43 KB, 326-line message; this, 0.07 ms)."""
+    try:
+        libc = ctypes.CDLL(None) if os.name == "posix" else ctypes.cdll.msvcrt
+        fn = libc.strlen
+    except (OSError, AttributeError):  # pragma: no cover - every supported platform has it
+        return lambda address: len(ctypes.string_at(address))
+    fn.argtypes = [ctypes.c_void_p]  # a 64-bit address, never truncated to a C int
+    fn.restype = ctypes.c_size_t
+    return cast(Callable[[int], int], fn)
+
+
 def _read_message(address: int | None) -> str:
+    """cuDNN's message: NUL-ended lines, the last followed by an empty line. The lines' lengths
+    are measured first (``strlen``), then the span they cover is copied once: nothing past the
+    empty line is ever read."""
     if not address:
         return ""
-    lines = []
+    strlen = _c_strlen()
+    end = address
     for _ in range(_MAX_LINES):
-        line = ctypes.string_at(address)
-        if not line:
+        n = strlen(end)
+        if not n:
             break
-        lines.append(line.decode("utf-8", "replace"))
-        address += len(line) + 1
-    return "\n".join(lines)
+        end += n + 1
+    if end == address:
+        return ""
+    # The NULs between lines become newlines; one decode of the whole text gives what decoding
+    # each line and joining them gave (a bad byte sequence cannot span a newline).
+    text = ctypes.string_at(address, end - address - 1).replace(b"\0", b"\n")
+    return text.decode("utf-8", "replace")
 
 
 _state = threading.local()

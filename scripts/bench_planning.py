@@ -635,6 +635,9 @@ FRONTEND_CHILD = textwrap.dedent(
         entry = {}
         try:
             g = build(name)
+        except NotImplementedError as exc:  # the frontend cannot express the graph
+            out["graphs"][name] = {"absent": str(exc)}
+            continue
         except Exception as exc:
             out["graphs"][name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"}
             continue
@@ -761,19 +764,25 @@ def table(result: dict[str, Any]) -> str:
                 "",
                 _fmt(ours["heuristics_ms"]),
             ]
-        fe_build = "cannot plan" if "error" in theirs else _fmt(theirs.get("build_ms"))
+        # A graph the frontend's API cannot express is absent, one it fails to plan "cannot plan".
+        fe_build = _fmt(theirs.get("build_ms"))
+        if "absent" in theirs or "error" in theirs:
+            fe_build = "absent" if "absent" in theirs else "cannot plan"
         row = [
             name,
             fe_build if fe_graphs else "absent",
             ours_cells[0],
             ours_cells[1],
-            _fmt(theirs.get("heuristics_ms")) if fe_graphs and "error" not in theirs else "-",
+            _fmt(theirs.get("heuristics_ms")),
             ours_cells[3],
-            _fmt(theirs.get("engine")) if fe_graphs and "error" not in theirs else "-",
+            _fmt(theirs.get("engine")),
             _fmt(ours.get("engine")),
         ]
         rows.append("| " + " | ".join(row) + " |")
     lines = ["\n".join(rows), ""]
+    for name, theirs in fe_graphs.items():
+        if "absent" in theirs:
+            lines.append(f"- {name}, absent from the frontend: {theirs['absent']}")
     cold = result.get("cold", {})
     for name in COLD_GRAPHS:
         if name in cold and "error" not in cold[name]:
@@ -813,7 +822,7 @@ def plot(result: dict[str, Any], path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    names = [n for n, e in result["pycudnn"].items() if "build_ms" in e]
+    names = [n for n in GRAPHS if "build_ms" in result["pycudnn"].get(n, {})]  # GRAPHS' order
     fe = result["frontend"].get("graphs", {})
     ours = [result["pycudnn"][n]["build_ms"] for n in names]
     theirs = [fe.get(n, {}).get("build_ms", 0) or 0 for n in names]
@@ -838,12 +847,14 @@ def write_docs(result: dict[str, Any], doc: Path = DOC) -> None:
     fe = result["frontend"]
     fe_text = f"cudnn-frontend {fe['version']}" if "absent" not in fe else "cudnn-frontend absent"
     intro = textwrap.fill(
-        "`python scripts/bench_planning.py --frontend-python PATH --plot --write-docs`: "
+        "`python scripts/bench_planning.py --frontend-python PATH --out docs/benchmarks --plot "
+        "--write-docs` (the run's JSON and plot: `docs/benchmarks/bench_planning.{json,png}`): "
         "each graph described and built (heuristics A then FALLBACK, no plan cache) for the "
         "committed H100 properties without a GPU, median of "
         f"{result['repeats']} after a warm-up; the heuristics column describes the graph and "
         "queries mode A. Run "
-        f"{m['date']}, {m['cpu']} ({m['cpus']} CPUs, load {m['load_average'][0]}), Python "
+        f"{m['date']}, {m['cpu']} ({m['cpus']} CPUs, load average {m['load_average'][0]} when "
+        "it started; a shared machine), Python "
         f"{m['python']}, cuDNN {m['cudnn']}, {fe_text}. No figure here is asserted by a test.",
         width=100,
         break_on_hyphens=False,

@@ -11,7 +11,8 @@ committed H100 properties; needs ``libcuda.so.1``), after one warm-up:
 - **cuDNN**: the time spent inside libcudnn's functions during those builds, per function with its
   call count: every C function pycudnn bound is wrapped in a timer for these builds only (the
   timer costs about 0.2 µs a call, charged to cuDNN), then unwrapped;
-- **Python**: build less cuDNN, per build (the median of the differences).
+- **Python**: build less cuDNN, per build (the median of the differences), and by phase:
+  describing the graph, lowering it to descriptors, the heuristics queries, making the plan.
 
 ``--cprofile N`` adds cProfile's top N functions by own time over the same builds (the time inside
 libcudnn shows as ``inside_libcudnn``; cProfile slows Python about threefold: read proportions).
@@ -65,6 +66,49 @@ def _timed_library(acc: dict[str, list[float]]) -> tuple[dict[str, Any], dict[st
     return {k: wrap(k, f) for k, f in original.items()}, original
 
 
+# The phases of a build, by the function that does each: (label, module, function name). The
+# graph's lowering runs inside the first heuristics query, and is not counted again there.
+PHASES = (
+    ("lowering", "pycudnn.opgraph.descriptors", "build_descriptors"),
+    ("heuristics", "pycudnn.plan.heuristics", "_run_heuristics"),
+    ("plan", "pycudnn.plan.building", "_finalize_plan"),
+)
+
+
+def _phase_timers(
+    acc: dict[str, list[float]], phases: dict[str, list[float]]
+) -> list[tuple[Any, str, Any]]:
+    """Wrap each function of PHASES so that ``phases[label] += [seconds, seconds in cuDNN]``
+    (cuDNN's from ``acc``); returns what to restore. A phase inside another is taken out of it."""
+    import importlib
+
+    stack: list[list[float]] = []  # [own seconds, own cuDNN seconds] of the phases in progress
+    restore = []
+    for label, module_name, fn_name in PHASES:
+        module = importlib.import_module(module_name)
+        real = getattr(module, fn_name)
+
+        def timed(*a: Any, _real: Any = real, _label: str = label, **k: Any) -> Any:
+            c0, t0 = sum(v[1] for v in acc.values()), time.perf_counter()
+            stack.append([0.0, 0.0])
+            try:
+                return _real(*a, **k)
+            finally:
+                inner = stack.pop()
+                dt = time.perf_counter() - t0
+                dc = sum(v[1] for v in acc.values()) - c0
+                entry = phases.setdefault(_label, [0.0, 0.0])
+                entry[0] += dt - inner[0]
+                entry[1] += dc - inner[1]
+                if stack:
+                    stack[-1][0] += dt
+                    stack[-1][1] += dc
+
+        setattr(module, fn_name, timed)
+        restore.append((module, fn_name, real))
+    return restore
+
+
 def profile_graph(name: str, repeats: int, top: int) -> dict[str, Any]:
     """The build, cuDNN and Python times of ``name`` (see the module), and cProfile's top."""
     import pycudnn
@@ -72,14 +116,18 @@ def profile_graph(name: str, repeats: int, top: int) -> dict[str, Any]:
     from pycudnn._lib import LIB
 
     props = DeviceProperties.load(bench.PROPS)
+    describe_s: list[float] = []
 
     def build() -> Any:
+        t0 = time.perf_counter()
         g = pycudnn.Graph(name)
         bench.GRAPHS[name](g)
+        describe_s.append(time.perf_counter() - t0)
         return g.build(device_properties=props, cache=False)
 
     build().close()  # the warm-up: every function bound, every table filled
     acc: dict[str, list[float]] = {}
+    phases: dict[str, list[float]] = {}
     wrapped, original = _timed_library(acc)
     plain, totals, c_times = [], [], []
     profile_text = ""
@@ -88,11 +136,14 @@ def profile_graph(name: str, repeats: int, top: int) -> dict[str, Any]:
         for _ in range(repeats):
             plain.extend(bench._timed(build, 1))
             LIB._bound.update(wrapped)
+            restore = _phase_timers(acc, phases)
             before = sum(v[1] for v in acc.values())
             t0 = time.perf_counter()
             build().close()
             totals.append(time.perf_counter() - t0)
             c_times.append(sum(v[1] for v in acc.values()) - before)
+            for module, fn_name, real in restore:
+                setattr(module, fn_name, real)
             LIB._bound.update(original)
         if top:
             LIB._bound.update(wrapped)
@@ -120,6 +171,21 @@ def profile_graph(name: str, repeats: int, top: int) -> dict[str, Any]:
             for k, v in sorted(acc.items(), key=lambda kv: -kv[1][1])
         },
         "cprofile": profile_text,
+        # Per timed build: each phase's time and its Python (less cuDNN's), ms; describing the
+        # graph is all Python.
+        "phases_ms": {
+            "describe": {
+                "total": bench._median_ms(describe_s),
+                "python": bench._median_ms(describe_s),
+            },
+            **{
+                k: {
+                    "total": round(t / repeats * 1e3, 3),
+                    "python": round((t - c) / repeats * 1e3, 3),
+                }
+                for k, (t, c) in phases.items()
+            },
+        },
     }
 
 
@@ -230,6 +296,10 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{name:24} {entry['build_ms']:9.2f} {entry['cudnn_ms']:9.2f} "
             f"{entry['python_ms']:10.2f}  {calls}"
+        )
+        print(
+            f"{'':24} Python by phase: "
+            + ", ".join(f"{k} {v['python']:.2f}" for k, v in entry["phases_ms"].items())
         )
         if entry["cprofile"]:
             print(entry["cprofile"])

@@ -55,6 +55,11 @@ def test_a_short_run_accounts_for_every_build(tmp_path: Path) -> None:
     ):
         assert calls[fn]["calls_per_build"] >= 1, (fn, calls)
     assert "inside_libcudnn" in entry["cprofile"]
+    # Each phase ran in every build; its Python is a part of its time.
+    phases = entry["phases_ms"]
+    assert set(phases) == {"describe", "lowering", "heuristics", "plan"}, phases
+    for phase in phases.values():
+        assert 0 <= phase["python"] <= phase["total"], phases
 
 
 def test_unknown_graphs_are_refused() -> None:

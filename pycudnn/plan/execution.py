@@ -42,8 +42,10 @@ __all__ = ["Plan"]
 
 _log = logging.getLogger("pycudnn")
 
-
 _get_ident = threading.get_ident
+_ENGINE_FIELDS: dict[str, Any] = dict(
+    engine_id=None, knobs={}, numerical_notes=(), behavior_notes=()
+)
 
 
 class Plan:
@@ -51,13 +53,27 @@ class Plan:
 
     Built by :meth:`Graph.build` / :func:`build`, :func:`autotune`, or loaded with
     :meth:`from_json` / :meth:`load`. ``engine_id``, ``knobs``, ``numerical_notes``,
-    ``behavior_notes`` describe the engine; ``workspace_size`` is
+    ``behavior_notes`` describe the engine (read from its config when first asked for, not by the
+    build: about 30 library calls through ``__getattr__``); ``workspace_size`` is
     ``EXECUTION_PLAN_WORKSPACE_SIZE``. ``close()`` releases the plan and its variant packs.
 
     A plan owns its variant-pack cache (:class:`~pycudnn.plan.variant_pack.VariantPackCache`:
     the arrays checked and the packs built once per set of pointers) and its CUDA-graph calls
     (:class:`~pycudnn.plan.cuda_graph.CudaGraphCalls`).
     """
+
+    engine_id: int | None
+    knobs: dict[str, int]
+    numerical_notes: tuple[str, ...]
+    behavior_notes: tuple[str, ...]
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _ENGINE_FIELDS:
+            raise AttributeError(f"'Plan' object has no attribute '{name}'")
+        config = self.__dict__.get("config")
+        value = getattr(config, name) if config is not None else _ENGINE_FIELDS[name]
+        self.__dict__[name] = value = dict(value) if name == "knobs" else value  # the plan's own
+        return value
 
     def __init__(
         self,
@@ -89,25 +105,21 @@ class Plan:
             # A deserialized plan: its engine config reads back like a heuristic one, which gives
             # the same knobs and notes as the plan had when it was built.
             try:
-                config = EngineConfig(
+                read = EngineConfig(
                     descriptor.get("EXECUTION_PLAN_ENGINE_CONFIG"), mode=source
                 )._read()  # read here, where an unreadable one falls back to the JSON
             except (CudnnError, ValueError, TypeError) as exc:
                 _log.debug("engine config of a deserialized plan unreadable: %s", exc)
-        if config is not None:
-            self.engine_id: int | None = config.engine_id
-            self.knobs: dict[str, int] = dict(config.knobs)
-            self.numerical_notes: tuple[str, ...] = config.numerical_notes
-            self.behavior_notes: tuple[str, ...] = config.behavior_notes
-        else:
+            else:
+                self.__dict__.update({n: getattr(read, n) for n in _ENGINE_FIELDS})
+                self.knobs = dict(read.knobs)  # the plan's own
+        if config is None and "knobs" not in self.__dict__:  # no notes: () from __getattr__
             engine = (json_data or {}).get("engine", {})
             self.engine_id = int(engine["engineId"]) if "engineId" in engine else None
             self.knobs = {
                 str(k).removeprefix("CUDNN_KNOB_TYPE_"): int(v)
                 for k, v in dict(engine.get("knobChoices", {})).items()
             }
-            self.numerical_notes = ()
-            self.behavior_notes = ()
         if graph is not None:
             slots = _slots_from_graph(graph)
         elif json_data is not None:
@@ -228,8 +240,9 @@ class Plan:
         )
         view._owns_descriptor = False
         view.autotune_results = self.autotune_results
-        view.engine_id, view.knobs = self.engine_id, dict(self.knobs)
-        view.numerical_notes, view.behavior_notes = self.numerical_notes, self.behavior_notes
+        for name in _ENGINE_FIELDS.keys() & self.__dict__.keys():  # read or loaded; the rest: lazy
+            value = self.__dict__[name]
+            setattr(view, name, dict(value) if name == "knobs" else value)
         return view
 
     def __reduce_ex__(self, protocol: Any) -> Any:
@@ -509,8 +522,7 @@ class Plan:
         entry = packs.entries.get(key)
         ptrs: list[Any] = []
         if entry is None:
-            # Checked before a handle is needed, so that mistakes are reported the same with or
-            # without a GPU.
+            # Checked before a handle is needed: mistakes read the same with or without a GPU.
             ptrs = packs.raw_pointers(key[0], workspace)
         if handle is None:
             handle = self._handles.get(_get_ident())
