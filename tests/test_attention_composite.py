@@ -16,7 +16,7 @@ import pytest
 
 import pycudnn
 from pycudnn.graph import Graph, GraphError, Tensor
-from pycudnn.opgraph import attention as attention_module
+from pycudnn.opgraph import attention_common as attention_module
 
 B, H, S, D = 2, 6, 128, 64
 
