@@ -93,6 +93,13 @@ VERSIONS: dict[str, int] = {
     "sdpa composite": 90000,
     # OPERATION_PAGED_CACHE_LOAD is declared since 9.4; the frontend builds it from 9.5
     "sdpa composite paged K/V caches": 90500,
+    # the sink as OPERATION_SOFTMAX's SINK_DESC, given as SDPA_FWD_SOFTMAX_DESC (9.21); the
+    # frontend refuses a sink before 9.13 in either lowering
+    "sdpa sink_token": 92100,
+    "sdpa_backward sink_token": 92800,  # SDPA_BWD_SINK_DESC (9.21) in the unified backward
+    "sdpa composite sink_token": 91300,
+    "sdpa block_mask": 91400,  # SDPA_FWD_BLOCK_MASK_DESC
+    "sdpa fp8": 92500,  # SDPA_FWD_DESCALE_*/SCALE_*/AMAX_* (per-tensor FP8 in the unified op)
 }
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from .. import _attention_rules as rules
 from . import attention_args as kw
+from . import attention_extras as ext
 from .attention_common import AttentionCommon, attach_offsets, spec
 from .attention_paged import TABLE_ROLES, paged_kv
 from .attention_ragged import ragged_args
@@ -72,6 +73,8 @@ class AttentionOps(AttentionCommon):
         paged_attention_max_seq_len_kv: int | None = None,
         max_total_seq_len_q: int | None = None,
         max_total_seq_len_kv: int | None = None,
+        sink_token: Tensor | None = None,
+        block_mask: Tensor | None = None,
         name: str | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """``softmax(scale * Q @ K^T + bias, masked) @ V`` (``OPERATION_SDPA_FWD_DESCRIPTOR``, or
@@ -112,11 +115,16 @@ class AttentionOps(AttentionCommon):
         stats) ragged offsets with :meth:`Tensor.set_ragged_offset` (int32 or int64
         ``[b + 1, 1, 1, 1]``, one type for the operation) and the sequence lengths;
         ``max_total_seq_len_q/kv`` bound the tokens (:mod:`pycudnn.opgraph.attention_ragged`).
+        ``sink_token`` (float32 ``[1, h_q, 1, 1]``: a learned logit per head in each softmax
+        denominator; unified from cuDNN 9.21), ``block_mask`` (int8, one element per 128 x 128
+        tile; unified only, cuDNN 9.14) and ``dropout=(mask, scale)`` (composite only): see
+        :mod:`pycudnn.opgraph.attention_extras`.
         """
         op_name, label = self._begin_op("sdpa", name)
         stats_flag = kw.stats_flag(label, return_stats, generate_stats, is_inference)
         scale = kw.scale_arg(label, scale, attn_scale)
-        dropout, seed, offset = kw.dropout_arg(label, dropout, seed, offset)
+        mask_form = ext.dropout_mask_arg(label, dropout)
+        dropout, seed, offset = kw.dropout_arg(label, None if mask_form else dropout, seed, offset)
         kw.refuse_unsupported(label, use_alibi_mask=use_alibi_mask)
         kw.padding_flag(label, use_padding_mask, seq_len_q, seq_len_kv)
         tables = {
@@ -160,6 +168,8 @@ class AttentionOps(AttentionCommon):
             )
         elif rng_dump is not None:
             needs_composite = "rng_dump (the dropout mask) is written by the composite graph only"
+        elif mask_form is not None:
+            needs_composite = "dropout=(mask, scale) is applied by the composite graph only"
         tensors = {
             "q": q,
             "k": k,
@@ -169,6 +179,9 @@ class AttentionOps(AttentionCommon):
             "seq_len_kv": seq_len_kv,
             "seed": seed,
             "offset": offset,
+            "sink": sink_token,
+            "block_mask": block_mask,
+            **dict(zip(("dropout_mask", "dropout_scale"), mask_form or (), strict=False)),
             **{TABLE_ROLES[side]: t for side, t in tables.items()},
         }
 
@@ -191,6 +204,10 @@ class AttentionOps(AttentionCommon):
             check=check,
             alibi=use_alibi_mask,
             paged=() if paged is None else paged.sides,
+            unified_only=""
+            if block_mask is None
+            else "block_mask is an input of cuDNN's unified "
+            "SDPA operation only (the composite graph has none, in cuDNN as in NVIDIA's frontend)",
         )
         attrs.update(ragged._asdict())
         q_t = inputs["q"]
@@ -219,8 +236,11 @@ class AttentionOps(AttentionCommon):
             )
             outputs["stats"] = stats
         if rng_dump is not None:
-            if not dropout:
-                raise GraphError(f"{label}: rng_dump receives the dropout mask: give dropout > 0")
+            if not dropout or mask_form:
+                raise GraphError(
+                    f"{label}: rng_dump receives the Philox dropout mask: give dropout > 0 with "
+                    "seed and offset"
+                )
             outputs["rng_dump"] = self._output(
                 label,
                 op_name,
@@ -266,6 +286,8 @@ class AttentionOps(AttentionCommon):
         sliding_window_length: int | None = None,
         use_padding_mask: bool | None = None,
         use_alibi_mask: bool = False,
+        sink_token: Tensor | None = None,
+        dSink_token: Tensor | None = None,
         name: str | None = None,
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Gradients ``(dQ, dK, dV)`` of :meth:`sdpa` (``OPERATION_SDPA_BWD_DESCRIPTOR``, or the
@@ -286,6 +308,8 @@ class AttentionOps(AttentionCommon):
         ``implementation`` as for :meth:`sdpa`: the unified backward needs cuDNN 9.28 (9.19
         cannot finalize one, and before 9.28 cuDNN plans it for Blackwell only), so ``"auto"``
         lowers to the composite graph on older cuDNN, which plans on Hopper from cuDNN 9.10.
+        ``sink_token`` is the forward's sink; ``dSink_token`` (float32 ``[1, h_q, 1, 1]``)
+        receives its gradient (:mod:`pycudnn.opgraph.attention_extras`).
         """
         op_name, label = self._begin_op("sdpa_backward", name)
         if (do is None) == (dO is None):
@@ -320,6 +344,8 @@ class AttentionOps(AttentionCommon):
             if bias is None:
                 raise GraphError(f"{label}: dBias is the gradient of a bias: give bias= too")
             needs_composite = "dBias is computed by the composite graph only"
+        if dSink_token is not None and sink_token is None:
+            raise GraphError(f"{label}: dSink_token is the gradient of a sink: give sink_token too")
         given = {"q": q, "k": k, "v": v, "o": o, "do": do, "stats": stats}
         given = {r: t for r, t in given.items() if t is not None}
         ragged = ragged_args(
@@ -346,6 +372,7 @@ class AttentionOps(AttentionCommon):
             "seq_len_kv": seq_len_kv,
             "seed": seed,
             "offset": offset,
+            "sink": sink_token,
         }
 
         def check(s: dict[str, rules.TensorSpec]) -> rules.SdpaShapes:
@@ -381,6 +408,12 @@ class AttentionOps(AttentionCommon):
                 bias_t,
                 out=self._own(dBias, label, "dBias"),
                 out_dtype=bias_t.dtype,
+            )
+        if dSink_token is not None:
+            dsink = self._own(dSink_token, label, "dSink_token")
+            ext.check_sink(label, "dSink_token", dsink, inputs["q"].dims[1])
+            outputs["dsink"] = self._output(
+                label, op_name, "dsink", dsink.dims, dsink, out=dsink, out_dtype="float32"
             )
         attach_offsets(self._add_op("sdpa_backward", op_name, inputs, outputs, attrs))
         return outputs["dq"], outputs["dk"], outputs["dv"]

@@ -13,6 +13,7 @@ from _nvbind.dtypes import dtype_name
 from .. import _attention_rules as rules
 from .._info import version
 from . import attention_args as kw
+from . import attention_extras as ext
 from .common import GraphError
 from .core import GraphCore
 from .tensors import Operation, Tensor
@@ -58,11 +59,21 @@ class AttentionCommon(GraphCore):
         check: Any,
         alibi: bool = False,
         paged: tuple[str, ...] = (),
+        unified_only: str = "",
     ) -> tuple[dict[str, Tensor], dict[str, Any], Any]:
         """Own the tensors, run the rules, choose the lowering (unified SDPA operation or the
         composite graph) and add the scalars it reads; returns the operation's inputs by role,
-        its settings and the rules' shapes."""
+        its settings and the rules' shapes. ``unified_only`` says why the operation has no
+        composite lowering (a block mask, FP8)."""
         impl = kw.choice(implementation, f"{label}: implementation", kw.IMPLEMENTATIONS)
+        if unified_only:
+            if impl == "composite" or needs_composite:
+                raise GraphError(
+                    f"{label}: {unified_only}, so it cannot be lowered to the composite graph"
+                    + (f", which {needs_composite}" if needs_composite else "")
+                    + "; leave out what needs the composite graph, or the unified-only input"
+                )
+            impl = "unified"
         if impl == "unified" and needs_composite:
             raise GraphError(
                 f"{label}: {needs_composite} (cuDNN's unified SDPA operation has no such "
@@ -87,8 +98,15 @@ class AttentionCommon(GraphCore):
             shapes = check(specs)
         except rules.RuleError as exc:
             raise GraphError(f"{label}: {exc}") from None
-        b, _, s_q, _ = shapes.scores_dims
-        s_kv = shapes.scores_dims[3]
+        b, h_q, s_q, s_kv = shapes.scores_dims
+        if "sink" in owned:
+            ext.check_sink(label, "sink_token", owned["sink"], h_q)
+        if "block_mask" in owned:
+            ext.check_block_mask(label, owned["block_mask"], shapes.scores_dims)
+        if "dropout_mask" in owned:
+            ext.check_dropout_mask(
+                label, owned["dropout_mask"], owned["dropout_scale"], shapes.scores_dims
+            )
         padded = "seq_len_q" in owned
         # Bottom-right alignment shifts the diagonal by s_kv - s_q: folded into the bounds for
         # fixed lengths, taken from the sequence-length tensors per batch entry with padding.
@@ -104,6 +122,9 @@ class AttentionCommon(GraphCore):
             dropout=dropout,
             paged=bool(paged),
         )
+        op_kind = "sdpa_backward" if backward else "sdpa"
+        unified_features += [f"{op_kind} sink_token"] * ("sink" in owned)
+        unified_features += ["sdpa block_mask"] * ("block_mask" in owned)
         why_not = needs_composite
         if not why_not and shift_from_lengths:
             why_not = "a bottom-right aligned mask with padding is composite-only"
@@ -129,6 +150,8 @@ class AttentionCommon(GraphCore):
             rules.require_version(label, "sdpa composite", loaded)
             if paged:
                 rules.require_version(label, "sdpa composite paged K/V caches", loaded)
+            if "sink" in owned:
+                rules.require_version(label, "sdpa composite sink_token", loaded)
             lowering = "composite"
         else:
             lowering = "unified"
@@ -160,7 +183,7 @@ class AttentionCommon(GraphCore):
             inputs["right_bound"] = self.scalar(right, dtype="int32", name=f"{op_name}.right_bound")
         if left is not None:
             inputs["left_bound"] = self.scalar(left, dtype="int32", name=f"{op_name}.left_bound")
-        if composite and dropout:
+        if composite and dropout and "dropout_scale" not in inputs:
             inputs["dropout_scale"] = self.scalar(
                 1.0 / (1.0 - dropout), dtype="float32", name=f"{op_name}.dropout_scale"
             )
@@ -195,6 +218,7 @@ class AttentionCommon(GraphCore):
             "band": (masks.left, masks.right),
             "shift_from_lengths": shift_from_lengths,
             "dropout": float(dropout),
+            "dropout_mask": "dropout_mask" in owned,
             "scores_dims": shapes.scores_dims,
             "alibi": alibi,
             "paged": paged,
