@@ -99,6 +99,7 @@ class AttentionCommon(GraphCore):
         except rules.RuleError as exc:
             raise GraphError(f"{label}: {exc}") from None
         b, h_q, s_q, s_kv = shapes.scores_dims
+        fp8 = "descale_q" in owned
         if "sink" in owned:
             ext.check_sink(label, "sink_token", owned["sink"], h_q)
         if "block_mask" in owned:
@@ -125,6 +126,7 @@ class AttentionCommon(GraphCore):
         op_kind = "sdpa_backward" if backward else "sdpa"
         unified_features += [f"{op_kind} sink_token"] * ("sink" in owned)
         unified_features += ["sdpa block_mask"] * ("block_mask" in owned)
+        unified_features += ["sdpa fp8"] * fp8
         why_not = needs_composite
         if not why_not and shift_from_lengths:
             why_not = "a bottom-right aligned mask with padding is composite-only"
@@ -182,7 +184,11 @@ class AttentionCommon(GraphCore):
         if right:
             inputs["right_bound"] = self.scalar(right, dtype="int32", name=f"{op_name}.right_bound")
         if left is not None:
-            inputs["left_bound"] = self.scalar(left, dtype="int32", name=f"{op_name}.left_bound")
+            # cuDNN's DIAGONAL_BAND_MASK operation (the FP8 score subgraph) reads a float left
+            # bound, as the frontend gives it; the pointwise CMP_GT an int32 one
+            inputs["left_bound"] = self.scalar(
+                left, dtype="float32" if fp8 else "int32", name=f"{op_name}.left_bound"
+            )
         if composite and dropout and "dropout_scale" not in inputs:
             inputs["dropout_scale"] = self.scalar(
                 1.0 / (1.0 - dropout), dtype="float32", name=f"{op_name}.dropout_scale"
@@ -219,6 +225,7 @@ class AttentionCommon(GraphCore):
             "shift_from_lengths": shift_from_lengths,
             "dropout": float(dropout),
             "dropout_mask": "dropout_mask" in owned,
+            "band_op": fp8,
             "scores_dims": shapes.scores_dims,
             "alibi": alibi,
             "paged": paged,

@@ -260,7 +260,35 @@ def _score_subgraph(
         nxt, nxt_uid = virtual("FLOAT")
         pointwise("ADD", [cur, tensors[op.inputs["bias"].uid]], nxt, "FLOAT")
         cur, cur_uid = nxt, nxt_uid
-    if a["right_bound"] is not None or a["left_bound"] is not None:
+    if a.get("band_op") and (a["right_bound"] is not None or a["left_bound"] is not None):
+        # FP8: the masks as cuDNN's DIAGONAL_BAND_MASK operations, as the frontend builds them
+        # (cuDNN 9.28's FP8 engine fails to compile the pointwise form below; measured)
+        for bound, mode, slot in (
+            ("right_bound", "CMP_GE", "SHIFT_RIGHT_BOUND_DESC"),
+            ("left_bound", "CMP_GT", "LEFT_BOUND_DESC"),
+        ):
+            if a[bound] is None:
+                continue
+            nxt, nxt_uid = virtual("FLOAT")
+            o = new("OPERATION_DIAGONAL_BAND_MASK")
+            o.set("OPERATION_DIAGONAL_BAND_MASK_XDESC", cur, attr_type=_DESC)
+            o.set(
+                "OPERATION_DIAGONAL_BAND_MASK_BDESC",
+                tensors[op.inputs["neg_inf"].uid],
+                attr_type=_DESC,
+            )
+            if bound in op.inputs:
+                o.set(
+                    "OPERATION_DIAGONAL_BAND_MASK_" + slot,
+                    tensors[op.inputs[bound].uid],
+                    attr_type=_DESC,
+                )
+            o.set("OPERATION_DIAGONAL_BAND_MASK_YDESC", nxt, attr_type=_DESC)
+            o.set("OPERATION_DIAGONAL_BAND_MASK_COMPARISON_MODE", mode, attr_type="POINTWISE_MODE")
+            finalize(o, f"{op.label} (score subgraph {bound.replace('_', ' ')} mask)")
+            ops.append(o)
+            cur, cur_uid = nxt, nxt_uid
+    elif a["right_bound"] is not None or a["left_bound"] is not None:
         # the band of the score matrix kept: row + right >= col (right bound; causal is 0) and
         # col + left > row (left bound), with the bottom-right shift folded into the bounds
         neg_inf = tensors[op.inputs["neg_inf"].uid]
