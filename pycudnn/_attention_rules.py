@@ -14,8 +14,8 @@ gates each feature of the unified SDPA node on the backend version (``sdpa_suppo
 Facts measured with cuDNN 9.28 and the H100 device properties (deviceless plans, no GPU):
 
 * SDPA forward and backward plan for fp16 and bf16, ``bshd`` and ``bhsd``, grouped-query and
-  multi-query heads, odd sequence lengths, head dims 64 and 128; fp32 gets no engine; fp8 needs
-  six descale/scale tensors (not offered here).
+  multi-query heads, odd sequence lengths, head dims 64 and 128; fp32 gets no engine; fp8 takes
+  six descale/scale tensors (``Graph.sdpa_fp8``, :mod:`pycudnn.opgraph.attention_fp8`).
 * Layer, RMS, batch (training) and instance norms, forward and backward, plan; batch norm in
   *inference* phase gets no engine from any heuristics mode (``matcher_casted == nullptr``), so the
   graph builds it from pointwise operations instead.
@@ -203,7 +203,7 @@ def _attention_tensor(t: TensorSpec, what: str) -> None:
         f"{what} '{t.name}'",
         ATTENTION_DTYPES,
         f"SDPA takes {' or '.join(ATTENTION_DTYPES)}, not {t.dtype} "
-        "(cuDNN has no fp32 attention engine; fp8 attention needs descale tensors)",
+        "(cuDNN has no fp32 attention engine; fp8 attention is sdpa_fp8, with its descale tensors)",
     )
     attention_layout(t)
 

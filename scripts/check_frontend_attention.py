@@ -267,7 +267,7 @@ def pycudnn_result(case: Case, props: Any) -> dict[str, Any]:
 
 
 def frontend_result(case: Case, props_json: str) -> dict[str, Any]:  # pragma: no cover - child
-    import cudnn  # type: ignore[import-not-found]
+    import cudnn  # type: ignore[import-not-found,unused-ignore]
 
     dt = {
         "bfloat16": cudnn.data_type.BFLOAT16,
@@ -289,7 +289,8 @@ def frontend_result(case: Case, props_json: str) -> dict[str, Any]:  # pragma: n
         return g.tensor(name=role, dim=list(dims), stride=list(strides), data_type=dtype)
 
     def packed(role: str, dims: list[int], dtype: Any) -> Any:
-        strides, step = [], 1
+        strides: list[int] = []
+        step = 1
         for n in reversed(dims):
             strides.insert(0, step)
             step *= n
