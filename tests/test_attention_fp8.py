@@ -117,3 +117,18 @@ def test_fp8_reference_is_the_dequantised_attention() -> None:
     assert got["amax_o"].item() == pytest.approx(np.abs(o).max(), rel=1e-12)
     assert got["amax_s"].item() == pytest.approx(p.max(), rel=1e-12)
     np.testing.assert_allclose(got["stats"], np.log(np.exp(s).sum(-1, keepdims=True)), rtol=1e-12)
+
+
+def test_fp8_plan_loads_back_for_its_graph_only(props: pycudnn.DeviceProperties) -> None:
+    # scale_s ("scaleS" in cuDNN's plan JSON) and the attention scale are two roles
+    needs_fp8_sdpa()
+    plan = fp8(use_causal_mask=True)[0].build(device_properties=props, cache=False)
+    again = fp8(use_causal_mask=True)[0].load_plan(plan.to_json(), device_properties=props)
+    assert again.engine_id == plan.engine_id
+    g = Graph("fp8")
+    q, k, v = (bshd(g, n) for n in "qkv")
+    factors = scales(g)
+    factors[3], factors[4] = factors[4], factors[3]  # descale_s and scale_s swapped
+    g.sdpa_fp8(q, k, v, *factors, attn_scale=0.125, use_causal_mask=True, name="attn")
+    with pytest.raises(ValueError, match="built for another graph"):
+        g.load_plan(plan.to_json(), device_properties=props)

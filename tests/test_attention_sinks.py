@@ -279,3 +279,24 @@ def test_block_mask_and_dropout_mask_references() -> None:
     p = np.exp(scores - scores.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     np.testing.assert_allclose(got, (p * keep * 1.5) @ plain["v"], rtol=1e-10, atol=1e-15)
+
+
+@pytest.mark.parametrize("implementation", ["auto", "composite"])
+def test_sink_plans_load_back_for_their_graph(
+    props: pycudnn.DeviceProperties, implementation: str
+) -> None:
+    # the unified forward's sink sits in the node's softmax sub-operation of the plan JSON
+    for make in (forward, backward):
+        plan = make(implementation=implementation).build(device_properties=props, cache=False)
+        again = make(implementation=implementation).load_plan(
+            plan.to_json(), device_properties=props
+        )
+        assert again.engine_id == plan.engine_id
+    other = forward(implementation=implementation, sink_=False)
+    with pytest.raises(ValueError, match="built for another graph"):
+        other.load_plan(
+            forward(implementation=implementation)
+            .build(device_properties=props, cache=False)
+            .to_json(),
+            device_properties=props,
+        )
