@@ -17,6 +17,7 @@ import pycudnn
 from pycudnn.graph import Graph, GraphError, Tensor
 from pycudnn.opgraph import attention_common as attention_module
 from pycudnn.opgraph.attention_fp8 import SCALE_ROLES
+from pycudnn.verification import evaluate, make_inputs
 from pycudnn.verification import reference_attention as ref
 
 B, H, S, D = 2, 4, 128, 64
@@ -132,3 +133,16 @@ def test_fp8_plan_loads_back_for_its_graph_only(props: pycudnn.DeviceProperties)
     g.sdpa_fp8(q, k, v, *factors, attn_scale=0.125, use_causal_mask=True, name="attn")
     with pytest.raises(ValueError, match="built for another graph"):
         g.load_plan(plan.to_json(), device_properties=props)
+
+
+def test_verification_evaluates_fp8_graphs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # NumPy only: every cuDNN of the matrix, the version gate given 9.28's number
+    monkeypatch.setattr(attention_module, "_loaded_version", lambda: 92800)
+    g, (o, stats, amax_s, amax_o) = fp8(generate_stats=True)
+    ins = make_inputs(g, seed=2)
+    out = evaluate(g, ins)
+    scale_o = float(np.ravel(ins[next(t.uid for t in g.tensors if t.name == "scale_o")])[0])
+    # O is scale_o times the tensor amax_o measures
+    assert np.abs(out[o.uid]).max() == pytest.approx(abs(scale_o) * out[amax_o.uid].item())
+    assert 0.0 < out[amax_s.uid].item() <= 1.0  # the largest probability
+    assert out[stats.uid].shape == (B, H, S, 1)

@@ -19,6 +19,7 @@ import pycudnn
 from pycudnn.graph import Graph, GraphError, Tensor
 from pycudnn.opgraph import attention_common as attention_module
 from pycudnn.plan import GraphNotSupportedError
+from pycudnn.verification import evaluate, make_inputs
 from pycudnn.verification import reference_attention as ref
 
 B, H, S, D = 2, 4, 128, 64
@@ -300,3 +301,23 @@ def test_sink_plans_load_back_for_their_graph(
             .to_json(),
             device_properties=props,
         )
+
+
+def test_verification_evaluates_sink_graphs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the references are NumPy: every cuDNN of the matrix, the version gate given 9.28's number
+    monkeypatch.setattr(attention_module, "_loaded_version", lambda: 92800)
+    plain = forward(sink_=False, generate_stats=True)
+    with_sink = forward(generate_stats=True)
+    ins = make_inputs(with_sink, seed=3)
+    uid = {g: {t.name: t.uid for t in g.tensors} for g in (plain, with_sink)}
+    plain_ins = {uid[plain][n]: ins[uid[with_sink][n]] for n in "qkv"}
+    base = evaluate(plain, plain_ins)[plain.operations[-1].outputs["stats"].uid]
+    got = evaluate(with_sink, ins)[with_sink.operations[-1].outputs["stats"].uid]
+    sink_vals = np.asarray(ins[uid[with_sink]["sink"]], dtype=np.float64)
+    np.testing.assert_allclose(got, np.logaddexp(base, sink_vals), rtol=1e-12)
+    # the backward evaluates too, its saved O and stats generated as the sink forward gives them
+    g = backward()
+    out = evaluate(g, make_inputs(g, seed=4))
+    dsink = out[g.operations[-1].outputs["dsink"].uid]
+    assert dsink.shape == (1, H, 1, 1)
+    assert np.all(np.isfinite(dsink))
