@@ -3,9 +3,9 @@ tier: ``pytest -m gpu``), against the float64 references of :mod:`pycudnn.verifi
 (``reference_attention``: the references ``verify`` uses, checked on CPU against the numeric
 gradient and the plain attention they reduce to).
 
-The composite backward's dSink follows NVIDIA's frontend operation for operation; the reference
-is the exact gradient (``-sum P_sink * rowsum(dO * O)``), so :func:`test_sink_backward` is what
-establishes the sign cuDNN's engine gives.
+The composite backward's dSink follows NVIDIA's frontend operation for operation, without the
+minus sign cuDNN's engine applies itself (the frontend's note); the reference is the exact
+gradient (``-sum P_sink * rowsum(dO * O)``), so :func:`test_sink_backward` checks that sign.
 """
 
 from __future__ import annotations

@@ -382,10 +382,12 @@ def _backward(bld: _Builder) -> None:
     rowsum = bld.reduce("ADD", prod, bld.virtual(row, "FLOAT"))
     if "dsink" in op.outputs:
         # dSink from P_sink = exp(sink - stats) and rowsum(dO * O), summed over b and s_q, in
-        # the frontend's sequence (SUB, EXP, MUL, add reduction). The exact gradient is
-        # -sum(P_sink * rowsum) (the verification reference's); a NEG in this sequence leaves
-        # the graph without an engine (cuDNN 9.28, H100, measured), so the sequence is the
-        # frontend's as it is, and the sign cuDNN's engine gives is the GPU tests' to establish.
+        # the frontend's sequence (SUB, EXP, MUL, add reduction), which cuDNN's fused backward
+        # recognises as the sink gradient and negates itself (the exact gradient is
+        # -sum(P_sink * rowsum), the verification reference's; NVIDIA's frontend notes the
+        # backend applies the sign). A NEG here leaves the graph without an engine (cuDNN 9.28,
+        # H100, measured). The softmax_sum MUL below stays even without dropout: it tells the
+        # engine's pattern matcher the softmax path (MUL, SUB) from this chain (MUL, reduction).
         p_sink = bld.pw("EXP", bld.pw("SUB", bld.arg("sink"), bld.arg("stats"), dims=row), dims=row)
         bld.reduce("ADD", bld.pw("MUL", p_sink, rowsum, dims=row), bld.arg("dsink"))
     softmax_sum = bld.pw("MUL", rowsum, bld.arg("dropout_scale_inv"), dims=row)

@@ -9,7 +9,8 @@ terms (``sink_token``, ``dSink_token``, ``block_mask``, ``dropout=(mask, scale)`
   ``SOFTMAX_DESC`` (cuDNN 9.21), the unified backward as ``SDPA_BWD_SINK_DESC`` /
   ``DSINK_DESC``; the composite graph adds the ``MAX``/``EXP``/``ADD`` pointwise operations the
   frontend's ``CompositeSoftmaxNode`` adds. ``dSink = -sum over b, s_q of exp(sink - stats) *
-  rowsum(dO * O)``.
+  rowsum(dO * O)``; the composite backward gives cuDNN the frontend's sequence without the minus
+  sign, which cuDNN's engine applies (as the frontend notes).
 * A **block mask** is int8 ``[b, h_q, ceil(s_q / 128), ceil(s_kv / 128)]``: a zero drops a
   128 x 128 tile of scores (``SDPA_FWD_BLOCK_MASK_DESC``, cuDNN 9.14, unified forward only: the
   composite graph and the backward have no such input, in cuDNN as in the frontend).
