@@ -70,7 +70,7 @@ class AttentionCommon(GraphCore):
             if impl == "composite" or needs_composite:
                 raise GraphError(
                     f"{label}: {unified_only}, so it cannot be lowered to the composite graph"
-                    + (f", which {needs_composite}" if needs_composite else "")
+                    + (f", but {needs_composite}" if needs_composite else "")
                     + "; leave out what needs the composite graph, or the unified-only input"
                 )
             impl = "unified"
