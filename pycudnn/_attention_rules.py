@@ -14,8 +14,8 @@ gates each feature of the unified SDPA node on the backend version (``sdpa_suppo
 Facts measured with cuDNN 9.28 and the H100 device properties (deviceless plans, no GPU):
 
 * SDPA forward and backward plan for fp16 and bf16, ``bshd`` and ``bhsd``, grouped-query and
-  multi-query heads, odd sequence lengths, head dims 64 and 128; fp32 gets no engine; fp8 needs
-  six descale/scale tensors (not offered here).
+  multi-query heads, odd sequence lengths, head dims 64 and 128; fp32 gets no engine; fp8 takes
+  six descale/scale tensors (``Graph.sdpa_fp8``, :mod:`pycudnn.opgraph.attention_fp8`).
 * Layer, RMS, batch (training) and instance norms, forward and backward, plan; batch norm in
   *inference* phase gets no engine from any heuristics mode (``matcher_casted == nullptr``), so the
   graph builds it from pointwise operations instead.
@@ -93,6 +93,13 @@ VERSIONS: dict[str, int] = {
     "sdpa composite": 90000,
     # OPERATION_PAGED_CACHE_LOAD is declared since 9.4; the frontend builds it from 9.5
     "sdpa composite paged K/V caches": 90500,
+    # the sink as OPERATION_SOFTMAX's SINK_DESC, given as SDPA_FWD_SOFTMAX_DESC (9.21); the
+    # frontend refuses a sink before 9.13 in either lowering
+    "sdpa sink_token": 92100,
+    "sdpa_backward sink_token": 92800,  # SDPA_BWD_SINK_DESC (9.21) in the unified backward
+    "sdpa composite sink_token": 91300,
+    "sdpa block_mask": 91400,  # SDPA_FWD_BLOCK_MASK_DESC
+    "sdpa fp8": 92500,  # SDPA_FWD_DESCALE_*/SCALE_*/AMAX_* (per-tensor FP8 in the unified op)
 }
 
 
@@ -196,7 +203,7 @@ def _attention_tensor(t: TensorSpec, what: str) -> None:
         f"{what} '{t.name}'",
         ATTENTION_DTYPES,
         f"SDPA takes {' or '.join(ATTENTION_DTYPES)}, not {t.dtype} "
-        "(cuDNN has no fp32 attention engine; fp8 attention needs descale tensors)",
+        "(cuDNN has no fp32 attention engine; fp8 attention is sdpa_fp8, with its descale tensors)",
     )
     attention_layout(t)
 

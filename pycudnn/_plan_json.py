@@ -201,6 +201,11 @@ def _check_graph_level(
                         role, f"nests operation graphs more than {_MAX_SUBGRAPH_DEPTH} deep", "..."
                     )
                 _check_graph_level(value, f"{at}.{key}", uids, bad, depth + 1)
+            elif isinstance(value, dict) and "operation" in value:
+                # a sub-operation the node holds (an SDPA's softmax with a sink, cuDNN 9.21):
+                # its references name the tensors of this graph
+                inner = {k: v for k, v in value.items() if k != "operation"}
+                _check_references(inner, role, short, uids, bad)
             elif _nesting(value) > _MAX_VALUE_DEPTH:
                 raise bad(role, f"must not nest more than {_MAX_VALUE_DEPTH} levels", "...")
             elif key in _ENUM_KEYS:

@@ -52,8 +52,14 @@ class Case:
     infer: bool = False
     ragged: bool = False
     paged: bool = False
-    #: "plan", or "refused" (pycudnn has no such feature yet, and says what works)
+    sink: bool = False  # sink_token (and dSink_token in the backward)
+    block_mask: bool = False
+    dropout_mask: bool = False  # dropout=(mask, scale)
+    fp8: str = ""  # sdpa_fp8 with Q, K, V (and O) of this type
+    #: "plan", or "refused" (cuDNN has no engine, or pycudnn no such feature: says what works)
     expect: str = "plan"
+    #: the oldest cuDNN (major, minor) the case is built for (older ones refuse it by version)
+    since: tuple[int, int] = (9, 0)
 
 
 FORWARD = [
@@ -78,6 +84,16 @@ FORWARD = [
     Case("paged", padding=True, paged=True),
     Case("decode", s_q=1, infer=True),
     Case("decode_paged", s_q=1, infer=True, padding=True, paged=True),
+    Case("sink", sink=True, since=(9, 13)),
+    Case("sink_causal", sink=True, right_bound=0, since=(9, 13)),
+    Case("sink_inference", sink=True, infer=True, since=(9, 13)),
+    Case("dropout_mask", dropout_mask=True),
+    # SDPA_FWD_BLOCK_MASK_DESC finalizes, but no Hopper engine takes it (cuDNN 9.28)
+    Case("block_mask", block_mask=True, infer=True, expect="refused", since=(9, 14)),
+    Case("fp8_e4m3", fp8="float8_e4m3fn", since=(9, 25)),
+    Case("fp8_e5m2", fp8="float8_e5m2", since=(9, 25)),
+    Case("fp8_causal", fp8="float8_e4m3fn", right_bound=0, since=(9, 25)),
+    Case("fp8_inference", fp8="float8_e4m3fn", infer=True, since=(9, 25)),
 ]
 
 BACKWARD = [
@@ -96,9 +112,16 @@ BACKWARD = [
     Case("right_bound", backward=True, right_bound=64),
     Case("dropout", backward=True, dropout=True),
     Case("ragged", backward=True, padding=True, ragged=True),
+    Case("sink_dsink", backward=True, sink=True, since=(9, 13)),
 ]
 
 CASES = FORWARD + BACKWARD
+
+
+def expected(case: Case, loaded: tuple[int, ...]) -> str:
+    """What pycudnn must do with ``case`` on the loaded cuDNN: refuse it (by version) before
+    ``case.since``, else ``case.expect``."""
+    return "refused" if tuple(loaded[:2]) < case.since else case.expect
 
 
 def case_id(case: Case) -> str:
@@ -107,6 +130,8 @@ def case_id(case: Case) -> str:
 
 #: The block size of the paged K/V caches (test_mhas.py draws it; one value here).
 BLOCK = 64
+#: sdpa_fp8's six float32 factors, in the frontend's positional order.
+FP8_FACTORS = ("descale_q", "descale_k", "descale_v", "descale_s", "scale_s", "scale_o")
 
 
 def qkv_strides(case: Case) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]]:
@@ -149,10 +174,17 @@ def pycudnn_graph(case: Case) -> Any:
 
     def tensor(role: str, shape: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> Any:
         dims, strides = shape or shapes[role]
-        return g.tensor(list(dims), list(strides), dtype=case.dtype, name=role)
+        return g.tensor(list(dims), list(strides), dtype=case.fp8 or case.dtype, name=role)
 
     q, k, v = tensor("q"), tensor("k"), tensor("v")
     s_q, s_kv = q.dims[2], S
+    if case.fp8:  # the frontend's sdpa_fp8: six float32 factors, its own mask names
+        factors = [g.tensor([1, 1, 1, 1], dtype="float32", name=n) for n in FP8_FACTORS]
+        g.sdpa_fp8(
+            q, k, v, *factors, name="sdpa", attn_scale=0.125, generate_stats=not case.infer,
+            left_bound=case.left_bound, right_bound=case.right_bound,
+        )  # fmt: skip
+        return g
     opts: dict[str, Any] = {
         "attn_scale": 0.125,
         "use_alibi_mask": case.alibi,
@@ -170,6 +202,16 @@ def pycudnn_graph(case: Case) -> Any:
         seed = g.tensor([1, 1, 1, 1], dtype="int64", name="seed")
         offset = g.tensor([1, 1, 1, 1], dtype="int64", name="offset")
         opts["dropout"] = (0.1, seed, offset)
+    if case.dropout_mask:
+        mask = g.tensor([B, H, s_q, s_kv], dtype=case.dtype, name="dropout_mask")
+        opts["dropout"] = (mask, g.tensor([1, 1, 1, 1], dtype="float32", name="dropout_scale"))
+    if case.sink:
+        opts["sink_token"] = g.tensor([1, H, 1, 1], dtype="float32", name="sink")
+        if case.backward:
+            opts["dSink_token"] = g.tensor([1, H, 1, 1], dtype="float32", name="dsink")
+    if case.block_mask:
+        tiles = [B, H, -(-s_q // 128), -(-s_kv // 128)]
+        opts["block_mask"] = g.tensor(tiles, dtype="int8", name="block_mask")
     ragged: dict[str, Any] = {}
     if case.ragged:  # THD: Q, O (dO) from one offset tensor, K and V from another
         opts["max_total_seq_len_q"] = B * s_q
@@ -209,14 +251,14 @@ def pycudnn_graph(case: Case) -> Any:
 
 def pycudnn_result(case: Case, props: Any) -> dict[str, Any]:
     """``{"status": "plan", "engine", "lowering"}`` or ``{"status": "refused", "error"}``."""
-    from pycudnn.errors import CudnnError
+    from pycudnn.errors import CudnnError, UnsupportedByLibraryError
     from pycudnn.graph import GraphError
 
     try:
         g = pycudnn_graph(case)
         op = next(o for o in g.operations if o.kind.startswith("sdpa"))
         plan = g.build(device_properties=props, cache=False)
-    except (GraphError, CudnnError) as exc:
+    except (GraphError, CudnnError, UnsupportedByLibraryError) as exc:
         return {"status": "refused", "error": f"{type(exc).__name__}: {exc}"}
     return {"status": "plan", "engine": plan.engine_id, "lowering": op.attrs["lowering"]}
 
@@ -225,9 +267,14 @@ def pycudnn_result(case: Case, props: Any) -> dict[str, Any]:
 
 
 def frontend_result(case: Case, props_json: str) -> dict[str, Any]:  # pragma: no cover - child
-    import cudnn  # type: ignore[import-not-found]
+    import cudnn  # type: ignore[import-not-found,unused-ignore]
 
-    dt = {"bfloat16": cudnn.data_type.BFLOAT16, "float16": cudnn.data_type.HALF}[case.dtype]
+    dt = {
+        "bfloat16": cudnn.data_type.BFLOAT16,
+        "float16": cudnn.data_type.HALF,
+        "float8_e4m3fn": cudnn.data_type.FP8_E4M3,
+        "float8_e5m2": cudnn.data_type.FP8_E5M2,
+    }[case.fp8 or case.dtype]
     g = cudnn.pygraph(
         io_data_type=dt,
         intermediate_data_type=cudnn.data_type.FLOAT,
@@ -242,7 +289,8 @@ def frontend_result(case: Case, props_json: str) -> dict[str, Any]:  # pragma: n
         return g.tensor(name=role, dim=list(dims), stride=list(strides), data_type=dtype)
 
     def packed(role: str, dims: list[int], dtype: Any) -> Any:
-        strides, step = [], 1
+        strides: list[int] = []
+        step = 1
         for n in reversed(dims):
             strides.insert(0, step)
             step *= n
@@ -271,7 +319,30 @@ def frontend_result(case: Case, props_json: str) -> dict[str, Any]:  # pragma: n
         seed = packed("seed", [1, 1, 1, 1], cudnn.data_type.INT64)
         offset = packed("offset", [1, 1, 1, 1], cudnn.data_type.INT64)
         opts["dropout"] = (0.1, seed, offset)
+    f32 = cudnn.data_type.FLOAT
+    if case.dropout_mask:
+        mask = packed("dropout_mask", [B, H, s_q, s_kv], dt)
+        opts["dropout"] = (mask, packed("dropout_scale", [1, 1, 1, 1], f32))
+    if case.sink:
+        opts["sink_token"] = packed("sink", [1, H, 1, 1], f32)
+        if case.backward:
+            opts["dSink_token"] = packed("dsink", [1, H, 1, 1], f32)
+    if case.block_mask:
+        tiles = [B, H, -(-s_q // 128), -(-s_kv // 128)]
+        opts["block_mask"] = packed("block_mask", tiles, cudnn.data_type.INT8)
     try:
+        if case.fp8:
+            factors = [packed(n, [1, 1, 1, 1], f32) for n in FP8_FACTORS]
+            outs = g.sdpa_fp8(
+                q, k, v, *factors, name="sdpa", attn_scale=0.125, generate_stats=not case.infer,
+                left_bound=case.left_bound, right_bound=case.right_bound, diagonal_alignment=align,
+            )  # fmt: skip
+            outs[0].set_output(True).set_data_type(dt)
+            for t in outs[1:]:
+                if t is not None:
+                    t.set_output(True).set_data_type(f32)
+            g.build([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+            return _frontend_plan(g)
         ragged: dict[str, Any] = {}
         if case.ragged:
             opts["max_total_seq_len_q"] = B * s_q
@@ -313,6 +384,10 @@ def frontend_result(case: Case, props_json: str) -> dict[str, Any]:  # pragma: n
         g.build([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
     except Exception as exc:
         return {"status": "refused", "error": f"{type(exc).__name__}: {exc}"[:300]}
+    return _frontend_plan(g)
+
+
+def _frontend_plan(g: Any) -> dict[str, Any]:  # pragma: no cover - child
     # the plan name is "eng<id>_k<knob>=<value>...": the engine id the heuristics chose first
     name = str(g.get_plan_name_at_index(0))
     engine: Any = name.split("_")[0].removeprefix("eng")
@@ -370,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     wrong = 0
     for case in CASES:
         ours = pycudnn_result(case, props)
-        wrong += ours["status"] != case.expect
+        wrong += ours["status"] != expected(case, pycudnn.version_tuple())
         theirs = frontend.get(case_id(case)) if args.frontend_python else None
         print(f"{case_id(case):26} pycudnn: {_text(ours)}")
         if args.frontend_python:

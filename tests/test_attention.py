@@ -17,7 +17,7 @@ import pytest
 import pycudnn
 from _nvbind.ffi import UnsupportedByLibraryError
 from pycudnn.graph import Graph, GraphError, Tensor
-from pycudnn.opgraph import attention as attention_module
+from pycudnn.opgraph import attention_common as attention_module
 from pycudnn.plan import GraphNotSupportedError
 
 

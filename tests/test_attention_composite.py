@@ -16,7 +16,7 @@ import pytest
 
 import pycudnn
 from pycudnn.graph import Graph, GraphError, Tensor
-from pycudnn.opgraph import attention as attention_module
+from pycudnn.opgraph import attention_common as attention_module
 
 B, H, S, D = 2, 6, 128, 64
 
@@ -235,7 +235,10 @@ def test_frontend_mask_names_set_the_band() -> None:
             r"paged_attention_max_seq_len_kv is the logical key length of paged K/V caches; "
             "give paged_attention_k_table/v_table too",
         ),
-        ({"dropout": (0.1, 1.0)}, "the \\(mask, scale\\) form is not offered"),
+        (
+            {"dropout": (0.1, 1.0)},
+            r"dropout as a pair is the frontend.s \(mask, scale\) of two tensors",
+        ),
         ({"dropout": 1.0}, r"dropout must be in \[0, 1\)"),
     ],
 )

@@ -5,7 +5,9 @@ the frontend's side), planned deviceless for the committed H100 properties.
 Each axis of the frontend's forward and backward tests, one at a time on b=2, h=6, s=256, d=128,
 bf16: every case pycudnn offers must plan (unified operation or composite graph, as the loaded
 cuDNN allows: the backward is composite before cuDNN 9.28, as the frontend's always is; ALiBi is
-composite; paged K/V caches, decode included, and ragged THD tensors too).
+composite; paged K/V caches, decode included, and ragged THD tensors too), with the cases of
+``sink_token``/``dSink_token``, ``dropout=(mask, scale)``, ``block_mask`` (no Hopper engine:
+refused by cuDNN) and ``sdpa_fp8``.
 """
 
 from __future__ import annotations
@@ -43,7 +45,9 @@ def props(deviceprops_json: dict[str, Any]) -> pycudnn.DeviceProperties:
 @pytest.mark.parametrize("case", space.CASES, ids=space.case_id)
 def test_frontend_case(props: pycudnn.DeviceProperties, case: Any) -> None:
     result = space.pycudnn_result(case, props)
-    assert result["status"] == case.expect, result
+    assert result["status"] == space.expected(case, pycudnn.version_tuple()), result
+    if result["status"] != "plan":
+        return
     # where the unified operation is too old for a feature, the composite graph plans it
     if case.backward and pycudnn.version_tuple() < (9, 28, 0):
         assert result["lowering"] == "composite"

@@ -15,7 +15,7 @@ from versioned import skip_unless_cudnn
 import pycudnn
 from _nvbind.ffi import UnsupportedByLibraryError
 from pycudnn.graph import Graph, GraphError
-from pycudnn.opgraph import attention as attention_module
+from pycudnn.opgraph import attention_common as attention_module
 from pycudnn.verification import evaluate, make_inputs
 from pycudnn.verification.reference import NoReferenceError
 

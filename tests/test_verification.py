@@ -19,7 +19,7 @@ import pytest
 
 import pycudnn
 from pycudnn.graph import Graph
-from pycudnn.opgraph import attention as attention_module
+from pycudnn.opgraph import attention_common as attention_module
 from pycudnn.plan import GraphNotSupportedError, Plan
 from pycudnn.verification import (
     DEFAULT_MAX_REFERENCE_COST,

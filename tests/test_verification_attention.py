@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pycudnn.graph import Graph
-from pycudnn.opgraph import attention as attention_module
+from pycudnn.opgraph import attention_common as attention_module
 from pycudnn.verification import evaluate, make_inputs, tolerance_for
 from pycudnn.verification.reference import NoReferenceError
 

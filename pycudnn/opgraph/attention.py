@@ -22,213 +22,22 @@ refused with the version the feature needs. Paged K/V caches: :mod:`.attention_p
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from _nvbind.dtypes import dtype_name
-
 from .. import _attention_rules as rules
-from .._info import version
 from . import attention_args as kw
+from . import attention_extras as ext
+from .attention_common import AttentionCommon, attach_offsets, spec
 from .attention_paged import TABLE_ROLES, paged_kv
 from .attention_ragged import ragged_args
 from .common import GraphError
-from .core import GraphCore
-from .tensors import Operation, Tensor
+from .tensors import Tensor
 
 __all__ = ["AttentionOps", "spec"]
 
 
-def spec(t: Tensor) -> rules.TensorSpec:
-    """The :class:`~pycudnn._attention_rules.TensorSpec` of a graph tensor."""
-    dt = dtype_name(t.dtype) if t.dtype is not None else "unresolved (call set_dtype())"
-    return rules.TensorSpec(t.name, t.dims, t.strides, dt)
-
-
-def _attach_offsets(op: Operation) -> None:
-    """The ragged offsets of the tensors an SDPA reads or writes become its inputs (the tensors
-    given ragged later attach theirs themselves: :meth:`Tensor.set_ragged_offset`)."""
-    ragged = [t for t in (*op.inputs.values(), *op.outputs.values()) if t.ragged_offset is not None]
-    for t in dict.fromkeys(ragged):
-        assert t.ragged_offset is not None
-        op.attach_ragged_offset(t, t.ragged_offset)
-
-
-def _loaded_version() -> int:
-
-    return version()
-
-
-class AttentionOps(GraphCore):
+class AttentionOps(AttentionCommon):
     """``sdpa`` and ``sdpa_backward``."""
-
-    def _attention_common(
-        self,
-        label: str,
-        op_name: str,
-        tensors: dict[str, Any],
-        *,
-        scale: Any,
-        masks: kw.Masks,
-        dropout: float,
-        backward: bool,
-        implementation: Any,
-        needs_composite: str,
-        check: Any,
-        alibi: bool = False,
-        paged: tuple[str, ...] = (),
-    ) -> tuple[dict[str, Tensor], dict[str, Any], Any]:
-        """Own the tensors, run the rules, choose the lowering (unified SDPA operation or the
-        composite graph) and add the scalars it reads; returns the operation's inputs by role,
-        its settings and the rules' shapes."""
-        impl = kw.choice(implementation, f"{label}: implementation", kw.IMPLEMENTATIONS)
-        if impl == "unified" and needs_composite:
-            raise GraphError(
-                f"{label}: {needs_composite} (cuDNN's unified SDPA operation has no such "
-                "setting); implementation='composite' or 'auto' lowers it to matmul, softmax and "
-                "matmul operations, as NVIDIA's frontend does"
-            )
-        owned = {r: self._own(t, label, r) for r, t in tensors.items() if t is not None}
-        scale_t = scale if isinstance(scale, Tensor) else None
-        if scale_t is not None:
-            self._own(scale_t, label, "attn_scale")
-            if (
-                scale_t.dims != (1, 1, 1, 1)
-                or scale_t.dtype is None
-                or scale_t.dtype.name != ("float32")
-            ):
-                raise GraphError(
-                    f"{label}: attn_scale tensor '{scale_t.name}' must be float32 [1, 1, 1, 1], "
-                    f"got {spec(scale_t).dtype} {list(scale_t.dims)}"
-                )
-        specs = {r: spec(t) for r, t in owned.items()}
-        try:
-            shapes = check(specs)
-        except rules.RuleError as exc:
-            raise GraphError(f"{label}: {exc}") from None
-        b, _, s_q, _ = shapes.scores_dims
-        s_kv = shapes.scores_dims[3]
-        padded = "seq_len_q" in owned
-        # Bottom-right alignment shifts the diagonal by s_kv - s_q: folded into the bounds for
-        # fixed lengths, taken from the sequence-length tensors per batch entry with padding.
-        shift = s_kv - s_q if masks.alignment == "bottom_right" and not padded else 0
-        right = None if masks.right is None else masks.right + shift
-        left = None if masks.left is None else masks.left - shift
-        shift_from_lengths = masks.alignment == "bottom_right" and padded and masks.any
-        loaded = _loaded_version()
-        unified_features = rules.sdpa_features(
-            backward=backward,
-            padding=padded,
-            masks=masks.any or "bias" in owned,
-            dropout=dropout,
-            paged=bool(paged),
-        )
-        why_not = needs_composite
-        if not why_not and shift_from_lengths:
-            why_not = "a bottom-right aligned mask with padding is composite-only"
-        if not why_not:
-            for feature in unified_features:
-                if loaded < rules.VERSIONS[feature]:
-                    why_not = (
-                        f"{feature} needs cuDNN {rules.version_text(rules.VERSIONS[feature])} in "
-                        f"the unified operation; the loaded cuDNN is {rules.version_text(loaded)}"
-                    )
-                    break
-        if impl == "unified":
-            if shift_from_lengths:
-                raise GraphError(
-                    f"{label}: {why_not} (cuDNN's unified SDPA operation has no such setting); "
-                    "implementation='composite' or 'auto' lowers it to matmul, softmax and "
-                    "matmul operations, as NVIDIA's frontend does"
-                )
-            for feature in unified_features:
-                rules.require_version(label, feature, loaded)
-            lowering = "unified"
-        elif impl == "composite" or why_not:
-            rules.require_version(label, "sdpa composite", loaded)
-            if paged:
-                rules.require_version(label, "sdpa composite paged K/V caches", loaded)
-            lowering = "composite"
-        else:
-            lowering = "unified"
-        composite = lowering == "composite"
-        # The composite graph shows cuDNN K (and, backward, V) transposed under its own unique
-        # id: a tensor that is also another operand of the operation cannot be shown both ways.
-        for role in ("k", "v") if backward else ("k",):
-            if (
-                composite
-                and role not in paged
-                and any(owned[role] is t for r, t in owned.items() if r != role)
-            ):
-                raise GraphError(
-                    f"{label}: {role} ('{owned[role].name}') is also another operand; the "
-                    f"composite graph shows cuDNN {role.upper()} transposed, so give it a tensor "
-                    "of its own (a second g.tensor() over the same memory is fine)"
-                )
-        inputs = dict(owned)
-        d_qk = owned["q"].dims[3]
-        value: float | None = None
-        if scale_t is not None:
-            inputs["scale"] = scale_t
-        else:
-            value = 1.0 / math.sqrt(d_qk) if scale is None else float(scale)
-            inputs["scale"] = self.scalar(value, dtype="float32", name=f"{op_name}.scale")
-        if masks.any or (composite and padded):
-            inputs["neg_inf"] = self.scalar(-math.inf, dtype="float32", name=f"{op_name}.neg_inf")
-        if right:
-            inputs["right_bound"] = self.scalar(right, dtype="int32", name=f"{op_name}.right_bound")
-        if left is not None:
-            inputs["left_bound"] = self.scalar(left, dtype="int32", name=f"{op_name}.left_bound")
-        if composite and dropout:
-            inputs["dropout_scale"] = self.scalar(
-                1.0 / (1.0 - dropout), dtype="float32", name=f"{op_name}.dropout_scale"
-            )
-        if alibi:
-            # ALiBi slopes as the frontend's get_alibi_slope: 2 ** (-8 a / n) with n the largest
-            # power of two <= h_q, a = h + 1 for the first n heads and h - n + 1/2 after them
-            h_q = owned["q"].dims[1]
-            n = 1 << (h_q.bit_length() - 1)
-            inputs["alibi_rate"] = self.scalar(
-                -8.0 * math.log(2.0) / n, dtype="float32", name=f"{op_name}.alibi_rate"
-            )
-            inputs["alibi_one"] = self.scalar(1.0, dtype="float32", name=f"{op_name}.alibi_one")
-            if n != h_q:
-                inputs["alibi_heads"] = self.scalar(n, dtype="int32", name=f"{op_name}.alibi_heads")
-                inputs["alibi_shift"] = self.scalar(
-                    0.5 - n, dtype="float32", name=f"{op_name}.alibi_shift"
-                )
-        if composite and backward:
-            # rowsum(dO * O) is scaled by the keep probability (1 with no dropout), as the
-            # frontend's composite backward does
-            inputs["dropout_scale_inv"] = self.scalar(
-                1.0 - dropout, dtype="float32", name=f"{op_name}.dropout_scale_inv"
-            )
-        attrs: dict[str, Any] = {
-            "compute_dtype": self._compute("float32", label),
-            "scale": value,
-            "causal": masks.right == 0 and masks.alignment == "top_left",
-            "sliding_window": masks.left if masks.right == 0 else None,
-            "alignment": masks.alignment,
-            "right_bound": right,
-            "left_bound": left,
-            "band": (masks.left, masks.right),
-            "shift_from_lengths": shift_from_lengths,
-            "dropout": float(dropout),
-            "scores_dims": shapes.scores_dims,
-            "alibi": alibi,
-            "paged": paged,
-            "implementation": impl,
-            "lowering": lowering,
-            "lowering_note": (
-                f"composite graph (matmul, softmax, matmul): {why_not}"
-                if composite and why_not
-                else "composite graph (matmul, softmax, matmul), as asked"
-                if composite
-                else "unified SDPA operation"
-            ),
-        }
-        del b
-        return inputs, attrs, shapes
 
     def sdpa(
         self,
@@ -264,6 +73,8 @@ class AttentionOps(GraphCore):
         paged_attention_max_seq_len_kv: int | None = None,
         max_total_seq_len_q: int | None = None,
         max_total_seq_len_kv: int | None = None,
+        sink_token: Tensor | None = None,
+        block_mask: Tensor | None = None,
         name: str | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """``softmax(scale * Q @ K^T + bias, masked) @ V`` (``OPERATION_SDPA_FWD_DESCRIPTOR``, or
@@ -304,11 +115,16 @@ class AttentionOps(GraphCore):
         stats) ragged offsets with :meth:`Tensor.set_ragged_offset` (int32 or int64
         ``[b + 1, 1, 1, 1]``, one type for the operation) and the sequence lengths;
         ``max_total_seq_len_q/kv`` bound the tokens (:mod:`pycudnn.opgraph.attention_ragged`).
+        ``sink_token`` (float32 ``[1, h_q, 1, 1]``: a learned logit per head in each softmax
+        denominator; unified from cuDNN 9.21), ``block_mask`` (int8, one element per 128 x 128
+        tile; unified only, cuDNN 9.14) and ``dropout=(mask, scale)`` (composite only): see
+        :mod:`pycudnn.opgraph.attention_extras`.
         """
         op_name, label = self._begin_op("sdpa", name)
         stats_flag = kw.stats_flag(label, return_stats, generate_stats, is_inference)
         scale = kw.scale_arg(label, scale, attn_scale)
-        dropout, seed, offset = kw.dropout_arg(label, dropout, seed, offset)
+        mask_form = ext.dropout_mask_arg(label, dropout)
+        dropout, seed, offset = kw.dropout_arg(label, None if mask_form else dropout, seed, offset)
         kw.refuse_unsupported(label, use_alibi_mask=use_alibi_mask)
         kw.padding_flag(label, use_padding_mask, seq_len_q, seq_len_kv)
         tables = {
@@ -352,6 +168,8 @@ class AttentionOps(GraphCore):
             )
         elif rng_dump is not None:
             needs_composite = "rng_dump (the dropout mask) is written by the composite graph only"
+        elif mask_form is not None:
+            needs_composite = "dropout=(mask, scale) is applied by the composite graph only"
         tensors = {
             "q": q,
             "k": k,
@@ -361,6 +179,9 @@ class AttentionOps(GraphCore):
             "seq_len_kv": seq_len_kv,
             "seed": seed,
             "offset": offset,
+            "sink": sink_token,
+            "block_mask": block_mask,
+            **dict(zip(("dropout_mask", "dropout_scale"), mask_form or (), strict=False)),
             **{TABLE_ROLES[side]: t for side, t in tables.items()},
         }
 
@@ -383,6 +204,10 @@ class AttentionOps(GraphCore):
             check=check,
             alibi=use_alibi_mask,
             paged=() if paged is None else paged.sides,
+            unified_only=""
+            if block_mask is None
+            else "block_mask is an input of cuDNN's unified "
+            "SDPA operation only (the composite graph has none, in cuDNN as in NVIDIA's frontend)",
         )
         attrs.update(ragged._asdict())
         q_t = inputs["q"]
@@ -411,8 +236,11 @@ class AttentionOps(GraphCore):
             )
             outputs["stats"] = stats
         if rng_dump is not None:
-            if not dropout:
-                raise GraphError(f"{label}: rng_dump receives the dropout mask: give dropout > 0")
+            if not dropout or mask_form:
+                raise GraphError(
+                    f"{label}: rng_dump receives the Philox dropout mask: give dropout > 0 with "
+                    "seed and offset"
+                )
             outputs["rng_dump"] = self._output(
                 label,
                 op_name,
@@ -422,7 +250,7 @@ class AttentionOps(GraphCore):
                 out=self._own(rng_dump, label, "rng_dump"),
                 out_dtype="float32",
             )
-        _attach_offsets(self._add_op("sdpa", op_name, inputs, outputs, attrs))
+        attach_offsets(self._add_op("sdpa", op_name, inputs, outputs, attrs))
         return o, stats
 
     def sdpa_backward(
@@ -458,6 +286,8 @@ class AttentionOps(GraphCore):
         sliding_window_length: int | None = None,
         use_padding_mask: bool | None = None,
         use_alibi_mask: bool = False,
+        sink_token: Tensor | None = None,
+        dSink_token: Tensor | None = None,
         name: str | None = None,
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Gradients ``(dQ, dK, dV)`` of :meth:`sdpa` (``OPERATION_SDPA_BWD_DESCRIPTOR``, or the
@@ -478,6 +308,8 @@ class AttentionOps(GraphCore):
         ``implementation`` as for :meth:`sdpa`: the unified backward needs cuDNN 9.28 (9.19
         cannot finalize one, and before 9.28 cuDNN plans it for Blackwell only), so ``"auto"``
         lowers to the composite graph on older cuDNN, which plans on Hopper from cuDNN 9.10.
+        ``sink_token`` is the forward's sink; ``dSink_token`` (float32 ``[1, h_q, 1, 1]``)
+        receives its gradient (:mod:`pycudnn.opgraph.attention_extras`).
         """
         op_name, label = self._begin_op("sdpa_backward", name)
         if (do is None) == (dO is None):
@@ -512,6 +344,8 @@ class AttentionOps(GraphCore):
             if bias is None:
                 raise GraphError(f"{label}: dBias is the gradient of a bias: give bias= too")
             needs_composite = "dBias is computed by the composite graph only"
+        if dSink_token is not None and sink_token is None:
+            raise GraphError(f"{label}: dSink_token is the gradient of a sink: give sink_token too")
         given = {"q": q, "k": k, "v": v, "o": o, "do": do, "stats": stats}
         given = {r: t for r, t in given.items() if t is not None}
         ragged = ragged_args(
@@ -538,6 +372,7 @@ class AttentionOps(GraphCore):
             "seq_len_kv": seq_len_kv,
             "seed": seed,
             "offset": offset,
+            "sink": sink_token,
         }
 
         def check(s: dict[str, rules.TensorSpec]) -> rules.SdpaShapes:
@@ -574,5 +409,11 @@ class AttentionOps(GraphCore):
                 out=self._own(dBias, label, "dBias"),
                 out_dtype=bias_t.dtype,
             )
-        _attach_offsets(self._add_op("sdpa_backward", op_name, inputs, outputs, attrs))
+        if dSink_token is not None:
+            dsink = self._own(dSink_token, label, "dSink_token")
+            ext.check_sink(label, "dSink_token", dsink, inputs["q"].dims[1])
+            outputs["dsink"] = self._output(
+                label, op_name, "dsink", dsink.dims, dsink, out=dsink, out_dtype="float32"
+            )
+        attach_offsets(self._add_op("sdpa_backward", op_name, inputs, outputs, attrs))
         return outputs["dq"], outputs["dk"], outputs["dv"]

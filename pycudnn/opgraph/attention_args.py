@@ -164,8 +164,8 @@ def dropout_arg(label: str, dropout: Any, seed: Any, offset: Any) -> tuple[float
     if isinstance(dropout, tuple):
         if len(dropout) != 3 or isinstance(dropout[0], Tensor):
             raise GraphError(
-                f"{label}: dropout as a tuple is the frontend's (probability, seed, offset); the "
-                "(mask, scale) form is not offered: give the probability with seed and offset"
+                f"{label}: dropout as a tuple is the frontend's (probability, seed, offset), or "
+                "(mask, scale) for sdpa's forward only: give the probability with seed and offset"
             )
         if seed is not None or offset is not None:
             raise GraphError(

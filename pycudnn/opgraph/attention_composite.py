@@ -334,17 +334,29 @@ def _forward(bld: _Builder) -> None:
     s = _scores(bld, scores)
     if bld.has_band():
         s = bld.band_mask(s, scores)
-    # softmax, as the frontend's CompositeSoftmaxNode
+    # softmax, as the frontend's CompositeSoftmaxNode: a sink joins the row max and the
+    # denominator, exp(sink - max), without a value row
+    sink = bld.arg("sink")
     m = bld.reduce("MAX", s, bld.virtual(row, "FLOAT"))
+    if sink is not None:
+        m = bld.pw("MAX", m, sink, dims=row)
     e = bld.pw("EXP", bld.pw("SUB", s, m, dims=scores), dims=scores)
     total = bld.reduce("ADD", e, bld.virtual(row, "FLOAT"))
+    if sink is not None:
+        total = bld.pw(
+            "ADD", total, bld.pw("EXP", bld.pw("SUB", sink, m, dims=row), dims=row), dims=row
+        )
     # cuDNN's fused engines take a composite forward with its stats only ("non-flash composite
     # MHA fprop is no longer supported" without, 9.28): a virtual stats tensor when none is asked
     log = bld.pw("LOG", total, dims=row)
     bld.pw("ADD", m, log, dims=row, out=bld.arg("stats"))
-    dropout = bool(a["dropout"])
+    dropout = bool(a["dropout"]) or a.get("dropout_mask", False)
     p = bld.pw("DIV", e, total, dims=scores, dtype="FLOAT" if dropout else io)
-    if dropout:
+    if a.get("dropout_mask"):
+        # the frontend's dropout=(mask, scale): the mask and its scale given at execute
+        p = bld.pw("MUL", p, bld.arg("dropout_mask"), dims=scores)
+        p = bld.pw("MUL", p, bld.arg("dropout_scale"), dims=scores, dtype=io)
+    elif dropout:
         mask = bld.rng(1.0 - a["dropout"], bld.virtual(scores, "FLOAT"))
         if "rng_dump" in op.outputs:
             mask = bld.pw("IDENTITY", mask, dims=scores, out=bld.arg("rng_dump"))
@@ -368,6 +380,16 @@ def _backward(bld: _Builder) -> None:
     # softmax_sum = rowsum(dO * O) * (1 - p)
     prod = bld.pw("MUL", bld.arg("do"), bld.arg("o"), dims=(b, hq, sq, d_v))
     rowsum = bld.reduce("ADD", prod, bld.virtual(row, "FLOAT"))
+    if "dsink" in op.outputs:
+        # dSink from P_sink = exp(sink - stats) and rowsum(dO * O), summed over b and s_q, in
+        # the frontend's sequence (SUB, EXP, MUL, add reduction), which cuDNN's fused backward
+        # recognises as the sink gradient and negates itself (the exact gradient is
+        # -sum(P_sink * rowsum), the verification reference's; NVIDIA's frontend notes the
+        # backend applies the sign). A NEG here leaves the graph without an engine (cuDNN 9.28,
+        # H100, measured). The softmax_sum MUL below stays even without dropout: it tells the
+        # engine's pattern matcher the softmax path (MUL, SUB) from this chain (MUL, reduction).
+        p_sink = bld.pw("EXP", bld.pw("SUB", bld.arg("sink"), bld.arg("stats"), dims=row), dims=row)
+        bld.reduce("ADD", bld.pw("MUL", p_sink, rowsum, dims=row), bld.arg("dsink"))
     softmax_sum = bld.pw("MUL", rowsum, bld.arg("dropout_scale_inv"), dims=row)
     # P, recomputed from the saved stats
     s = _scores(bld, scores)

@@ -80,13 +80,22 @@ def lowering_notes(ops: list[Operation]) -> list[str]:
 def lowering_advice(ops: list[Operation]) -> list[str]:
     """What to try when a graph of unified SDPA operations alone has no engine: the composite
     graph (with other operations fused in, neither plans on the H100: nothing to suggest)."""
+    masked = [
+        f"{op.label} has a block_mask: cuDNN 9.28 has no Hopper (sm_90) engine for "
+        "SDPA_FWD_BLOCK_MASK_DESC (measured; NVIDIA's frontend gets none either), its block-mask "
+        "engines are Blackwell's (sm_100); on Hopper give the masked tiles as -inf in bias="
+        for op in ops
+        if "block_mask" in op.inputs
+    ]
     if any(op.kind not in ("sdpa", "sdpa_backward") for op in ops):
-        return []
-    return [
+        return masked
+    return masked + [
         f"{op.label} is cuDNN's unified SDPA operation; implementation='composite' builds the "
         "matmul/softmax/matmul graph NVIDIA's frontend falls back to, which other engines take"
         for op in ops
-        if op.kind in ("sdpa", "sdpa_backward") and op.attrs.get("lowering") == "unified"
+        if op.kind in ("sdpa", "sdpa_backward")
+        and op.attrs.get("lowering") == "unified"
+        and "block_mask" not in op.inputs
     ]
 
 
@@ -115,6 +124,12 @@ _SDPA_FWD_ROLES = {
     "seed": "DROPOUT_SEED_DESC",
     "offset": "DROPOUT_OFFSET_DESC",
 }
+#: Forward-only inputs and outputs: the block mask and per-tensor FP8 scaling (cuDNN 9.25).
+_SDPA_FWD_ONLY_ROLES = {
+    "block_mask": "BLOCK_MASK_DESC",
+    **{f"{k}_{t}": f"{k.upper()}_{t.upper()}DESC" for k in ("descale",) for t in "qkvs"},
+    **{f"{k}_{t}": f"{k.upper()}_{t.upper()}DESC" for k in ("scale", "amax") for t in "so"},
+}
 _SDPA_PAGED_ROLES = {"page_table_k": "PAGE_TABLE_KDESC", "page_table_v": "PAGE_TABLE_VDESC"}
 _SDPA_BWD_ROLES = {
     **{r: a for r, a in _SDPA_FWD_ROLES.items()},
@@ -122,18 +137,30 @@ _SDPA_BWD_ROLES = {
     "dq": "DQDESC",
     "dk": "DKDESC",
     "dv": "DVDESC",
+    "sink": "SINK_DESC",
+    "dsink": "DSINK_DESC",
 }
 
 
 def _sdpa(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) -> Any:
     backward = op.kind == "sdpa_backward"
     prefix = "OPERATION_SDPA_BWD_" if backward else "OPERATION_SDPA_FWD_"
-    roles = _SDPA_BWD_ROLES if backward else {**_SDPA_FWD_ROLES, **_SDPA_PAGED_ROLES}
+    roles = (
+        _SDPA_BWD_ROLES
+        if backward
+        else {**_SDPA_FWD_ROLES, **_SDPA_PAGED_ROLES, **_SDPA_FWD_ONLY_ROLES}
+    )
+    softmax = not backward and "sink" in op.inputs
+    if softmax:
+        # the stats are the softmax descriptor's output, not the SDPA's (as the frontend sets)
+        roles = {r: a for r, a in roles.items() if r != "stats"}
     d = new("OPERATION_SDPA_BWD_DESCRIPTOR" if backward else "OPERATION_SDPA_FWD_DESCRIPTOR")
     for role, t in (*op.inputs.items(), *op.outputs.items()):
         attr = roles.get(role)
         if attr is not None:
             d.set(prefix + attr, tensors[t.uid], attr_type=_DESC)
+    if softmax:
+        d.set(prefix + "SOFTMAX_DESC", _softmax(op, tensors, new, finalize), attr_type=_DESC)
     a = op.attrs
     if "bias" in op.inputs or a["right_bound"] is not None or a["left_bound"] is not None:
         graph, in_uid, out_uid = _score_subgraph(op, tensors, new, finalize)
@@ -151,17 +178,49 @@ def _sdpa(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) -> An
     return d
 
 
+def _softmax(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) -> Any:
+    """The ``OPERATION_SOFTMAX`` descriptor of a unified forward with a sink: virtual score and
+    probability tensors, the sink and the stats (cuDNN 9.21's ``SDPA_FWD_SOFTMAX_DESC``, as the
+    frontend's ``UnifiedSoftmaxNode`` builds it)."""
+    dims = tuple(op.attrs["scores_dims"])
+    first = min(t.uid for t in op.outputs.values())
+    ends: list[Any] = []
+    for i in range(2):  # P (the scores in) and S (the probabilities out), ids after the subgraph's
+        t = new("TENSOR")
+        t.set("TENSOR_UNIQUE_ID", _SUBGRAPH_UID_BASE + first * 64 + 48 + i, attr_type="INT64")
+        t.set("TENSOR_DATA_TYPE", "FLOAT", attr_type="DATA_TYPE")
+        t.set("TENSOR_BYTE_ALIGNMENT", 16, attr_type="INT64")
+        t.set("TENSOR_DIMENSIONS", dims, attr_type="INT64")
+        t.set("TENSOR_STRIDES", _packed(dims), attr_type="INT64")
+        t.set("TENSOR_IS_VIRTUAL", True, attr_type="BOOLEAN")
+        finalize(t, f"{op.label} (softmax tensor)")
+        ends.append(t)
+    sm = new("OPERATION_SOFTMAX")
+    sm.set("OPERATION_SOFTMAX_XDESC", ends[0], attr_type=_DESC)
+    sm.set("OPERATION_SOFTMAX_YDESC", ends[1], attr_type=_DESC)
+    sm.set("OPERATION_SOFTMAX_SINK_DESC", tensors[op.inputs["sink"].uid], attr_type=_DESC)
+    if "stats" in op.outputs:
+        sm.set("OPERATION_SOFTMAX_STATS_DESC", tensors[op.outputs["stats"].uid], attr_type=_DESC)
+    finalize(sm, f"{op.label} (softmax with sink)")
+    return sm
+
+
+def _packed(dims: tuple[int, ...]) -> tuple[int, ...]:
+    strides: list[int] = []
+    step = 1
+    for n in reversed(dims):
+        strides.insert(0, step)
+        step *= n
+    return tuple(strides)
+
+
 def _score_subgraph(
     op: Operation, tensors: dict[int, Any], new: Any, finalize: Any
 ) -> tuple[Any, int, int]:
     """The pre-softmax subgraph (bias, causal and sliding-window masks) of an SDPA operation."""
     a = op.attrs
     dims = tuple(a["scores_dims"])
-    strides: list[int] = []
-    step = 1
-    for n in reversed(dims):
-        strides.insert(0, step)
-        step *= n
+    strides = list(_packed(dims))
     first = min(t.uid for t in op.outputs.values())
     next_uid = [_SUBGRAPH_UID_BASE + first * 64]
 
@@ -201,7 +260,35 @@ def _score_subgraph(
         nxt, nxt_uid = virtual("FLOAT")
         pointwise("ADD", [cur, tensors[op.inputs["bias"].uid]], nxt, "FLOAT")
         cur, cur_uid = nxt, nxt_uid
-    if a["right_bound"] is not None or a["left_bound"] is not None:
+    if a.get("band_op") and (a["right_bound"] is not None or a["left_bound"] is not None):
+        # FP8: the masks as cuDNN's DIAGONAL_BAND_MASK operations, as the frontend builds them
+        # (cuDNN 9.28's FP8 engine fails to compile the pointwise form below; measured)
+        for bound, mode, slot in (
+            ("right_bound", "CMP_GE", "SHIFT_RIGHT_BOUND_DESC"),
+            ("left_bound", "CMP_GT", "LEFT_BOUND_DESC"),
+        ):
+            if a[bound] is None:
+                continue
+            nxt, nxt_uid = virtual("FLOAT")
+            o = new("OPERATION_DIAGONAL_BAND_MASK")
+            o.set("OPERATION_DIAGONAL_BAND_MASK_XDESC", cur, attr_type=_DESC)
+            o.set(
+                "OPERATION_DIAGONAL_BAND_MASK_BDESC",
+                tensors[op.inputs["neg_inf"].uid],
+                attr_type=_DESC,
+            )
+            if bound in op.inputs:
+                o.set(
+                    "OPERATION_DIAGONAL_BAND_MASK_" + slot,
+                    tensors[op.inputs[bound].uid],
+                    attr_type=_DESC,
+                )
+            o.set("OPERATION_DIAGONAL_BAND_MASK_YDESC", nxt, attr_type=_DESC)
+            o.set("OPERATION_DIAGONAL_BAND_MASK_COMPARISON_MODE", mode, attr_type="POINTWISE_MODE")
+            finalize(o, f"{op.label} (score subgraph {bound.replace('_', ' ')} mask)")
+            ops.append(o)
+            cur, cur_uid = nxt, nxt_uid
+    elif a["right_bound"] is not None or a["left_bound"] is not None:
         # the band of the score matrix kept: row + right >= col (right bound; causal is 0) and
         # col + left > row (left bound), with the bottom-right shift folded into the bounds
         neg_inf = tensors[op.inputs["neg_inf"].uid]

@@ -14,6 +14,7 @@ from typing import Any
 
 from .adanorm import AdaNormOps
 from .attention import AttentionOps
+from .attention_fp8 import AttentionFp8Ops
 from .convolution import ConvolutionOps
 from .descriptors import DescriptorSets
 from .like import TensorLikeOps
@@ -38,6 +39,7 @@ class OperationGraph(
     PointwiseOps,
     ReductionOps,
     AttentionOps,
+    AttentionFp8Ops,
     StatisticsOps,
     ShapeOps,
     ResampleOps,

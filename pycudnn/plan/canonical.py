@@ -97,10 +97,13 @@ ENUM_KEYS = _ENUM_KEYS
 
 
 def _norm(name: str) -> str:
+    # a trailing S that names the SDPA's scores (FP8 SCALE_SDESC, JSON "scaleS") is no plural:
+    # dropped, it would make scale S the attention scale
+    scores = name.endswith("_SDESC") or (len(name) > 1 and name[-1] == "S" and name[-2].islower())
     n = name.replace("_", "").lower()
     if n.endswith("desc") and len(n) > 4:
         n = n[:-4]
-    if n.endswith("s") and len(n) > 1:
+    if n.endswith("s") and len(n) > 1 and not scores:
         n = n[:-1]
     return n
 
@@ -260,11 +263,17 @@ _LIST_KEYS = frozenset(
 def _node_form(node: Mapping[str, Any]) -> dict[str, Any]:
     op = node.get("operation")
     kind = _short_type(op) if isinstance(op, str) else repr(op)
-    return {
-        "type": kind,
-        "json": {k: _json_value(k, v) for k, v in node.items() if k != "operation"},
-        "raw": node,
-    }
+    # a sub-operation held by the node (an SDPA's softmax with a sink) is flattened into it, as
+    # the graph's side flattens the descriptors an operation holds
+    keys = {k: v for k, v in node.items() if k != "operation" and not _sub_operation(v)}
+    for v in node.values():
+        if _sub_operation(v):
+            keys.update({k: x for k, x in v.items() if k != "operation"})
+    return {"type": kind, "json": {k: _json_value(k, v) for k, v in keys.items()}, "raw": node}
+
+
+def _sub_operation(value: Any) -> bool:
+    return isinstance(value, Mapping) and "operation" in value and "nodes" not in value
 
 
 def _shown(value: Any, raw: Any = None, want: Any = None) -> str:

@@ -4,7 +4,13 @@
 of ``h_q / h_kv`` query heads reads one K/V head), a causal mask (top-left aligned: key ``j`` is
 seen by query ``i`` when ``j <= i``) or a sliding window of ``w`` keys ending at the query
 (``i - w < j <= i``), and ``stats``, the natural log-sum-exp of each masked score row. Sequence
-lengths (padding) and dropout have no reference here: a graph with them is reported as skipped.
+lengths (padding) and Philox dropout have no reference here: a graph with them is reported as
+skipped. Also: a sink (a per-head logit in each row's maximum and denominator, and ``dSink`` in
+the backward), a block mask (a zero drops a 128 x 128 tile), the frontend's mask-and-scale
+dropout (``P * mask * scale``), and FP8 (``sdpa_fp8``: Q, K, V dequantised by their descale
+factors, ``O = scale_o * scale_s * descale_s * P @ V``, ``amax_s`` the largest probability and
+``amax_o`` the largest ``|O|`` before ``scale_o``; the rounding of P to fp8 is left to the
+tolerance).
 
 ``norm_forward``: layer and RMS norms over every dim but the first, instance norm per sample and
 channel, batch norm per channel; biased variance; ``inv_variance = 1/sqrt(var + epsilon)``;
@@ -54,13 +60,32 @@ def sdpa_forward(op: Any, vals: Mapping[str, np.ndarray]) -> dict[str, np.ndarra
     if a.get("dropout"):
         raise _no_reference(op, "dropout is random: no reference")
     _, v, scores, _ = _masked_scores(op, vals)
+    p, stats = _softmax(vals, scores)
+    if op.attrs.get("dropout_mask"):  # the frontend's dropout=(mask, scale): deterministic
+        p = p * vals["dropout_mask"] * vals["dropout_scale"]
+    out = {"o": np.matmul(p, v)}
+    if "descale_q" in vals:  # FP8: the probabilities' scale pair, the amax outputs, scale_o
+        out["o"] = out["o"] * vals["scale_s"] * vals["descale_s"]
+        out["amax_s"] = np.max(np.abs(p)).reshape(1, 1, 1, 1)
+        out["amax_o"] = np.max(np.abs(out["o"])).reshape(1, 1, 1, 1)
+        out["o"] = out["o"] * vals["scale_o"]
+    if "stats" in op.outputs:
+        out["stats"] = stats
+    return out
+
+
+def _softmax(vals: Mapping[str, np.ndarray], scores: np.ndarray) -> tuple[Any, Any]:
+    """The probabilities and stats (log-sum-exp) of masked scores; a sink (one logit per head)
+    joins each row's maximum and denominator without a value row."""
     top = scores.max(axis=-1, keepdims=True)
+    sink = vals.get("sink")
+    if sink is not None:
+        top = np.maximum(top, sink)
     e = np.exp(scores - top)
     total = e.sum(axis=-1, keepdims=True)
-    out = {"o": np.matmul(e / total, v)}
-    if "stats" in op.outputs:
-        out["stats"] = top + np.log(total)
-    return out
+    if sink is not None:
+        total = total + np.exp(sink - top)
+    return e / total, top + np.log(total)
 
 
 def _norm_axes(mode: str, ndim: int, op: Any = None) -> tuple[int, ...]:
@@ -115,6 +140,8 @@ def _masked_scores(op: Any, vals: Mapping[str, np.ndarray]) -> tuple[Any, Any, A
     v = np.repeat(v, group, axis=1)
     # a per-execution scale (a tensor) has no value in the settings
     scale = a["scale"] if a.get("scale") is not None else float(np.ravel(vals["scale"])[0])
+    if "descale_q" in vals:  # FP8: dequantised operands
+        q, k, v = q * vals["descale_q"], k * vals["descale_k"], v * vals["descale_v"]
     scores = scale * np.matmul(q, np.swapaxes(k, -1, -2))
     if "bias" in vals:
         scores = scores + vals["bias"]
@@ -134,6 +161,9 @@ def _masked_scores(op: Any, vals: Mapping[str, np.ndarray]) -> tuple[Any, Any, A
         keep &= j > i - int(a["left_bound"])
     elif a.get("sliding_window") is not None:
         keep &= j > i - int(a["sliding_window"])
+    if "block_mask" in vals:  # one element per 128 x 128 tile of the scores; 0 drops it
+        tiles = np.repeat(np.repeat(vals["block_mask"] != 0, 128, axis=2), 128, axis=3)
+        keep = keep & tiles[:, :, :sq, :skv]
     return k, v, np.where(keep, scores, -np.inf), group
 
 
@@ -162,8 +192,7 @@ def sdpa_backward(op: Operation, vals: Mapping[str, np.ndarray]) -> dict[str, np
     if op.attrs.get("dropout"):
         raise _no_reference(op, "dropout is random: no reference")
     k, v, scores, group = _masked_scores(op, vals)
-    p = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    p = p / p.sum(axis=-1, keepdims=True)
+    p, _ = _softmax(vals, scores)
     do, o = vals["do"], vals["o"]
     dv = np.matmul(np.swapaxes(p, -1, -2), do)
     dp = np.matmul(do, np.swapaxes(v, -1, -2))
@@ -179,6 +208,12 @@ def sdpa_backward(op: Operation, vals: Mapping[str, np.ndarray]) -> dict[str, np
         bias_dims = op.outputs["dbias"].dims
         axes = tuple(i for i, n in enumerate(bias_dims) if n == 1 and d_scores.shape[i] != 1)
         out["dbias"] = d_scores.sum(axis=axes, keepdims=True)
+    if "dsink" in op.outputs:
+        # d/dsink of sum(O * dO): every probability of the row gives the sink its share,
+        # -P_sink * rowsum(dO * O), P_sink = exp(sink - stats), summed over batch and queries
+        _, stats = _softmax(vals, scores)
+        per_row = -np.exp(vals["sink"] - stats) * np.sum(do * o, axis=-1, keepdims=True)
+        out["dsink"] = per_row.sum(axis=(0, 2), keepdims=True)
     return out
 
 

@@ -1,0 +1,243 @@
+"""What :meth:`Graph.sdpa`, :meth:`Graph.sdpa_backward` and :meth:`Graph.sdpa_fp8` share: own
+and check the tensors, choose the lowering (cuDNN's unified SDPA operation or the composite graph
+of :mod:`.attention_composite`) and add the by-value scalars each lowering reads.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from _nvbind.dtypes import dtype_name
+
+from .. import _attention_rules as rules
+from .._info import version
+from . import attention_args as kw
+from . import attention_extras as ext
+from .common import GraphError
+from .core import GraphCore
+from .tensors import Operation, Tensor
+
+__all__ = ["AttentionCommon", "attach_offsets", "spec"]
+
+
+def spec(t: Tensor) -> rules.TensorSpec:
+    """The :class:`~pycudnn._attention_rules.TensorSpec` of a graph tensor."""
+    dt = dtype_name(t.dtype) if t.dtype is not None else "unresolved (call set_dtype())"
+    return rules.TensorSpec(t.name, t.dims, t.strides, dt)
+
+
+def attach_offsets(op: Operation) -> None:
+    """The ragged offsets of the tensors an SDPA reads or writes become its inputs (the tensors
+    given ragged later attach theirs themselves: :meth:`Tensor.set_ragged_offset`)."""
+    ragged = [t for t in (*op.inputs.values(), *op.outputs.values()) if t.ragged_offset is not None]
+    for t in dict.fromkeys(ragged):
+        assert t.ragged_offset is not None
+        op.attach_ragged_offset(t, t.ragged_offset)
+
+
+def _loaded_version() -> int:
+
+    return version()
+
+
+class AttentionCommon(GraphCore):
+    """The checks and lowering choice of every SDPA operation."""
+
+    def _attention_common(
+        self,
+        label: str,
+        op_name: str,
+        tensors: dict[str, Any],
+        *,
+        scale: Any,
+        masks: kw.Masks,
+        dropout: float,
+        backward: bool,
+        implementation: Any,
+        needs_composite: str,
+        check: Any,
+        alibi: bool = False,
+        paged: tuple[str, ...] = (),
+        unified_only: str = "",
+    ) -> tuple[dict[str, Tensor], dict[str, Any], Any]:
+        """Own the tensors, run the rules, choose the lowering (unified SDPA operation or the
+        composite graph) and add the scalars it reads; returns the operation's inputs by role,
+        its settings and the rules' shapes. ``unified_only`` says why the operation has no
+        composite lowering (a block mask, FP8)."""
+        impl = kw.choice(implementation, f"{label}: implementation", kw.IMPLEMENTATIONS)
+        if unified_only:
+            if impl == "composite" or needs_composite:
+                raise GraphError(
+                    f"{label}: {unified_only}, so it cannot be lowered to the composite graph"
+                    + (f", but {needs_composite}" if needs_composite else "")
+                    + "; leave out what needs the composite graph, or the unified-only input"
+                )
+            impl = "unified"
+        if impl == "unified" and needs_composite:
+            raise GraphError(
+                f"{label}: {needs_composite} (cuDNN's unified SDPA operation has no such "
+                "setting); implementation='composite' or 'auto' lowers it to matmul, softmax and "
+                "matmul operations, as NVIDIA's frontend does"
+            )
+        owned = {r: self._own(t, label, r) for r, t in tensors.items() if t is not None}
+        scale_t = scale if isinstance(scale, Tensor) else None
+        if scale_t is not None:
+            self._own(scale_t, label, "attn_scale")
+            if (
+                scale_t.dims != (1, 1, 1, 1)
+                or scale_t.dtype is None
+                or scale_t.dtype.name != ("float32")
+            ):
+                raise GraphError(
+                    f"{label}: attn_scale tensor '{scale_t.name}' must be float32 [1, 1, 1, 1], "
+                    f"got {spec(scale_t).dtype} {list(scale_t.dims)}"
+                )
+        specs = {r: spec(t) for r, t in owned.items()}
+        try:
+            shapes = check(specs)
+        except rules.RuleError as exc:
+            raise GraphError(f"{label}: {exc}") from None
+        b, h_q, s_q, s_kv = shapes.scores_dims
+        fp8 = "descale_q" in owned
+        if "sink" in owned:
+            ext.check_sink(label, "sink_token", owned["sink"], h_q)
+        if "block_mask" in owned:
+            ext.check_block_mask(label, owned["block_mask"], shapes.scores_dims)
+        if "dropout_mask" in owned:
+            ext.check_dropout_mask(
+                label, owned["dropout_mask"], owned["dropout_scale"], shapes.scores_dims
+            )
+        padded = "seq_len_q" in owned
+        # Bottom-right alignment shifts the diagonal by s_kv - s_q: folded into the bounds for
+        # fixed lengths, taken from the sequence-length tensors per batch entry with padding.
+        shift = s_kv - s_q if masks.alignment == "bottom_right" and not padded else 0
+        right = None if masks.right is None else masks.right + shift
+        left = None if masks.left is None else masks.left - shift
+        shift_from_lengths = masks.alignment == "bottom_right" and padded and masks.any
+        loaded = _loaded_version()
+        unified_features = rules.sdpa_features(
+            backward=backward,
+            padding=padded,
+            masks=masks.any or "bias" in owned,
+            dropout=dropout,
+            paged=bool(paged),
+        )
+        op_kind = "sdpa_backward" if backward else "sdpa"
+        unified_features += [f"{op_kind} sink_token"] * ("sink" in owned)
+        unified_features += ["sdpa block_mask"] * ("block_mask" in owned)
+        unified_features += ["sdpa fp8"] * fp8
+        why_not = needs_composite
+        if not why_not and shift_from_lengths:
+            why_not = "a bottom-right aligned mask with padding is composite-only"
+        if not why_not:
+            for feature in unified_features:
+                if loaded < rules.VERSIONS[feature]:
+                    why_not = (
+                        f"{feature} needs cuDNN {rules.version_text(rules.VERSIONS[feature])} in "
+                        f"the unified operation; the loaded cuDNN is {rules.version_text(loaded)}"
+                    )
+                    break
+        if impl == "unified":
+            if shift_from_lengths:
+                raise GraphError(
+                    f"{label}: {why_not} (cuDNN's unified SDPA operation has no such setting); "
+                    "implementation='composite' or 'auto' lowers it to matmul, softmax and "
+                    "matmul operations, as NVIDIA's frontend does"
+                )
+            for feature in unified_features:
+                rules.require_version(label, feature, loaded)
+            lowering = "unified"
+        elif impl == "composite" or why_not:
+            rules.require_version(label, "sdpa composite", loaded)
+            if paged:
+                rules.require_version(label, "sdpa composite paged K/V caches", loaded)
+            if "sink" in owned:
+                rules.require_version(label, "sdpa composite sink_token", loaded)
+            lowering = "composite"
+        else:
+            lowering = "unified"
+        composite = lowering == "composite"
+        # The composite graph shows cuDNN K (and, backward, V) transposed under its own unique
+        # id: a tensor that is also another operand of the operation cannot be shown both ways.
+        for role in ("k", "v") if backward else ("k",):
+            if (
+                composite
+                and role not in paged
+                and any(owned[role] is t for r, t in owned.items() if r != role)
+            ):
+                raise GraphError(
+                    f"{label}: {role} ('{owned[role].name}') is also another operand; the "
+                    f"composite graph shows cuDNN {role.upper()} transposed, so give it a tensor "
+                    "of its own (a second g.tensor() over the same memory is fine)"
+                )
+        inputs = dict(owned)
+        d_qk = owned["q"].dims[3]
+        value: float | None = None
+        if scale_t is not None:
+            inputs["scale"] = scale_t
+        else:
+            value = 1.0 / math.sqrt(d_qk) if scale is None else float(scale)
+            inputs["scale"] = self.scalar(value, dtype="float32", name=f"{op_name}.scale")
+        if masks.any or (composite and padded):
+            inputs["neg_inf"] = self.scalar(-math.inf, dtype="float32", name=f"{op_name}.neg_inf")
+        if right:
+            inputs["right_bound"] = self.scalar(right, dtype="int32", name=f"{op_name}.right_bound")
+        if left is not None:
+            # cuDNN's DIAGONAL_BAND_MASK operation (the FP8 score subgraph) reads a float left
+            # bound, as the frontend gives it; the pointwise CMP_GT an int32 one
+            inputs["left_bound"] = self.scalar(
+                left, dtype="float32" if fp8 else "int32", name=f"{op_name}.left_bound"
+            )
+        if composite and dropout and "dropout_scale" not in inputs:
+            inputs["dropout_scale"] = self.scalar(
+                1.0 / (1.0 - dropout), dtype="float32", name=f"{op_name}.dropout_scale"
+            )
+        if alibi:
+            # ALiBi slopes as the frontend's get_alibi_slope: 2 ** (-8 a / n) with n the largest
+            # power of two <= h_q, a = h + 1 for the first n heads and h - n + 1/2 after them
+            h_q = owned["q"].dims[1]
+            n = 1 << (h_q.bit_length() - 1)
+            inputs["alibi_rate"] = self.scalar(
+                -8.0 * math.log(2.0) / n, dtype="float32", name=f"{op_name}.alibi_rate"
+            )
+            inputs["alibi_one"] = self.scalar(1.0, dtype="float32", name=f"{op_name}.alibi_one")
+            if n != h_q:
+                inputs["alibi_heads"] = self.scalar(n, dtype="int32", name=f"{op_name}.alibi_heads")
+                inputs["alibi_shift"] = self.scalar(
+                    0.5 - n, dtype="float32", name=f"{op_name}.alibi_shift"
+                )
+        if composite and backward:
+            # rowsum(dO * O) is scaled by the keep probability (1 with no dropout), as the
+            # frontend's composite backward does
+            inputs["dropout_scale_inv"] = self.scalar(
+                1.0 - dropout, dtype="float32", name=f"{op_name}.dropout_scale_inv"
+            )
+        attrs: dict[str, Any] = {
+            "compute_dtype": self._compute("float32", label),
+            "scale": value,
+            "causal": masks.right == 0 and masks.alignment == "top_left",
+            "sliding_window": masks.left if masks.right == 0 else None,
+            "alignment": masks.alignment,
+            "right_bound": right,
+            "left_bound": left,
+            "band": (masks.left, masks.right),
+            "shift_from_lengths": shift_from_lengths,
+            "dropout": float(dropout),
+            "dropout_mask": "dropout_mask" in owned,
+            "band_op": fp8,
+            "scores_dims": shapes.scores_dims,
+            "alibi": alibi,
+            "paged": paged,
+            "implementation": impl,
+            "lowering": lowering,
+            "lowering_note": (
+                f"composite graph (matmul, softmax, matmul): {why_not}"
+                if composite and why_not
+                else "composite graph (matmul, softmax, matmul), as asked"
+                if composite
+                else "unified SDPA operation"
+            ),
+        }
+        del b
+        return inputs, attrs, shapes
