@@ -219,6 +219,7 @@ class NativeLibrary:
         minimum_version: tuple[int, int, int],
         version_symbol: str,
         companions: tuple[str, ...] = (),
+        dependencies: tuple[tuple[str, bool], ...] = (),
         before_load: Callable[[], None] | None = None,
         header_version: tuple[int, int, int] | None = None,
     ) -> None:
@@ -231,6 +232,9 @@ class NativeLibrary:
         # Libraries the named one loads from its own directory (cuDNN 9's libcudnn.so.9 is a
         # dispatcher that aborts the process when its sublibraries are missing).
         self._companions = companions
+        # Libraries it loads by soname when it first needs them ((cuda.pathfinder name, required)),
+        # which cuda.pathfinder loads first for a library it finds: see _load_dependencies.
+        self._dependencies = dependencies
         self.minimum_version = minimum_version
         self.soname = f"lib{pathfinder_name}.so.{expected_major}"
         self._version_symbol = version_symbol
@@ -336,6 +340,27 @@ class NativeLibrary:
                 f"without it. Point {self._env_var} at a complete installation. {self._install_hint}."
             )
 
+    def _load_dependencies(self, path: str) -> None:
+        # cuDNN loads cuBLASLt (and NVRTC, for runtime-compiled engines) by soname when a plan
+        # first needs it, and aborts the process when that fails ("Cannot load symbol
+        # cublasLtGetProperty"): its RUNPATH does not reach the CUDA 13 wheels' nvidia/cu13/lib.
+        # cuda.pathfinder loads a library's dependencies before the library it finds; a library
+        # named by the environment variable gets the same here. A missing required one is refused
+        # now rather than aborting later; a missing optional one is left to the library.
+        from cuda import pathfinder
+
+        for name, required in self._dependencies:
+            try:
+                pathfinder.load_nvidia_dynamic_lib(name)
+            except Exception as exc:  # DynamicLibNotFoundError and friends
+                if required:
+                    raise LibraryNotFoundError(
+                        f"{self._env_var}={path!r}: {self.display_name} needs {name}, which was not "
+                        f"found ({type(exc).__name__}: {exc}); {self.display_name} aborts the "
+                        f"process without it. {self._install_hint}, or install {name}."
+                    ) from exc
+                _log.debug("%s for %s not found: %s", name, self.display_name, exc)
+
     def _load(self) -> ctypes.CDLL:
         with self._lock:
             if self._cdll is not None:
@@ -354,6 +379,11 @@ class NativeLibrary:
         if self._before_load is not None:
             self._before_load()
         path = self._locate()
+        if (
+            self.found_via == self._env_var
+            and loaded_copy(self.soname, self._version_symbol) is None
+        ):
+            self._load_dependencies(path)
         try:
             cdll = ctypes.CDLL(path)
         except OSError as exc:

@@ -60,6 +60,7 @@ def native_library(  # noqa: PLR0917 - positional, so that each package's call s
     *,
     decode: Callable[[int], tuple[int, int, int]] = decode_version,
     companions: tuple[str, ...] = (),
+    dependencies: tuple[tuple[str, bool], ...] = (),
     before_load: Callable[[], None] | None = None,
 ) -> L:
     """The library ``lib<prefix>.so.<header major>``, found through ``cuda.pathfinder`` under
@@ -75,6 +76,7 @@ def native_library(  # noqa: PLR0917 - positional, so that each package's call s
         minimum_version=minimum_version,
         version_symbol=f"{prefix}GetVersion",
         companions=companions,
+        dependencies=dependencies,
         before_load=before_load,
         header_version=bindings.HEADER_VERSION,
     )

@@ -43,6 +43,8 @@ LIB = native_library(
     # libcudnn.so.9 is a dispatcher: its functions live in sublibraries it loads from its own
     # directory, and without libcudnn_graph it aborts the process on the first call.
     companions=(f"libcudnn_graph.so.{_bindings.HEADER_VERSION[0]}",),
+    # what it loads by soname on first need (cuda.pathfinder's catalogue lists the same)
+    dependencies=(("cublasLt", True), ("nvrtc", False)),
     before_load=check_cudnn_environment,  # its logging variables, PYCUDNN_LIBRARY a sublibrary
 )
 
