@@ -158,6 +158,7 @@ def test_saved_plan_of_a_paged_sdpa_loads(props: Any) -> None:
 
 
 def test_the_tables_are_inputs_of_the_operation() -> None:
+    skip_unless_cudnn((9, 5), "composite paged K/V caches")
     g, t = paged_graph(sides=("k",), implementation="composite")
     op = next(op for op in g.operations if op.kind == "sdpa")
     assert op.inputs["page_table_k"] is t["k_table"]
@@ -244,6 +245,7 @@ def test_older_cudnn_is_refused_with_the_version_paging_needs(
 def test_verification_inputs_are_valid_indices() -> None:
     # verify executes a plan on drawn inputs: page tables, lengths and ragged offsets must stay
     # inside the tensors' memory (a drawn -4 would read before the cache)
+    skip_unless_cudnn((9, 5), "composite paged K/V caches")
     g, t = paged_graph(s_q=4, sides=("k",), s_kv=300, max_seq_len_kv=300)
     g.signature()
     ins = make_inputs(g, seed=3)

@@ -7,6 +7,7 @@ import inspect
 from typing import Any
 
 import pytest
+from versioned import skip_unless_cudnn_has
 
 from pycudnn import Graph, _bindings
 from pycudnn.graph import GraphError, Tensor
@@ -145,6 +146,7 @@ def test_resample_backward_takes_resamples_defaults() -> None:
 
 
 def test_contract_band_matrix_takes_expands_defaults() -> None:
+    skip_unless_cudnn_has("CUDNN_BACKEND_OPERATION_CONTRACT_BAND_MATRIX_DESCRIPTOR")
     g = Graph("band_defaults")
     x = g.tensor([1, 2, 8, 8], name="x")
     band = g.contract_band_matrix(x, lower_bandwidth=1, upper_bandwidth=2, name="c")
