@@ -233,8 +233,8 @@ class NativeLibrary:
         # dispatcher that aborts the process when its sublibraries are missing).
         self._companions = companions
         # Libraries it loads by soname when it first needs them ((cuda.pathfinder name, required)),
-        # which cuda.pathfinder loads first for a library it finds: see _load_dependencies.
-        self._dependencies = dependencies
+        # which cuda.pathfinder loads first for a library it finds: see _load_runtime_dependencies.
+        self._runtime_dependencies = dependencies
         self.minimum_version = minimum_version
         self.soname = f"lib{pathfinder_name}.so.{expected_major}"
         self._version_symbol = version_symbol
@@ -340,7 +340,7 @@ class NativeLibrary:
                 f"without it. Point {self._env_var} at a complete installation. {self._install_hint}."
             )
 
-    def _load_dependencies(self, path: str) -> None:
+    def _load_runtime_dependencies(self, path: str) -> None:
         # cuDNN loads cuBLASLt (and NVRTC, for runtime-compiled engines) by soname when a plan
         # first needs it, and aborts the process when that fails ("Cannot load symbol
         # cublasLtGetProperty"): its RUNPATH does not reach the CUDA 13 wheels' nvidia/cu13/lib.
@@ -349,7 +349,7 @@ class NativeLibrary:
         # now rather than aborting later; a missing optional one is left to the library.
         from cuda import pathfinder
 
-        for name, required in self._dependencies:
+        for name, required in self._runtime_dependencies:
             try:
                 pathfinder.load_nvidia_dynamic_lib(name)
             except Exception as exc:  # DynamicLibNotFoundError and friends
@@ -383,7 +383,7 @@ class NativeLibrary:
             self.found_via == self._env_var
             and loaded_copy(self.soname, self._version_symbol) is None
         ):
-            self._load_dependencies(path)
+            self._load_runtime_dependencies(path)
         try:
             cdll = ctypes.CDLL(path)
         except OSError as exc:
