@@ -302,8 +302,9 @@ def build_composite(op: Operation, tensors: dict[int, Any], new: Any, finalize: 
     return bld.ops
 
 
-def _scores(bld: _Builder, scores: tuple[int, ...]) -> Any:
-    """``scale * Q @ K^T + bias`` with the padding mask (the forward and backward share it)."""
+def _scores(bld: _Builder, scores: tuple[int, ...], after_scale: tuple[str, ...] = ()) -> Any:
+    """``scale * Q @ K^T + bias`` with the padding mask (the forward and backward share it);
+    ``after_scale`` names factors multiplied in after the scale (the FP8 descales)."""
     op = bld.op
     padded = "seq_len_q" in op.inputs
     s = bld.virtual(scores, "FLOAT")
@@ -316,6 +317,8 @@ def _scores(bld: _Builder, scores: tuple[int, ...]) -> Any:
         padding=padded and op.kind == "sdpa",
     )
     s = bld.pw("MUL", s, bld.arg("scale"), dims=scores)
+    for factor in after_scale:
+        s = bld.pw("MUL", s, bld.arg(factor), dims=scores)
     if "bias" in op.inputs:
         s = bld.pw("ADD", s, bld.arg("bias"), dims=scores)
     if op.attrs.get("alibi"):

@@ -18,7 +18,7 @@ Lowered to cuDNN's unified SDPA operation with ``SDPA_FWD_DESCALE_Q/K/V/SDESC``,
 9.28, engine 9, as the frontend's graph). On older cuDNN the operation is refused with the
 version (the frontend's pre-9.25 FP8 graph of matmul and pointwise operations is not built here).
 MXFP8 (``float8_e8m0fnu`` block scales) is refused: cuDNN runs it on Blackwell (sm_100) only.
-The backward (``sdpa_fp8_backward``) is not offered yet.
+The backward is :mod:`pycudnn.opgraph.attention_fp8_backward` (a composite graph).
 """
 
 from __future__ import annotations
