@@ -38,8 +38,8 @@ from .. import _attention_rules as rules
 from . import attention_args as kw
 from . import attention_common
 from .attention_common import AttentionCommon
-from .attention_composite import _Builder, _dtype, _scores
-from .attention_fp8 import _check_fp8
+from .attention_composite import _Builder, _scores, backward_shapes
+from .attention_fp8 import _check_fp8, as_bf16
 from .common import GraphError
 from .tensors import Tensor
 
@@ -175,9 +175,7 @@ class AttentionFp8BackwardOps(AttentionCommon):
         }
 
         def check(s: dict[str, rules.TensorSpec]) -> rules.SdpaShapes:
-            # the shape and layout rules of sdpa_backward(); the fp8 types are checked above
-            as16 = {r: t._replace(dtype="bfloat16") if r in io else t for r, t in s.items()}
-            return rules.check_sdpa_backward(as16, dropout=drop_p)
+            return rules.check_sdpa_backward(as_bf16(s, io), dropout=drop_p)
 
         inputs, attrs, _ = self._attention_common(
             label,
@@ -234,16 +232,13 @@ def build_fp8_backward(
     op: Operation, tensors: dict[int, Any], new: Any, finalize: Any
 ) -> list[Any]:
     """The finalized operations of an FP8 backward, in the frontend's ``SDPAFP8BackwardNode``
-    order (the fused engine matches the sequence, so the order and the intermediate types are
-    the frontend's; measured that other orders find no engine)."""
+    order and with its intermediate types: cuDNN's fused FP8 attention backward engine is chosen
+    by matching that operation pattern."""
     bld = _Builder(op, tensors, new, finalize)
     a = op.attrs
-    scores = tuple(a["scores_dims"])
+    scores, row, fp8, d_qk, d_v = backward_shapes(op)
     b, hq, sq, skv = scores
-    row = (b, hq, sq, 1)
-    q_t, k_t, v_t = op.inputs["q"], op.inputs["k"], op.inputs["v"]
-    fp8 = _dtype(q_t)
-    d_qk, d_v = q_t.dims[3], v_t.dims[3]
+    k_t = op.inputs["k"]
     mask = bld.rng(1.0 - a["dropout"], bld.virtual(scores, "FLOAT")) if a["dropout"] else None
     # softmax_sum = rowsum(dO * O) * descale_dO * descale_o [* (1 - p)]
     prod = bld.pw("MUL", bld.arg("do"), bld.arg("o"), dims=(b, hq, sq, d_v))
