@@ -47,6 +47,9 @@ def backward(
         options["use_padding_mask"] = True
         for side in ("seq_len_q", "seq_len_kv"):
             options[side] = g.tensor([B, 1, 1, 1], dtype="int32", name=side)
+    if options.pop("with_sink", False):
+        for role in ("sink_token", "dSink_token"):
+            options[role] = g.tensor([1, H, 1, 1], dtype="float32", name=role)
     if options.pop("with_dropout", False):
         seed, offset = (g.tensor([1, 1, 1, 1], dtype="int64", name=n) for n in ("seed", "off"))
         options["dropout"] = (0.1, seed, offset)
@@ -72,6 +75,8 @@ def needs_measured_cudnn() -> None:
         {"padding": True},
         {"h_k": 2},
         {"with_dropout": True},
+        {"with_sink": True},
+        {"with_sink": True, "with_dropout": True},
     ],
     ids=lambda o: "-".join(o) or "base",
 )
@@ -106,6 +111,9 @@ def test_fp8_backward_refusals(monkeypatch: pytest.MonkeyPatch) -> None:
         backward(use_deterministic_algorithm=True)
     with pytest.raises(GraphError, match="unified SDPA backward has no FP8 scaling"):
         backward(implementation="unified")
+    with pytest.raises(GraphError, match="give sink_token together with dSink_token"):
+        g = Graph("fp8_bwd_sink")
+        backward(sink_token=g.tensor([1, H, 1, 1], dtype="float32", name="sink"))
     with pytest.raises(GraphError, match=r"q, k and v of one fp8 type .*q bfloat16"):
         backward(dtype="bfloat16")
     g = Graph("fp8_bwd_bad")
@@ -173,6 +181,34 @@ def test_fp8_backward_reference_is_the_gradient() -> None:
         np.testing.assert_allclose(got["d" + role], scale_out * want, rtol=1e-5, atol=1e-7)
         assert got["amax_d" + role].item() == pytest.approx(np.abs(want).max(), rel=1e-5)
     assert got["amax_dp"].item() > 0.0
+
+
+def test_fp8_backward_reference_dsink() -> None:
+    # the sink's gradient, numerically: the sink joins each row's softmax denominator
+    rng = np.random.default_rng(6)
+    shape = (1, 2, 5, 4)
+    x = {r: rng.standard_normal(shape) for r in ("q", "k", "v", "do")}
+    sink = rng.standard_normal((1, 2, 1, 1))
+    vals = {r.lower(): np.ones((1, 1, 1, 1)) for r in BWD_SCALE_ROLES}
+
+    def loss(s: np.ndarray) -> float:
+        scores = 0.5 * x["q"] @ np.swapaxes(x["k"], -1, -2)
+        e = np.exp(scores)
+        return float(np.sum((e / (e.sum(-1, keepdims=True) + np.exp(s))) @ x["v"] * x["do"]))
+
+    attrs = {"scale": 0.5, "right_bound": None, "left_bound": None}
+    op = SimpleNamespace(label="ref", inputs={}, outputs={"stats": None}, attrs=attrs)
+    fwd = ref.sdpa_forward(op, {**x, **vals, "sink": sink, "scale_o": vals["scale_s"]})
+    op.outputs = {"dsink": None}
+    got = ref.sdpa_backward(op, {**x, **vals, "sink": sink, "o": fwd["o"]})  # type: ignore[arg-type]
+    eps = 1e-6
+    want = np.zeros_like(sink)
+    for h in range(2):
+        hi, lo = sink.copy(), sink.copy()
+        hi[0, h] += eps
+        lo[0, h] -= eps
+        want[0, h] = (loss(hi) - loss(lo)) / (2 * eps)
+    np.testing.assert_allclose(got["dsink"], want, rtol=1e-5, atol=1e-9)
 
 
 def _args(x: dict[str, Any]) -> dict[str, Any]:

@@ -208,9 +208,9 @@ class AttentionCommon(GraphCore):
                 inputs["alibi_shift"] = self.scalar(
                     0.5 - n, dtype="float32", name=f"{op_name}.alibi_shift"
                 )
-        if composite and backward and (dropout or "descale_q" not in owned):
+        if composite and backward and (dropout or "descale_q" not in owned or "sink" in owned):
             # rowsum(dO * O) is scaled by the keep probability (1 with no dropout), as the
-            # frontend's composite backward does (its FP8 backward only with dropout)
+            # frontend's composite backward does (its FP8 backward only with dropout or a sink)
             inputs["dropout_scale_inv"] = self.scalar(
                 1.0 - dropout, dtype="float32", name=f"{op_name}.dropout_scale_inv"
             )

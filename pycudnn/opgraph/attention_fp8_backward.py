@@ -23,8 +23,8 @@ amax attributes are the forward's, ``SDPA_FWD_*``), so this lowers as the fronte
 operations that cuDNN's fused FP8 attention backward engine recognises (measured: engine 6
 deviceless for the H100 on cuDNN 9.28, as the frontend 1.32's plan for the same graph). On
 Hopper that engine takes ``d_qk == d_v == 128`` only (the frontend's rule for sm_90);
-bottom-right causal alignment, ragged tensors and sinks are refused here (Blackwell-only or
-not built). cuDNN 9.1 is the first with the engine; 9.10.0 is refused, as by the frontend
+bottom-right causal alignment and ragged tensors are refused here (Blackwell-only or not built).
+A sink gets its gradient (``dSink_token``) as in the bf16 composite graph. cuDNN 9.1 is the first with the engine; 9.10.0 is refused, as by the frontend
 (known bugs; 9.10.2 works).
 """
 
@@ -37,6 +37,7 @@ from _nvbind.ffi import UnsupportedByLibraryError
 from .. import _attention_rules as rules
 from . import attention_args as kw
 from . import attention_common
+from . import attention_extras as ext
 from .attention_common import AttentionCommon
 from .attention_composite import _Builder, _scores, backward_shapes
 from .attention_fp8 import _check_fp8, as_bf16
@@ -103,6 +104,8 @@ class AttentionFp8BackwardOps(AttentionCommon):
         right_bound: int | None = None,
         use_deterministic_algorithm: bool = False,
         dropout: Any = None,
+        sink_token: Tensor | None = None,
+        dSink_token: Tensor | None = None,
         implementation: Any = "auto",
         name: str | None = None,
     ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
@@ -111,8 +114,9 @@ class AttentionFp8BackwardOps(AttentionCommon):
         ``OPERATION_SDPA_BWD_DESCRIPTOR`` has no FP8 scaling): returns ``(dQ, dK, dV, amax_dQ,
         amax_dK, amax_dV, amax_dP)``. Masks as :meth:`sdpa_fp8` (``use_causal_mask``,
         ``left_bound``, ``right_bound``, the padding mask with ``seq_len_q``/``seq_len_kv``);
-        ``dropout=(p, seed, offset)`` as :meth:`sdpa_backward`. ``implementation`` may be
-        ``"auto"`` or ``"composite"``. See :mod:`pycudnn.opgraph.attention_fp8_backward`."""
+        ``dropout=(p, seed, offset)`` as :meth:`sdpa_backward`; ``sink_token`` with
+        ``dSink_token`` (float32 ``[1, h_q, 1, 1]``) receiving its gradient. ``implementation``
+        may be ``"auto"`` or ``"composite"``. See :mod:`pycudnn.opgraph.attention_fp8_backward`."""
         op_name, label = self._begin_op("sdpa_fp8_backward", name)
         loaded = attention_common._loaded_version()
         if loaded < _FIRST or loaded == _BROKEN:
@@ -134,6 +138,13 @@ class AttentionFp8BackwardOps(AttentionCommon):
                 f"{label}: use_deterministic_algorithm selects Blackwell's (sm_100) FP8 backward "
                 "kernel configuration, which is not built here; on Hopper the fused FP8 "
                 "backward has one algorithm: leave it False"
+            )
+        if (sink_token is None) != (dSink_token is None):
+            # P comes from the stats, which hold the sink already: the backward reads the sink
+            # only for its gradient (a sink alone would be an input no operation reads)
+            raise GraphError(
+                f"{label}: give sink_token together with dSink_token: the FP8 backward reads the "
+                "sink only for its gradient (the saved stats carry it into P)"
             )
         scale = kw.scale_arg(label, None, attn_scale)
         kw.padding_flag(label, use_padding_mask, seq_len_q, seq_len_kv)
@@ -171,6 +182,7 @@ class AttentionFp8BackwardOps(AttentionCommon):
             "seq_len_kv": seq_len_kv,
             "seed": seed,
             "offset": offset,
+            "sink": sink_token,
             **{r.lower(): t for r, t in factors.items()},
         }
 
@@ -197,6 +209,12 @@ class AttentionFp8BackwardOps(AttentionCommon):
             t = inputs[src]
             outputs[role] = self._output(
                 label, op_name, role, t.dims, t, out=None, out_dtype=t.dtype, strides=t.strides
+            )
+        if dSink_token is not None:
+            dsink = self._own(dSink_token, label, "dSink_token")
+            ext.check_sink(label, "dSink_token", dsink, inputs["q"].dims[1])
+            outputs["dsink"] = self._output(
+                label, op_name, "dsink", dsink.dims, dsink, out=dsink, out_dtype="float32"
             )
         for role in ("amax_dq", "amax_dk", "amax_dv", "amax_dp"):
             outputs[role] = self._output(
@@ -245,7 +263,12 @@ def build_fp8_backward(
     rowsum = bld.reduce("ADD", prod, bld.virtual(row, "FLOAT"))
     rowsum = bld.pw("MUL", rowsum, bld.arg("descale_do"), dims=row)
     softmax_sum = bld.pw("MUL", rowsum, bld.arg("descale_o"), dims=row)
-    if mask is not None:
+    if "dsink" in op.outputs:
+        # dSink as the bf16 composite graph (attention_composite): cuDNN's engine negates it
+        p_sink = bld.pw("EXP", bld.pw("SUB", bld.arg("sink"), bld.arg("stats"), dims=row), dims=row)
+        bld.reduce("ADD", bld.pw("MUL", p_sink, softmax_sum, dims=row), bld.arg("dsink"))
+    if mask is not None or "dsink" in op.outputs:
+        # (1 - p), or 1 with a sink: the MUL tells the engine this path from the dSink chain
         softmax_sum = bld.pw("MUL", softmax_sum, bld.arg("dropout_scale_inv"), dims=row)
     # P = exp(scale * descale_q * descale_k * Q @ K^T, masked, - stats)
     s = _scores(bld, scores, after_scale=("descale_q", "descale_k"))

@@ -193,9 +193,9 @@ def sdpa_backward(op: Operation, vals: Mapping[str, np.ndarray]) -> dict[str, np
     if op.attrs.get("dropout"):
         raise _no_reference(op, "dropout is random: no reference")
     k, v, scores, group = _masked_scores(op, vals)
-    p, _ = _softmax(vals, scores)
     if "descale_do" in vals:
-        return _fp8_backward(op, vals, p, (k, v), group)
+        return _fp8_backward(op, vals, scores, (k, v), group)
+    p, _ = _softmax(vals, scores)
     do, o = vals["do"], vals["o"]
     dv = np.matmul(np.swapaxes(p, -1, -2), do)
     dp = np.matmul(do, np.swapaxes(v, -1, -2))
@@ -210,12 +210,16 @@ def sdpa_backward(op: Operation, vals: Mapping[str, np.ndarray]) -> dict[str, np
         axes = tuple(i for i, n in enumerate(bias_dims) if n == 1 and d_scores.shape[i] != 1)
         out["dbias"] = d_scores.sum(axis=axes, keepdims=True)
     if "dsink" in op.outputs:
-        # d/dsink of sum(O * dO): every probability of the row gives the sink its share,
-        # -P_sink * rowsum(dO * O), P_sink = exp(sink - stats), summed over batch and queries
-        _, stats = _softmax(vals, scores)
-        per_row = -np.exp(vals["sink"] - stats) * np.sum(do * o, axis=-1, keepdims=True)
-        out["dsink"] = per_row.sum(axis=(0, 2), keepdims=True)
+        out["dsink"] = _dsink(vals, scores, do, o)
     return out
+
+
+def _dsink(vals: Mapping[str, np.ndarray], scores: Any, do: Any, o: Any) -> Any:
+    """d/dsink of sum(O * dO): every probability of the row gives the sink its share,
+    -P_sink * rowsum(dO * O), P_sink = exp(sink - stats), summed over batch and queries."""
+    _, stats = _softmax(vals, scores)
+    per_row = -np.exp(vals["sink"] - stats) * np.sum(do * o, axis=-1, keepdims=True)
+    return per_row.sum(axis=(0, 2), keepdims=True)
 
 
 def _scale_of(op: Any, vals: Mapping[str, np.ndarray]) -> float:
@@ -224,13 +228,14 @@ def _scale_of(op: Any, vals: Mapping[str, np.ndarray]) -> float:
 
 
 def _fp8_backward(
-    op: Any, vals: Mapping[str, np.ndarray], p: Any, kv: tuple[Any, Any], group: int
+    op: Any, vals: Mapping[str, np.ndarray], scores: Any, kv: tuple[Any, Any], group: int
 ) -> dict[str, np.ndarray]:
     """``sdpa_fp8_backward``: the gradients of the dequantised attention, each output its
     float32 absolute maximum (``amax_*``) before its scale factor; P and dS enter their products
     through their fp8 scale pairs (``scale_s * descale_s``, ``scale_dP * descale_dP``; the
     rounding to fp8 is left to the tolerance), as cuDNN's fused FP8 backward computes them."""
     k, v = kv
+    p, _ = _softmax(vals, scores)
     do, o = vals["do"] * vals["descale_do"], vals["o"] * vals["descale_o"]
     q = vals["q"] * vals["descale_q"]
     dv = np.matmul(np.swapaxes(p, -1, -2), do) * vals["scale_s"] * vals["descale_s"]
@@ -246,6 +251,8 @@ def _fp8_backward(
     for role, g in grads.items():
         out["amax_" + role] = np.max(np.abs(g)).reshape(1, 1, 1, 1)
         out[role] = g * vals["scale_" + role]
+    if "dsink" in op.outputs:
+        out["dsink"] = _dsink(vals, scores, do, o)
     return out
 
 
