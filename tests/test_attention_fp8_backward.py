@@ -103,6 +103,8 @@ def test_fp8_backward_head_dim_on_hopper(props: pycudnn.DeviceProperties) -> Non
 
 
 def test_fp8_backward_refusals(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the rules on every cuDNN of the matrix: the version gate given 9.28's number first
+    monkeypatch.setattr(attention_module, "_loaded_version", lambda: 92800)
     with pytest.raises(GraphError, match=r"bottom-right aligned mask .* Blackwell \(sm_100\)"):
         backward(use_causal_mask_bottom_right=True)
     with pytest.raises(GraphError, match=r"bottom-right"):
@@ -234,3 +236,12 @@ def test_verification_evaluates_fp8_backward(monkeypatch: pytest.MonkeyPatch) ->
         abs(factor("scale_dV")) * out[amax_dv.uid].item(), rel=1e-9
     )
     assert out[amax_dp.uid].item() > 0.0
+
+
+def test_fp8_backward_plan_loads_back(props: pycudnn.DeviceProperties) -> None:
+    needs_measured_cudnn()
+    plan = backward(use_causal_mask=True)[0].build(device_properties=props, cache=False)
+    again = backward(use_causal_mask=True)[0].load_plan(plan.to_json(), device_properties=props)
+    assert again.engine_id == plan.engine_id == 6
+    with pytest.raises(ValueError, match="built for another graph"):
+        backward(use_causal_mask=True, h_k=2)[0].load_plan(plan.to_json(), device_properties=props)
