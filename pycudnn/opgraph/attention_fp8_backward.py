@@ -21,11 +21,11 @@ cuDNN's unified ``OPERATION_SDPA_BWD`` has no FP8 attributes (9.28: the FP8 desc
 amax attributes are the forward's, ``SDPA_FWD_*``), so this lowers as the frontend's
 ``SDPAFP8BackwardNode`` does: a composite graph of matmul, pointwise, reduction and reshape
 operations that cuDNN's fused FP8 attention backward engine recognises (measured: engine 6
-deviceless for the H100 on cuDNN 9.28, as the frontend 1.32's plan for the same graph). On
-Hopper that engine takes ``d_qk == d_v == 128`` only (the frontend's rule for sm_90);
+deviceless for the H100 on cuDNN 9.19 and 9.28, as the frontend 1.32's plan for the same graph).
+On Hopper that engine takes ``d_qk == d_v == 128`` only (the frontend's rule for sm_90);
 bottom-right causal alignment and ragged tensors are refused here (Blackwell-only or not built).
-A sink gets its gradient (``dSink_token``) as in the bf16 composite graph. cuDNN 9.1 is the first with the engine; 9.10.0 is refused, as by the frontend
-(known bugs; 9.10.2 works).
+A sink gets its gradient (``dSink_token``) as in the bf16 composite graph. cuDNN before 9.1 and
+9.10.0 are refused as the frontend refuses them (9.10.0 for known bugs; 9.10.2 works).
 """
 
 from __future__ import annotations
