@@ -113,6 +113,13 @@ BACKWARD = [
     Case("dropout", backward=True, dropout=True),
     Case("ragged", backward=True, padding=True, ragged=True),
     Case("sink_dsink", backward=True, sink=True, since=(9, 13)),
+    # sdpa_fp8_backward: the frontend's composite graph (cuDNN's unified backward has no FP8)
+    Case("fp8_e4m3", backward=True, fp8="float8_e4m3fn", since=(9, 1)),
+    Case("fp8_e5m2", backward=True, fp8="float8_e5m2", since=(9, 1)),
+    Case("fp8_causal", backward=True, fp8="float8_e4m3fn", right_bound=0, since=(9, 1)),
+    Case("fp8_padding", backward=True, fp8="float8_e4m3fn", padding=True, since=(9, 1)),
+    Case("fp8_group_query", backward=True, fp8="float8_e4m3fn", h_k=2, since=(9, 1)),
+    Case("fp8_dropout", backward=True, fp8="float8_e4m3fn", dropout=True, since=(9, 1)),
 ]
 
 CASES = FORWARD + BACKWARD
@@ -132,6 +139,11 @@ def case_id(case: Case) -> str:
 BLOCK = 64
 #: sdpa_fp8's six float32 factors, in the frontend's positional order.
 FP8_FACTORS = ("descale_q", "descale_k", "descale_v", "descale_s", "scale_s", "scale_o")
+#: sdpa_fp8_backward's twelve float32 factors, in the frontend's positional order.
+FP8_BWD_FACTORS = (
+    *("descale_q", "descale_k", "descale_v", "descale_o", "descale_dO", "descale_s"),
+    *("descale_dP", "scale_s", "scale_dQ", "scale_dK", "scale_dV", "scale_dP"),
+)
 
 
 def qkv_strides(case: Case) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]]:
@@ -178,6 +190,14 @@ def pycudnn_graph(case: Case) -> Any:
 
     q, k, v = tensor("q"), tensor("k"), tensor("v")
     s_q, s_kv = q.dims[2], S
+    if case.fp8 and case.backward:  # sdpa_fp8_backward: twelve float32 factors
+        o, do = (tensor(r, shapes.get("o", shapes["q"])) for r in ("o", "do"))
+        stats = g.tensor([B, H, s_q, 1], dtype="float32", name="stats")
+        factors = [g.tensor([1, 1, 1, 1], dtype="float32", name=n) for n in FP8_BWD_FACTORS]
+        g.sdpa_fp8_backward(
+            q, k, v, o, do, stats, *factors, name="sdpa_backward", **_fp8_backward_options(case, g)
+        )
+        return g
     if case.fp8:  # the frontend's sdpa_fp8: six float32 factors, its own mask names
         factors = [g.tensor([1, 1, 1, 1], dtype="float32", name=n) for n in FP8_FACTORS]
         g.sdpa_fp8(
@@ -247,6 +267,27 @@ def pycudnn_graph(case: Case) -> Any:
         for t, side in zip(grads, ("q", "kv", "kv"), strict=True):
             t.set_ragged_offset(ragged[side])
     return g
+
+
+def _fp8_backward_options(case: Case, g: Any, int32: Any = "int32", int64: Any = "int64") -> Any:
+    """sdpa_fp8_backward's keywords for the case (pycudnn's graph or the frontend's: the same
+    names; the tensors made by ``g.tensor`` with the given index types)."""
+
+    def scalar(name: str, dims: list[int], dtype: Any) -> Any:
+        if isinstance(dtype, str):
+            return g.tensor(dims, dtype=dtype, name=name)
+        return g.tensor(name=name, dim=dims, stride=[1] * len(dims), data_type=dtype)
+
+    opts: dict[str, Any] = {"attn_scale": 0.125, "right_bound": case.right_bound}
+    opts["use_causal_mask"] = False
+    if case.padding:
+        opts["use_padding_mask"] = True
+        opts["seq_len_q"] = scalar("seq_len_q", [B, 1, 1, 1], int32)
+        opts["seq_len_kv"] = scalar("seq_len_kv", [B, 1, 1, 1], int32)
+    if case.dropout:
+        seed, offset = (scalar(n, [1, 1, 1, 1], int64) for n in ("seed", "offset"))
+        opts["dropout"] = (0.1, seed, offset)
+    return opts
 
 
 def pycudnn_result(case: Case, props: Any) -> dict[str, Any]:
@@ -331,6 +372,19 @@ def frontend_result(case: Case, props_json: str) -> dict[str, Any]:  # pragma: n
         tiles = [B, H, -(-s_q // 128), -(-s_kv // 128)]
         opts["block_mask"] = packed("block_mask", tiles, cudnn.data_type.INT8)
     try:
+        if case.fp8 and case.backward:
+            io = [tensor(r, shape=shapes.get("o", shapes["q"])) for r in ("o", "do")]
+            stats = packed("stats", [B, H, s_q, 1], f32)
+            factors = [packed(n, [1, 1, 1, 1], f32) for n in FP8_BWD_FACTORS]
+            index = (cudnn.data_type.INT32, cudnn.data_type.INT64)
+            outs = g.sdpa_fp8_backward(
+                q, k, v, *io, stats, *factors, name="sdpa_backward",
+                **_fp8_backward_options(case, g, *index),
+            )  # fmt: skip
+            for i, t in enumerate(outs):
+                t.set_output(True).set_data_type(dt if i < 3 else f32)
+            g.build([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+            return _frontend_plan(g)
         if case.fp8:
             factors = [packed(n, [1, 1, 1, 1], f32) for n in FP8_FACTORS]
             outs = g.sdpa_fp8(

@@ -7,7 +7,7 @@ bf16: every case pycudnn offers must plan (unified operation or composite graph,
 cuDNN allows: the backward is composite before cuDNN 9.28, as the frontend's always is; ALiBi is
 composite; paged K/V caches, decode included, and ragged THD tensors too), with the cases of
 ``sink_token``/``dSink_token``, ``dropout=(mask, scale)``, ``block_mask`` (no Hopper engine:
-refused by cuDNN) and ``sdpa_fp8``.
+refused by cuDNN), ``sdpa_fp8`` and ``sdpa_fp8_backward``.
 """
 
 from __future__ import annotations

@@ -99,7 +99,8 @@ class AttentionCommon(GraphCore):
         except rules.RuleError as exc:
             raise GraphError(f"{label}: {exc}") from None
         b, h_q, s_q, s_kv = shapes.scores_dims
-        fp8 = "descale_q" in owned
+        # the FP8 forward is the unified operation; the FP8 backward is a composite graph
+        fp8 = "descale_q" in owned and not backward
         if "sink" in owned:
             ext.check_sink(label, "sink_token", owned["sink"], h_q)
         if "block_mask" in owned:
@@ -207,9 +208,9 @@ class AttentionCommon(GraphCore):
                 inputs["alibi_shift"] = self.scalar(
                     0.5 - n, dtype="float32", name=f"{op_name}.alibi_shift"
                 )
-        if composite and backward:
+        if composite and backward and (dropout or "descale_q" not in owned or "sink" in owned):
             # rowsum(dO * O) is scaled by the keep probability (1 with no dropout), as the
-            # frontend's composite backward does
+            # frontend's composite backward does (its FP8 backward only with dropout or a sink)
             inputs["dropout_scale_inv"] = self.scalar(
                 1.0 - dropout, dtype="float32", name=f"{op_name}.dropout_scale_inv"
             )

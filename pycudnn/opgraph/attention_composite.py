@@ -33,7 +33,7 @@ from .common import GraphError, _cudnn_dtype
 if TYPE_CHECKING:  # pragma: no cover
     from .tensors import Operation
 
-__all__ = ["INTERNAL_UID_BASE", "build_composite", "composite_views"]
+__all__ = ["INTERNAL_UID_BASE", "backward_shapes", "build_composite", "composite_views"]
 
 _UID_BASE = 1 << 41  # above the score-subgraph ids of the unified lowering (2**40)
 #: Unique ids from here up name tensors made by the attention lowerings, not graph tensors.
@@ -302,8 +302,9 @@ def build_composite(op: Operation, tensors: dict[int, Any], new: Any, finalize: 
     return bld.ops
 
 
-def _scores(bld: _Builder, scores: tuple[int, ...]) -> Any:
-    """``scale * Q @ K^T + bias`` with the padding mask (the forward and backward share it)."""
+def _scores(bld: _Builder, scores: tuple[int, ...], after_scale: tuple[str, ...] = ()) -> Any:
+    """``scale * Q @ K^T + bias`` with the padding mask (the forward and backward share it);
+    ``after_scale`` names factors multiplied in after the scale (the FP8 descales)."""
     op = bld.op
     padded = "seq_len_q" in op.inputs
     s = bld.virtual(scores, "FLOAT")
@@ -316,6 +317,8 @@ def _scores(bld: _Builder, scores: tuple[int, ...]) -> Any:
         padding=padded and op.kind == "sdpa",
     )
     s = bld.pw("MUL", s, bld.arg("scale"), dims=scores)
+    for factor in after_scale:
+        s = bld.pw("MUL", s, bld.arg(factor), dims=scores)
     if "bias" in op.inputs:
         s = bld.pw("ADD", s, bld.arg("bias"), dims=scores)
     if op.attrs.get("alibi"):
@@ -365,14 +368,19 @@ def _forward(bld: _Builder) -> None:
     bld.matmul(p, bld.kv("v"), bld.arg("o"), m=bld.arg("seq_len_q"), k=bld.arg("seq_len_kv"))
 
 
+def backward_shapes(op: Operation) -> tuple[tuple[int, ...], tuple[int, ...], str, int, int]:
+    """The score dims ``[b, h_q, s_q, s_kv]``, the row dims ``[b, h_q, s_q, 1]``, the I/O type
+    and ``d_qk``, ``d_v`` of a backward (the bf16/fp16 and the FP8 composite graphs)."""
+    scores = tuple(op.attrs["scores_dims"])
+    q_t, v_t = op.inputs["q"], op.inputs["v"]
+    return scores, (*scores[:3], 1), _dtype(q_t), q_t.dims[3], v_t.dims[3]
+
+
 def _backward(bld: _Builder) -> None:
     op, a = bld.op, bld.op.attrs
-    scores = tuple(a["scores_dims"])
+    scores, row, io, d_qk, d_v = backward_shapes(op)
     b, hq, sq, skv = scores
-    row = (b, hq, sq, 1)
-    q_t, k_t, v_t = op.inputs["q"], op.inputs["k"], op.inputs["v"]
-    io = _dtype(q_t)
-    d_qk, d_v = q_t.dims[3], v_t.dims[3]
+    k_t = op.inputs["k"]
     dropout = bool(a["dropout"])
     mask = None
     if dropout:

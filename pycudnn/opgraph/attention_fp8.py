@@ -18,7 +18,7 @@ Lowered to cuDNN's unified SDPA operation with ``SDPA_FWD_DESCALE_Q/K/V/SDESC``,
 9.28, engine 9, as the frontend's graph). On older cuDNN the operation is refused with the
 version (the frontend's pre-9.25 FP8 graph of matmul and pointwise operations is not built here).
 MXFP8 (``float8_e8m0fnu`` block scales) is refused: cuDNN runs it on Blackwell (sm_100) only.
-The backward (``sdpa_fp8_backward``) is not offered yet.
+The backward is :mod:`pycudnn.opgraph.attention_fp8_backward` (a composite graph).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from .attention_common import AttentionCommon, attach_offsets
 from .common import GraphError
 from .tensors import Tensor
 
-__all__ = ["FP8_DTYPES", "SCALE_ROLES", "AttentionFp8Ops"]
+__all__ = ["FP8_DTYPES", "SCALE_ROLES", "AttentionFp8Ops", "as_bf16"]
 
 #: Element types of Q, K, V and O for per-tensor FP8 attention.
 FP8_DTYPES = ("float8_e4m3fn", "float8_e5m2")
@@ -63,6 +63,12 @@ def _check_fp8(label: str, qkv: dict[str, Tensor], scales: dict[str, Tensor]) ->
                 f"{label}: {role} '{t.name}' is one float32 factor, dims [1, 1, 1, 1]; got "
                 f"{_name(t)} {list(t.dims)}"
             )
+
+
+def as_bf16(s: dict[str, rules.TensorSpec], roles: Any) -> dict[str, rules.TensorSpec]:
+    """The specs with the fp8 tensors of ``roles`` read as bfloat16: FP8 attention has the shape
+    and layout rules of the bf16 one (its types are checked by :func:`_check_fp8`)."""
+    return {r: t._replace(dtype="bfloat16") if r in roles else t for r, t in s.items()}
 
 
 class AttentionFp8Ops(AttentionCommon):
@@ -130,9 +136,7 @@ class AttentionFp8Ops(AttentionCommon):
         }
 
         def check(s: dict[str, rules.TensorSpec]) -> rules.SdpaShapes:
-            # the shape and layout rules of sdpa(); the fp8 types are checked above
-            as16 = {r: t._replace(dtype="bfloat16") if r in "qkv" else t for r, t in s.items()}
-            return rules.check_sdpa(as16, return_stats=stats_flag)
+            return rules.check_sdpa(as_bf16(s, ("q", "k", "v")), return_stats=stats_flag)
 
         inputs, attrs, shapes = self._attention_common(
             label,

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .attention_composite import build_composite
+from .attention_fp8_backward import build_fp8_backward, hopper_advice
 
 if TYPE_CHECKING:  # pragma: no cover
     from .tensors import Operation, Tensor
@@ -54,6 +55,8 @@ def build_operations(
     """The finalized operations of an SDPA lowered to the composite graph, or None for an
     operation that lowers to one descriptor (:func:`build_operation`)."""
     if op.kind in ("sdpa", "sdpa_backward") and op.attrs.get("lowering") == "composite":
+        if op.attrs.get("fp8"):
+            return build_fp8_backward(op, tensors, new, finalize)
         return build_composite(op, tensors, new, finalize)
     return None
 
@@ -87,6 +90,7 @@ def lowering_advice(ops: list[Operation]) -> list[str]:
         for op in ops
         if "block_mask" in op.inputs
     ]
+    masked += hopper_advice(ops)
     if any(op.kind not in ("sdpa", "sdpa_backward") for op in ops):
         return masked
     return masked + [

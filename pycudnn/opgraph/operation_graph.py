@@ -15,6 +15,7 @@ from typing import Any
 from .adanorm import AdaNormOps
 from .attention import AttentionOps
 from .attention_fp8 import AttentionFp8Ops
+from .attention_fp8_backward import AttentionFp8BackwardOps
 from .convolution import ConvolutionOps
 from .descriptors import DescriptorSets
 from .like import TensorLikeOps
@@ -40,6 +41,7 @@ class OperationGraph(
     ReductionOps,
     AttentionOps,
     AttentionFp8Ops,
+    AttentionFp8BackwardOps,
     StatisticsOps,
     ShapeOps,
     ResampleOps,

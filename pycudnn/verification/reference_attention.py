@@ -10,7 +10,8 @@ the backward), a block mask (a zero drops a 128 x 128 tile), the frontend's mask
 dropout (``P * mask * scale``), and FP8 (``sdpa_fp8``: Q, K, V dequantised by their descale
 factors, ``O = scale_o * scale_s * descale_s * P @ V``, ``amax_s`` the largest probability and
 ``amax_o`` the largest ``|O|`` before ``scale_o``; the rounding of P to fp8 is left to the
-tolerance).
+tolerance), and its backward (``sdpa_fp8_backward``: the dequantised gradients, ``amax_dQ/dK/dV``
+before their scales and ``amax_dP`` the largest ``|dS|``).
 
 ``norm_forward``: layer and RMS norms over every dim but the first, instance norm per sample and
 channel, batch norm per channel; biased variance; ``inv_variance = 1/sqrt(var + epsilon)``;
@@ -192,13 +193,13 @@ def sdpa_backward(op: Operation, vals: Mapping[str, np.ndarray]) -> dict[str, np
     if op.attrs.get("dropout"):
         raise _no_reference(op, "dropout is random: no reference")
     k, v, scores, group = _masked_scores(op, vals)
+    if "descale_do" in vals:
+        return _fp8_backward(op, vals, scores, (k, v), group)
     p, _ = _softmax(vals, scores)
     do, o = vals["do"], vals["o"]
     dv = np.matmul(np.swapaxes(p, -1, -2), do)
     dp = np.matmul(do, np.swapaxes(v, -1, -2))
-    scale = op.attrs["scale"]
-    if scale is None:
-        scale = float(np.ravel(vals["scale"])[0])
+    scale = _scale_of(op, vals)
     d_scores = p * (dp - np.sum(do * o, axis=-1, keepdims=True))  # the gradient of the bias
     ds = d_scores * scale
     dq = np.matmul(ds, k)
@@ -209,11 +210,49 @@ def sdpa_backward(op: Operation, vals: Mapping[str, np.ndarray]) -> dict[str, np
         axes = tuple(i for i, n in enumerate(bias_dims) if n == 1 and d_scores.shape[i] != 1)
         out["dbias"] = d_scores.sum(axis=axes, keepdims=True)
     if "dsink" in op.outputs:
-        # d/dsink of sum(O * dO): every probability of the row gives the sink its share,
-        # -P_sink * rowsum(dO * O), P_sink = exp(sink - stats), summed over batch and queries
-        _, stats = _softmax(vals, scores)
-        per_row = -np.exp(vals["sink"] - stats) * np.sum(do * o, axis=-1, keepdims=True)
-        out["dsink"] = per_row.sum(axis=(0, 2), keepdims=True)
+        out["dsink"] = _dsink(vals, scores, do, o)
+    return out
+
+
+def _dsink(vals: Mapping[str, np.ndarray], scores: Any, do: Any, o: Any) -> Any:
+    """d/dsink of sum(O * dO): every probability of the row gives the sink its share,
+    -P_sink * rowsum(dO * O), P_sink = exp(sink - stats), summed over batch and queries."""
+    _, stats = _softmax(vals, scores)
+    per_row = -np.exp(vals["sink"] - stats) * np.sum(do * o, axis=-1, keepdims=True)
+    return per_row.sum(axis=(0, 2), keepdims=True)
+
+
+def _scale_of(op: Any, vals: Mapping[str, np.ndarray]) -> float:
+    scale = op.attrs["scale"]
+    return float(np.ravel(vals["scale"])[0]) if scale is None else float(scale)
+
+
+def _fp8_backward(
+    op: Any, vals: Mapping[str, np.ndarray], scores: Any, kv: tuple[Any, Any], group: int
+) -> dict[str, np.ndarray]:
+    """``sdpa_fp8_backward``: the gradients of the dequantised attention, each output its
+    float32 absolute maximum (``amax_*``) before its scale factor; P and dS enter their products
+    through their fp8 scale pairs (``scale_s * descale_s``, ``scale_dP * descale_dP``; the
+    rounding to fp8 is left to the tolerance), as cuDNN's fused FP8 backward computes them."""
+    k, v = kv
+    p, _ = _softmax(vals, scores)
+    do, o = vals["do"] * vals["descale_do"], vals["o"] * vals["descale_o"]
+    q = vals["q"] * vals["descale_q"]
+    dv = np.matmul(np.swapaxes(p, -1, -2), do) * vals["scale_s"] * vals["descale_s"]
+    dp = np.matmul(do, np.swapaxes(v, -1, -2))
+    ds = p * (dp - np.sum(do * o, axis=-1, keepdims=True)) * _scale_of(op, vals)
+    out: dict[str, np.ndarray] = {"amax_dp": np.max(np.abs(ds)).reshape(1, 1, 1, 1)}
+    ds = ds * vals["scale_dp"] * vals["descale_dp"]
+    grads = {
+        "dq": np.matmul(ds, k),
+        "dk": _fold(np.matmul(np.swapaxes(ds, -1, -2), q), group),
+        "dv": _fold(dv, group),
+    }
+    for role, g in grads.items():
+        out["amax_" + role] = np.max(np.abs(g)).reshape(1, 1, 1, 1)
+        out[role] = g * vals["scale_" + role]
+    if "dsink" in op.outputs:
+        out["dsink"] = _dsink(vals, scores, do, o)
     return out
 
 
@@ -250,8 +289,12 @@ def consistent_inputs(op: Operation, vals: dict[str, np.ndarray]) -> dict[str, n
         return index_inputs(op)
     if op.kind == "sdpa_backward":
         index = index_inputs(op)
+        fwd_vals = vals
+        if "descale_do" in vals:  # FP8: O as the forward stored it, O / descale_o
+            one = np.ones((1, 1, 1, 1))
+            fwd_vals = {**vals, "scale_s": one, "descale_s": one, "scale_o": 1 / vals["descale_o"]}
         try:
-            fwd = sdpa_forward(_Forward(op, {"stats"}), vals)
+            fwd = sdpa_forward(_Forward(op, {"stats"}), fwd_vals)
         except NoReferenceError:
             return index  # padding, ragged, dropout: O and stats stay drawn (no reference)
         return {**index, "o": fwd["o"], "stats": fwd["stats"]}
