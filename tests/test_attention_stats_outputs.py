@@ -104,6 +104,32 @@ def test_statistics_plan(
         assert plan.engine_id == (9 if want == "unified" else 2)
 
 
+@pytest.mark.parametrize("log2", [False, True])
+@pytest.mark.parametrize("extra", ["dropout", "padding", "bias"])
+def test_statistics_plan_with_other_features(
+    props: pycudnn.DeviceProperties, log2: bool, extra: str
+) -> None:
+    # measured on 9.28: dropout with stats is composite (engine 2); padding and bias unified
+    needs((9, 27) if log2 else (9, 21), "this case")
+    g = Graph("stats_more")
+    options: dict[str, Any] = {}
+    if extra == "dropout":
+        seed, offset = (g.tensor([1, 1, 1, 1], dtype="int64", name=n) for n in ("seed", "off"))
+        options["dropout"] = (0.1, seed, offset)
+    elif extra == "padding":
+        for key in ("seq_len_q", "seq_len_kv"):
+            options[key] = g.tensor([B, 1, 1, 1], dtype="int32", name=key)
+    else:
+        options["bias"] = g.tensor([1, H, S, S], dtype="bfloat16", name="bias")
+    q, k, v = bshd(g, "q"), bshd(g, "k"), bshd(g, "v")
+    g.sdpa(
+        q, k, v, generate_stats=True, stats_use_log2=log2, score_max=row(g, "max"),
+        score_sum_exp=row(g, "sum_exp"), **options,
+    )  # fmt: skip
+    assert lowering(g) == ("composite" if extra == "dropout" else "unified")
+    g.build(device_properties=props, cache=False)
+
+
 def test_plans_load_back_for_their_graph(props: pycudnn.DeviceProperties) -> None:
     needs((9, 27), "base-2 stats")
     for impl in ("unified", "composite"):

@@ -11,7 +11,8 @@ engine 6):
 forward
     ``S = Q @ K^T`` (K shown to cuDNN as ``[b, h, d, s]``), ``S *= scale``, ``S += bias``,
     padding and band masks as ``GEN_INDEX``/``CMP_*``/``BINARY_SELECT(S, -inf, keep)``, softmax as
-    ``max`` reduction, ``SUB``, ``EXP``, ``add`` reduction, ``DIV`` (stats = ``max + log(sum)``),
+    ``max`` reduction, ``SUB``, ``EXP``, ``add`` reduction, ``DIV`` (stats = ``max + log(sum)``;
+    the reductions write ``score_max``/``score_sum_exp``; base-2 stats: one ``OPERATION_SOFTMAX``),
     dropout as ``RNG`` (Bernoulli ``1 - p``) ``* mask * 1/(1-p)``, then ``O = P @ V``.
 backward
     ``softmax_sum = rowsum(dO * O) * (1-p)``; ``P`` recomputed from the stats
