@@ -98,6 +98,11 @@ VERSIONS: dict[str, int] = {
     "sdpa sink_token": 92100,
     "sdpa_backward sink_token": 92800,  # SDPA_BWD_SINK_DESC (9.21) in the unified backward
     "sdpa composite sink_token": 91300,
+    # OPERATION_SOFTMAX's MAX_DESC/SUM_EXP_DESC given as SDPA_FWD_SOFTMAX_DESC (the frontend's gate)
+    "sdpa score_max/score_sum_exp": 92100,
+    # OPERATION_SOFTMAX_STATS_LOG2; the frontend refuses base-2 stats before 9.27 in either lowering
+    "sdpa stats_use_log2": 92700,
+    "sdpa composite stats_use_log2": 92700,
     "sdpa block_mask": 91400,  # SDPA_FWD_BLOCK_MASK_DESC
     "sdpa fp8": 92500,  # SDPA_FWD_DESCALE_*/SCALE_*/AMAX_* (per-tensor FP8 in the unified op)
 }

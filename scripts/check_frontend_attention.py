@@ -55,6 +55,8 @@ class Case:
     sink: bool = False  # sink_token (and dSink_token in the backward)
     block_mask: bool = False
     dropout_mask: bool = False  # dropout=(mask, scale)
+    score_stats: bool = False  # score_max and score_sum_exp outputs
+    stats_log2: bool = False  # stats_use_log2
     fp8: str = ""  # sdpa_fp8 with Q, K, V (and O) of this type
     #: "plan", or "refused" (cuDNN has no engine, or pycudnn no such feature: says what works)
     expect: str = "plan"
@@ -88,6 +90,10 @@ FORWARD = [
     Case("sink_causal", sink=True, right_bound=0, since=(9, 13)),
     Case("sink_inference", sink=True, infer=True, since=(9, 13)),
     Case("dropout_mask", dropout_mask=True),
+    # score_max/score_sum_exp: the unified SDPA's softmax sub-operation from 9.21, else composite
+    Case("score_max_sum_exp", score_stats=True, since=(9, 13)),
+    Case("score_max_sum_exp_causal", score_stats=True, right_bound=0, since=(9, 13)),
+    Case("stats_log2", stats_log2=True, since=(9, 27)),
     # SDPA_FWD_BLOCK_MASK_DESC finalizes, but no Hopper engine takes it (cuDNN 9.28)
     Case("block_mask", block_mask=True, infer=True, expect="refused", since=(9, 14)),
     Case("fp8_e4m3", fp8="float8_e4m3fn", since=(9, 25)),
@@ -232,6 +238,11 @@ def pycudnn_graph(case: Case) -> Any:
     if case.block_mask:
         tiles = [B, H, -(-s_q // 128), -(-s_kv // 128)]
         opts["block_mask"] = g.tensor(tiles, dtype="int8", name="block_mask")
+    if case.score_stats:
+        for key in ("score_max", "score_sum_exp"):
+            opts[key] = g.tensor([B, H, s_q, 1], dtype="float32", name=key)
+    if case.stats_log2:
+        opts["stats_use_log2"] = True
     ragged: dict[str, Any] = {}
     if case.ragged:  # THD: Q, O (dO) from one offset tensor, K and V from another
         opts["max_total_seq_len_q"] = B * s_q
@@ -371,6 +382,11 @@ def frontend_result(case: Case, props_json: str) -> dict[str, Any]:  # pragma: n
     if case.block_mask:
         tiles = [B, H, -(-s_q // 128), -(-s_kv // 128)]
         opts["block_mask"] = packed("block_mask", tiles, cudnn.data_type.INT8)
+    if case.score_stats:  # outputs the graph writes, given as tensors (as rng_dump)
+        for key in ("score_max", "score_sum_exp"):
+            opts[key] = packed(key, [B, H, s_q, 1], f32)
+    if case.stats_log2:
+        opts["stats_use_log2"] = True
     try:
         if case.fp8 and case.backward:
             io = [tensor(r, shape=shapes.get("o", shapes["q"])) for r in ("o", "do")]

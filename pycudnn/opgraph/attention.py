@@ -75,6 +75,9 @@ class AttentionOps(AttentionCommon):
         max_total_seq_len_kv: int | None = None,
         sink_token: Tensor | None = None,
         block_mask: Tensor | None = None,
+        score_max: Tensor | None = None,
+        score_sum_exp: Tensor | None = None,
+        stats_use_log2: bool | None = None,
         name: str | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """``softmax(scale * Q @ K^T + bias, masked) @ V`` (``OPERATION_SDPA_FWD_DESCRIPTOR``, or
@@ -118,10 +121,20 @@ class AttentionOps(AttentionCommon):
         ``sink_token`` (float32 ``[1, h_q, 1, 1]``: a learned logit per head in each softmax
         denominator; unified from cuDNN 9.21), ``block_mask`` (int8, one element per 128 x 128
         tile; unified only, cuDNN 9.14) and ``dropout=(mask, scale)`` (composite only): see
-        :mod:`pycudnn.opgraph.attention_extras`.
+        :mod:`pycudnn.opgraph.attention_extras`. ``score_max`` and ``score_sum_exp`` (float32
+        ``[b, h_q, s_q, 1]`` tensors the graph writes: each score row's maximum and sum of
+        ``exp(score - max)``) and ``stats_use_log2`` (the stats in base 2): unified from cuDNN
+        9.21 (9.27 for base 2), composite (9.27 for base 2).
         """
         op_name, label = self._begin_op("sdpa", name)
         stats_flag = kw.stats_flag(label, return_stats, generate_stats, is_inference)
+        rows, log2, row_features = ext.score_outputs(
+            label,
+            score_max=score_max,
+            score_sum_exp=score_sum_exp,
+            stats_use_log2=stats_use_log2,
+            stats=bool(stats_flag),
+        )
         scale = kw.scale_arg(label, scale, attn_scale)
         mask_form = ext.dropout_mask_arg(label, dropout)
         dropout, seed, offset = kw.dropout_arg(label, None if mask_form else dropout, seed, offset)
@@ -208,8 +221,10 @@ class AttentionOps(AttentionCommon):
             if block_mask is None
             else "block_mask is an input of cuDNN's unified "
             "SDPA operation only (the composite graph has none, in cuDNN as in NVIDIA's frontend)",
+            features=tuple(row_features),
         )
         attrs.update(ragged._asdict())
+        attrs["stats_log2"] = log2
         q_t = inputs["q"]
         o = self._output(
             label,
@@ -235,6 +250,13 @@ class AttentionOps(AttentionCommon):
                 strides=shapes.stats_strides,
             )
             outputs["stats"] = stats
+        for role, given in rows.items():
+            what = "score_" + role
+            t = self._own(given, label, what)
+            ext.check_row_output(label, what, t, shapes.stats_dims)
+            outputs[role] = self._output(
+                label, op_name, role, t.dims, q_t, out=t, out_dtype="float32"
+            )
         if rng_dump is not None:
             if not dropout or mask_form:
                 raise GraphError(

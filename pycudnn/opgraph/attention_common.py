@@ -60,11 +60,13 @@ class AttentionCommon(GraphCore):
         alibi: bool = False,
         paged: tuple[str, ...] = (),
         unified_only: str = "",
+        features: tuple[str, ...] = (),
     ) -> tuple[dict[str, Tensor], dict[str, Any], Any]:
         """Own the tensors, run the rules, choose the lowering (unified SDPA operation or the
         composite graph) and add the scalars it reads; returns the operation's inputs by role,
         its settings and the rules' shapes. ``unified_only`` says why the operation has no
-        composite lowering (a block mask, FP8)."""
+        composite lowering (a block mask, FP8); ``features`` are further :data:`rules.VERSIONS` keys
+        the unified operation needs (``sdpa stats_use_log2`` needs its composite key too)."""
         impl = kw.choice(implementation, f"{label}: implementation", kw.IMPLEMENTATIONS)
         if unified_only:
             if impl == "composite" or needs_composite:
@@ -128,6 +130,7 @@ class AttentionCommon(GraphCore):
         unified_features += [f"{op_kind} sink_token"] * ("sink" in owned)
         unified_features += ["sdpa block_mask"] * ("block_mask" in owned)
         unified_features += ["sdpa fp8"] * fp8
+        unified_features += features
         why_not = needs_composite
         if not why_not and shift_from_lengths:
             why_not = "a bottom-right aligned mask with padding is composite-only"
@@ -155,6 +158,8 @@ class AttentionCommon(GraphCore):
                 rules.require_version(label, "sdpa composite paged K/V caches", loaded)
             if "sink" in owned:
                 rules.require_version(label, "sdpa composite sink_token", loaded)
+            if "sdpa stats_use_log2" in features:
+                rules.require_version(label, "sdpa composite stats_use_log2", loaded)
             lowering = "composite"
         else:
             lowering = "unified"

@@ -11,7 +11,8 @@ engine 6):
 forward
     ``S = Q @ K^T`` (K shown to cuDNN as ``[b, h, d, s]``), ``S *= scale``, ``S += bias``,
     padding and band masks as ``GEN_INDEX``/``CMP_*``/``BINARY_SELECT(S, -inf, keep)``, softmax as
-    ``max`` reduction, ``SUB``, ``EXP``, ``add`` reduction, ``DIV`` (stats = ``max + log(sum)``),
+    ``max`` reduction, ``SUB``, ``EXP``, ``add`` reduction, ``DIV`` (stats = ``max + log(sum)``;
+    the reductions write ``score_max``/``score_sum_exp``; base-2 stats: one ``OPERATION_SOFTMAX``),
     dropout as ``RNG`` (Bernoulli ``1 - p``) ``* mask * 1/(1-p)``, then ``O = P @ V``.
 backward
     ``softmax_sum = rowsum(dO * O) * (1-p)``; ``P`` recomputed from the stats
@@ -331,30 +332,15 @@ def _scores(bld: _Builder, scores: tuple[int, ...], after_scale: tuple[str, ...]
 def _forward(bld: _Builder) -> None:
     op, a = bld.op, bld.op.attrs
     scores = tuple(a["scores_dims"])
-    b, h, sq, _ = scores
-    row = (b, h, sq, 1)
     io = _dtype(op.inputs["q"])
     s = _scores(bld, scores)
     if bld.has_band():
         s = bld.band_mask(s, scores)
-    # softmax, as the frontend's CompositeSoftmaxNode: a sink joins the row max and the
-    # denominator, exp(sink - max), without a value row
-    sink = bld.arg("sink")
-    m = bld.reduce("MAX", s, bld.virtual(row, "FLOAT"))
-    if sink is not None:
-        m = bld.pw("MAX", m, sink, dims=row)
-    e = bld.pw("EXP", bld.pw("SUB", s, m, dims=scores), dims=scores)
-    total = bld.reduce("ADD", e, bld.virtual(row, "FLOAT"))
-    if sink is not None:
-        total = bld.pw(
-            "ADD", total, bld.pw("EXP", bld.pw("SUB", sink, m, dims=row), dims=row), dims=row
-        )
-    # cuDNN's fused engines take a composite forward with its stats only ("non-flash composite
-    # MHA fprop is no longer supported" without, 9.28): a virtual stats tensor when none is asked
-    log = bld.pw("LOG", total, dims=row)
-    bld.pw("ADD", m, log, dims=row, out=bld.arg("stats"))
     dropout = bool(a["dropout"]) or a.get("dropout_mask", False)
-    p = bld.pw("DIV", e, total, dims=scores, dtype="FLOAT" if dropout else io)
+    if a.get("stats_log2"):
+        p = _softmax_op(bld, s, scores, "FLOAT" if dropout else io)
+    else:
+        p = _softmax_steps(bld, s, scores, "FLOAT" if dropout else io)
     if a.get("dropout_mask"):
         # the frontend's dropout=(mask, scale): the mask and its scale given at execute
         p = bld.pw("MUL", p, bld.arg("dropout_mask"), dims=scores)
@@ -366,6 +352,53 @@ def _forward(bld: _Builder) -> None:
         p = bld.pw("MUL", p, mask, dims=scores)
         p = bld.pw("MUL", p, bld.arg("dropout_scale"), dims=scores, dtype=io)
     bld.matmul(p, bld.kv("v"), bld.arg("o"), m=bld.arg("seq_len_q"), k=bld.arg("seq_len_kv"))
+
+
+def _softmax_steps(bld: _Builder, s: Any, scores: tuple[int, ...], p_dtype: str) -> Any:
+    """Softmax as the frontend's ``CompositeSoftmaxNode``: max and add reductions, ``SUB``,
+    ``EXP``, ``DIV``, stats ``max + log(sum)``; a sink joins the row max and the denominator,
+    ``exp(sink - max)``, without a value row. The ``score_max``/``score_sum_exp`` outputs, when
+    asked, are the final max and sum themselves."""
+    row = (*scores[:3], 1)
+    sink, m_out, sum_out = bld.arg("sink"), bld.arg("max"), bld.arg("sum_exp")
+    direct = sink is None  # without a sink the reductions write the outputs
+    m = bld.reduce("MAX", s, m_out if direct and m_out is not None else bld.virtual(row, "FLOAT"))
+    if sink is not None:
+        m = bld.pw("MAX", m, sink, dims=row, out=m_out)
+    e = bld.pw("EXP", bld.pw("SUB", s, m, dims=scores), dims=scores)
+    total = bld.reduce(
+        "ADD", e, sum_out if direct and sum_out is not None else bld.virtual(row, "FLOAT")
+    )
+    if sink is not None:
+        exp_sink = bld.pw("EXP", bld.pw("SUB", sink, m, dims=row), dims=row)
+        total = bld.pw("ADD", total, exp_sink, dims=row, out=sum_out)
+    # cuDNN's fused engines take a composite forward with its stats only ("non-flash composite
+    # MHA fprop is no longer supported" without, 9.28): a virtual stats tensor when none is asked
+    log = bld.pw("LOG", total, dims=row)
+    bld.pw("ADD", m, log, dims=row, out=bld.arg("stats"))
+    return bld.pw("DIV", e, total, dims=scores, dtype=p_dtype)
+
+
+def _softmax_op(bld: _Builder, s: Any, scores: tuple[int, ...], p_dtype: str) -> Any:
+    """Softmax as one ``OPERATION_SOFTMAX`` (cuDNN 9.20; ``STATS_LOG2`` 9.27), the form the
+    frontend's composite graph takes on cuDNN 9.21+: base-2 stats exist only there (a ``MUL`` by
+    ``log2(e)`` after the stats has no engine on the H100, cuDNN 9.28, measured)."""
+    p = bld.virtual(scores, p_dtype)
+    o = bld.new("OPERATION_SOFTMAX")
+    o.set("OPERATION_SOFTMAX_XDESC", s, attr_type=_DESC)
+    o.set("OPERATION_SOFTMAX_YDESC", p, attr_type=_DESC)
+    for role, attr in (
+        ("sink", "SINK"),
+        ("stats", "STATS"),
+        ("max", "MAX"),
+        ("sum_exp", "SUM_EXP"),
+    ):
+        t = bld.arg(role)
+        if t is not None:
+            o.set(f"OPERATION_SOFTMAX_{attr}_DESC", t, attr_type=_DESC)
+    o.set("OPERATION_SOFTMAX_STATS_LOG2", True, attr_type="BOOLEAN")
+    bld.add(o, "softmax")
+    return p
 
 
 def backward_shapes(op: Operation) -> tuple[tuple[int, ...], tuple[int, ...], str, int, int]:

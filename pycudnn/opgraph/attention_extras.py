@@ -14,6 +14,12 @@ terms (``sink_token``, ``dSink_token``, ``block_mask``, ``dropout=(mask, scale)`
 * A **block mask** is int8 ``[b, h_q, ceil(s_q / 128), ceil(s_kv / 128)]``: a zero drops a
   128 x 128 tile of scores (``SDPA_FWD_BLOCK_MASK_DESC``, cuDNN 9.14, unified forward only: the
   composite graph and the backward have no such input, in cuDNN as in the frontend).
+* **Score statistics** (the frontend's ``score_max`` and ``score_sum_exp``, C++
+  ``set_logit_max``/``set_score_sum_exp``): float32 ``[b, h_q, s_q, 1]`` outputs, the row maximum
+  ``M`` of the (masked) scores and ``sum exp(S - M)`` (the sink included, as above), and
+  ``stats_use_log2`` (the stats as ``(M + ln sum) * log2(e)``). The unified forward writes them
+  from its ``OPERATION_SOFTMAX`` descriptor (``SOFTMAX_MAX_DESC``/``SUM_EXP_DESC``, cuDNN 9.21;
+  ``SOFTMAX_STATS_LOG2``, 9.27), the composite graph from its max and sum reductions.
 * **Mask-and-scale dropout** (the composite graph only, as in the frontend): a float mask of the
   score dims (``[b, h_q, s_q, s_kv]``, 0 or 1) and a float32 ``[1, 1, 1, 1]`` scale (usually
   ``1 / (1 - p)``) given at execute, in place of the Philox seed and offset.
@@ -27,7 +33,14 @@ from .. import _attention_rules as rules
 from .common import GraphError
 from .tensors import Tensor
 
-__all__ = ["BLOCK", "check_block_mask", "check_dropout_mask", "check_sink", "dropout_mask_arg"]
+__all__ = [
+    "BLOCK",
+    "check_block_mask",
+    "check_dropout_mask",
+    "check_sink",
+    "dropout_mask_arg",
+    "score_outputs",
+]
 
 #: The tile of scores one block-mask element covers (cuDNN's SDPA_FWD_BLOCK_MASK_DESC).
 BLOCK = 128
@@ -82,4 +95,52 @@ def check_dropout_mask(label: str, mask: Tensor, scale: Tensor, scores: tuple[in
         raise GraphError(
             f"{label}: the dropout scale '{scale.name}' is one float32 value, dims [1, 1, 1, 1]; "
             f"got {_dtype(scale)} {list(scale.dims)}"
+        )
+
+
+def score_outputs(
+    label: str,
+    *,
+    score_max: Any,
+    score_sum_exp: Any,
+    stats_use_log2: Any,
+    stats: bool,
+) -> tuple[dict[str, Tensor], bool, list[str]]:
+    """Check the frontend's ``score_max``/``score_sum_exp`` outputs and ``stats_use_log2``;
+    returns the outputs by role (``max``, ``sum_exp``), the log2 flag and the version keys of
+    :data:`pycudnn._attention_rules.VERSIONS` the unified operation needs for them."""
+    outs: dict[str, Tensor] = {}
+    for role, what, t in (
+        ("max", "score_max", score_max),
+        ("sum_exp", "score_sum_exp", score_sum_exp),
+    ):
+        if t is None:
+            continue
+        if not isinstance(t, Tensor):
+            raise GraphError(
+                f"{label}: {what} is an output tensor (float32 [b, h_q, s_q, 1]) the graph "
+                f"writes; got {type(t).__name__}"
+            )
+        outs[role] = t
+    if stats_use_log2 is None:
+        stats_use_log2 = False
+    if not isinstance(stats_use_log2, bool):
+        raise GraphError(f"{label}: stats_use_log2 must be a bool, not {stats_use_log2!r}")
+    if stats_use_log2 and not stats:
+        # the frontend ignores the flag without stats; a flag that changes nothing is a mistake
+        raise GraphError(
+            f"{label}: stats_use_log2 writes the stats in base 2; ask for them with "
+            "generate_stats=True (or return_stats=True)"
+        )
+    features = ["sdpa score_max/score_sum_exp"] * bool(outs)
+    features += ["sdpa stats_use_log2"] * stats_use_log2
+    return outs, stats_use_log2, features
+
+
+def check_row_output(label: str, what: str, t: Tensor, row: tuple[int, ...]) -> None:
+    """A per-row statistic: float32 of the stats' dims ``[b, h_q, s_q, 1]``."""
+    if t.dims != tuple(row) or _dtype(t) != "float32":
+        raise GraphError(
+            f"{label}: {what} '{t.name}' is one float32 value per score row, dims "
+            f"[b, h_q, s_q, 1] = {list(row)}; got {_dtype(t)} {list(t.dims)}"
         )

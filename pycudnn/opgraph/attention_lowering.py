@@ -154,7 +154,13 @@ def _sdpa(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) -> An
         if backward
         else {**_SDPA_FWD_ROLES, **_SDPA_PAGED_ROLES, **_SDPA_FWD_ONLY_ROLES}
     )
-    softmax = not backward and "sink" in op.inputs
+    # a sink, the score max or sum-exp, or base-2 stats live on an OPERATION_SOFTMAX descriptor
+    softmax = not backward and (
+        "sink" in op.inputs
+        or "max" in op.outputs
+        or "sum_exp" in op.outputs
+        or bool(op.attrs.get("stats_log2"))
+    )
     if softmax:
         # the stats are the softmax descriptor's output, not the SDPA's (as the frontend sets)
         roles = {r: a for r, a in roles.items() if r != "stats"}
@@ -183,9 +189,10 @@ def _sdpa(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) -> An
 
 
 def _softmax(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) -> Any:
-    """The ``OPERATION_SOFTMAX`` descriptor of a unified forward with a sink: virtual score and
-    probability tensors, the sink and the stats (cuDNN 9.21's ``SDPA_FWD_SOFTMAX_DESC``, as the
-    frontend's ``UnifiedSoftmaxNode`` builds it)."""
+    """The ``OPERATION_SOFTMAX`` descriptor of a unified forward with a sink, the score max or
+    sum-exp or base-2 stats: virtual score and probability tensors, the sink and the statistics
+    (cuDNN 9.21's ``SDPA_FWD_SOFTMAX_DESC``; ``SOFTMAX_STATS_LOG2``, 9.27), as the frontend's
+    ``UnifiedSoftmaxNode`` builds it."""
     dims = tuple(op.attrs["scores_dims"])
     first = min(t.uid for t in op.outputs.values())
     ends: list[Any] = []
@@ -202,10 +209,14 @@ def _softmax(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) ->
     sm = new("OPERATION_SOFTMAX")
     sm.set("OPERATION_SOFTMAX_XDESC", ends[0], attr_type=_DESC)
     sm.set("OPERATION_SOFTMAX_YDESC", ends[1], attr_type=_DESC)
-    sm.set("OPERATION_SOFTMAX_SINK_DESC", tensors[op.inputs["sink"].uid], attr_type=_DESC)
-    if "stats" in op.outputs:
-        sm.set("OPERATION_SOFTMAX_STATS_DESC", tensors[op.outputs["stats"].uid], attr_type=_DESC)
-    finalize(sm, f"{op.label} (softmax with sink)")
+    ports = (("sink", "SINK_DESC"), ("stats", "STATS_DESC"), ("max", "MAX_DESC"))
+    for role, attr in (*ports, ("sum_exp", "SUM_EXP_DESC")):
+        t = op.inputs.get(role) or op.outputs.get(role)
+        if t is not None:
+            sm.set("OPERATION_SOFTMAX_" + attr, tensors[t.uid], attr_type=_DESC)
+    if op.attrs.get("stats_log2"):
+        sm.set("OPERATION_SOFTMAX_STATS_LOG2", True, attr_type="BOOLEAN")
+    finalize(sm, f"{op.label} (softmax of the SDPA)")
     return sm
 
 

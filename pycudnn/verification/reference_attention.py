@@ -3,7 +3,9 @@
 ``sdpa``: ``O = softmax(scale * Q @ K^T + bias, masked) @ V`` with grouped K/V heads (each group
 of ``h_q / h_kv`` query heads reads one K/V head), a causal mask (top-left aligned: key ``j`` is
 seen by query ``i`` when ``j <= i``) or a sliding window of ``w`` keys ending at the query
-(``i - w < j <= i``), and ``stats``, the natural log-sum-exp of each masked score row. Sequence
+(``i - w < j <= i``), and ``stats``, the natural log-sum-exp of each masked score row (base 2
+with ``stats_use_log2``; ``max`` and ``sum_exp``, the row maximum and ``sum exp(S - max)``, when
+asked). Sequence
 lengths (padding) and Philox dropout have no reference here: a graph with them is reported as
 skipped. Also: a sink (a per-head logit in each row's maximum and denominator, and ``dSink`` in
 the backward), a block mask (a zero drops a 128 x 128 tile), the frontend's mask-and-scale
@@ -71,13 +73,17 @@ def sdpa_forward(op: Any, vals: Mapping[str, np.ndarray]) -> dict[str, np.ndarra
         out["amax_o"] = np.max(np.abs(out["o"])).reshape(1, 1, 1, 1)
         out["o"] = out["o"] * vals["scale_o"]
     if "stats" in op.outputs:
-        out["stats"] = stats
+        # stats_use_log2: the frontend's base-2 stats, (max + ln sum) * log2(e)
+        out["stats"] = stats / np.log(2.0) if a.get("stats_log2") else stats
+    if "max" in op.outputs or "sum_exp" in op.outputs:
+        top, _, total = _row_max_sum(vals, scores)
+        out.update({r: x for r, x in (("max", top), ("sum_exp", total)) if r in op.outputs})
     return out
 
 
-def _softmax(vals: Mapping[str, np.ndarray], scores: np.ndarray) -> tuple[Any, Any]:
-    """The probabilities and stats (log-sum-exp) of masked scores; a sink (one logit per head)
-    joins each row's maximum and denominator without a value row."""
+def _row_max_sum(vals: Mapping[str, np.ndarray], scores: np.ndarray) -> tuple[Any, Any, Any]:
+    """Each masked score row's maximum, the exponentials ``exp(S - max)`` and their sum; a sink
+    (one logit per head) joins the maximum and the sum without a value row."""
     top = scores.max(axis=-1, keepdims=True)
     sink = vals.get("sink")
     if sink is not None:
@@ -86,6 +92,12 @@ def _softmax(vals: Mapping[str, np.ndarray], scores: np.ndarray) -> tuple[Any, A
     total = e.sum(axis=-1, keepdims=True)
     if sink is not None:
         total = total + np.exp(sink - top)
+    return top, e, total
+
+
+def _softmax(vals: Mapping[str, np.ndarray], scores: np.ndarray) -> tuple[Any, Any]:
+    """The probabilities and stats (log-sum-exp) of masked scores."""
+    top, e, total = _row_max_sum(vals, scores)
     return e / total, top + np.log(total)
 
 
