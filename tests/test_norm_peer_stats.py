@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import pytest
 
 import pycudnn
 from pycudnn.graph import Graph, GraphError, Tensor
+from pycudnn.verification import NoReferenceError
+from pycudnn.verification import reference_attention as ref
 
 N, C, H, W = 8, 64, 56, 56
 PEER_DIMS = [2, 4 * C, 1, 1]  # the layout of the frontend's samples
@@ -133,3 +136,14 @@ def test_an_output_is_no_peer_buffer() -> None:
     summed = g.add(a, b)
     with pytest.raises(GraphError, match="not the output of an operation"):
         backward(lambda _: [summed, a], g)
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_verify_has_no_reference_for_peer_stats(direction: str) -> None:
+    # the result combines other GPUs' statistics: verify skips it rather than compare to one GPU's
+    g = forward(2)[0] if direction == "forward" else backward(lambda g: peers(g, 2))
+    op = g.operations[-1]
+    fn = ref.norm_forward if direction == "forward" else ref.norm_backward
+    vals = {role: np.ones(t.dims) for role, t in op.inputs.items()}
+    with pytest.raises(NoReferenceError, match="peer_stats: statistics of other GPUs"):
+        fn(op, vals)
