@@ -8,6 +8,9 @@ cuDNN's own serialisation of the planned operation graph lists the buffers it wa
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -147,3 +150,16 @@ def test_verify_has_no_reference_for_peer_stats(direction: str) -> None:
     vals = {role: np.ones(t.dims) for role, t in op.inputs.items()}
     with pytest.raises(NoReferenceError, match="peer_stats: statistics of other GPUs"):
         fn(op, vals)
+
+
+def test_frontend_comparison_script_plans_its_cases() -> None:
+    # the pycudnn side of scripts/check_frontend_batchnorm_peers.py (exit 1 on a missed plan)
+    script = (
+        Path(__file__).resolve().parent.parent / "scripts" / "check_frontend_batchnorm_peers.py"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 10 and sum("refused: " in line for line in lines) == 1
