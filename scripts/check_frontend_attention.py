@@ -498,11 +498,16 @@ def _text(result: dict[str, Any] | None) -> str:
     return f"{result['status']}: {result.get('error', '')[:160]}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def frontend_arguments(doc: str, argv: list[str] | None) -> argparse.Namespace:
+    """``--frontend-python`` and the hidden ``--child`` of the frontend comparison scripts."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--frontend-python", help="a Python with nvidia-cudnn-frontend installed")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = frontend_arguments(__doc__, argv)
     if args.child:
         return _child()
     import pycudnn

@@ -18,6 +18,7 @@ measured against cuDNN 9.28 with deviceless H100 plans:
 * ``OPERATION_NORM_FORWARD``: MODE, PHASE, X, Y, SCALE, BIAS, EPSILON (by-value), MEAN and
   INV_VARIANCE (training; inference for batch norm), running statistics with EXP_AVG_FACTOR.
 * ``OPERATION_NORM_BACKWARD``: MODE, X, DY, SCALE, MEAN, INV_VARIANCE, DX, DSCALE, DBIAS.
+* A batch norm's ``peer_stats`` buffers: one ``NORM_FWD/BWD_PEER_STAT_DESCS`` attribute.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .attention_composite import build_composite
 from .attention_fp8_backward import build_fp8_backward, hopper_advice
+from .norm_peer import PEER_ROLE, peer_descriptors
 
 if TYPE_CHECKING:  # pragma: no cover
     from .tensors import Operation, Tensor
@@ -386,5 +388,10 @@ def _norm(
     else:
         d.set("OPERATION_NORM_BWD_MODE", _NORM_MODES[a["mode"]], attr_type="NORM_MODE")
     for role, t in (*op.inputs.items(), *op.outputs.items()):
-        d.set(roles[role], tensors[t.uid], attr_type=_DESC)
+        if not role.startswith(PEER_ROLE):
+            d.set(roles[role], tensors[t.uid], attr_type=_DESC)
+    peers = peer_descriptors(op.inputs, tensors)
+    if peers:  # one attribute holding every buffer, in the caller's order (the frontend's)
+        side = "FWD" if op.kind == "norm_forward" else "BWD"
+        d.set(f"OPERATION_NORM_{side}_PEER_STAT_DESCS", peers, attr_type=_DESC)
     return d

@@ -30,6 +30,7 @@ from _nvbind.keywords import keyword_defaults, show_keywords, take_keywords
 from .. import _attention_rules as rules
 from .attention import spec
 from .common import GraphError
+from .norm_peer import peer_stats_inputs
 from .pointwise import PointwiseOps
 from .tensors import Tensor
 
@@ -140,6 +141,7 @@ class NormalizationOps(PointwiseOps):
         running_var: Tensor | None = None,
         momentum: float | Tensor | None = None,
         zero_centered_gamma: bool = False,
+        peer_stats: list[Tensor] | None = None,
         name: str | None,
     ) -> NormOutputs:
         op_name, label = self._begin_op(f"{mode}norm", name)
@@ -169,6 +171,7 @@ class NormalizationOps(PointwiseOps):
         if running_mean is not None and not training:
             raise GraphError(f"{label}: running statistics are updated in training only")
         inputs = dict(owned)
+        inputs.update(peer_stats_inputs(label, peer_stats, x_t, self._own, backward=False))
         inputs["epsilon"] = self._norm_scalar(epsilon, x_t, f"{op_name}.epsilon")
         if momentum is not None:
             inputs["momentum"] = self._norm_scalar(momentum, x_t, f"{op_name}.momentum")
@@ -287,6 +290,7 @@ class NormalizationOps(PointwiseOps):
         running_mean: Tensor | None = None,
         running_var: Tensor | None = None,
         momentum: float | Tensor | None = None,
+        peer_stats: list[Tensor] | None = None,
         name: str | None = None,
     ) -> NormOutputs:
         """Training batch norm of ``[N, C, ...]`` per channel (``BATCH_NORM``, training phase).
@@ -295,11 +299,17 @@ class NormalizationOps(PointwiseOps):
         ``running_mean``/``running_var`` and ``momentum`` (``EXP_AVG_FACTOR``) the updated running
         statistics (``(1 - momentum) * running + momentum * batch``, as PyTorch's). ``epsilon``
         and ``momentum`` may be float32 tensors of ones dims, set per execution.
+
+        ``peer_stats``: for a batch norm over the GPUs of a node, the communication buffers
+        through which they exchange their partial statistics (``NORM_FWD_PEER_STAT_DESCS``), one
+        per GPU, each float32 ``[2, 4 * C, 1, ...]`` packed, as cudnn-frontend's
+        (:mod:`pycudnn.opgraph.norm_peer`).
         """
         if running_mean is not None and momentum is None:
             momentum = 0.1
         kw: dict[str, Any] = {"running_mean": running_mean, "running_var": running_var}
         kw.update(epsilon=epsilon, training=True, momentum=momentum, name=name)
+        kw["peer_stats"] = peer_stats
         return self._norm_forward("batch", x, scale, bias, **kw)
 
     def batchnorm_inference(
@@ -388,6 +398,7 @@ class NormalizationOps(PointwiseOps):
         epsilon: float | Tensor | None = None,
         name: str | None,
         zero_centered_gamma: bool = False,
+        peer_stats: list[Tensor] | None = None,
     ) -> NormGradients:
         op_name, label = self._begin_op(f"{mode}norm_backward", name)
         tensors = {"x": x, "dy": dy, "scale": scale, "mean": mean, "inv_variance": inv_variance}
@@ -397,6 +408,7 @@ class NormalizationOps(PointwiseOps):
         shapes = self._check(label, rules.check_norm_backward, mode, sp["dy"], sp["x"], **kw)
         x_t = owned["x"]
         inputs = dict(owned)
+        inputs.update(peer_stats_inputs(label, peer_stats, x_t, self._own, backward=True))
         if epsilon is not None:
             self._check(
                 label,
@@ -482,10 +494,13 @@ class NormalizationOps(PointwiseOps):
         mean: Tensor,
         inv_variance: Tensor,
         *,
+        peer_stats: list[Tensor] | None = None,
         name: str | None = None,
     ) -> NormGradients:
-        """``(dx, dscale, dbias)`` of :meth:`batchnorm` from the batch statistics it saved."""
-        return self._norm_backward("batch", dy, x, scale, mean, inv_variance, name=name)
+        """``(dx, dscale, dbias)`` of :meth:`batchnorm` from the batch statistics it saved;
+        ``peer_stats`` (``NORM_BWD_PEER_STAT_DESCS``) as for :meth:`batchnorm`, 2 or more."""
+        stats = (mean, inv_variance)
+        return self._norm_backward("batch", dy, x, scale, *stats, name=name, peer_stats=peer_stats)
 
     def instancenorm_backward(
         self,

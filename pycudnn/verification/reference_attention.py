@@ -54,6 +54,14 @@ def _no_reference(op: Any, why: str) -> Exception:
     return NoReferenceError(f"{op.label}: {why}")
 
 
+def _refuse_peer_stats(op: Any) -> None:
+    """A batch norm with ``peer_stats`` combines the statistics of the node's GPUs, which one
+    GPU's tensors do not hold; its buffers carry the exchange's state, so ``verify`` (which
+    fills inputs with random values) must not run it either."""
+    if any(role.startswith("peer_stats_") for role in op.inputs):
+        raise _no_reference(op, "peer_stats: statistics of other GPUs have no NumPy reference")
+
+
 def sdpa_forward(op: Any, vals: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """``{"o": ..., "stats": ...}`` of an ``sdpa`` operation (stats only if the op has it)."""
     a = op.attrs
@@ -114,6 +122,7 @@ def _norm_axes(mode: str, ndim: int, op: Any = None) -> tuple[int, ...]:
 def norm_forward(op: Any, vals: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """``y`` (and ``mean``, ``inv_variance`` in training) of a ``norm_forward`` operation."""
     a = op.attrs
+    _refuse_peer_stats(op)
     if "running_mean" in op.inputs or "running_var" in op.inputs:
         raise _no_reference(op, "running statistics have no NumPy reference here")
     x = vals["x"]
@@ -271,6 +280,7 @@ def _fp8_backward(
 def norm_backward(op: Operation, vals: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """``{"dx", "dscale", "dbias"}`` of a ``norm_backward`` operation, from the saved mean and
     inverse standard deviation: the exact gradients of the forward's ``sum(y * dy)``."""
+    _refuse_peer_stats(op)
     mode = op.attrs["mode"]
     x, dy, scale = vals["x"], vals["dy"], vals["scale"]
     if op.attrs.get("zero_centered_gamma"):
