@@ -90,9 +90,10 @@ FORWARD = [
     Case("sink_causal", sink=True, right_bound=0, since=(9, 13)),
     Case("sink_inference", sink=True, infer=True, since=(9, 13)),
     Case("dropout_mask", dropout_mask=True),
-    # score_max/score_sum_exp: the unified SDPA's softmax sub-operation from 9.21, else composite
-    Case("score_max_sum_exp", score_stats=True, since=(9, 13)),
-    Case("score_max_sum_exp_causal", score_stats=True, right_bound=0, since=(9, 13)),
+    # score_max/score_sum_exp: the unified SDPA's softmax sub-operation from 9.21, else the
+    # composite graph's reductions (planned on 9.10, 9.12, 9.19 and 9.28)
+    Case("score_max_sum_exp", score_stats=True, since=(9, 10)),
+    Case("score_max_sum_exp_causal", score_stats=True, right_bound=0, since=(9, 10)),
     Case("stats_log2", stats_log2=True, since=(9, 27)),
     # SDPA_FWD_BLOCK_MASK_DESC finalizes, but no Hopper engine takes it (cuDNN 9.28)
     Case("block_mask", block_mask=True, infer=True, expect="refused", since=(9, 14)),
