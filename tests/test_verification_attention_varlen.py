@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from pycudnn import Graph
-from pycudnn.verification import evaluate, make_inputs
-from pycudnn.verification.reference_attention_varlen import undefined_where_nan
+from pycudnn.verification import Tolerance, compare, evaluate, make_inputs
+from pycudnn.verification.reference import reduction_length
+from pycudnn.verification.reference_attention_varlen import undefined_where_nan, valid_only
 
 B, H, H_K, D = 3, 4, 2, 8
 
@@ -114,6 +115,8 @@ def test_paged_forward_is_the_gathered_cache() -> None:
         )
         want, _ = attend(f64(ins[q.uid][i, :, :n_q]), f64(k), f64(v))
         np.testing.assert_allclose(ref[o.uid][i, :, :n_q], want, rtol=1e-12, atol=1e-12)
+    # each P @ V sums s_kv products, whatever the block size (the tolerance grows with it)
+    assert reduction_length(g.operations[-1]) == D + s_kv
 
 
 def test_ragged_forward_reads_and_writes_at_the_offsets() -> None:
@@ -241,3 +244,22 @@ def test_every_variable_length_graph_has_a_reference() -> None:
     for out in g.outputs:
         finite = np.isfinite(ref[out.uid])
         assert finite.any() and not np.isinf(ref[out.uid]).any()
+
+
+def test_the_comparison_leaves_out_only_what_the_reference_leaves_undefined() -> None:
+    g, t = padded_graph(6, 6)
+    ins = make_inputs(g, seed=1)
+    ref = evaluate(g, ins)[t["o"].uid]
+    n = int(ins[t["lq"].uid].ravel()[-1])
+    assert n < 6  # the last entry has padded rows
+    tol = Tolerance(1e-3, False, ())
+    got = np.nan_to_num(ref, nan=123.0).astype(np.float16)  # garbage past the lengths
+    check = compare("o", valid_only(got, ref), ref, tol)
+    assert check.passed and check.compared == np.isfinite(ref).sum() < ref.size
+    assert valid_only(got, ref).dtype == np.float16
+    wrong = got.copy()
+    wrong[-1, 0, n - 1, 0] += 1.0  # the last valid row
+    assert not compare("o", valid_only(wrong, ref), ref, tol).passed
+    unwritten = got.copy()
+    unwritten[-1, 0, n - 1, 0] = np.nan
+    assert compare("o", valid_only(unwritten, ref), ref, tol).nonfinite == 1

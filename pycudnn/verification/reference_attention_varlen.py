@@ -29,7 +29,7 @@ import numpy as np
 
 from .common import NoReferenceError
 
-__all__ = ["is_varlen", "sdpa_varlen", "undefined_where_nan"]
+__all__ = ["is_varlen", "sdpa_varlen", "undefined_where_nan", "valid_only"]
 
 # The roles indexed by query (rows s_q), by key (rows s_kv); the rest are per graph.
 _Q_ROLES = frozenset({"q", "o", "do", "stats", "dq"})
@@ -56,6 +56,15 @@ def undefined_where_nan(graph: Any) -> set[int]:
         if op.kind in ("sdpa", "sdpa_backward") and is_varlen(op)
         for t in op.outputs.values()
     }
+
+
+def valid_only(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """``got`` (a copy, its dtype kept) with NaN where the reference ``ref`` is NaN: the
+    comparison then leaves those elements out (NaN matches NaN; ``compared`` counts the rest),
+    while a NaN or wrong value where ``ref`` is defined still fails."""
+    out = np.array(got, copy=True)
+    out[np.isnan(ref)] = np.nan
+    return out
 
 
 class _Entry:

@@ -28,7 +28,7 @@ from ..opgraph import OperationGraph
 from .common import is_float
 from .inputs import make_inputs, strided_array
 from .reference import NoReferenceError, evaluate, reference_cost
-from .reference_attention_varlen import undefined_where_nan
+from .reference_attention_varlen import undefined_where_nan, valid_only
 from .result import VerifyResult, compare
 from .slicing import batch_slice, slice_arrays
 from .tolerance import SAFETY, Tolerance, tolerance_for
@@ -294,8 +294,7 @@ def verify_plan(
             tol = Tolerance(tol.rtol + extra[t.uid], tol.exact, (*tol.terms, ref_term))
         out = got[t.uid][:1] if t.uid in sliced else got[t.uid]
         if t.uid in undefined:  # past a sequence's length: not compared
-            out = out.copy()
-            out[np.isnan(refs[t.uid])] = np.nan
+            out = valid_only(out, refs[t.uid])
         result.outputs.append(compare(t.name, out, refs[t.uid], tol))
     result.seconds = time.perf_counter() - start
     return result.finish()
