@@ -263,3 +263,34 @@ def test_the_comparison_leaves_out_only_what_the_reference_leaves_undefined() ->
     unwritten = got.copy()
     unwritten[-1, 0, n - 1, 0] = np.nan
     assert compare("o", valid_only(unwritten, ref), ref, tol).nonfinite == 1
+
+
+def test_fp8_padding_scales_each_entry_and_takes_amax_over_the_valid_rows() -> None:
+    s = 6
+    g = Graph("fp8_padded")
+    q, k, v = (
+        g.tensor([B, H, s, D], dtype="float8_e4m3fn", name=n) for n in ("q", "k", "v")
+    )  # one K/V head per query head here
+    names = ("descale_q", "descale_k", "descale_v", "descale_s", "scale_s", "scale_o")
+    sc = [g.tensor([1, 1, 1, 1], dtype="float32", name=n) for n in names]
+    lq = g.tensor([B, 1, 1, 1], dtype="int32", name="len_q")
+    lk = g.tensor([B, 1, 1, 1], dtype="int32", name="len_kv")
+    o, _, amax_s, amax_o = g.sdpa_fp8(
+        q, k, v, *sc, attn_scale=1 / math.sqrt(D), seq_len_q=lq, seq_len_kv=lk
+    )
+    ins = make_inputs(g, seed=8)
+    ref = evaluate(g, ins)
+    f = {n: float(ins[t.uid].ravel()[0]) for n, t in zip(names, sc, strict=True)}
+    largest_o = 0.0
+    for i in range(B):
+        n_q, n_kv = int(ins[lq.uid].ravel()[i]), int(ins[lk.uid].ravel()[i])
+        want, _ = attend(
+            f64(ins[q.uid][i, :, :n_q]) * f["descale_q"],
+            f64(ins[k.uid][i, :, :n_kv]) * f["descale_k"],
+            f64(ins[v.uid][i, :, :n_kv]) * f["descale_v"],
+        )
+        want = want * f["scale_s"] * f["descale_s"]
+        largest_o = max(largest_o, float(np.abs(want).max()))
+        np.testing.assert_allclose(ref[o.uid][i, :, :n_q], want * f["scale_o"], rtol=1e-12)
+    np.testing.assert_allclose(ref[amax_o.uid].ravel(), [largest_o], rtol=1e-12)
+    assert 0 < ref[amax_s.uid].ravel()[0] <= 1  # a probability
