@@ -19,12 +19,15 @@ from pycudnn.verification.reference_attention_varlen import undefined_where_nan,
 B, H, H_K, D = 3, 4, 2, 8
 
 
-def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, shift: int | None = None) -> Any:
-    """softmax(Q K^T / sqrt(d)) V of one sequence, ``[h, s, d]``; K/V heads shared by groups of
-    query heads; ``shift`` not None: a causal mask whose diagonal is moved right by ``shift``."""
+def attend(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, shift: int | None = None, bias: Any = 0.0
+) -> Any:
+    """softmax(Q K^T / sqrt(d) + bias) V of one sequence, ``[h, s, d]``; K/V heads shared by
+    groups of query heads; ``shift`` not None: a causal mask whose diagonal is moved right by
+    ``shift``."""
     rep = q.shape[0] // k.shape[0]
     k, v = np.repeat(k, rep, axis=0), np.repeat(v, rep, axis=0)
-    s = np.einsum("hqd,hkd->hqk", q, k) / math.sqrt(q.shape[-1])
+    s = np.einsum("hqd,hkd->hqk", q, k) / math.sqrt(q.shape[-1]) + bias
     if shift is not None:
         i, j = np.arange(s.shape[1])[:, None], np.arange(s.shape[2])[None, :]
         s = np.where(j <= i + shift, s, -np.inf)
@@ -294,3 +297,26 @@ def test_fp8_padding_scales_each_entry_and_takes_amax_over_the_valid_rows() -> N
         np.testing.assert_allclose(ref[o.uid][i, :, :n_q], want * f["scale_o"], rtol=1e-12)
     np.testing.assert_allclose(ref[amax_o.uid].ravel(), [largest_o], rtol=1e-12)
     assert 0 < ref[amax_s.uid].ravel()[0] <= 1  # a probability
+
+
+def test_padding_with_a_bias_per_batch_entry_reads_its_own_rows() -> None:
+    s_q, s_kv = 5, 7
+    g = Graph("padded_bias")
+    q = g.tensor([B, H, s_q, D], dtype="float16", name="q")
+    k = g.tensor([B, H_K, s_kv, D], dtype="float16", name="k")
+    v = g.tensor([B, H_K, s_kv, D], dtype="float16", name="v")
+    bias = g.tensor([B, 1, s_q, s_kv], dtype="float16", name="bias")  # per entry, all heads
+    lq = g.tensor([B, 1, 1, 1], dtype="int32", name="len_q")
+    lk = g.tensor([B, 1, 1, 1], dtype="int32", name="len_kv")
+    o, _ = g.sdpa(q, k, v, bias=bias, seq_len_q=lq, seq_len_kv=lk)
+    ins = make_inputs(g, seed=9)
+    ref = evaluate(g, ins)
+    for i in range(B):
+        n_q, n_kv = int(ins[lq.uid].ravel()[i]), int(ins[lk.uid].ravel()[i])
+        want, _ = attend(
+            f64(ins[q.uid][i, :, :n_q]),
+            f64(ins[k.uid][i, :, :n_kv]),
+            f64(ins[v.uid][i, :, :n_kv]),
+            bias=f64(ins[bias.uid][i, :, :n_q, :n_kv]),
+        )
+        np.testing.assert_allclose(ref[o.uid][i, :, :n_q], want, rtol=1e-12, atol=1e-12)

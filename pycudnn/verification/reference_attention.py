@@ -307,7 +307,7 @@ def consistent_inputs(op: Operation, vals: dict[str, np.ndarray]) -> dict[str, n
         try:
             fwd = sdpa_forward(_Forward(op, {"stats"}), fwd_vals)
         except NoReferenceError:
-            return index  # padding, ragged, dropout: O and stats stay drawn (no reference)
+            return index  # dropout: O and stats stay drawn (no reference)
         # past a sequence's length O and stats are not defined (NaN): drawn as 0 there
         return {**index, **{r: np.nan_to_num(fwd[r], nan=0.0) for r in ("o", "stats")}}
     if op.kind == "norm_backward":
