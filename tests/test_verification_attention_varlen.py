@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pycudnn import Graph
-from pycudnn.verification import Tolerance, compare, evaluate, make_inputs
+from pycudnn.verification import NoReferenceError, Tolerance, compare, evaluate, make_inputs
 from pycudnn.verification.reference import reduction_length
 from pycudnn.verification.reference_attention_varlen import undefined_where_nan, valid_only
 
@@ -320,3 +320,25 @@ def test_padding_with_a_bias_per_batch_entry_reads_its_own_rows() -> None:
             bias=f64(ins[bias.uid][i, :, :n_q, :n_kv]),
         )
         np.testing.assert_allclose(ref[o.uid][i, :, :n_q], want, rtol=1e-12, atol=1e-12)
+
+
+def test_ragged_offsets_into_memory_no_element_covers_have_no_reference() -> None:
+    """Rows with gaps between the batch entries: offsets that land in a gap would read memory
+    the drawn logical values never set, so the reference says so rather than read NaN."""
+    s = 4
+    g = Graph("ragged_gap")
+    row = s * H * D + 16  # 16 elements of gap after each entry
+    q = g.tensor([B, H, s, D], [row, D, H * D, 1], dtype="float16", name="q")
+    k = g.tensor([B, H, s, D], [row, D, H * D, 1], dtype="float16", name="k")
+    v = g.tensor([B, H, s, D], [row, D, H * D, 1], dtype="float16", name="v")
+    off = g.tensor([B + 1, 1, 1, 1], dtype="int32", name="off")
+    for x in (q, k, v):
+        x.set_ragged_offset(off)
+    lens = g.tensor([B, 1, 1, 1], dtype="int32", name="lens")
+    g.sdpa(q, k, v, seq_len_q=lens, seq_len_kv=lens)
+    ins = make_inputs(g, seed=0)
+    evaluate(g, ins)  # the drawn offsets (i * row) skip the gaps
+    ins[off.uid] = (np.arange(B + 1) * s * H * D).astype(np.int32).reshape(-1, 1, 1, 1)
+    ins[lens.uid] = np.full((B, 1, 1, 1), s, dtype=np.int32)
+    with pytest.raises(NoReferenceError, match="do not cover"):
+        evaluate(g, ins)

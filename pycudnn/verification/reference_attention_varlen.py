@@ -123,7 +123,13 @@ class _Ragged:
         return np.asarray(pos)
 
     def read(self, i: int, length: int) -> np.ndarray:
-        return np.asarray(self.memory[self._at(i, length)][None])
+        values = self.memory[self._at(i, length)][None]
+        if np.isnan(values).any():  # a gap between the tensor's rows: unknown to the reference
+            raise NoReferenceError(
+                f"{self.op.label}: ragged_offset_{self.role}[{i}] = {self.offsets[i]} reads "
+                "memory that the tensor's dims and strides do not cover"
+            )
+        return np.asarray(values)
 
     def write(self, i: int, length: int, values: np.ndarray) -> None:
         self.memory[self._at(i, length)] = values[0]
