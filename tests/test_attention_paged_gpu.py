@@ -1,37 +1,27 @@
 """Paged K/V caches executed on the GPU (GPU tier: ``pytest -m gpu``): ``Graph.sdpa`` with
 ``paged_attention_k_table``/``_v_table`` through the unified operation and the composite graph,
-decode (``s_q = 1``) and prefill, against a float64 NumPy reference that first gathers each
+decode (``s_q = 1``) and prefill, against verification's float64 NumPy reference, which gathers each
 sequence's keys and values from the containers through the page tables (the vLLM layout: key
-``j`` of batch entry ``b`` is row ``j % block`` of block ``table[b, 0, j // block, 0]``).
+``j`` of batch entry ``b`` is row ``j % block`` of block ``table[b, 0, j // block, 0]``; checked
+against a gather by hand in ``tests/test_verification_attention_varlen.py``).
 
 Rows past a sequence's ``seq_len_q`` are padding and not compared (cuDNN leaves them unspecified).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 import pytest
-from test_attention_gpu import BF16, TOL, check_close, empty, f64, host, sdpa_ref, to_device
+from test_attention_gpu import BF16, TOL, check_close, empty, f64, host, to_device
 
 from pycudnn.graph import Graph
+from pycudnn.verification import evaluate
 
 pytestmark = pytest.mark.gpu
 
 RNG = np.random.default_rng(7)
-
-
-def gather(container: np.ndarray, table: np.ndarray, s_kv: int) -> np.ndarray:
-    """The ``[b, h, s_kv, d]`` tensor a paged cache holds."""
-    block = container.shape[2]
-    b = table.shape[0]
-    out = np.empty((b, container.shape[1], s_kv, container.shape[3]), dtype=np.float64)
-    for i in range(b):
-        for j in range(s_kv):
-            out[i, :, j] = f64(container[table[i, 0, j // block, 0], :, j % block])
-    return out
 
 
 def run_paged(
@@ -90,14 +80,8 @@ def run_paged(
         bias_h = host(bias_t.dims, BF16)
         feeds[bias_t] = bias_h
     g.build().execute({t: to_device(a, t) for t, a in feeds.items()} | {o: od})
-    ref, _, _ = sdpa_ref(
-        qh,
-        gather(kh, k_tab, s_kv),
-        gather(vh, v_tab, s_kv),
-        scale=1 / math.sqrt(d),
-        bias=bias_h,
-        seq_kv=lkv,
-    )
+    # verification's reference: each sequence's keys gathered through its table, its own lengths
+    ref = evaluate(g, {t.uid: a for t, a in feeds.items()})[o.uid]
     return f64(od), ref
 
 

@@ -1,12 +1,13 @@
 """Ragged (THD) tensors executed on the GPU (GPU tier: ``pytest -m gpu``): the tokens of the
 batch's sequences lie back to back (``[tokens, h, d]``), Q, K, V and O described as
 ``[b, h, s_max, d]`` with ``Tensor.set_ragged_offset`` (entry ``i`` starts at the tokens before
-it, times ``h * d``), against a float64 NumPy reference computed one sequence at a time.
+it, times ``h * d``), against verification's float64 NumPy reference, which computes one
+sequence at a time at its offsets (checked against sequences unpacked by hand in
+``tests/test_verification_attention_varlen.py``).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 from test_attention_gpu import BF16, TOL, check_close, empty, f64, to_device
 
 from pycudnn.graph import Graph
+from pycudnn.verification import evaluate
 
 pytestmark = pytest.mark.gpu
 
@@ -31,17 +33,6 @@ def packed_tokens(lengths: list[int], h: int, d: int, s_max: int) -> tuple[np.nd
 
 def offsets(lengths: list[int], h: int, d: int) -> np.ndarray:
     return (np.concatenate([[0], np.cumsum(lengths)]) * h * d).astype(np.int32).reshape(-1, 1, 1, 1)
-
-
-def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
-    """One sequence: ``[s_q, h, d]`` tokens; grouped K/V heads repeated."""
-    q, k, v = (f64(a).transpose(1, 0, 2) for a in (q, k, v))
-    rep = q.shape[0] // k.shape[0]
-    k, v = np.repeat(k, rep, axis=0), np.repeat(v, rep, axis=0)
-    s = scale * q @ k.transpose(0, 2, 1)
-    p = np.exp(s - s.max(axis=-1, keepdims=True))
-    out: np.ndarray = (p / p.sum(axis=-1, keepdims=True)) @ v
-    return out.transpose(1, 0, 2)
 
 
 @pytest.mark.parametrize("implementation", ["unified", "composite"])
@@ -68,9 +59,9 @@ def test_ragged_forward(implementation: str, decode: bool) -> None:
     slkv = g.tensor([b, 1, 1, 1], dtype="int32", name="seq_len_kv")
     o, _ = g.sdpa(q, k, v, seq_len_q=slq, seq_len_kv=slkv, implementation=implementation)
     o.set_ragged_offset(off_q)
-    qh, q_tok = packed_tokens(len_q, h, d, s_q)
-    kh, k_tok = packed_tokens(len_kv, h_k, d, s_kv)
-    vh, v_tok = packed_tokens(len_kv, h_k, d, s_kv)
+    qh = packed_tokens(len_q, h, d, s_q)[0]
+    kh = packed_tokens(len_kv, h_k, d, s_kv)[0]
+    vh = packed_tokens(len_kv, h_k, d, s_kv)[0]
     feeds = {
         q: qh,
         k: kh,
@@ -84,15 +75,10 @@ def test_ragged_forward(implementation: str, decode: bool) -> None:
     g.build().execute({t: to_device(a, t) for t, a in feeds.items()} | {o: od})
     # O is ragged like Q: its tokens packed at the start of its memory
     got = np.ascontiguousarray(f64(od).transpose(0, 2, 1, 3)).reshape(-1, h, d)
+    # verification's reference, read and written at the offsets, as tokens the same way
+    ref = evaluate(g, {t.uid: a for t, a in feeds.items()})[o.uid]
+    ref_tokens = ref.transpose(0, 2, 1, 3).reshape(-1, h, d)
     starts_q = np.concatenate([[0], np.cumsum(len_q)])
-    starts_kv = np.concatenate([[0], np.cumsum(len_kv)])
     for i in range(b):
-        ref = reference(
-            q_tok[starts_q[i] : starts_q[i + 1]],
-            k_tok[starts_kv[i] : starts_kv[i + 1]],
-            v_tok[starts_kv[i] : starts_kv[i + 1]],
-            1 / math.sqrt(d),
-        )
-        check_close(
-            got[starts_q[i] : starts_q[i + 1]], ref, TOL[BF16], f"ragged {implementation} seq {i}"
-        )
+        seq = slice(starts_q[i], starts_q[i + 1])
+        check_close(got[seq], ref_tokens[seq], TOL[BF16], f"ragged {implementation} seq {i}")

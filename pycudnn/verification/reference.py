@@ -392,7 +392,8 @@ def reduction_length(op: Operation) -> int:
         x, y = ins["x"].dims, outs["y"].dims
         return math.prod(d for d, o in zip(x, y, strict=True) if o != d) or 1
     if op.kind == "sdpa":  # Q @ K^T sums head_dim products, P @ V sums s_kv of them
-        return ins["q"].dims[3] + ins["k"].dims[2]
+        # s_kv from the scores: a paged K is a container of blocks, its dims[2] the block size
+        return ins["q"].dims[3] + int(a["scores_dims"][3])
     if op.kind == "sdpa_backward":  # dQ sums over s_kv, dK and dV over s_q (and grouped heads)
         q, k = ins["q"].dims, ins["k"].dims
         return q[3] + k[2] + q[2] * (q[1] // k[1])

@@ -5,9 +5,10 @@ of ``h_q / h_kv`` query heads reads one K/V head), a causal mask (top-left align
 seen by query ``i`` when ``j <= i``) or a sliding window of ``w`` keys ending at the query
 (``i - w < j <= i``), and ``stats``, the natural log-sum-exp of each masked score row (base 2
 with ``stats_use_log2``; ``max`` and ``sum_exp``, the row maximum and ``sum exp(S - max)``, when
-asked). Sequence
-lengths (padding) and Philox dropout have no reference here: a graph with them is reported as
-skipped. Also: a sink (a per-head logit in each row's maximum and denominator, and ``dSink`` in
+asked). Sequence lengths (padding), ragged (THD) tensors and paged K/V caches:
+:mod:`.reference_attention_varlen` runs these references on each batch entry's sequences. Philox
+dropout has no reference here: a graph with it is reported as skipped. Also: a sink (a per-head
+logit in each row's maximum and denominator, and ``dSink`` in
 the backward), a block mask (a zero drops a 128 x 128 tile), the frontend's mask-and-scale
 dropout (``P * mask * scale``), and FP8 (``sdpa_fp8``: Q, K, V dequantised by their descale
 factors, ``O = scale_o * scale_s * descale_s * P @ V``, ``amax_s`` the largest probability and
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .common import NoReferenceError
+from .reference_attention_varlen import is_varlen, sdpa_varlen
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..opgraph import Operation
@@ -64,6 +66,8 @@ def _refuse_peer_stats(op: Any) -> None:
 
 def sdpa_forward(op: Any, vals: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """``{"o": ..., "stats": ...}`` of an ``sdpa`` operation (stats only if the op has it)."""
+    if is_varlen(op):  # padding, ragged, paged: the dense reference per batch entry
+        return sdpa_varlen(op, vals, sdpa_forward)
     a = op.attrs
     for role in ("seq_len_q", "seq_len_kv", "seed", "offset"):
         if role in op.inputs:
@@ -208,6 +212,8 @@ def sdpa_backward(op: Operation, vals: Mapping[str, np.ndarray]) -> dict[str, np
     """``{"dq", "dk", "dv"}`` of an ``sdpa_backward`` operation: the exact gradients of
     ``sum(O * dO)`` for the forward of the same settings (the probabilities are recomputed from
     Q and K; ``O`` enters through ``rowsum(dO * O)``, as in flash attention's backward)."""
+    if is_varlen(op):  # padding, ragged, paged: the dense reference per batch entry
+        return sdpa_varlen(op, vals, sdpa_backward)
     for role in ("seq_len_q", "seq_len_kv", "seed", "offset"):
         if role in op.inputs:
             raise _no_reference(op, f"no NumPy reference for sdpa_backward with {role}")
@@ -311,15 +317,21 @@ def consistent_inputs(op: Operation, vals: dict[str, np.ndarray]) -> dict[str, n
         return index_inputs(op)
     if op.kind == "sdpa_backward":
         index = index_inputs(op)
-        fwd_vals = vals
+        fwd_vals = {**vals, **index}  # the lengths, offsets and tables the GPU will read
         if "descale_do" in vals:  # FP8: O as the forward stored it, O / descale_o
             one = np.ones((1, 1, 1, 1))
-            fwd_vals = {**vals, "scale_s": one, "descale_s": one, "scale_o": 1 / vals["descale_o"]}
+            fwd_vals = {
+                **fwd_vals,
+                "scale_s": one,
+                "descale_s": one,
+                "scale_o": 1 / vals["descale_o"],
+            }
         try:
             fwd = sdpa_forward(_Forward(op, {"stats"}), fwd_vals)
         except NoReferenceError:
-            return index  # padding, ragged, dropout: O and stats stay drawn (no reference)
-        return {**index, "o": fwd["o"], "stats": fwd["stats"]}
+            return index  # dropout: O and stats stay drawn (no reference)
+        # past a sequence's length O and stats are not defined (NaN): drawn as 0 there
+        return {**index, **{r: np.nan_to_num(fwd[r], nan=0.0) for r in ("o", "stats")}}
     if op.kind == "norm_backward":
         eps = float(np.asarray(vals["epsilon"]).reshape(-1)[0]) if "epsilon" in vals else 1e-5
         fwd_op = _Forward(op, {"mean", "inv_variance"}, {"epsilon": eps, "mode": op.attrs["mode"]})
@@ -362,4 +374,4 @@ class _Forward:
         self.label = op.label
         self.attrs = {**op.attrs, **(attrs or {})}
         self.inputs = {r: t for r, t in op.inputs.items() if r not in outputs}
-        self.outputs = dict.fromkeys(outputs)
+        self.outputs = {r: op.inputs.get(r) for r in outputs}  # the backward reads them
