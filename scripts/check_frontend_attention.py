@@ -118,6 +118,8 @@ BACKWARD = [
     Case("left_bound", backward=True, left_bound=64),
     Case("right_bound", backward=True, right_bound=64),
     Case("dropout", backward=True, dropout=True),
+    # the backward's mask-and-scale form: (mask, scale, scale_inv)
+    Case("dropout_mask", backward=True, dropout_mask=True),
     Case("ragged", backward=True, padding=True, ragged=True),
     Case("sink_dsink", backward=True, sink=True, since=(9, 13)),
     # sdpa_fp8_backward: the frontend's composite graph (cuDNN's unified backward has no FP8)
@@ -231,7 +233,8 @@ def pycudnn_graph(case: Case) -> Any:
         opts["dropout"] = (0.1, seed, offset)
     if case.dropout_mask:
         mask = g.tensor([B, H, s_q, s_kv], dtype=case.dtype, name="dropout_mask")
-        opts["dropout"] = (mask, g.tensor([1, 1, 1, 1], dtype="float32", name="dropout_scale"))
+        scales = ("dropout_scale", "dropout_scale_inv") if case.backward else ("dropout_scale",)
+        opts["dropout"] = (mask, *(g.tensor([1, 1, 1, 1], dtype="float32", name=n) for n in scales))
     if case.sink:
         opts["sink_token"] = g.tensor([1, H, 1, 1], dtype="float32", name="sink")
         if case.backward:
@@ -375,7 +378,8 @@ def frontend_result(case: Case, props_json: str) -> dict[str, Any]:  # pragma: n
     f32 = cudnn.data_type.FLOAT
     if case.dropout_mask:
         mask = packed("dropout_mask", [B, H, s_q, s_kv], dt)
-        opts["dropout"] = (mask, packed("dropout_scale", [1, 1, 1, 1], f32))
+        scales = ("dropout_scale", "dropout_scale_inv") if case.backward else ("dropout_scale",)
+        opts["dropout"] = (mask, *(packed(n, [1, 1, 1, 1], f32) for n in scales))
     if case.sink:
         opts["sink_token"] = packed("sink", [1, H, 1, 1], f32)
         if case.backward:

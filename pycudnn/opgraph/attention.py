@@ -343,7 +343,8 @@ class AttentionOps(AttentionCommon):
                 f"{use_deterministic_algorithm!r}"
             )
         scale = kw.scale_arg(label, scale, attn_scale)
-        dropout, seed, offset = kw.dropout_arg(label, dropout, seed, offset)
+        mask_form = ext.dropout_mask_backward_arg(label, dropout)
+        dropout, seed, offset = kw.dropout_arg(label, None if mask_form else dropout, seed, offset)
         kw.refuse_unsupported(label, use_alibi_mask=use_alibi_mask)
         kw.padding_flag(label, use_padding_mask, seq_len_q, seq_len_kv)
         masks = kw.Masks(
@@ -358,6 +359,10 @@ class AttentionOps(AttentionCommon):
             diagonal_band_right_bound=diagonal_band_right_bound,
         )
         needs_composite = ""
+        if mask_form:
+            needs_composite = (
+                "dropout=(mask, scale, scale_inv) is applied by the composite graph only"
+            )
         if use_alibi_mask:
             needs_composite = "use_alibi_mask is lowered by the composite graph only"
         if use_deterministic_algorithm:
@@ -395,6 +400,13 @@ class AttentionOps(AttentionCommon):
             "seed": seed,
             "offset": offset,
             "sink": sink_token,
+            **dict(
+                zip(
+                    ("dropout_mask", "dropout_scale", "dropout_scale_inv"),
+                    mask_form or (),
+                    strict=False,
+                )
+            ),
         }
 
         def check(s: dict[str, rules.TensorSpec]) -> rules.SdpaShapes:

@@ -111,6 +111,10 @@ class AttentionCommon(GraphCore):
             ext.check_dropout_mask(
                 label, owned["dropout_mask"], owned["dropout_scale"], shapes.scores_dims
             )
+            if "dropout_scale_inv" in owned:  # the backward's third tensor, as the scale
+                ext.check_dropout_mask(
+                    label, owned["dropout_mask"], owned["dropout_scale_inv"], shapes.scores_dims
+                )
         padded = "seq_len_q" in owned
         # Bottom-right alignment shifts the diagonal by s_kv - s_q: folded into the bounds for
         # fixed lengths, taken from the sequence-length tensors per batch entry with padding.
@@ -213,7 +217,12 @@ class AttentionCommon(GraphCore):
                 inputs["alibi_shift"] = self.scalar(
                     0.5 - n, dtype="float32", name=f"{op_name}.alibi_shift"
                 )
-        if composite and backward and (dropout or "descale_q" not in owned or "sink" in owned):
+        if (
+            composite
+            and backward
+            and "dropout_scale_inv" not in inputs
+            and (dropout or "descale_q" not in owned or "sink" in owned)
+        ):
             # rowsum(dO * O) is scaled by the keep probability (1 with no dropout), as the
             # frontend's composite backward does (its FP8 backward only with dropout or a sink)
             inputs["dropout_scale_inv"] = self.scalar(

@@ -414,9 +414,10 @@ def _backward(bld: _Builder) -> None:
     scores, row, io, d_qk, d_v = backward_shapes(op)
     b, hq, sq, skv = scores
     k_t = op.inputs["k"]
-    dropout = bool(a["dropout"])
     mask = None
-    if dropout:
+    if a.get("dropout_mask"):  # the frontend's (mask, scale, scale_inv), given at execute
+        mask = bld.arg("dropout_mask")
+    elif a["dropout"]:
         mask = bld.rng(1.0 - a["dropout"], bld.virtual(scores, "FLOAT"))
     # softmax_sum = rowsum(dO * O) * (1 - p)
     prod = bld.pw("MUL", bld.arg("do"), bld.arg("o"), dims=(b, hq, sq, d_v))

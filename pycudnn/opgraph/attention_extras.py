@@ -39,6 +39,7 @@ __all__ = [
     "check_dropout_mask",
     "check_sink",
     "dropout_mask_arg",
+    "dropout_mask_backward_arg",
     "score_outputs",
 ]
 
@@ -81,6 +82,28 @@ def dropout_mask_arg(label: str, dropout: Any) -> tuple[Any, Any] | None:
                 f"got ({type(mask).__name__}, {type(scale).__name__})"
             )
         return mask, scale
+    return None
+
+
+def dropout_mask_backward_arg(label: str, dropout: Any) -> tuple[Any, Any, Any] | None:
+    """The frontend's backward form ``dropout=(mask, scale, scale_inv)`` (the forward's mask and
+    scale, and ``1 / scale``), or None for any other ``dropout``; a pair is the forward's form."""
+    if (
+        isinstance(dropout, tuple)
+        and len(dropout) == 2
+        and all(isinstance(t, Tensor) for t in dropout)
+    ):
+        raise GraphError(
+            f"{label}: the backward's mask-and-scale dropout is the frontend's "
+            "(mask, scale, scale_inv): the forward's mask and scale, and 1/scale"
+        )
+    if isinstance(dropout, tuple) and len(dropout) == 3 and isinstance(dropout[0], Tensor):
+        if not all(isinstance(t, Tensor) for t in dropout):
+            names = ", ".join(type(t).__name__ for t in dropout)
+            raise GraphError(
+                f"{label}: dropout as (mask, scale, scale_inv) takes three tensors; got ({names})"
+            )
+        return dropout[0], dropout[1], dropout[2]
     return None
 
 

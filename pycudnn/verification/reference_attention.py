@@ -224,8 +224,11 @@ def sdpa_backward(op: Operation, vals: Mapping[str, np.ndarray]) -> dict[str, np
         return _fp8_backward(op, vals, scores, (k, v), group)
     p, _ = _softmax(vals, scores)
     do, o = vals["do"], vals["o"]
-    dv = np.matmul(np.swapaxes(p, -1, -2), do)
-    dp = np.matmul(do, np.swapaxes(v, -1, -2))
+    # the frontend's (mask, scale, scale_inv) dropout: the forward's P * mask * scale (scale_inv
+    # is the 1/scale the composite graph's rowsum term takes; given as the caller's tensor)
+    keep = vals["dropout_mask"] * vals["dropout_scale"] if op.attrs.get("dropout_mask") else 1.0
+    dv = np.matmul(np.swapaxes(p * keep, -1, -2), do)
+    dp = np.matmul(do, np.swapaxes(v, -1, -2)) * keep
     scale = _scale_of(op, vals)
     d_scores = p * (dp - np.sum(do * o, axis=-1, keepdims=True))  # the gradient of the bias
     ds = d_scores * scale
