@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from versioned import skip_unless_cudnn
 
 import pycudnn
 from pycudnn.graph import Graph, Tensor
@@ -47,6 +48,15 @@ def rows(g: Graph) -> Tensors:
     param = {"dims": [1, FEATURES, 1]}
     stats = {"dims": [ROWS, 1, 1]}
     return Tensors(g, {"x": data, "dy": data, "s": param, "b": param, "m": stats, "iv": stats})
+
+
+def tokens(g: Graph) -> Tensors:
+    """Adaptive layer norm tensors: ``x [B, S, E]`` with a scale and bias per sample."""
+    data = {"dims": [N, ROWS, FEATURES], "dtype": "float32"}
+    per_sample = {"dims": [N, 1, FEATURES], "dtype": "float32"}
+    stats = {"dims": [N, ROWS, 1], "dtype": "float32"}
+    specs = {"x": data, "dy": data, "s": per_sample, "b": per_sample, "m": stats, "iv": stats}
+    return Tensors(g, specs)
 
 
 def channels(g: Graph) -> Tensors:
@@ -140,6 +150,25 @@ CASES: dict[str, tuple[Callable[[Graph], Tensors], Build, Build]] = {
             grad=t["dy"], input=t["x"], scale=t["s"], mean=t["im"], inv_variance=t["iiv"]
         ),
     ),
+    "adalayernorm": (
+        tokens,
+        lambda g, t: g.adalayernorm(t["x"], t["s"], t["b"], epsilon=1e-5),
+        lambda g, t: g.adalayernorm(
+            norm_forward_phase=TrainingPhase(), input=t["x"], scale=t["s"], bias=t["b"]
+        ),
+    ),
+    "adalayernorm_backward": (
+        tokens,
+        lambda g, t: g.adalayernorm_backward(t["dy"], t["x"], t["s"], t["m"], t["iv"], dbias=False),
+        lambda g, t: g.adalayernorm_backward(
+            grad=t["dy"],
+            input=t["x"],
+            scale=t["s"],
+            mean=t["m"],
+            inv_variance=t["iv"],
+            has_dbias=False,
+        ),
+    ),
 }
 
 
@@ -157,6 +186,8 @@ def build(case: str, which: int) -> tuple[Graph, Any]:
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_frontend_line_builds_the_native_graph(case: str) -> None:
+    if case.startswith("ada"):
+        skip_unless_cudnn((9, 7), "adaptive layer norm (ADA_LAYER_NORM)")
     native, out = build(case, 0)
     frontend, fe_out = build(case, 1)
     assert len(frontend.operations) == len(native.operations) >= 1
@@ -207,6 +238,13 @@ BOTH: list[tuple[str, str, Callable[[Graph, dict[str, Tensor]], Any]]] = [
         "dy",
         "grad",
         lambda g, t: g.layernorm_backward(t["dy"], t["x"], t["s"], t["m"], t["iv"], grad=t["dy"]),
+    ),
+    (
+        "dbias",
+        "has_dbias",
+        lambda g, t: g.adalayernorm_backward(
+            t["dy"], t["x"], t["s"], t["m"], t["iv"], dbias=False, has_dbias=True
+        ),
     ),
     (
         "with_dbias",
