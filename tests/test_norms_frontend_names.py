@@ -30,6 +30,12 @@ class TrainingPhase:
     name = "TRAINING"
 
 
+class Float:
+    """Stands in for ``cudnn.data_type.FLOAT``."""
+
+    name = "FLOAT"
+
+
 class Tensors(dict[str, Tensor]):
     """The case's tensors, each made on first use (a graph refuses a tensor no operation uses)."""
 
@@ -76,7 +82,12 @@ CASES: dict[str, tuple[Callable[[Graph], Tensors], Build, Build]] = {
         rows,
         lambda g, t: g.layernorm(t["x"], t["s"], t["b"], epsilon=1e-5, training=True),
         lambda g, t: g.layernorm(
-            norm_forward_phase="training", input=t["x"], scale=t["s"], bias=t["b"], epsilon=1e-5
+            norm_forward_phase="training",
+            input=t["x"],
+            scale=t["s"],
+            bias=t["b"],
+            epsilon=1e-5,
+            compute_data_type=Float(),
         ),
     ),
     "layernorm_enum": (
@@ -133,7 +144,12 @@ CASES: dict[str, tuple[Callable[[Graph], Tensors], Build, Build]] = {
         rows,
         lambda g, t: g.rmsnorm_backward(t["dy"], t["x"], t["s"], t["iv"], with_dbias=True),
         lambda g, t: g.rmsnorm_backward(
-            grad=t["dy"], input=t["x"], scale=t["s"], inv_variance=t["iv"], has_dbias=True
+            grad=t["dy"],
+            input=t["x"],
+            scale=t["s"],
+            inv_variance=t["iv"],
+            has_dbias=True,
+            compute_data_type="float32",
         ),
     ),
     "batchnorm_backward": (
@@ -295,3 +311,15 @@ def test_a_missing_input_is_a_type_error_naming_x() -> None:
     t = rows(g)
     with pytest.raises(TypeError, match="x must be a Tensor"):
         g.layernorm(norm_forward_phase="training", scale=t["s"], bias=t["b"])
+
+
+@pytest.mark.parametrize("compute", ["float16", "bfloat16", "HALF"])
+def test_a_compute_type_other_than_float32_is_refused(compute: str) -> None:
+    # the norms give cuDNN float32: another compute_data_type would be silently ignored
+    g = Graph("bad_compute")
+    t = rows(g)
+    with pytest.raises(ValueError, match="compute_data_type must be float32"):
+        g.rmsnorm(input=t["x"], scale=t["s"], compute_data_type=compute)
+    with pytest.raises(ValueError, match="compute_data_type must be float32"):
+        g.layernorm_backward(t["dy"], t["x"], t["s"], t["m"], t["iv"], compute_data_type=compute)
+    assert not g.operations

@@ -15,7 +15,7 @@ from typing import Any
 
 from .tensors import Tensor
 
-__all__ = ["backward_names", "forward_names", "forward_phase", "pick"]
+__all__ = ["backward_names", "check_compute", "forward_names", "forward_phase", "pick"]
 
 
 def pick(
@@ -30,6 +30,20 @@ def pick(
     if value is not None and value is not default and value != default:
         raise TypeError(f"{label}: got both {name} and its cudnn-frontend name {alias}; give one")
     return alias_value
+
+
+def check_compute(label: str, compute: Any) -> None:
+    """The frontend's ``compute_data_type``: None or float32 (``"float32"``, ``"float"``, NumPy's
+    float32, or any object whose name ends in ``FLOAT`` as ``cudnn.data_type.FLOAT``), the only
+    compute type these norms give cuDNN's NORM operations; another is refused, not ignored."""
+    if compute is None:
+        return
+    text = str(getattr(compute, "name", None) or getattr(compute, "__name__", None) or compute)
+    if text.upper() not in ("FLOAT32", "FLOAT") and not text.upper().endswith(".FLOAT"):
+        raise ValueError(
+            f"{label}: compute_data_type must be float32 (the norms compute in float32, as "
+            f"cudnn-frontend's default), not {compute!r}"
+        )
 
 
 def forward_phase(label: str, training: bool, phase: Any, *, default: bool = False) -> bool:
@@ -62,9 +76,11 @@ def forward_names(
     phase: Any,
     *,
     default: bool = False,
+    compute: Any = None,
 ) -> tuple[Tensor | None, bool]:
     """A norm forward's X (``x`` or ``input``) and phase (``training`` or
-    ``norm_forward_phase``)."""
+    ``norm_forward_phase``), its ``compute_data_type`` checked (:func:`check_compute`)."""
+    check_compute(label, compute)
     # a tensor still missing is refused by the operation itself, as a TypeError naming x
     return pick(label, "x", x, "input", input_), forward_phase(
         label, training, phase, default=default
@@ -72,7 +88,15 @@ def forward_names(
 
 
 def backward_names(
-    label: str, dy: Tensor | None, grad: Tensor | None, x: Tensor | None, input_: Tensor | None
+    label: str,
+    dy: Tensor | None,
+    grad: Tensor | None,
+    x: Tensor | None,
+    input_: Tensor | None,
+    *,
+    compute: Any = None,
 ) -> tuple[Tensor | None, Tensor | None]:
-    """A norm backward's dY (``dy`` or ``grad``) and X (``x`` or ``input``)."""
+    """A norm backward's dY (``dy`` or ``grad``) and X (``x`` or ``input``), its
+    ``compute_data_type`` checked (:func:`check_compute`)."""
+    check_compute(label, compute)
     return pick(label, "dy", dy, "grad", grad), pick(label, "x", x, "input", input_)

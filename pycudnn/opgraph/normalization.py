@@ -56,6 +56,7 @@ class NormKeywords(TypedDict, total=False):
     name: str | None
     input: Tensor | None
     norm_forward_phase: Any
+    compute_data_type: Any
 
 
 class NormBackwardKeywords(TypedDict, total=False):
@@ -67,6 +68,7 @@ class NormBackwardKeywords(TypedDict, total=False):
     name: str | None
     grad: Tensor | None
     input: Tensor | None
+    compute_data_type: Any
 
 
 class NormOutputs(NamedTuple):
@@ -250,6 +252,7 @@ class NormalizationOps(PointwiseOps):
         name: str | None = None,
         input: Tensor | None = None,
         norm_forward_phase: Any = None,
+        compute_data_type: Any = None,
     ) -> NormOutputs:
         """Layer norm (``NORM_FORWARD``, ``LAYER_NORM``) over the dims where ``scale`` varies, as
         NVIDIA's frontend: ``x [B, S, E]`` with scale and bias ``[1, 1, E]`` normalises each
@@ -265,7 +268,9 @@ class NormalizationOps(PointwiseOps):
         keywords: ``input`` for ``x``, ``norm_forward_phase`` (``"training"``, ``"inference"``
         or the frontend's enum) for ``training``.
         """
-        x, training = forward_names("layernorm", x, input, training, norm_forward_phase)
+        x, training = forward_names(
+            "layernorm", x, input, training, norm_forward_phase, compute=compute_data_type
+        )
         kw: dict[str, Any] = {"epsilon": epsilon, "training": training, "name": name}
         return self._norm_forward(
             "layer", x, scale, bias, zero_centered_gamma=zero_centered_gamma, **kw
@@ -282,8 +287,9 @@ class NormalizationOps(PointwiseOps):
         varies; the keywords (``epsilon``, ``zero_centered_gamma``, ...) and their defaults as
         for :meth:`layernorm`."""
         k = take_keywords("rmsnorm", kw, _LAYER)
+        phase, compute = k.pop("norm_forward_phase"), k.pop("compute_data_type")
         x, k["training"] = forward_names(
-            "rmsnorm", x, k.pop("input"), k["training"], k.pop("norm_forward_phase")
+            "rmsnorm", x, k.pop("input"), k["training"], phase, compute=compute
         )
         return self._norm_forward("rms", x, scale, bias, **k)
 
@@ -298,10 +304,13 @@ class NormalizationOps(PointwiseOps):
         name: str | None = None,
         input: Tensor | None = None,
         norm_forward_phase: Any = None,
+        compute_data_type: Any = None,
     ) -> NormOutputs:
         """Instance norm of ``[N, C, ...]`` per sample and channel (``INSTANCE_NORM``);
         ``input`` and ``norm_forward_phase`` as for :meth:`layernorm`."""
-        x, training = forward_names("instancenorm", x, input, training, norm_forward_phase)
+        x, training = forward_names(
+            "instancenorm", x, input, training, norm_forward_phase, compute=compute_data_type
+        )
         return self._norm_forward(
             "instance", x, scale, bias, epsilon=epsilon, training=training, name=name
         )
@@ -321,6 +330,7 @@ class NormalizationOps(PointwiseOps):
         input: Tensor | None = None,
         in_running_mean: Tensor | None = None,
         in_running_var: Tensor | None = None,
+        compute_data_type: Any = None,
     ) -> NormOutputs:
         """Training batch norm of ``[N, C, ...]`` per channel (``BATCH_NORM``, training phase).
 
@@ -337,7 +347,9 @@ class NormalizationOps(PointwiseOps):
         cudnn-frontend's names as keywords: ``input`` for ``x``, ``in_running_mean`` and
         ``in_running_var`` for ``running_mean`` and ``running_var``.
         """
-        x, _ = forward_names("batchnorm", x, input, True, None, default=True)
+        x, _ = forward_names(
+            "batchnorm", x, input, True, None, default=True, compute=compute_data_type
+        )
         running_mean = pick(
             "batchnorm", "running_mean", running_mean, "in_running_mean", in_running_mean
         )
@@ -362,6 +374,7 @@ class NormalizationOps(PointwiseOps):
         implementation: str = "pointwise",
         name: str | None = None,
         input: Tensor | None = None,
+        compute_data_type: Any = None,
     ) -> Tensor:
         """``(x - mean) * inv_variance * scale + bias`` per channel.
 
@@ -375,7 +388,9 @@ class NormalizationOps(PointwiseOps):
         cudnn-frontend's name for ``x`` (its positional order is input, mean, inv_variance,
         scale, bias: give them as keywords).
         """
-        x, _ = forward_names("batchnorm_inference", x, input, False, None)
+        x, _ = forward_names(
+            "batchnorm_inference", x, input, False, None, compute=compute_data_type
+        )
         if implementation not in ("pointwise", "norm"):
             raise GraphError(
                 f"batchnorm_inference: implementation must be 'pointwise' or 'norm', not "
@@ -383,16 +398,9 @@ class NormalizationOps(PointwiseOps):
             )
         label = f"batchnorm_inference '{name or 'batchnorm_inference'}'"
         self._check_mutable()
-        x = self._own(x, label, "x")
-        scale, bias, mean, inv_variance = (
-            self._own(t, label, role)
-            for role, t in (
-                ("scale", scale),
-                ("bias", bias),
-                ("mean", mean),
-                ("inv_variance", inv_variance),
-            )
-        )
+        tensors = {"x": x, "scale": scale, "bias": bias, "mean": mean, "inv_variance": inv_variance}
+        inputs = self._own_given(label, tensors, ())  # each a tensor of this graph, in turn
+        x, scale, bias, mean, inv_variance = inputs.values()
         shapes = self._check(
             label, rules.check_norm_forward, "batch", spec(x), spec(scale), spec(bias), epsilon=1.0
         )
@@ -407,13 +415,6 @@ class NormalizationOps(PointwiseOps):
             y = self._output(
                 label, op_name, "y", x.dims, x, out=None, out_dtype=x.dtype, strides=x.strides
             )
-            inputs = {
-                "x": x,
-                "scale": scale,
-                "bias": bias,
-                "mean": mean,
-                "inv_variance": inv_variance,
-            }
             attrs = {
                 "compute_dtype": self._compute("float32", label),
                 "mode": "batch",
@@ -508,11 +509,12 @@ class NormalizationOps(PointwiseOps):
         name: str | None = None,
         grad: Tensor | None = None,
         input: Tensor | None = None,
+        compute_data_type: Any = None,
     ) -> NormGradients:
         """``(dx, dscale, dbias)`` of :meth:`layernorm` from its saved statistics (``NORM_BACKWARD``);
         ``zero_centered_gamma`` as given to the forward; ``grad`` and ``input``: cudnn-frontend's
         names for ``dy`` and ``x``."""
-        dy, x = backward_names("layernorm_backward", dy, grad, x, input)
+        dy, x = backward_names("layernorm_backward", dy, grad, x, input, compute=compute_data_type)
         stats, zero = (mean, inv_variance), zero_centered_gamma
         return self._norm_backward(
             "layer", dy, x, scale, *stats, epsilon=epsilon, name=name, zero_centered_gamma=zero
@@ -534,7 +536,8 @@ class NormalizationOps(PointwiseOps):
         :meth:`layernorm_backward`, ``grad`` and ``input`` too; ``has_dbias``: cudnn-frontend's
         name for ``with_dbias``."""
         k = take_keywords("rmsnorm_backward", kw, _LAYER_BACKWARD)
-        dy, x = backward_names("rmsnorm_backward", dy, k.pop("grad"), x, k.pop("input"))
+        grad, compute = k.pop("grad"), k.pop("compute_data_type")
+        dy, x = backward_names("rmsnorm_backward", dy, grad, x, k.pop("input"), compute=compute)
         with_dbias = pick(
             "rmsnorm_backward", "with_dbias", with_dbias, "has_dbias", has_dbias, default=False
         )
@@ -553,11 +556,12 @@ class NormalizationOps(PointwiseOps):
         name: str | None = None,
         grad: Tensor | None = None,
         input: Tensor | None = None,
+        compute_data_type: Any = None,
     ) -> NormGradients:
         """``(dx, dscale, dbias)`` of :meth:`batchnorm` from the batch statistics it saved;
         ``peer_stats`` (``NORM_BWD_PEER_STAT_DESCS``) as for :meth:`batchnorm`, 2 or more;
         ``grad`` and ``input`` as for :meth:`layernorm_backward`."""
-        dy, x = backward_names("batchnorm_backward", dy, grad, x, input)
+        dy, x = backward_names("batchnorm_backward", dy, grad, x, input, compute=compute_data_type)
         stats = (mean, inv_variance)
         return self._norm_backward("batch", dy, x, scale, *stats, name=name, peer_stats=peer_stats)
 
@@ -572,10 +576,13 @@ class NormalizationOps(PointwiseOps):
         name: str | None = None,
         grad: Tensor | None = None,
         input: Tensor | None = None,
+        compute_data_type: Any = None,
     ) -> NormGradients:
         """``(dx, dscale, dbias)`` of :meth:`instancenorm` from its saved statistics; ``grad``
         and ``input`` as for :meth:`layernorm_backward`."""
-        dy, x = backward_names("instancenorm_backward", dy, grad, x, input)
+        dy, x = backward_names(
+            "instancenorm_backward", dy, grad, x, input, compute=compute_data_type
+        )
         return self._norm_backward("instance", dy, x, scale, mean, inv_variance, name=name)
 
 
