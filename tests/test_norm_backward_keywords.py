@@ -21,12 +21,16 @@ def _keywords(name: str) -> dict[str, Any]:
 
 
 def test_rmsnorm_backward_shows_layernorm_backwards_keywords() -> None:
-    assert set(NormBackwardKeywords.__annotations__) == {"zero_centered_gamma", "name"}
+    shared = {"zero_centered_gamma", "name", "grad", "input", "compute_data_type"}  # the frontend's
+    assert set(NormBackwardKeywords.__annotations__) == shared
     layer, rms = _keywords("layernorm_backward"), _keywords("rmsnorm_backward")
     # documented defaults: a plain gamma, the name made from the operation's kind
     assert {k: rms[k] for k in NormBackwardKeywords.__annotations__} == {
         "zero_centered_gamma": False,
         "name": None,
+        "grad": None,
+        "input": None,
+        "compute_data_type": None,
     }
     for key in NormBackwardKeywords.__annotations__:
         assert rms[key] == layer[key], key

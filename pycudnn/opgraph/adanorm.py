@@ -13,6 +13,7 @@ from .. import _attention_rules as rules
 from .common import GraphError, _dims_text
 from .core import GraphCore
 from .kinds import _need_dims, _need_dtype, _scalar_or_tensor, _start, require_kind
+from .norm_frontend_names import backward_names, forward_names, pick
 from .tensors import Tensor
 
 __all__ = ["AdaNormOps"]
@@ -46,14 +47,16 @@ class AdaNormOps(GraphCore):
 
     def adalayernorm(
         self,
-        x: Tensor,
-        scale: Tensor,
-        bias: Tensor,
+        x: Tensor | None = None,
+        scale: Tensor | None = None,
+        bias: Tensor | None = None,
         *,
         epsilon: Any = 1e-5,
         training: bool = True,
         name: str | None = None,
         out: Tensor | None = None,
+        input: Tensor | None = None,
+        norm_forward_phase: Any = None,
     ) -> Tensor | tuple[Tensor, Tensor, Tensor]:
         """Adaptive layer norm of ``x`` (``[B, S, D]`` or more dims): normalized over the dims
         where ``scale`` varies, then ``* scale + bias`` with a scale and bias per sample
@@ -61,7 +64,12 @@ class AdaNormOps(GraphCore):
 
         ``epsilon`` is a number or an all-1 tensor. Returns ``y``, or with ``training=True``
         ``(y, mean, inv_variance)`` (float32, X's dims with 1 where normalized) for the backward.
+        ``input`` and ``norm_forward_phase``: cudnn-frontend's names for ``x`` and ``training``
+        (:mod:`~pycudnn.opgraph.norm_frontend_names`).
         """
+        x, training = forward_names(
+            "adalayernorm", x, input, training, norm_forward_phase, default=True
+        )
         from .. import _bindings
 
         kind = "adalayernorm"
@@ -105,21 +113,27 @@ class AdaNormOps(GraphCore):
 
     def adalayernorm_backward(
         self,
-        dy: Tensor,
-        x: Tensor,
-        scale: Tensor,
-        mean: Tensor,
-        inv_variance: Tensor,
+        dy: Tensor | None = None,
+        x: Tensor | None = None,
+        scale: Tensor | None = None,
+        mean: Tensor | None = None,
+        inv_variance: Tensor | None = None,
         *,
         dbias: bool = True,
         name: str | None = None,
         out: Tensor | None = None,
+        grad: Tensor | None = None,
+        input: Tensor | None = None,
+        has_dbias: bool | None = None,
     ) -> tuple[Tensor, Tensor] | tuple[Tensor, Tensor, Tensor]:
         """The gradients of :meth:`adalayernorm` (``OPERATION_NORM_BACKWARD``, mode
         ``ADA_LAYER_NORM``, cuDNN 9.7+) from the forward's ``mean`` and ``inv_variance``.
 
-        Returns ``(dx, dscale, dbias)``, or ``(dx, dscale)`` with ``dbias=False``.
+        Returns ``(dx, dscale, dbias)``, or ``(dx, dscale)`` with ``dbias=False``. ``grad``,
+        ``input`` and ``has_dbias``: cudnn-frontend's names for ``dy``, ``x`` and ``dbias``.
         """
+        dy, x = backward_names("adalayernorm_backward", dy, grad, x, input)
+        dbias = pick("adalayernorm_backward", "dbias", dbias, "has_dbias", has_dbias, default=True)
         from .. import _bindings
 
         kind = "adalayernorm_backward"

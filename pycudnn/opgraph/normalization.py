@@ -30,6 +30,7 @@ from _nvbind.keywords import keyword_defaults, show_keywords, take_keywords
 from .. import _attention_rules as rules
 from .attention import spec
 from .common import GraphError
+from .norm_frontend_names import backward_names, forward_names, pick
 from .norm_peer import peer_stats_inputs
 from .pointwise import PointwiseOps
 from .tensors import Tensor
@@ -53,6 +54,9 @@ class NormKeywords(TypedDict, total=False):
     training: bool
     zero_centered_gamma: bool
     name: str | None
+    input: Tensor | None
+    norm_forward_phase: Any
+    compute_data_type: Any
 
 
 class NormBackwardKeywords(TypedDict, total=False):
@@ -62,10 +66,15 @@ class NormBackwardKeywords(TypedDict, total=False):
 
     zero_centered_gamma: bool
     name: str | None
+    grad: Tensor | None
+    input: Tensor | None
+    compute_data_type: Any
 
 
 class NormOutputs(NamedTuple):
-    """What a normalisation forward returns; fields that do not apply are None."""
+    """What a normalisation forward returns; fields that do not apply are None. RMS norm keeps
+    the ``mean`` place (None): ``y, _, inv_var, *_ = g.rmsnorm(...)`` where cudnn-frontend's
+    returns ``[Y, inv_var]``; read ``out.inv_variance`` to translate either way."""
 
     y: Tensor
     mean: Tensor | None
@@ -131,8 +140,8 @@ class NormalizationOps(PointwiseOps):
     def _norm_forward(
         self,
         mode: str,
-        x: Tensor,
-        scale: Tensor,
+        x: Tensor | None,
+        scale: Tensor | None,
         bias: Tensor | None,
         *,
         epsilon: float | Tensor,
@@ -233,14 +242,17 @@ class NormalizationOps(PointwiseOps):
 
     def layernorm(
         self,
-        x: Tensor,
-        scale: Tensor,
-        bias: Tensor,
+        x: Tensor | None = None,
+        scale: Tensor | None = None,
+        bias: Tensor | None = None,
         *,
         epsilon: float | Tensor = 1e-5,
         training: bool = False,
         zero_centered_gamma: bool = False,
         name: str | None = None,
+        input: Tensor | None = None,
+        norm_forward_phase: Any = None,
+        compute_data_type: Any = None,
     ) -> NormOutputs:
         """Layer norm (``NORM_FORWARD``, ``LAYER_NORM``) over the dims where ``scale`` varies, as
         NVIDIA's frontend: ``x [B, S, E]`` with scale and bias ``[1, 1, E]`` normalises each
@@ -251,40 +263,63 @@ class NormalizationOps(PointwiseOps):
         tensor of ones dims set per execution (a by-value :meth:`scalar` changed with
         ``plan.set_scalar``, as the frontend's pass-by-value epsilon). ``zero_centered_gamma``:
         the scale is stored as ``gamma - 1`` (cuDNN 9.7 and newer).
+
+        cudnn-frontend's names work too (:mod:`~pycudnn.opgraph.norm_frontend_names`), as
+        keywords: ``input`` for ``x``, ``norm_forward_phase`` (``"training"``, ``"inference"``
+        or the frontend's enum) for ``training``.
         """
+        x, training = forward_names(
+            "layernorm", x, input, training, norm_forward_phase, compute=compute_data_type
+        )
         kw: dict[str, Any] = {"epsilon": epsilon, "training": training, "name": name}
         return self._norm_forward(
             "layer", x, scale, bias, zero_centered_gamma=zero_centered_gamma, **kw
         )
 
     def rmsnorm(
-        self, x: Tensor, scale: Tensor, bias: Tensor | None = None, **kw: Unpack[NormKeywords]
+        self,
+        x: Tensor | None = None,
+        scale: Tensor | None = None,
+        bias: Tensor | None = None,
+        **kw: Unpack[NormKeywords],
     ) -> NormOutputs:
         """RMS norm (``NORM_FORWARD``, ``RMS_NORM``; no mean) over the dims where ``scale``
         varies; the keywords (``epsilon``, ``zero_centered_gamma``, ...) and their defaults as
         for :meth:`layernorm`."""
-        return self._norm_forward("rms", x, scale, bias, **take_keywords("rmsnorm", kw, _LAYER))
+        k = take_keywords("rmsnorm", kw, _LAYER)
+        phase, compute = k.pop("norm_forward_phase"), k.pop("compute_data_type")
+        x, k["training"] = forward_names(
+            "rmsnorm", x, k.pop("input"), k["training"], phase, compute=compute
+        )
+        return self._norm_forward("rms", x, scale, bias, **k)
 
     def instancenorm(
         self,
-        x: Tensor,
-        scale: Tensor,
-        bias: Tensor,
+        x: Tensor | None = None,
+        scale: Tensor | None = None,
+        bias: Tensor | None = None,
         *,
         epsilon: float = 1e-5,
         training: bool = False,
         name: str | None = None,
+        input: Tensor | None = None,
+        norm_forward_phase: Any = None,
+        compute_data_type: Any = None,
     ) -> NormOutputs:
-        """Instance norm of ``[N, C, ...]`` per sample and channel (``INSTANCE_NORM``)."""
+        """Instance norm of ``[N, C, ...]`` per sample and channel (``INSTANCE_NORM``);
+        ``input`` and ``norm_forward_phase`` as for :meth:`layernorm`."""
+        x, training = forward_names(
+            "instancenorm", x, input, training, norm_forward_phase, compute=compute_data_type
+        )
         return self._norm_forward(
             "instance", x, scale, bias, epsilon=epsilon, training=training, name=name
         )
 
     def batchnorm(
         self,
-        x: Tensor,
-        scale: Tensor,
-        bias: Tensor,
+        x: Tensor | None = None,
+        scale: Tensor | None = None,
+        bias: Tensor | None = None,
         *,
         epsilon: float | Tensor = 1e-5,
         running_mean: Tensor | None = None,
@@ -292,6 +327,10 @@ class NormalizationOps(PointwiseOps):
         momentum: float | Tensor | None = None,
         peer_stats: list[Tensor] | None = None,
         name: str | None = None,
+        input: Tensor | None = None,
+        in_running_mean: Tensor | None = None,
+        in_running_var: Tensor | None = None,
+        compute_data_type: Any = None,
     ) -> NormOutputs:
         """Training batch norm of ``[N, C, ...]`` per channel (``BATCH_NORM``, training phase).
 
@@ -304,7 +343,19 @@ class NormalizationOps(PointwiseOps):
         through which they exchange their partial statistics (``NORM_FWD_PEER_STAT_DESCS``), one
         per GPU, each float32 ``[2, 4 * C, 1, ...]`` packed, as cudnn-frontend's
         (:mod:`pycudnn.opgraph.norm_peer`).
+
+        cudnn-frontend's names as keywords: ``input`` for ``x``, ``in_running_mean`` and
+        ``in_running_var`` for ``running_mean`` and ``running_var``.
         """
+        x, _ = forward_names(
+            "batchnorm", x, input, True, None, default=True, compute=compute_data_type
+        )
+        running_mean = pick(
+            "batchnorm", "running_mean", running_mean, "in_running_mean", in_running_mean
+        )
+        running_var = pick(
+            "batchnorm", "running_var", running_var, "in_running_var", in_running_var
+        )
         if running_mean is not None and momentum is None:
             momentum = 0.1
         kw: dict[str, Any] = {"running_mean": running_mean, "running_var": running_var}
@@ -314,14 +365,16 @@ class NormalizationOps(PointwiseOps):
 
     def batchnorm_inference(
         self,
-        x: Tensor,
-        scale: Tensor,
-        bias: Tensor,
-        mean: Tensor,
-        inv_variance: Tensor,
+        x: Tensor | None = None,
+        scale: Tensor | None = None,
+        bias: Tensor | None = None,
+        mean: Tensor | None = None,
+        inv_variance: Tensor | None = None,
         *,
         implementation: str = "pointwise",
         name: str | None = None,
+        input: Tensor | None = None,
+        compute_data_type: Any = None,
     ) -> Tensor:
         """``(x - mean) * inv_variance * scale + bias`` per channel.
 
@@ -331,8 +384,13 @@ class NormalizationOps(PointwiseOps):
         phase, as cudnn-frontend's ``batchnorm_inference``: it plans fused in front of
         ``relu_bwd`` and :meth:`batchnorm_backward` (the frontend's BN-inference, dReLU, dBN
         pattern: engine 0 on the H100), where the pointwise form has none; alone it has no
-        engine. ``inv_variance`` is ``1 / sqrt(running_var + epsilon)``.
+        engine. ``inv_variance`` is ``1 / sqrt(running_var + epsilon)``. ``input``:
+        cudnn-frontend's name for ``x`` (its positional order is input, mean, inv_variance,
+        scale, bias: give them as keywords).
         """
+        x, _ = forward_names(
+            "batchnorm_inference", x, input, False, None, compute=compute_data_type
+        )
         if implementation not in ("pointwise", "norm"):
             raise GraphError(
                 f"batchnorm_inference: implementation must be 'pointwise' or 'norm', not "
@@ -340,14 +398,9 @@ class NormalizationOps(PointwiseOps):
             )
         label = f"batchnorm_inference '{name or 'batchnorm_inference'}'"
         self._check_mutable()
-        x = self._own(x, label, "x")
-        for role, t in (
-            ("scale", scale),
-            ("bias", bias),
-            ("mean", mean),
-            ("inv_variance", inv_variance),
-        ):
-            self._own(t, label, role)
+        tensors = {"x": x, "scale": scale, "bias": bias, "mean": mean, "inv_variance": inv_variance}
+        inputs = self._own_given(label, tensors, ())  # each a tensor of this graph, in turn
+        x, scale, bias, mean, inv_variance = inputs.values()
         shapes = self._check(
             label, rules.check_norm_forward, "batch", spec(x), spec(scale), spec(bias), epsilon=1.0
         )
@@ -362,13 +415,6 @@ class NormalizationOps(PointwiseOps):
             y = self._output(
                 label, op_name, "y", x.dims, x, out=None, out_dtype=x.dtype, strides=x.strides
             )
-            inputs = {
-                "x": x,
-                "scale": scale,
-                "bias": bias,
-                "mean": mean,
-                "inv_variance": inv_variance,
-            }
             attrs = {
                 "compute_dtype": self._compute("float32", label),
                 "mode": "batch",
@@ -388,11 +434,11 @@ class NormalizationOps(PointwiseOps):
     def _norm_backward(  # noqa: PLR0917 - private, shared by the norm backward methods
         self,
         mode: str,
-        dy: Tensor,
-        x: Tensor,
-        scale: Tensor,
+        dy: Tensor | None,
+        x: Tensor | None,
+        scale: Tensor | None,
         mean: Tensor | None,
-        inv_variance: Tensor,
+        inv_variance: Tensor | None,
         *,
         with_dbias: bool = True,
         epsilon: float | Tensor | None = None,
@@ -452,18 +498,23 @@ class NormalizationOps(PointwiseOps):
 
     def layernorm_backward(
         self,
-        dy: Tensor,
-        x: Tensor,
-        scale: Tensor,
-        mean: Tensor,
-        inv_variance: Tensor,
+        dy: Tensor | None = None,
+        x: Tensor | None = None,
+        scale: Tensor | None = None,
+        mean: Tensor | None = None,
+        inv_variance: Tensor | None = None,
         *,
         epsilon: float | Tensor | None = None,
         zero_centered_gamma: bool = False,
         name: str | None = None,
+        grad: Tensor | None = None,
+        input: Tensor | None = None,
+        compute_data_type: Any = None,
     ) -> NormGradients:
         """``(dx, dscale, dbias)`` of :meth:`layernorm` from its saved statistics (``NORM_BACKWARD``);
-        ``zero_centered_gamma`` as given to the forward."""
+        ``zero_centered_gamma`` as given to the forward; ``grad`` and ``input``: cudnn-frontend's
+        names for ``dy`` and ``x``."""
+        dy, x = backward_names("layernorm_backward", dy, grad, x, input, compute=compute_data_type)
         stats, zero = (mean, inv_variance), zero_centered_gamma
         return self._norm_backward(
             "layer", dy, x, scale, *stats, epsilon=epsilon, name=name, zero_centered_gamma=zero
@@ -471,48 +522,67 @@ class NormalizationOps(PointwiseOps):
 
     def rmsnorm_backward(
         self,
-        dy: Tensor,
-        x: Tensor,
-        scale: Tensor,
-        inv_variance: Tensor,
+        dy: Tensor | None = None,
+        x: Tensor | None = None,
+        scale: Tensor | None = None,
+        inv_variance: Tensor | None = None,
         *,
         with_dbias: bool = False,
+        has_dbias: bool | None = None,
         **kw: Unpack[NormBackwardKeywords],
     ) -> NormGradients:
         """``(dx, dscale, dbias or None)`` of :meth:`rmsnorm` (``NORM_BACKWARD``, ``RMS_NORM``);
         ``zero_centered_gamma`` and ``name`` and their defaults as for
-        :meth:`layernorm_backward`."""
+        :meth:`layernorm_backward`, ``grad`` and ``input`` too; ``has_dbias``: cudnn-frontend's
+        name for ``with_dbias``."""
         k = take_keywords("rmsnorm_backward", kw, _LAYER_BACKWARD)
+        grad, compute = k.pop("grad"), k.pop("compute_data_type")
+        dy, x = backward_names("rmsnorm_backward", dy, grad, x, k.pop("input"), compute=compute)
+        with_dbias = pick(
+            "rmsnorm_backward", "with_dbias", with_dbias, "has_dbias", has_dbias, default=False
+        )
         stats = (None, inv_variance)  # RMS norm saves no mean
         return self._norm_backward("rms", dy, x, scale, *stats, with_dbias=with_dbias, **k)
 
     def batchnorm_backward(
         self,
-        dy: Tensor,
-        x: Tensor,
-        scale: Tensor,
-        mean: Tensor,
-        inv_variance: Tensor,
+        dy: Tensor | None = None,
+        x: Tensor | None = None,
+        scale: Tensor | None = None,
+        mean: Tensor | None = None,
+        inv_variance: Tensor | None = None,
         *,
         peer_stats: list[Tensor] | None = None,
         name: str | None = None,
+        grad: Tensor | None = None,
+        input: Tensor | None = None,
+        compute_data_type: Any = None,
     ) -> NormGradients:
         """``(dx, dscale, dbias)`` of :meth:`batchnorm` from the batch statistics it saved;
-        ``peer_stats`` (``NORM_BWD_PEER_STAT_DESCS``) as for :meth:`batchnorm`, 2 or more."""
+        ``peer_stats`` (``NORM_BWD_PEER_STAT_DESCS``) as for :meth:`batchnorm`, 2 or more;
+        ``grad`` and ``input`` as for :meth:`layernorm_backward`."""
+        dy, x = backward_names("batchnorm_backward", dy, grad, x, input, compute=compute_data_type)
         stats = (mean, inv_variance)
         return self._norm_backward("batch", dy, x, scale, *stats, name=name, peer_stats=peer_stats)
 
     def instancenorm_backward(
         self,
-        dy: Tensor,
-        x: Tensor,
-        scale: Tensor,
-        mean: Tensor,
-        inv_variance: Tensor,
+        dy: Tensor | None = None,
+        x: Tensor | None = None,
+        scale: Tensor | None = None,
+        mean: Tensor | None = None,
+        inv_variance: Tensor | None = None,
         *,
         name: str | None = None,
+        grad: Tensor | None = None,
+        input: Tensor | None = None,
+        compute_data_type: Any = None,
     ) -> NormGradients:
-        """``(dx, dscale, dbias)`` of :meth:`instancenorm` from its saved statistics."""
+        """``(dx, dscale, dbias)`` of :meth:`instancenorm` from its saved statistics; ``grad``
+        and ``input`` as for :meth:`layernorm_backward`."""
+        dy, x = backward_names(
+            "instancenorm_backward", dy, grad, x, input, compute=compute_data_type
+        )
         return self._norm_backward("instance", dy, x, scale, mean, inv_variance, name=name)
 
 
