@@ -43,8 +43,11 @@ def test_it_plans_as_the_frontends_composite_graph(props: pycudnn.DeviceProperti
     assert op.attrs["lowering"] == "composite"
     assert {"dropout_mask", "dropout_scale", "dropout_scale_inv"} <= set(op.inputs)
     plan = g.build(device_properties=props, cache=False)
-    assert plan.engine_id == 6  # the frontend's engine for the same graph (cuDNN 9.28, measured)
-    assert g.load_plan(plan.to_json(), device_properties=props).engine_id == 6
+    if pycudnn.version_tuple() >= (9, 19):
+        # the frontend's engine for the same graph (measured on cuDNN 9.19, 9.27 and 9.28; 9.12
+        # plans it on engine 2)
+        assert plan.engine_id == 6
+    assert g.load_plan(plan.to_json(), device_properties=props).engine_id == plan.engine_id
 
 
 def test_the_forwards_pair_and_the_unified_operation_are_refused() -> None:

@@ -152,7 +152,7 @@ def test_verify_has_no_reference_for_peer_stats(direction: str) -> None:
         fn(op, vals)
 
 
-def test_frontend_comparison_script_plans_its_cases() -> None:
+def test_frontend_comparison_script_plans_its_cases(h100_props: pycudnn.DeviceProperties) -> None:
     # the pycudnn side of scripts/check_frontend_batchnorm_peers.py (exit 1 on a missed plan)
     script = (
         Path(__file__).resolve().parent.parent / "scripts" / "check_frontend_batchnorm_peers.py"

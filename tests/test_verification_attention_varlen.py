@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from versioned import skip_unless_cudnn
 
 from pycudnn import Graph
 from pycudnn.verification import NoReferenceError, Tolerance, compare, evaluate, make_inputs
@@ -83,6 +84,7 @@ def test_padding_forward_is_each_entry_alone(options: dict[str, Any], shift: Any
 
 
 def test_paged_forward_is_the_gathered_cache() -> None:
+    skip_unless_cudnn((9, 5), "composite paged K/V caches")
     s_q, s_kv, block = 5, 12, 4
     pages, blocks = s_kv // block, B * (s_kv // block) + 2
     g = Graph("paged")
@@ -269,6 +271,7 @@ def test_the_comparison_leaves_out_only_what_the_reference_leaves_undefined() ->
 
 
 def test_fp8_padding_scales_each_entry_and_takes_amax_over_the_valid_rows() -> None:
+    skip_unless_cudnn((9, 25), "sdpa_fp8")
     s = 6
     g = Graph("fp8_padded")
     q, k, v = (
