@@ -226,30 +226,8 @@ class AttentionOps(AttentionCommon):
         attrs.update(ragged._asdict())
         attrs["stats_log2"] = log2
         q_t = inputs["q"]
-        o = self._output(
-            label,
-            op_name,
-            "o",
-            shapes.o_dims,
-            q_t,
-            out=None,
-            out_dtype=q_t.dtype,
-            strides=shapes.o_strides,
-        )
-        outputs = {"o": o}
-        stats = None
-        if stats_flag:
-            stats = self._output(
-                label,
-                op_name,
-                "stats",
-                shapes.stats_dims,
-                q_t,
-                out=None,
-                out_dtype="float32",
-                strides=shapes.stats_strides,
-            )
-            outputs["stats"] = stats
+        outputs = self._forward_outputs(label, op_name, shapes, q_t, bool(stats_flag))
+        o, stats = outputs["o"], outputs.get("stats")
         for role, given in rows.items():
             what = "score_" + role
             t = self._own(given, label, what)
@@ -426,12 +404,7 @@ class AttentionOps(AttentionCommon):
             alibi=use_alibi_mask,
         )
         attrs.update(ragged._asdict())
-        outputs = {}
-        for role, src in (("dq", "q"), ("dk", "k"), ("dv", "v")):
-            t = inputs[src]
-            outputs[role] = self._output(
-                label, op_name, role, t.dims, t, out=None, out_dtype=t.dtype, strides=t.strides
-            )
+        outputs = self._gradient_outputs(label, op_name, inputs, dSink_token)
         if dBias is not None:
             bias_t = inputs["bias"]
             outputs["dbias"] = self._output(
@@ -442,12 +415,6 @@ class AttentionOps(AttentionCommon):
                 bias_t,
                 out=self._own(dBias, label, "dBias"),
                 out_dtype=bias_t.dtype,
-            )
-        if dSink_token is not None:
-            dsink = self._own(dSink_token, label, "dSink_token")
-            ext.check_sink(label, "dSink_token", dsink, inputs["q"].dims[1])
-            outputs["dsink"] = self._output(
-                label, op_name, "dsink", dsink.dims, dsink, out=dsink, out_dtype="float32"
             )
         attach_offsets(self._add_op("sdpa_backward", op_name, inputs, outputs, attrs))
         return outputs["dq"], outputs["dk"], outputs["dv"]

@@ -256,3 +256,46 @@ class AttentionCommon(GraphCore):
         }
         del b
         return inputs, attrs, shapes
+
+    # -- the outputs every SDPA operation declares ------------------------------------------------
+    def _forward_outputs(
+        self, label: str, op_name: str, shapes: rules.SdpaShapes, q: Tensor, stats: bool
+    ) -> dict[str, Tensor]:
+        """O (Q's dtype, the layout the rules chose) and, when asked, the float32 stats."""
+        out = {
+            "o": self._output(label, op_name, "o", shapes.o_dims, q, out=None,
+                              out_dtype=q.dtype, strides=shapes.o_strides)
+        }  # fmt: skip
+        if stats:
+            out["stats"] = self._output(label, op_name, "stats", shapes.stats_dims, q, out=None,
+                                        out_dtype="float32", strides=shapes.stats_strides)  # fmt: skip
+        return out
+
+    def _gradient_outputs(
+        self, label: str, op_name: str, inputs: dict[str, Tensor], dsink: Tensor | None
+    ) -> dict[str, Tensor]:
+        """dQ, dK, dV (dims, layout and dtype of Q, K, V) and, when given, dSink."""
+        out = {}
+        for role, src in (("dq", "q"), ("dk", "k"), ("dv", "v")):
+            t = inputs[src]
+            out[role] = self._output(
+                label, op_name, role, t.dims, t, out=None, out_dtype=t.dtype, strides=t.strides
+            )
+        if dsink is not None:
+            owned = self._own(dsink, label, "dSink_token")
+            ext.check_sink(label, "dSink_token", owned, inputs["q"].dims[1])
+            out["dsink"] = self._output(
+                label, op_name, "dsink", owned.dims, owned, out=owned, out_dtype="float32"
+            )
+        return out
+
+    def _amax_outputs(
+        self, label: str, op_name: str, roles: tuple[str, ...], like: Tensor
+    ) -> dict[str, Tensor]:
+        """The FP8 operations' float32 ``[1, 1, 1, 1]`` absolute maxima."""
+        return {
+            role: self._output(
+                label, op_name, role, (1, 1, 1, 1), like, out=None, out_dtype="float32"
+            )
+            for role in roles
+        }

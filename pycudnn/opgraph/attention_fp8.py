@@ -153,32 +153,7 @@ class AttentionFp8Ops(AttentionCommon):
             "scaling (cuDNN 9.25)",
         )
         q_t = inputs["q"]
-        outputs = {
-            "o": self._output(
-                label,
-                op_name,
-                "o",
-                shapes.o_dims,
-                q_t,
-                out=None,
-                out_dtype=q_t.dtype,
-                strides=shapes.o_strides,
-            )
-        }
-        if stats_flag:
-            outputs["stats"] = self._output(
-                label,
-                op_name,
-                "stats",
-                shapes.stats_dims,
-                q_t,
-                out=None,
-                out_dtype="float32",
-                strides=shapes.stats_strides,
-            )
-        for role in ("amax_s", "amax_o"):
-            outputs[role] = self._output(
-                label, op_name, role, (1, 1, 1, 1), q_t, out=None, out_dtype="float32"
-            )
+        outputs = self._forward_outputs(label, op_name, shapes, q_t, bool(stats_flag))
+        outputs.update(self._amax_outputs(label, op_name, ("amax_s", "amax_o"), q_t))
         attach_offsets(self._add_op("sdpa", op_name, inputs, outputs, attrs))
         return outputs["o"], outputs.get("stats"), outputs["amax_s"], outputs["amax_o"]

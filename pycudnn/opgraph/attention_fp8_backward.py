@@ -37,7 +37,6 @@ from _nvbind.ffi import UnsupportedByLibraryError
 from .. import _attention_rules as rules
 from . import attention_args as kw
 from . import attention_common
-from . import attention_extras as ext
 from .attention_common import AttentionCommon
 from .attention_composite import _Builder, _scores, backward_shapes
 from .attention_fp8 import _check_fp8, as_bf16
@@ -204,22 +203,12 @@ class AttentionFp8BackwardOps(AttentionCommon):
             check=check,
         )
         attrs["fp8"] = True
-        outputs = {}
-        for role, src in (("dq", "q"), ("dk", "k"), ("dv", "v")):
-            t = inputs[src]
-            outputs[role] = self._output(
-                label, op_name, role, t.dims, t, out=None, out_dtype=t.dtype, strides=t.strides
+        outputs = self._gradient_outputs(label, op_name, inputs, dSink_token)
+        outputs.update(
+            self._amax_outputs(
+                label, op_name, ("amax_dq", "amax_dk", "amax_dv", "amax_dp"), inputs["q"]
             )
-        if dSink_token is not None:
-            dsink = self._own(dSink_token, label, "dSink_token")
-            ext.check_sink(label, "dSink_token", dsink, inputs["q"].dims[1])
-            outputs["dsink"] = self._output(
-                label, op_name, "dsink", dsink.dims, dsink, out=dsink, out_dtype="float32"
-            )
-        for role in ("amax_dq", "amax_dk", "amax_dv", "amax_dp"):
-            outputs[role] = self._output(
-                label, op_name, role, (1, 1, 1, 1), inputs["q"], out=None, out_dtype="float32"
-            )
+        )
         self._add_op("sdpa_backward", op_name, inputs, outputs, attrs)
         return (
             outputs["dq"],
