@@ -302,6 +302,8 @@ class NativeLibrary:
             self.found_via = self._env_var
             path = os.path.abspath(override)
             check_elf(path, f"{self._env_var}={override!r}", self._install_hint)
+            if loaded is None:  # a copy already loaded has its dependencies
+                self._load_runtime_dependencies(path)
             return path
         if loaded is not None:
             self.found_via = "already loaded in this process"
@@ -379,11 +381,6 @@ class NativeLibrary:
         if self._before_load is not None:
             self._before_load()
         path = self._locate()
-        if (
-            self.found_via == self._env_var
-            and loaded_copy(self.soname, self._version_symbol) is None
-        ):
-            self._load_runtime_dependencies(path)
         try:
             cdll = ctypes.CDLL(path)
         except OSError as exc:
