@@ -42,6 +42,10 @@ import reliability_fuzz as fuzz  # noqa: E402
 SHORT = {"fuzz": 100, "leak_cycles": 10_000, "cache_cycles": 1_000, "threads": 8, "iters": 50}
 FULL = {"fuzz": 2_000, "leak_cycles": 100_000, "cache_cycles": 10_000, "threads": 8, "iters": 1_000}
 GROWTH_LIMIT_MIB = 2.0
+#: The Python heap growth allowed to the kinds judged on it (checks.HEAP_JUDGED) over all their
+#: cycles: a closed matmul plan (and its graph) kept per build adds 27 KiB (measured), 50 builds
+#: 1.3 MiB; the library's heap grew 7 KiB over 50 builds (cuDNN 9.28).
+HEAP_LIMIT_KIB = 256.0
 _TMP: list[str] = []
 #: Misses that are open findings with a fix pending elsewhere: reported, not failed.
 KNOWN_OPEN: dict[str, str] = {}  # none now: the loader faults are fixed
@@ -313,26 +317,44 @@ def run(
 
 def _split_cudnn_growth(leaks: dict[str, Any]) -> None:
     """Growth that cuDNN keeps by itself is reported as cuDNN's, not hidden and not charged to the
-    library: a kind with a raw twin (``checks.CUDNN_BASELINES``, same cycles) is judged on its
-    growth minus the twin's; the twin's own figure is listed as cuDNN's."""
+    library: a kind with a raw twin (``checks.CUDNN_BASELINES``, same cycles) reports its RSS
+    growth minus the twin's; the twin's own figure is listed as cuDNN's.
+
+    That difference is reported, not judged: each run's RSS moves in the allocator's chunks, in
+    proportion to what cuDNN allocates (about 200 KiB a compiled plan), so the two figures of 50
+    runs each read 9.42 and 5.31 MiB once on cuDNN 9.28.1, and 4.30 and 0.06 MiB once on a loaded
+    CI machine, while passes of 30 in one process read 218 and 220 KiB a run alike. A baseline
+    kind is judged on what the library owns instead: its Python heap (``tracemalloc``, every
+    wrapper, buffer and cache entry the library allocates) and its open C objects."""
     for kind, twin in checks.CUDNN_BASELINES.items():
         f, base = leaks.get(kind, {}), leaks.get(twin, {})
         if "growth_mib" in f and "growth_mib" in base and f["cycles"] == base["cycles"]:
             f["cudnn_growth_mib"] = base["growth_mib"]
             # A baseline that reads below zero (the raw run's process gave memory back: cuDNN
-            # 9.10 read -3.97 MiB over 50 runs once, on a loaded machine) kept nothing: it
-            # charges the library nothing and excuses nothing.
+            # 9.10 read -3.97 MiB over 50 runs once, on a loaded machine) kept nothing.
             f["library_growth_mib"] = round(f["growth_mib"] - max(0.0, base["growth_mib"]), 2)
-            # The two runs' RSS moves in the allocator's chunks, in proportion to what cuDNN
-            # allocates: 50 runs of each on cuDNN 9.28.1 read 9.42 and 5.31 MiB, while two more
-            # passes of 30 in one process read 218 and 220 KiB a run for the library and raw C
-            # alike. Half the baseline is allowed on top of the limit; a library that compiled
-            # a second plan per build (the plan-cache ownership bug) would add all of it.
-            f["library_limit_mib"] = round(GROWTH_LIMIT_MIB + max(0.0, base["growth_mib"]) / 2, 2)
     for kind in checks.CUDNN_ONLY:
         f = leaks.get(kind, {})
         if "growth_mib" in f:
             f["cudnn_kib_per_cycle"] = round(f["growth_mib"] * 1024 / f["cycles"], 1)
+
+
+def leak_miss(kind: str, f: dict[str, Any]) -> str | None:
+    """Why one leak kind's figures miss the target, or None."""
+    if "error" in f:
+        return f"leak {kind}: {f['error']}"
+    if "not_run" in f or kind in checks.CUDNN_ONLY:
+        return None  # cuDNN's own figure: in the table and docs/reliability.md
+    if kind in checks.HEAP_JUDGED:
+        if "heap_growth_kib" not in f:
+            return f"leak {kind}: no Python heap figure"
+        if f["heap_growth_kib"] >= HEAP_LIMIT_KIB:
+            return f"leak {kind}: the library's Python heap grew {f['heap_growth_kib']} KiB"
+    elif f.get("growth_mib", 0) >= GROWTH_LIMIT_MIB:
+        return f"leak {kind}: {f['growth_mib']} MiB"
+    if f.get("open_after", 0) > f.get("open_before", 0):
+        return f"leak {kind}: {f['open_after'] - f['open_before']} C objects left open"
+    return None
 
 
 def verdict(report: dict[str, Any]) -> dict[str, Any]:
@@ -343,19 +365,9 @@ def verdict(report: dict[str, Any]) -> dict[str, Any]:
             if f[kind]:
                 misses.append(f"fuzz {t}: {f[kind]} {kind}")
     for kind, f in report.get("leaks", {}).items():
-        if "error" in f:
-            misses.append(f"leak {kind}: {f['error']}")
-        elif kind in checks.CUDNN_ONLY:
-            pass  # cuDNN's own figure: in the table and docs/reliability.md, not the library's miss
-        elif kind in checks.CUDNN_BASELINES and "library_growth_mib" not in f:
-            misses.append(f"leak {kind}: no cuDNN baseline ({checks.CUDNN_BASELINES[kind]})")
-        elif f.get("library_growth_mib", f.get("growth_mib", 0)) >= f.get(
-            "library_limit_mib", GROWTH_LIMIT_MIB
-        ):
-            growth = f.get("library_growth_mib", f.get("growth_mib"))
-            misses.append(f"leak {kind}: {growth} MiB")
-        elif f.get("open_after", 0) > f.get("open_before", 0):
-            misses.append(f"leak {kind}: {f['open_after'] - f['open_before']} C objects left open")
+        miss = leak_miss(kind, f)
+        if miss:
+            misses.append(miss)
     th = report.get("threads")
     if th is not None and (th.get("error") or th.get("errors") or th.get("wrong_results")):
         misses.append(f"threads: {th.get('error') or th.get('first_error') or th}")
@@ -382,9 +394,11 @@ def table(report: dict[str, Any]) -> str:
             )
             if "library_growth_mib" in f:
                 rows.append(
-                    f"       of which cuDNN's own {f['cudnn_growth_mib']:.2f} MiB, "
-                    f"the library's {f['library_growth_mib']:.2f} MiB"
+                    f"       of which cuDNN's own {f['cudnn_growth_mib']:.2f} MiB (raw C calls, "
+                    f"another process), the rest {f['library_growth_mib']:.2f} MiB"
                 )
+            if "heap_growth_kib" in f:
+                rows.append(f"       the library's Python heap: {f['heap_growth_kib']} KiB")
             if "cudnn_kib_per_cycle" in f:
                 rows.append(
                     f"       cuDNN alone (raw C calls): {f['cudnn_kib_per_cycle']} KiB a plan, "

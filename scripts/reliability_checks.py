@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -240,6 +241,9 @@ LEAK_DIVISORS = {"plan_with_heuristics": 50, "matmul_build": 200, "matmul_build_
 CUDNN_BASELINES = {"matmul_build": "matmul_build_raw"}
 #: Kinds that measure cuDNN alone (reported, never counted against the library).
 CUDNN_ONLY = ("matmul_build_raw",)
+#: Kinds whose Python heap is traced (``tracemalloc``) over the measured cycles: the baseline kinds,
+#: whose RSS difference from their raw twin is too noisy to judge (see ``leak``'s caller).
+HEAP_JUDGED = tuple(CUDNN_BASELINES)
 GPU_ONLY = ("cutensor_descriptor", "cutensor_plan")
 
 
@@ -252,17 +256,27 @@ def leak(kind: str, cycles: int) -> dict[str, Any]:
     cycle = _leak_cycle(kind)
     for _ in range(min(1000, max(20, cycles // 10))):
         cycle()
+    heap = kind in HEAP_JUDGED
+    if heap:
+        tracemalloc.start()
     gc.collect()
     before, open_before, t0 = rss_mib(), open_c_objects(), time.monotonic()
+    heap_before = tracemalloc.get_traced_memory()[0] if heap else 0
     for _ in range(cycles):
         cycle()
     gc.collect()
     after, open_after = rss_mib(), open_c_objects()
-    return {
+    figures = {
         "cycles": cycles, "rss_before_mib": round(before, 2), "rss_after_mib": round(after, 2),
         "growth_mib": round(after - before, 2), "open_before": open_before,
         "open_after": open_after, "seconds": round(time.monotonic() - t0, 1),
     }  # fmt: skip
+    if heap:
+        figures["heap_growth_kib"] = round(
+            (tracemalloc.get_traced_memory()[0] - heap_before) / 1024, 1
+        )
+        tracemalloc.stop()
+    return figures
 
 
 # -- threads -----------------------------------------------------------------------------------------
