@@ -27,6 +27,7 @@ import numpy as np
 
 from .dtypes import as_numpy_dtype, dtype_name
 from .forksafe import fork_safe_lock
+from .interrupts import defer
 from .strides import c_strides
 from .view import ArrayView
 
@@ -348,9 +349,12 @@ class _Consumed:
 
 def _call_deleter(address: int, versioned: bool) -> None:
     managed_type = _DLManagedTensorVersioned if versioned else _DLManagedTensor
-    deleter = managed_type.from_address(address).deleter
-    if deleter:
-        deleter(address)
+    try:
+        deleter = managed_type.from_address(address).deleter
+        if deleter:
+            deleter(address)
+    except (KeyboardInterrupt, SystemExit) as exc:  # a finalizer would drop it (_nvbind.resource)
+        defer(exc)
 
 
 _MAX_NDIM = 64  # far above any library's limit (cuDNN: 8, NumPy: 64): more is a damaged tensor

@@ -18,6 +18,8 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from .interrupts import defer, raise_deferred
+
 __all__ = ["CResource", "Closable", "ClosedError"]
 
 
@@ -33,6 +35,11 @@ def _release(
     del parents  # kept alive until now so they outlive the child
     try:
         destroy(handle)
+    except (KeyboardInterrupt, SystemExit) as exc:
+        # A Ctrl-C that landed here, or that a log callback deferred during the call: from
+        # garbage collection the finalizer machinery would print it and drop it. Deferred again,
+        # it is raised by close() or after the thread's next library call.
+        defer(exc)
     except Exception as exc:  # pragma: no cover - depends on driver state at shutdown
         logging.getLogger(__name__.split(".")[0]).warning("releasing %s failed: %s", what, exc)
 
@@ -123,6 +130,7 @@ class CResource:
         if finalizer is not None:
             finalizer()
         self._parents = ()
+        raise_deferred()  # a Ctrl-C during the release (see _release)
 
     # A copy (or a pickle round trip) would be a second owner of the same C pointer: closing one
     # would leave the other pointing at freed memory, a use after free inside the library.

@@ -14,6 +14,7 @@ import logging
 import weakref
 from typing import Any
 
+from _nvbind.interrupts import defer
 from _nvbind.shutdown import InterpreterExitingError, library_call
 
 from ._lib import LIB
@@ -48,6 +49,8 @@ def _release_batch(ptrs: list[int], parents: tuple[Any, ...]) -> None:
     del parents
     try:
         destroy_descriptors(ptrs)
+    except (KeyboardInterrupt, SystemExit) as exc:  # kept for the next call (_nvbind.resource)
+        defer(exc)
     except Exception as exc:  # pragma: no cover - depends on the library's state at shutdown
         logging.getLogger("pycudnn").warning("releasing %d descriptors failed: %s", len(ptrs), exc)
 
