@@ -56,11 +56,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
-
+from _nvbind.lazy_numpy import np, numpy_types
 from _nvbind.strides import (
     OVERLAP_ENUMERATION_LIMIT,
     element_extent,
@@ -68,6 +66,9 @@ from _nvbind.strides import (
     packed_strides_in_order,
 )
 from _nvbind.suggest import did_you_mean
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 __all__ = [
     "OVERLAP_ENUMERATION_LIMIT",
@@ -214,15 +215,15 @@ def format_order(fmt: str | Format) -> tuple[int, ...]:
 
 def _as_int(value: object, name: str, index: int) -> int:
     # bool is an int subclass: refuse it explicitly so that (True, 3, 4) is not read as (1, 3, 4).
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, (bool, *numpy_types("bool_"))):
         raise TypeError(f"{name}[{index}] must be an int, got bool {value!r}")
-    if isinstance(value, (int, np.integer)):
+    if isinstance(value, (int, *numpy_types("integer"))):
         return int(value)
     raise TypeError(f"{name}[{index}] must be an int, got {type(value).__name__} {value!r}")
 
 
 def _as_ints(values: object, name: str) -> tuple[int, ...]:
-    if isinstance(values, np.ndarray):
+    if isinstance(values, numpy_types("ndarray")):
         if values.ndim != 1:
             raise ValueError(
                 f"{name} must be one-dimensional, got an array of shape {values.shape}"

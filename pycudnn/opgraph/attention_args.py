@@ -10,7 +10,7 @@ import math
 import numbers
 from typing import Any
 
-import numpy as np
+from _nvbind.lazy_numpy import np
 
 from .. import _attention_rules as rules
 from .common import GraphError

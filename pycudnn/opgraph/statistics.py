@@ -9,7 +9,7 @@ import math
 import numbers
 from typing import Any
 
-import numpy as np
+from _nvbind.lazy_numpy import np
 
 from .common import GraphError, _enum_member
 from .core import GraphCore

@@ -11,11 +11,10 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from _nvbind.arrays import describe_array
 from _nvbind.cuda import stream_handle
 from _nvbind.files import write_text
+from _nvbind.lazy_numpy import np
 from _nvbind.memory import workspace as pooled_workspace
 from _nvbind.resource import ClosedError
 
