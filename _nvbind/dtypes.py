@@ -86,7 +86,7 @@ class DataType:
         if other is None or (not isinstance(other, str) and not numpy_loaded()):
             return False  # np.dtype(None) is float64; a NumPy value cannot exist without NumPy
         try:
-            return bool(self.numpy == np.dtype(other))  # type: ignore[arg-type]
+            return bool(self.numpy == np.dtype(other))  # type: ignore[call-overload]
         except TypeError:
             return False
 
@@ -165,7 +165,7 @@ def _known(dtype: Any) -> DataType | None:
     """The DataType of the tables for a DataType or a ``numpy.dtype`` (None if none)."""
     if isinstance(dtype, DataType):
         return _KNOWN.get(dtype.name)
-    known = _KNOWN.get(getattr(dtype, "name", None)) if isinstance(dtype, np.dtype) else None
+    known = _KNOWN.get(str(dtype.name)) if isinstance(dtype, np.dtype) else None
     # A name is not enough: '>f4' is named float32 too, and is no type of the tables.
     return known if known is not None and known.numpy == dtype else None
 
@@ -211,7 +211,9 @@ class _DtypeTable(Mapping[Any, str]):  # keys: numpy.dtype (or DataType)
 
 
 def _column(i: int) -> list[tuple[str, str]]:
-    return [(row[0], name) for row in (*_NUMPY_TYPES, *_ML_TYPES) if (name := row[i]) is not None]
+    return [
+        (row[0], name) for row in (*_NUMPY_TYPES, *_ML_TYPES) if isinstance(name := row[i], str)
+    ]
 
 
 #: NumPy dtype (or :class:`DataType`) -> ``cudnnDataType_t`` member name (prefix ``CUDNN_DATA_``
@@ -277,8 +279,9 @@ def _named(text: str) -> DataType | None:
     of NumPy's own names (as NumPy spells it); None for anything else."""
     key = text.lower()
     spec = _ALIASES.get(key) or _ML_ALIASES.get(key)
-    if spec is None and text not in _ML_NAMES:
-        spec = text
+    if spec is None:
+        # the ml_dtypes types by their own names only through the aliases (as NumPy would)
+        return None if text in _ML_NAMES else _KNOWN.get(text)
     return _KNOWN.get(spec)
 
 

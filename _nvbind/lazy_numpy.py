@@ -42,7 +42,7 @@ def numpy_loaded() -> bool:
     return "numpy" in sys.modules
 
 
-def numpy_types(*names: str) -> tuple[type, ...]:
+def numpy_types(*names: str) -> tuple[type[Any], ...]:
     """NumPy's types of these names (``"ndarray"``, ``"generic"``) for an ``isinstance`` check,
     or ``()`` while NumPy is not imported: no value can be of them then, and asking must not import
     it."""

@@ -217,7 +217,8 @@ def _as_int(value: object, name: str, index: int) -> int:
     # bool is an int subclass: refuse it explicitly so that (True, 3, 4) is not read as (1, 3, 4).
     if isinstance(value, (bool, *numpy_types("bool_"))):
         raise TypeError(f"{name}[{index}] must be an int, got bool {value!r}")
-    if isinstance(value, (int, *numpy_types("integer"))):
+    integers: tuple[type[Any], ...] = (int, *numpy_types("integer"))
+    if isinstance(value, integers):
         return int(value)
     raise TypeError(f"{name}[{index}] must be an int, got {type(value).__name__} {value!r}")
 

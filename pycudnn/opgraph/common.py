@@ -60,12 +60,13 @@ def _enum_member(enum_cls: type[enum.IntEnum], value: Any, prefix: str, what: st
 
 
 def _ints(value: Any, what: str, n: int | None = None) -> tuple[int, ...]:
-    arrays = numpy_types("ndarray")  # () while NumPy is not imported: no value is an array
-    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, *arrays)):
+    if isinstance(value, numpy_types("ndarray")):  # (): NumPy not imported, value no array
+        value = value.tolist()
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         if isinstance(value, numbers.Integral) and not isinstance(value, bool) and n is not None:
             return (int(value),) * n
         raise TypeError(f"{what} must be a sequence of ints, not {value!r}")
-    items = value.tolist() if arrays and isinstance(value, arrays) else list(value)
+    items = list(value)
     out = []
     for i, v in enumerate(items):
         if isinstance(v, bool) or not isinstance(v, numbers.Integral):

@@ -54,7 +54,7 @@ class MatmulOps(GraphCore):
                 f"{_dims_text(b.dims[:-2])} do not broadcast (each pair equal, or one of them 1)"
             )
         for role, t in (("A", a), ("B", b)):
-            if t.dtype is not None and t.dtype.kind == "b":
+            if t.element_type is not None and t.element_type.kind == "b":
                 raise GraphError(f"{label}: {role} ('{t.name}') is boolean; matmul needs numbers")
             if t.strides[-1] != 1 and t.strides[-2] != 1:
                 raise GraphError(

@@ -345,7 +345,9 @@ class Operation:
 def _attr_text(v: Any) -> str:
     if isinstance(v, enum.Enum):
         return v.name.lower()
-    if isinstance(v, (DataType, *numpy_types("dtype"))):
+    if isinstance(v, DataType):
+        return v.name
+    if isinstance(v, numpy_types("dtype")):
         return dtype_name(v)
     if isinstance(v, tuple):
         return _dims_text(v)
