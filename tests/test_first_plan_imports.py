@@ -104,14 +104,14 @@ def test_data_type_equality_follows_numpy() -> None:
     assert half is as_data_type("float16") is as_data_type(np.float16) is data_type_of(half.numpy)
     assert half == np.float16 and np.float16 == half and np.dtype("float16") == half
     assert half == "float16" and half == "f2"  # a name NumPy resolves is compared as NumPy does
-    assert half != np.float32 and half != "float32" and half != "bfloat16"
+    assert half not in (np.float32, "float32", "bfloat16")
     assert half != None  # noqa: E711 - numpy.dtype(None) is float64; a DataType is never None
     assert as_data_type("float64") != None  # noqa: E711
     assert as_data_type("float") == np.float32  # the alias the graph takes, not NumPy's float64
     big = as_data_type(np.dtype(">f4"))  # named float32, but no type of the tables
     assert big == np.dtype(">f4") and big != as_data_type("float32") and big.numpy.byteorder == ">"
     assert dtype_name(as_data_type("bf16")) == "bfloat16" and str(half) == "float16"
-    with pytest.raises(TypeError, match="'floot16' is not a data type.*float16"):
+    with pytest.raises(TypeError, match=r"'floot16' is not a data type.*float16"):
         as_data_type("floot16", name="dtype")
 
 
