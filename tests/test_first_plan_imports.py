@@ -151,6 +151,6 @@ def test_graph_settings_and_attributes_stay_numpy_dtypes() -> None:
     y.set_dtype(np.float32)
     assert y.dtype == np.float32 and y.element_type is as_data_type("float32")
     # the graph's own dims and strides take NumPy arrays and scalars as before
-    t = g.tensor(np.array([1, 8, 2, 2]), strides=[np.int64(32), 4, 2, 1], name="t")
+    t = g.tensor(np.array([1, 8, 2, 2]), strides=[np.int64(32), 4, 2, 1], name="t")  # type: ignore[arg-type]
     assert t.dims == (1, 8, 2, 2) and t.strides == (32, 4, 2, 1)
     assert "numpy" in sys.modules  # (imported by this module: nothing above needed a child)
