@@ -216,7 +216,8 @@ class KnownBadEngine:
                 t.ndim >= 4 and t.format in self.layouts for t in operands
             )
             dtype_ok = not self.input_dtypes or any(
-                t.dtype is not None and dtype_name(t.dtype) in self.input_dtypes for t in operands
+                t.element_type is not None and dtype_name(t.element_type) in self.input_dtypes
+                for t in operands
             )
             if layout_ok and dtype_ok:
                 return True

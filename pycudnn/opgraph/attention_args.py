@@ -10,7 +10,7 @@ import math
 import numbers
 from typing import Any
 
-from _nvbind.lazy_numpy import np
+from _nvbind.lazy_numpy import numpy_types
 
 from .. import _attention_rules as rules
 from .common import GraphError
@@ -148,7 +148,7 @@ def scale_arg(label: str, scale: Any, attn_scale: Any) -> Any:
     if value is None or isinstance(value, Tensor):
         return value
     if (
-        isinstance(value, (bool, np.bool_))
+        isinstance(value, (bool, *numpy_types("bool_")))
         or not isinstance(value, numbers.Real)
         or not math.isfinite(value)
     ):

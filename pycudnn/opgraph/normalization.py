@@ -209,7 +209,14 @@ class NormalizationOps(PointwiseOps):
             )
 
         y = self._output(
-            label, op_name, "y", x_t.dims, x_t, out=None, out_dtype=x_t.dtype, strides=x_t.strides
+            label,
+            op_name,
+            "y",
+            x_t.dims,
+            x_t,
+            out=None,
+            out_dtype=x_t.element_type,
+            strides=x_t.strides,
         )
         outputs = {"y": y}
         if training:
@@ -472,7 +479,14 @@ class NormalizationOps(PointwiseOps):
             inputs["scale"] = self._gamma_plus_one(owned["scale"], op_name)
         s_t = owned["scale"]
         dx = self._output(
-            label, op_name, "dx", x_t.dims, x_t, out=None, out_dtype=x_t.dtype, strides=x_t.strides
+            label,
+            op_name,
+            "dx",
+            x_t.dims,
+            x_t,
+            out=None,
+            out_dtype=x_t.element_type,
+            strides=x_t.strides,
         )
         outputs = {"dx": dx}
         for role in ("dscale", "dbias") if with_dbias else ("dscale",):
@@ -483,7 +497,7 @@ class NormalizationOps(PointwiseOps):
                 shapes.param_dims,
                 s_t,
                 out=None,
-                out_dtype=s_t.dtype,
+                out_dtype=s_t.element_type,
                 strides=s_t.strides,
             )
         attrs: dict[str, Any] = {

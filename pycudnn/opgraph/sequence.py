@@ -86,7 +86,7 @@ class SequenceOps(GraphCore):
         ins = {"x": x}
         if sink is not None:
             ins["sink"] = self._own(sink, label, "SINK")
-        attrs: dict[str, Any] = {"compute_dtype": self.compute_dtype}
+        attrs: dict[str, Any] = {"compute_dtype": self._compute_dtype}
         if stats_log2 is not None:
             if not isinstance(stats_log2, bool):
                 raise TypeError(f"{label}: stats_log2 must be a bool, not {stats_log2!r}")
@@ -125,7 +125,7 @@ class SequenceOps(GraphCore):
         f = self._own(freqs, label, "FREQS")
         _need_dtype(x, "f", label, xin.upper(), "RoPE rotates floating-point data")
         d = x.dims[-1]
-        attrs: dict[str, Any] = {"compute_dtype": self.compute_dtype}
+        attrs: dict[str, Any] = {"compute_dtype": self._compute_dtype}
         if rope_dim is not None:
             rd = _int_arg(rope_dim, f"{label}: rope_dim", minimum=2)
             if rd > d or rd % 2:
@@ -144,7 +144,9 @@ class SequenceOps(GraphCore):
         require_kind(desc, label, since=since)
         # the rotated tensor keeps the input's type (attention after it takes fp16/bf16)
         ins, y = {xin: x, "freqs": f}, (xout, x.dims, x)
-        return self._produce(kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=x.dtype)
+        return self._produce(
+            kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=x.element_type
+        )
 
     def rope(
         self,
@@ -214,7 +216,7 @@ class SequenceOps(GraphCore):
         od = (b, c.dims[1], s, c.dims[3])
         # gathered pages keep the cache's type (attention after it takes fp16/bf16)
         require_kind("OPERATION_PAGED_CACHE_LOAD", label)
-        attrs = {"compute_dtype": self.compute_dtype}
+        attrs = {"compute_dtype": self._compute_dtype}
         ins, y = {"container": c, "page_table": pt, "seq_len": sl}, ("y", od, c)
         return self._produce(kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=c.dtype)
 
@@ -245,7 +247,7 @@ class SequenceOps(GraphCore):
             raise GraphError(f"{label}: axis {ax} is out of range for rank {x.ndim}")
         ax %= x.ndim
         attrs: dict[str, Any] = {
-            "compute_dtype": self.compute_dtype,
+            "compute_dtype": self._compute_dtype,
             "lower": lo,
             "upper": up,
             "axis": ax,
@@ -385,9 +387,11 @@ class SequenceOps(GraphCore):
             name=self._unique_name(None, f"{op_name}.fill"),
         )  # fmt: skip
         ins.update(lens)
-        attrs = {"compute_dtype": self.compute_dtype, "comparison": mode}
+        attrs = {"compute_dtype": self._compute_dtype, "comparison": mode}
         y = ("y", x.dims, x)
-        return self._produce(kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=x.dtype)
+        return self._produce(
+            kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=x.element_type
+        )
 
 
 # rope and expand_band_matrix spell out the keywords (and defaults) that rope_backward and
