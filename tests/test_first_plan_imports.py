@@ -26,8 +26,8 @@ from _nvbind.dtypes import (
 )
 from _nvbind.lazy_numpy import numpy_types
 
-# Describe conv + bias + ReLU (fp16, NHWC, as the planning benchmark's first graph) and a bf16
-# matmul, build a deviceless plan of each for the committed H100 properties, and print which of
+# Describe conv + bias + ReLU (fp16, NHWC, as the planning benchmark's first graph), a bf16
+# matmul and a product with a by-value scalar, build a deviceless plan of each for the committed H100 properties, and print which of
 # NumPy and ml_dtypes are imported; then, with argv[1] == "touch", what Tensor.dtype gives.
 _CHILD = f"""
 import json, sys
@@ -46,7 +46,11 @@ a = m.tensor([1, 64, 32], dtype="bf16", name="a")
 c = m.matmul(a, m.tensor([1, 32, 48], dtype="bfloat16", name="b"))
 c.set_output(True)
 matmul = m.build(device_properties=props, cache=False)
-out = {{"engines": [conv.engine_id, matmul.engine_id], "described": g.describe().count("float16"),
+s = pycudnn.Graph("scaled", io_dtype="float16")
+z = s.mul(s.tensor([1, 8, 4, 4], fmt="NHWC", dtype="float16", name="z"), s.scalar(2.5, name="k"))
+z.set_output(True)
+scaled = s.build(device_properties=props, cache=False)  # a by-value scalar: a host buffer
+out = {{"engines": [conv.engine_id, matmul.engine_id, scaled.engine_id], "described": g.describe().count("float16"),
         "imported": [n for n in ("numpy", "ml_dtypes") if n in sys.modules]}}
 if sys.argv[1:] == ["touch"]:
     import numpy as np
@@ -54,6 +58,10 @@ if sys.argv[1:] == ["touch"]:
     out["numpy_dtypes"] = [isinstance(t.dtype, np.dtype) for t in (x, y, a)]
     out["equal"] = [x.dtype == np.float16, y.dtype == np.dtype("float16"), a.dtype == "bfloat16"]
     out["graph"] = [repr(g.compute_dtype), repr(g.io_dtype), repr(m.io_dtype)]
+    (k,) = [slot for slot in scaled._slots if slot.by_value]
+    before = k.scalar.tolist()
+    scaled.set_scalar("k", 4.0)
+    out["scalar"] = [before, k.scalar.tolist(), str(k.scalar.dtype), k.scalar is k.scalar]
 print(json.dumps(out))
 """
 
@@ -81,6 +89,8 @@ def test_tensor_dtype_is_a_numpy_dtype_once_asked() -> None:
     assert result["numpy_dtypes"] == [True, True, True]
     assert result["equal"] == [True, True, True]
     assert result["graph"] == ["dtype('float32')", "dtype('float16')", "None"]
+    # the scalar's buffer, made on first use, holds the graph's value, then the one set
+    assert result["scalar"] == [[2.5], [4.0], "float32", True]
 
 
 def test_data_types_are_numpys_kinds_and_sizes() -> None:

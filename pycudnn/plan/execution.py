@@ -31,7 +31,7 @@ from .heuristics import EngineConfig
 from .loading import load_plan_descriptor, read_plan_text
 from .report import PlanningReport
 from .serialization import add_our_fields
-from .slots import _slots_from_graph, _slots_from_json, arrays_device, scalar_buffer, scalar_setter
+from .slots import _slots_from_graph, _slots_from_json, arrays_device, scalar_setter
 from .variant_pack import VariantPackCache, wrong_device
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -125,10 +125,7 @@ class Plan:
             slots = _slots_from_json(json_data, names or {})
         else:
             raise ValueError("a Plan needs its graph or its JSON to know its tensors")
-        for s in slots:
-            if s.by_value:
-                s.scalar = scalar_buffer(s)
-        self._slots = slots
+        self._slots = slots  # (a by-value tensor's host buffer is made on first use)
         self.uids: tuple[int, ...] = tuple(s.uid for s in slots)
         self._slot_by_key: dict[Any, int] = {}
         for i, s in enumerate(slots):

@@ -51,7 +51,16 @@ class _Slot:
     by_value: bool
     is_output: bool
     tensor: Tensor | None
-    scalar: Any = None  # ctypes host buffer of a by-value tensor
+
+    @property
+    def scalar(self) -> Any:
+        """The host buffer of a by-value tensor (:func:`scalar_buffer`), made on first use: a
+        NumPy array, which planning does not import. Threads racing here get one buffer: the
+        first ``setdefault`` wins, and the variant packs and the setters all point at it."""
+        buf = self.__dict__.get("_scalar")
+        if buf is None:
+            buf = self.__dict__.setdefault("_scalar", scalar_buffer(self))
+        return buf
 
 
 def scalar_buffer(slot: _Slot) -> Any:
