@@ -130,4 +130,6 @@ class RngOps(GraphCore):
         require_kind("OPERATION_SIGNAL", label)
         attrs = {"compute_dtype": self._compute_dtype, "mode": smode, "value": v}
         ins, y = {"x": x, "flag": f}, ("y", x.dims, x)
-        return self._produce(kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=x.dtype)
+        return self._produce(
+            kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=x.element_type
+        )

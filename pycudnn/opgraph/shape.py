@@ -175,10 +175,11 @@ class ShapeOps(GraphCore):
                     f"{label}: inputs[{i}] ('{t.name}') is {_dims_text(t.dims)} but inputs[0] is "
                     f"{_dims_text(first.dims)}; all dims but axis {ax} must agree"
                 )
-            if t.dtype is not None and first.dtype is not None and t.dtype != first.dtype:
+            dt, dt0 = t.element_type, first.element_type
+            if dt is not None and dt0 is not None and dt != dt0:
                 raise GraphError(
-                    f"{label}: inputs[{i}] ('{t.name}') is {t.dtype} but inputs[0] is "
-                    f"{first.dtype}; concatenated tensors share one dtype"
+                    f"{label}: inputs[{i}] ('{t.name}') is {dt} but inputs[0] is "
+                    f"{dt0}; concatenated tensors share one dtype"
                 )
         if len({id(t) for t in xs}) != len(xs):
             raise GraphError(f"{label}: a tensor appears twice in inputs")
