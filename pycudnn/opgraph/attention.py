@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from _nvbind.keywords import place_keywords, show_keywords, take_keywords
+from _nvbind.keywords import keyword_defaults, place_keywords, show_keywords, take_keywords
 
 from .. import _attention_rules as rules
 from . import attention_args as args
 from . import attention_extras as ext
-from .attention_args import MaskKeywords, ScoreKeywords, SdpaKeywords, sdpa_defaults
+from .attention_args import MaskKeywords, ScoreKeywords, SdpaKeywords
 from .attention_common import AttentionCommon, attach_offsets, spec
 from .attention_paged import TABLE_ROLES, paged_kv
 from .attention_ragged import ragged_args
@@ -39,7 +39,35 @@ from .tensors import Tensor
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
 
-__all__ = ["AttentionOps", "spec"]
+__all__ = ["AttentionOps", "sdpa_defaults", "spec"]
+
+
+def sdpa_defaults(
+    *,
+    scale: float | None = None,
+    causal: bool = False,
+    sliding_window: int | None = None,
+    bias: Tensor | None = None,
+    seq_len_q: Tensor | None = None,
+    seq_len_kv: Tensor | None = None,
+    dropout: Any = 0.0,
+    seed: Tensor | None = None,
+    offset: Tensor | None = None,
+    use_causal_mask: bool = False,
+    use_causal_mask_bottom_right: bool = False,
+    diagonal_alignment: Any = "top_left",
+    diagonal_band_left_bound: int | None = None,
+    diagonal_band_right_bound: int | None = None,
+    sliding_window_length: int | None = None,
+    use_padding_mask: bool | None = None,
+    use_alibi_mask: bool = False,
+) -> None:
+    """The one declaration of :class:`SdpaKeywords`' annotations and defaults, which
+    :func:`_nvbind.keywords.show_keywords` reads for the signatures of both SDPA methods."""
+
+
+# Every SdpaKeywords key with its default, for take_keywords.
+SDPA_DEFAULTS = keyword_defaults(sdpa_defaults)
 
 
 class AttentionOps(AttentionCommon):
@@ -116,7 +144,7 @@ class AttentionOps(AttentionCommon):
         ``exp(score - max)``) and ``stats_use_log2`` (the stats in base 2): unified from cuDNN
         9.21 (9.27 for base 2), composite (9.27 for base 2).
         """
-        shared = take_keywords("sdpa", kw, args.SDPA_DEFAULTS)  # an unknown one: TypeError, first
+        shared = take_keywords("sdpa", kw, SDPA_DEFAULTS)  # an unknown one: TypeError, first
         op_name, label = self._begin_op("sdpa", name)
         stats_flag = args.stats_flag(label, return_stats, generate_stats, is_inference)
         rows, log2, row_features = ext.score_outputs(
@@ -270,7 +298,7 @@ class AttentionOps(AttentionCommon):
         receives its gradient (:mod:`pycudnn.opgraph.attention_extras`).
         """
         shared = take_keywords(
-            "sdpa_backward", kw, args.SDPA_DEFAULTS
+            "sdpa_backward", kw, SDPA_DEFAULTS
         )  # an unknown one: TypeError, first
         op_name, label = self._begin_op("sdpa_backward", name)
         if (do is None) == (dO is None):
@@ -367,7 +395,7 @@ class AttentionOps(AttentionCommon):
 
 
 # Both methods take the score and mask keywords as SdpaKeywords, declared once with their
-# defaults (attention_args.sdpa_defaults); each signature shows them where it always did.
+# defaults (sdpa_defaults); each signature shows them where it always did.
 show_keywords(vars(AttentionOps), sdpa_defaults, SdpaKeywords)
 place_keywords(AttentionOps.sdpa, ScoreKeywords, before="return_stats")
 place_keywords(AttentionOps.sdpa_backward, ScoreKeywords, before="implementation")

@@ -13,8 +13,6 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from _nvbind.keywords import keyword_defaults
-
 from .. import _attention_rules as rules
 from .common import GraphError
 from .tensors import Tensor
@@ -22,13 +20,11 @@ from .tensors import Tensor
 __all__ = [
     "ALIGNMENTS",
     "IMPLEMENTATIONS",
-    "SDPA_DEFAULTS",
     "MaskKeywords",
     "Masks",
     "ScoreKeywords",
     "SdpaKeywords",
     "choice",
-    "sdpa_defaults",
     "dropout_arg",
     "padding_flag",
     "refuse_unsupported",
@@ -59,7 +55,7 @@ def optional_int(value: Any, what: str, low: int) -> int | None:
 
 class ScoreKeywords(TypedDict, total=False):
     """The score keywords :meth:`Graph.sdpa` and :meth:`Graph.sdpa_backward` share (scale,
-    pycudnn's masks, bias, sequence lengths, dropout), as :func:`sdpa_defaults` declares them."""
+    pycudnn's masks, bias, sequence lengths, dropout), as :func:`~pycudnn.opgraph.attention.sdpa_defaults` declares them."""
 
     scale: float | None
     causal: bool
@@ -74,7 +70,7 @@ class ScoreKeywords(TypedDict, total=False):
 
 class MaskKeywords(TypedDict, total=False):
     """The frontend's mask keywords :meth:`Graph.sdpa` and :meth:`Graph.sdpa_backward` share, as
-    :func:`sdpa_defaults` declares them."""
+    :func:`~pycudnn.opgraph.attention.sdpa_defaults` declares them."""
 
     use_causal_mask: bool
     use_causal_mask_bottom_right: bool
@@ -89,34 +85,6 @@ class MaskKeywords(TypedDict, total=False):
 class SdpaKeywords(ScoreKeywords, MaskKeywords, total=False):
     """Both lists, for ``**kw: Unpack[SdpaKeywords]``; each method's signature shows the two where
     it always did (:func:`_nvbind.keywords.place_keywords`)."""
-
-
-def sdpa_defaults(
-    *,
-    scale: float | None = None,
-    causal: bool = False,
-    sliding_window: int | None = None,
-    bias: Tensor | None = None,
-    seq_len_q: Tensor | None = None,
-    seq_len_kv: Tensor | None = None,
-    dropout: Any = 0.0,
-    seed: Tensor | None = None,
-    offset: Tensor | None = None,
-    use_causal_mask: bool = False,
-    use_causal_mask_bottom_right: bool = False,
-    diagonal_alignment: Any = "top_left",
-    diagonal_band_left_bound: int | None = None,
-    diagonal_band_right_bound: int | None = None,
-    sliding_window_length: int | None = None,
-    use_padding_mask: bool | None = None,
-    use_alibi_mask: bool = False,
-) -> None:
-    """The one declaration of :class:`SdpaKeywords`' annotations and defaults, which
-    :func:`_nvbind.keywords.show_keywords` reads for the signatures of both SDPA methods."""
-
-
-# Every SdpaKeywords key with its default, for take_keywords.
-SDPA_DEFAULTS = keyword_defaults(sdpa_defaults)
 
 
 class Masks:
