@@ -12,6 +12,7 @@ import pytest
 from pycudnn import Graph
 from pycudnn.graph import Tensor
 from pycudnn.opgraph.attention_args import MaskKeywords, ScoreKeywords, SdpaKeywords
+from pycudnn.opgraph.attention_fp8 import Fp8Keywords
 
 # The documented defaults (the methods' docstrings): no scale given, no mask, dropout 0, the
 # frontend's top-left alignment.
@@ -87,4 +88,28 @@ def test_a_misspelt_shared_keyword_is_refused_first(method: str) -> None:
         args = (q, k, v)
     with pytest.raises(TypeError, match=f"{method}.*'use_causal_msk'; did you mean"):
         getattr(g, method)(*args, use_causal_msk=True, **extra)
+    assert not g.operations
+
+
+def test_fp8_backward_shows_sdpa_fp8s_keywords_where_they_stood() -> None:
+    forward = inspect.signature(Graph.sdpa_fp8).parameters
+    backward = inspect.signature(Graph.sdpa_fp8_backward).parameters
+    keys = list(Fp8Keywords.__annotations__)
+    for key in keys:
+        assert backward[key].kind is inspect.Parameter.KEYWORD_ONLY, key
+        assert backward[key].default == forward[key].default, key
+    names = _keyword_only("sdpa_fp8_backward")
+    # right after the eighteen positional tensors, as the frontend's sdpa_fp8_backward
+    assert names[: len(keys) + 1] == [*keys, "use_deterministic_algorithm"]
+    assert forward["diagonal_alignment"].default == "top_left"
+    assert forward["use_causal_mask"].default is False
+
+
+def test_fp8_backward_refuses_a_misspelt_keyword_first() -> None:
+    g = Graph("fp8_misspelt")
+    tensors = [g.tensor([1, 1, 1, 1], dtype="float32", name=f"t{i}") for i in range(18)]
+    with pytest.raises(
+        TypeError, match=r"sdpa_fp8_backward.*'left_bnd'; did you mean 'left_bound'"
+    ):
+        g.sdpa_fp8_backward(*tensors, left_bnd=3)  # type: ignore[call-arg]
     assert not g.operations
