@@ -144,7 +144,8 @@ class AttentionOps(AttentionCommon):
         ``exp(score - max)``) and ``stats_use_log2`` (the stats in base 2): unified from cuDNN
         9.21 (9.27 for base 2), composite (9.27 for base 2).
         """
-        shared = take_keywords("sdpa", kw, SDPA_DEFAULTS)  # an unknown one: TypeError, first
+        # an unknown keyword: TypeError, before anything else
+        shared = take_keywords("sdpa", kw, SDPA_DEFAULTS)
         op_name, label = self._begin_op("sdpa", name)
         stats_flag = args.stats_flag(label, return_stats, generate_stats, is_inference)
         rows, log2, row_features = ext.score_outputs(
@@ -297,9 +298,8 @@ class AttentionOps(AttentionCommon):
         ``sink_token`` is the forward's sink; ``dSink_token`` (float32 ``[1, h_q, 1, 1]``)
         receives its gradient (:mod:`pycudnn.opgraph.attention_extras`).
         """
-        shared = take_keywords(
-            "sdpa_backward", kw, SDPA_DEFAULTS
-        )  # an unknown one: TypeError, first
+        # an unknown keyword: TypeError, before anything else
+        shared = take_keywords("sdpa_backward", kw, SDPA_DEFAULTS)
         op_name, label = self._begin_op("sdpa_backward", name)
         if (do is None) == (dO is None):
             raise GraphError(f"{label}: give the output gradient once, as do or dO")
