@@ -3,6 +3,8 @@ for (an operation's operands at execute, a function's ``out`` against its output
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 import pytest
 
@@ -10,7 +12,9 @@ from _nvbind.arrays import ArrayView, as_array_view
 from pycutensor.checks import check_laid_out_like
 
 
-def _view(shape: tuple[int, ...], dtype: type[np.generic] = np.float32, order: str = "C") -> ArrayView:
+def _view(
+    shape: tuple[int, ...], dtype: type[np.generic] = np.float32, order: Literal["C", "F"] = "C"
+) -> ArrayView:
     return as_array_view(np.zeros(shape, dtype=dtype, order=order), name="x")
 
 
