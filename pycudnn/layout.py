@@ -235,12 +235,31 @@ def _as_ints(values: object, name: str) -> tuple[int, ...]:
     return tuple(_as_int(v, name, i) for i, v in enumerate(values))
 
 
-def _check_dims(dims: object, name: str = "dims") -> tuple[int, ...]:
-    out = _as_ints(dims, name)
-    for i, extent in enumerate(out):
+def _checked_dims(
+    dims: tuple[int, ...],
+    extent_text: str,
+    *,
+    ranks: tuple[int, int] | None = None,
+    rank_text: str = "",
+    error: type[ValueError] = ValueError,
+    **fields: Any,
+) -> tuple[int, ...]:
+    """``dims`` when it has ``ranks`` (low, high; None: any) entries, each a positive extent;
+    else ``error`` with ``rank_text`` (given ``rank``, ``low``, ``high``) or ``extent_text`` (the
+    first extent below 1: ``i``, ``extent``), formatted with ``fields`` too. The one home of the
+    rule for the dims checks of layouts, tensor descriptors and graph tensors, which word it
+    each in their own terms."""
+    if ranks is not None and not ranks[0] <= len(dims) <= ranks[1]:
+        raise error(rank_text.format(rank=len(dims), low=ranks[0], high=ranks[1], **fields))
+    for i, extent in enumerate(dims):
         if extent < 1:
-            raise ValueError(f"{name}[{i}] must be a positive extent (>= 1), got {extent}")
-    return out
+            raise error(extent_text.format(i=i, extent=extent, **fields))
+    return dims
+
+
+def _check_dims(dims: object, name: str = "dims") -> tuple[int, ...]:
+    text = "{name}[{i}] must be a positive extent (>= 1), got {extent}"
+    return _checked_dims(_as_ints(dims, name), text, name=name)
 
 
 def _check_strides(

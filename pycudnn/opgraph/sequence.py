@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from _nvbind.keywords import keyword_defaults, show_keywords, take_keywords
+from _nvbind.strides import c_strides
 
-from .. import layout
 from .common import GraphError, _dims_text
 from .core import GraphCore
 from .kinds import _int_arg, _need_dims, _need_dtype, _start, require_kind
@@ -42,10 +42,6 @@ class BandKeywords(TypedDict, total=False):
     name: str | None
     out: Tensor | None
     out_dtype: Any
-
-
-def _packed(dims: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(layout.packed_strides(dims, "ABCDEFGH"[: len(dims)]))
 
 
 class SequenceOps(GraphCore):
@@ -102,7 +98,7 @@ class SequenceOps(GraphCore):
         extra += ["max", "sum_exp"] if max_and_sum_exp else []
         for role in extra:
             outs[role] = self._output(
-                label, op_name, role, row, x, out=None, out_dtype="float32", strides=_packed(row)
+                label, op_name, role, row, x, out=None, out_dtype="float32", strides=c_strides(row)
             )
         self._add_op(kind, op_name, ins, outs, attrs)
         return y if len(outs) == 1 else tuple(outs.values())
@@ -274,7 +270,7 @@ class SequenceOps(GraphCore):
                 attrs["max_token"] = _int_arg(extra["max_token"], f"{label}: max_token", minimum=1)
         od_t = tuple(od)
         require_kind(desc, label)
-        kw: dict[str, Any] = {"out": out, "strides": _packed(od_t)}
+        kw: dict[str, Any] = {"out": out, "strides": c_strides(od_t)}
         dt = x.dtype if out_dtype is None else out_dtype
         return self._produce(
             kind, op_name, label, ins, ("y", od_t, x), attrs=attrs, out_dtype=dt, **kw

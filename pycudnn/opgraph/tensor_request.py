@@ -61,15 +61,16 @@ def vector_request(
 
 def check_dims(dims: Any, label: str) -> tuple[int, ...]:
     dims_t = _ints(dims, f"{label}: dims")
-    if not MIN_RANK <= len(dims_t) <= MAX_RANK:
-        raise GraphError(
-            f"{label}: dims {_dims_text(dims_t)} has rank {len(dims_t)}; graph tensors have "
-            f"{MIN_RANK} to {MAX_RANK} dims (use leading 1s for a batch dimension)"
-        )
-    for i, d in enumerate(dims_t):
-        if d < 1:
-            raise GraphError(f"{label}: dims[{i}] is {d}; extents must be positive")
-    return dims_t
+    return layout._checked_dims(
+        dims_t,
+        "{label}: dims[{i}] is {extent}; extents must be positive",
+        ranks=(MIN_RANK, MAX_RANK),
+        rank_text="{label}: dims {text} has rank {rank}; graph tensors have {low} to {high} dims "
+        "(use leading 1s for a batch dimension)",
+        error=GraphError,
+        label=label,
+        text=_dims_text(dims_t),
+    )
 
 
 def check_strides(dims: tuple[int, ...], strides: Any, fmt: Any, label: str) -> tuple[int, ...]:
