@@ -208,15 +208,9 @@ class NormalizationOps(PointwiseOps):
                 strides=stats_strides,
             )
 
+        dt = x_t.element_type  # y has x's type and layout
         y = self._output(
-            label,
-            op_name,
-            "y",
-            x_t.dims,
-            x_t,
-            out=None,
-            out_dtype=x_t.element_type,
-            strides=x_t.strides,
+            label, op_name, "y", x_t.dims, x_t, out=None, out_dtype=dt, strides=x_t.strides
         )
         outputs = {"y": y}
         if training:
@@ -477,16 +471,9 @@ class NormalizationOps(PointwiseOps):
             )
         if zero_centered_gamma:
             inputs["scale"] = self._gamma_plus_one(owned["scale"], op_name)
-        s_t = owned["scale"]
+        s_t, dt = owned["scale"], x_t.element_type  # dx has x's type and layout
         dx = self._output(
-            label,
-            op_name,
-            "dx",
-            x_t.dims,
-            x_t,
-            out=None,
-            out_dtype=x_t.element_type,
-            strides=x_t.strides,
+            label, op_name, "dx", x_t.dims, x_t, out=None, out_dtype=dt, strides=x_t.strides
         )
         outputs = {"dx": dx}
         for role in ("dscale", "dbias") if with_dbias else ("dscale",):
