@@ -11,6 +11,7 @@ from typing import Any
 from _nvbind.dtypes import VECTOR_DTYPE_STRINGS
 
 from .. import layout
+from .._dims import checked_dims
 from .common import MAX_RANK, MIN_RANK, GraphError, _dims_text, _ints
 
 __all__ = ["check_dims", "check_strides", "vector_request"]
@@ -61,7 +62,7 @@ def vector_request(
 
 def check_dims(dims: Any, label: str) -> tuple[int, ...]:
     dims_t = _ints(dims, f"{label}: dims")
-    return layout._checked_dims(
+    return checked_dims(
         dims_t,
         "{label}: dims[{i}] is {extent}; extents must be positive",
         ranks=(MIN_RANK, MAX_RANK),

@@ -13,6 +13,7 @@ from _nvbind.dtypes import as_numpy_dtype, dtype_name
 
 from .. import _bindings as _b
 from .. import layout
+from .._dims import checked_dims
 from ._common import (
     _INT_MAX,
     _MAX_RANK,
@@ -34,7 +35,7 @@ from ._common import (
 
 def _check_dims(dims: Any, name: str = "dims", what: str = "TensorDescriptor") -> tuple[int, ...]:
     d = _ints(dims, name)
-    return layout._checked_dims(
+    return checked_dims(
         d,
         "{name}[{i}] = {extent}: every extent must be positive (>= 1)",
         ranks=(_MIN_RANK, _MAX_RANK),
