@@ -22,6 +22,9 @@ from ._lib import LIB
 __all__ = ["DescriptorBatch", "destroy_descriptor", "destroy_descriptors"]
 
 
+_DESTROY_CALL = library_call("cudnnBackendDestroyDescriptor")
+
+
 def destroy_descriptors(ptrs: list[int]) -> None:
     """``cudnnBackendDestroyDescriptor`` on each pointer of ``ptrs``, inside one library call.
 
@@ -30,7 +33,7 @@ def destroy_descriptors(ptrs: list[int]) -> None:
     if not ptrs:
         return
     try:
-        with library_call("cudnnBackendDestroyDescriptor"):
+        with _DESTROY_CALL:
             destroy = LIB.function("cudnnBackendDestroyDescriptor")
             for ptr in ptrs:
                 destroy(ptr)

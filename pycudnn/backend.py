@@ -24,7 +24,7 @@ once finalized, and refuses everything once closed.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from _nvbind.resource import CResource
@@ -84,6 +84,13 @@ __all__ = [
 ]
 
 
+# Entered around each C call (see _nvbind.shutdown), made once: about 250 calls per plan.
+_CREATE_CALL = library_call("cudnnBackendCreateDescriptor")
+_FINALIZE_CALL = library_call("cudnnBackendFinalize")
+_SET_CALL = library_call("cudnnBackendSetAttribute")
+_GET_CALL = library_call("cudnnBackendGetAttribute")
+
+
 def _raise_for(status: int, function: str, context: str) -> None:
     # Callers test the status first: the context text is only worth building for an error.
     if status:
@@ -135,7 +142,7 @@ def _create(dtype: Any, n: int) -> list[int]:
     ptrs: list[int] = []
     status = 0
     try:
-        with library_call("cudnnBackendCreateDescriptor"):
+        with _CREATE_CALL:
             for _ in range(n):
                 status = create(int(dtype), ctypes.byref(out))
                 if status:
@@ -185,12 +192,14 @@ class BackendDescriptor(CResource):
 
     def _adopt(self, ptr: int, dtype: Any, parents: Iterable[Any], *, owned: bool = True) -> None:
         # The finalizer holds this list, so every descriptor appended to it outlives this one.
-        self._refs: list[Any] = list(parents)
+        refs: list[Any] = list(parents)
+        self._refs = refs
         # The Handles among them, which finalize() checks are still open (see _check_finalizable).
-        self._handles: list[Handle] = [p for p in self._refs if isinstance(p, Handle)]
+        self._handles: list[Handle] = [p for p in refs if isinstance(p, Handle)] if refs else []
         # Not owned: a DescriptorBatch among the parents destroys the C object.
-        super().__init__(ptr, _destroy if owned else None, parents=(self._refs,))
+        super().__init__(ptr, _destroy if owned else None, parents=(refs,))
         self.descriptor_type: Any = dtype
+        self._dtype = int(dtype)  # read by every set and finalize
         self._finalized = False
         # Attributes set through this object (int name -> descriptor types set, or None for a
         # non-descriptor value): what finalize() and get() need to know to keep cuDNN from
@@ -216,12 +225,14 @@ class BackendDescriptor(CResource):
 
     def finalize(self) -> None:
         """``cudnnBackendFinalize``: validate and freeze the attributes."""
-        self._check_open()
+        if self._ptr is None:
+            self._check_open()  # raises
         if self._finalized:
             return
-        self._check_finalizable()
-        with library_call("cudnnBackendFinalize"):  # see _nvbind.shutdown
-            status = LIB.function("cudnnBackendFinalize")(self)
+        if self._handles or self._dtype in _FINALIZE_CHECKED:
+            self._check_finalizable()
+        with _FINALIZE_CALL:  # see _nvbind.shutdown
+            status = LIB.function("cudnnBackendFinalize")(self._c_ptr)
         if status:
             _raise_for(status, "cudnnBackendFinalize", f"finalizing a {self.type_name}")
         self._finalized = True
@@ -246,7 +257,7 @@ class BackendDescriptor(CResource):
                 break
         else:
             # Most descriptors of a plan are of kinds without a rule of their own.
-            if int(self.descriptor_type) in _FINALIZE_CHECKED:
+            if self._dtype in _FINALIZE_CHECKED:
                 missing = self._missing_attributes()
         if missing:
             raise ValueError(
@@ -302,7 +313,8 @@ class BackendDescriptor(CResource):
         ``(numerator, denominator)`` pairs (FRACTION). ``attr_type`` overrides the documented type
         (needed where the header documents none, and for FLOAT-or-DOUBLE attributes).
         """
-        self._check_open()
+        if self._ptr is None:
+            self._check_open()  # raises
         spec = self._spec(attr, attr_type, reading=False)
         name, atype = spec.name, spec.atype
         if self._finalized:
@@ -310,6 +322,7 @@ class BackendDescriptor(CResource):
                 f"cannot set {_attr_text(name)}: this {self.type_name} is finalized and cuDNN "
                 "freezes attributes at cudnnBackendFinalize"
             )
+        keep: Sequence[Any]
         encoded = spec.encode(value, BackendDescriptor)  # common values, already checked
         if encoded is None:
             arr, count, keep = _encode(name, atype, value, BackendDescriptor)
@@ -319,8 +332,10 @@ class BackendDescriptor(CResource):
                 check_json_attribute(name, value)
         else:
             arr, count, keep = encoded
-        with library_call("cudnnBackendSetAttribute"):
-            status = LIB.function("cudnnBackendSetAttribute")(self, spec.key, atype, count, arr)
+        with _SET_CALL:
+            status = LIB.function("cudnnBackendSetAttribute")(
+                self._c_ptr, spec.key, atype, count, arr
+            )
         if status:
             _raise_for(
                 status,
@@ -328,19 +343,20 @@ class BackendDescriptor(CResource):
                 f"setting {_attr_text(name)} ({attribute_type_name(atype)} x {count}) on a "
                 f"{self.type_name}",
             )
-        if keep:
+        if atype == _DESCRIPTOR:
             self._refs.extend(keep)
-            if atype != _DESCRIPTOR:  # HANDLE values: Handles
-                self._handles.extend(k for k in keep if isinstance(k, Handle))
-        self._set_kinds[spec.key] = (
-            tuple(int(d.descriptor_type) for d in keep) if atype == _DESCRIPTOR else None
-        )
+            self._set_kinds[spec.key] = tuple([d._dtype for d in keep])
+            return
+        if keep:  # HANDLE values: Handles
+            self._refs.extend(keep)
+            self._handles.extend(k for k in keep if isinstance(k, Handle))
+        self._set_kinds[spec.key] = None
 
     def _spec(self, attr: Any, attr_type: Any, *, reading: bool) -> AttrSpec:
         """The :class:`~pycudnn._attrspec.AttrSpec` of ``attr`` (with ``attr_type``) on this
         descriptor: kept from an earlier call, or checked now as set() and get() always did
         (name, type, owner, version; the same errors in the same order) and then kept."""
-        key, spec = cached_spec(attr, attr_type, int(self.descriptor_type))
+        key, spec = cached_spec(attr, attr_type, self._dtype)
         if spec is not None:
             return spec
         name = attribute_name(attr)
@@ -382,9 +398,11 @@ class BackendDescriptor(CResource):
     # -- get ---------------------------------------------------------------------------------
     def _get_raw(self, name: Any, atype: int, requested: int, array: Any) -> int:
         count = ctypes.c_int64(0)
-        with library_call("cudnnBackendGetAttribute"):
+        if self._ptr is None:
+            self._check_open()  # raises
+        with _GET_CALL:
             status = LIB.function("cudnnBackendGetAttribute")(
-                self, int(name), atype, requested, ctypes.byref(count), array
+                self._c_ptr, int(name), atype, requested, ctypes.byref(count), array
             )
         if not status:
             return int(count.value)
