@@ -29,7 +29,13 @@ import weakref
 
 from .interrupts import raise_deferred
 
-__all__ = ["EXIT_WAIT_S", "InterpreterExitingError", "exiting_elsewhere", "library_call"]
+__all__ = [
+    "EXIT_WAIT_S",
+    "InterpreterExitingError",
+    "exiting_elsewhere",
+    "library_call",
+    "thread_calls",
+]
 
 #: How long exit waits for calls in progress (a plan with runtime-compiled kernels takes about two
 #: seconds on a CPU).
@@ -53,6 +59,10 @@ class _Depth(threading.local):
 
 
 _thread = _Depth()
+#: This thread's library calls in progress (``thread_calls.depth``): where it is above 0, a C call
+#: is already inside one that exit and fork wait for, and may be made without entering another
+#: (calling ``raise_deferred`` after it, as :class:`library_call` does); 0.3 us less per call.
+thread_calls = _thread
 
 
 class InterpreterExitingError(RuntimeError):
