@@ -23,10 +23,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from .cuda import driver_status
 from .dlpack import check_span, import_dlpack
+from .lazy_numpy import np
 from .strides import c_strides as _c_strides
 from .strides import element_extent
 from .view import ArrayView, alignment_of

@@ -23,11 +23,10 @@ import sys
 import weakref
 from typing import Any
 
-import numpy as np
-
 from .dtypes import as_numpy_dtype, dtype_name
 from .forksafe import fork_safe_lock
 from .interrupts import defer
+from .lazy_numpy import np
 from .strides import c_strides
 from .view import ArrayView
 

@@ -13,6 +13,7 @@ import os
 import struct
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .files import open_regular
@@ -199,6 +200,7 @@ def check_elf(path: str, what: str, hint: str) -> None:
             )
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class NativeLibrary:
     """A lazily loaded shared library and its generated prototypes.
 
@@ -206,55 +208,35 @@ class NativeLibrary:
     environment variable ``env_var`` when set, else through ``cuda.pathfinder``.
     """
 
-    def __init__(
-        self,
-        *,
-        display_name: str,
-        pathfinder_name: str,
-        env_var: str,
-        install_hint: str,
-        expected_major: int,
-        functions: dict[str, FunctionSpec],
-        read_version: Callable[[ctypes.CDLL], tuple[int, int, int]],
-        minimum_version: tuple[int, int, int],
-        version_symbol: str,
-        companions: tuple[str, ...] = (),
-        dependencies: tuple[tuple[str, bool], ...] = (),
-        before_load: Callable[[], None] | None = None,
-        header_version: tuple[int, int, int] | None = None,
-    ) -> None:
-        self.display_name = display_name
-        # The header version the bindings were generated from (None: not told).
-        self.header_version = header_version
-        # Checks of the environment the library reads when it loads (its own logging variables):
-        # run before every attempt, so that one fixed variable lets the next call load it.
-        self._before_load = before_load
-        # Libraries the named one loads from its own directory (cuDNN 9's libcudnn.so.9 is a
-        # dispatcher that aborts the process when its sublibraries are missing).
-        self._companions = companions
-        # Libraries it loads by soname when it first needs them ((cuda.pathfinder name, required)),
-        # which cuda.pathfinder loads first for a library it finds: see _load_runtime_dependencies.
-        self._runtime_dependencies = dependencies
-        self.minimum_version = minimum_version
-        self.soname = f"lib{pathfinder_name}.so.{expected_major}"
-        self._version_symbol = version_symbol
+    display_name: str
+    pathfinder_name: str  # cuda.pathfinder's name for it, and its soname's stem
+    env_var: str  # names the library's path (checked before a search)
+    install_hint: str
+    expected_major: int
+    functions: dict[str, FunctionSpec]  # the generated prototypes, by C name
+    read_version: Callable[[ctypes.CDLL], tuple[int, int, int]]
+    minimum_version: tuple[int, int, int]
+    version_symbol: str
+    # Libraries the named one loads from its own directory (cuDNN 9's libcudnn.so.9 is a
+    # dispatcher that aborts the process when its sublibraries are missing).
+    companions: tuple[str, ...] = ()
+    # Libraries it loads by soname when it first needs them ((cuda.pathfinder name, required)),
+    # which cuda.pathfinder loads first for a library it finds: see _load_runtime_dependencies.
+    dependencies: tuple[tuple[str, bool], ...] = ()
+    # Checks of the environment the library reads when it loads (its own logging variables):
+    # run before every attempt, so that one fixed variable lets the next call load it.
+    before_load: Callable[[], None] | None = None
+    # The header version the bindings were generated from (None: not told).
+    header_version: tuple[int, int, int] | None = None
+
+    def __post_init__(self) -> None:
+        self.soname = f"lib{self.pathfinder_name}.so.{self.expected_major}"
         self.found_via = ""  # how the library was found: see _locate
-        self._pathfinder_name = pathfinder_name
-        self._env_var = env_var
-        self._install_hint = install_hint
-        self._expected_major = expected_major
-        self._specs = functions
-        self._read_version = read_version
         self._lock = fork_safe_lock(self, "_lock")
         self._cdll: ctypes.CDLL | None = None
         self._path: str | None = None
         self._version: tuple[int, int, int] | None = None
         self._bound: dict[str, Any] = {}
-
-    @property
-    def env_var(self) -> str:
-        """The environment variable that names the library's path (checked before a search)."""
-        return self._env_var
 
     # -- loading -----------------------------------------------------------------------------
     @property
@@ -284,24 +266,24 @@ class NativeLibrary:
         # cudnn-frontend) loaded would have its own handles, logging and caches, and objects of one
         # passed to the other. So a copy already in the process is used, and an override naming
         # another file is refused.
-        loaded = loaded_copy(self.soname, self._version_symbol)
-        override = os.environ.get(self._env_var)
+        loaded = loaded_copy(self.soname, self.version_symbol)
+        override = os.environ.get(self.env_var)
         if override:
             if not os.path.isfile(override):
                 raise LibraryNotFoundError(
-                    f"{self._env_var}={override!r} does not name a file; unset it to search the "
-                    f"installed wheels, or {self._install_hint[0].lower()}{self._install_hint[1:]}"
+                    f"{self.env_var}={override!r} does not name a file; unset it to search the "
+                    f"installed wheels, or {self.install_hint[0].lower()}{self.install_hint[1:]}"
                 )
             if loaded is not None and os.path.realpath(override) != loaded:
                 raise LibraryNotFoundError(
-                    f"{self._env_var}={override!r} names another {self.display_name} than the "
+                    f"{self.env_var}={override!r} names another {self.display_name} than the "
                     f"{self.soname} this process has already loaded ({loaded}, loaded by another "
                     "package imported earlier); one process cannot use two copies. Unset "
-                    f"{self._env_var} to use the loaded one, or set it before that package loads"
+                    f"{self.env_var} to use the loaded one, or set it before that package loads"
                 )
-            self.found_via = self._env_var
+            self.found_via = self.env_var
             path = os.path.abspath(override)
-            check_elf(path, f"{self._env_var}={override!r}", self._install_hint)
+            check_elf(path, f"{self.env_var}={override!r}", self.install_hint)
             if loaded is None:  # a copy already loaded has its dependencies
                 self._load_runtime_dependencies(path)
             return path
@@ -315,11 +297,11 @@ class NativeLibrary:
                 f"{self.display_name} cannot be located: {not_importable('cuda.pathfinder', exc)}"
             ) from exc
         try:
-            found = pathfinder.load_nvidia_dynamic_lib(self._pathfinder_name)
+            found = pathfinder.load_nvidia_dynamic_lib(self.pathfinder_name)
         except Exception as exc:  # DynamicLibNotFoundError and friends
             raise LibraryNotFoundError(
                 f"{self.display_name} was not found ({type(exc).__name__}: {exc}). "
-                f"{self._install_hint}, or set {self._env_var} to the library's path."
+                f"{self.install_hint}, or set {self.env_var} to the library's path."
             ) from exc
         self.found_via = str(found.found_via)
         return str(found.abs_path)
@@ -331,15 +313,15 @@ class NativeLibrary:
 
         missing = [
             name
-            for name in self._companions
+            for name in self.companions
             if not os.path.exists(os.path.join(os.path.dirname(path), name))
             and ctypes.util.find_library(name.removeprefix("lib").split(".so")[0]) is None
         ]
         if missing:
             raise LibraryNotFoundError(
-                f"{self._env_var}={path!r}: {', '.join(missing)} is neither beside it nor on the "
+                f"{self.env_var}={path!r}: {', '.join(missing)} is neither beside it nor on the "
                 f"loader's path; {self.display_name} loads it from there and aborts the process "
-                f"without it. Point {self._env_var} at a complete installation. {self._install_hint}."
+                f"without it. Point {self.env_var} at a complete installation. {self.install_hint}."
             )
 
     def _load_runtime_dependencies(self, path: str) -> None:
@@ -351,15 +333,15 @@ class NativeLibrary:
         # now rather than aborting later; a missing optional one is left to the library.
         from cuda import pathfinder
 
-        for name, required in self._runtime_dependencies:
+        for name, required in self.dependencies:
             try:
                 pathfinder.load_nvidia_dynamic_lib(name)
             except Exception as exc:  # DynamicLibNotFoundError and friends
                 if required:
                     raise LibraryNotFoundError(
-                        f"{self._env_var}={path!r}: {self.display_name} needs {name}, which was not "
+                        f"{self.env_var}={path!r}: {self.display_name} needs {name}, which was not "
                         f"found ({type(exc).__name__}: {exc}); {self.display_name} aborts the "
-                        f"process without it. {self._install_hint}, or install {name}."
+                        f"process without it. {self.install_hint}, or install {name}."
                     ) from exc
                 _log.debug("%s for %s not found: %s", name, self.display_name, exc)
 
@@ -378,33 +360,33 @@ class NativeLibrary:
 
     def _open(self) -> ctypes.CDLL:
         """Locate, load and check the library (under the load lock); record what was loaded."""
-        if self._before_load is not None:
-            self._before_load()
+        if self.before_load is not None:
+            self.before_load()
         path = self._locate()
         try:
             cdll = ctypes.CDLL(path)
         except OSError as exc:
             raise LibraryNotFoundError(
-                f"{self.display_name} at {path} could not be loaded: {exc}. {self._install_hint}."
+                f"{self.display_name} at {path} could not be loaded: {exc}. {self.install_hint}."
             ) from exc
-        if self.found_via == self._env_var and hasattr(cdll, self._version_symbol):
+        if self.found_via == self.env_var and hasattr(cdll, self.version_symbol):
             self._check_companions(path)  # before the first call, which would abort
         try:
-            version = self._read_version(cdll)
+            version = self.read_version(cdll)
         except AttributeError as exc:  # the version symbol is missing: some other library
             raise LibraryNotFoundError(
-                f"{path} does not look like {self.display_name} ({exc}). {self._install_hint}."
+                f"{path} does not look like {self.display_name} ({exc}). {self.install_hint}."
             ) from exc
-        if version[0] != self._expected_major:
+        if version[0] != self.expected_major:
             raise LibraryNotFoundError(
                 f"{path} is {self.display_name} {format_version(version)}, but these bindings need "
-                f"major version {self._expected_major}. {self._install_hint}."
+                f"major version {self.expected_major}. {self.install_hint}."
             )
         if version < self.minimum_version:
             raise LibraryNotFoundError(
                 f"{path} is {self.display_name} {format_version(version)}, older than the oldest "
                 f"supported {format_version(self.minimum_version[:2])} (see the README's "
-                f"'Supported versions'). {self._install_hint}, or set {self._env_var} to a "
+                f"'Supported versions'). {self.install_hint}, or set {self.env_var} to a "
                 "newer library."
             )
         self._path, self._version = path, version
@@ -446,7 +428,7 @@ class NativeLibrary:
     # -- functions ---------------------------------------------------------------------------
     def spec(self, name: str) -> FunctionSpec:
         try:
-            return self._specs[name]
+            return self.functions[name]
         except KeyError:
             raise AttributeError(
                 f"{self.display_name} declares no function named {name!r}"

@@ -82,3 +82,16 @@ def show_keywords(
         ]
         # a function's attribute that mypy does not know: setattr
         setattr(function, "__signature__", signature.replace(parameters=[*own[:-1], *spelled]))  # noqa: B010
+
+
+def place_keywords(function: Callable[..., Any], keywords: type, before: str) -> None:
+    """Move the keys of the TypedDict ``keywords`` in ``function``'s ``__signature__`` (where
+    :func:`show_keywords` spelled them, at its end) to stand, in their order, just before its
+    parameter ``before``: a peer that takes a shared list keeps the keyword order its callers
+    read in ``help()`` and :func:`inspect.signature`."""
+    signature = inspect.signature(function)
+    moved = [p for p in signature.parameters.values() if p.name in keywords.__annotations__]
+    rest = [p for p in signature.parameters.values() if p.name not in keywords.__annotations__]
+    at = [p.name for p in rest].index(before)
+    placed = signature.replace(parameters=[*rest[:at], *moved, *rest[at:]])
+    setattr(function, "__signature__", placed)  # noqa: B010 - an attribute mypy does not know

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
+from .lazy_numpy import np
 
 __all__ = [
     "OVERLAP_ENUMERATION_LIMIT",

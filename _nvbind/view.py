@@ -6,8 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import numpy as np
-
+from .lazy_numpy import np
 from .strides import element_extent
 
 __all__ = ["ArrayGeometry", "ArrayView", "alignment_of"]

@@ -90,13 +90,9 @@ def _layout_problem(name: str) -> str | None:
 @functools.cache
 def _dtype_names() -> tuple[str, ...]:
     """The names ``dtype_name`` gives the data types a graph's tensors can have."""
-    table = CUDNN_DATA_TYPE_NAMES
-    # From the table's two halves, without completing it: that imports ml_dtypes (milliseconds
-    # that planning in NumPy's own types never pays), and the ml_dtypes names are its keys.
-    return (
-        *(str(d.name) for d in table._numpy),  # type: ignore[attr-defined]
-        *(spec for spec, _ in table._ml_pairs),  # type: ignore[attr-defined]
-    )
+    # By name, without completing the table: that imports NumPy and ml_dtypes, which planning
+    # never needs.
+    return tuple(CUDNN_DATA_TYPE_NAMES.type_names())
 
 
 def _refuse_unknown(keys: Any, allowed: Sequence[str], where: str) -> None:
@@ -220,7 +216,8 @@ class KnownBadEngine:
                 t.ndim >= 4 and t.format in self.layouts for t in operands
             )
             dtype_ok = not self.input_dtypes or any(
-                t.dtype is not None and dtype_name(t.dtype) in self.input_dtypes for t in operands
+                t.element_type is not None and dtype_name(t.element_type) in self.input_dtypes
+                for t in operands
             )
             if layout_ok and dtype_ok:
                 return True

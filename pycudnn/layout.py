@@ -56,11 +56,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
-
+from _nvbind.lazy_numpy import np
 from _nvbind.strides import (
     OVERLAP_ENUMERATION_LIMIT,
     element_extent,
@@ -68,6 +66,11 @@ from _nvbind.strides import (
     packed_strides_in_order,
 )
 from _nvbind.suggest import did_you_mean
+
+from ._dims import as_ints, check_dims, check_strides
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 __all__ = [
     "OVERLAP_ENUMERATION_LIMIT",
@@ -209,53 +212,7 @@ def format_order(fmt: str | Format) -> tuple[int, ...]:
     return _strided_format(fmt).perm
 
 
-# --- input validation --------------------------------------------------------------------------
-
-
-def _as_int(value: object, name: str, index: int) -> int:
-    # bool is an int subclass: refuse it explicitly so that (True, 3, 4) is not read as (1, 3, 4).
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name}[{index}] must be an int, got bool {value!r}")
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    raise TypeError(f"{name}[{index}] must be an int, got {type(value).__name__} {value!r}")
-
-
-def _as_ints(values: object, name: str) -> tuple[int, ...]:
-    if isinstance(values, np.ndarray):
-        if values.ndim != 1:
-            raise ValueError(
-                f"{name} must be one-dimensional, got an array of shape {values.shape}"
-            )
-        values = values.tolist()  # NumPy scalars become Python ints, floats and bools
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        raise TypeError(f"{name} must be a sequence of ints, got {type(values).__name__}")
-    return tuple(_as_int(v, name, i) for i, v in enumerate(values))
-
-
-def _check_dims(dims: object, name: str = "dims") -> tuple[int, ...]:
-    out = _as_ints(dims, name)
-    for i, extent in enumerate(out):
-        if extent < 1:
-            raise ValueError(f"{name}[{i}] must be a positive extent (>= 1), got {extent}")
-    return out
-
-
-def _check_strides(
-    strides: object, dims: tuple[int, ...], allow_negative: bool = False
-) -> tuple[int, ...]:
-    out = _as_ints(strides, "strides")
-    if len(out) != len(dims):
-        raise ValueError(
-            f"strides has {len(out)} entries but dims has {len(dims)}; they must match"
-        )
-    if not allow_negative:
-        for i, stride in enumerate(out):
-            if stride < 0:
-                raise ValueError(
-                    f"strides[{i}] is {stride}: negative strides are not supported here"
-                )
-    return out
+# --- input validation (the dims and strides rules themselves: pycudnn._dims) ---------------
 
 
 def _check_rank(dims: tuple[int, ...], f: Format, name: str = "dims") -> None:
@@ -304,7 +261,7 @@ def packed_strides(dims: Sequence[int], fmt: str | Format) -> tuple[int, ...]:
     and ``NC/xHWx`` with ``x = C`` NHWC's; other vectorized formats raise ValueError (see
     :func:`vectorized_dims_strides`).
     """
-    d = _check_dims(dims)
+    d = check_dims(dims)
     f = _strided_format(fmt, d)
     _check_rank(d, f)
     return packed_strides_in_order(d, f.perm)
@@ -324,7 +281,7 @@ def vectorized_dims_strides(
         raise ValueError(
             f"format {f.name!r} is not vectorized (NC/xHWx or NC/xDHWx); use packed_strides"
         )
-    d = _check_dims(dims)
+    d = check_dims(dims)
     _check_rank(d, f)
     x = f.vector
     if d[1] % x:
@@ -341,8 +298,8 @@ def min_buffer_size(dims: Sequence[int], strides: Sequence[int]) -> int:
     Negative strides are accepted: the span is the same, but the element at index 0 then sits
     ``sum((dim - 1) * |stride|)``, summed over the dims with negative strides, into the buffer.
     """
-    d = _check_dims(dims)
-    s = _check_strides(strides, d, allow_negative=True)
+    d = check_dims(dims)
+    s = check_strides(strides, d, allow_negative=True)
     return element_extent(d, s)[1]
 
 
@@ -358,8 +315,8 @@ def strides_to_format(dims: Sequence[int], strides: Sequence[int]) -> str:
     logical places. This names a memory order; it does not check that the tensor is packed or
     non-overlapping.
     """
-    d = _check_dims(dims)
-    s = _check_strides(strides, d)
+    d = check_dims(dims)
+    s = check_strides(strides, d)
     logical = {3: "BMN", 4: "NCHW", 5: "NCDHW"}.get(len(d))
     if logical is None:
         if not _MIN_RANK <= len(d) <= _MAX_RANK:
@@ -396,8 +353,8 @@ def _check_predicate_args(
     expresses (1 < x < C). The format itself is still parsed, so an unknown one raises.
     """
     f = parse_format(fmt)
-    d = _check_dims(dims)
-    s = _check_strides(strides, d)
+    d = check_dims(dims)
+    s = check_strides(strides, d)
     if f.is_vectorized:
         plain = _plain_equivalent(f, d)
         if plain is None:
@@ -493,10 +450,10 @@ def is_spatially_packed(
     spatial letters (BMN, generic) raise ValueError.
     """
     if fmt is None:
-        spatial = {4: "HW", 5: "DHW"}.get(len(_as_ints(dims, "dims")))
+        spatial = {4: "HW", 5: "DHW"}.get(len(as_ints(dims, "dims")))
         if spatial is None:
             raise ValueError(
-                f"dims has {len(_as_ints(dims, 'dims'))} entries; spatial packing applies to 4-D "
+                f"dims has {len(as_ints(dims, 'dims'))} entries; spatial packing applies to 4-D "
                 "(NCHW) and 5-D (NCDHW) tensors, or pass fmt"
             )
         return any(is_spatially_packed(dims, strides, outer + spatial) for outer in ("NC", "CN"))
@@ -528,8 +485,8 @@ def is_overlapping(dims: Sequence[int], strides: Sequence[int]) -> bool:
     enumerating its addresses when it has at most :data:`OVERLAP_ENUMERATION_LIMIT` elements.
     Beyond that the general problem is a subset-sum one and the answer is the conservative True.
     """
-    d = _check_dims(dims)
-    s = _check_strides(strides, d, allow_negative=True)
+    d = check_dims(dims)
+    s = check_strides(strides, d, allow_negative=True)
     return overlapping(d, s, limit=OVERLAP_ENUMERATION_LIMIT)  # this module's, which users may set
 
 
@@ -545,7 +502,7 @@ def to_format(array: npt.ArrayLike, fmt: str | Format) -> npt.NDArray[Any]:
     """
     f = parse_format(fmt)
     a = np.asarray(array)
-    d = _check_dims(a.shape, "array.shape")
+    d = check_dims(a.shape, "array.shape")
     _check_rank(d, f, "array.shape")
     if f.is_vectorized:
         view, _ = vectorized_dims_strides(d, f)
@@ -566,7 +523,7 @@ def from_format(buffer: npt.ArrayLike, dims: Sequence[int], fmt: str | Format) -
     C-contiguous array of shape ``dims``.
     """
     f = parse_format(fmt)
-    d = _check_dims(dims)
+    d = check_dims(dims)
     _check_rank(d, f)
     b = np.asarray(buffer)
     if b.size != math.prod(d):

@@ -91,19 +91,19 @@ class ExtensionLibrary(NativeLibrary):
             minimum_version=core.MINIMUM_VERSION,
             version_symbol=version_symbol,
         )
-        self._dependencies = dependencies
+        self._wheel_dependencies = dependencies
         self._preloaded: list[ctypes.CDLL] = []  # kept open for the life of the process
 
     def _locate(self) -> str:
-        override = os.environ.get(self._env_var)
-        if override or loaded_copy(self.soname, self._version_symbol) is not None:
+        override = os.environ.get(self.env_var)
+        if override or loaded_copy(self.soname, self.version_symbol) is not None:
             return super()._locate()  # the override and one-copy rules of every library
         beside = os.path.join(os.path.dirname(core.LIB.path), self.soname)
         if not os.path.isfile(beside):
             raise LibraryNotFoundError(
                 f"{self.display_name} ({self.soname}) is not beside {core.LIB.path}; it ships in "
-                f"the cuTENSOR 2 wheels (cutensor-cu12/-cu13). {self._install_hint}, or set "
-                f"{self._env_var} to the library's path."
+                f"the cuTENSOR 2 wheels (cutensor-cu12/-cu13). {self.install_hint}, or set "
+                f"{self.env_var} to the library's path."
             )
         self.found_via = f"beside {core.LIB.path}"
         return beside
@@ -113,7 +113,7 @@ class ExtensionLibrary(NativeLibrary):
         core_dir = os.path.dirname(core.LIB.path)
         if self is MP:
             MP_LOG.prepare()
-        for stem, pattern, pathfinder_name in self._dependencies:
+        for stem, pattern, pathfinder_name in self._wheel_dependencies:
             soname = _needed(path, stem)
             self._preloaded.append(
                 self._load_dependency(soname, pattern, pathfinder_name, core_dir, path)

@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "LoweredTensor",
     "check_device_view",
+    "check_laid_out_like",
     "check_operation",
     "coerce_scalar",
     "label_tuple",
@@ -324,4 +325,25 @@ def check_device_view(view: ArrayView, name: str, device: int | None) -> None:
     if device is not None and view.device_id != device:
         raise ValueError(
             f"{name} is on device {view.device_id}, the operation runs on device {device}"
+        )
+
+
+def check_laid_out_like(  # noqa: PLR0917 - the array, then what it must match
+    view: ArrayView,
+    name: str,
+    dtype: Any,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+    like: str,
+    why: str,
+) -> None:
+    """``TypeError`` unless ``view`` has ``dtype``, ``ValueError`` unless it has ``shape`` and
+    ``strides``: an array given where one descriptor, made for ``like``'s layout, describes it
+    (``why`` says why it must match, for the message)."""
+    if view.dtype != dtype:
+        raise TypeError(f"{name} has dtype {view.dtype}, {like} has {dtype}: they must match")
+    if view.shape != shape or view.strides != strides:
+        raise ValueError(
+            f"{name} must be laid out like {like} ({why}): {like} has shape {shape} and "
+            f"strides {strides}, {name} has {view.shape} and {view.strides}"
         )

@@ -21,7 +21,7 @@ from _nvbind.resource import CResource
 
 from . import _bindings
 from ._lib import LIB, check, clear_last_error, compute_descriptor
-from .checks import check_device_view, check_operation, coerce_scalar, span
+from .checks import check_device_view, check_laid_out_like, check_operation, coerce_scalar, span
 from .handle import Handle
 from .tables import KINDS, MIN_COMPUTE_CAPABILITY, operator_name
 from .tensor import ModeMap, TensorDescriptor, TensorSpec, check_pointer, dtype_of_data_type
@@ -286,16 +286,8 @@ class Operation(CResource):
                 continue
             view = array_view(array, name, stream_ptr)
             check_device_view(view, name, device)
-            spec = operand.spec
-            if view.dtype != spec.dtype:
-                raise TypeError(
-                    f"{name} has dtype {view.dtype}, the operation was described for {spec.dtype}"
-                )
-            if view.shape != operand.shape or view.strides != operand.strides:
-                raise ValueError(
-                    f"{name} has shape {view.shape} and strides {view.strides}; the operation was "
-                    f"described for shape {operand.shape} and strides {operand.strides}"
-                )
+            check_laid_out_like(view, name, operand.spec.dtype, operand.shape, operand.strides,
+                                f"the operation's {name}", "it was described for that")  # fmt: skip
             check_pointer(view.ptr, view.itemsize, name)
             if i == last and view.readonly:
                 raise ValueError(f"{name} is the output but its array is read-only")

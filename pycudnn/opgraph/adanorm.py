@@ -104,7 +104,7 @@ class AdaNormOps(GraphCore):
                 )
         phase = _bindings.cudnnBackendNormFwdPhase_t
         attrs = {
-            "compute_dtype": self.compute_dtype,
+            "compute_dtype": self._compute_dtype,
             "mode": _bindings.cudnnBackendNormMode_t.ADA_LAYER_NORM,
             "phase": phase.TRAINING if training else phase.INFERENCE,
         }
@@ -161,7 +161,7 @@ class AdaNormOps(GraphCore):
                 label, op_name, role, sc.dims, sc, out=None, out_dtype=sc.dtype
             )
         attrs = {
-            "compute_dtype": self.compute_dtype,
+            "compute_dtype": self._compute_dtype,
             "mode": _bindings.cudnnBackendNormMode_t.ADA_LAYER_NORM,
         }
         self._add_op(kind, op_name, ins, outs, attrs)

@@ -22,18 +22,52 @@ refused with the version the feature needs. Paged K/V caches: :mod:`.attention_p
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from _nvbind.keywords import keyword_defaults, place_keywords, show_keywords, take_keywords
 
 from .. import _attention_rules as rules
-from . import attention_args as kw
+from . import attention_args as args
 from . import attention_extras as ext
+from .attention_args import MaskKeywords, ScoreKeywords, SdpaKeywords
 from .attention_common import AttentionCommon, attach_offsets, spec
 from .attention_paged import TABLE_ROLES, paged_kv
 from .attention_ragged import ragged_args
 from .common import GraphError
 from .tensors import Tensor
 
-__all__ = ["AttentionOps", "spec"]
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
+
+__all__ = ["AttentionOps", "sdpa_defaults", "spec"]
+
+
+def sdpa_defaults(
+    *,
+    scale: float | None = None,
+    causal: bool = False,
+    sliding_window: int | None = None,
+    bias: Tensor | None = None,
+    seq_len_q: Tensor | None = None,
+    seq_len_kv: Tensor | None = None,
+    dropout: Any = 0.0,
+    seed: Tensor | None = None,
+    offset: Tensor | None = None,
+    use_causal_mask: bool = False,
+    use_causal_mask_bottom_right: bool = False,
+    diagonal_alignment: Any = "top_left",
+    diagonal_band_left_bound: int | None = None,
+    diagonal_band_right_bound: int | None = None,
+    sliding_window_length: int | None = None,
+    use_padding_mask: bool | None = None,
+    use_alibi_mask: bool = False,
+) -> None:
+    """The one declaration of :class:`SdpaKeywords`' annotations and defaults, which
+    :func:`_nvbind.keywords.show_keywords` reads for the signatures of both SDPA methods."""
+
+
+# Every SdpaKeywords key with its default, for take_keywords.
+SDPA_DEFAULTS = keyword_defaults(sdpa_defaults)
 
 
 class AttentionOps(AttentionCommon):
@@ -45,28 +79,11 @@ class AttentionOps(AttentionCommon):
         k: Tensor,
         v: Tensor,
         *,
-        scale: float | None = None,
-        causal: bool = False,
-        sliding_window: int | None = None,
-        bias: Tensor | None = None,
-        seq_len_q: Tensor | None = None,
-        seq_len_kv: Tensor | None = None,
-        dropout: Any = 0.0,
-        seed: Tensor | None = None,
-        offset: Tensor | None = None,
         return_stats: bool | None = None,
         implementation: Any = "auto",
         attn_scale: Any = None,
         generate_stats: bool | None = None,
         is_inference: bool | None = None,
-        use_causal_mask: bool = False,
-        use_causal_mask_bottom_right: bool = False,
-        diagonal_alignment: Any = "top_left",
-        diagonal_band_left_bound: int | None = None,
-        diagonal_band_right_bound: int | None = None,
-        sliding_window_length: int | None = None,
-        use_padding_mask: bool | None = None,
-        use_alibi_mask: bool = False,
         rng_dump: Tensor | None = None,
         paged_attention_k_table: Tensor | None = None,
         paged_attention_v_table: Tensor | None = None,
@@ -79,6 +96,7 @@ class AttentionOps(AttentionCommon):
         score_sum_exp: Tensor | None = None,
         stats_use_log2: bool | None = None,
         name: str | None = None,
+        **kw: Unpack[SdpaKeywords],
     ) -> tuple[Tensor, Tensor | None]:
         """``softmax(scale * Q @ K^T + bias, masked) @ V`` (``OPERATION_SDPA_FWD_DESCRIPTOR``, or
         the composite graph of ``OPERATION_MATMUL``, pointwise, reduction and RNG operations).
@@ -126,8 +144,10 @@ class AttentionOps(AttentionCommon):
         ``exp(score - max)``) and ``stats_use_log2`` (the stats in base 2): unified from cuDNN
         9.21 (9.27 for base 2), composite (9.27 for base 2).
         """
+        # an unknown keyword: TypeError, before anything else
+        shared = take_keywords("sdpa", kw, SDPA_DEFAULTS)
         op_name, label = self._begin_op("sdpa", name)
-        stats_flag = kw.stats_flag(label, return_stats, generate_stats, is_inference)
+        stats_flag = args.stats_flag(label, return_stats, generate_stats, is_inference)
         rows, log2, row_features = ext.score_outputs(
             label,
             score_max=score_max,
@@ -135,11 +155,9 @@ class AttentionOps(AttentionCommon):
             stats_use_log2=stats_use_log2,
             stats=bool(stats_flag),
         )
-        scale = kw.scale_arg(label, scale, attn_scale)
-        mask_form = ext.dropout_mask_arg(label, dropout)
-        dropout, seed, offset = kw.dropout_arg(label, None if mask_form else dropout, seed, offset)
-        kw.refuse_unsupported(label, use_alibi_mask=use_alibi_mask)
-        kw.padding_flag(label, use_padding_mask, seq_len_q, seq_len_kv)
+        opts, masks, mask_form = args.sdpa_keywords(label, shared, attn_scale, ext.dropout_mask_arg)
+        dropout, bias, use_alibi_mask = opts["dropout"], opts["bias"], opts["use_alibi_mask"]
+        padded = opts["seq_len_q"] is not None and opts["seq_len_kv"] is not None
         tables = {
             side: None if t is None else self._own(t, label, f"paged_attention_{side}_table")
             for side, t in (("k", paged_attention_k_table), ("v", paged_attention_v_table))
@@ -151,26 +169,15 @@ class AttentionOps(AttentionCommon):
             batch=self._own(q, label, "q").dims[0],
             tables=tables,
             max_seq_len_kv=paged_attention_max_seq_len_kv,
-            padded=seq_len_q is not None and seq_len_kv is not None,
+            padded=padded,
             score_tensors=(bias, rng_dump),
         )
         ragged = ragged_args(
             label,
             {"q": q, "k": k, "v": v},
-            padded=seq_len_q is not None and seq_len_kv is not None,
+            padded=padded,
             max_total_seq_len_q=max_total_seq_len_q,
             max_total_seq_len_kv=max_total_seq_len_kv,
-        )
-        masks = kw.Masks(
-            label,
-            causal=causal,
-            use_causal_mask=use_causal_mask,
-            use_causal_mask_bottom_right=use_causal_mask_bottom_right,
-            sliding_window=sliding_window,
-            sliding_window_length=sliding_window_length,
-            diagonal_alignment=diagonal_alignment,
-            diagonal_band_left_bound=diagonal_band_left_bound,
-            diagonal_band_right_bound=diagonal_band_right_bound,
         )
         needs_composite = ""
         if use_alibi_mask:
@@ -187,11 +194,7 @@ class AttentionOps(AttentionCommon):
             "q": q,
             "k": k,
             "v": v,
-            "bias": bias,
-            "seq_len_q": seq_len_q,
-            "seq_len_kv": seq_len_kv,
-            "seed": seed,
-            "offset": offset,
+            **{r: opts[r] for r in ("bias", "seq_len_q", "seq_len_kv", "seed", "offset")},
             "sink": sink_token,
             "block_mask": block_mask,
             **dict(zip(("dropout_mask", "dropout_scale"), mask_form or (), strict=False)),
@@ -208,7 +211,7 @@ class AttentionOps(AttentionCommon):
             label,
             op_name,
             tensors,
-            scale=scale,
+            scale=opts["scale"],
             masks=masks,
             dropout=dropout,
             backward=False,
@@ -262,15 +265,6 @@ class AttentionOps(AttentionCommon):
         do: Tensor | None = None,
         *,
         stats: Tensor,
-        scale: float | None = None,
-        causal: bool = False,
-        sliding_window: int | None = None,
-        bias: Tensor | None = None,
-        seq_len_q: Tensor | None = None,
-        seq_len_kv: Tensor | None = None,
-        dropout: Any = 0.0,
-        seed: Tensor | None = None,
-        offset: Tensor | None = None,
         implementation: Any = "auto",
         attn_scale: Any = None,
         dBias: Tensor | None = None,
@@ -278,17 +272,10 @@ class AttentionOps(AttentionCommon):
         use_deterministic_algorithm: bool = False,
         max_total_seq_len_q: int | None = None,
         max_total_seq_len_kv: int | None = None,
-        use_causal_mask: bool = False,
-        use_causal_mask_bottom_right: bool = False,
-        diagonal_alignment: Any = "top_left",
-        diagonal_band_left_bound: int | None = None,
-        diagonal_band_right_bound: int | None = None,
-        sliding_window_length: int | None = None,
-        use_padding_mask: bool | None = None,
-        use_alibi_mask: bool = False,
         sink_token: Tensor | None = None,
         dSink_token: Tensor | None = None,
         name: str | None = None,
+        **kw: Unpack[SdpaKeywords],
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Gradients ``(dQ, dK, dV)`` of :meth:`sdpa` (``OPERATION_SDPA_BWD_DESCRIPTOR``, or the
         frontend's composite backward graph).
@@ -311,6 +298,8 @@ class AttentionOps(AttentionCommon):
         ``sink_token`` is the forward's sink; ``dSink_token`` (float32 ``[1, h_q, 1, 1]``)
         receives its gradient (:mod:`pycudnn.opgraph.attention_extras`).
         """
+        # an unknown keyword: TypeError, before anything else
+        shared = take_keywords("sdpa_backward", kw, SDPA_DEFAULTS)
         op_name, label = self._begin_op("sdpa_backward", name)
         if (do is None) == (dO is None):
             raise GraphError(f"{label}: give the output gradient once, as do or dO")
@@ -320,22 +309,11 @@ class AttentionOps(AttentionCommon):
                 f"{label}: use_deterministic_algorithm must be a bool, not "
                 f"{use_deterministic_algorithm!r}"
             )
-        scale = kw.scale_arg(label, scale, attn_scale)
-        mask_form = ext.dropout_mask_backward_arg(label, dropout)
-        dropout, seed, offset = kw.dropout_arg(label, None if mask_form else dropout, seed, offset)
-        kw.refuse_unsupported(label, use_alibi_mask=use_alibi_mask)
-        kw.padding_flag(label, use_padding_mask, seq_len_q, seq_len_kv)
-        masks = kw.Masks(
-            label,
-            causal=causal,
-            use_causal_mask=use_causal_mask,
-            use_causal_mask_bottom_right=use_causal_mask_bottom_right,
-            sliding_window=sliding_window,
-            sliding_window_length=sliding_window_length,
-            diagonal_alignment=diagonal_alignment,
-            diagonal_band_left_bound=diagonal_band_left_bound,
-            diagonal_band_right_bound=diagonal_band_right_bound,
+        opts, masks, mask_form = args.sdpa_keywords(
+            label, shared, attn_scale, ext.dropout_mask_backward_arg
         )
+        dropout, bias, use_alibi_mask = opts["dropout"], opts["bias"], opts["use_alibi_mask"]
+        padded = opts["seq_len_q"] is not None and opts["seq_len_kv"] is not None
         needs_composite = ""
         if mask_form:
             needs_composite = (
@@ -356,7 +334,7 @@ class AttentionOps(AttentionCommon):
         ragged = ragged_args(
             label,
             {r: self._own(t, label, r) for r, t in given.items()},
-            padded=seq_len_q is not None and seq_len_kv is not None,
+            padded=padded,
             max_total_seq_len_q=max_total_seq_len_q,
             max_total_seq_len_kv=max_total_seq_len_kv,
         )
@@ -372,11 +350,7 @@ class AttentionOps(AttentionCommon):
             "o": o,
             "do": do,
             "stats": stats,
-            "bias": bias,
-            "seq_len_q": seq_len_q,
-            "seq_len_kv": seq_len_kv,
-            "seed": seed,
-            "offset": offset,
+            **{r: opts[r] for r in ("bias", "seq_len_q", "seq_len_kv", "seed", "offset")},
             "sink": sink_token,
             **dict(
                 zip(
@@ -394,7 +368,7 @@ class AttentionOps(AttentionCommon):
             label,
             op_name,
             tensors,
-            scale=scale,
+            scale=opts["scale"],
             masks=masks,
             dropout=dropout,
             backward=True,
@@ -418,3 +392,12 @@ class AttentionOps(AttentionCommon):
             )
         attach_offsets(self._add_op("sdpa_backward", op_name, inputs, outputs, attrs))
         return outputs["dq"], outputs["dk"], outputs["dv"]
+
+
+# Both methods take the score and mask keywords as SdpaKeywords, declared once with their
+# defaults (sdpa_defaults); each signature shows them where it always did.
+show_keywords(vars(AttentionOps), sdpa_defaults, SdpaKeywords)
+place_keywords(AttentionOps.sdpa, ScoreKeywords, before="return_stats")
+place_keywords(AttentionOps.sdpa_backward, ScoreKeywords, before="implementation")
+place_keywords(AttentionOps.sdpa, MaskKeywords, before="rng_dump")
+place_keywords(AttentionOps.sdpa_backward, MaskKeywords, before="sink_token")

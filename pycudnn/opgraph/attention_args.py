@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypedDict
 
-import numpy as np
+from _nvbind.lazy_numpy import numpy_types
 
 from .. import _attention_rules as rules
 from .common import GraphError
@@ -19,12 +20,16 @@ from .tensors import Tensor
 __all__ = [
     "ALIGNMENTS",
     "IMPLEMENTATIONS",
+    "MaskKeywords",
     "Masks",
+    "ScoreKeywords",
+    "SdpaKeywords",
     "choice",
     "dropout_arg",
     "padding_flag",
     "refuse_unsupported",
     "scale_arg",
+    "sdpa_keywords",
     "stats_flag",
 ]
 
@@ -46,6 +51,40 @@ def optional_int(value: Any, what: str, low: int) -> int | None:
     if not low <= value <= rules.INT32_MAX:
         raise GraphError(f"{what} must be in {low}..{rules.INT32_MAX} (an int32), got {value}")
     return value
+
+
+class ScoreKeywords(TypedDict, total=False):
+    """The score keywords :meth:`Graph.sdpa` and :meth:`Graph.sdpa_backward` share (scale,
+    pycudnn's masks, bias, sequence lengths, dropout), as :func:`~pycudnn.opgraph.attention.sdpa_defaults` declares them."""
+
+    scale: float | None
+    causal: bool
+    sliding_window: int | None
+    bias: Tensor | None
+    seq_len_q: Tensor | None
+    seq_len_kv: Tensor | None
+    dropout: Any
+    seed: Tensor | None
+    offset: Tensor | None
+
+
+class MaskKeywords(TypedDict, total=False):
+    """The frontend's mask keywords :meth:`Graph.sdpa` and :meth:`Graph.sdpa_backward` share, as
+    :func:`~pycudnn.opgraph.attention.sdpa_defaults` declares them."""
+
+    use_causal_mask: bool
+    use_causal_mask_bottom_right: bool
+    diagonal_alignment: Any
+    diagonal_band_left_bound: int | None
+    diagonal_band_right_bound: int | None
+    sliding_window_length: int | None
+    use_padding_mask: bool | None
+    use_alibi_mask: bool
+
+
+class SdpaKeywords(ScoreKeywords, MaskKeywords, total=False):
+    """Both lists, for ``**kw: Unpack[SdpaKeywords]``; each method's signature shows the two where
+    it always did (:func:`_nvbind.keywords.place_keywords`)."""
 
 
 class Masks:
@@ -110,6 +149,21 @@ class Masks:
         self.left = left
         self.right = right
 
+    @classmethod
+    def of(cls, label: str, k: Mapping[str, Any]) -> Masks:
+        """The masks the keywords ``k`` (:class:`SdpaKeywords`, defaults filled) describe."""
+        return cls(
+            label,
+            causal=k["causal"],
+            use_causal_mask=k["use_causal_mask"],
+            use_causal_mask_bottom_right=k["use_causal_mask_bottom_right"],
+            sliding_window=k["sliding_window"],
+            sliding_window_length=k["sliding_window_length"],
+            diagonal_alignment=k["diagonal_alignment"],
+            diagonal_band_left_bound=k["diagonal_band_left_bound"],
+            diagonal_band_right_bound=k["diagonal_band_right_bound"],
+        )
+
     @property
     def any(self) -> bool:
         return self.left is not None or self.right is not None
@@ -148,7 +202,7 @@ def scale_arg(label: str, scale: Any, attn_scale: Any) -> Any:
     if value is None or isinstance(value, Tensor):
         return value
     if (
-        isinstance(value, (bool, np.bool_))
+        isinstance(value, (bool, *numpy_types("bool_")))
         or not isinstance(value, numbers.Real)
         or not math.isfinite(value)
     ):
@@ -195,3 +249,20 @@ def padding_flag(label: str, use_padding_mask: Any, seq_len_q: Any, seq_len_kv: 
 def refuse_unsupported(label: str, *, use_alibi_mask: Any) -> None:
     if not isinstance(use_alibi_mask, bool):
         raise TypeError(f"{label}: use_alibi_mask must be a bool, not {use_alibi_mask!r}")
+
+
+def sdpa_keywords(
+    label: str, kw: Mapping[str, Any], attn_scale: Any, mask_arg: Callable[[str, Any], Any]
+) -> tuple[dict[str, Any], Masks, Any]:
+    """The :class:`SdpaKeywords` of a call (completed with the defaults by ``take_keywords``)
+    brought to one answer each (``scale`` or ``attn_scale``; the dropout probability, seed and
+    offset), the masks they describe, and the dropout's ``(mask, scale...)`` form that
+    ``mask_arg`` reads from ``dropout`` (None when it is a probability)."""
+    k = dict(kw)
+    k["scale"] = scale_arg(label, k["scale"], attn_scale)
+    mask_form = mask_arg(label, k["dropout"])
+    dropout = None if mask_form else k["dropout"]
+    k["dropout"], k["seed"], k["offset"] = dropout_arg(label, dropout, k["seed"], k["offset"])
+    refuse_unsupported(label, use_alibi_mask=k["use_alibi_mask"])
+    padding_flag(label, k["use_padding_mask"], k["seq_len_q"], k["seq_len_kv"])
+    return k, Masks.of(label, k), mask_form

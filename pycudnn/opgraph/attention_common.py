@@ -23,7 +23,11 @@ __all__ = ["AttentionCommon", "attach_offsets", "spec"]
 
 def spec(t: Tensor) -> rules.TensorSpec:
     """The :class:`~pycudnn._attention_rules.TensorSpec` of a graph tensor."""
-    dt = dtype_name(t.dtype) if t.dtype is not None else "unresolved (call set_dtype())"
+    dt = (
+        dtype_name(t.element_type)
+        if t.element_type is not None
+        else "unresolved (call set_dtype())"
+    )
     return rules.TensorSpec(t.name, t.dims, t.strides, dt)
 
 
@@ -264,7 +268,7 @@ class AttentionCommon(GraphCore):
         """O (Q's dtype, the layout the rules chose) and, when asked, the float32 stats."""
         out = {
             "o": self._output(label, op_name, "o", shapes.o_dims, q, out=None,
-                              out_dtype=q.dtype, strides=shapes.o_strides)
+                              out_dtype=q.element_type, strides=shapes.o_strides)
         }  # fmt: skip
         if stats:
             out["stats"] = self._output(label, op_name, "stats", shapes.stats_dims, q, out=None,
@@ -279,7 +283,14 @@ class AttentionCommon(GraphCore):
         for role, src in (("dq", "q"), ("dk", "k"), ("dv", "v")):
             t = inputs[src]
             out[role] = self._output(
-                label, op_name, role, t.dims, t, out=None, out_dtype=t.dtype, strides=t.strides
+                label,
+                op_name,
+                role,
+                t.dims,
+                t,
+                out=None,
+                out_dtype=t.element_type,
+                strides=t.strides,
             )
         if dsink is not None:
             owned = self._own(dsink, label, "dSink_token")

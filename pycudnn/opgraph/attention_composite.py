@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from _nvbind.strides import c_strides
+
 from .common import GraphError, _cudnn_dtype
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -72,15 +74,6 @@ def composite_views(ops: list[Operation]) -> dict[int, tuple[Any, Any]]:
                 )
             views[t.uid] = _transposed(t.dims, t.strides)
     return views
-
-
-def _packed(dims: tuple[int, ...]) -> tuple[int, ...]:
-    out: list[int] = []
-    step = 1
-    for n in reversed(dims):
-        out.insert(0, step)
-        step *= n
-    return tuple(out)
 
 
 class _Builder:
@@ -131,7 +124,7 @@ class _Builder:
         t.set("TENSOR_DATA_TYPE", dtype, attr_type="DATA_TYPE")
         t.set("TENSOR_BYTE_ALIGNMENT", 16, attr_type="INT64")
         t.set("TENSOR_DIMENSIONS", dims, attr_type="INT64")
-        t.set("TENSOR_STRIDES", strides or _packed(dims), attr_type="INT64")
+        t.set("TENSOR_STRIDES", strides or c_strides(dims), attr_type="INT64")
         t.set("TENSOR_IS_VIRTUAL", True, attr_type="BOOLEAN")
         self.finalize(t, f"{self.op.label} (composite tensor {dims})")
         return t

@@ -23,7 +23,9 @@ The backward is :mod:`pycudnn.opgraph.attention_fp8_backward` (a composite graph
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
+
+from _nvbind.keywords import keyword_defaults
 
 from .. import _attention_rules as rules
 from . import attention_args as kw
@@ -31,12 +33,28 @@ from .attention_common import AttentionCommon, attach_offsets
 from .common import GraphError
 from .tensors import Tensor
 
-__all__ = ["FP8_DTYPES", "SCALE_ROLES", "AttentionFp8Ops", "as_bf16"]
+__all__ = ["FP8_DTYPES", "SCALE_ROLES", "AttentionFp8Ops", "Fp8Keywords", "as_bf16"]
 
 #: Element types of Q, K, V and O for per-tensor FP8 attention.
 FP8_DTYPES = ("float8_e4m3fn", "float8_e5m2")
 #: The frontend's names of the six float32 factors, in its positional order.
 SCALE_ROLES = ("descale_q", "descale_k", "descale_v", "descale_s", "scale_s", "scale_o")
+
+
+class Fp8Keywords(TypedDict, total=False):
+    """The keywords of :meth:`AttentionFp8Ops.sdpa_fp8` that ``sdpa_fp8_backward`` takes too,
+    with the same defaults (the scale, and the padding and diagonal-band masks under the
+    frontend's FP8 names): their fixed keyword list, for ``**kw: Unpack[Fp8Keywords]``."""
+
+    attn_scale: Any
+    use_padding_mask: bool | None
+    seq_len_q: Tensor | None
+    seq_len_kv: Tensor | None
+    use_causal_mask: bool
+    use_causal_mask_bottom_right: bool
+    diagonal_alignment: Any
+    left_bound: int | None
+    right_bound: int | None
 
 
 def _name(t: Tensor) -> str:
@@ -157,3 +175,7 @@ class AttentionFp8Ops(AttentionCommon):
         outputs.update(self._amax_outputs(label, op_name, ("amax_s", "amax_o"), q_t))
         attach_offsets(self._add_op("sdpa", op_name, inputs, outputs, attrs))
         return outputs["o"], outputs.get("stats"), outputs["amax_s"], outputs["amax_o"]
+
+
+# sdpa_fp8 spells out the keywords (and defaults) that sdpa_fp8_backward takes as Fp8Keywords.
+FP8_DEFAULTS = keyword_defaults(AttentionFp8Ops.sdpa_fp8, Fp8Keywords.__annotations__)

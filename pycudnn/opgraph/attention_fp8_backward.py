@@ -33,17 +33,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from _nvbind.ffi import UnsupportedByLibraryError
+from _nvbind.keywords import place_keywords, show_keywords, take_keywords
 
 from .. import _attention_rules as rules
-from . import attention_args as kw
+from . import attention_args as args
 from . import attention_common
 from .attention_common import AttentionCommon
 from .attention_composite import _Builder, _scores, backward_shapes
-from .attention_fp8 import _check_fp8, as_bf16
+from .attention_fp8 import FP8_DEFAULTS, AttentionFp8Ops, Fp8Keywords, _check_fp8, as_bf16
 from .common import GraphError
 from .tensors import Tensor
 
 if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
+
     from .tensors import Operation
 
 __all__ = ["BWD_SCALE_ROLES", "AttentionFp8BackwardOps", "build_fp8_backward", "hopper_advice"]
@@ -92,21 +95,13 @@ class AttentionFp8BackwardOps(AttentionCommon):
         scale_dV: Tensor,
         scale_dP: Tensor,
         *,
-        attn_scale: Any = None,
-        use_padding_mask: bool | None = None,
-        seq_len_q: Tensor | None = None,
-        seq_len_kv: Tensor | None = None,
-        use_causal_mask: bool = False,
-        use_causal_mask_bottom_right: bool = False,
-        diagonal_alignment: Any = "top_left",
-        left_bound: int | None = None,
-        right_bound: int | None = None,
         use_deterministic_algorithm: bool = False,
         dropout: Any = None,
         sink_token: Tensor | None = None,
         dSink_token: Tensor | None = None,
         implementation: Any = "auto",
         name: str | None = None,
+        **kw: Unpack[Fp8Keywords],
     ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
         """FP8 attention backward as NVIDIA's frontend builds it (a composite graph of
         ``OPERATION_MATMUL``, ``_POINTWISE``, ``_REDUCTION`` and ``_RESHAPE`` descriptors; cuDNN's
@@ -116,6 +111,7 @@ class AttentionFp8BackwardOps(AttentionCommon):
         ``dropout=(p, seed, offset)`` as :meth:`sdpa_backward`; ``sink_token`` with
         ``dSink_token`` (float32 ``[1, h_q, 1, 1]``) receiving its gradient. ``implementation``
         may be ``"auto"`` or ``"composite"``. See :mod:`pycudnn.opgraph.attention_fp8_backward`."""
+        opts = take_keywords("sdpa_fp8_backward", kw, FP8_DEFAULTS)  # an unknown one: TypeError
         op_name, label = self._begin_op("sdpa_fp8_backward", name)
         loaded = attention_common._loaded_version()
         if loaded < _FIRST or loaded == _BROKEN:
@@ -124,7 +120,8 @@ class AttentionFp8BackwardOps(AttentionCommon):
                 f"9.10.0 (known bugs; NVIDIA's frontend refuses it too: use 9.10.2 or newer); "
                 f"the loaded cuDNN is {rules.version_text(loaded)}"
             )
-        if use_causal_mask_bottom_right or diagonal_alignment not in ("top_left", None):
+        bottom_right = opts["use_causal_mask_bottom_right"]
+        if bottom_right or opts["diagonal_alignment"] not in ("top_left", None):
             # the frontend refuses both on Hopper (sm_90); on Blackwell it plans them only for
             # s_q and s_kv multiples of 64 without dropout: not built here
             raise GraphError(
@@ -145,9 +142,9 @@ class AttentionFp8BackwardOps(AttentionCommon):
                 f"{label}: give sink_token together with dSink_token: the FP8 backward reads the "
                 "sink only for its gradient (the saved stats carry it into P)"
             )
-        scale = kw.scale_arg(label, None, attn_scale)
-        kw.padding_flag(label, use_padding_mask, seq_len_q, seq_len_kv)
-        drop_p, seed, offset = kw.dropout_arg(
+        scale = args.scale_arg(label, None, opts["attn_scale"])
+        args.padding_flag(label, opts["use_padding_mask"], opts["seq_len_q"], opts["seq_len_kv"])
+        drop_p, seed, offset = args.dropout_arg(
             label, 0.0 if dropout is None else dropout, None, None
         )
         io = {"q": q, "k": k, "v": v, "o": o, "do": dO}
@@ -163,22 +160,22 @@ class AttentionFp8BackwardOps(AttentionCommon):
                     "backward on Hopper and it is not built here: give padded BSHD tensors "
                     "with seq_len_q/seq_len_kv"
                 )
-        masks = kw.Masks(
+        masks = args.Masks(
             label,
             causal=False,
-            use_causal_mask=use_causal_mask,
+            use_causal_mask=opts["use_causal_mask"],
             use_causal_mask_bottom_right=False,
             sliding_window=None,
             sliding_window_length=None,
             diagonal_alignment="top_left",
-            diagonal_band_left_bound=left_bound,
-            diagonal_band_right_bound=right_bound,
+            diagonal_band_left_bound=opts["left_bound"],
+            diagonal_band_right_bound=opts["right_bound"],
         )
         tensors: dict[str, Any] = {
             **qkv,
             "stats": stats,
-            "seq_len_q": seq_len_q,
-            "seq_len_kv": seq_len_kv,
+            "seq_len_q": opts["seq_len_q"],
+            "seq_len_kv": opts["seq_len_kv"],
             "seed": seed,
             "offset": offset,
             "sink": sink_token,
@@ -313,3 +310,11 @@ def _matmul_fp8(
         c = bld.pw("MUL", c, bld.arg(factor), dims=out.dims)
     bld.pw("MUL", c, bld.arg("scale_" + role), dims=out.dims, out=bld.arg(role))
     bld.reduce("AMAX", c, bld.arg("amax_" + role))
+
+
+# sdpa_fp8 spells out the keywords (and defaults) that sdpa_fp8_backward takes as Fp8Keywords;
+# its signature shows them where they always stood, after the eighteen tensors.
+show_keywords(vars(AttentionFp8BackwardOps), AttentionFp8Ops.sdpa_fp8, Fp8Keywords)
+place_keywords(
+    AttentionFp8BackwardOps.sdpa_fp8_backward, Fp8Keywords, before="use_deterministic_algorithm"
+)

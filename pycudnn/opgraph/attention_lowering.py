@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from _nvbind.strides import c_strides
+
 from .attention_composite import build_composite
 from .attention_fp8_backward import build_fp8_backward, hopper_advice
 from .norm_peer import PEER_ROLE, peer_descriptors
@@ -204,7 +206,7 @@ def _softmax(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) ->
         t.set("TENSOR_DATA_TYPE", "FLOAT", attr_type="DATA_TYPE")
         t.set("TENSOR_BYTE_ALIGNMENT", 16, attr_type="INT64")
         t.set("TENSOR_DIMENSIONS", dims, attr_type="INT64")
-        t.set("TENSOR_STRIDES", _packed(dims), attr_type="INT64")
+        t.set("TENSOR_STRIDES", c_strides(dims), attr_type="INT64")
         t.set("TENSOR_IS_VIRTUAL", True, attr_type="BOOLEAN")
         finalize(t, f"{op.label} (softmax tensor)")
         ends.append(t)
@@ -222,22 +224,13 @@ def _softmax(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) ->
     return sm
 
 
-def _packed(dims: tuple[int, ...]) -> tuple[int, ...]:
-    strides: list[int] = []
-    step = 1
-    for n in reversed(dims):
-        strides.insert(0, step)
-        step *= n
-    return tuple(strides)
-
-
 def _score_subgraph(
     op: Operation, tensors: dict[int, Any], new: Any, finalize: Any
 ) -> tuple[Any, int, int]:
     """The pre-softmax subgraph (bias, causal and sliding-window masks) of an SDPA operation."""
     a = op.attrs
     dims = tuple(a["scores_dims"])
-    strides = list(_packed(dims))
+    strides = list(c_strides(dims))
     first = min(t.uid for t in op.outputs.values())
     next_uid = [_SUBGRAPH_UID_BASE + first * 64]
 

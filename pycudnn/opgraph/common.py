@@ -6,14 +6,16 @@ from __future__ import annotations
 import enum
 import numbers
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from _nvbind.dtypes import CUDNN_DATA_TYPE_NAMES, dtype_name
+from _nvbind.dtypes import CUDNN_DATA_TYPE_NAMES, DataType, as_data_type, dtype_name
+from _nvbind.lazy_numpy import numpy_types
 from _nvbind.suggest import did_you_mean
 
 from .. import _bindings, layout
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["MAX_RANK", "MIN_RANK", "GraphError"]
 
@@ -22,7 +24,7 @@ MAX_RANK = int(getattr(_bindings, "CUDNN_DIM_MAX", 8))
 
 PointwiseMode: Any = _bindings.cudnnPointwiseMode_t
 ReduceOp: Any = _bindings.cudnnReduceTensorOp_t
-DataType: Any = _bindings.cudnnDataType_t
+CudnnDataType: Any = _bindings.cudnnDataType_t
 
 
 _CONV_OPS = frozenset({"conv_fprop", "conv_dgrad", "conv_wgrad"})
@@ -58,11 +60,13 @@ def _enum_member(enum_cls: type[enum.IntEnum], value: Any, prefix: str, what: st
 
 
 def _ints(value: Any, what: str, n: int | None = None) -> tuple[int, ...]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
+    if isinstance(value, numpy_types("ndarray")):  # (): NumPy not imported, value no array
+        value = value.tolist()
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         if isinstance(value, numbers.Integral) and not isinstance(value, bool) and n is not None:
             return (int(value),) * n
         raise TypeError(f"{what} must be a sequence of ints, not {value!r}")
-    items = value.tolist() if isinstance(value, np.ndarray) else list(value)
+    items = list(value)
     out = []
     for i, v in enumerate(items):
         if isinstance(v, bool) or not isinstance(v, numbers.Integral):
@@ -85,12 +89,13 @@ def _check_bounds(label: str, *checks: tuple[str, tuple[int, ...], int]) -> None
                 raise GraphError(f"{label}: {what}[{i}] is {v}; it must fit in an int64")
 
 
-def _cudnn_dtype(dtype: np.dtype, what: str) -> Any:
-    name = CUDNN_DATA_TYPE_NAMES.get(np.dtype(dtype))
-    if name is None or name not in DataType.__members__:
-        known = ", ".join(sorted(dtype_name(d) for d in CUDNN_DATA_TYPE_NAMES))
-        raise GraphError(f"{what}: cuDNN has no data type for {dtype_name(dtype)} (known: {known})")
-    return DataType[name]
+def _cudnn_dtype(dtype: DataType | np.dtype, what: str) -> Any:
+    dt = as_data_type(dtype, name=what)
+    name = CUDNN_DATA_TYPE_NAMES.get(dt)
+    if name is None or name not in CudnnDataType.__members__:
+        known = ", ".join(sorted(CUDNN_DATA_TYPE_NAMES.type_names()))
+        raise GraphError(f"{what}: cuDNN has no data type for {dtype_name(dt)} (known: {known})")
+    return CudnnDataType[name]
 
 
 def _dims_text(dims: Sequence[int]) -> str:
@@ -112,11 +117,11 @@ _INT64_MAX = 2**63 - 1
 
 
 def _check_extent(
-    dims: Sequence[int], strides: Sequence[int], dtype: np.dtype | None, label: str
+    dims: Sequence[int], strides: Sequence[int], dtype: DataType | np.dtype | None, label: str
 ) -> None:
     """Refuse tensors whose byte extent does not fit in int64: cuDNN takes dims and strides as
     int64 and computes byte offsets from them (values past 2**63 would wrap)."""
-    itemsize = np.dtype(dtype).itemsize if dtype is not None else 1
+    itemsize = dtype.itemsize if dtype is not None else 1
     span = (sum((d - 1) * s for d, s in zip(dims, strides, strict=True)) + 1) * itemsize
     if span > _INT64_MAX:
         raise GraphError(

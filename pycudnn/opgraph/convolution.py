@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
-import numpy as np
-
-from _nvbind.dtypes import as_numpy_dtype, dtype_name
+from _nvbind.dtypes import as_data_type, dtype_name
 from _nvbind.keywords import keyword_defaults, show_keywords, take_keywords
 
 from .common import (
@@ -166,14 +164,15 @@ class ConvolutionOps(GraphCore):
     def _check_conv_dtypes(self, label: str, a: tuple[str, Tensor], b: tuple[str, Tensor]) -> None:
         (ra, ta), (rb, tb) = a, b
         for role, t in (a, b):
-            if t.dtype is not None and t.dtype.kind == "b":
+            if t.element_type is not None and t.element_type.kind == "b":
                 raise GraphError(
                     f"{label}: {role} ('{t.name}') is boolean; convolutions need numbers"
                 )
-        if ta.dtype is not None and tb.dtype is not None and ta.dtype != tb.dtype:
+        da, db = ta.element_type, tb.element_type
+        if da is not None and db is not None and da != db:
             raise GraphError(
-                f"{label}: {ra} ('{ta.name}') is {dtype_name(ta.dtype)} but {rb} ('{tb.name}') is "
-                f"{dtype_name(tb.dtype)}; convolution operands must have the same data type"
+                f"{label}: {ra} ('{ta.name}') is {dtype_name(da)} but {rb} ('{tb.name}') is "
+                f"{dtype_name(db)}; convolution operands must have the same data type"
             )
 
     def conv_fprop(
@@ -236,7 +235,7 @@ class ConvolutionOps(GraphCore):
                 )
         y_dims = (x.dims[0], w.dims[0], *out_sp)
         attrs = self._conv_attrs(label, s, compute_dtype, alpha, beta)
-        if vectorized and attrs["compute_dtype"] != np.int32:
+        if vectorized and attrs["compute_dtype"] != "int32":
             raise GraphError(
                 f"{label}: compute_dtype is {dtype_name(attrs['compute_dtype'])}, but a vectorized "
                 "int8 convolution accumulates in int32 (cuDNN 9.28 has no engine for another "
@@ -250,7 +249,7 @@ class ConvolutionOps(GraphCore):
             x,
             out=out,
             # Y of a vectorized convolution has X's element type (int8), never the io default.
-            out_dtype=x.dtype if vectorized and out_dtype is None else out_dtype,
+            out_dtype=x.element_type if vectorized and out_dtype is None else out_dtype,
             inputs=(x, w),
             vectorized=vectorized,
         )
@@ -277,10 +276,11 @@ class ConvolutionOps(GraphCore):
                 f"{label}: W has K = {k} output channels, not a multiple of {vec}: Y, {x.format} "
                 "like X, splits its K channels into vectors of that width"
             )
-        if out_dtype is not None and x.dtype is not None and as_numpy_dtype(out_dtype) != x.dtype:
+        dx = x.element_type
+        if out_dtype is not None and dx is not None and as_data_type(out_dtype) != dx:
             raise GraphError(
-                f"{label}: out_dtype is {dtype_name(as_numpy_dtype(out_dtype))}, but a vectorized "
-                f"convolution writes Y in X's layout and type ({dtype_name(x.dtype)} {x.format})"
+                f"{label}: out_dtype is {dtype_name(as_data_type(out_dtype))}, but a vectorized "
+                f"convolution writes Y in X's layout and type ({dtype_name(dx)} {x.format})"
             )
         return True
 

@@ -15,10 +15,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from _nvbind.dtypes import VECTOR_TYPES, as_numpy_dtype, dtype_name
+from _nvbind.dtypes import VECTOR_TYPES, DataType, NumpyDtype, as_data_type, dtype_name
 from _nvbind.forksafe import fork_safe_lock
+from _nvbind.lazy_numpy import numpy_types
 from _nvbind.resource import ClosedError
 
 from .. import layout
@@ -35,7 +34,7 @@ from .tensor_request import check_dims, check_strides, vector_request
 from .tensors import Operation, Tensor, _attr_text, vector_array, vector_dims
 
 if TYPE_CHECKING:  # pragma: no cover
-    pass
+    import numpy as np
 
 __all__ = ["GraphCore"]
 
@@ -63,9 +62,9 @@ class GraphCore:
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name must be a str, not {name!r}")
         self.name = name or "graph"
-        self.compute_dtype = self._dtype_arg(compute_dtype, "compute_dtype")
-        self.intermediate_dtype = self._dtype_arg(intermediate_dtype, "intermediate_dtype")
-        self.io_dtype = None if io_dtype is None else self._dtype_arg(io_dtype, "io_dtype")
+        self._compute_dtype = self._dtype_arg(compute_dtype, "compute_dtype")
+        self._intermediate_dtype = self._dtype_arg(intermediate_dtype, "intermediate_dtype")
+        self._io_dtype = None if io_dtype is None else self._dtype_arg(io_dtype, "io_dtype")
         self._tensors: list[Tensor] = []
         self._names: dict[str, Tensor] = {}
         self._ops: list[Operation] = []
@@ -81,10 +80,15 @@ class GraphCore:
         self._closed = False
 
     @staticmethod
-    def _dtype_arg(dtype: Any, what: str) -> np.dtype:
-        dt = as_numpy_dtype(dtype, name=what)
+    def _dtype_arg(dtype: Any, what: str) -> DataType:
+        dt = as_data_type(dtype, name=what)
         _cudnn_dtype(dt, what)
         return dt
+
+    # The graph's defaults as numpy.dtype; the graph itself reads the DataTypes (no NumPy).
+    compute_dtype = NumpyDtype("The accumulator type of operations given no ``compute_dtype``.")
+    intermediate_dtype = NumpyDtype("The type of virtual tensors given no dtype.")
+    io_dtype = NumpyDtype("The type of outputs given no dtype (None: their inputs').")
 
     # -- state -------------------------------------------------------------------------------
     @property
@@ -169,7 +173,7 @@ class GraphCore:
         names: tuple[str | None, str],
         dims: tuple[int, ...],
         strides: tuple[int, ...],
-        dtype: np.dtype | None,
+        dtype: DataType | np.dtype | None,
         **kw: Any,
     ) -> Tensor:
         """A tensor named ``names[0]``, or when that is None a free name made from ``names[1]``."""
@@ -213,7 +217,7 @@ class GraphCore:
         label = f"tensor '{name}'" if name else "tensor"
         dims_t = self._check_dims(dims, label)
         dtype, fmt, vector = self._vector_request(dims_t, dtype, fmt, strides, label)
-        dt = as_numpy_dtype(dtype, name=f"dtype of {label}")
+        dt = as_data_type(dtype, name=f"dtype of {label}")
         _cudnn_dtype(dt, label)
         if vector > 1:
             if (dtype_name(dt), vector) not in VECTOR_TYPES:
@@ -243,7 +247,7 @@ class GraphCore:
         if by_value is True:
             is_scalar = True
         elif by_value is not False:
-            if not isinstance(by_value, (numbers.Number, np.generic)):
+            if not isinstance(by_value, (numbers.Number, *numpy_types("generic"))):
                 raise TypeError(f"{label}: by_value must be a bool or a number, not {by_value!r}")
             is_scalar, value = True, by_value
         if is_scalar:
@@ -365,7 +369,7 @@ class GraphCore:
             strides = tuple(layout.packed_strides(dims, _format_of(like.dims, like.strides)))
         dt = None
         if out_dtype is not None:
-            dt = as_numpy_dtype(out_dtype, name=f"{op_label}: out_dtype")
+            dt = as_data_type(out_dtype, name=f"{op_label}: out_dtype")
             _cudnn_dtype(dt, f"{op_label}: out_dtype")
         default = f"{op_name}.{role}"
         return self._new_tensor(
@@ -473,10 +477,10 @@ class GraphCore:
                     "build one graph for each"
                 )
 
-    def _compute(self, compute_dtype: Any, op_label: str) -> np.dtype:
+    def _compute(self, compute_dtype: Any, op_label: str) -> DataType:
         if compute_dtype is None:
-            return self.compute_dtype
-        dt = as_numpy_dtype(compute_dtype, name=f"{op_label}: compute_dtype")
+            return self._compute_dtype
+        dt = as_data_type(compute_dtype, name=f"{op_label}: compute_dtype")
         _cudnn_dtype(dt, f"{op_label}: compute_dtype")
         return dt
 
@@ -498,15 +502,15 @@ class GraphCore:
         return result
 
     # -- resolution, key, description -----------------------------------------------------------
-    def _decide(self, t: Tensor) -> tuple[bool, np.dtype]:
+    def _decide(self, t: Tensor) -> tuple[bool, DataType]:
         """Whether an operation output is virtual, and its dtype, as the graph stands now."""
-        return decide(t, self.intermediate_dtype, self.io_dtype)
+        return decide(t, self._intermediate_dtype, self._io_dtype)
 
     def _resolve(self) -> None:
         """Decide virtual flags and dtypes of op outputs; freeze the graph."""
         if self._resolved:
             return
-        resolve(self.name, self._tensors, self._ops, self.intermediate_dtype, self.io_dtype)
+        resolve(self.name, self._tensors, self._ops, self._intermediate_dtype, self._io_dtype)
         self._resolved = True
 
     def signature(self) -> dict[str, Any]:
@@ -518,7 +522,7 @@ class GraphCore:
                 "uid": t.uid,
                 "dims": list(t.dims),
                 "strides": list(t.strides),
-                "dtype": dtype_name(t.dtype) if t.dtype is not None else None,
+                "dtype": dtype_name(t._dtype) if t._dtype is not None else None,
                 "alignment": t.alignment,
                 "virtual": bool(t.is_virtual),
                 "by_value": t.by_value,

@@ -6,10 +6,9 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-import numpy as np
-
 from _nvbind.dtypes import dtype_name
 from _nvbind.ffi import UnsupportedByLibraryError, format_version
+from _nvbind.lazy_numpy import numpy_types
 
 from .. import _bindings
 from .common import GraphError, _dims_text
@@ -66,12 +65,12 @@ def _axis_arg(value: Any, ndim: int, what: str) -> int:
 def _need_dtype(t: Tensor, kinds: str, label: str, role: str, rule: str) -> None:
     """Refuse an input whose dtype kind (``np.dtype.kind`` letters) is not among ``kinds``;
     ``f`` covers the ml_dtypes floats (bfloat16, fp8, fp4), whose NumPy kind is ``V``."""
-    if t.dtype is None:
+    dt = t.element_type
+    if dt is None:
         return
-    dt = np.dtype(t.dtype)
     kind = "f" if dt.kind == "V" and "float" in dtype_name(dt) else dt.kind
     if kind not in kinds:
-        raise GraphError(f"{label}: {role} ('{t.name}') is {t.dtype}; {rule}")
+        raise GraphError(f"{label}: {role} ('{t.name}') is {dt}; {rule}")
 
 
 def _need_dims(t: Tensor, dims: tuple[int, ...], label: str, role: str) -> None:
@@ -113,7 +112,7 @@ def _scalar_or_tensor(
                 f"{label}: {role} ('{t.name}') must have all dims 1, got {_dims_text(t.dims)}"
             )
         return t
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.generic)):
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, *numpy_types("generic"))):
         raise TypeError(f"{label}: {role} must be a number or a Tensor, not {value!r}")
     scalar: Tensor = graph.scalar(
         value, dtype=dtype, rank=rank, name=graph._unique_name(None, name)

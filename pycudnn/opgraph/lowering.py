@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from _nvbind.dtypes import DataType, dtype_name
 from _nvbind.shutdown import library_call
 
 from ..backend import BackendDescriptor
@@ -26,6 +25,8 @@ from .common import GraphError, _cudnn_dtype, _dims_text
 from .lowering_extra import EXTRA_KINDS, build_extra_op
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
     from .core import GraphCore as Graph
     from .tensors import Operation
 
@@ -36,9 +37,9 @@ __all__ = ["build_descriptors"]
 _LOWERING_CALL = library_call("cudnnBackendSetAttribute (lowering a graph to descriptors)")
 
 
-def _scalar_type(compute: np.dtype) -> str:
+def _scalar_type(compute: DataType | np.dtype) -> str:
     # Scaling factors and activation parameters are FLOAT, or DOUBLE for double-precision math.
-    return "DOUBLE" if np.dtype(compute) == np.float64 else "FLOAT"
+    return "DOUBLE" if dtype_name(compute) == "float64" else "FLOAT"
 
 
 def build_descriptors(
@@ -105,11 +106,11 @@ def _lower(
     # a ragged tensor's descriptor holds its offsets' (finalized first)
     for t in sorted(graph._tensors, key=lambda t: t.ragged_offset is not None):
         d = new("TENSOR")
-        assert t.dtype is not None
+        assert t.element_type is not None
         # A vectorized tensor is shown with C counted in vectors (its strides already are).
         dims, strides = views.get(t.uid, (t.vector_dims, t.strides))
         d.set("TENSOR_UNIQUE_ID", t.uid, attr_type="INT64")
-        d.set("TENSOR_DATA_TYPE", _cudnn_dtype(t.dtype, t.name), attr_type="DATA_TYPE")
+        d.set("TENSOR_DATA_TYPE", _cudnn_dtype(t.element_type, t.name), attr_type="DATA_TYPE")
         d.set("TENSOR_BYTE_ALIGNMENT", t.alignment, attr_type="INT64")
         d.set("TENSOR_DIMENSIONS", dims, attr_type="INT64")
         d.set("TENSOR_STRIDES", strides, attr_type="INT64")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
+
+from _nvbind.keywords import keyword_defaults
 
 from .. import layout
 from .common import (
@@ -13,7 +15,18 @@ from .common import (
 from .core import GraphCore
 from .tensors import Tensor
 
-__all__ = ["MatmulOps"]
+__all__ = ["MatmulOps", "OutputKeywords"]
+
+
+class OutputKeywords(TypedDict, total=False):
+    """The keywords that end :meth:`MatmulOps.matmul` and the operations that, like it, make one
+    output (the block-scale and MoE kinds), with matmul's defaults: their fixed keyword list, for
+    ``**kw: Unpack[OutputKeywords]``."""
+
+    compute_dtype: Any
+    name: str | None
+    out: Tensor | None
+    out_dtype: Any
 
 
 class MatmulOps(GraphCore):
@@ -54,7 +67,7 @@ class MatmulOps(GraphCore):
                 f"{_dims_text(b.dims[:-2])} do not broadcast (each pair equal, or one of them 1)"
             )
         for role, t in (("A", a), ("B", b)):
-            if t.dtype is not None and t.dtype.kind == "b":
+            if t.element_type is not None and t.element_type.kind == "b":
                 raise GraphError(f"{label}: {role} ('{t.name}') is boolean; matmul needs numbers")
             if t.strides[-1] != 1 and t.strides[-2] != 1:
                 raise GraphError(
@@ -68,3 +81,7 @@ class MatmulOps(GraphCore):
         return self._produce(
             kind, op_name, label, ins, c, attrs=attrs, out=out, out_dtype=out_dtype, strides=st
         )
+
+
+# matmul spells out the keywords (and defaults) that its peers take as OutputKeywords.
+OUTPUT_DEFAULTS = keyword_defaults(MatmulOps.matmul, OutputKeywords.__annotations__)

@@ -59,8 +59,8 @@ def peer_stats_inputs(
                 f"{label}: {role} ('{t.name}') must be a device buffer given at execution, not "
                 f"{'a by-value scalar' if t.by_value else 'the output of an operation'}"
             )
-        if t.dtype is None or t.dtype.name != "float32":
-            dtype = t.dtype.name if t.dtype is not None else "unresolved"
+        if t.element_type is None or t.element_type.name != "float32":
+            dtype = t.element_type.name if t.element_type is not None else "unresolved"
             raise GraphError(f"{label}: {role} ('{t.name}') must be float32, not {dtype}")
         if t.dims != want:
             raise GraphError(

@@ -208,8 +208,9 @@ class NormalizationOps(PointwiseOps):
                 strides=stats_strides,
             )
 
+        dt = x_t.element_type  # y has x's type and layout
         y = self._output(
-            label, op_name, "y", x_t.dims, x_t, out=None, out_dtype=x_t.dtype, strides=x_t.strides
+            label, op_name, "y", x_t.dims, x_t, out=None, out_dtype=dt, strides=x_t.strides
         )
         outputs = {"y": y}
         if training:
@@ -470,9 +471,9 @@ class NormalizationOps(PointwiseOps):
             )
         if zero_centered_gamma:
             inputs["scale"] = self._gamma_plus_one(owned["scale"], op_name)
-        s_t = owned["scale"]
+        s_t, dt = owned["scale"], x_t.element_type  # dx has x's type and layout
         dx = self._output(
-            label, op_name, "dx", x_t.dims, x_t, out=None, out_dtype=x_t.dtype, strides=x_t.strides
+            label, op_name, "dx", x_t.dims, x_t, out=None, out_dtype=dt, strides=x_t.strides
         )
         outputs = {"dx": dx}
         for role in ("dscale", "dbias") if with_dbias else ("dscale",):
@@ -483,7 +484,7 @@ class NormalizationOps(PointwiseOps):
                 shapes.param_dims,
                 s_t,
                 out=None,
-                out_dtype=s_t.dtype,
+                out_dtype=s_t.element_type,
                 strides=s_t.strides,
             )
         attrs: dict[str, Any] = {

@@ -3,12 +3,18 @@ and mixture-of-experts grouped matrix multiplication."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from _nvbind.keywords import show_keywords, take_keywords
 
 from .common import GraphError, _dims_text, _enum_member
 from .core import GraphCore
 from .kinds import _int_arg, _need_dims, _need_dtype, _start, require_kind
+from .matmul import OUTPUT_DEFAULTS, MatmulOps, OutputKeywords
 from .tensors import Tensor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
 
 __all__ = ["QuantizeOps"]
 
@@ -72,15 +78,13 @@ class QuantizeOps(GraphCore):
         *,
         block_size: int,
         neg_scale: bool | None = None,
-        compute_dtype: Any = None,
-        name: str | None = None,
-        out: Tensor | None = None,
-        out_dtype: Any = None,
+        **kw: Unpack[OutputKeywords],
     ) -> Tensor:
         """Multiply each ``block_size`` block of ``x``'s last axis by its ``scale``
         (``OPERATION_BLOCK_SCALE_DEQUANTIZE``, cuDNN 9.7+); ``neg_scale`` (9.13+) negates it."""
         kind = "block_scale_dequantize"
-        op_name, label = _start(self, kind, name, "OPERATION_BLOCK_SCALE_DEQUANTIZE")
+        k = take_keywords(kind, kw, OUTPUT_DEFAULTS)
+        op_name, label = _start(self, kind, k["name"], "OPERATION_BLOCK_SCALE_DEQUANTIZE")
         x, s = self._own(x, label, "X"), self._own(scale, label, "SCALE")
         bs = _int_arg(block_size, f"{label}: block_size", minimum=1)
         if x.dims[-1] % bs:
@@ -89,7 +93,7 @@ class QuantizeOps(GraphCore):
             )
         _need_dims(s, (*x.dims[:-1], x.dims[-1] // bs), label, "SCALE")
         attrs: dict[str, Any] = {
-            "compute_dtype": self._compute(compute_dtype, label),
+            "compute_dtype": self._compute(k["compute_dtype"], label),
             "block_size": bs,
         }
         if neg_scale is not None:
@@ -102,7 +106,15 @@ class QuantizeOps(GraphCore):
         require_kind("OPERATION_BLOCK_SCALE_DEQUANTIZE", label)
         ins, y, st = {"x": x, "scale": s}, ("y", x.dims, x), x.strides
         return self._produce(
-            kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=out_dtype, strides=st
+            kind,
+            op_name,
+            label,
+            ins,
+            y,
+            attrs=attrs,
+            out=k["out"],
+            out_dtype=k["out_dtype"],
+            strides=st,
         )
 
     def moe_grouped_matmul(
@@ -115,10 +127,7 @@ class QuantizeOps(GraphCore):
         token_index: Tensor | None = None,
         token_ks: Tensor | None = None,
         top_k: int | None = None,
-        compute_dtype: Any = None,
-        name: str | None = None,
-        out: Tensor | None = None,
-        out_dtype: Any = None,
+        **kw: Unpack[OutputKeywords],
     ) -> Tensor:
         """Each expert's tokens times that expert's weight (``OPERATION_MOE_GROUPED_MATMUL``,
         cuDNN 9.15+).
@@ -131,7 +140,8 @@ class QuantizeOps(GraphCore):
         from .. import _bindings
 
         kind = "moe_grouped_matmul"
-        op_name, label = _start(self, kind, name, "OPERATION_MOE_GROUPED_MATMUL")
+        k = take_keywords(kind, kw, OUTPUT_DEFAULTS)
+        op_name, label = _start(self, kind, k["name"], "OPERATION_MOE_GROUPED_MATMUL")
         t, w = self._own(token, label, "TOKEN"), self._own(weight, label, "WEIGHT")
         f = self._own(first_token_offset, label, "FIRST_TOKEN_OFFSET")
         mmode = _enum_member(
@@ -158,7 +168,7 @@ class QuantizeOps(GraphCore):
             if mmode.name == "GATHER":
                 rows = ins["token_index"].dims[1]
         attrs: dict[str, Any] = {
-            "compute_dtype": self._compute(compute_dtype, label),
+            "compute_dtype": self._compute(k["compute_dtype"], label),
             "mode": mmode,
         }
         if token_ks is not None:
@@ -169,7 +179,7 @@ class QuantizeOps(GraphCore):
         require_kind("OPERATION_MOE_GROUPED_MATMUL", label)
         y = ("output", od, t)
         return self._produce(
-            kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=out_dtype
+            kind, op_name, label, ins, y, attrs=attrs, out=k["out"], out_dtype=k["out_dtype"]
         )
 
     def moe_grouped_matmul_backward(
@@ -177,17 +187,14 @@ class QuantizeOps(GraphCore):
         token: Tensor,
         doutput: Tensor,
         first_token_offset: Tensor,
-        *,
-        compute_dtype: Any = None,
-        name: str | None = None,
-        out: Tensor | None = None,
-        out_dtype: Any = None,
+        **kw: Unpack[OutputKeywords],
     ) -> Tensor:
         """The weight gradient of :meth:`moe_grouped_matmul` (``OPERATION_MOE_GROUPED_MATMUL_BWD``,
         cuDNN 9.22+): ``dweight`` ``[E, K, N]`` from ``token`` ``[1, T, K]`` and ``doutput``
         ``[1, T, N]``; ``E`` is ``first_token_offset``'s first dim."""
         kind = "moe_grouped_matmul_backward"
-        op_name, label = _start(self, kind, name, "OPERATION_MOE_GROUPED_MATMUL_BWD")
+        k = take_keywords(kind, kw, OUTPUT_DEFAULTS)
+        op_name, label = _start(self, kind, k["name"], "OPERATION_MOE_GROUPED_MATMUL_BWD")
         t, dy = self._own(token, label, "TOKEN"), self._own(doutput, label, "DOUTPUT")
         f = self._own(first_token_offset, label, "FIRST_TOKEN_OFFSET")
         if t.ndim != 3 or dy.ndim != 3 or t.dims[:2] != dy.dims[:2] or t.dims[0] != 1:
@@ -201,8 +208,13 @@ class QuantizeOps(GraphCore):
         od = (e, t.dims[2], dy.dims[2])
         ins = {"token": t, "doutput": dy, "first_token_offset": f}
         require_kind("OPERATION_MOE_GROUPED_MATMUL_BWD", label)
-        attrs = {"compute_dtype": self._compute(compute_dtype, label)}
+        attrs = {"compute_dtype": self._compute(k["compute_dtype"], label)}
         dw = ("dweight", od, t)
         return self._produce(
-            kind, op_name, label, ins, dw, attrs=attrs, out=out, out_dtype=out_dtype
+            kind, op_name, label, ins, dw, attrs=attrs, out=k["out"], out_dtype=k["out_dtype"]
         )
+
+
+# matmul spells out the keywords (and defaults) that the one-output kinds here take as
+# OutputKeywords.
+show_keywords(vars(QuantizeOps), MatmulOps.matmul, OutputKeywords)

@@ -89,7 +89,7 @@ class ResampleOps(GraphCore):
         if not isinstance(propagate_nan, bool):
             raise TypeError(f"{label}: propagate_nan must be a bool, not {propagate_nan!r}")
         attrs = {
-            "compute_dtype": self.compute_dtype,
+            "compute_dtype": self._compute_dtype,
             "mode": rmode,
             "padding_mode": pmode,
             "nan_propagation": nan_t.PROPAGATE_NAN if propagate_nan else nan_t.NOT_PROPAGATE_NAN,

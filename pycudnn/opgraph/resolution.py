@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
+from _nvbind.dtypes import DataType
 
 from .. import layout
 from .common import GraphError, _check_extent, _dims_text
@@ -17,7 +17,7 @@ from .tensors import Operation, Tensor
 __all__ = ["decide", "resolve", "source_dtype"]
 
 
-def source_dtype(t: Tensor, seen: set[int] | None = None) -> np.dtype | None:
+def source_dtype(t: Tensor, seen: set[int] | None = None) -> DataType | None:
     """The dtype of the first caller-provided tensor an op output is computed from."""
     seen = seen if seen is not None else set()
     if t.uid in seen:
@@ -25,10 +25,10 @@ def source_dtype(t: Tensor, seen: set[int] | None = None) -> np.dtype | None:
     seen.add(t.uid)
     op = t.producer
     if op is None:
-        return None if t.by_value else t.dtype
+        return None if t.by_value else t.element_type
     for src in op.inputs.values():
-        if src.producer is None and not src.by_value and src.dtype is not None:
-            return src.dtype
+        if src.producer is None and not src.by_value and src.element_type is not None:
+            return src.element_type
     for src in op.inputs.values():
         dt = source_dtype(src, seen)
         if dt is not None:
@@ -37,8 +37,8 @@ def source_dtype(t: Tensor, seen: set[int] | None = None) -> np.dtype | None:
 
 
 def decide(
-    t: Tensor, intermediate_dtype: np.dtype, io_dtype: np.dtype | None
-) -> tuple[bool, np.dtype]:
+    t: Tensor, intermediate_dtype: DataType, io_dtype: DataType | None
+) -> tuple[bool, DataType]:
     """Whether an operation output is virtual, and its dtype, as the graph stands now: what
     finalizing it would decide for what the caller left open."""
     virtual = (not t.is_output) if t._virtual is None else t._virtual
@@ -54,14 +54,14 @@ def resolve(
     name: str,
     tensors: Sequence[Tensor],
     ops: Sequence[Operation],
-    intermediate_dtype: np.dtype,
-    io_dtype: np.dtype | None,
+    intermediate_dtype: DataType,
+    io_dtype: DataType | None,
 ) -> None:
     """Decide virtual flags and dtypes of op outputs and store them, or refuse the graph and
     change nothing."""
     if not ops:
         raise GraphError(f"graph '{name}' has no operations")
-    decided: list[tuple[Tensor, bool, np.dtype]] = []
+    decided: list[tuple[Tensor, bool, DataType]] = []
     for t in tensors:
         if t.producer is None:
             if t.is_virtual:

@@ -35,6 +35,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from _nvbind.dtypes import dtype_name
+
 from .common import _dims_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -300,8 +302,6 @@ def advice(graph: Graph) -> list[str]:
 def _reduction_advice(graph: Graph) -> list[str]:
     """What plans for a reduction (measured deviceless for an H100, cuDNN 9.19 and 9.28: engine 1
     only, and only in the form the module docstring gives)."""
-    import numpy as np
-
     out: list[str] = []
     # Only a lone reduction: none fused after a matmul or a convolution planned in the forms tried.
     if len(graph._ops) == 1 and graph._ops[0].kind == "reduction":
@@ -317,9 +317,9 @@ def _reduction_advice(graph: Graph) -> list[str]:
                 "all ones (or any packed input whose kept axes are its innermost in memory, which "
                 "planning describes that way itself)"
             )
-        ydt = y.dtype if y.dtype is not None else x.dtype
-        if ydt is not None and ydt != np.dtype("float32"):
-            wrong.append(f"out_dtype='float32' (the output is {np.dtype(ydt).name})")
+        ydt = y.element_type if y.element_type is not None else x.element_type
+        if ydt is not None and ydt != "float32":
+            wrong.append(f"out_dtype='float32' (the output is {dtype_name(ydt)})")
         name = getattr(op.attrs.get("op"), "name", str(op.attrs.get("op")))
         if name not in _REDUCTION_OPS:
             wrong.append(f"op add, min, max or amax (not {name.lower()})")

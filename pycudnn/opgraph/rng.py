@@ -57,7 +57,7 @@ class RngOps(GraphCore):
             "CUDNN_RNG_DISTRIBUTION_",
             "distribution",
         )
-        attrs: dict[str, Any] = {"compute_dtype": self.compute_dtype, "distribution": dist}
+        attrs: dict[str, Any] = {"compute_dtype": self._compute_dtype, "distribution": dist}
         if dist.name == "BERNOULLI":
             if probability is None:
                 raise GraphError(f"{label}: the bernoulli distribution needs probability=")
@@ -128,6 +128,8 @@ class RngOps(GraphCore):
         _need_dtype(f, "i", label, "FLAG", "the flag is an int64")
         v = _int_arg(value, f"{label}: value")
         require_kind("OPERATION_SIGNAL", label)
-        attrs = {"compute_dtype": self.compute_dtype, "mode": smode, "value": v}
+        attrs = {"compute_dtype": self._compute_dtype, "mode": smode, "value": v}
         ins, y = {"x": x, "flag": f}, ("y", x.dims, x)
-        return self._produce(kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=x.dtype)
+        return self._produce(
+            kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=x.element_type
+        )

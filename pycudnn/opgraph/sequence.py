@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from _nvbind.keywords import keyword_defaults, show_keywords, take_keywords
+from _nvbind.strides import c_strides
 
-from .. import layout
 from .common import GraphError, _dims_text
 from .core import GraphCore
 from .kinds import _int_arg, _need_dims, _need_dtype, _start, require_kind
@@ -42,10 +42,6 @@ class BandKeywords(TypedDict, total=False):
     name: str | None
     out: Tensor | None
     out_dtype: Any
-
-
-def _packed(dims: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(layout.packed_strides(dims, "ABCDEFGH"[: len(dims)]))
 
 
 class SequenceOps(GraphCore):
@@ -86,7 +82,7 @@ class SequenceOps(GraphCore):
         ins = {"x": x}
         if sink is not None:
             ins["sink"] = self._own(sink, label, "SINK")
-        attrs: dict[str, Any] = {"compute_dtype": self.compute_dtype}
+        attrs: dict[str, Any] = {"compute_dtype": self._compute_dtype}
         if stats_log2 is not None:
             if not isinstance(stats_log2, bool):
                 raise TypeError(f"{label}: stats_log2 must be a bool, not {stats_log2!r}")
@@ -102,7 +98,7 @@ class SequenceOps(GraphCore):
         extra += ["max", "sum_exp"] if max_and_sum_exp else []
         for role in extra:
             outs[role] = self._output(
-                label, op_name, role, row, x, out=None, out_dtype="float32", strides=_packed(row)
+                label, op_name, role, row, x, out=None, out_dtype="float32", strides=c_strides(row)
             )
         self._add_op(kind, op_name, ins, outs, attrs)
         return y if len(outs) == 1 else tuple(outs.values())
@@ -125,7 +121,7 @@ class SequenceOps(GraphCore):
         f = self._own(freqs, label, "FREQS")
         _need_dtype(x, "f", label, xin.upper(), "RoPE rotates floating-point data")
         d = x.dims[-1]
-        attrs: dict[str, Any] = {"compute_dtype": self.compute_dtype}
+        attrs: dict[str, Any] = {"compute_dtype": self._compute_dtype}
         if rope_dim is not None:
             rd = _int_arg(rope_dim, f"{label}: rope_dim", minimum=2)
             if rd > d or rd % 2:
@@ -144,7 +140,9 @@ class SequenceOps(GraphCore):
         require_kind(desc, label, since=since)
         # the rotated tensor keeps the input's type (attention after it takes fp16/bf16)
         ins, y = {xin: x, "freqs": f}, (xout, x.dims, x)
-        return self._produce(kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=x.dtype)
+        return self._produce(
+            kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=x.element_type
+        )
 
     def rope(
         self,
@@ -214,7 +212,7 @@ class SequenceOps(GraphCore):
         od = (b, c.dims[1], s, c.dims[3])
         # gathered pages keep the cache's type (attention after it takes fp16/bf16)
         require_kind("OPERATION_PAGED_CACHE_LOAD", label)
-        attrs = {"compute_dtype": self.compute_dtype}
+        attrs = {"compute_dtype": self._compute_dtype}
         ins, y = {"container": c, "page_table": pt, "seq_len": sl}, ("y", od, c)
         return self._produce(kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=c.dtype)
 
@@ -245,7 +243,7 @@ class SequenceOps(GraphCore):
             raise GraphError(f"{label}: axis {ax} is out of range for rank {x.ndim}")
         ax %= x.ndim
         attrs: dict[str, Any] = {
-            "compute_dtype": self.compute_dtype,
+            "compute_dtype": self._compute_dtype,
             "lower": lo,
             "upper": up,
             "axis": ax,
@@ -272,7 +270,7 @@ class SequenceOps(GraphCore):
                 attrs["max_token"] = _int_arg(extra["max_token"], f"{label}: max_token", minimum=1)
         od_t = tuple(od)
         require_kind(desc, label)
-        kw: dict[str, Any] = {"out": out, "strides": _packed(od_t)}
+        kw: dict[str, Any] = {"out": out, "strides": c_strides(od_t)}
         dt = x.dtype if out_dtype is None else out_dtype
         return self._produce(
             kind, op_name, label, ins, ("y", od_t, x), attrs=attrs, out_dtype=dt, **kw
@@ -385,9 +383,11 @@ class SequenceOps(GraphCore):
             name=self._unique_name(None, f"{op_name}.fill"),
         )  # fmt: skip
         ins.update(lens)
-        attrs = {"compute_dtype": self.compute_dtype, "comparison": mode}
+        attrs = {"compute_dtype": self._compute_dtype, "comparison": mode}
         y = ("y", x.dims, x)
-        return self._produce(kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=x.dtype)
+        return self._produce(
+            kind, op_name, label, ins, y, attrs=attrs, out=out, out_dtype=x.element_type
+        )
 
 
 # rope and expand_band_matrix spell out the keywords (and defaults) that rope_backward and

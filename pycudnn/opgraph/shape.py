@@ -23,7 +23,7 @@ def _reshape_mode(mode: Any) -> Any:
 
 def _like_x(x: Tensor, out: Tensor | None, strides: Any) -> dict[str, Any]:
     """The output keywords of a shape operation: its result keeps X's type, in ``strides``."""
-    return {"out": out, "out_dtype": x.dtype, "strides": strides}
+    return {"out": out, "out_dtype": x.element_type, "strides": strides}
 
 
 class ShapeOps(GraphCore):
@@ -56,7 +56,7 @@ class ShapeOps(GraphCore):
                 f"{_dims_text(x.dims)} holds {math.prod(x.dims)}; a reshape keeps the count"
             )
         st = self._check_strides(od, strides, None, f"{label}: strides")
-        attrs: dict[str, Any] = {"compute_dtype": self.compute_dtype}
+        attrs: dict[str, Any] = {"compute_dtype": self._compute_dtype}
         if mode is not None:
             require_kind("OPERATION_RESHAPE", f"{label}: mode", since=(9, 22, 0))
             attrs["mode"] = _reshape_mode(mode)
@@ -87,7 +87,7 @@ class ShapeOps(GraphCore):
         od = tuple(x.dims[p] for p in perm)
         st = tuple(x.strides[p] for p in perm)
         require_kind("OPERATION_TRANSPOSE", label)
-        attrs = {"compute_dtype": self.compute_dtype, "permutation": perm}
+        attrs = {"compute_dtype": self._compute_dtype, "permutation": perm}
         y = ("y", od, x)
         return self._produce(kind, op_name, label, {"x": x}, y, attrs=attrs, **_like_x(x, out, st))
 
@@ -140,7 +140,7 @@ class ShapeOps(GraphCore):
         st = tuple(s * c for s, c in zip(x.strides, step, strict=True))
         require_kind("OPERATION_SLICE", label)
         attrs = {
-            "compute_dtype": self.compute_dtype,
+            "compute_dtype": self._compute_dtype,
             "start": tuple(start),
             "limit": tuple(limit),
             "step": tuple(step),
@@ -175,16 +175,17 @@ class ShapeOps(GraphCore):
                     f"{label}: inputs[{i}] ('{t.name}') is {_dims_text(t.dims)} but inputs[0] is "
                     f"{_dims_text(first.dims)}; all dims but axis {ax} must agree"
                 )
-            if t.dtype is not None and first.dtype is not None and t.dtype != first.dtype:
+            dt, dt0 = t.element_type, first.element_type
+            if dt is not None and dt0 is not None and dt != dt0:
                 raise GraphError(
-                    f"{label}: inputs[{i}] ('{t.name}') is {t.dtype} but inputs[0] is "
-                    f"{first.dtype}; concatenated tensors share one dtype"
+                    f"{label}: inputs[{i}] ('{t.name}') is {dt} but inputs[0] is "
+                    f"{dt0}; concatenated tensors share one dtype"
                 )
         if len({id(t) for t in xs}) != len(xs):
             raise GraphError(f"{label}: a tensor appears twice in inputs")
         od = list(first.dims)
         od[ax] = sum(t.dims[ax] for t in xs)
-        attrs: dict[str, Any] = {"compute_dtype": self.compute_dtype, "axis": ax}
+        attrs: dict[str, Any] = {"compute_dtype": self._compute_dtype, "axis": ax}
         if in_place_index is not None:
             idx = _int_arg(in_place_index, f"{label}: in_place_index", minimum=0)
             if idx >= len(xs):

@@ -9,7 +9,7 @@ import math
 import numbers
 from typing import Any
 
-import numpy as np
+from _nvbind.lazy_numpy import numpy_types
 
 from .common import GraphError, _enum_member
 from .core import GraphCore
@@ -193,7 +193,8 @@ def _check_finalize_scalars(label: str, *, epsilon: Any, accum_count: Any, momen
     for role, value in (("epsilon", epsilon), ("momentum", momentum), ("accum_count", accum_count)):
         if value is None or isinstance(value, Tensor):
             continue
-        if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.generic)):
+        reals: tuple[type[Any], ...] = (numbers.Real, *numpy_types("generic"))
+        if isinstance(value, bool) or not isinstance(value, reals):
             continue  # refused with its type by _scalar_or_tensor
         try:
             number = float(value)

@@ -11,6 +11,7 @@ from typing import Any
 from _nvbind.dtypes import VECTOR_DTYPE_STRINGS
 
 from .. import layout
+from .._dims import checked_dims
 from .common import MAX_RANK, MIN_RANK, GraphError, _dims_text, _ints
 
 __all__ = ["check_dims", "check_strides", "vector_request"]
@@ -61,15 +62,16 @@ def vector_request(
 
 def check_dims(dims: Any, label: str) -> tuple[int, ...]:
     dims_t = _ints(dims, f"{label}: dims")
-    if not MIN_RANK <= len(dims_t) <= MAX_RANK:
-        raise GraphError(
-            f"{label}: dims {_dims_text(dims_t)} has rank {len(dims_t)}; graph tensors have "
-            f"{MIN_RANK} to {MAX_RANK} dims (use leading 1s for a batch dimension)"
-        )
-    for i, d in enumerate(dims_t):
-        if d < 1:
-            raise GraphError(f"{label}: dims[{i}] is {d}; extents must be positive")
-    return dims_t
+    return checked_dims(
+        dims_t,
+        "{label}: dims[{i}] is {extent}; extents must be positive",
+        ranks=(MIN_RANK, MAX_RANK),
+        rank_text="{label}: dims {text} has rank {rank}; graph tensors have {low} to {high} dims "
+        "(use leading 1s for a batch dimension)",
+        error=GraphError,
+        label=label,
+        text=_dims_text(dims_t),
+    )
 
 
 def check_strides(dims: tuple[int, ...], strides: Any, fmt: Any, label: str) -> tuple[int, ...]:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
-
-from _nvbind.dtypes import as_numpy_dtype, dtype_name
+from _nvbind.dtypes import DataType, as_data_type, dtype_name
+from _nvbind.lazy_numpy import numpy_types
 
 from .common import GraphError, _cudnn_dtype, _dims_text, _format_of
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["Operation", "Tensor"]
 
@@ -23,7 +25,7 @@ class Graph(Protocol):
 
     def _check_mutable(self) -> None: ...
 
-    def _decide(self, t: Tensor) -> tuple[bool, np.dtype]: ...
+    def _decide(self, t: Tensor) -> tuple[bool, DataType]: ...
 
 
 # --------------------------------------------------------------------------------------------------
@@ -69,7 +71,7 @@ class Tensor:
         *,
         dims: tuple[int, ...],
         strides: tuple[int, ...],
-        dtype: np.dtype | None,
+        dtype: Any,
         virtual: bool | None = False,
         by_value: bool = False,
         value: Any = None,
@@ -81,7 +83,8 @@ class Tensor:
         self.name = name
         self.dims = dims
         self.strides = strides
-        self._dtype = dtype
+        # A DataType, not a numpy.dtype: describing and planning a graph never imports NumPy.
+        self._dtype = None if dtype is None else as_data_type(dtype)
         self._virtual = virtual
         self._is_output: bool | None = None
         self.by_value = by_value
@@ -110,6 +113,12 @@ class Tensor:
     def dtype(self) -> np.dtype | None:
         """The element type (None for an op output whose type is decided at finalize; ``describe()``
         shows what finalizing the graph now would choose)."""
+        return None if self._dtype is None else self._dtype.numpy
+
+    @property
+    def element_type(self) -> DataType | None:
+        """:attr:`dtype` as a :class:`~_nvbind.dtypes.DataType` (name, kind, item size), which
+        the graph's own code reads: NumPy is imported only when a caller asks for :attr:`dtype`."""
         return self._dtype
 
     @property
@@ -186,7 +195,7 @@ class Tensor:
             raise TypeError(
                 f"tensor '{self.name}': the ragged offset must be a Tensor of this graph"
             )
-        if offset.producer is not None or offset.dtype is None or offset.dtype.kind != "i":
+        if offset.producer is not None or offset._dtype is None or offset._dtype.kind != "i":
             raise GraphError(
                 f"tensor '{self.name}': ragged offset '{offset.name}' must be a graph input of "
                 "int32 or int64 element offsets"
@@ -216,7 +225,7 @@ class Tensor:
     def set_dtype(self, dtype: Any) -> Tensor:
         """Choose the element type of an op output (default: see the module docstring)."""
         self.graph._check_mutable()
-        dt = as_numpy_dtype(dtype, name=f"dtype of tensor '{self.name}'")
+        dt = as_data_type(dtype, name=f"dtype of tensor '{self.name}'")
         _cudnn_dtype(dt, f"tensor '{self.name}'")
         self._dtype = dt
         return self
@@ -265,10 +274,10 @@ def _same_offset_type(op: Operation, offset: Tensor, name: str) -> None:
     """One integer type for the ragged offsets of an operation: cuDNN 9.28 has no SDPA engine for
     int32 and int64 offsets together (measured, H100)."""
     for role, t in op.inputs.items():
-        if role.startswith("ragged_offset_") and t.dtype != offset.dtype:
+        if role.startswith("ragged_offset_") and t.element_type != offset.element_type:
             raise GraphError(
-                f"tensor '{name}': ragged offset '{offset.name}' is {offset.dtype} but "
-                f"{op.label} reads {t.dtype} offsets ('{t.name}'); give all the "
+                f"tensor '{name}': ragged offset '{offset.name}' is {offset.element_type} but "
+                f"{op.label} reads {t.element_type} offsets ('{t.name}'); give all the "
                 "offsets of one operation one type (cuDNN has no engine for a mix)"
             )
 
@@ -336,7 +345,9 @@ class Operation:
 def _attr_text(v: Any) -> str:
     if isinstance(v, enum.Enum):
         return v.name.lower()
-    if isinstance(v, np.dtype):
+    if isinstance(v, DataType):
+        return v.name
+    if isinstance(v, numpy_types("dtype")):
         return dtype_name(v)
     if isinstance(v, tuple):
         return _dims_text(v)

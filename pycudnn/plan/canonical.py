@@ -40,11 +40,11 @@ from ..opgraph.lowering import build_descriptors
 __all__: list[str] = []
 
 #: cuDNN's JSON keys whose normalized name is not the attribute's (first the JSON key, then the
-#: normalized attribute names it stands for, tried in order). Measured on cuDNN 9.28's plans.
+#: normalized attribute names it stands for, tried in order; a key such as "compType" whose
+#: normalized name is the attribute's needs none). Measured on cuDNN 9.28's plans.
 _ALIASES: dict[str, tuple[str, ...]] = {
     "mode": ("mode", "convmode"),
     "mathPrec": ("mathprec", "comptype"),
-    "compType": ("comptype",),
     "pad": ("prepadding",),
     "prePad": ("prepadding",),
     "postPad": ("postpadding",),
@@ -52,30 +52,32 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "nbSpatialDims": ("spatialdim",),
     "fmode": ("phase",),
     "pointwiseMode": ("mode",),
-    "upperClip": ("reluupperclip",),
-    "lowerClip": ("relulowerclip",),
-    "lowerClipSlope": ("relulowerclipslope",),
     "nanOpt": ("nanpropagation",),
-    "matA": ("a",),
-    "matB": ("b",),
-    "matC": ("c",),
-    # a matmul's M/N/K override tensors (padded attention's composite graph, cuDNN 9.19-9.28)
-    "mOverride": ("gemmmoverride",),
-    "nOverride": ("gemmnoverride",),
-    "kOverride": ("gemmkoverride",),
     "dODesc": ("do", "dod"),
     "dGammaDesc": ("dbnscale",),
     "dBetaDesc": ("dbnbias",),
     "accumCntValTensor": ("accumcount",),
     "epsilonValTensor": ("epsilon",),
     "expAverageFactorValTensor": ("expaveratefactor", "expaveragefactor"),
-    "output_scale": ("outputscale",),
     "reductionOp": ("operator",),
-    "InRunningMean": ("inputrunningmean",),
-    "InRunningVar": ("inputrunningvar",),
-    "OutRunningMean": ("outputrunningmean",),
-    "OutRunningVar": ("outputrunningvar",),
 }
+
+#: JSON keys that differ from their attribute's name by a prefix only: the JSON key's prefix,
+#: the attribute's in its place, then the keys. RELU_UPPER_CLIP is "upperClip", a matmul's
+#: ADESC "matA", GEMM_M_OVERRIDE_DESC (padded attention's composite graph, cuDNN 9.19-9.28)
+#: "mOverride", INPUT_RUNNING_MEAN_DESC "InRunningMean".
+_PREFIX_RENAMES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("", "relu", ("upperClip", "lowerClip", "lowerClipSlope")),
+    ("mat", "", ("matA", "matB", "matC")),
+    ("", "gemm", ("mOverride", "nOverride", "kOverride")),
+    ("In", "input", ("InRunningMean", "InRunningVar")),
+    ("Out", "output", ("OutRunningMean", "OutRunningVar")),
+)
+_ALIASES.update(
+    (key, (ours + key.removeprefix(theirs).lower(),))
+    for theirs, ours, keys in _PREFIX_RENAMES
+    for key in keys
+)
 
 #: Values cuDNN writes for attributes the library leaves at cuDNN's default: compared against
 #: the plan's value when the graph did not set the attribute (a RoPE scale or a pointwise alpha

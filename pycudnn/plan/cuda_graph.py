@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 from .._lib import LIB, check
 from ..errors import CudnnError
 from .heuristics import EngineConfig
 from .variant_pack import Entry, wrong_device
 
-__all__ = ["CudaGraphCalls", "cuda_graph_pointer"]
+__all__ = ["CudaGraphCalls", "CudaGraphKeywords", "cuda_graph_pointer"]
 
 _NATIVE = "SUPPORTS_CUDA_GRAPH_NATIVE_API"  # the behaviour note of engines that support it
 
@@ -35,6 +35,16 @@ def cuda_graph_pointer(cuda_graph: Any) -> int:
             f"cuda_graph is a null or negative pointer ({ptr}); create it with cudaGraphCreate"
         )
     return ptr
+
+
+class CudaGraphKeywords(TypedDict, total=False):
+    """The keywords of the CUDA-graph calls (``workspace``, ``handle``), as
+    :meth:`~pycudnn.plan.Plan.populate_cuda_graph` declares them: taken by
+    :meth:`~pycudnn.plan.Plan.update_cuda_graph` as ``**kw: Unpack[CudaGraphKeywords]`` and
+    spelled out in its signature."""
+
+    workspace: Any
+    handle: Any
 
 
 class CudaGraphCalls:

@@ -11,11 +11,11 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from _nvbind.arrays import describe_array
 from _nvbind.cuda import stream_handle
 from _nvbind.files import write_text
+from _nvbind.keywords import keyword_defaults, show_keywords, take_keywords
+from _nvbind.lazy_numpy import np
 from _nvbind.memory import workspace as pooled_workspace
 from _nvbind.resource import ClosedError
 
@@ -27,15 +27,17 @@ from ..errors import CudnnError
 from ..handle import Handle, get_handle
 from ..opgraph import OperationGraph, Tensor
 from .autotune_results import AutotuneResults
-from .cuda_graph import CudaGraphCalls
+from .cuda_graph import CudaGraphCalls, CudaGraphKeywords
 from .heuristics import EngineConfig
 from .loading import load_plan_descriptor, read_plan_text
 from .report import PlanningReport
 from .serialization import add_our_fields
-from .slots import _slots_from_graph, _slots_from_json, arrays_device, scalar_buffer, scalar_setter
+from .slots import _slots_from_graph, _slots_from_json, arrays_device, scalar_setter
 from .variant_pack import VariantPackCache, wrong_device
 
 if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
+
     from ..verification.result import VerifyResult
 
 __all__ = ["Plan"]
@@ -126,10 +128,7 @@ class Plan:
             slots = _slots_from_json(json_data, names or {})
         else:
             raise ValueError("a Plan needs its graph or its JSON to know its tensors")
-        for s in slots:
-            if s.by_value:
-                s.scalar = scalar_buffer(s)
-        self._slots = slots
+        self._slots = slots  # (a by-value tensor's host buffer is made on first use)
         self.uids: tuple[int, ...] = tuple(s.uid for s in slots)
         self._slot_by_key: dict[Any, int] = {}
         for i, s in enumerate(slots):
@@ -558,16 +557,14 @@ class Plan:
         )
 
     def update_cuda_graph(
-        self,
-        tensors: Mapping[Any, Any],
-        cuda_graph: Any,
-        *,
-        workspace: Any = None,
-        handle: Any = None,
+        self, tensors: Mapping[Any, Any], cuda_graph: Any, **kw: Unpack[CudaGraphKeywords]
     ) -> None:
         """Point a CUDA graph that :meth:`populate_cuda_graph` built for this plan at new arrays
         (``cudnnBackendUpdateCudaGraph``, cuDNN 9.5+): no capture, no new nodes."""
-        self._cuda_graph_call("cudnnBackendUpdateCudaGraph", tensors, cuda_graph, workspace, handle)
+        k = take_keywords("update_cuda_graph", kw, _CUDA_GRAPH_KEYWORDS)
+        self._cuda_graph_call(
+            "cudnnBackendUpdateCudaGraph", tensors, cuda_graph, k["workspace"], k["handle"]
+        )
 
     def _cuda_graph_call(
         self,
@@ -582,15 +579,7 @@ class Plan:
         fn, graph_ptr = self._graphs.prepare(function, cuda_graph)
         values = self._bound_values(tensors)
         ptrs = tuple([g(v) for g, v in zip(self._getters, values, strict=True)])
-        if workspace is None:
-            if self.workspace_size:
-                raise ValueError(
-                    f"this plan needs a {self.workspace_size}-byte workspace: pass workspace= (a "
-                    "buffer that outlives the CUDA graph; the graph keeps its pointer)"
-                )
-            ws = 0
-        else:
-            ws = self._packs.user_workspace(workspace)
+        ws = self._packs.graph_workspace(workspace)
         if handle is None:
             handle = self._handles.get(_get_ident()) or self._thread_handle(values)
         elif not isinstance(handle, Handle):
@@ -598,3 +587,8 @@ class Plan:
         key = (self._order, ptrs, ws)
         entry = self._packs.entries.get(key) or self._new_pack(key, handle)
         self._graphs.call(fn, function, handle, entry, graph_ptr)
+
+
+# update_cuda_graph takes populate_cuda_graph's keywords (help() shows them as populate declares)
+show_keywords(vars(Plan), Plan.populate_cuda_graph, CudaGraphKeywords)
+_CUDA_GRAPH_KEYWORDS = keyword_defaults(Plan.populate_cuda_graph)

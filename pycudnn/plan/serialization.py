@@ -210,9 +210,9 @@ def _check_tensor_types(by_uid: Mapping[int, Any], tensors: list[Tensor]) -> Non
             raise ValueError(
                 f"the plan has no tensor {t.uid} ('{t.name}'): it was built for another graph"
             )
-        assert t.dtype is not None  # resolved by the graph before its tensors are compared
+        assert t.element_type is not None  # resolved by the graph before its tensors are compared
         expected = {
-            "dataType": "CUDNN_DATA_" + _cudnn_dtype(t.dtype, t.name).name,
+            "dataType": "CUDNN_DATA_" + _cudnn_dtype(t.element_type, t.name).name,
             "ptrAlignment": t.alignment,
             "isVirtual": bool(t.is_virtual),
             "isByValue": bool(t.by_value),

@@ -8,11 +8,10 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import numpy as np
-
 from _nvbind.arrays import as_array_view
 from _nvbind.cuda import current_device_id
-from _nvbind.dtypes import CUDNN_DATA_TYPE_NAMES
+from _nvbind.dtypes import CUDNN_DATA_TYPE_NAMES, DataType
+from _nvbind.lazy_numpy import np
 
 from ..opgraph import OperationGraph, Tensor
 from ..opgraph.tensors import vector_array
@@ -45,12 +44,23 @@ class _Slot:
     name: str
     dims: tuple[int, ...]
     strides: tuple[int, ...]
-    dtype: np.dtype | None
+    # a graph's DataType (NumPy compares and converts it: planning imports no NumPy), or the
+    # numpy.dtype a plan's JSON names
+    dtype: DataType | np.dtype | None
     alignment: int
     by_value: bool
     is_output: bool
     tensor: Tensor | None
-    scalar: Any = None  # ctypes host buffer of a by-value tensor
+
+    @property
+    def scalar(self) -> Any:
+        """The host buffer of a by-value tensor (:func:`scalar_buffer`), made on first use: a
+        NumPy array, which planning does not import. Threads racing here get one buffer: the
+        first ``setdefault`` wins, and the variant packs and the setters all point at it."""
+        buf = self.__dict__.get("_scalar")
+        if buf is None:
+            buf = self.__dict__.setdefault("_scalar", scalar_buffer(self))
+        return buf
 
 
 def scalar_buffer(slot: _Slot) -> Any:
@@ -110,7 +120,7 @@ def _slots_from_graph(graph: OperationGraph) -> list[_Slot]:
             t.name,
             t.array_shape,
             t.array_strides,
-            t.dtype,
+            t.element_type,
             t.alignment,
             t.by_value,
             t.is_output,

@@ -137,6 +137,19 @@ class VariantPackCache:
             raise ValueError(f"workspace has {nbytes} bytes but the plan needs {self.size}")
         return ptr
 
+    def graph_workspace(self, workspace: Any) -> int:
+        """The address of a CUDA graph call's ``workspace=`` (:meth:`user_workspace`), required
+        when the plan needs one: the graph keeps the pointer, so a per-call workspace would be
+        gone when the graph is launched."""
+        if workspace is not None:
+            return self.user_workspace(workspace)
+        if self.size:
+            raise ValueError(
+                f"this plan needs a {self.size}-byte workspace: pass workspace= (a buffer that "
+                "outlives the CUDA graph; the graph keeps its pointer)"
+            )
+        return 0
+
     def build(self, key: Any, device_id: int) -> Entry:
         """Validate the arrays of ``key`` (``(order, descriptions, workspace)``, the descriptions
         read by the execute path, already stream-ordered), then build and cache a variant pack."""

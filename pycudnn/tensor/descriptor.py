@@ -13,6 +13,7 @@ from _nvbind.dtypes import as_numpy_dtype, dtype_name
 
 from .. import _bindings as _b
 from .. import layout
+from .._dims import checked_dims
 from ._common import (
     _INT_MAX,
     _MAX_RANK,
@@ -34,15 +35,16 @@ from ._common import (
 
 def _check_dims(dims: Any, name: str = "dims", what: str = "TensorDescriptor") -> tuple[int, ...]:
     d = _ints(dims, name)
-    if not _MIN_RANK <= len(d) <= _MAX_RANK:
-        raise ValueError(
-            f"{what} takes {_MIN_RANK} to {_MAX_RANK} dims (cuDNN's rule: \"a number of dimensions "
-            f'from 3 to 8"), got {len(d)}: {d}. Add leading dims of extent 1 for fewer.'
-        )
-    for i, n in enumerate(d):
-        if n < 1:
-            raise ValueError(f"{name}[{i}] = {n}: every extent must be positive (>= 1)")
-    return d
+    return checked_dims(
+        d,
+        "{name}[{i}] = {extent}: every extent must be positive (>= 1)",
+        ranks=(_MIN_RANK, _MAX_RANK),
+        rank_text="{what} takes {low} to {high} dims (cuDNN's rule: \"a number of dimensions from "
+        '3 to 8"), got {rank}: {d}. Add leading dims of extent 1 for fewer.',
+        what=what,
+        name=name,
+        d=d,
+    )
 
 
 def _too_large_text(what: str, span: int, unit: str) -> str:

@@ -36,7 +36,7 @@ import numpy as np
 
 from ._common import int_tuple
 
-__all__ = ["Distribution", "local_length", "owned_ranges", "owner_of"]
+__all__ = ["Distributed", "Distribution", "local_length", "owned_ranges", "owner_of"]
 
 
 #: Indices one mode may have where the host lists them one by one (owner arrays, global indices);
@@ -291,3 +291,21 @@ class Distribution:
         if 0 in blocks:
             raise ValueError(f"block_sizes must be positive for cuTENSORMg, got {list(blocks)}")
         return cls(ext, counts, blocks, num_devices)
+
+
+class Distributed:
+    """What a tensor laid out by a :class:`Distribution` (its ``distribution``) answers from it:
+    the base of cuTENSORMp's :class:`~pycutensor.distributed.DistributedTensor` and cuTENSORMg's
+    :class:`~pycutensor.distributed.MgTensor`."""
+
+    distribution: Distribution
+
+    @property
+    def extents(self) -> tuple[int, ...]:
+        """The whole tensor's extents, mode by mode."""
+        return tuple(self.distribution.extents)
+
+    @property
+    def ndim(self) -> int:
+        """Number of modes."""
+        return self.distribution.ndim

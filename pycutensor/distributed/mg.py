@@ -40,7 +40,7 @@ from ._common import (
     require_gpu,
     workspace_preference_value,
 )
-from .layout import Distribution
+from .layout import Distributed, Distribution
 
 __all__ = ["MgContractionPlan", "MgCopyPlan", "MgHandle", "MgTensor"]
 
@@ -90,7 +90,7 @@ class MgHandle(CResource):
         return (ctype * len(self.devices))()
 
 
-class MgTensor(CResource):
+class MgTensor(Distributed, CResource):
     """A tensor over the handle's devices (or in host memory, :meth:`host`).
 
     ``device_count[i]`` devices share mode ``i`` (default 1), in blocks of ``block_sizes[i]``
@@ -213,14 +213,6 @@ class MgTensor(CResource):
                      self.devices)  # fmt: skip
         self.arrays = [arr]
         return self
-
-    @property
-    def extents(self) -> tuple[int, ...]:
-        return tuple(self.distribution.extents)
-
-    @property
-    def ndim(self) -> int:
-        return self.distribution.ndim
 
     def pointers(self) -> ctypes.Array[ctypes.c_void_p]:
         """The data pointers in the order of :attr:`devices`."""

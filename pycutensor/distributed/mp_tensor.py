@@ -23,7 +23,7 @@ from .. import raw_mp
 from ..tensor import data_type_name, data_type_value, dtype_of_data_type
 from ._common import c_array, int64s, require_gpu
 from .comm import Communicator
-from .layout import Distribution
+from .layout import Distributed, Distribution
 
 __all__ = ["DistributedTensor", "MpHandle"]
 
@@ -70,7 +70,7 @@ def _get_attribute(handle: MpHandle, desc: CResource, attr: int, ctype: Any, cou
     return tuple(int(v) for v in buf)
 
 
-class DistributedTensor(CResource):
+class DistributedTensor(Distributed, CResource):
     """A tensor spread over the ranks of a communicator: ``cutensorMpTensorDescriptor_t`` plus this
     rank's local shard (a device array).
 
@@ -167,14 +167,6 @@ class DistributedTensor(CResource):
                 f"got shape {view.shape}, strides {view.strides}"
             )
         return local
-
-    @property
-    def extents(self) -> tuple[int, ...]:
-        return tuple(self.distribution.extents)
-
-    @property
-    def ndim(self) -> int:
-        return self.distribution.ndim
 
     @property
     def data_ptr(self) -> int:

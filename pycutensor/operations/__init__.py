@@ -43,6 +43,7 @@ its term ignore NaN in its tensor, while NaN in the tensors themselves propagate
 
 from __future__ import annotations
 
+from .. import tables as _tables
 from ..checks import LoweredTensor, check_operation, lower_layouts
 
 # Pre-split private names, kept for callers inside pycutensor (einsum imports them from here).
@@ -51,25 +52,26 @@ from ..checks import coerce_scalar as _coerce_scalar  # noqa: F401
 from ..checks import span as _span  # noqa: F401
 from ..checks import table_scalar_dtype as _table_scalar_dtype  # noqa: F401
 from ..operation import Operand, Operation
-from ..tables import (
-    BINARY_OPERATORS,
-    COMPUTE_TYPES,
-    CONTRACTION_TRINARY_TYPES,
-    CONTRACTION_TYPES,
-    ELEMENTWISE_BINARY_TYPES,
-    ELEMENTWISE_TRINARY_TYPES,
-    MIN_COMPUTE_CAPABILITY,
-    PERMUTATION_TYPES,
-    REDUCTION_TYPES,
-    UNARY_OPERATORS,
-    UNARY_OPERATORS_BY_DATA_TYPE,
-    binary_operator,
-    compute_type_name,
-    expected_scalar_type,
-    unary_operator,
-)
+
+# pycutensor.tables' public names, re-exported ("X as X" for type checkers; __all__ takes them
+# from tables.__all__), and its plumbing under private names for callers inside pycutensor.
+from ..tables import BINARY_OPERATORS as BINARY_OPERATORS
+from ..tables import COMPUTE_TYPES as COMPUTE_TYPES
+from ..tables import CONTRACTION_TRINARY_TYPES as CONTRACTION_TRINARY_TYPES
+from ..tables import CONTRACTION_TYPES as CONTRACTION_TYPES
+from ..tables import ELEMENTWISE_BINARY_TYPES as ELEMENTWISE_BINARY_TYPES
+from ..tables import ELEMENTWISE_TRINARY_TYPES as ELEMENTWISE_TRINARY_TYPES
 from ..tables import KINDS as _KINDS  # noqa: F401
+from ..tables import MIN_COMPUTE_CAPABILITY as MIN_COMPUTE_CAPABILITY
+from ..tables import PERMUTATION_TYPES as PERMUTATION_TYPES
+from ..tables import REDUCTION_TYPES as REDUCTION_TYPES
+from ..tables import UNARY_OPERATORS as UNARY_OPERATORS
+from ..tables import UNARY_OPERATORS_BY_DATA_TYPE as UNARY_OPERATORS_BY_DATA_TYPE
+from ..tables import binary_operator as binary_operator
 from ..tables import check_types as _check_types  # noqa: F401
+from ..tables import compute_type_name as compute_type_name
+from ..tables import expected_scalar_type as expected_scalar_type
+from ..tables import unary_operator as unary_operator
 from ._common import (
     LaunchKeywords,
     OperationKeywords,
@@ -89,17 +91,6 @@ from .permutation import Permutation, permute
 from .reduction import Reduction, reduce
 
 __all__ = [
-    "BINARY_OPERATORS",
-    "COMPUTE_TYPES",
-    "CONTRACTION_TRINARY_TYPES",
-    "CONTRACTION_TYPES",
-    "ELEMENTWISE_BINARY_TYPES",
-    "ELEMENTWISE_TRINARY_TYPES",
-    "MIN_COMPUTE_CAPABILITY",
-    "PERMUTATION_TYPES",
-    "REDUCTION_TYPES",
-    "UNARY_OPERATORS",
-    "UNARY_OPERATORS_BY_DATA_TYPE",
     "Contraction",
     "ContractionTrinary",
     "ElementwiseBinary",
@@ -113,19 +104,17 @@ __all__ = [
     "PlannableOperation",
     "Reduction",
     "WorkspaceLaunchKeywords",
-    "binary_operator",
     "check_operation",
-    "compute_type_name",
     "contract",
     "contract_trinary",
     "elementwise_binary",
     "elementwise_trinary",
-    "expected_scalar_type",
     "lower_layouts",
     "permute",
     "reduce",
-    "unary_operator",
 ]
+# and pycutensor.tables' public names imported above (not KINDS, Kind, check_types, operator_name)
+__all__ += [name for name in _tables.__all__ if name in globals()]
 
 # help(), inspect.signature and the API reference list each kind's shared keywords (its
 # operation class's OperationKeywords, its function's LaunchKeywords or WorkspaceLaunchKeywords).

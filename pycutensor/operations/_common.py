@@ -26,6 +26,7 @@ from .._capture import capture_state, tuning_refusal
 from ..checks import (
     LoweredTensor,
     check_device_view,
+    check_laid_out_like,
     check_operation,
     coerce_scalar,
     label_tuple,
@@ -199,16 +200,8 @@ def prepare(  # noqa: PLR0917 - internal, one argument per part of the request
     out_name = names[-1]
     if out_view is not None:
         last = views[-1]
-        if out_view.dtype != last.dtype:
-            raise TypeError(
-                f"out has dtype {out_view.dtype}, {out_name} has {last.dtype}: they must match"
-            )
-        if out_view.shape != last.shape or out_view.strides != last.strides:
-            raise ValueError(
-                f"out must be laid out like {out_name} (cuTENSOR describes both with one "
-                f"descriptor): {out_name} has shape {last.shape} and strides {last.strides}, out "
-                f"has {out_view.shape} and {out_view.strides}"
-            )
+        check_laid_out_like(out_view, "out", last.dtype, last.shape, last.strides, out_name,
+                            "cuTENSOR describes both with one descriptor")  # fmt: skip
     for view, name in zip(views, names, strict=False):
         check_pointer(view.ptr, view.itemsize, name)
     specs = []
