@@ -23,18 +23,25 @@ from typing import Any
 
 __all__ = ["defer", "raise_deferred", "watch_callbacks"]
 
-_local = threading.local()
+
+class _Pending(threading.local):
+    # A class default: a thread with nothing deferred finds None without a failed lookup
+    # (getattr with a default took 0.4 us, after every library call).
+    pending: BaseException | None = None
+
+
+_local = _Pending()
 
 
 def defer(exc: BaseException) -> None:
     """Keep ``exc`` (raised in a callback from C, which cannot propagate it) for this thread."""
-    if getattr(_local, "pending", None) is None:  # the first one wins: a second Ctrl-C repeats it
+    if _local.pending is None:  # the first one wins: a second Ctrl-C repeats it
         _local.pending = exc
 
 
 def raise_deferred() -> None:
     """Raise the exception a callback deferred on this thread, if any (once)."""
-    exc = getattr(_local, "pending", None)
+    exc = _local.pending
     if exc is not None:
         _local.pending = None
         raise exc

@@ -11,6 +11,13 @@ instead of being inside the library when it unloads. The main thread, which runs
 finalizers, is never refused. ``os.fork()`` waits (new calls held back) until no other thread is
 inside such a call, so that the child inherits no library lock held by a thread it does not have;
 the child starts with no call in progress, and its exit does not wait for the parent's.
+
+A :func:`library_call` made while the same thread is already inside one counts as part of it
+(it costs about 0.3 µs instead of 1.8 µs): a whole sequence of C calls, the lowering of a graph
+or a heuristics query, can then be made inside one, so that exit and fork wait for the sequence
+rather than for each call, and each call of it pays only for the nesting. Such a sequence must
+not wait for another thread that may itself be waiting to enter a call (a lock that thread holds):
+a fork in progress holds new calls back until the sequence ends (for at most :data:`EXIT_WAIT_S`).
 """
 
 from __future__ import annotations
@@ -22,7 +29,13 @@ import weakref
 
 from .interrupts import raise_deferred
 
-__all__ = ["EXIT_WAIT_S", "InterpreterExitingError", "exiting_elsewhere", "library_call"]
+__all__ = [
+    "EXIT_WAIT_S",
+    "InterpreterExitingError",
+    "exiting_elsewhere",
+    "library_call",
+    "thread_calls",
+]
 
 #: How long exit waits for calls in progress (a plan with runtime-compiled kernels takes about two
 #: seconds on a CPU).
@@ -41,6 +54,17 @@ class _State:
     waiters = 0  # threads waiting for in_progress to reach 0 (exit, fork): notified only then
 
 
+class _Depth(threading.local):
+    depth = 0  # this thread's library calls in progress, nested ones included
+
+
+_thread = _Depth()
+#: This thread's library calls in progress (``thread_calls.depth``): where it is above 0, a C call
+#: is already inside one that exit and fork wait for, and may be made without entering another
+#: (calling ``raise_deferred`` after it, as :class:`library_call` does); 0.3 us less per call.
+thread_calls = _thread
+
+
 class InterpreterExitingError(RuntimeError):
     """A thread other than the main one called the library while the interpreter is exiting."""
 
@@ -56,7 +80,9 @@ class library_call:  # a function once; its callers are unchanged
 
     A class rather than a ``@contextmanager`` generator: it is entered around every C call of
     the backend layer (about 250 per convolution plan), and the generator's machinery cost
-    0.8 us of the 2.8 us each entry took."""
+    0.8 us of the 2.8 us each entry took. An instance holds nothing else, so one can be made
+    once and entered again and again, by any thread. Entered on a thread already inside one, it
+    only counts the nesting: the outermost call is the one exit and fork wait for."""
 
     __slots__ = ("what",)
 
@@ -64,6 +90,11 @@ class library_call:  # a function once; its callers are unchanged
         self.what = what
 
     def __enter__(self) -> None:
+        local = _thread
+        depth = local.depth
+        if depth:  # inside a call on this thread already: never held back (it would wait on itself)
+            local.depth = depth + 1
+            return
         state = _State
         with state.lock:
             while state.forking:
@@ -82,13 +113,18 @@ class library_call:  # a function once; its callers are unchanged
                 atexit.register(_wait_for_calls)
                 state.registered = True
             state.in_progress += 1
+            local.depth = 1
 
     def __exit__(self, *exc: object) -> None:
-        state = _State
-        with state.lock:
-            state.in_progress -= 1
-            if state.waiters and not state.in_progress:
-                state.idle.notify_all()
+        local = _thread
+        depth = local.depth - 1
+        local.depth = depth
+        if not depth:
+            state = _State
+            with state.lock:
+                state.in_progress -= 1
+                if state.waiters and state.in_progress <= 1:  # the waiter's own call may remain
+                    state.idle.notify_all()
         raise_deferred()  # a Ctrl-C that landed in a log callback during the call
 
 
@@ -97,13 +133,14 @@ def _nothing() -> None:
 
 
 def _wait_until_idle() -> None:
-    # The caller holds the lock. Bounded: a wait made from inside a call (a fork from a log
-    # handler, say) would otherwise wait for itself. Counted in ``waiters``, so that the calls
-    # ending meanwhile notify.
+    # The caller holds the lock. A wait made from inside a call (a fork from a log handler, say)
+    # waits for the other threads' calls, not for its own; bounded all the same. Counted in
+    # ``waiters``, so that the calls ending meanwhile notify.
     state = _State
+    own = 1 if _thread.depth else 0
     state.waiters += 1
     try:
-        state.idle.wait_for(lambda: state.in_progress == 0, timeout=EXIT_WAIT_S)
+        state.idle.wait_for(lambda: state.in_progress <= own, timeout=EXIT_WAIT_S)
     finally:
         state.waiters -= 1
 
@@ -135,7 +172,8 @@ def _after_fork_in_child() -> None:
     # never end there (exit used to wait EXIT_WAIT_S, 30 s, for them in every child).
     _State.lock = threading.Lock()
     _State.idle = threading.Condition(_State.lock)
-    _State.in_progress = 0
+    # A fork made from inside a call (a log handler's) continues that call in the child.
+    _State.in_progress = 1 if _thread.depth else 0
     _State.waiters = 0
     _State.forking = False
 

@@ -127,6 +127,22 @@ _KINDS: dict[tuple[Any, Any], tuple[Any, tuple[int, int, int] | None]] = {}
 _ENUM_VALUES: dict[tuple[Any, ...], tuple[int, tuple[int, int, int] | None]] = {}
 
 
+#: ``ctype * n`` by (ctype, n): making the array type each time took as long as filling it.
+_ARRAY_TYPES: dict[tuple[Any, int], Any] = {}
+#: What an encoded value that holds no object keeps alive.
+_NOTHING: tuple[Any, ...] = ()
+
+
+def _array(ctype: Any, n: int) -> Any:
+    """The ctypes array type of ``n`` elements of ``ctype`` (kept: a handful per program)."""
+    kind = _ARRAY_TYPES.get((ctype, n))
+    if kind is None:
+        kind = ctype * n
+        if n <= 64:  # the lengths a plan uses; longer ones are rare and not kept
+            _ARRAY_TYPES[(ctype, n)] = kind
+    return kind
+
+
 def _store(cache: dict[Any, Any], key: Any, value: Any) -> None:
     if len(cache) >= _MAX_ENTRIES:
         cache.clear()
@@ -142,6 +158,7 @@ class AttrSpec:
         "axis",
         "ctype",
         "enum_cls",
+        "hi",
         "key",
         "kind",
         "minimum",
@@ -165,13 +182,16 @@ class AttrSpec:
         #: the smallest value the fast path accepts: the integer rule's minimum, else the range's
         self.minimum = max(lo, rule[0]) if rule is not None else lo
         self.range = (lo, hi)
+        self.hi = hi
         #: a dimension index: [-1, CUDNN_DIM_MAX) (see _attrs._encode)
         self.axis = name.name.endswith("_AXIS")
         self.needs = _needs(name, AttrType(atype))
         self.value_kinds = _value_kinds(name) if atype == _DESCRIPTOR else None
         self.enum_cls = ENUM_OF_TYPE.get(atype) if self.kind == "enum" else None
 
-    def encode(self, value: Any, descriptor_class: type[Any]) -> tuple[Any, int, list[Any]] | None:
+    def encode(
+        self, value: Any, descriptor_class: type[Any]
+    ) -> tuple[Any, int, Sequence[Any]] | None:
         """``(ctypes array, count, descriptors to keep alive)`` for the common, valid values;
         None for anything else (``_attrs._encode`` converts it, or refuses it with its message)."""
         kind = self.kind
@@ -182,27 +202,30 @@ class AttrSpec:
         if kind == "desc":
             return self._encode_descriptors(value, descriptor_class)
         if kind == "bool" and type(value) is bool:
-            return (ctypes.c_bool * 1)(value), 1, []
+            return _array(ctypes.c_bool, 1)(value), 1, _NOTHING
         if kind == "real" and type(value) in (float, int):
-            return (self.ctype * 1)(float(value)), 1, []
+            return _array(self.ctype, 1)(float(value)), 1, _NOTHING
         return None
 
-    def _encode_ints(self, value: Any) -> tuple[Any, int, list[Any]] | None:
+    def _encode_ints(self, value: Any) -> tuple[Any, int, Sequence[Any]] | None:
         t = type(value)
         if t is int:
-            values: Any = (value,)
-        elif (t is list or t is tuple) and all(type(v) is int for v in value):
-            values = value
-        else:
+            if not self.minimum <= value <= self.hi or (self.axis and not -1 <= value < _DIM_MAX):
+                return None
+            return _array(self.ctype, 1)(value), 1, _NOTHING
+        if t is not list and t is not tuple:
             return None
-        if values and (min(values) < self.minimum or max(values) > self.range[1]):
+        for v in value:
+            if type(v) is not int:
+                return None
+        if value and (min(value) < self.minimum or max(value) > self.hi):
             return None
-        if self.axis and any(not -1 <= v < _DIM_MAX for v in values):
+        if self.axis and any(not -1 <= v < _DIM_MAX for v in value):
             return None
-        n = len(values)
-        return (self.ctype * n)(*values), n, []
+        n = len(value)
+        return _array(self.ctype, n)(*value), n, _NOTHING
 
-    def _encode_enums(self, value: Any) -> tuple[Any, int, list[Any]] | None:
+    def _encode_enums(self, value: Any) -> tuple[Any, int, Sequence[Any]] | None:
         enum_cls = self.enum_cls
         if enum_cls is None:
             return None
@@ -227,11 +250,11 @@ class AttrSpec:
                 return None  # the general path refuses it, naming both versions
             numbers.append(entry[0])
         n = len(numbers)
-        return (self.ctype * n)(*numbers), n, []
+        return _array(self.ctype, n)(*numbers), n, _NOTHING
 
     def _encode_descriptors(
         self, value: Any, descriptor_class: type[Any]
-    ) -> tuple[Any, int, list[Any]] | None:
+    ) -> tuple[Any, int, Sequence[Any]] | None:
         if isinstance(value, descriptor_class):
             descs: Any = (value,)
         elif type(value) is list or type(value) is tuple:
@@ -241,16 +264,17 @@ class AttrSpec:
         kinds = self.value_kinds
         ptrs = []
         for d in descs:
+            # the descriptor class's own state: open (a pointer), finalized, of a kind it takes
             if (
                 not isinstance(d, descriptor_class)
-                or d.closed
-                or not d.is_finalized
-                or (kinds is not None and int(d.descriptor_type) not in kinds)
+                or d._ptr is None
+                or not d._finalized
+                or (kinds is not None and d._dtype not in kinds)
             ):
                 return None
-            ptrs.append(d.ptr)
+            ptrs.append(d._ptr)
         n = len(ptrs)
-        return (ctypes.c_void_p * n)(*ptrs), n, list(descs)
+        return _array(ctypes.c_void_p, n)(*ptrs), n, list(descs)
 
 
 def cached_spec(

@@ -1,4 +1,5 @@
-"""Destroying backend descriptors (``cudnnBackendDestroyDescriptor``), one or a batch at a time.
+"""Creating and destroying backend descriptors (``cudnnBackendCreateDescriptor``,
+``cudnnBackendDestroyDescriptor``), one or a batch at a time.
 
 A heuristics read hands back one ENGINECFG per config (about 40 for a convolution), a knob read
 one KNOB_CHOICE per slot: descriptors created together for one ``cudnnBackendGetAttribute``.
@@ -10,6 +11,7 @@ finalizer destroys every C object of the group, in one library call, once no mem
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import weakref
 from typing import Any
@@ -17,9 +19,60 @@ from typing import Any
 from _nvbind.interrupts import defer
 from _nvbind.shutdown import InterpreterExitingError, library_call
 
-from ._lib import LIB
+from ._attrnames import check_supported, descriptor_type, descriptor_type_name
+from ._attrspec import descriptor_needs, keep_descriptor_type
+from ._lib import LIB, last_error_string
+from .errors import error_from_status
 
 __all__ = ["DescriptorBatch", "destroy_descriptor", "destroy_descriptors"]
+
+
+_CREATE_CALL = library_call("cudnnBackendCreateDescriptor")
+_DESTROY_CALL = library_call("cudnnBackendDestroyDescriptor")
+
+
+def _raise_for(status: int, function: str, context: str) -> None:
+    # Callers test the status first: the context text is only worth building for an error.
+    if status:
+        detail = last_error_string()
+        message = f"{context}: {detail}" if detail else context
+        raise error_from_status(status, function, message)
+
+
+def _checked_type(kind: Any) -> Any:
+    """The descriptor type ``kind`` names, refused when newer than the loaded cuDNN."""
+    known = descriptor_needs(kind)  # this spelling checked before, and still supported
+    if known is not None:
+        return known[0]
+    dtype = descriptor_type(kind)
+    check_supported(kind=dtype)  # a type newer than the loaded cuDNN: refused, naming both
+    keep_descriptor_type(kind, dtype)
+    return dtype
+
+
+def _create(dtype: Any, n: int) -> list[int]:
+    """``cudnnBackendCreateDescriptor`` ``n`` times, inside one library call: a heuristics read
+    needs one ENGINECFG per config it returns (about 40 for a convolution). On a failure the
+    ones made are destroyed and the error is raised."""
+    create = LIB.function("cudnnBackendCreateDescriptor")
+    out = ctypes.c_void_p()
+    ptrs: list[int] = []
+    status = 0
+    try:
+        with _CREATE_CALL:
+            for _ in range(n):
+                status = create(int(dtype), ctypes.byref(out))
+                if status:
+                    break
+                ptrs.append(int(out.value or 0))
+        if status:
+            _raise_for(
+                status, "cudnnBackendCreateDescriptor", f"creating a {descriptor_type_name(dtype)}"
+            )
+    except BaseException:
+        destroy_descriptors(ptrs)
+        raise
+    return ptrs
 
 
 def destroy_descriptors(ptrs: list[int]) -> None:
@@ -30,7 +83,7 @@ def destroy_descriptors(ptrs: list[int]) -> None:
     if not ptrs:
         return
     try:
-        with library_call("cudnnBackendDestroyDescriptor"):
+        with _DESTROY_CALL:
             destroy = LIB.function("cudnnBackendDestroyDescriptor")
             for ptr in ptrs:
                 destroy(ptr)

@@ -24,11 +24,12 @@ once finalized, and refuses everything once closed.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from _nvbind.interrupts import raise_deferred
 from _nvbind.resource import CResource
-from _nvbind.shutdown import library_call
+from _nvbind.shutdown import library_call, thread_calls
 
 from ._attrnames import (
     _CHAR,
@@ -61,15 +62,13 @@ from ._attrspec import (
     AttrSpec,
     cached_spec,
     check_integer_values,
-    descriptor_needs,
-    keep_descriptor_type,
     keep_spec,
 )
-from ._descriptor_memory import DescriptorBatch
+from ._descriptor_memory import DescriptorBatch, _checked_type, _create, _raise_for
 from ._descriptor_memory import destroy_descriptor as _destroy
 from ._lib import LIB, last_error_string
 from ._plan_json import check_json_attribute, check_plan_json
-from .errors import CudnnError, error_from_status
+from .errors import CudnnError
 from .handle import Handle
 
 __all__ = [
@@ -84,12 +83,10 @@ __all__ = [
 ]
 
 
-def _raise_for(status: int, function: str, context: str) -> None:
-    # Callers test the status first: the context text is only worth building for an error.
-    if status:
-        detail = last_error_string()
-        message = f"{context}: {detail}" if detail else context
-        raise error_from_status(status, function, message)
+# Entered around each C call (see _nvbind.shutdown), made once: about 250 calls per plan.
+_FINALIZE_CALL = library_call("cudnnBackendFinalize")
+_SET_CALL = library_call("cudnnBackendSetAttribute")
+_GET_CALL = library_call("cudnnBackendGetAttribute")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -113,43 +110,6 @@ _FINALIZE_CHECKED = frozenset(
     )
     if k in DescType.__members__
 )
-
-
-def _checked_type(kind: Any) -> Any:
-    """The descriptor type ``kind`` names, refused when newer than the loaded cuDNN."""
-    known = descriptor_needs(kind)  # this spelling checked before, and still supported
-    if known is not None:
-        return known[0]
-    dtype = descriptor_type(kind)
-    check_supported(kind=dtype)  # a type newer than the loaded cuDNN: refused, naming both
-    keep_descriptor_type(kind, dtype)
-    return dtype
-
-
-def _create(dtype: Any, n: int) -> list[int]:
-    """``cudnnBackendCreateDescriptor`` ``n`` times, inside one library call: a heuristics read
-    needs one ENGINECFG per config it returns (about 40 for a convolution). On a failure the
-    ones made are destroyed and the error is raised."""
-    create = LIB.function("cudnnBackendCreateDescriptor")
-    out = ctypes.c_void_p()
-    ptrs: list[int] = []
-    status = 0
-    try:
-        with library_call("cudnnBackendCreateDescriptor"):
-            for _ in range(n):
-                status = create(int(dtype), ctypes.byref(out))
-                if status:
-                    break
-                ptrs.append(int(out.value or 0))
-        if status:
-            _raise_for(
-                status, "cudnnBackendCreateDescriptor", f"creating a {descriptor_type_name(dtype)}"
-            )
-    except BaseException:
-        for ptr in ptrs:
-            _destroy(ptr)
-        raise
-    return ptrs
 
 
 class BackendDescriptor(CResource):
@@ -176,21 +136,31 @@ class BackendDescriptor(CResource):
         dtype = _checked_type(kind)
         ptrs = _create(dtype, n)
         batch = DescriptorBatch(ptrs, parents)  # from here on, it destroys them
+        return cls._members(ptrs, dtype, batch, parents), batch
+
+    @classmethod
+    def _members(
+        cls, ptrs: list[int], dtype: Any, batch: DescriptorBatch, parents: tuple[Any, ...]
+    ) -> list[BackendDescriptor]:
+        """Descriptors for ``ptrs``, members of ``batch`` (which destroys their C objects)."""
         made: list[BackendDescriptor] = []
+        refs = (*parents, batch)
         for ptr in ptrs:
             d = cls.__new__(cls)
-            d._adopt(ptr, dtype, (*parents, batch), owned=False)
+            d._adopt(ptr, dtype, refs, owned=False)
             made.append(d)
-        return made, batch
+        return made
 
     def _adopt(self, ptr: int, dtype: Any, parents: Iterable[Any], *, owned: bool = True) -> None:
         # The finalizer holds this list, so every descriptor appended to it outlives this one.
-        self._refs: list[Any] = list(parents)
+        refs: list[Any] = list(parents)
+        self._refs = refs
         # The Handles among them, which finalize() checks are still open (see _check_finalizable).
-        self._handles: list[Handle] = [p for p in self._refs if isinstance(p, Handle)]
+        self._handles: list[Handle] = [p for p in refs if isinstance(p, Handle)] if refs else []
         # Not owned: a DescriptorBatch among the parents destroys the C object.
-        super().__init__(ptr, _destroy if owned else None, parents=(self._refs,))
+        super().__init__(ptr, _destroy if owned else None, parents=(refs,))
         self.descriptor_type: Any = dtype
+        self._dtype = int(dtype)  # read by every set and finalize
         self._finalized = False
         # Attributes set through this object (int name -> descriptor types set, or None for a
         # non-descriptor value): what finalize() and get() need to know to keep cuDNN from
@@ -216,12 +186,19 @@ class BackendDescriptor(CResource):
 
     def finalize(self) -> None:
         """``cudnnBackendFinalize``: validate and freeze the attributes."""
-        self._check_open()
+        if self._ptr is None:
+            self._check_open()  # raises
         if self._finalized:
             return
-        self._check_finalizable()
-        with library_call("cudnnBackendFinalize"):  # see _nvbind.shutdown
-            status = LIB.function("cudnnBackendFinalize")(self)
+        if self._handles or self._dtype in _FINALIZE_CHECKED:
+            self._check_finalizable()
+        fn = LIB.function("cudnnBackendFinalize")
+        if thread_calls.depth:  # inside a library call already (a lowering: see _nvbind.shutdown)
+            status = fn(self._c_ptr)
+            raise_deferred()
+        else:
+            with _FINALIZE_CALL:
+                status = fn(self._c_ptr)
         if status:
             _raise_for(status, "cudnnBackendFinalize", f"finalizing a {self.type_name}")
         self._finalized = True
@@ -246,7 +223,7 @@ class BackendDescriptor(CResource):
                 break
         else:
             # Most descriptors of a plan are of kinds without a rule of their own.
-            if int(self.descriptor_type) in _FINALIZE_CHECKED:
+            if self._dtype in _FINALIZE_CHECKED:
                 missing = self._missing_attributes()
         if missing:
             raise ValueError(
@@ -302,14 +279,18 @@ class BackendDescriptor(CResource):
         ``(numerator, denominator)`` pairs (FRACTION). ``attr_type`` overrides the documented type
         (needed where the header documents none, and for FLOAT-or-DOUBLE attributes).
         """
-        self._check_open()
-        spec = self._spec(attr, attr_type, reading=False)
+        if self._ptr is None:
+            self._check_open()  # raises
+        spec = cached_spec(attr, attr_type, self._dtype)[1]  # (_spec's first step, inline)
+        if spec is None:
+            spec = self._spec(attr, attr_type, reading=False)
         name, atype = spec.name, spec.atype
         if self._finalized:
             raise ValueError(
                 f"cannot set {_attr_text(name)}: this {self.type_name} is finalized and cuDNN "
                 "freezes attributes at cudnnBackendFinalize"
             )
+        keep: Sequence[Any]
         encoded = spec.encode(value, BackendDescriptor)  # common values, already checked
         if encoded is None:
             arr, count, keep = _encode(name, atype, value, BackendDescriptor)
@@ -319,8 +300,13 @@ class BackendDescriptor(CResource):
                 check_json_attribute(name, value)
         else:
             arr, count, keep = encoded
-        with library_call("cudnnBackendSetAttribute"):
-            status = LIB.function("cudnnBackendSetAttribute")(self, spec.key, atype, count, arr)
+        fn = LIB.function("cudnnBackendSetAttribute")
+        if thread_calls.depth:  # inside a library call already (a lowering: see _nvbind.shutdown)
+            status = fn(self._c_ptr, spec.key, atype, count, arr)
+            raise_deferred()
+        else:
+            with _SET_CALL:
+                status = fn(self._c_ptr, spec.key, atype, count, arr)
         if status:
             _raise_for(
                 status,
@@ -328,19 +314,20 @@ class BackendDescriptor(CResource):
                 f"setting {_attr_text(name)} ({attribute_type_name(atype)} x {count}) on a "
                 f"{self.type_name}",
             )
-        if keep:
+        if atype == _DESCRIPTOR:
             self._refs.extend(keep)
-            if atype != _DESCRIPTOR:  # HANDLE values: Handles
-                self._handles.extend(k for k in keep if isinstance(k, Handle))
-        self._set_kinds[spec.key] = (
-            tuple(int(d.descriptor_type) for d in keep) if atype == _DESCRIPTOR else None
-        )
+            self._set_kinds[spec.key] = tuple([d._dtype for d in keep])
+            return
+        if keep:  # HANDLE values: Handles
+            self._refs.extend(keep)
+            self._handles.extend(k for k in keep if isinstance(k, Handle))
+        self._set_kinds[spec.key] = None
 
     def _spec(self, attr: Any, attr_type: Any, *, reading: bool) -> AttrSpec:
         """The :class:`~pycudnn._attrspec.AttrSpec` of ``attr`` (with ``attr_type``) on this
         descriptor: kept from an earlier call, or checked now as set() and get() always did
         (name, type, owner, version; the same errors in the same order) and then kept."""
-        key, spec = cached_spec(attr, attr_type, int(self.descriptor_type))
+        key, spec = cached_spec(attr, attr_type, self._dtype)
         if spec is not None:
             return spec
         name = attribute_name(attr)
@@ -382,9 +369,11 @@ class BackendDescriptor(CResource):
     # -- get ---------------------------------------------------------------------------------
     def _get_raw(self, name: Any, atype: int, requested: int, array: Any) -> int:
         count = ctypes.c_int64(0)
-        with library_call("cudnnBackendGetAttribute"):
+        if self._ptr is None:
+            self._check_open()  # raises
+        with _GET_CALL:
             status = LIB.function("cudnnBackendGetAttribute")(
-                self, int(name), atype, requested, ctypes.byref(count), array
+                self._c_ptr, int(name), atype, requested, ctypes.byref(count), array
             )
         if not status:
             return int(count.value)
@@ -552,17 +541,18 @@ class BackendDescriptor(CResource):
             if size == 0:
                 return []
             # cuDNN fills descriptors the caller created; they stay tied to this one. Unused,
-            # they go with their batch: when `created` is dropped, or at once (release_unused).
-            created, batch = BackendDescriptor._many(kind, size, parents=(self,))
-            arr = (ctypes.c_void_p * size)(*[d.ptr for d in created])
-            got = self._get_raw(name, _DESCRIPTOR, size, arr)
+            # they go with their batch: when it is dropped, or at once (release_unused). Only
+            # those filled get a Python object (a convolution's count query promises 26 ENGINECFG
+            # and cuDNN fills 12, say).
+            dtype = _checked_type(kind)
+            ptrs = _create(dtype, size)
+            batch = DescriptorBatch(ptrs, (self,))  # from here on, it destroys them
+            got = self._get_raw(name, _DESCRIPTOR, size, (ctypes.c_void_p * size)(*ptrs))
             if got >= 0:
-                kept = created[: min(got, size)]
-                unused = created[len(kept) :]  # the count query promised more than was read
-                if unused:
-                    batch.release_unused([d.ptr for d in unused])
-                    for d in unused:
-                        d.close()
+                n = min(got, size)
+                if n < size:  # the count query promised more than was read
+                    batch.release_unused(ptrs[n:])
+                kept = BackendDescriptor._members(ptrs[:n], dtype, batch, (self,))
                 for d in kept:
                     d._finalized = True  # cuDNN hands back finalized objects
                 return kept

@@ -454,9 +454,12 @@ class DeviceProperties(Closable):
     @property
     def fingerprint(self) -> str:
         """A short hash of everything that can change a plan (not the device ordinal)."""
-        data = {k: v for k, v in self._data.items() if k not in _NOT_IN_FINGERPRINT}
-        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        known = self.__dict__.get("_fingerprint")  # the data never change: made once (30 us)
+        if known is None:
+            data = {k: v for k, v in self._data.items() if k not in _NOT_IN_FINGERPRINT}
+            text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+            known = self._fingerprint = hashlib.sha256(text.encode()).hexdigest()[:16]
+        return str(known)
 
     def __getitem__(self, key: str) -> Any:
         return self._data[key]

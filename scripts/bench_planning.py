@@ -16,7 +16,8 @@ properties without a GPU (``tests/data/deviceprops/h100-sxm-80gb.json``; needs `
 - the engine each chose, side by side (they must be the same);
 - **cold**: a new process to its first plan, import included (median of ``--cold-runs``);
 - pycudnn's plan cache: a hit in memory, and a new process's first plan from a cache directory
-  next to the time that process took to load libcudnn.
+  next to the time that process took to load libcudnn (``--warm-only`` leaves out these two
+  and the cold figures).
 
 A graph a library cannot plan is reported as such, with its error. The frontend (the
 ``nvidia-cudnn-frontend`` package, imported as ``cudnn``) runs in a child process with its own
@@ -876,6 +877,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--graphs", help="comma-separated graph names (default: all)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--cold-runs", type=int, default=3)
+    ap.add_argument(
+        "--warm-only",
+        action="store_true",
+        help="only the warm figures: no new processes, no plan-cache figures",
+    )
     ap.add_argument("--out", type=Path, default=Path("."))
     ap.add_argument(
         "--frontend-python", help="the interpreter of an environment with cudnn-frontend"
@@ -900,8 +906,12 @@ def main(argv: list[str] | None = None) -> int:
     cold = [n for n in COLD_GRAPHS if n in names][: 1 if args.quick else None] or names[:1]
     result: dict[str, Any] = {"machine": machine(), "repeats": repeats, "quick": args.quick}
     result["pycudnn"] = bench_pycudnn(names, repeats)
-    result["cache_memory"] = bench_cache_memory(repeats)
-    result["cold"] = bench_pycudnn_cold(cold, runs)
+    if args.warm_only:  # for comparing two checkouts quickly, run after run
+        cold = []
+        result["cache_memory"], result["cold"] = {}, {}
+    else:
+        result["cache_memory"] = bench_cache_memory(repeats)
+        result["cold"] = bench_pycudnn_cold(cold, runs)
     python = frontend_python(args.frontend_python)
     if python is None:
         result["frontend"] = {"absent": "cudnn-frontend is not installed here (--frontend-python)"}

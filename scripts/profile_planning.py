@@ -7,7 +7,9 @@
 For each graph of ``scripts/bench_planning.py`` (the same descriptions, deviceless plans for the
 committed H100 properties; needs ``libcuda.so.1``), after one warm-up:
 
-- **build**: describe + build (no plan cache), median and minimum of ``--repeats``;
+- **build**: describe + build (no plan cache), median and minimum of ``--repeats``; with
+  ``--heuristics``, describe + the heuristics query of mode A instead (``Graph.heuristics``, the
+  heuristics column of ``bench_planning.py``);
 - **cuDNN**: the time spent inside libcudnn's functions during those builds, per function with its
   call count: every C function pycudnn bound is wrapped in a timer for these builds only (the
   timer costs about 0.2 µs a call, charged to cuDNN), then unwrapped;
@@ -109,8 +111,9 @@ def _phase_timers(
     return restore
 
 
-def profile_graph(name: str, repeats: int, top: int) -> dict[str, Any]:
-    """The build, cuDNN and Python times of ``name`` (see the module), and cProfile's top."""
+def profile_graph(name: str, repeats: int, top: int, *, query: bool = False) -> dict[str, Any]:
+    """The build, cuDNN and Python times of ``name`` (see the module), and cProfile's top;
+    with ``query``, of describing it and querying heuristic mode A instead of building."""
     import pycudnn
     from pycudnn import DeviceProperties
     from pycudnn._lib import LIB
@@ -123,6 +126,9 @@ def profile_graph(name: str, repeats: int, top: int) -> dict[str, Any]:
         g = pycudnn.Graph(name)
         bench.GRAPHS[name](g)
         describe_s.append(time.perf_counter() - t0)
+        if query:  # what bench_planning.py's heuristics column times
+            g.heuristics("a", device_properties=props)
+            return g
         return g.build(device_properties=props, cache=False)
 
     build().close()  # the warm-up: every function bound, every table filled
@@ -277,6 +283,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--first-plan", action="store_true", help="a new process, by phase")
     ap.add_argument("--runs", type=int, default=5, help="new processes for --first-plan")
     ap.add_argument("--json", type=Path, help="write every figure here")
+    ap.add_argument(
+        "--heuristics",
+        action="store_true",
+        help="describe + heuristics query (mode A) instead of describe + build",
+    )
     args = ap.parse_args(argv)
     names = [n.strip() for n in args.graphs.split(",") if n.strip()]
     unknown = [n for n in names if n not in bench.GRAPHS]
@@ -287,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {"load_average": os.getloadavg()[0], "graphs": {}}
     print(f"{'graph':24} {'build ms':>9} {'cuDNN ms':>9} {'Python ms':>10}  cuDNN calls per build")
     for name in names:
-        entry = profile_graph(name, args.repeats, args.cprofile)
+        entry = profile_graph(name, args.repeats, args.cprofile, query=args.heuristics)
         result["graphs"][name] = entry
         calls = ", ".join(
             f"{k.removeprefix('cudnnBackend')} {v['calls_per_build']:g}"

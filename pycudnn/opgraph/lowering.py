@@ -9,10 +9,11 @@ deviceless planning.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from _nvbind.dtypes import DataType, dtype_name
+from _nvbind.shutdown import library_call
 
 from ..backend import BackendDescriptor
 from ..errors import CudnnError
@@ -30,6 +31,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from .tensors import Operation
 
 __all__ = ["build_descriptors"]
+
+#: The whole lowering is one library call for exit and fork (see _nvbind.shutdown): its ~10 to
+#: ~200 C calls then pay only for nesting, not each for the exit guard.
+_LOWERING_CALL = library_call("cudnnBackendSetAttribute (lowering a graph to descriptors)")
 
 
 def _scalar_type(compute: DataType | np.dtype) -> str:
@@ -69,56 +74,73 @@ def build_descriptors(
         made.append(d)
         return d
 
-    def finalize(desc: BackendDescriptor, what: str) -> None:
+    def finalize(desc: BackendDescriptor, what: str | Callable[[], str]) -> None:
+        # ``what`` names the descriptor in cuDNN's error: text, or a function that makes it (a
+        # graph's tensors are named only if one fails)
         try:
             desc.finalize()
         except CudnnError as exc:
-            raise type(exc)(exc.status, exc.function, f"{what}: {exc.message}") from None
+            text = what() if callable(what) else what
+            raise type(exc)(exc.status, exc.function, f"{text}: {exc.message}") from None
 
     try:
-        tensors: dict[int, BackendDescriptor] = {}
-        # a ragged tensor's descriptor holds its offsets' (finalized first)
-        for t in sorted(graph._tensors, key=lambda t: t.ragged_offset is not None):
-            d = new("TENSOR")
-            assert t.element_type is not None
-            # A vectorized tensor is shown with C counted in vectors (its strides already are).
-            dims, strides = views.get(t.uid, (t.vector_dims, t.strides))
-            d.set("TENSOR_UNIQUE_ID", t.uid, attr_type="INT64")
-            d.set("TENSOR_DATA_TYPE", _cudnn_dtype(t.element_type, t.name), attr_type="DATA_TYPE")
-            d.set("TENSOR_BYTE_ALIGNMENT", t.alignment, attr_type="INT64")
-            d.set("TENSOR_DIMENSIONS", dims, attr_type="INT64")
-            d.set("TENSOR_STRIDES", strides, attr_type="INT64")
-            if t.is_vectorized:
-                d.set("TENSOR_VECTOR_COUNT", t.vector_count, attr_type="INT64")
-                d.set("TENSOR_VECTORIZED_DIMENSION", t.vectorized_dim, attr_type="INT64")
-            if t.is_virtual:
-                d.set("TENSOR_IS_VIRTUAL", True, attr_type="BOOLEAN")
-            if t.by_value:
-                d.set("TENSOR_IS_BY_VALUE", True, attr_type="BOOLEAN")
-            if t.ragged_offset is not None:
-                offsets = tensors[t.ragged_offset.uid]
-                d.set("TENSOR_RAGGED_OFFSET_DESC", offsets, attr_type="BACKEND_DESCRIPTOR")
-            finalize(d, f"tensor '{t.name}' {_dims_text(dims)}")
-            tensors[t.uid] = d
-
-        ops: list[BackendDescriptor] = []
-        for op in graph._ops:
-            several = build_attention_operations(op, tensors, new, finalize)
-            if several is not None:
-                ops.extend(several)
-            else:
-                ops.append(_build_op(op, tensors, new, finalize))
-
-        g = new("OPERATIONGRAPH")
-        g.set("OPERATIONGRAPH_OPS", ops, attr_type="BACKEND_DESCRIPTOR")
-        if handle is not None:
-            g.set("OPERATIONGRAPH_HANDLE", handle, attr_type="HANDLE")
-            g.keep_alive(handle)  # cuDNN keeps the pointer: the handle must outlive the graph
-        finalize(g, f"graph '{graph.name}'")
+        with _LOWERING_CALL:
+            return _lower(graph, handle, views, new=new, finalize=finalize, made=made)
     except BaseException:
         for d in reversed(made):
             d.close()
         raise
+
+
+def _lower(
+    graph: Graph,
+    handle: Any,
+    views: Mapping[int, tuple[tuple[int, ...], tuple[int, ...]]],
+    *,
+    new: Any,
+    finalize: Any,
+    made: list[BackendDescriptor],
+) -> dict[str, Any]:
+    """The body of :func:`build_descriptors` (which closes ``made`` if it raises)."""
+    tensors: dict[int, BackendDescriptor] = {}
+    # a ragged tensor's descriptor holds its offsets' (finalized first)
+    for t in sorted(graph._tensors, key=lambda t: t.ragged_offset is not None):
+        d = new("TENSOR")
+        assert t.element_type is not None
+        # A vectorized tensor is shown with C counted in vectors (its strides already are).
+        dims, strides = views.get(t.uid, (t.vector_dims, t.strides))
+        d.set("TENSOR_UNIQUE_ID", t.uid, attr_type="INT64")
+        d.set("TENSOR_DATA_TYPE", _cudnn_dtype(t.element_type, t.name), attr_type="DATA_TYPE")
+        d.set("TENSOR_BYTE_ALIGNMENT", t.alignment, attr_type="INT64")
+        d.set("TENSOR_DIMENSIONS", dims, attr_type="INT64")
+        d.set("TENSOR_STRIDES", strides, attr_type="INT64")
+        if t.is_vectorized:
+            d.set("TENSOR_VECTOR_COUNT", t.vector_count, attr_type="INT64")
+            d.set("TENSOR_VECTORIZED_DIMENSION", t.vectorized_dim, attr_type="INT64")
+        if t.is_virtual:
+            d.set("TENSOR_IS_VIRTUAL", True, attr_type="BOOLEAN")
+        if t.by_value:
+            d.set("TENSOR_IS_BY_VALUE", True, attr_type="BOOLEAN")
+        if t.ragged_offset is not None:
+            offsets = tensors[t.ragged_offset.uid]
+            d.set("TENSOR_RAGGED_OFFSET_DESC", offsets, attr_type="BACKEND_DESCRIPTOR")
+        finalize(d, lambda t=t, dims=dims: f"tensor '{t.name}' {_dims_text(dims)}")
+        tensors[t.uid] = d
+
+    ops: list[BackendDescriptor] = []
+    for op in graph._ops:
+        several = build_attention_operations(op, tensors, new, finalize)
+        if several is not None:
+            ops.extend(several)
+        else:
+            ops.append(_build_op(op, tensors, new, finalize))
+
+    g = new("OPERATIONGRAPH")
+    g.set("OPERATIONGRAPH_OPS", ops, attr_type="BACKEND_DESCRIPTOR")
+    if handle is not None:
+        g.set("OPERATIONGRAPH_HANDLE", handle, attr_type="HANDLE")
+        g.keep_alive(handle)  # cuDNN keeps the pointer: the handle must outlive the graph
+    finalize(g, f"graph '{graph.name}'")
     return {"graph": g, "tensors": tensors, "ops": ops, "all": made[::-1], "handle": handle}
 
 
