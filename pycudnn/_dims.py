@@ -16,6 +16,8 @@ __all__ = ["as_int", "as_ints", "check_dims", "check_strides", "checked_dims"]
 
 
 def as_int(value: object, name: str, index: int) -> int:
+    if type(value) is int:  # the common case, first: each graph tensor's dims pass here
+        return value
     # bool is an int subclass: refuse it explicitly so that (True, 3, 4) is not read as (1, 3, 4).
     if isinstance(value, (bool, *numpy_types("bool_"))):
         raise TypeError(f"{name}[{index}] must be an int, got bool {value!r}")
@@ -32,6 +34,8 @@ def as_ints(values: object, name: str) -> tuple[int, ...]:
                 f"{name} must be one-dimensional, got an array of shape {values.shape}"
             )
         values = values.tolist()  # NumPy scalars become Python ints, floats and bools
+    if type(values) is tuple and all(type(v) is int for v in values):
+        return values  # already what is returned: ints, not bools, in a tuple
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
         raise TypeError(f"{name} must be a sequence of ints, got {type(values).__name__}")
     return tuple(as_int(v, name, i) for i, v in enumerate(values))
