@@ -91,6 +91,8 @@ class DataType:
             return False
 
     def __hash__(self) -> int:
+        # The name's hash, not NumPy's (which would import it): a DataType and the equal
+        # numpy.dtype are not interchangeable as keys of one dict or set.
         return hash(self.name)
 
     def __str__(self) -> str:
@@ -124,7 +126,7 @@ class NumpyDtype:
 
 # One row a type: NumPy's name, kind and size, its ``cudnnDataType_t`` member name (``CUDNN_DATA_``
 # stripped) and its ``cudaDataType_t`` name as cuTENSOR spells it (``CUTENSOR_`` stripped); None
-# where the library has no such type. tests/test_dtypes_light.py checks the kinds and sizes
+# where the library has no such type. tests/test_first_plan_imports.py checks the kinds and sizes
 # against NumPy's and ml_dtypes'.
 _NUMPY_TYPES: list[tuple[str, str, int, str | None, str | None]] = [
     ("float32", "f", 4, "FLOAT", "R_32F"),
@@ -164,7 +166,9 @@ _ML_NAMES = frozenset(row[0] for row in _ML_TYPES)
 def _known(dtype: Any) -> DataType | None:
     """The DataType of the tables for a DataType or a ``numpy.dtype`` (None if none)."""
     if isinstance(dtype, DataType):
-        return _KNOWN.get(dtype.name)
+        if dtype._table:
+            return dtype
+        dtype = dtype.numpy  # one that wraps a dtype: the byte order counts too (below)
     known = _KNOWN.get(str(dtype.name)) if isinstance(dtype, np.dtype) else None
     # A name is not enough: '>f4' is named float32 too, and is no type of the tables.
     return known if known is not None and known.numpy == dtype else None

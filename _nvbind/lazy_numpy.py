@@ -49,4 +49,8 @@ def numpy_types(*names: str) -> tuple[type[Any], ...]:
     module = sys.modules.get("numpy")
     if module is None:
         return ()
+    if getattr(getattr(module, "__spec__", None), "_initializing", False):
+        # Another thread is importing NumPy right now: its module is in sys.modules half made
+        # (no ndarray yet). Importing waits for that thread to finish.
+        module = importlib.import_module("numpy")
     return tuple(getattr(module, name) for name in names)

@@ -25,6 +25,7 @@ from _nvbind.dtypes import (
     dtype_name,
 )
 from _nvbind.lazy_numpy import numpy_types
+from pycudnn.graph import GraphError
 
 # Describe conv + bias + ReLU (fp16, NHWC, as the planning benchmark's first graph), a bf16
 # matmul and a product with a by-value scalar, build a deviceless plan of each for the committed H100 properties, and print which of
@@ -104,9 +105,10 @@ def test_data_types_are_numpys_kinds_and_sizes() -> None:
         t = as_data_type(name)
         assert (t.name, t.kind, t.itemsize) == (dt.name, dt.kind, dt.itemsize), name
         assert t.numpy == dt and np.dtype(t) == dt and np.zeros(1, dtype=t).dtype == dt
-    for dt in CUDNN_DATA_TYPE_NAMES:  # every key of the tables, NumPy's and ml_dtypes'
-        t = data_type_of(dt)
-        assert (t.name, t.kind, t.itemsize) == (dt.name, dt.kind, dt.itemsize)
+    for table in (CUDNN_DATA_TYPE_NAMES, CUDA_DATA_TYPE_NAMES):  # every row has a name in one
+        for dt in table:  # every key, NumPy's and ml_dtypes'
+            t = data_type_of(dt)
+            assert (t.name, t.kind, t.itemsize) == (dt.name, dt.kind, dt.itemsize)
 
 
 def test_data_type_equality_follows_numpy() -> None:
@@ -130,6 +132,9 @@ def test_the_tables_take_data_types_and_numpy_dtypes() -> None:
     assert CUDNN_DATA_TYPE_NAMES[np.dtype(ml_dtypes.bfloat16)] == "BFLOAT16"
     assert CUDA_DATA_TYPE_NAMES[as_numpy_dtype("half")] == "R_16F"
     assert np.dtype(">f4") not in CUDNN_DATA_TYPE_NAMES  # a name is not enough: the byte order
+    assert as_data_type(np.dtype(">f4")) not in CUDNN_DATA_TYPE_NAMES  # wrapped in a DataType too
+    assert as_data_type(np.dtype(">i4")) not in CUDA_DATA_TYPE_NAMES
+    assert as_data_type(np.dtype("<f4")) in CUDNN_DATA_TYPE_NAMES  # this machine's own order
     assert CUDNN_DATA_TYPE_NAMES.get(as_data_type("int16")) is None  # cuDNN has no int16
     assert "float16" in CUDNN_DATA_TYPE_NAMES.type_names()
     assert len(CUDNN_DATA_TYPE_NAMES) == len(CUDNN_DATA_TYPE_NAMES.type_names())
@@ -164,3 +169,44 @@ def test_graph_settings_and_attributes_stay_numpy_dtypes() -> None:
     t = g.tensor(np.array([1, 8, 2, 2]), strides=[np.int64(32), 4, 2, 1], name="t")  # type: ignore[arg-type]
     assert t.dims == (1, 8, 2, 2) and t.strides == (32, 4, 2, 1)
     assert "numpy" in sys.modules  # (imported by this module: nothing above needed a child)
+
+
+def test_a_big_endian_graph_tensor_is_refused_as_before() -> None:
+    g = pycudnn.Graph("big")
+    with pytest.raises(GraphError, match="cuDNN has no data type for float32"):
+        g.tensor([1, 8, 4, 4], dtype=">f4", name="x")
+
+
+def test_describing_while_another_thread_imports_numpy() -> None:
+    """A thread that describes graphs while another imports NumPy for the first time meets NumPy's
+    module half made in sys.modules: the type checks wait for it instead of failing."""
+    out = run_python(
+        """
+        import sys, threading, time
+        import pycudnn
+        from pycudnn import layout
+        assert "numpy" not in sys.modules
+        errors, stop = [], threading.Event()
+
+        def describe():
+            while not stop.is_set():
+                try:
+                    layout.packed_strides([2, 3, 4, 5], "NCHW")
+                    g = pycudnn.Graph("g")
+                    g.relu(g.tensor([2, 8, 4, 4], dtype="float16", name="x"))
+                except Exception as exc:
+                    errors.append(f"{type(exc).__name__}: {exc}")
+                    return
+
+        t = threading.Thread(target=describe)
+        t.start()
+        time.sleep(0.05)
+        import numpy
+        time.sleep(0.05)
+        stop.set()
+        t.join()
+        print(errors)
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout
