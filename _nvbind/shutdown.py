@@ -43,9 +43,10 @@ EXIT_WAIT_S = 30.0
 
 
 class _State:
-    lock = (
-        threading.Lock()
-    )  # entered directly on the fast path (Condition's own methods are Python)
+    # Entered directly on the fast path (Condition's own methods are Python). Reentrant: a garbage
+    # collection while a thread holds it (Condition.notify_all allocates) may run a finalizer that
+    # destroys a descriptor, a library call of its own on the same thread.
+    lock = threading.RLock()
     idle = threading.Condition(lock)  # guards the four below; notified when none is in progress
     in_progress = 0
     exiting = False
@@ -170,7 +171,7 @@ def _after_fork_in_parent() -> None:
 def _after_fork_in_child() -> None:
     # The child has only the forking thread: the calls the parent's other threads had in progress
     # never end there (exit used to wait EXIT_WAIT_S, 30 s, for them in every child).
-    _State.lock = threading.Lock()
+    _State.lock = threading.RLock()
     _State.idle = threading.Condition(_State.lock)
     # A fork made from inside a call (a log handler's) continues that call in the child.
     _State.in_progress = 1 if _thread.depth else 0

@@ -13,6 +13,7 @@ import threading
 import time
 
 import pytest
+from children import run_python
 
 from _nvbind import shutdown
 from _nvbind.interrupts import defer
@@ -130,3 +131,21 @@ def test_a_graphs_lowering_is_one_library_call() -> None:
     finally:
         for d in made["all"]:
             d.close()
+
+
+def test_a_call_made_while_its_thread_holds_the_runtime_lock_goes_through() -> None:
+    """A garbage collection inside the runtime's own locked section (``Condition.notify_all``
+    allocates) may run a finalizer that destroys a C object: a library call on the thread that
+    holds the lock, which must not wait for itself. In a child process: a hang fails there."""
+    out = run_python(
+        """
+        from _nvbind import shutdown
+        from _nvbind.shutdown import library_call
+        with shutdown._State.lock, library_call("a finalizer's destroy"):
+            print("inside", shutdown._State.in_progress)
+        print("after", shutdown._State.in_progress)
+        """,
+        timeout=30,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["inside", "1", "after", "0"]
