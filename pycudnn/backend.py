@@ -27,9 +27,8 @@ import ctypes
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from _nvbind.interrupts import raise_deferred
 from _nvbind.resource import CResource
-from _nvbind.shutdown import library_call, thread_calls
+from _nvbind.shutdown import library_call
 
 from ._attrnames import (
     _CHAR,
@@ -192,13 +191,7 @@ class BackendDescriptor(CResource):
             return
         if self._handles or self._dtype in _FINALIZE_CHECKED:
             self._check_finalizable()
-        fn = LIB.function("cudnnBackendFinalize")
-        if thread_calls.depth:  # inside a library call already (a lowering: see _nvbind.shutdown)
-            status = fn(self._c_ptr)
-            raise_deferred()
-        else:
-            with _FINALIZE_CALL:
-                status = fn(self._c_ptr)
+        status = _FINALIZE_CALL.run(LIB.function("cudnnBackendFinalize"), self._c_ptr)
         if status:
             _raise_for(status, "cudnnBackendFinalize", f"finalizing a {self.type_name}")
         self._finalized = True
@@ -301,12 +294,7 @@ class BackendDescriptor(CResource):
         else:
             arr, count, keep = encoded
         fn = LIB.function("cudnnBackendSetAttribute")
-        if thread_calls.depth:  # inside a library call already (a lowering: see _nvbind.shutdown)
-            status = fn(self._c_ptr, spec.key, atype, count, arr)
-            raise_deferred()
-        else:
-            with _SET_CALL:
-                status = fn(self._c_ptr, spec.key, atype, count, arr)
+        status = _SET_CALL.run(fn, self._c_ptr, spec.key, atype, count, arr)
         if status:
             _raise_for(
                 status,
@@ -371,10 +359,10 @@ class BackendDescriptor(CResource):
         count = ctypes.c_int64(0)
         if self._ptr is None:
             self._check_open()  # raises
-        with _GET_CALL:
-            status = LIB.function("cudnnBackendGetAttribute")(
-                self._c_ptr, int(name), atype, requested, ctypes.byref(count), array
-            )
+        fn = LIB.function("cudnnBackendGetAttribute")
+        status = _GET_CALL.run(
+            fn, self._c_ptr, int(name), atype, requested, ctypes.byref(count), array
+        )
         if not status:
             return int(count.value)
         if status == _SIZE_INSUFFICIENT:  # a concurrent change grew it: the caller retries

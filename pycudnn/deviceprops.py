@@ -32,6 +32,7 @@ from _nvbind.cuda import driver_status
 from _nvbind.ffi import format_version
 from _nvbind.files import read_text, write_text
 from _nvbind.forksafe import fork_safe_lock
+from _nvbind.lazy import cached_attribute
 from _nvbind.resource import Closable
 
 from . import log
@@ -451,15 +452,12 @@ class DeviceProperties(Closable):
         "maxSharedMemoryPerBlockOptin", "Shared memory a block can opt in to, in bytes"
     )
 
-    @property
+    @cached_attribute  # the data never change: made once (30 us)
     def fingerprint(self) -> str:
         """A short hash of everything that can change a plan (not the device ordinal)."""
-        known = self.__dict__.get("_fingerprint")  # the data never change: made once (30 us)
-        if known is None:
-            data = {k: v for k, v in self._data.items() if k not in _NOT_IN_FINGERPRINT}
-            text = json.dumps(data, sort_keys=True, separators=(",", ":"))
-            known = self._fingerprint = hashlib.sha256(text.encode()).hexdigest()[:16]
-        return str(known)
+        data = {k: v for k, v in self._data.items() if k not in _NOT_IN_FINGERPRINT}
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def __getitem__(self, key: str) -> Any:
         return self._data[key]
