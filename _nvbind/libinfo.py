@@ -10,12 +10,18 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from .ffi import NativeLibrary
-from .report import wheel_of
 
-__all__ = ["LibraryInfo", "library_check", "library_info"]
+__all__ = ["LibraryInfo", "library_check", "library_info", "wheel_of"]
+
+# The wheels that ship each library, for the report of where the loaded one came from.
+_WHEELS = {
+    "cudnn": ("nvidia-cudnn-cu12", "nvidia-cudnn-cu13"),
+    "cutensor": ("cutensor-cu12", "cutensor-cu13"),
+}
 
 
 class LibraryInfo(NamedTuple):
@@ -110,3 +116,28 @@ def library_check(package: str, library: str, *, built: str = "") -> dict[str, A
         "header_version": list(info.header_version()),
         "cudart_version": info.cudart_version(),
     }
+
+
+def wheel_of(library: str, path: str) -> str | None:
+    """``"<wheel> <version>"`` of the installed wheel that holds the file ``path`` (the loaded
+    ``library``, ``cudnn`` or ``cutensor``), or None when it came from elsewhere (system, conda).
+
+    The wheel's version can differ from the library's own number: cutensor-cu12 2.8.1 ships a
+    library that reports 2.8.0.
+    """
+    # importlib.metadata costs ~20 ms to import; only this report needs it, not planning
+    from importlib import metadata
+
+    try:
+        target = Path(path).resolve()
+    except OSError:
+        return None
+    for name in _WHEELS.get(library, ()):
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        for f in dist.files or ():
+            if f.name == target.name and Path(str(dist.locate_file(f))).resolve() == target:
+                return f"{name} {dist.version}"
+    return None

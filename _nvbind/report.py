@@ -22,11 +22,11 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from .cuda import DriverStatus, driver_status
 from .ffi import DEPENDENCIES, not_importable
+from .libinfo import wheel_of
 
 __all__ = [
     "EXIT_CANNOT_RUN",
@@ -62,13 +62,8 @@ EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool stopped
 # The help of every command's ``--json`` option.
 JSON_HELP = "print exactly one JSON document on stdout (its exit_code repeats the exit code)"
 
+
 # The wheels each library can come from (NVIDIA's names on PyPI).
-_WHEELS = {
-    "cudnn": ("nvidia-cudnn-cu12", "nvidia-cudnn-cu13"),
-    "cutensor": ("cutensor-cu12", "cutensor-cu13"),
-}
-
-
 def device_record(device: Mapping[str, Any]) -> dict[str, Any]:
     """One device in the schema every command uses: ``ordinal``, ``name``,
     ``compute_capability`` ([major, minor]), ``sm`` ("sm_90") and ``total_memory`` (bytes)."""
@@ -91,31 +86,6 @@ def devices_report(st: DriverStatus | None = None) -> dict[str, Any]:
         "devices": [device_record(d) for d in st.devices],
         "devices_reason": st.reason,
     }
-
-
-def wheel_of(library: str, path: str) -> str | None:
-    """``"<wheel> <version>"`` of the installed wheel that holds the file ``path`` (the loaded
-    ``library``, ``cudnn`` or ``cutensor``), or None when it came from elsewhere (system, conda).
-
-    The wheel's version can differ from the library's own number: cutensor-cu12 2.8.1 ships a
-    library that reports 2.8.0.
-    """
-    # importlib.metadata costs ~20 ms to import; only this report needs it, not planning
-    from importlib import metadata
-
-    try:
-        target = Path(path).resolve()
-    except OSError:
-        return None
-    for name in _WHEELS.get(library, ()):
-        try:
-            dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            continue
-        for f in dist.files or ():
-            if f.name == target.name and Path(str(dist.locate_file(f))).resolve() == target:
-                return f"{name} {dist.version}"
-    return None
 
 
 def info_report(package: str, library: str) -> dict[str, Any]:
