@@ -2,7 +2,7 @@
 """Planning speed: pycudnn beside NVIDIA's cudnn-frontend, deviceless plans for the H100.
 
     python scripts/bench_planning.py [--quick] [--graphs conv_fprop,layernorm_fwd] [--repeats 5]
-        [--out DIR] [--frontend-python PATH] [--cold-runs 3] [--plot] [--write-docs]
+        [--out DIR] [--frontend-python PATH] [--cold-runs 7] [--plot] [--write-docs]
 
 For each graph of the list (the graphs of the project's planning-speed issue: conv fprop + bias +
 ReLU, dgrad, wgrad, matmul 4096^3 bf16, matmul + bias + GELU, SDPA forward (causal) and backward,
@@ -14,7 +14,8 @@ properties without a GPU (``tests/data/deviceprops/h100-sxm-80gb.json``; needs `
   config that finalizes, no plan cache), the median of ``--repeats`` after one warm-up;
 - **heuristics**: describe the graph and query heuristic mode A (the configs it returns);
 - the engine each chose, side by side (they must be the same);
-- **cold**: a new process to its first plan, import included (median of ``--cold-runs``);
+- **cold**: a new process to its first plan, import included (median of ``--cold-runs``, the
+  two libraries' processes alternating);
 - pycudnn's plan cache: a hit in memory, and a new process's first plan from a cache directory
   next to the time that process took to load libcudnn (``--warm-only`` leaves out these two
   and the cold figures).
@@ -362,17 +363,44 @@ def _run_child(argv: list[str], env: dict[str, str], timeout: float = 600) -> di
     return dict(json.loads(lines[-1]))
 
 
-def bench_pycudnn_cold(names: list[str], runs: int) -> dict[str, Any]:
-    """A new process to its first plan, import included; and its first plan from a cache
-    directory another process filled, beside the time it took to load libcudnn."""
-    env = _child_env()
+def _frontend_env() -> dict[str, str]:
+    # The frontend's environment is its own: nothing of this checkout is on its path.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def _frontend_args(names: list[str], repeats: int) -> dict[str, Any]:
+    return {"graphs": names, "repeats": repeats, "props": str(PROPS), "cold": None}
+
+
+def bench_cold(
+    names: list[str], runs: int, frontend: str | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A new process to its first plan, import included, for pycudnn and (with ``frontend``, its
+    interpreter) the frontend, and pycudnn's first plan from a cache directory another process
+    filled, beside the time it took to load libcudnn. The two libraries' processes alternate, run
+    by run, so that both meet the same load on a shared machine."""
+    env, fe_env = _child_env(), _frontend_env()
     script_dir = str(Path(__file__).resolve().parent)
-    out: dict[str, Any] = {}
+    ours: dict[str, Any] = {}
+    theirs: dict[str, Any] = {}
     for name in names:
         argv = [sys.executable, "-c", PYCUDNN_COLD, name, "build", script_dir]
+        fe_args = json.dumps({**_frontend_args(names, 1), "cold": name})
+        fe_argv = [frontend, "-c", FRONTEND_CHILD, fe_args] if frontend else []
         _run_child(argv, env)  # writes the bytecode once, outside the figures
-        samples = [_run_child(argv, env) for _ in range(runs)]
-        out[name] = _summarise(samples, "first_plan_ms")
+        if fe_argv:
+            _run_child(fe_argv, fe_env)  # its bytecode and the page cache, likewise
+        samples: list[dict[str, Any]] = []
+        fe_samples: list[dict[str, Any]] = []
+        for _ in range(runs):
+            samples.append(_run_child(argv, env))
+            if fe_argv:
+                fe_samples.append(_run_child(fe_argv, fe_env))
+        ours[name] = _summarise(samples, "first_plan_ms")
+        if fe_argv:
+            theirs[name] = _summarise(fe_samples, "first_plan_ms")
     with tempfile.TemporaryDirectory(prefix="bench-planning-") as cache_dir:
         name = names[0]
         argv = [sys.executable, "-c", PYCUDNN_COLD, name, f"disk:{cache_dir}", script_dir]
@@ -382,8 +410,8 @@ def bench_pycudnn_cold(names: list[str], runs: int) -> dict[str, Any]:
         disk["libcudnn_load_ms"] = _median_of(samples, "libcudnn_load_ms")
         disk["disk_hits"] = sum(s.get("stats", {}).get("disk_hits", 0) for s in samples)
         disk["graph"] = name
-        out["from_disk"] = disk
-    return out
+        ours["from_disk"] = disk
+    return ours, theirs
 
 
 def _median_of(samples: list[dict[str, Any]], key: str) -> float | None:
@@ -672,25 +700,13 @@ def frontend_python(given: str | None) -> str | None:
         return None
 
 
-def bench_frontend(
-    python: str, names: list[str], repeats: int, cold: list[str], runs: int
-) -> dict[str, Any]:
-    """Run the frontend child: warm figures for ``names``, then ``runs`` cold processes per
-    graph of ``cold``. Its environment is its own: nothing of this checkout is on its path."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    args = {"graphs": names, "repeats": repeats, "props": str(PROPS), "cold": None}
-    out = _run_child([python, "-c", FRONTEND_CHILD, json.dumps(args)], env)
+def bench_frontend(python: str, names: list[str], repeats: int) -> dict[str, Any]:
+    """Run the frontend child: its warm figures for ``names``."""
+    argv = [python, "-c", FRONTEND_CHILD, json.dumps(_frontend_args(names, repeats))]
+    out = _run_child(argv, _frontend_env())
     if "error" in out:
         return {"absent": f"the frontend at {python} failed: {out['error']}"}
     out["python"] = python
-    out["cold"] = {}
-    for name in cold:
-        argv = [python, "-c", FRONTEND_CHILD, json.dumps({**args, "cold": name})]
-        _run_child(argv, env)  # bytecode and page cache, outside the figures
-        out["cold"][name] = _summarise(
-            [_run_child(argv, env) for _ in range(runs)], "first_plan_ms"
-        )
     return out
 
 
@@ -876,7 +892,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="two graphs, one run each (CI)")
     ap.add_argument("--graphs", help="comma-separated graph names (default: all)")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--cold-runs", type=int, default=3)
+    ap.add_argument("--cold-runs", type=int, default=7)
     ap.add_argument(
         "--warm-only",
         action="store_true",
@@ -906,17 +922,20 @@ def main(argv: list[str] | None = None) -> int:
     cold = [n for n in COLD_GRAPHS if n in names][: 1 if args.quick else None] or names[:1]
     result: dict[str, Any] = {"machine": machine(), "repeats": repeats, "quick": args.quick}
     result["pycudnn"] = bench_pycudnn(names, repeats)
-    if args.warm_only:  # for comparing two checkouts quickly, run after run
-        cold = []
-        result["cache_memory"], result["cold"] = {}, {}
-    else:
-        result["cache_memory"] = bench_cache_memory(repeats)
-        result["cold"] = bench_pycudnn_cold(cold, runs)
     python = frontend_python(args.frontend_python)
     if python is None:
         result["frontend"] = {"absent": "cudnn-frontend is not installed here (--frontend-python)"}
     else:
-        result["frontend"] = bench_frontend(python, names, repeats, cold, runs)
+        result["frontend"] = bench_frontend(python, names, repeats)
+        if "absent" in result["frontend"]:
+            python = None  # no cold figures from a frontend that cannot plan
+    if args.warm_only:  # for comparing two checkouts quickly, run after run
+        result["cache_memory"], result["cold"] = {}, {}
+    else:
+        result["cache_memory"] = bench_cache_memory(repeats)
+        result["cold"], frontend_cold = bench_cold(cold, runs, python)
+        if python is not None:
+            result["frontend"]["cold"] = frontend_cold
     fe = result["frontend"].get("graphs", {})
     result["engines_differ"] = sorted(
         n
