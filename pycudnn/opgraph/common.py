@@ -4,6 +4,7 @@ checks (dims, dtypes, extents, broadcasting)."""
 from __future__ import annotations
 
 import enum
+import functools
 import numbers
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -13,6 +14,7 @@ from _nvbind.lazy_numpy import numpy_types
 from _nvbind.suggest import did_you_mean
 
 from .. import _bindings, layout
+from .._dims import as_ints
 
 if TYPE_CHECKING:
     import numpy as np
@@ -60,21 +62,15 @@ def _enum_member(enum_cls: type[enum.IntEnum], value: Any, prefix: str, what: st
 
 
 def _ints(value: Any, what: str, n: int | None = None) -> tuple[int, ...]:
-    if isinstance(value, numpy_types("ndarray")):  # (): NumPy not imported, value no array
-        value = value.tolist()
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and n is not None:
-            return (int(value),) * n
-        raise TypeError(f"{what} must be a sequence of ints, not {value!r}")
-    items = list(value)
-    out = []
-    for i, v in enumerate(items):
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-            raise TypeError(f"{what}[{i}] must be an int, not {v!r}")
-        out.append(int(v))
+    """``value`` as a tuple of ints, by the rules of every dims and strides
+    (:func:`pycudnn._dims.as_ints`: ints or NumPy integers, not bools); with ``n``, a single int
+    stands for ``n`` copies and a sequence must have ``n`` entries."""
+    if n is not None and (type(value) is int or isinstance(value, numpy_types("integer"))):
+        return (int(value),) * n
+    out = as_ints(value, what)
     if n is not None and len(out) != n:
         raise GraphError(f"{what} has {len(out)} entries but {n} are needed")
-    return tuple(out)
+    return out
 
 
 def _check_bounds(label: str, *checks: tuple[str, tuple[int, ...], int]) -> None:
@@ -130,7 +126,15 @@ def _check_extent(
         )
 
 
-def _format_of(dims: Sequence[int], strides: Sequence[int]) -> str:
+def _format_of(dims: tuple[int, ...], strides: tuple[int, ...]) -> str:
+    """The memory format of a graph tensor's (checked) dims and strides."""
+    return _format_of_checked(dims, strides)
+
+
+# Kept per (dims, strides): a graph asks it of every operation's output, and a program describes
+# the same few layouts again and again (strides_to_format tries the common formats in turn).
+@functools.lru_cache(maxsize=1024)
+def _format_of_checked(dims: tuple[int, ...], strides: tuple[int, ...]) -> str:
     try:
         return layout.strides_to_format(dims, strides)
     except ValueError:
