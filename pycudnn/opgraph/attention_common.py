@@ -172,6 +172,12 @@ class AttentionCommon(GraphCore):
         else:
             lowering = "unified"
         composite = lowering == "composite"
+        # The unified operation's masks as cuDNN's DIAGONAL_BAND_MASK operations (one per bound),
+        # as the frontend builds them from 9.21 (UnifiedDiagonalBandMaskNode), the version the
+        # unified operation's score subgraph needs anyway: one operation where the pointwise form
+        # (GEN_INDEX, CMP, BINARY_SELECT) takes four and three more virtual tensors. 9.28's FP8
+        # engine compiles only this form. The composite graph keeps the pointwise form.
+        band_op = fp8 or not composite
         # The composite graph shows cuDNN K (and, backward, V) transposed under its own unique
         # id: a tensor that is also another operand of the operation cannot be shown both ways.
         for role in ("k", "v") if backward else ("k",):
@@ -201,7 +207,7 @@ class AttentionCommon(GraphCore):
             # cuDNN's DIAGONAL_BAND_MASK operation (the FP8 score subgraph) reads a float left
             # bound, as the frontend gives it; the pointwise CMP_GT an int32 one
             inputs["left_bound"] = self.scalar(
-                left, dtype="float32" if fp8 else "int32", name=f"{op_name}.left_bound"
+                left, dtype="float32" if band_op else "int32", name=f"{op_name}.left_bound"
             )
         if composite and dropout and "dropout_scale" not in inputs:
             inputs["dropout_scale"] = self.scalar(
@@ -244,7 +250,7 @@ class AttentionCommon(GraphCore):
             "shift_from_lengths": shift_from_lengths,
             "dropout": float(dropout),
             "dropout_mask": "dropout_mask" in owned,
-            "band_op": fp8,
+            "band_op": band_op,
             "scores_dims": shapes.scores_dims,
             "alibi": alibi,
             "paged": paged,
