@@ -4,8 +4,9 @@ Opt in with :func:`enable_logging`. It registers a callback with ``cudnnSetCallb
 synchronously on the thread that made the API call, with a message of several NUL-separated lines
 (ended by a double NUL) which is joined here into one record. While the callback is registered cuDNN
 stops writing to ``CUDNN_LOGDEST_DBG``. :func:`disable_logging` hands logging back: when one of
-cuDNN's logging environment variables is set it unregisters the callback, after which those
-variables apply again; otherwise it keeps the callback registered with nothing forwarded, because an
+cuDNN's logging environment variables is set it restores cuDNN's built-in callback with the
+severities they ask for, after which they apply again (and :func:`capture` leaves them alone);
+otherwise it keeps the callback registered with nothing forwarded, because an
 unregistered cuDNN (``cudnnSetCallback(0, NULL, NULL)``) goes on to print every error to stderr.
 
 :func:`capture` collects the records emitted on the current thread inside a ``with`` block, which is
@@ -166,14 +167,37 @@ _ENV = (
 )
 
 
+def _env_mask() -> int:
+    """The severities cuDNN's own logging variables ask for (0: none set): ``CUDNN_LOGLEVEL_DBG``
+    1 errors, 2 and warnings, 3 and the per-call entries; the legacy switches one each."""
+    sev = (
+        _bindings.CUDNN_SEV_ERROR_EN,
+        _bindings.CUDNN_SEV_WARNING_EN,
+        _bindings.CUDNN_SEV_INFO_EN,
+    )
+    mask = 0
+    text = os.environ.get("CUDNN_LOGLEVEL_DBG", "").strip()
+    if text not in ("", "0"):
+        try:
+            level = int(text)
+        except ValueError:
+            level = 3  # cuDNN reads what it can of it: every severity rather than none
+        mask |= sum(int(s) for s in sev[: max(0, min(level, 3))]) if level > 0 else sum(sev)
+    for switch, s in zip(_ENV[2:], sev, strict=True):
+        if os.environ.get(switch, "0").strip() not in ("", "0"):
+            mask |= int(s)
+    return mask
+
+
 def _release() -> None:
     """Stop forwarding and collecting; called with the lock held when nobody needs the callback."""
     _registered["forward"] = False
-    if any(
-        os.environ.get(v, "0").strip() not in ("", "0") for v in _ENV if v != "CUDNN_LOGDEST_DBG"
-    ):
-        # The user configured cuDNN's own logging: unregister so that it applies again.
-        check(LIB.function("cudnnSetCallback")(0, None, None), "cudnnSetCallback")
+    env_mask = _env_mask()
+    if env_mask:
+        # The user configured cuDNN's own logging: its built-in callback (a NULL function) writes
+        # to CUDNN_LOGDEST_DBG again, for the severities the variables ask for. A mask of 0 would
+        # leave it registered and silent: the user's log stayed empty.
+        check(LIB.function("cudnnSetCallback")(env_mask, None, None), "cudnnSetCallback")
         _registered.pop("mask", None)
     else:
         # Unregistering would make cuDNN print every error record to stderr from then on (its
@@ -213,10 +237,18 @@ def capture(level: int = logging.WARNING) -> Iterator[list[LogRecord]]:
     """Collect the cuDNN log entries this thread produces inside the block.
 
     Registers the callback for the duration when logging is not enabled, without forwarding those
-    entries to ``logging`` unless :func:`enable_logging` is on.
+    entries to ``logging`` unless :func:`enable_logging` is on. When cuDNN's own logging variables
+    are set (``CUDNN_LOGLEVEL_DBG``, ...) and :func:`enable_logging` is off, nothing is collected:
+    the entries stay in cuDNN's own log, where the user asked for them.
     """
     mask = _mask_for(_check_level(level))
     sink: list[LogRecord] = []
+    if "level" not in _registered and _env_mask():
+        # cuDNN's own logging variables are set and enable_logging() is off: cuDNN's built-in
+        # callback writes every entry where they say, the planning's included, which a callback
+        # registered here would take from the user's log. Nothing is collected.
+        yield sink
+        return
     sinks = getattr(_state, "sinks", None)
     if sinks is None:
         sinks = _state.sinks = []

@@ -86,6 +86,11 @@ def test_cudnn_log_to_a_writable_file_still_works(tmp_path: Path, h100_props: ob
     r = _cudnn_child(CUDNN_LOGLEVEL_DBG="3", CUDNN_LOGDEST_DBG=str(log))
     assert r.returncode == 0 and r.stdout.strip().endswith("BUILT"), r.stderr[-2000:]
     assert log.is_file()  # created by cuDNN (the directory is fresh): the variable still applies
+    # and it holds the planning's own entries: pycudnn's callback, registered while it plans,
+    # used to take them, and its release left cuDNN's logging off (the file stayed empty)
+    text = log.read_text(errors="replace")
+    assert "function cudnnBackendFinalize() called" in text, text[:500]
+    assert "CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR" in text
 
 
 @pytest.mark.parametrize(
