@@ -15,7 +15,7 @@ bfloat16 and the fp8 types travel as DLPack's ``kDLBfloat`` and ``kDLFloat8_*`` 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -34,15 +34,29 @@ from .cuda import get_device, require_cuda_core, stream_handle
 from .dlpack import _KDL_CUDA, _has_live_exports, export_dlpack
 from .dtypes import dtype_name
 from .host_copy import _copy, _host_buffer
+from .keywords import keyword_defaults, show_keywords, take_keywords
 from .memory import allocate, stream_object
 from .resource import ClosedError
 from .strides import c_strides as _c_strides
 from .strides import element_extent
 from .view import ArrayGeometry
 
-__all__ = ["DeviceArray"]
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
+
+__all__ = ["AllocationKeywords", "DeviceArray"]
 
 _INT64_MAX = 2**63 - 1  # DLPack, the CUDA array interface and NumPy hold extents in int64
+
+
+class AllocationKeywords(TypedDict, total=False):
+    """The keywords of :meth:`DeviceArray.empty` that :meth:`DeviceArray.zeros` takes too, with
+    the same defaults: its fixed keyword list, for ``**kw: Unpack[AllocationKeywords]``."""
+
+    device: Any
+    stream: Any
+    strides: Sequence[int] | None
+    fmt: str | None
 
 
 # -- DeviceArray -----------------------------------------------------------------------------
@@ -123,36 +137,10 @@ class DeviceArray(ArrayGeometry):
             None,
             readonly=bool(readonly),
             stream=stream,
-            owner=None,
         )
 
-    def _init(  # noqa: PLR0917 - private initialiser shared by the factories
+    def _init(  # noqa: PLR0917 - private initialiser shared by __init__ and the factories
         self,
-        buffer: Any,
-        ptr: int,
-        shape: tuple[int, ...],
-        strides: tuple[int, ...],
-        dtype: np.dtype,
-        device_id: int | None,
-        *,
-        readonly: bool,
-        stream: Any,
-        owner: Any,
-    ) -> None:
-        self._buffer = buffer
-        self._ptr: int | None = ptr
-        self._shape = shape
-        self._strides = strides
-        self._dtype = dtype
-        self._device_id = device_id
-        self._readonly = readonly
-        self._stream = stream
-        self._owner = owner
-        self._view: ArrayView | None = None
-
-    @classmethod
-    def _new(  # noqa: PLR0917 - private constructor
-        cls,
         buffer: Any,
         ptr: int,
         shape: tuple[int, ...],
@@ -164,18 +152,18 @@ class DeviceArray(ArrayGeometry):
         stream: Any = None,
         owner: Any = None,
     ) -> DeviceArray:
-        self = cls.__new__(cls)
-        self._init(
-            buffer,
-            ptr,
-            shape,
-            strides,
-            dtype,
-            device_id,
-            readonly=readonly,
-            stream=stream,
-            owner=owner,
-        )
+        """Set every field; returns the array, so that a factory makes one without ``__init__``'s
+        checks as ``cls.__new__(cls)._init(...)``."""
+        self._buffer = buffer
+        self._ptr: int | None = ptr
+        self._shape = shape
+        self._strides = strides
+        self._dtype = dtype
+        self._device_id = device_id
+        self._readonly = readonly
+        self._stream = stream
+        self._owner = owner
+        self._view: ArrayView | None = None
         return self
 
     # -- factories -----------------------------------------------------------------------
@@ -220,21 +208,22 @@ class DeviceArray(ArrayGeometry):
         dev = _device_or_raise(device, what)
         s = stream_object(stream, dev)
         buf = allocate(span * dt.itemsize, device=dev, stream=s)
-        return cls._new(buf, int(buf.handle), shp, st, dt, int(dev.device_id), stream=s)
+        return cls.__new__(cls)._init(
+            buf, int(buf.handle), shp, st, dt, int(dev.device_id), stream=s
+        )
 
     @classmethod
     def zeros(
         cls,
         shape: Sequence[int] | int,
         dtype: Any = np.float32,
-        *,
-        device: Any = None,
-        stream: Any = None,
-        strides: Sequence[int] | None = None,
-        fmt: str | None = None,
+        **kw: Unpack[AllocationKeywords],
     ) -> DeviceArray:
-        """Like :meth:`empty`, filled with zero bytes (0 in every supported type)."""
-        out = cls._allocate("DeviceArray.zeros", shape, dtype, device, stream, strides, fmt)
+        """Like :meth:`empty` (the same keywords and defaults), filled with zero bytes (0 in every
+        supported type)."""
+        k = take_keywords("DeviceArray.zeros", kw, _ALLOCATION)
+        layout = k["device"], k["stream"], k["strides"], k["fmt"]
+        out = cls._allocate("DeviceArray.zeros", shape, dtype, *layout)
         out._buffer.fill(0, stream=out._stream)
         return out
 
@@ -265,7 +254,9 @@ class DeviceArray(ArrayGeometry):
         s = stream_object(stream, dev)
         _, span = element_extent(shp, st)
         buf = allocate(span * item, device=dev, stream=s)
-        out = cls._new(buf, int(buf.handle), shp, st, dt, int(dev.device_id), stream=s)
+        out = cls.__new__(cls)._init(
+            buf, int(buf.handle), shp, st, dt, int(dev.device_id), stream=s
+        )
         if span:
             _copy(dev, s, dst=buf, src=_host_buffer(a.ctypes.data, span * item, a))
             s.sync()
@@ -309,7 +300,7 @@ class DeviceArray(ArrayGeometry):
         # ``view.owner``, never freed here.
         if view.device_id < 0:
             raise ValueError("obj is host memory; copy it with DeviceArray.from_numpy")
-        return cls._new(
+        return cls.__new__(cls)._init(
             None,
             view.ptr,
             view.shape,
@@ -532,3 +523,8 @@ class DeviceArray(ArrayGeometry):
             f"DeviceArray(shape={self._shape}, dtype={dtype_name(self._dtype)}, "
             f"strides={self._strides}, device={device})"
         )
+
+
+# empty spells out the keywords (and defaults) that zeros takes as AllocationKeywords.
+_ALLOCATION = keyword_defaults(DeviceArray.empty)
+show_keywords({"zeros": vars(DeviceArray)["zeros"].__func__}, DeviceArray.empty, AllocationKeywords)

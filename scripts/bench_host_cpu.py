@@ -85,7 +85,7 @@ def _fake_array(ptr: int, shape: tuple[int, ...], dtype: Any, strides: Any = Non
     from _nvbind.strides import c_strides
 
     st = c_strides(shape) if strides is None else tuple(strides)
-    return DeviceArray._new(None, ptr, tuple(shape), st, np.dtype(dtype), 0)
+    return DeviceArray.__new__(DeviceArray)._init(None, ptr, tuple(shape), st, np.dtype(dtype), 0)
 
 
 def bench_cudnn(calls: int, batches: int) -> dict[str, Any]:

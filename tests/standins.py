@@ -32,13 +32,15 @@ def fake_device_array(
 ) -> Any:
     """A DeviceArray on device 0 at ``ptr`` (default: a fresh made-up address), with ``strides``
     or else packed in layout ``fmt`` (default C order); ``kw`` (``readonly=True``, say) goes to
-    ``DeviceArray._new``."""
+    ``DeviceArray._init``."""
     if strides is None:
         strides = layout.packed_strides(shape, fmt) if fmt else c_strides(shape)
     if ptr is None:
         _next[0] += 0x10_0000
         ptr = _next[0]
-    return DeviceArray._new(None, ptr, tuple(shape), tuple(strides), np.dtype(dtype), 0, **kw)
+    return DeviceArray.__new__(DeviceArray)._init(
+        None, ptr, tuple(shape), tuple(strides), np.dtype(dtype), 0, **kw
+    )
 
 
 def stand_in_handle(device: Any = None) -> Handle:

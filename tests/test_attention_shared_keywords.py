@@ -1,4 +1,4 @@
-"""sdpa and sdpa_backward take their shared score and mask keywords (SdpaKeywords) from one
+"""sdpa and sdpa_backward take their shared score, mask and ragged keywords (SdpaKeywords) from one
 declaration: both signatures show them, with the declared defaults, where they always stood; they
 reach the operation; a misspelt one is a TypeError naming it before anything is added."""
 
@@ -11,7 +11,12 @@ import pytest
 
 from pycudnn import Graph
 from pycudnn.graph import Tensor
-from pycudnn.opgraph.attention_args import MaskKeywords, ScoreKeywords, SdpaKeywords
+from pycudnn.opgraph.attention_args import (
+    MaskKeywords,
+    RaggedKeywords,
+    ScoreKeywords,
+    SdpaKeywords,
+)
 from pycudnn.opgraph.attention_fp8 import Fp8Keywords
 
 # The documented defaults (the methods' docstrings): no scale given, no mask, dropout 0, the
@@ -34,6 +39,8 @@ DEFAULTS = {
     "sliding_window_length": None,
     "use_padding_mask": None,
     "use_alibi_mask": False,
+    "max_total_seq_len_q": None,
+    "max_total_seq_len_kv": None,
 }
 
 
@@ -44,16 +51,23 @@ def _keyword_only(name: str) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("method", "after_score", "after_masks"),
-    [("sdpa", "return_stats", "rng_dump"), ("sdpa_backward", "implementation", "sink_token")],
+    ("method", "after_score", "after_masks", "after_ragged"),
+    [
+        ("sdpa", "return_stats", "rng_dump", "sink_token"),
+        ("sdpa_backward", "implementation", "sink_token", "use_causal_mask"),
+    ],
 )
 def test_shared_keywords_show_where_they_stood(
-    method: str, after_score: str, after_masks: str
+    method: str, after_score: str, after_masks: str, after_ragged: str
 ) -> None:
     names = _keyword_only(method)
     params = inspect.signature(getattr(Graph, method)).parameters
     assert {k: params[k].default for k in SdpaKeywords.__annotations__} == DEFAULTS
-    for typed, then in ((ScoreKeywords, after_score), (MaskKeywords, after_masks)):
+    for typed, then in (
+        (ScoreKeywords, after_score),
+        (MaskKeywords, after_masks),
+        (RaggedKeywords, after_ragged),
+    ):
         keys = list(typed.__annotations__)
         at = names.index(keys[0])
         assert names[at : at + len(keys) + 1] == [*keys, then], method

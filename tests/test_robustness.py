@@ -970,7 +970,9 @@ def test_device_array_never_describes_memory_outside_its_buffer(
 
 def test_closed_device_array() -> None:
     buf, _ = host_buffer(64)
-    a = pycudnn.DeviceArray._new(buf, int(buf.handle), (4, 4), (4, 1), np.dtype("f4"), 0)
+    a = pycudnn.DeviceArray.__new__(pycudnn.DeviceArray)._init(
+        buf, int(buf.handle), (4, 4), (4, 1), np.dtype("f4"), 0
+    )
     a.close()
     a.close()
     for use in (
@@ -992,7 +994,9 @@ def test_closed_device_array() -> None:
 
 def test_device_array_dlpack_request_junk() -> None:
     buf, _ = host_buffer(64)
-    a = pycudnn.DeviceArray._new(buf, int(buf.handle), (4, 4), (4, 1), np.dtype("f4"), 0)
+    a = pycudnn.DeviceArray.__new__(pycudnn.DeviceArray)._init(
+        buf, int(buf.handle), (4, 4), (4, 1), np.dtype("f4"), 0
+    )
     before = len(dl._exports)
     for kwargs in (
         {"stream": 0},

@@ -29,7 +29,7 @@ from _nvbind.keywords import keyword_defaults, place_keywords, show_keywords, ta
 from .. import _attention_rules as rules
 from . import attention_args as args
 from . import attention_extras as ext
-from .attention_args import MaskKeywords, ScoreKeywords, SdpaKeywords
+from .attention_args import MaskKeywords, RaggedKeywords, ScoreKeywords, SdpaKeywords
 from .attention_common import AttentionCommon, attach_offsets, spec
 from .attention_paged import TABLE_ROLES, paged_kv
 from .attention_ragged import ragged_args
@@ -61,6 +61,8 @@ def sdpa_defaults(
     sliding_window_length: int | None = None,
     use_padding_mask: bool | None = None,
     use_alibi_mask: bool = False,
+    max_total_seq_len_q: int | None = None,
+    max_total_seq_len_kv: int | None = None,
 ) -> None:
     """The one declaration of :class:`SdpaKeywords`' annotations and defaults, which
     :func:`_nvbind.keywords.show_keywords` reads for the signatures of both SDPA methods."""
@@ -88,8 +90,6 @@ class AttentionOps(AttentionCommon):
         paged_attention_k_table: Tensor | None = None,
         paged_attention_v_table: Tensor | None = None,
         paged_attention_max_seq_len_kv: int | None = None,
-        max_total_seq_len_q: int | None = None,
-        max_total_seq_len_kv: int | None = None,
         sink_token: Tensor | None = None,
         block_mask: Tensor | None = None,
         score_max: Tensor | None = None,
@@ -172,13 +172,7 @@ class AttentionOps(AttentionCommon):
             padded=padded,
             score_tensors=(bias, rng_dump),
         )
-        ragged = ragged_args(
-            label,
-            {"q": q, "k": k, "v": v},
-            padded=padded,
-            max_total_seq_len_q=max_total_seq_len_q,
-            max_total_seq_len_kv=max_total_seq_len_kv,
-        )
+        ragged = ragged_args(label, {"q": q, "k": k, "v": v}, opts)
         needs_composite = ""
         if use_alibi_mask:
             needs_composite = "use_alibi_mask is lowered by the composite graph only"
@@ -270,8 +264,6 @@ class AttentionOps(AttentionCommon):
         dBias: Tensor | None = None,
         dO: Tensor | None = None,
         use_deterministic_algorithm: bool = False,
-        max_total_seq_len_q: int | None = None,
-        max_total_seq_len_kv: int | None = None,
         sink_token: Tensor | None = None,
         dSink_token: Tensor | None = None,
         name: str | None = None,
@@ -313,7 +305,6 @@ class AttentionOps(AttentionCommon):
             label, shared, attn_scale, ext.dropout_mask_backward_arg
         )
         dropout, bias, use_alibi_mask = opts["dropout"], opts["bias"], opts["use_alibi_mask"]
-        padded = opts["seq_len_q"] is not None and opts["seq_len_kv"] is not None
         needs_composite = ""
         if mask_form:
             needs_composite = (
@@ -331,13 +322,7 @@ class AttentionOps(AttentionCommon):
             raise GraphError(f"{label}: dSink_token is the gradient of a sink: give sink_token too")
         given = {"q": q, "k": k, "v": v, "o": o, "do": do, "stats": stats}
         given = {r: t for r, t in given.items() if t is not None}
-        ragged = ragged_args(
-            label,
-            {r: self._own(t, label, r) for r, t in given.items()},
-            padded=padded,
-            max_total_seq_len_q=max_total_seq_len_q,
-            max_total_seq_len_kv=max_total_seq_len_kv,
-        )
+        ragged = ragged_args(label, {r: self._own(t, label, r) for r, t in given.items()}, opts)
         if ragged.roles and "stats" not in ragged.roles:
             needs_composite = (
                 "ragged (THD) tensors with stats that are not ragged have no unified backward "
@@ -399,5 +384,7 @@ class AttentionOps(AttentionCommon):
 show_keywords(vars(AttentionOps), sdpa_defaults, SdpaKeywords)
 place_keywords(AttentionOps.sdpa, ScoreKeywords, before="return_stats")
 place_keywords(AttentionOps.sdpa_backward, ScoreKeywords, before="implementation")
+place_keywords(AttentionOps.sdpa, RaggedKeywords, before="sink_token")
+place_keywords(AttentionOps.sdpa_backward, RaggedKeywords, before="sink_token")
 place_keywords(AttentionOps.sdpa, MaskKeywords, before="rng_dump")
 place_keywords(AttentionOps.sdpa_backward, MaskKeywords, before="sink_token")

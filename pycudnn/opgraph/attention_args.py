@@ -82,9 +82,18 @@ class MaskKeywords(TypedDict, total=False):
     use_alibi_mask: bool
 
 
-class SdpaKeywords(ScoreKeywords, MaskKeywords, total=False):
-    """Both lists, for ``**kw: Unpack[SdpaKeywords]``; each method's signature shows the two where
-    it always did (:func:`_nvbind.keywords.place_keywords`)."""
+class RaggedKeywords(TypedDict, total=False):
+    """The bounds on the tokens of ragged (THD) tensors :meth:`Graph.sdpa` and
+    :meth:`Graph.sdpa_backward` share (:mod:`~pycudnn.opgraph.attention_ragged`), as
+    :func:`~pycudnn.opgraph.attention.sdpa_defaults` declares them."""
+
+    max_total_seq_len_q: int | None
+    max_total_seq_len_kv: int | None
+
+
+class SdpaKeywords(ScoreKeywords, MaskKeywords, RaggedKeywords, total=False):
+    """The three lists, for ``**kw: Unpack[SdpaKeywords]``; each method's signature shows them
+    where it always did (:func:`_nvbind.keywords.place_keywords`)."""
 
 
 class Masks:

@@ -17,6 +17,7 @@ only when the saved stats are ragged too, the composite backward (engine 6) eith
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from .attention_args import optional_int
@@ -34,17 +35,13 @@ class Ragged(NamedTuple):
     max_total_seq_len_kv: int | None
 
 
-def ragged_args(
-    label: str,
-    tensors: dict[str, Tensor],
-    *,
-    padded: bool,
-    max_total_seq_len_q: Any,
-    max_total_seq_len_kv: Any,
-) -> Ragged:
+def ragged_args(label: str, tensors: dict[str, Tensor], keywords: Mapping[str, Any]) -> Ragged:
     """Which of ``tensors`` (by role) are ragged, checked against the rules of cuDNN and the
-    frontend: ragged tensors need the padding mask, and ``max_total_seq_len_q`` (``_kv``) a ragged
-    Q (K or V) -- cuDNN refuses it otherwise. The totals must hold the longest sequence."""
+    frontend, with the call's :class:`~pycudnn.opgraph.attention_args.SdpaKeywords` (defaults
+    filled): ragged tensors need the padding mask (``seq_len_q`` and ``seq_len_kv``), and
+    ``max_total_seq_len_q`` (``_kv``) a ragged Q (K or V) -- cuDNN refuses it otherwise. The totals
+    must hold the longest sequence."""
+    padded = keywords["seq_len_q"] is not None and keywords["seq_len_kv"] is not None
     roles = tuple(r for r, t in tensors.items() if t.ragged_offset is not None)
     types = {r: str(o.dtype) for r, t in tensors.items() if (o := t.ragged_offset) is not None}
     if len(set(types.values())) > 1:
@@ -61,8 +58,8 @@ def ragged_args(
         )
     totals: list[int | None] = []
     for side, value, owners in (
-        ("q", max_total_seq_len_q, ("q",)),
-        ("kv", max_total_seq_len_kv, ("k", "v")),
+        ("q", keywords["max_total_seq_len_q"], ("q",)),
+        ("kv", keywords["max_total_seq_len_kv"], ("k", "v")),
     ):
         total = optional_int(value, f"{label}: max_total_seq_len_{side}", 1)
         if total is not None:

@@ -15,6 +15,7 @@ from .common import (
     _ints,
 )
 from .core import GraphCore
+from .kinds import _need_same_dtype
 from .tensors import Tensor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -162,18 +163,12 @@ class ConvolutionOps(GraphCore):
         )
 
     def _check_conv_dtypes(self, label: str, a: tuple[str, Tensor], b: tuple[str, Tensor]) -> None:
-        (ra, ta), (rb, tb) = a, b
         for role, t in (a, b):
             if t.element_type is not None and t.element_type.kind == "b":
                 raise GraphError(
                     f"{label}: {role} ('{t.name}') is boolean; convolutions need numbers"
                 )
-        da, db = ta.element_type, tb.element_type
-        if da is not None and db is not None and da != db:
-            raise GraphError(
-                f"{label}: {ra} ('{ta.name}') is {dtype_name(da)} but {rb} ('{tb.name}') is "
-                f"{dtype_name(db)}; convolution operands must have the same data type"
-            )
+        _need_same_dtype(label, a, b, "convolution operands must have the same data type")
 
     def conv_fprop(
         self,

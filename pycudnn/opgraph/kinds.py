@@ -73,6 +73,18 @@ def _need_dtype(t: Tensor, kinds: str, label: str, role: str, rule: str) -> None
         raise GraphError(f"{label}: {role} ('{t.name}') is {dt}; {rule}")
 
 
+def _need_same_dtype(label: str, a: tuple[str, Tensor], b: tuple[str, Tensor], rule: str) -> None:
+    """Refuse two inputs (role, tensor) whose dtypes, where both are known, differ; ``rule`` says
+    why they must agree."""
+    (ra, ta), (rb, tb) = a, b
+    da, db = ta.element_type, tb.element_type
+    if da is not None and db is not None and da != db:
+        raise GraphError(
+            f"{label}: {ra} ('{ta.name}') is {dtype_name(da)} but {rb} ('{tb.name}') is "
+            f"{dtype_name(db)}; {rule}"
+        )
+
+
 def _need_dims(t: Tensor, dims: tuple[int, ...], label: str, role: str) -> None:
     if t.dims != dims:
         raise GraphError(

@@ -9,7 +9,7 @@ from typing import Any
 from .. import layout
 from .common import GraphError, _dims_text, _enum_member, _ints
 from .core import GraphCore
-from .kinds import _axis_arg, _int_arg, _start, require_kind
+from .kinds import _axis_arg, _int_arg, _need_same_dtype, _start, require_kind
 from .tensors import Tensor
 
 __all__ = ["ShapeOps"]
@@ -175,12 +175,8 @@ class ShapeOps(GraphCore):
                     f"{label}: inputs[{i}] ('{t.name}') is {_dims_text(t.dims)} but inputs[0] is "
                     f"{_dims_text(first.dims)}; all dims but axis {ax} must agree"
                 )
-            dt, dt0 = t.element_type, first.element_type
-            if dt is not None and dt0 is not None and dt != dt0:
-                raise GraphError(
-                    f"{label}: inputs[{i}] ('{t.name}') is {dt} but inputs[0] is "
-                    f"{dt0}; concatenated tensors share one dtype"
-                )
+            rule = "concatenated tensors share one dtype"
+            _need_same_dtype(label, (f"inputs[{i}]", t), ("inputs[0]", first), rule)
         if len({id(t) for t in xs}) != len(xs):
             raise GraphError(f"{label}: a tensor appears twice in inputs")
         od = list(first.dims)
