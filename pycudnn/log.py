@@ -167,6 +167,7 @@ _ENV = (
 )
 
 
+@functools.cache  # read once, as cuDNN reads them: every plan asks (about 5 us a read)
 def _env_mask() -> int:
     """The severities cuDNN's own logging variables ask for (0: none set): ``CUDNN_LOGLEVEL_DBG``
     1 errors, 2 and warnings, 3 and the per-call entries; the legacy switches one each."""
