@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""Warm planning times of two pycudnn checkouts and cudnn-frontend, sample by sample.
+"""Warm planning times of pycudnn (two checkouts, or this one) and cudnn-frontend, sample by sample.
 
-    python scripts/compare_planning.py --before DIR [--frontend-python PATH]
-        [--graphs conv_genstats,rope_sdpa] [--samples 41] [--what build,heuristics]
+    python scripts/compare_planning.py [--before DIR] [--frontend-python PATH]
+        [--graphs conv_genstats,rope_sdpa|all] [--samples 41] [--what build,heuristics]
 
 On a shared machine the load moves between two runs of ``bench_planning.py`` more than a change
 of the code does. Here each library plans in a worker process of its own, started once and warmed
 up, and the driver asks them in turn for one timed plan at a time (the order rotating), so that
 every library meets the same moments of the machine. ``--before`` is another checkout (its
-directory is put first on the worker's ``PYTHONPATH``); this checkout is "after"; the frontend
+directory is put first on the worker's ``PYTHONPATH``), compared with this one ("after");
+without it this checkout alone ("pycudnn") meets the frontend, the interleaved counterpart of
+``bench_planning.py``'s warm table (``--graphs all``: every graph of it); the frontend
 worker runs the graphs of ``bench_planning.py`` through ``--frontend-python``. What is timed is
 what ``bench_planning.py`` times: describe + build (heuristics A then FALLBACK, no plan cache), or
 describe + the heuristics query of mode A. Prints the median of ``--samples`` per library and
@@ -120,29 +122,34 @@ def main(argv: list[str] | None = None) -> int:
     import bench_planning as bench
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--before", type=Path, required=True, help="the other checkout")
+    ap.add_argument("--before", type=Path, help="another checkout, to compare with this one")
     ap.add_argument("--frontend-python", help="an interpreter that can import cudnn")
     ap.add_argument("--graphs", default="conv_fprop_bias_relu,conv_genstats")
     ap.add_argument("--samples", type=int, default=41)
     ap.add_argument("--what", default="build,heuristics")
     ap.add_argument("--json", type=Path, help="write every sample here")
     args = ap.parse_args(argv)
-    names = [n for n in args.graphs.split(",") if n]
+    names = list(bench.GRAPHS) if args.graphs == "all" else [n for n in args.graphs.split(",") if n]
     whats = [w for w in args.what.split(",") if w]
     if any(n not in bench.GRAPHS for n in names) or any(
         w not in ("build", "heuristics") for w in whats
     ):
         ap.error("unknown graph or --what (bench_planning.py --list names the graphs)")
     base_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    checkouts = (
+        (("before", args.before.resolve()), ("after", ROOT))
+        if args.before
+        else (("pycudnn", ROOT),)
+    )
     workers = {
         side: Worker(
             [sys.executable, "-c", PYCUDNN_WORKER, str(HERE)],
             {**base_env, "PYTHONPATH": str(path)},
             says_where=True,
         )
-        for side, path in (("before", args.before.resolve()), ("after", ROOT))
+        for side, path in checkouts
     }
-    for side, path in (("before", args.before.resolve()), ("after", ROOT)):
+    for side, path in checkouts:
         if not workers[side].where.startswith(str(path)):
             ap.error(f"the {side} worker imported {workers[side].where}, not {path}'s pycudnn")
     if args.frontend_python:

@@ -36,3 +36,14 @@ def test_an_unknown_graph_is_refused_by_name() -> None:
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert proc.returncode == 2
     assert "unknown graph" in proc.stderr
+
+
+def test_without_before_this_checkout_alone_is_sampled(tmp_path: Path) -> None:
+    out = tmp_path / "samples.json"
+    argv = [sys.executable, str(SCRIPT), "--graphs", "layernorm_fwd", "--what", "heuristics"]
+    argv += ["--samples", "2", "--json", str(out)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    by_side = json.loads(out.read_text())["samples"]["heuristics layernorm_fwd"]
+    assert set(by_side) == {"pycudnn"} and len(by_side["pycudnn"]) == 2, by_side
+    assert "| what | graph | pycudnn | engines |" in proc.stdout
