@@ -55,9 +55,10 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from _nvbind.lazy import cached_attribute
 from _nvbind.lazy_numpy import np
 from _nvbind.strides import (
     OVERLAP_ENUMERATION_LIMIT,
@@ -156,7 +157,7 @@ class Format:
         """True for NC/xHWx and NC/xDHWx."""
         return self.vector is not None
 
-    @cached_property  # asked for on every packing predicate; a Format never changes
+    @cached_attribute  # asked for on every packing predicate; a Format never changes
     def perm(self) -> tuple[int, ...]:
         """Logical indices in memory order: ``array.transpose(perm)`` is memory-ordered."""
         return tuple(self.logical.index(letter) for letter in self.order)
