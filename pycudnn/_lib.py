@@ -13,6 +13,7 @@ from _nvbind.ffi import NativeLibrary
 from _nvbind.interrupts import raise_deferred
 from _nvbind.loading import decode_version, install_hint, native_library
 from _nvbind.logenv import check_cudnn_environment
+from _nvbind.shutdown import library_call
 
 from . import _bindings
 from .errors import error_from_status
@@ -51,10 +52,14 @@ LIB = native_library(
 _ERROR_BUFFER_SIZE = 4096
 
 
+#: Read after each failed call, on the planning threads too: guarded so that a fork waits for it.
+_LAST_ERROR_CALL = library_call("cudnnGetLastErrorString")
+
+
 def last_error_string() -> str:
     """Read (and so clear) this thread's ``cudnnGetLastErrorString`` text."""
     buf = ctypes.create_string_buffer(_ERROR_BUFFER_SIZE)
-    LIB.function("cudnnGetLastErrorString")(buf, _ERROR_BUFFER_SIZE)
+    _LAST_ERROR_CALL.run(LIB.function("cudnnGetLastErrorString"), buf, _ERROR_BUFFER_SIZE)
     return buf.value.decode("utf-8", "replace").strip()
 
 

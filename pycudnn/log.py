@@ -27,6 +27,7 @@ from typing import Any, cast
 
 from _nvbind.forksafe import fork_safe_lock
 from _nvbind.interrupts import defer, raise_deferred, watch_callbacks
+from _nvbind.shutdown import library_call
 
 from . import _bindings
 from ._lib import LIB, check
@@ -151,9 +152,20 @@ def _mask_for(level: int) -> int:
     return int(mask)
 
 
+#: Every plan registers and releases the callback, on whichever thread plans: guarded as the
+#: backend calls are, so that a fork waits for it (a thread inside cudnnSetCallback at the fork
+#: would leave cuDNN's logging lock taken in the child, whose first plan would block on it).
+_SET_CALLBACK_CALL = library_call("cudnnSetCallback")
+
+
+def _set_callback(mask: int, callback: Any) -> None:
+    status = _SET_CALLBACK_CALL.run(LIB.function("cudnnSetCallback"), mask, None, callback)
+    check(status, "cudnnSetCallback")
+
+
 def _register(mask: int) -> None:
     watch_callbacks(_on_message)  # a Ctrl-C at its first instruction (see _nvbind.interrupts)
-    check(LIB.function("cudnnSetCallback")(mask, None, _CALLBACK), "cudnnSetCallback")
+    _set_callback(mask, _CALLBACK)
     _registered["mask"] = mask
 
 
@@ -198,7 +210,7 @@ def _release() -> None:
         # The user configured cuDNN's own logging: its built-in callback (a NULL function) writes
         # to CUDNN_LOGDEST_DBG again, for the severities the variables ask for. A mask of 0 would
         # leave it registered and silent: the user's log stayed empty.
-        check(LIB.function("cudnnSetCallback")(env_mask, None, None), "cudnnSetCallback")
+        _set_callback(env_mask, None)
         _registered.pop("mask", None)
     else:
         # Unregistering would make cuDNN print every error record to stderr from then on (its

@@ -114,3 +114,44 @@ def test_a_driver_probe_in_the_parent_does_not_block_the_childs() -> None:
     )
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip() == "[0, 0, 0, 0, 0]", r.stdout
+
+
+def test_a_fork_holds_back_the_log_callback_and_error_reads() -> None:
+    """cudnnSetCallback (twice per plan, on every planning thread) and cudnnGetLastErrorString
+    (after each failed call) are waited for by a fork like the backend calls: a thread inside one
+    at the fork would leave cuDNN's lock taken in the child. While a fork is being prepared, a
+    thread making either call waits until the fork is done."""
+    r = run_python(
+        """
+        import threading, time
+        import pycudnn
+        from _nvbind import shutdown
+        from pycudnn import _lib, log
+
+        pycudnn.version()  # loaded before the simulated fork
+        results = {}
+
+        def call(name, fn):
+            fn()
+            results[name] = time.monotonic()
+
+        shutdown._before_fork()  # what os.fork() runs first: new calls are held back
+        held = time.monotonic()
+        threads = [
+            threading.Thread(target=call, args=("callback", lambda: log._register(log._mask_for(40)))),
+            threading.Thread(target=call, args=("error", _lib.last_error_string)),
+        ]
+        for t in threads:
+            t.start()
+        time.sleep(0.5)
+        during = sorted(results)
+        shutdown._after_fork_in_parent()  # the fork is done: they go on
+        released = time.monotonic()
+        for t in threads:
+            t.join(10)
+        print(during, sorted(results), all(v >= released for v in results.values()), released - held > 0.4)
+        """,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["[]", "['callback',", "'error']", "True", "True"], r.stdout
