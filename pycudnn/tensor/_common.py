@@ -21,6 +21,7 @@ import numpy as np
 from _nvbind.dtypes import VECTOR_DTYPE_STRINGS, VECTOR_TYPES, as_numpy_dtype, dtype_name
 from _nvbind.forksafe import fork_safe_lock
 from _nvbind.resource import CResource
+from _nvbind.shutdown import library_call
 
 from .. import _bindings as _b
 from .._lib import LIB, check
@@ -39,12 +40,20 @@ class TensorCoreWarning(UserWarning):
 # -- small helpers ---------------------------------------------------------------------------
 
 
+@functools.cache
+def _guard(name: str) -> library_call:
+    return library_call(name)
+
+
 def call(name: str, *args: Any) -> None:
-    """Call C function ``name`` and raise for its status; a closed argument raises ClosedError."""
+    """Call C function ``name`` and raise for its status; a closed argument raises ClosedError.
+
+    Inside a :class:`~_nvbind.shutdown.library_call`, as the backend's calls are: a fork waits
+    for it, and it is refused while the interpreter unloads the library."""
     for arg in args:
         if isinstance(arg, CResource):
             arg._check_open()
-    check(LIB.function(name)(*args), name)
+    check(_guard(name).run(LIB.function(name), *args), name)
 
 
 _call = call
