@@ -63,7 +63,6 @@ EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool stopped
 JSON_HELP = "print exactly one JSON document on stdout (its exit_code repeats the exit code)"
 
 
-# The wheels each library can come from (NVIDIA's names on PyPI).
 def device_record(device: Mapping[str, Any]) -> dict[str, Any]:
     """One device in the schema every command uses: ``ordinal``, ``name``,
     ``compute_capability`` ([major, minor]), ``sm`` ("sm_90") and ``total_memory`` (bytes)."""

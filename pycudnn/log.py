@@ -195,7 +195,7 @@ def _env_mask() -> int:
             level = int(text)
         except ValueError:
             level = 3  # cuDNN reads what it can of it: every severity rather than none
-        mask |= sum(int(s) for s in sev[: max(0, min(level, 3))]) if level > 0 else sum(sev)
+        mask |= sum(int(s) for s in sev[: min(level, 3)]) if level > 0 else sum(sev)
     for switch, s in zip(_ENV[2:], sev, strict=True):
         if os.environ.get(switch, "0").strip() not in ("", "0"):
             mask |= int(s)

@@ -126,15 +126,11 @@ def _check_extent(
         )
 
 
-def _format_of(dims: tuple[int, ...], strides: tuple[int, ...]) -> str:
-    """The memory format of a graph tensor's (checked) dims and strides."""
-    return _format_of_checked(dims, strides)
-
-
 # Kept per (dims, strides): a graph asks it of every operation's output, and a program describes
 # the same few layouts again and again (strides_to_format tries the common formats in turn).
 @functools.lru_cache(maxsize=1024)
-def _format_of_checked(dims: tuple[int, ...], strides: tuple[int, ...]) -> str:
+def _format_of(dims: tuple[int, ...], strides: tuple[int, ...]) -> str:
+    """The memory format of a graph tensor's (checked) dims and strides."""
     try:
         return layout.strides_to_format(dims, strides)
     except ValueError:
