@@ -2,11 +2,13 @@
 ``cudnnBackendDestroyDescriptor``), one or a batch at a time.
 
 A heuristics read hands back one ENGINECFG per config (about 40 for a convolution), a knob read
-one KNOB_CHOICE per slot: descriptors created together for one ``cudnnBackendGetAttribute``.
-Giving each its own ``weakref.finalize`` and its own library call to destroy it cost about 4.5 µs
-of Python per descriptor against 1.1 µs of C. A :class:`DescriptorBatch` owns such a group: one
-finalizer destroys every C object of the group, in one library call, once no member refers to it
-(each member holds the batch), so none is destroyed while a member can still be used.
+one KNOB_CHOICE per slot: descriptors created together for one ``cudnnBackendGetAttribute``; a
+graph's lowering makes its tensors, operations and operation graph, which live and die together
+(each points at the ones before it). Giving each its own ``weakref.finalize`` and its own library
+call to destroy it cost about 4.5 µs of Python per descriptor against 1.1 µs of C. A
+:class:`DescriptorBatch` owns such a group: one finalizer destroys every C object of the group,
+newest first, in one library call, once no member refers to it (each member holds the batch), so
+none is destroyed while a member can still be used.
 """
 
 from __future__ import annotations
@@ -101,7 +103,7 @@ def _release_batch(ptrs: list[int], parents: tuple[Any, ...]) -> None:
     # outlive the group's C objects.
     del parents
     try:
-        destroy_descriptors(ptrs)
+        destroy_descriptors(ptrs[::-1])  # newest first: what points at a member goes before it
     except (KeyboardInterrupt, SystemExit) as exc:  # kept for the next call (_nvbind.resource)
         defer(exc)
     except Exception as exc:  # pragma: no cover - depends on the library's state at shutdown
@@ -117,6 +119,17 @@ class DescriptorBatch:
     def __init__(self, ptrs: list[int], parents: tuple[Any, ...] = ()) -> None:
         self._ptrs = list(ptrs)
         weakref.finalize(self, _release_batch, self._ptrs, tuple(parents))
+
+    def add(self, ptr: int) -> None:
+        """Own one more C object, created after the others (a lowering's next descriptor)."""
+        self._ptrs.append(ptr)
+
+    def destroy_now(self) -> None:
+        """Destroy every C object of the batch now, newest first, in one library call (a
+        lowering that failed: its members are closed and nothing else refers to them)."""
+        ptrs = self._ptrs[::-1]
+        self._ptrs.clear()  # the finalizer's list too: it has nothing left to destroy
+        destroy_descriptors(ptrs)
 
     def release_unused(self, ptrs: list[int]) -> None:
         """Destroy now, in one library call, members never handed out (cuDNN filled fewer

@@ -138,6 +138,15 @@ class BackendDescriptor(CResource):
         return cls._members(ptrs, dtype, batch, parents), batch
 
     @classmethod
+    def _in_batch(cls, kind: Any, batch: DescriptorBatch) -> BackendDescriptor:
+        """A new descriptor of ``kind`` whose C object ``batch`` owns (one of a graph's lowering:
+        no finalizer of its own, destroyed with the rest of the batch)."""
+        dtype = _checked_type(kind)
+        (ptr,) = _create(dtype, 1)
+        batch.add(ptr)
+        return cls._members([ptr], dtype, batch, ())[0]
+
+    @classmethod
     def _members(
         cls, ptrs: list[int], dtype: Any, batch: DescriptorBatch, parents: tuple[Any, ...]
     ) -> list[BackendDescriptor]:

@@ -84,3 +84,46 @@ def test_a_build_destroys_what_it_created(h100_props: pycudnn.DeviceProperties) 
         gc.collect()
     assert counts["Create"] > 40
     assert counts["Create"] == counts["Destroy"], counts
+
+
+def _conv_graph() -> pycudnn.Graph:
+    g = pycudnn.Graph("conv")
+    x = g.tensor([8, 64, 56, 56], fmt="NHWC", dtype="float16", name="x")
+    w = g.tensor([64, 64, 3, 3], fmt="NHWC", dtype="float16", name="w")
+    g.conv_fprop(x, w, padding=1).set_output(True, dtype="float16")
+    return g
+
+
+def test_a_lowering_lives_until_none_of_its_descriptors_is_referenced() -> None:
+    # a graph's tensors, operations and operation graph: one batch, destroyed together
+    _conv_graph().finalize(None)  # bindings, tables
+    with _calls() as made:
+        g = _conv_graph()
+        g.finalize(None)
+        kept = g._descriptors_for(None)["tensors"][1]
+        g.close()
+        del g
+    assert made == {"Create": 6}  # 3 tensors, the convolution settings, its operation, the graph
+    assert not kept.closed
+    with _calls() as dropped:
+        del kept
+    assert dropped == {"Destroy": 6}
+
+
+def test_a_failed_lowering_destroys_what_it_made_at_once() -> None:
+    from pycudnn.opgraph.lowering import build_descriptors
+
+    g = _conv_graph()
+    g._resolve()
+    second = g._tensors[1]
+    # cuDNN refuses a tensor whose strides are one fewer than its dims, at its finalize
+    views = {second.uid: (tuple(second.dims), tuple(second.strides)[:3])}
+    with _calls() as counts:
+        try:
+            build_descriptors(g, views=views)
+        except pycudnn.CudnnError as exc:
+            refused = exc
+        else:  # pragma: no cover - cuDNN accepted it
+            raise AssertionError("cuDNN finalized a tensor with 3 strides for 4 dims")
+    assert "tensor 'w'" in str(refused)
+    assert counts == {"Create": 2, "Destroy": 2}

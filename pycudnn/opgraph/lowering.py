@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from _nvbind.dtypes import DataType, dtype_name
 from _nvbind.shutdown import library_call
 
+from .._descriptor_memory import DescriptorBatch
 from ..backend import BackendDescriptor
 from ..errors import CudnnError
 from .attention_composite import composite_views
@@ -68,9 +69,12 @@ def build_descriptors(
     made: list[BackendDescriptor] = []
     # A composite SDPA shows cuDNN K (and V) transposed, as NVIDIA's frontend does.
     views = {**composite_views(graph._ops), **(views or {})}
+    # The descriptors live and die together (each points at the ones made before it): one owner
+    # destroys them all, instead of a finalizer each.
+    batch = DescriptorBatch([]) if factory is None else None
 
     def new(kind: str) -> BackendDescriptor:
-        d = BackendDescriptor(kind) if factory is None else factory(kind)
+        d = BackendDescriptor._in_batch(kind, batch) if batch is not None else factory(kind)
         made.append(d)
         return d
 
@@ -89,6 +93,8 @@ def build_descriptors(
     except BaseException:
         for d in reversed(made):
             d.close()
+        if batch is not None:
+            batch.destroy_now()
         raise
 
 
