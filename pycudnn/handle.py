@@ -19,6 +19,7 @@ from typing import Any
 from _nvbind.cuda import driver_status, get_device, stream_handle
 from _nvbind.forksafe import fork_safe_lock
 from _nvbind.resource import CResource
+from _nvbind.shutdown import InterpreterExitingError, library_call
 
 from ._lib import LIB, check, last_error_string
 from .errors import error_from_status
@@ -30,8 +31,32 @@ _first_create = fork_safe_lock(sys.modules[__name__], "_first_create")
 _created_once = threading.Event()
 
 
+# Each C call on a handle is a library call, as the backend's are: a fork waits for it (a thread
+# inside cuDNN at the fork would leave its locks taken in the child), and it is refused while the
+# interpreter unloads the library.
+_CREATE = library_call("cudnnCreate")
+_DESTROY = library_call("cudnnDestroy")
+_GET_STREAM = library_call("cudnnGetStream")
+_SET_STREAM = library_call("cudnnSetStream")
+
+
+def _create(out: ctypes.c_void_p) -> int:
+    return int(_CREATE.run(LIB.function("cudnnCreate"), ctypes.byref(out)))
+
+
 def _destroy(ptr: int) -> None:
-    LIB.function("cudnnDestroy")(ptr)
+    try:
+        _DESTROY.run(LIB.function("cudnnDestroy"), ptr)
+    except InterpreterExitingError:  # a daemon thread's handle at exit: the process is ending
+        pass
+
+
+def _get_stream(handle: Handle) -> int:
+    out = ctypes.c_void_p()
+    check(
+        _GET_STREAM.run(LIB.function("cudnnGetStream"), handle, ctypes.byref(out)), "cudnnGetStream"
+    )
+    return int(out.value or 0)
 
 
 def _no_device_error(exc: BaseException) -> BaseException:
@@ -43,7 +68,7 @@ def _no_device_error(exc: BaseException) -> BaseException:
     """
     reason = driver_status().reason or f"{type(exc).__name__}: {exc}"
     out = ctypes.c_void_p()
-    status = int(LIB.function("cudnnCreate")(ctypes.byref(out)))
+    status = _create(out)
     if status == 0:  # cuDNN found a device after all; do not leak the handle
         _destroy(int(out.value or 0))
         return RuntimeError(f"cannot select a CUDA device for the cuDNN handle: {reason}")
@@ -77,13 +102,12 @@ class Handle(CResource):
         except Exception as exc:  # CUDA_ERROR_NO_DEVICE, no driver library, ...
             raise _no_device_error(exc) from exc
         out = ctypes.c_void_p()
-        create = LIB.function("cudnnCreate")
         if not _created_once.is_set():
             with _first_create:
-                check(create(ctypes.byref(out)), "cudnnCreate")
+                check(_create(out), "cudnnCreate")
                 _created_once.set()
         else:
-            check(create(ctypes.byref(out)), "cudnnCreate")
+            check(_create(out), "cudnnCreate")
         super().__init__(int(out.value or 0), _destroy)
         self.device_id: int = int(dev.device_id)
         self._device = dev
@@ -112,9 +136,7 @@ class Handle(CResource):
         self.device_id = int(dev.device_id)
         self._device = dev
         self._stream_obj = None
-        out = ctypes.c_void_p()
-        check(LIB.function("cudnnGetStream")(self, ctypes.byref(out)), "cudnnGetStream")
-        self._stream_ptr = int(out.value or 0)
+        self._stream_ptr = _get_stream(self)
         return self
 
     @property
@@ -128,15 +150,13 @@ class Handle(CResource):
         # Checked here: ctypes would report a closed handle as ctypes.ArgumentError, which is not
         # the ClosedError (a ValueError) that every closed object raises.
         self._check_open()
-        out = ctypes.c_void_p()
-        check(LIB.function("cudnnGetStream")(self, ctypes.byref(out)), "cudnnGetStream")
-        return int(out.value or 0)
+        return _get_stream(self)
 
     @stream.setter
     def stream(self, stream: Any) -> None:
         self._check_open()  # ClosedError, not ctypes.ArgumentError (see the getter)
         ptr = stream_handle(stream)
-        check(LIB.function("cudnnSetStream")(self, ptr), "cudnnSetStream")
+        check(_SET_STREAM.run(LIB.function("cudnnSetStream"), self, ptr), "cudnnSetStream")
         self._stream_obj = stream  # keep a stream object alive while it is set
         self._stream_ptr = ptr
 

@@ -117,10 +117,11 @@ def test_a_driver_probe_in_the_parent_does_not_block_the_childs() -> None:
 
 
 def test_a_fork_holds_back_the_log_callback_and_error_reads() -> None:
-    """cudnnSetCallback (twice per plan, on every planning thread) and cudnnGetLastErrorString
-    (after each failed call) are waited for by a fork like the backend calls: a thread inside one
-    at the fork would leave cuDNN's lock taken in the child. While a fork is being prepared, a
-    thread making either call waits until the fork is done."""
+    """cudnnSetCallback (twice per plan, on every planning thread), cudnnGetLastErrorString
+    (after each failed call), cudnnCreate (here without a GPU: it fails, naming the reason) and a
+    legacy descriptor's destroy are waited for by a fork like the backend calls: a thread inside
+    one at the fork would leave cuDNN's lock taken in the child. While a fork is being prepared,
+    a thread making any of them waits until the fork is done."""
     r = run_python(
         """
         import threading, time
@@ -132,14 +133,21 @@ def test_a_fork_holds_back_the_log_callback_and_error_reads() -> None:
         results = {}
 
         def call(name, fn):
-            fn()
+            try:
+                fn()
+            except pycudnn.CudnnError:  # cudnnCreate without a GPU
+                pass
             results[name] = time.monotonic()
+
+        legacy = pycudnn.TensorDescriptor([2, 3, 4, 5])  # made before the fork: its destroy
 
         shutdown._before_fork()  # what os.fork() runs first: new calls are held back
         held = time.monotonic()
         threads = [
             threading.Thread(target=call, args=("callback", lambda: log._register(log._mask_for(40)))),
             threading.Thread(target=call, args=("error", _lib.last_error_string)),
+            threading.Thread(target=call, args=("handle", pycudnn.Handle)),
+            threading.Thread(target=call, args=("legacy", legacy.close)),
         ]
         for t in threads:
             t.start()
@@ -154,4 +162,12 @@ def test_a_fork_holds_back_the_log_callback_and_error_reads() -> None:
         timeout=120,
     )
     assert r.returncode == 0, r.stderr[-2000:]
-    assert r.stdout.split() == ["[]", "['callback',", "'error']", "True", "True"], r.stdout
+    assert r.stdout.split() == [
+        "[]",
+        "['callback',",
+        "'error',",
+        "'handle',",
+        "'legacy']",
+        "True",
+        "True",
+    ], r.stdout

@@ -21,7 +21,7 @@ import numpy as np
 from _nvbind.dtypes import VECTOR_DTYPE_STRINGS, VECTOR_TYPES, as_numpy_dtype, dtype_name
 from _nvbind.forksafe import fork_safe_lock
 from _nvbind.resource import CResource
-from _nvbind.shutdown import library_call
+from _nvbind.shutdown import InterpreterExitingError, library_call
 
 from .. import _bindings as _b
 from .._lib import LIB, check
@@ -253,7 +253,10 @@ _V = TypeVar("_V")
 
 
 def _destroy(function: str, ptr: int) -> None:
-    LIB.function(function)(ptr)
+    try:
+        _guard(function).run(LIB.function(function), ptr)
+    except InterpreterExitingError:  # a daemon thread's descriptor at exit: the process is ending
+        pass
 
 
 class LegacyDescriptor(CResource):
