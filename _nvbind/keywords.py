@@ -12,7 +12,7 @@ and refuses an unknown one as Python does, with a did-you-mean.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from .suggest import did_you_mean
@@ -24,16 +24,17 @@ def keyword_defaults(
     declared: Callable[..., Any] | type, keys: Collection[str] | None = None
 ) -> dict[str, Any]:
     """The keywords and their defaults (``inspect.Parameter.empty`` for a required one): the
-    keyword-only parameters of a callable (those in ``keys``, when given), or every key of a
-    TypedDict with default None."""
+    keyword-only parameters of a callable (those in ``keys``, when given, which may also name
+    parameters it takes by position or keyword), or every key of a TypedDict with default
+    None."""
     if isinstance(declared, type) and hasattr(declared, "__optional_keys__"):
         return dict.fromkeys(declared.__annotations__)
     params = inspect.signature(declared).parameters.values()
-    return {
-        p.name: p.default
-        for p in params
-        if p.kind is inspect.Parameter.KEYWORD_ONLY and (keys is None or p.name in keys)
-    }
+    if keys is None:
+        return {p.name: p.default for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    # a named key may be a parameter taken by position or keyword too
+    taken = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return {p.name: p.default for p in params if p.kind in taken and p.name in keys}
 
 
 def take_keywords(
@@ -52,14 +53,20 @@ def take_keywords(
 
 
 def show_keywords(
-    namespace: Mapping[str, Any], primary: Callable[..., Any] | None, *keywords: type
+    namespace: Mapping[str, Any],
+    primary: Callable[..., Any] | Sequence[Callable[..., Any]] | None,
+    *keywords: type,
 ) -> None:
     """Spell out the shared keywords in the ``__signature__`` of every function in
     ``namespace`` (``vars(SomeClass)``, a module's ``globals()``) that takes ``**kw: Unpack[K]``
     for one of the TypedDicts ``keywords``: each key of ``K`` as ``primary`` declares it
-    (annotation and default); a key ``primary`` lacks (or every key, without a primary) is
-    keyword-only with the TypedDict's annotation and default None."""
-    declared = inspect.signature(primary).parameters if primary is not None else {}
+    (annotation and default; with several primaries, the first that declares it); a key no
+    primary declares (or every key, without a primary) is keyword-only with the TypedDict's
+    annotation and default None."""
+    primaries = [] if primary is None else [primary] if callable(primary) else list(primary)
+    declared: dict[str, inspect.Parameter] = {}
+    for declaring in reversed(primaries):
+        declared.update(inspect.signature(declaring).parameters)
     by_annotation = {f"Unpack[{k.__name__}]": k for k in keywords}
     for function in list(namespace.values()):
         typed = by_annotation.get(str(getattr(function, "__annotations__", {}).get("kw")))

@@ -108,6 +108,17 @@ def test_distributed_einsum_takes_the_contraction_plans_keywords() -> None:
         mp.einsum("not subscripts", None, None, out=None, compute=1)  # type: ignore[arg-type, call-arg]
 
 
+def test_distributed_einsum_takes_executes_scalars() -> None:
+    # alpha and beta are ContractionPlan.execute's, shown where einsum always had them
+    execute = inspect.signature(mp.ContractionPlan.execute).parameters
+    shown = _keyword_only(mp.einsum)
+    assert list(shown) == ["out", "alpha", "beta", "compute_type", "preference"]
+    for key in mp.MpScalarKeywords.__annotations__:
+        assert shown[key] == execute[key].default, key
+    with pytest.raises(TypeError, match=r"einsum\(\) .* 'alpah'.*'alpha'"):
+        mp.einsum("ab,bc->ac", None, None, out=None, alpah=2.0)  # type: ignore[arg-type, call-arg]
+
+
 def test_mypy_checks_the_shared_keywords(tmp_path: Path) -> None:
     pytest.importorskip("mypy")
     source = tmp_path / "use_keywords.py"

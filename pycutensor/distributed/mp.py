@@ -44,8 +44,10 @@ __all__ = [
     "DistributedTensor",
     "FoldPlan",
     "MpContractionKeywords",
+    "MpEinsumKeywords",
     "MpHandle",
     "MpPlanPreference",
+    "MpScalarKeywords",
     "RedistributionPlan",
     "UnfoldPlan",
     "einsum",
@@ -138,6 +140,21 @@ class MpContractionKeywords(TypedDict, total=False):
     row of cuTENSOR's table for the data types."""
     preference: MpPlanPreference | None
     """An :class:`MpPlanPreference` (algorithm, workspace limits); None: cuTENSORMp's default."""
+
+
+class MpScalarKeywords(TypedDict, total=False):
+    """The scalars of :meth:`ContractionPlan.execute` that :func:`einsum` takes too, as
+    keywords, with the same defaults (1.0 and 0.0)."""
+
+    alpha: Any
+    """The factor of the product of A and B."""
+    beta: Any
+    """The factor of the output's previous values."""
+
+
+class MpEinsumKeywords(MpScalarKeywords, MpContractionKeywords, total=False):
+    """:func:`einsum`'s keywords after ``out``: :class:`MpScalarKeywords`, then
+    :class:`MpContractionKeywords`."""
 
 
 def _same_handle(handle: MpHandle, tensors: Sequence[DistributedTensor]) -> None:
@@ -361,23 +378,28 @@ def einsum(
     b: DistributedTensor,
     *,
     out: DistributedTensor,
-    alpha: Any = 1.0,
-    beta: Any = 0.0,
-    **kw: Unpack[MpContractionKeywords],
+    **kw: Unpack[MpEinsumKeywords],
 ) -> ContractionPlan:
     """``out = alpha einsum(subscripts, a, b) + beta out`` over distributed tensors; returns the
-    plan (reuse it with :meth:`ContractionPlan.execute` for the same tensors). ``compute_type``
-    and ``preference``: :class:`MpContractionKeywords`, passed on to :class:`ContractionPlan`."""
-    keywords = take_keywords("einsum", kw, _CONTRACTION)  # as Python would: before anything
+    plan (reuse it with :meth:`ContractionPlan.execute` for the same tensors). ``alpha`` and
+    ``beta``: :class:`MpScalarKeywords`, passed on to :meth:`ContractionPlan.execute`;
+    ``compute_type`` and ``preference``: :class:`MpContractionKeywords`, passed on to
+    :class:`ContractionPlan`."""
+    keywords = take_keywords("einsum", kw, _EINSUM)  # as Python would: before anything
+    alpha, beta = keywords.pop("alpha"), keywords.pop("beta")
     ma, mb, mc = parse_subscripts(subscripts)
     plan = ContractionPlan(a, ma, b, mb, out, mc, **keywords)
     plan.execute(alpha, beta)
     return plan
 
 
-# ContractionPlan declares the contraction keywords and their defaults; einsum takes the same.
-_CONTRACTION = keyword_defaults(ContractionPlan.__init__, MpContractionKeywords.__annotations__)
-show_keywords(globals(), ContractionPlan.__init__, MpContractionKeywords)
+# ContractionPlan.execute declares the scalars and their defaults, ContractionPlan the contraction
+# keywords and theirs; einsum takes both lists.
+_EINSUM = {
+    **keyword_defaults(ContractionPlan.execute, MpScalarKeywords.__annotations__),
+    **keyword_defaults(ContractionPlan.__init__, MpContractionKeywords.__annotations__),
+}
+show_keywords(globals(), (ContractionPlan.execute, ContractionPlan.__init__), MpEinsumKeywords)
 
 
 def _rooted_like(
