@@ -109,16 +109,16 @@ class Tensor:
         graph = self._graph()
         if graph is None:
             raise GraphError(
-                f"tensor '{self.name}' belongs to {self.owner}: keep the Graph while using it"
+                f"tensor '{self.name}' belongs to {self._owner}: keep the Graph while using it"
             )
         return graph
 
-    def belongs_to(self, graph: object) -> bool:
+    def _belongs_to(self, graph: object) -> bool:
         """Whether this tensor is one of ``graph``'s (False once its own graph is gone)."""
         return self._graph() is graph
 
     @property
-    def owner(self) -> str:
+    def _owner(self) -> str:
         """Which graph this tensor belongs to, in words (for messages)."""
         graph = self._graph()
         return "a graph that no longer exists" if graph is None else f"graph '{graph.name}'"
@@ -216,7 +216,7 @@ class Tensor:
         self.graph._check_mutable()
         if offset is self.ragged_offset:
             return self  # set again (frontend code sets O's after the operation made it)
-        if not isinstance(offset, Tensor) or not offset.belongs_to(self.graph):
+        if not isinstance(offset, Tensor) or not offset._belongs_to(self.graph):
             raise TypeError(
                 f"tensor '{self.name}': the ragged offset must be a Tensor of this graph"
             )
@@ -286,7 +286,7 @@ class Tensor:
         # A copy would have the original's unique id but its own readers and writer: the graph
         # would hold two tensors with one id (cuDNN refuses that graph with an opaque BAD_PARAM).
         raise TypeError(
-            f"tensor '{self.name}' belongs to {self.owner} and cannot be copied or pickled; "
+            f"tensor '{self.name}' belongs to {self._owner} and cannot be copied or pickled; "
             "use it as it is, or create another with Graph.tensor / tensor_like"
         )
 

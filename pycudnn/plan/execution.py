@@ -367,9 +367,9 @@ class Plan:
         idx = self._slot_by_key.get(key) if isinstance(key, (int, str, Tensor)) else None
         if idx is None:
             if isinstance(key, Tensor):
-                if self.graph is not None and not key.belongs_to(self.graph):
+                if self.graph is not None and not key._belongs_to(self.graph):
                     raise KeyError(
-                        f"tensor '{key.name}' belongs to {key.owner}, not to this plan's graph "
+                        f"tensor '{key.name}' belongs to {key._owner}, not to this plan's graph "
                         f"'{self.graph.name}'"
                     )
                 raise KeyError(
