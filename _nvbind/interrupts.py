@@ -9,15 +9,20 @@ after each C call (the libraries' status checks, the exit guard's call wrapper, 
 calls :func:`raise_deferred`, which raises it on the thread it was deferred on.
 
 A signal can also be handled at the callback's very first instruction, before its ``try`` is
-entered; ctypes then reports the exception through ``sys.unraisablehook``. :func:`watch_callbacks`
-chains a hook in front of the current one that defers a ``KeyboardInterrupt`` or ``SystemExit``
-from the named callbacks and hands everything else on unchanged.
+entered; ctypes then reports the exception through ``sys.unraisablehook``. So can one handled in a
+``weakref.finalize`` callback outside its own ``try``: the release functions of this library's C
+objects catch and defer what lands inside them, but not what lands in the finalizer's machinery
+around them, and a graph dropped in a loop runs them between every two builds.
+:func:`watch_callbacks` chains a hook in front of the current one that defers a
+``KeyboardInterrupt`` or ``SystemExit`` from the named callbacks or from any finalizer (dropped
+otherwise, whoever's finalizer it was) and hands everything else on unchanged.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -51,7 +56,8 @@ _watched: set[Any] = set()  # the Python functions behind this library's C callb
 
 
 def _hook(unraisable: Any) -> None:
-    if unraisable.object in _watched and isinstance(
+    source = unraisable.object
+    if (isinstance(source, weakref.finalize) or source in _watched) and isinstance(
         unraisable.exc_value, (KeyboardInterrupt, SystemExit)
     ):
         defer(unraisable.exc_value)

@@ -197,3 +197,39 @@ def test_close_raises_a_ctrl_c_that_landed_during_the_release() -> None:
     )
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.split() == ["RAISED", "True"], (r.stdout, r.stderr[-3000:])
+
+
+def test_a_ctrl_c_landing_in_a_finalizers_machinery_is_deferred_not_dropped() -> None:
+    # A graph dropped in a build loop runs release finalizers between builds; a Ctrl-C handled in
+    # the finalizer machinery, outside the release function's own try, reaches the unraisable
+    # hook, which Python would print and drop. With a log callback registered (which installs
+    # the hook), it is deferred and raised by the next library call.
+    r = run_python(
+        """
+        import weakref
+        import pycudnn
+        from pycudnn import log
+
+        log.enable_logging(40)  # registers the callback, which installs the hook
+
+        class Owner:
+            pass
+
+        def release():
+            raise KeyboardInterrupt  # as if the signal was handled before any try
+
+        owner = Owner()
+        weakref.finalize(owner, release)
+        del owner  # the finalizer runs here and loses the exception to the hook
+        print("DROPPED-BY-THE-FINALIZER")
+        try:
+            pycudnn.backend.BackendDescriptor("TENSOR").close()  # the next library call
+            print("NOT RAISED")
+        except KeyboardInterrupt:
+            print("RAISED")
+        """,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["DROPPED-BY-THE-FINALIZER", "RAISED"], (r.stdout, r.stderr)
+    assert "Exception ignored" not in r.stderr
