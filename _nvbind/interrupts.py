@@ -12,7 +12,7 @@ A signal can also be handled at the callback's very first instruction, before it
 entered; ctypes then reports the exception through ``sys.unraisablehook``. So can one handled in a
 ``weakref.finalize`` callback outside its own ``try``: the release functions of this library's C
 objects catch and defer what lands inside them, but not what lands in the finalizer's machinery
-around them, and a graph dropped in a loop runs them between every two builds.
+around them, which the collector runs wherever it happens to collect.
 :func:`watch_callbacks` chains a hook in front of the current one that defers a
 ``KeyboardInterrupt`` or ``SystemExit`` from the named callbacks or from any finalizer (dropped
 otherwise, whoever's finalizer it was) and hands everything else on unchanged.

@@ -200,8 +200,8 @@ def test_close_raises_a_ctrl_c_that_landed_during_the_release() -> None:
 
 
 def test_a_ctrl_c_landing_in_a_finalizers_machinery_is_deferred_not_dropped() -> None:
-    # A graph dropped in a build loop runs release finalizers between builds; a Ctrl-C handled in
-    # the finalizer machinery, outside the release function's own try, reaches the unraisable
+    # The collector runs release finalizers wherever it collects; a Ctrl-C handled in the
+    # finalizer machinery, outside the release function's own try, reaches the unraisable
     # hook, which Python would print and drop. With a log callback registered (which installs
     # the hook), it is deferred and raised by the next library call.
     r = run_python(
