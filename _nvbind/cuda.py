@@ -12,9 +12,11 @@ import functools
 import numbers
 import os
 import sys
-import threading
 from dataclasses import dataclass
 from typing import Any
+
+from .forksafe import fork_safe_lock
+from .shutdown import library_call
 
 __all__ = [
     "DriverStatus",
@@ -53,10 +55,19 @@ class DriverStatus:
         return "unknown" if v is None else f"{v // 1000}.{v % 1000 // 10}"
 
 
-_driver_lock = threading.Lock()
+# Serialises the probes. Not held across fork(): the probe is a library call, which a fork waits
+# for with new ones held back (shutdown.library_call); renewed in the child like every lock here.
+_driver_lock = fork_safe_lock(sys.modules[__name__], "_driver_lock")
+
+
 # The probe's answer, made once per process: cuInit's answer does not change in a process (a
-# failure is sticky, and devices do not come and go), and each probe called into the driver.
-_status: list[DriverStatus] = []
+# failure is sticky, and devices do not come and go), and each probe called into the driver. One
+# attribute, read once by each reader, so that a reader never sees it between two states.
+class _Kept:
+    answer: DriverStatus | None = None
+
+
+_probing = library_call("the CUDA driver probe (cuInit)")
 
 
 @functools.lru_cache(maxsize=1)
@@ -75,12 +86,16 @@ def driver_status(*, refresh: bool = False) -> DriverStatus:
     planning asks on every build without paying for it; ``refresh=True`` probes again on demand.
     In a child made by ``os.fork()`` after the parent initialised CUDA the answer is "not usable",
     with the reason: CUDA does not survive a fork."""
-    if _status and not refresh:
-        return _status[0]
-    with _driver_lock:
-        if not _status or refresh:
-            _status[:] = [_probe()]
-        return _status[0]
+    answer = _Kept.answer
+    if answer is not None and not refresh:
+        return answer
+    # The call outside the lock: a thread waiting for the lock is then inside a call, which a
+    # fork waits for, never one held back by a fork while holding the lock.
+    with _probing, _driver_lock:
+        answer = _Kept.answer
+        if answer is None or refresh:
+            answer = _Kept.answer = _probe()
+        return answer
 
 
 def driver_library_found() -> bool:
@@ -134,12 +149,12 @@ def _probe() -> DriverStatus:
 
 
 def _forked_child() -> None:
-    _driver_lock.release()
-    if _status and _status[0].usable:
-        _status[0] = DriverStatus(
+    parent = _Kept.answer
+    if parent is not None and parent.usable:
+        _Kept.answer = DriverStatus(
             True,
-            _status[0].driver_version,
-            _status[0].init_status,
+            parent.driver_version,
+            parent.init_status,
             0,
             (),
             "this process was made by os.fork() after its parent initialised CUDA, which a forked "
@@ -147,11 +162,9 @@ def _forked_child() -> None:
         )
 
 
-# Held across fork(): a thread inside the probe (cuInit holds the driver's own locks) at the moment
-# of the fork would leave the child's first probe blocked forever, in Python or in the driver.
-os.register_at_fork(
-    before=_driver_lock.acquire, after_in_parent=_driver_lock.release, after_in_child=_forked_child
-)
+# No thread is inside the probe at a fork (cuInit holds the driver's own locks, which the child
+# would find held forever): the fork waits for the probe as for every library call.
+os.register_at_fork(after_in_child=_forked_child)
 
 
 def gpu_available() -> tuple[bool, str]:

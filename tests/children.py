@@ -5,6 +5,7 @@ when a library loads)."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -13,15 +14,35 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
+class ChildHung(AssertionError):
+    """The child ran past its time limit; the message holds every thread's stack at that moment."""
+
+
 def _run(argv: list[str], timeout: float, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    # faulthandler prints every thread's stack on SIGABRT: a child that hangs is stopped with it,
+    # so that the failure says where each thread was instead of only that time ran out.
+    env = {"PYTHONFAULTHANDLER": "1", **os.environ, "PYTHONPATH": str(REPO), **env}
+    with subprocess.Popen(
         [sys.executable, *argv],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO), **env},
-        timeout=timeout,
-        check=False,
-    )
+        env=env,
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            try:
+                out, err = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate()
+            raise ChildHung(
+                f"the child ran past {timeout} s and was stopped; its output:\n{out[-2000:]}\n"
+                f"its stderr (the threads' stacks last):\n{err[-8000:]}"
+            ) from None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def run_python(

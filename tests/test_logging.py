@@ -140,7 +140,6 @@ def test_releasing_the_callback_keeps_cudnn_quiet_unless_its_env_asks(
     # stderr; with none of cuDNN's logging variables set it must stay as quiet as it started, and
     # with them set their output must come back once the callback is released.
     import os
-    import subprocess
     import sys
     from pathlib import Path
 
@@ -181,9 +180,6 @@ print("returned")
 def test_a_logging_handler_may_call_cudnn(when: str) -> None:
     # Both hung: the load's debug line was logged under the load lock, and each forwarded entry
     # made the handler's own call log another entry.
-    try:
-        done = run_python(_HANDLER_CALLS_CUDNN, when, timeout=60)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"{when}: a handler calling cuDNN hung the process")
+    done = run_python(_HANDLER_CALLS_CUDNN, when, timeout=60)  # a hang fails with the stacks
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "returned"

@@ -181,7 +181,7 @@ g = pycudnn.Graph("g")
 g.relu(g.tensor([1, 8, 8], dtype="float16", name="x"))
 g.build(device_properties=pycudnn.DeviceProperties.load({str(H100_PROPS_FILE)!r}), cache=False)
 from _nvbind import cuda
-print(json.dumps([at_import, sorted(LIB._bound), bool(cuda._status)]))
+print(json.dumps([at_import, sorted(LIB._bound), cuda._Kept.answer is not None]))
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -83,7 +83,7 @@ def test_a_driver_probe_in_the_parent_does_not_block_the_childs() -> None:
         stop = threading.Event()
         def probe():
             while not stop.is_set():
-                cuda._status.clear()  # probe again and again, as before the answer was kept
+                cuda._Kept.answer = None  # probe again and again, as before the answer was kept
                 cuda.driver_status()
         threads = [threading.Thread(target=probe) for _ in range(4)]
         for t in threads:
@@ -93,7 +93,7 @@ def test_a_driver_probe_in_the_parent_does_not_block_the_childs() -> None:
             time.sleep(0.05)
             pid = os.fork()
             if pid == 0:
-                cuda._status.clear()
+                cuda._Kept.answer = None
                 cuda.driver_status()
                 os._exit(0)
             deadline = time.monotonic() + 20
