@@ -168,3 +168,33 @@ def test_a_fork_holds_back_the_log_callback_and_error_reads() -> None:
         "True",
         "True",
     ], r.stdout
+
+
+@pytest.mark.gpu
+def test_a_child_of_a_parent_that_initialised_cuda_is_told_cuda_is_unusable() -> None:
+    """CUDA does not survive a fork: the child's answer says so (with the reason) at once, with
+    no probe of its own, while the parent's still lists its devices."""
+    r = run_python(
+        """
+        import json, os
+        from _nvbind import cuda
+        parent = cuda.driver_status()
+        assert parent.usable and parent.device_count > 0, parent
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            st = cuda.driver_status()
+            os.write(write, json.dumps([st.usable, st.device_count, st.reason]).encode())
+            os._exit(0)
+        os.close(write)
+        with os.fdopen(read) as f:
+            print(f.read())
+        os.waitpid(pid, 0)
+        assert cuda.driver_status().usable
+        """,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    usable, count, reason = json.loads(r.stdout.strip().splitlines()[-1])
+    assert (usable, count) == (False, 0)
+    assert "os.fork()" in reason and "spawn" in reason, reason
