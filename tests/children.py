@@ -28,21 +28,35 @@ def _run(argv: list[str], timeout: float, env: dict[str, str]) -> subprocess.Com
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        start_new_session=True,  # its own process group: what it forked can be stopped with it
     ) as proc:
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGABRT)
-            try:
-                out, err = proc.communicate(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                out, err = proc.communicate()
+            out, err = _stop(proc)
             raise ChildHung(
                 f"the child ran past {timeout} s and was stopped; its output:\n{out[-2000:]}\n"
                 f"its stderr (the threads' stacks last):\n{err[-8000:]}"
             ) from None
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _stop(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    """Stop a child that hung, its stacks printed first; then whatever it forked, which would
+    otherwise hold its pipes open. Returns what it wrote."""
+    proc.send_signal(signal.SIGABRT)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:  # nothing of the group is left
+        pass
+    try:
+        return proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        return "", "(its output could not be read: a process outside its group holds the pipes)"
 
 
 def run_python(
