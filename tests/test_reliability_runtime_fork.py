@@ -4,8 +4,9 @@ Linux before Python 3.14).
 The child used to block forever in its first ``Graph.build()`` (a module lock a parent thread held
 at the fork; then cuInit or cuDNN's own locks, held by a thread the child does not have), and a
 child that exited normally waited 30 s for the parent threads' calls in progress. Locks are now
-renewed in the child, the fork waits until no other thread is inside a cuDNN backend call, and
-the child starts with no call in progress. Each scenario runs in a child process with a time limit.
+renewed in the child, the fork waits until no other thread is inside a cuDNN backend call or the
+CUDA driver probe (new ones held back meanwhile, so that the fork cannot starve), and the child
+starts with no call in progress. Each scenario runs in a child process with a time limit.
 """
 
 from __future__ import annotations
