@@ -38,7 +38,17 @@ def _run(argv: list[str], timeout: float, env: dict[str, str]) -> subprocess.Com
                 f"the child ran past {timeout} s and was stopped; its output:\n{out[-2000:]}\n"
                 f"its stderr (the threads' stacks last):\n{err[-8000:]}"
             ) from None
+        except BaseException:  # Ctrl-C of the test run: its own session does not get the terminal's
+            _kill_group(proc)
+            raise
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:  # nothing of the group is left
+        pass
 
 
 def _stop(proc: subprocess.Popen[str]) -> tuple[str, str]:
@@ -49,10 +59,7 @@ def _stop(proc: subprocess.Popen[str]) -> tuple[str, str]:
         proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:  # nothing of the group is left
-        pass
+    _kill_group(proc)
     try:
         return proc.communicate(timeout=30)
     except subprocess.TimeoutExpired:
