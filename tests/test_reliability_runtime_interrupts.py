@@ -60,14 +60,20 @@ def test_one_sigint_during_logged_builds_stops_the_child() -> None:
         stderr=subprocess.PIPE,
         text=True,
         cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": str(REPO), "PYTHONFAULTHANDLER": "1"},
     )
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "READY"
         time.sleep(1.5)  # inside the build loop, most of it inside the callback
         child.send_signal(signal.SIGINT)  # once: a user's single Ctrl-C
-        out, err = child.communicate(timeout=60)
+        try:
+            out, err = child.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            # Lost, or stuck: faulthandler prints where each thread is on SIGABRT.
+            child.send_signal(signal.SIGABRT)
+            out, err = child.communicate(timeout=30)
+            pytest.fail(f"the child ignored its Ctrl-C for 60 s; its stacks:\n{err[-6000:]}")
     finally:
         if child.poll() is None:
             child.kill()
