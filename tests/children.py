@@ -18,22 +18,27 @@ class ChildHung(AssertionError):
     """The child ran past its time limit; the message holds every thread's stack at that moment."""
 
 
+def child_env(**env: str) -> dict[str, str]:
+    """This environment with the repository importable, ``env`` added, and faulthandler on: it
+    prints every thread's stack on SIGABRT, which :func:`stop_hung` sends, so that a failure
+    says where each thread was instead of only that time ran out. Start the child with
+    ``start_new_session=True`` (its own process group: what it forks is stopped with it)."""
+    return {"PYTHONFAULTHANDLER": "1", **os.environ, "PYTHONPATH": str(REPO), **env}
+
+
 def _run(argv: list[str], timeout: float, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    # faulthandler prints every thread's stack on SIGABRT: a child that hangs is stopped with it,
-    # so that the failure says where each thread was instead of only that time ran out.
-    env = {"PYTHONFAULTHANDLER": "1", **os.environ, "PYTHONPATH": str(REPO), **env}
     with subprocess.Popen(
         [sys.executable, *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
-        start_new_session=True,  # its own process group: what it forked can be stopped with it
+        env=child_env(**env),
+        start_new_session=True,
     ) as proc:
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            out, err = _stop(proc)
+            out, err = stop_hung(proc)
             raise ChildHung(
                 f"the child ran past {timeout} s and was stopped; its output:\n{out[-2000:]}\n"
                 f"its stderr (the threads' stacks last):\n{err[-8000:]}"
@@ -51,7 +56,7 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
         pass
 
 
-def _stop(proc: subprocess.Popen[str]) -> tuple[str, str]:
+def stop_hung(proc: subprocess.Popen[str]) -> tuple[str, str]:
     """Stop a child that hung, its stacks printed first; then whatever it forked, which would
     otherwise hold its pipes open. Returns what it wrote."""
     proc.send_signal(signal.SIGABRT)

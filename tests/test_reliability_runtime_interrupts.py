@@ -9,14 +9,13 @@ that keeps planning until the limit.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import time
 
 import pytest
-from children import REPO, run_python
+from children import REPO, child_env, run_python, stop_hung
 
 # The children plan for the committed H100 properties (cuDNN 9.10+ without a GPU).
 pytestmark = pytest.mark.usefixtures("h100_props")
@@ -60,7 +59,8 @@ def test_one_sigint_during_logged_builds_stops_the_child() -> None:
         stderr=subprocess.PIPE,
         text=True,
         cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO), "PYTHONFAULTHANDLER": "1"},
+        env=child_env(),
+        start_new_session=True,
     )
     try:
         assert child.stdout is not None
@@ -69,10 +69,8 @@ def test_one_sigint_during_logged_builds_stops_the_child() -> None:
         child.send_signal(signal.SIGINT)  # once: a user's single Ctrl-C
         try:
             out, err = child.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            # Lost, or stuck: faulthandler prints where each thread is on SIGABRT.
-            child.send_signal(signal.SIGABRT)
-            out, err = child.communicate(timeout=30)
+        except subprocess.TimeoutExpired:  # lost, or stuck: where each thread is
+            out, err = stop_hung(child)
             pytest.fail(f"the child ignored its Ctrl-C for 60 s; its stacks:\n{err[-6000:]}")
     finally:
         if child.poll() is None:
