@@ -11,9 +11,12 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import pytest
+
 import pycudnn
 from pycudnn import log
 from pycudnn.backend import BackendDescriptor
+from pycudnn.graph import GraphError
 
 # cuDNN logs each call twice (its arguments, then its status): the arguments' entries count.
 _CALL = re.compile(
@@ -127,3 +130,18 @@ def test_a_failed_lowering_destroys_what_it_made_at_once() -> None:
             raise AssertionError("cuDNN finalized a tensor with 3 strides for 4 dims")
     assert "tensor 'w'" in str(refused)
     assert counts == {"Create": 2, "Destroy": 2}
+
+
+def test_a_dropped_graph_frees_its_descriptors_without_the_collector() -> None:
+    # A graph's tensors refer to it weakly, so the graph is in no reference cycle: dropping it
+    # destroys its descriptors at once (the collector is paused inside _calls).
+    _conv_graph().finalize(None)  # bindings, tables
+    with _calls() as counts:
+        g = _conv_graph()
+        x = g["x"]
+        g.finalize(None)
+        del g
+    assert counts == {"Create": 6, "Destroy": 6}
+    with pytest.raises(GraphError, match="'x' belongs to a graph that no longer exists"):
+        x.set_output(True)
+    assert "'x'" in repr(x)  # still readable

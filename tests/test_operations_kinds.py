@@ -449,9 +449,13 @@ def test_wrong_types_are_type_errors() -> None:
         g.batchnorm_finalize(
             *(g.tensor([1, 4, 1, 1]) for _ in range(4)), epsilon="x", accum_count=8
         )
-    other = Graph().tensor([2, 4, 8, 16], dtype="float16")
-    with pytest.raises(GraphError, match="belongs to graph"):
+    kept = Graph("kept")
+    other = kept.tensor([2, 4, 8, 16], dtype="float16")
+    with pytest.raises(GraphError, match="belongs to graph 'kept'"):
         g.transpose(other, [0, 1, 2, 3])
+    orphan = Graph("dropped").tensor([2, 4, 8, 16], dtype="float16")  # its graph is freed at once
+    with pytest.raises(GraphError, match="belongs to a graph that no longer exists"):
+        g.transpose(orphan, [0, 1, 2, 3])
 
 
 def test_adalayernorm_shapes() -> None:

@@ -150,7 +150,7 @@ class GraphCore:
 
     def __contains__(self, item: object) -> bool:
         if isinstance(item, Tensor):
-            return item.graph is self
+            return item._belongs_to(self)
         return item in self._names
 
     # -- tensors ------------------------------------------------------------------------------
@@ -302,10 +302,9 @@ class GraphCore:
             raise TypeError(
                 f"{op_label}: {role} must be a Tensor of this graph, not {type(t).__name__}"
             )
-        if t.graph is not self:
+        if not t._belongs_to(self):
             raise GraphError(
-                f"{op_label}: {role} ('{t.name}') belongs to graph '{t.graph.name}', not "
-                f"'{self.name}'"
+                f"{op_label}: {role} ('{t.name}') belongs to {t._owner}, not '{self.name}'"
             )
         return t
 
@@ -324,7 +323,7 @@ class GraphCore:
         vectorized: bool = False,
     ) -> Tensor:
         if out is not None:
-            if not isinstance(out, Tensor) or out.graph is not self:
+            if not isinstance(out, Tensor) or not out._belongs_to(self):
                 raise GraphError(f"{op_label}: out must be a Tensor of this graph")
             if any(out is t for t in inputs):
                 # An operation that writes its own input is a cycle; cuDNN only refuses it later,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import weakref
 from typing import TYPE_CHECKING, Any, Protocol
 
 from _nvbind.dtypes import DataType, as_data_type, dtype_name
@@ -47,13 +48,13 @@ class Tensor:
 
     __slots__ = (
         "_dtype",
+        "_graph",
         "_is_output",
         "_virtual",
         "alignment",
         "by_value",
         "consumers",
         "dims",
-        "graph",
         "name",
         "producer",
         "ragged_offset",
@@ -78,7 +79,7 @@ class Tensor:
         alignment: int = 16,
         vector_count: int = 1,
     ) -> None:
-        self.graph = graph
+        self._graph = weakref.ref(graph)
         self.uid = uid
         self.name = name
         self.dims = dims
@@ -97,6 +98,30 @@ class Tensor:
         self.consumers: list[Operation] = []
         #: int32/int64 ``[b + 1, 1, 1, 1]`` start of each batch entry (TENSOR_RAGGED_OFFSET_DESC)
         self.ragged_offset: Tensor | None = None
+
+    @property
+    def graph(self) -> Graph:
+        """The graph this tensor belongs to.
+
+        Held weakly: a graph (and the cuDNN descriptors it owns) is freed as soon as the last
+        reference to it is dropped, not when the collector finds the cycle graph -> tensor ->
+        graph. A tensor kept after its graph is gone refuses to be used."""
+        graph = self._graph()
+        if graph is None:
+            raise GraphError(
+                f"tensor '{self.name}' belongs to {self._owner}: keep the Graph while using it"
+            )
+        return graph
+
+    def _belongs_to(self, graph: object) -> bool:
+        """Whether this tensor is one of ``graph``'s (False once its own graph is gone)."""
+        return self._graph() is graph
+
+    @property
+    def _owner(self) -> str:
+        """Which graph this tensor belongs to, in words (for messages)."""
+        graph = self._graph()
+        return "a graph that no longer exists" if graph is None else f"graph '{graph.name}'"
 
     # -- resolved properties --------------------------------------------------------------------
     @property
@@ -191,7 +216,7 @@ class Tensor:
         self.graph._check_mutable()
         if offset is self.ragged_offset:
             return self  # set again (frontend code sets O's after the operation made it)
-        if not isinstance(offset, Tensor) or offset.graph is not self.graph:
+        if not isinstance(offset, Tensor) or not offset._belongs_to(self.graph):
             raise TypeError(
                 f"tensor '{self.name}': the ragged offset must be a Tensor of this graph"
             )
@@ -234,9 +259,10 @@ class Tensor:
         """One readable line: name, dims, strides, dtype and flags (virtual, output, by value)."""
         virtual, dt = self._virtual, self._dtype
         undecided = self.producer is not None and (virtual is None or dt is None)
-        if undecided:
+        graph = self._graph()
+        if undecided and graph is not None:
             # Show what building the graph now would choose, marked as not yet fixed.
-            virtual, dt = self.graph._decide(self)
+            virtual, dt = graph._decide(self)
         flags = []
         if virtual:
             flags.append("virtual")
@@ -260,8 +286,8 @@ class Tensor:
         # A copy would have the original's unique id but its own readers and writer: the graph
         # would hold two tensors with one id (cuDNN refuses that graph with an opaque BAD_PARAM).
         raise TypeError(
-            f"tensor '{self.name}' belongs to graph '{self.graph.name}' and cannot be copied or "
-            "pickled; use it as it is, or create another with Graph.tensor / tensor_like"
+            f"tensor '{self.name}' belongs to {self._owner} and cannot be copied or pickled; "
+            "use it as it is, or create another with Graph.tensor / tensor_like"
         )
 
     __copy__ = __deepcopy__ = __reduce_ex__ = _refuse_copy

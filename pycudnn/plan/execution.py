@@ -367,10 +367,10 @@ class Plan:
         idx = self._slot_by_key.get(key) if isinstance(key, (int, str, Tensor)) else None
         if idx is None:
             if isinstance(key, Tensor):
-                if self.graph is not None and key.graph is not self.graph:
+                if self.graph is not None and not key._belongs_to(self.graph):
                     raise KeyError(
-                        f"tensor '{key.name}' belongs to graph '{key.graph.name}', not to this "
-                        f"plan's graph '{self.graph.name}'"
+                        f"tensor '{key.name}' belongs to {key._owner}, not to this plan's graph "
+                        f"'{self.graph.name}'"
                     )
                 raise KeyError(
                     f"tensor '{key.name}' is virtual (an intermediate): it has no memory to pass"
