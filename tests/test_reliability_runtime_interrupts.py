@@ -21,9 +21,15 @@ from children import REPO, child_env, run_python, stop_hung
 pytestmark = pytest.mark.usefixtures("h100_props")
 
 _PLANNER = """
-import logging, sys, time
+import logging, signal, sys, time
 import pycudnn
 from pycudnn import log
+
+# A shell's background job without job control (`(pytest ... &)`, nohup) starts with SIGINT
+# ignored; a child inherits that, and Python installs no KeyboardInterrupt handler over an ignored
+# SIGINT, so the Ctrl-C below would be ignored however the library handled it. A program run from
+# a terminal has Python's handler: the child sets it, as that program would have it.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 props = pycudnn.DeviceProperties.load("tests/data/deviceprops/h100-sxm-80gb.json")
 
