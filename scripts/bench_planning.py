@@ -139,24 +139,26 @@ def bench_cache_memory(repeats: int) -> dict[str, Any]:
 
     props = DeviceProperties.load(PROPS)
     cache = PlanCache()
-    g = pycudnn.Graph("hit")
-    GRAPHS["conv_fprop_bias_relu"](g)
+    name = "conv_fprop_bias_relu"
+
+    def described() -> Any:
+        g = pycudnn.Graph("hit")
+        GRAPHS[name](g)
+        return g
+
+    g = described()
     g.build(device_properties=props, cache=cache)
     same = _timed(lambda: g.build(device_properties=props, cache=cache), repeats * 20)
     # As many samples as for the same object (a median of a handful moved by 2-3x run to run):
     # the graphs are described first, so that only the key and the lookup are timed.
-    graphs = []
-    for _ in range(repeats * 20):
-        g2 = pycudnn.Graph("hit")
-        GRAPHS["conv_fprop_bias_relu"](g2)
-        graphs.append(g2)
+    graphs = [described() for _ in range(repeats * 20)]
     fresh = []
     for g2 in graphs:
         t0 = time.perf_counter()
         g2.build(device_properties=props, cache=cache)
         fresh.append(time.perf_counter() - t0)
     return {
-        "graph": "conv_fprop_bias_relu",
+        "graph": name,
         "same_graph_ms": _median_ms(same),
         "new_graph_object_ms": _median_ms(fresh),
         "stats": dict(cache.stats),
