@@ -30,7 +30,7 @@ from .. import _attention_rules as rules
 from . import attention_args as args
 from . import attention_extras as ext
 from .attention_args import MaskKeywords, RaggedKeywords, ScoreKeywords, SdpaKeywords
-from .attention_common import AttentionCommon, attach_offsets, spec
+from .attention_common import AttentionCommon, Lowering, Scores, attach_offsets, spec
 from .attention_paged import TABLE_ROLES, paged_kv
 from .attention_ragged import ragged_args
 from .common import GraphError
@@ -201,24 +201,19 @@ class AttentionOps(AttentionCommon):
                 s = paged.logical(s)
             return rules.check_sdpa(s, dropout=dropout, return_stats=stats_flag)
 
+        unified_only = ""
+        if block_mask is not None:
+            unified_only = (
+                "block_mask is an input of cuDNN's unified SDPA operation only (the composite "
+                "graph has none, in cuDNN as in NVIDIA's frontend)"
+            )
+        paged_sides = () if paged is None else paged.sides
+        lowering = Lowering(
+            implementation, needs_composite, unified_only, tuple(row_features), paged_sides
+        )
+        scores = Scores(opts["scale"], masks, dropout, alibi=use_alibi_mask)
         inputs, attrs, shapes = self._attention_common(
-            label,
-            op_name,
-            tensors,
-            scale=opts["scale"],
-            masks=masks,
-            dropout=dropout,
-            backward=False,
-            implementation=implementation,
-            needs_composite=needs_composite,
-            check=check,
-            alibi=use_alibi_mask,
-            paged=() if paged is None else paged.sides,
-            unified_only=""
-            if block_mask is None
-            else "block_mask is an input of cuDNN's unified "
-            "SDPA operation only (the composite graph has none, in cuDNN as in NVIDIA's frontend)",
-            features=tuple(row_features),
+            label, op_name, tensors, scores, lowering, backward=False, check=check
         )
         attrs.update(ragged._asdict())
         attrs["stats_log2"] = log2
@@ -349,18 +344,15 @@ class AttentionOps(AttentionCommon):
         def check(s: dict[str, rules.TensorSpec]) -> rules.SdpaShapes:
             return rules.check_sdpa_backward(s, dropout=dropout)
 
+        scores = Scores(opts["scale"], masks, dropout, alibi=use_alibi_mask)
         inputs, attrs, _ = self._attention_common(
             label,
             op_name,
             tensors,
-            scale=opts["scale"],
-            masks=masks,
-            dropout=dropout,
+            scores,
+            Lowering(implementation, needs_composite),
             backward=True,
-            implementation=implementation,
-            needs_composite=needs_composite,
             check=check,
-            alibi=use_alibi_mask,
         )
         attrs.update(ragged._asdict())
         outputs = self._gradient_outputs(label, op_name, inputs, dSink_token)

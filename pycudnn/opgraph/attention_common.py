@@ -6,7 +6,7 @@ of :mod:`.attention_composite`) and add the by-value scalars each lowering reads
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 from _nvbind.dtypes import dtype_name
 
@@ -18,7 +18,7 @@ from .common import GraphError
 from .core import GraphCore
 from .tensors import Operation, Tensor
 
-__all__ = ["AttentionCommon", "attach_offsets", "spec"]
+__all__ = ["AttentionCommon", "Lowering", "Scores", "attach_offsets", "spec"]
 
 
 def spec(t: Tensor) -> rules.TensorSpec:
@@ -45,6 +45,33 @@ def _loaded_version() -> int:
     return version()
 
 
+class Scores(NamedTuple):
+    """How an SDPA forms its score matrix, as its keywords gave it."""
+
+    #: A float, None (``1/sqrt(head_dim)``) or a float32 ``[1, 1, 1, 1]`` tensor set per execution.
+    scale: Any
+    masks: kw.Masks
+    dropout: float = 0.0
+    #: ALiBi position biases (composite only).
+    alibi: bool = False
+
+
+class Lowering(NamedTuple):
+    """What an SDPA method knows of its lowering before the rules run."""
+
+    #: ``"auto"``, ``"unified"`` or ``"composite"``, as given.
+    implementation: Any
+    #: Why the unified operation cannot express the call ("" when it can).
+    needs_composite: str = ""
+    #: Why the call has no composite lowering (a block mask, FP8; "" when it has).
+    unified_only: str = ""
+    #: Further :data:`rules.VERSIONS` keys the unified operation needs (``sdpa stats_use_log2``
+    #: needs its composite key too).
+    features: tuple[str, ...] = ()
+    #: The sides (``"k"``, ``"v"``) read from paged caches.
+    paged: tuple[str, ...] = ()
+
+
 class AttentionCommon(GraphCore):
     """The checks and lowering choice of every SDPA operation."""
 
@@ -53,24 +80,17 @@ class AttentionCommon(GraphCore):
         label: str,
         op_name: str,
         tensors: dict[str, Any],
+        scores: Scores,
+        asked: Lowering,
         *,
-        scale: Any,
-        masks: kw.Masks,
-        dropout: float,
         backward: bool,
-        implementation: Any,
-        needs_composite: str,
         check: Any,
-        alibi: bool = False,
-        paged: tuple[str, ...] = (),
-        unified_only: str = "",
-        features: tuple[str, ...] = (),
     ) -> tuple[dict[str, Tensor], dict[str, Any], Any]:
-        """Own the tensors, run the rules, choose the lowering (unified SDPA operation or the
-        composite graph) and add the scalars it reads; returns the operation's inputs by role,
-        its settings and the rules' shapes. ``unified_only`` says why the operation has no
-        composite lowering (a block mask, FP8); ``features`` are further :data:`rules.VERSIONS` keys
-        the unified operation needs (``sdpa stats_use_log2`` needs its composite key too)."""
+        """Own the tensors, run the rules (``check``), choose the lowering (unified SDPA operation
+        or the composite graph) and add the scalars it reads; returns the operation's inputs by
+        role, its settings and the rules' shapes."""
+        scale, masks, dropout, alibi = scores
+        implementation, needs_composite, unified_only, features, paged = asked
         impl = kw.choice(implementation, f"{label}: implementation", kw.IMPLEMENTATIONS)
         if unified_only:
             if impl == "composite" or needs_composite:

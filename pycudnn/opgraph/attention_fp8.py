@@ -29,7 +29,7 @@ from _nvbind.keywords import keyword_defaults
 
 from .. import _attention_rules as rules
 from . import attention_args as kw
-from .attention_common import AttentionCommon, attach_offsets
+from .attention_common import AttentionCommon, Lowering, Scores, attach_offsets
 from .common import GraphError
 from .tensors import Tensor
 
@@ -156,19 +156,13 @@ class AttentionFp8Ops(AttentionCommon):
         def check(s: dict[str, rules.TensorSpec]) -> rules.SdpaShapes:
             return rules.check_sdpa(as_bf16(s, ("q", "k", "v")), return_stats=stats_flag)
 
-        inputs, attrs, shapes = self._attention_common(
-            label,
-            op_name,
-            tensors,
-            scale=scale,
-            masks=masks,
-            dropout=0.0,
-            backward=False,
-            implementation=implementation,
-            needs_composite="",
-            check=check,
+        lowering = Lowering(
+            implementation,
             unified_only="FP8 attention is cuDNN's unified SDPA operation with per-tensor "
             "scaling (cuDNN 9.25)",
+        )
+        inputs, attrs, shapes = self._attention_common(
+            label, op_name, tensors, Scores(scale, masks), lowering, backward=False, check=check
         )
         q_t = inputs["q"]
         outputs = self._forward_outputs(label, op_name, shapes, q_t, bool(stats_flag))

@@ -38,7 +38,7 @@ from _nvbind.keywords import place_keywords, show_keywords, take_keywords
 from .. import _attention_rules as rules
 from . import attention_args as args
 from . import attention_common
-from .attention_common import AttentionCommon
+from .attention_common import AttentionCommon, Lowering, Scores
 from .attention_composite import _Builder, _scores, backward_shapes
 from .attention_fp8 import FP8_DEFAULTS, AttentionFp8Ops, Fp8Keywords, _check_fp8, as_bf16
 from .common import GraphError
@@ -185,18 +185,19 @@ class AttentionFp8BackwardOps(AttentionCommon):
         def check(s: dict[str, rules.TensorSpec]) -> rules.SdpaShapes:
             return rules.check_sdpa_backward(as_bf16(s, io), dropout=drop_p)
 
+        lowering = Lowering(
+            implementation,
+            needs_composite="cuDNN's unified SDPA backward has no FP8 scaling (its descale, "
+            "scale and amax attributes are the forward's, cuDNN 9.28): the FP8 backward is the "
+            "composite graph NVIDIA's frontend builds",
+        )
         inputs, attrs, _ = self._attention_common(
             label,
             op_name,
             tensors,
-            scale=scale,
-            masks=masks,
-            dropout=drop_p,
+            Scores(scale, masks, drop_p),
+            lowering,
             backward=True,
-            implementation=implementation,
-            needs_composite="cuDNN's unified SDPA backward has no FP8 scaling (its descale, "
-            "scale and amax attributes are the forward's, cuDNN 9.28): the FP8 backward is the "
-            "composite graph NVIDIA's frontend builds",
             check=check,
         )
         attrs["fp8"] = True
