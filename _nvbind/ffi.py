@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from .files import open_regular
 from .forksafe import fork_safe_lock
+from .search_path import reaches, sublibraries, wheel_library
 
 __all__ = [
     "AttributeSpec",
@@ -221,8 +222,14 @@ class NativeLibrary:
     # dispatcher that aborts the process when its sublibraries are missing).
     companions: tuple[str, ...] = ()
     # Libraries it loads by soname when it first needs them ((cuda.pathfinder name, required)),
-    # which cuda.pathfinder loads first for a library it finds: see _load_runtime_dependencies.
+    # which cuda.pathfinder loads first for a library it finds: see _load_unreached_dependencies.
     dependencies: tuple[tuple[str, bool], ...] = ()
+    # Its site-packages wheel directories, where cuda.pathfinder looks first: a library there is
+    # loaded directly, its dependencies only where its own search path misses them.
+    wheel_dirs: tuple[str, ...] = ()
+    # The function that returns the CUDA version it was built for (12080: CUDA 12.8), which names
+    # the dependencies' sonames (libcublasLt.so.12); "" when it has none.
+    cudart_version_symbol: str = ""
     # Checks of the environment the library reads when it loads (its own logging variables):
     # run before every attempt, so that one fixed variable lets the next call load it.
     before_load: Callable[[], None] | None = None
@@ -232,6 +239,7 @@ class NativeLibrary:
     def __post_init__(self) -> None:
         self.soname = f"lib{self.pathfinder_name}.so.{self.expected_major}"
         self.found_via = ""  # how the library was found: see _locate
+        self._direct = False  # loaded without cuda.pathfinder, which loads dependencies first
         self._lock = fork_safe_lock(self, "_lock")
         self._cdll: ctypes.CDLL | None = None
         self._path: str | None = None
@@ -284,12 +292,17 @@ class NativeLibrary:
             self.found_via = self.env_var
             path = os.path.abspath(override)
             check_elf(path, f"{self.env_var}={override!r}", self.install_hint)
-            if loaded is None:  # a copy already loaded has its dependencies
-                self._load_runtime_dependencies(path)
+            # a copy already loaded has its dependencies
+            self._direct = loaded is None
             return path
         if loaded is not None:
             self.found_via = "already loaded in this process"
             return loaded
+        wheel = wheel_library(self.wheel_dirs, self.soname) if self.wheel_dirs else None
+        if wheel is not None:
+            self.found_via = "site-packages"
+            self._direct = True
+            return wheel
         try:
             from cuda import pathfinder
         except ImportError as exc:  # pragma: no cover - cuda-pathfinder is a base dependency
@@ -324,24 +337,41 @@ class NativeLibrary:
                 f"without it. Point {self.env_var} at a complete installation. {self.install_hint}."
             )
 
-    def _load_runtime_dependencies(self, path: str) -> None:
+    def _cuda_major(self, cdll: ctypes.CDLL) -> int | None:
+        """The CUDA major version the library was built for (None when it cannot say)."""
+        fn = getattr(cdll, self.cudart_version_symbol, None) if self.cudart_version_symbol else None
+        if fn is None:
+            return None
+        fn.restype, fn.argtypes = ctypes.c_size_t, []
+        return int(fn()) // 1000 or None
+
+    def _load_unreached_dependencies(self, cdll: ctypes.CDLL, path: str) -> None:
         # cuDNN loads cuBLASLt (and NVRTC, for runtime-compiled engines) by soname when a plan
         # first needs it, and aborts the process when that fails ("Cannot load symbol
-        # cublasLtGetProperty"): its RUNPATH does not reach the CUDA 13 wheels' nvidia/cu13/lib.
-        # cuda.pathfinder loads a library's dependencies before the library it finds; a library
-        # named by the environment variable gets the same here. A missing required one is refused
-        # now rather than aborting later; a missing optional one is left to the library.
-        from cuda import pathfinder
-
+        # cublasLtGetProperty"): a CUDA 13 wheel's RUNPATH before cuDNN 9.10 does not reach
+        # nvidia/cu13/lib. cuda.pathfinder loads a library's dependencies before the library it
+        # finds; one loaded directly (named by the environment variable, or a wheel's) gets those
+        # its own search path does not reach loaded the same way, and no others: mapping
+        # cuBLASLt costs about 55 ms that a process loading a saved convolution plan never needs.
+        # A missing required one is refused now rather than aborting later; a missing optional
+        # one is left to the library.
+        major = self._cuda_major(cdll)
+        libraries = sublibraries(path, self.pathfinder_name, self.expected_major) or [path]
+        what = f"{self.env_var}={path!r}" if self.found_via == self.env_var else path
         for name, required in self.dependencies:
+            if major is not None and reaches(libraries, f"lib{name}.so.{major}"):
+                continue
+            from cuda import pathfinder
+
             try:
                 pathfinder.load_nvidia_dynamic_lib(name)
             except Exception as exc:  # DynamicLibNotFoundError and friends
                 if required:
                     raise LibraryNotFoundError(
-                        f"{self.env_var}={path!r}: {self.display_name} needs {name}, which was not "
-                        f"found ({type(exc).__name__}: {exc}); {self.display_name} aborts the "
-                        f"process without it. {self.install_hint}, or install {name}."
+                        f"{what}: {self.display_name} needs {name}, which is not on its own "
+                        f"search path and was not found ({type(exc).__name__}: {exc}); "
+                        f"{self.display_name} aborts the process without it. "
+                        f"{self.install_hint}, or install {name}."
                     ) from exc
                 _log.debug("%s for %s not found: %s", name, self.display_name, exc)
 
@@ -389,6 +419,8 @@ class NativeLibrary:
                 f"'Supported versions'). {self.install_hint}, or set {self.env_var} to a "
                 "newer library."
             )
+        if self._direct:
+            self._load_unreached_dependencies(cdll, path)
         self._path, self._version = path, version
         self._cdll = cdll
         return cdll

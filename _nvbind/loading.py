@@ -61,6 +61,7 @@ def native_library(  # noqa: PLR0917 - positional, so that each package's call s
     decode: Callable[[int], tuple[int, int, int]] = decode_version,
     companions: tuple[str, ...] = (),
     dependencies: tuple[tuple[str, bool], ...] = (),
+    wheel_dirs: tuple[str, ...] = (),
     before_load: Callable[[], None] | None = None,
 ) -> L:
     """The library ``lib<prefix>.so.<header major>``, found through ``cuda.pathfinder`` under
@@ -77,6 +78,8 @@ def native_library(  # noqa: PLR0917 - positional, so that each package's call s
         version_symbol=f"{prefix}GetVersion",
         companions=companions,
         dependencies=dependencies,
+        wheel_dirs=wheel_dirs,
+        cudart_version_symbol=f"{prefix}GetCudartVersion",
         before_load=before_load,
         header_version=bindings.HEADER_VERSION,
     )

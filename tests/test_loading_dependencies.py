@@ -1,48 +1,119 @@
-"""A cuDNN named by ``PYCUDNN_LIBRARY`` gets its runtime dependencies loaded first, as one found by
-``cuda.pathfinder`` does: cuDNN loads cuBLASLt by soname when a plan first needs it and aborts the
-process when it cannot (the CUDA 13 wheels keep cuBLASLt where cuDNN's RUNPATH does not reach:
-the matrix entries on cu13 exercise that layout)."""
+"""cuDNN's runtime dependencies: cuDNN loads cuBLASLt (and NVRTC) by soname, through its
+sublibraries' RUNPATH, when a plan first needs them, and aborts the process when that fails.
+A cuDNN loaded without cuda.pathfinder (named by ``PYCUDNN_LIBRARY``, or taken from its wheel
+directory) gets loaded for it, through cuda.pathfinder, the dependencies its own search path
+misses (a CUDA 13 wheel of cuDNN before 9.10 keeps ``nvidia/cu13/lib`` off its RUNPATH: the
+cu13-oldest matrix entry runs that layout), and no others, so that a process loading a saved
+convolution plan does not map cuBLASLt (about 55 ms).
+
+The layouts are built as directories of symbolic links to the real libraries: cuDNN's files in
+``nvidia/cudnn/lib``, with or without cuBLASLt in ``nvidia/cublas/lib`` beside it, where every
+cuDNN 9 wheel's RUNPATH (``$ORIGIN/../../cublas/lib``) looks."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+import pytest
 from children import run_python
 from conftest import H100_PROPS_FILE
 
 import pycudnn
+from _nvbind.search_path import search_path, site_packages, sublibraries, wheel_library
 from pycudnn.deviceprops import DeviceProperties
 
 MATMUL = """
+import sys
 import pycudnn
 from pycudnn.graph import Graph
+from pycudnn._lib import LIB
 
-pycudnn.version()  # loads the library named by PYCUDNN_LIBRARY
+pycudnn.version()
 maps = open("/proc/self/maps").read()
 print("CUBLASLT", "libcublasLt.so" in maps)
+print("PATHFINDER", "cuda.pathfinder" in sys.modules)
+print("FOUND", LIB.found_via)
 g = Graph("mm")
 a = g.tensor([1, 64, 32], dtype="float16", name="a")
 b = g.tensor([1, 32, 48], dtype="float16", name="b")
 g.matmul(a, b)
 props = pycudnn.DeviceProperties.load({props!r})
 print("ENGINE", g.build(device_properties=props, cache=False).engine_id is not None)
+print("CUBLASLT AFTER", "libcublasLt.so" in open("/proc/self/maps").read())
 """
 
 
-def test_a_named_cudnn_plans_a_matmul_with_cublaslt_loaded_first(
-    h100_props: DeviceProperties,
-) -> None:
+def _cublaslt() -> Path:
+    from cuda import pathfinder
+
+    return Path(pathfinder.load_nvidia_dynamic_lib("cublasLt").abs_path)
+
+
+def _layout(root: Path, *, with_cublaslt: bool) -> Path:
+    """A wheel-like tree of links to the real cuDNN (and cuBLASLt); returns the libcudnn.so.9."""
+    real = Path(pycudnn.library_path()).parent
+    lib = root / "nvidia" / "cudnn" / "lib"
+    lib.mkdir(parents=True)
+    for f in real.iterdir():
+        if f.name.startswith("libcudnn"):
+            (lib / f.name).symlink_to(f)
+    if with_cublaslt:
+        cublas = root / "nvidia" / "cublas" / "lib"
+        cublas.mkdir(parents=True)
+        target = _cublaslt()
+        (cublas / target.name).symlink_to(target)
+    return lib / "libcudnn.so.9"
+
+
+def _runpath_has_cublas_dir() -> None:
+    subs = sublibraries(pycudnn.library_path(), "cudnn", 9)
+    origin = os.path.dirname(os.path.abspath(subs[0])) if subs else ""
+    want = os.path.normpath(os.path.join(origin, "..", "..", "cublas", "lib"))
+    if not subs or not all(want in search_path(s) for s in subs):
+        pytest.skip("this cuDNN's sublibraries do not search $ORIGIN/../../cublas/lib")
+
+
+def test_a_named_cudnn_plans_a_matmul(h100_props: DeviceProperties) -> None:
     out = run_python(
         MATMUL.format(props=str(H100_PROPS_FILE)), PYCUDNN_LIBRARY=pycudnn.library_path()
     )
     assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    assert "ENGINE True" in out.stdout, out.stdout
+    assert "CUBLASLT AFTER True" in out.stdout, out.stdout  # the matmul engine needs it
+
+
+def test_a_cudnn_that_reaches_cublaslt_itself_loads_it_only_for_a_plan(
+    tmp_path: Path, h100_props: DeviceProperties
+) -> None:
+    _runpath_has_cublas_dir()
+    path = _layout(tmp_path, with_cublaslt=True)
+    out = run_python(MATMUL.format(props=str(H100_PROPS_FILE)), PYCUDNN_LIBRARY=str(path))
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    assert "CUBLASLT False" in out.stdout, out.stdout  # not mapped with cuDNN
+    assert "ENGINE True" in out.stdout, out.stdout
+    assert "CUBLASLT AFTER True" in out.stdout, out.stdout  # cuDNN found it on its own
+
+
+def test_a_cudnn_that_misses_cublaslt_gets_it_loaded_first(
+    tmp_path: Path, h100_props: DeviceProperties
+) -> None:
+    # The links' $ORIGIN/../../cublas/lib does not exist: without cuBLASLt loaded first, cuDNN
+    # would abort the process at the matmul plan.
+    path = _layout(tmp_path, with_cublaslt=False)
+    out = run_python(MATMUL.format(props=str(H100_PROPS_FILE)), PYCUDNN_LIBRARY=str(path))
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
     assert "CUBLASLT True" in out.stdout, out.stdout  # loaded with cuDNN, before any plan
+    assert "PATHFINDER True" in out.stdout, out.stdout
     assert "ENGINE True" in out.stdout, out.stdout
 
 
-def test_a_named_cudnn_without_cublaslt_is_refused_not_aborted(
-    h100_props: DeviceProperties,
+def test_a_cudnn_without_a_reachable_or_findable_cublaslt_is_refused_not_aborted(
+    tmp_path: Path, h100_props: DeviceProperties
 ) -> None:
     # cuda.pathfinder made to find no cuBLASLt (the library itself is real): refused at load,
     # naming what is missing, instead of cuDNN aborting the process at the first matmul.
+    path = _layout(tmp_path, with_cublaslt=False)
     code = """
         from cuda import pathfinder
         found = pathfinder.load_nvidia_dynamic_lib
@@ -59,14 +130,62 @@ def test_a_named_cudnn_without_cublaslt_is_refused_not_aborted(
         except pycudnn.LibraryNotFoundError as exc:
             print("REFUSED", exc)
     """
-    out = run_python(code, PYCUDNN_LIBRARY=pycudnn.library_path())
+    out = run_python(code, PYCUDNN_LIBRARY=str(path))
     assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
     assert "REFUSED" in out.stdout and "needs cublasLt" in out.stdout, out.stdout
     assert "aborts the process without it" in out.stdout
+    assert "PYCUDNN_LIBRARY=" in out.stdout  # the message says which setting chose the library
 
 
-def test_the_default_search_loads_cublaslt_with_cudnn_too() -> None:
-    code = 'import pycudnn; pycudnn.version(); print("libcublasLt.so" in open("/proc/self/maps").read())'
+def test_the_default_search_plans_a_matmul(h100_props: DeviceProperties) -> None:
+    out = run_python(MATMUL.format(props=str(H100_PROPS_FILE)), PYCUDNN_LIBRARY="")
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    assert "ENGINE True" in out.stdout, out.stdout
+
+
+def test_a_wheel_cudnn_is_the_file_cuda_pathfinder_finds() -> None:
+    # The wheel directory is taken where cuda.pathfinder looks first, so both name one file.
+    code = """
+        from cuda import pathfinder
+        found = pathfinder.load_nvidia_dynamic_lib("cudnn")
+        print(found.found_via, found.abs_path)
+    """
     out = run_python(code, PYCUDNN_LIBRARY="")
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == "True"
+    via, path = out.stdout.split()
+    ours = wheel_library(("nvidia/cudnn/lib",), "libcudnn.so.9")
+    if via != "site-packages":
+        assert ours is None, (via, path, ours)
+    else:
+        assert ours is not None and os.path.samefile(ours, path), (path, ours)
+    assert site_packages()  # the environment has site-packages to search
+
+
+def test_search_path_reads_runpath_and_rpath(tmp_path: Path) -> None:
+    lib = Path(pycudnn.library_path())
+    # The dispatcher's RPATH is $ORIGIN: its own directory, as given (a link's, not the target's).
+    link_dir = tmp_path / "links"
+    link_dir.mkdir()
+    (link_dir / lib.name).symlink_to(lib)
+    assert str(lib.parent) in search_path(str(lib))
+    assert str(link_dir) in search_path(str(link_dir / lib.name))
+    # What cannot be read as ELF has no search path (its dependencies are then loaded for it).
+    (tmp_path / "text.so").write_text("not a library")
+    cut = tmp_path / "cut.so"
+    with open(lib, "rb") as f:
+        cut.write_bytes(f.read(200))
+    empty = tmp_path / "empty.so"
+    empty.write_bytes(b"")
+    for bad in ("text.so", "cut.so", "empty.so", "missing.so"):
+        assert search_path(str(tmp_path / bad)) == (), bad
+
+
+def test_search_path_handles_a_library_without_one() -> None:
+    # the C library has neither RUNPATH nor RPATH
+    libc = next(
+        (p for p in ("/lib/x86_64-linux-gnu/libc.so.6", "/lib64/libc.so.6") if os.path.isfile(p)),
+        None,
+    )
+    if libc is None:
+        pytest.skip("no libc.so.6 at the usual paths")
+    assert search_path(libc) == ()
