@@ -1,8 +1,10 @@
 """Lazy loading of ``libcudnn.so.9``.
 
-Nothing is loaded at import. The first call that needs cuDNN finds it through ``cuda.pathfinder``
-(site-packages wheels for CUDA 12 or 13, conda, the system loader, ``CUDNN_PATH``), or takes the path
-in ``PYCUDNN_LIBRARY``, checks that it is cuDNN 9 and binds prototypes on demand.
+Nothing is loaded at import. The first call that needs cuDNN takes the path in
+``PYCUDNN_LIBRARY``, or the wheel's ``site-packages/nvidia/cudnn/lib`` (where ``cuda.pathfinder``
+looks first), or finds it through ``cuda.pathfinder`` (conda, the system loader, ``CUDNN_PATH``);
+checks that it is cuDNN 9; loads the dependencies cuDNN's own RUNPATH misses
+(:mod:`_nvbind.search_path`); and binds prototypes on demand.
 """
 
 from __future__ import annotations

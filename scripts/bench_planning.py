@@ -261,14 +261,25 @@ def bench_cold(
     with tempfile.TemporaryDirectory(prefix="bench-planning-") as cache_dir:
         name = names[0]
         argv = [sys.executable, "-c", PYCUDNN_COLD, name, f"disk:{cache_dir}", script_dir]
+        fe_disk = {"graph": name, "path": os.path.join(cache_dir, "frontend.plan")}
+        fe_args = json.dumps({**_frontend_args(names, 1), "disk": fe_disk})
+        fe_argv = [frontend, "-c", FRONTEND_CHILD, fe_args] if frontend else []
         _run_child(argv, env)  # fills the directory
-        samples = [_run_child(argv, env) for _ in range(runs)]
+        if fe_argv:
+            _run_child(fe_argv, fe_env)  # stores the frontend's serialized plan
+        samples, fe_samples = [], []
+        for _ in range(runs):
+            samples.append(_run_child(argv, env))
+            if fe_argv:
+                fe_samples.append(_run_child(fe_argv, fe_env))
         disk = _summarise(samples, "first_plan_ms")
         disk["libcudnn_load_ms"] = _median_of(samples, "libcudnn_load_ms")
         disk["second_disk_hit_ms"] = _median_of(samples, "second_disk_hit_ms")
         disk["disk_hits"] = sum(s.get("stats", {}).get("disk_hits", 0) for s in samples)
         disk["graph"] = name
         ours["from_disk"] = disk
+        if fe_argv:
+            theirs["from_disk"] = {**_summarise(fe_samples, "first_plan_ms"), "graph": name}
     return ours, theirs
 
 
@@ -294,7 +305,7 @@ def _summarise(samples: list[dict[str, Any]], key: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------------
 
 # The same graphs through cudnn-frontend's Python API. argv: JSON {"graphs", "repeats", "props",
-# "cold": graph or null}. Prints one JSON line.
+# "cold": graph or null, "disk": {"graph", "path"} or absent}. Prints one JSON line.
 FRONTEND_CHILD = textwrap.dedent(
     r'''
     import json, statistics, sys, time
@@ -518,6 +529,16 @@ FRONTEND_CHILD = textwrap.dedent(
         t = time.perf_counter(); g = build(args["cold"])
         out["first_plan_ms"] = (time.perf_counter() - t0) * 1e3
         print(json.dumps(out)); sys.exit(0)
+    if args.get("disk"):  # {"graph", "path"}: the plan serialized there, or stored first
+        path = args["disk"]["path"]
+        try:
+            data = open(path, "rb").read()
+        except FileNotFoundError:
+            open(path, "wb").write(build(args["disk"]["graph"]).serialize(as_bytes=True))
+            print(json.dumps(out)); sys.exit(0)
+        new_graph().deserialize(data)  # the frontend's plan needs no described graph
+        out["first_plan_ms"] = (time.perf_counter() - t0) * 1e3
+        print(json.dumps(out)); sys.exit(0)
     for name in args["graphs"]:
         entry = {}
         try:
@@ -684,6 +705,12 @@ def table(result: dict[str, Any]) -> str:
             f"{_fmt(disk.get('second_disk_hit_ms'))} ms, the rest of the first being cuDNN's "
             f"initialisation on first use, which a first build pays alike (disk hits: "
             f"{disk['disk_hits']})"
+        )
+        theirs = fe.get("cold", {}).get("from_disk", {}) if "absent" not in fe else {}
+        lines.append(
+            f"- the same, cudnn-frontend deserializing its own serialized plan into a new graph "
+            f"(import included): {_fmt(theirs.get('first_plan_ms'))} ms "
+            f"({_ratio(disk['first_plan_ms'], theirs.get('first_plan_ms'))})"
         )
     bullets = [
         textwrap.fill(line, width=100, subsequent_indent="  ", break_on_hyphens=False)
