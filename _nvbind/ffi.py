@@ -361,8 +361,16 @@ class NativeLibrary:
         for name, required in self.dependencies:
             if major is not None and reaches(libraries, f"lib{name}.so.{major}"):
                 continue
-            from cuda import pathfinder
-
+            try:
+                from cuda import pathfinder
+            except ImportError as exc:  # a Python without it: say so
+                if not required:
+                    _log.debug("%s for %s not loaded: %s", name, self.display_name, exc)
+                    continue
+                raise LibraryNotFoundError(
+                    f"{what}: {self.display_name} needs {name}, which is not on its own search "
+                    f"path, and {not_importable('cuda.pathfinder', exc)}"
+                ) from exc
             try:
                 pathfinder.load_nvidia_dynamic_lib(name)
             except Exception as exc:  # DynamicLibNotFoundError and friends

@@ -58,23 +58,46 @@ def test_a_python_without_the_dependencies_is_named_not_a_missing_library(
     assert "scripts/env.sh" in text and "is not installed" not in text, text
 
 
-def test_a_missing_cuda_pathfinder_is_named_as_not_importable_from_this_python() -> None:
-    # numpy importable, cuda.pathfinder not (a None entry in sys.modules makes its import fail):
-    # the library cannot be located because of the Python, which the message says.
+def _info_without_cuda_pathfinder(package: str) -> dict[str, object]:
+    # numpy importable, cuda.pathfinder not (a None entry in sys.modules makes its import fail)
     code = (
         "import sys; sys.modules['cuda.pathfinder'] = None\n"
-        "from pycudnn.cli import main\n"
+        f"from {package}.cli import main\n"
         "sys.exit(main(['--json', 'info']))\n"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False,
-        env={**os.environ, "PYTHONPATH": str(REPO), "PYCUDNN_LIBRARY": ""},
+        env={**os.environ, "PYTHONPATH": str(REPO), "PYCUDNN_LIBRARY": "", "PYCUTENSOR_LIBRARY": ""},
     )  # fmt: skip
-    doc = json.loads(proc.stdout)
-    message = doc.get("cudnn_error") or doc.get("error")
-    assert message, doc
+    doc: dict[str, object] = json.loads(proc.stdout)
+    return doc
+
+
+def _says_pathfinder_is_not_importable(message: object) -> None:
+    assert isinstance(message, str), message
     assert "cuda.pathfinder" in message and "cannot be imported by the Python running" in message
     assert sys.executable in message and "is not installed" not in message, message
+
+
+def test_a_missing_cuda_pathfinder_is_named_as_not_importable_from_this_python() -> None:
+    # cuTENSOR is found through cuda.pathfinder: it cannot be located because of the Python,
+    # which the message says.
+    doc = _info_without_cuda_pathfinder("pycutensor")
+    _says_pathfinder_is_not_importable(doc.get("cutensor_error") or doc.get("error"))
+
+
+def test_cudnn_in_its_wheel_needs_cuda_pathfinder_only_for_what_it_cannot_reach() -> None:
+    # cuDNN in its wheel directory loads without cuda.pathfinder where its own RUNPATH reaches
+    # cuBLASLt; where it does not (the CUDA 13 wheels before cuDNN 9.10), the message names the
+    # dependency and the Python that cannot import cuda.pathfinder, instead of a bare ImportError.
+    doc = _info_without_cuda_pathfinder("pycudnn")
+    message = doc.get("cudnn_error") or doc.get("error")
+    if message is None:
+        assert doc.get("cudnn_version"), doc
+        assert doc.get("cudnn_found_via") == "site-packages", doc
+    else:
+        _says_pathfinder_is_not_importable(message)
+        assert "needs cublasLt, which is not on its own search path" in str(message), message
 
 
 def test_demo_help_under_json_is_one_json_document_in_either_order() -> None:
