@@ -274,6 +274,7 @@ class NativeLibrary:
         # cudnn-frontend) loaded would have its own handles, logging and caches, and objects of one
         # passed to the other. So a copy already in the process is used, and an override naming
         # another file is refused.
+        self._direct = False  # until this attempt takes a path without cuda.pathfinder
         loaded = loaded_copy(self.soname, self.version_symbol)
         override = os.environ.get(self.env_var)
         if override:

@@ -707,11 +707,12 @@ def table(result: dict[str, Any]) -> str:
             f"{disk['disk_hits']})"
         )
         theirs = fe.get("cold", {}).get("from_disk", {}) if "absent" not in fe else {}
-        lines.append(
-            f"- the same, cudnn-frontend deserializing its own serialized plan into a new graph "
-            f"(import included): {_fmt(theirs.get('first_plan_ms'))} ms "
-            f"({_ratio(disk['first_plan_ms'], theirs.get('first_plan_ms'))})"
-        )
+        if theirs.get("first_plan_ms") is not None:
+            lines.append(
+                f"- the same, cudnn-frontend deserializing its own serialized plan into a new "
+                f"graph (import included): {_fmt(theirs['first_plan_ms'])} ms "
+                f"({_ratio(disk['first_plan_ms'], theirs['first_plan_ms'])})"
+            )
     bullets = [
         textwrap.fill(line, width=100, subsequent_indent="  ", break_on_hyphens=False)
         for line in lines[2:]

@@ -38,3 +38,25 @@ def test_frontend_absent_altogether() -> None:
         "pycudnn": {"layernorm_fwd": {"build_ms": 3.0, "heuristics_ms": 2.0, "engine": 3}},
     }
     assert "| layernorm_fwd | absent | 3 | - | - | 2 | - | 3 |" in bench_planning.table(result)
+
+
+def test_first_plan_from_disk_beside_the_frontend_only_when_it_has_a_figure() -> None:
+    ours = {"build_ms": 3.0, "heuristics_ms": 2.0, "engine": 3}
+    disk = {"graph": "conv_fprop_bias_relu", "first_plan_ms": 180.0, "import_ms": 50.0,
+            "libcudnn_load_ms": 10.0, "second_disk_hit_ms": 3.5, "disk_hits": 2}  # fmt: skip
+    result = {
+        "frontend": {
+            "version": "1.32.0",
+            "graphs": {},
+            "cold": {"from_disk": {"first_plan_ms": 120.0}},
+        },
+        "pycudnn": {"layernorm_fwd": ours},
+        "cold": {"from_disk": disk},
+    }
+    text = " ".join(bench_planning.table(result).split())  # the lines are wrapped
+    assert "first plan from a cache directory (conv_fprop_bias_relu" in text
+    assert "its own serialized plan into a new graph (import included): 120 ms (1.50x)" in text
+    result["frontend"] = {"absent": "cudnn-frontend is not installed here"}
+    text = " ".join(bench_planning.table(result).split())
+    assert "first plan from a cache directory" in text
+    assert "its own serialized plan" not in text
