@@ -349,7 +349,7 @@ class NativeLibrary:
     def _load_unreached_dependencies(self, cdll: ctypes.CDLL, path: str) -> None:
         # cuDNN loads cuBLASLt (and NVRTC, for runtime-compiled engines) by soname when a plan
         # first needs it, and aborts the process when that fails ("Cannot load symbol
-        # cublasLtGetProperty"): a CUDA 13 wheel's RUNPATH before cuDNN 9.10 does not reach
+        # cublasLtGetProperty"): the RUNPATH of cuDNN 9.12's CUDA 13 wheel does not reach
         # nvidia/cu13/lib. cuda.pathfinder loads a library's dependencies before the library it
         # finds; one loaded directly (named by the environment variable, or a wheel's) gets those
         # its own search path does not reach loaded the same way, and no others: mapping

@@ -6,9 +6,9 @@ that is cuBLASLt (about 55 ms to map on a 2-core machine) and NVRTC, which cuDNN
 soname through its sublibraries' RUNPATH, only when a plan first needs them: a process that loads
 a saved convolution plan never maps cuBLASLt. :class:`~_nvbind.ffi.NativeLibrary` uses this module
 to take a wheel's library directly where cuda.pathfinder would look first, and to load through
-cuda.pathfinder only the dependencies the library's own search path does not reach (a CUDA 13
-cuDNN wheel older than 9.10 keeps ``nvidia/cu13/lib``, where its cuBLASLt lies, off its RUNPATH,
-and aborts the process at its first matmul plan without it).
+cuda.pathfinder only the dependencies the library's own search path does not reach (the CUDA 13
+wheel of cuDNN 9.12 keeps ``nvidia/cu13/lib``, where its cuBLASLt lies, off its RUNPATH, and
+aborts the process at its first matmul plan without it; 9.19 and 9.28 reach it).
 
 Only the dynamic section is read (``DT_RUNPATH``, else ``DT_RPATH``), with ``$ORIGIN`` taken as
 the directory of the path given, as the dynamic loader takes it; a file that cannot be read as a

@@ -88,7 +88,7 @@ def test_a_missing_cuda_pathfinder_is_named_as_not_importable_from_this_python()
 
 def test_cudnn_in_its_wheel_needs_cuda_pathfinder_only_for_what_it_cannot_reach() -> None:
     # cuDNN in its wheel directory loads without cuda.pathfinder where its own RUNPATH reaches
-    # cuBLASLt; where it does not (the CUDA 13 wheels before cuDNN 9.10), the message names the
+    # cuBLASLt; where it does not (the CUDA 13 wheel of cuDNN 9.12), the message names the
     # dependency and the Python that cannot import cuda.pathfinder, instead of a bare ImportError.
     doc = _info_without_cuda_pathfinder("pycudnn")
     message = doc.get("cudnn_error") or doc.get("error")

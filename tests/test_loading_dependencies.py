@@ -2,7 +2,7 @@
 sublibraries' RUNPATH, when a plan first needs them, and aborts the process when that fails.
 A cuDNN loaded without cuda.pathfinder (named by ``PYCUDNN_LIBRARY``, or taken from its wheel
 directory) gets loaded for it, through cuda.pathfinder, the dependencies its own search path
-misses (a CUDA 13 wheel of cuDNN before 9.10 keeps ``nvidia/cu13/lib`` off its RUNPATH: the
+misses (the CUDA 13 wheel of cuDNN 9.12 keeps ``nvidia/cu13/lib`` off its RUNPATH: the
 cu13-oldest matrix entry runs that layout), and no others, so that a process loading a saved
 convolution plan does not map cuBLASLt (about 55 ms).
 
