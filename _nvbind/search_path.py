@@ -38,6 +38,8 @@ _MAX_TABLE = 1 << 20
 def site_packages() -> list[str]:
     """The site-packages directories in the order cuda.pathfinder searches them: the environment's
     own, with the user's site-packages after a virtual environment's and before the system's."""
+    if not hasattr(site, "getsitepackages"):  # an old virtualenv's site module: none to search
+        return []
     dirs = list(site.getsitepackages())
     if site.ENABLE_USER_SITE:
         user = site.getusersitepackages()
