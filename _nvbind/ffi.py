@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from .files import open_regular
 from .forksafe import fork_safe_lock
-from .search_path import reaches, sublibraries, wheel_library
+from .search_path import reached, sublibraries, wheel_library
 
 __all__ = [
     "AttributeSpec",
@@ -222,8 +222,10 @@ class NativeLibrary:
     # dispatcher that aborts the process when its sublibraries are missing).
     companions: tuple[str, ...] = ()
     # Libraries it loads by soname when it first needs them ((cuda.pathfinder name, required)),
-    # which cuda.pathfinder loads first for a library it finds: see _load_unreached_dependencies.
+    # which cuda.pathfinder loads first for a library it finds: see _load_dependencies.
     dependencies: tuple[tuple[str, bool], ...] = ()
+    # Those of them it loads and unloads again as it goes, which are held loaded here.
+    resident: tuple[str, ...] = ()
     # Its site-packages wheel directories, where cuda.pathfinder looks first: a library there is
     # loaded directly, its dependencies only where its own search path misses them.
     wheel_dirs: tuple[str, ...] = ()
@@ -240,6 +242,7 @@ class NativeLibrary:
         self.soname = f"lib{self.pathfinder_name}.so.{self.expected_major}"
         self.found_via = ""  # how the library was found: see _locate
         self._direct = False  # loaded without cuda.pathfinder, which loads dependencies first
+        self._held: list[ctypes.CDLL] = []  # the resident dependencies loaded here
         self._lock = fork_safe_lock(self, "_lock")
         self._cdll: ctypes.CDLL | None = None
         self._path: str | None = None
@@ -346,21 +349,27 @@ class NativeLibrary:
         fn.restype, fn.argtypes = ctypes.c_size_t, []
         return int(fn()) // 1000 or None
 
-    def _load_unreached_dependencies(self, cdll: ctypes.CDLL, path: str) -> None:
+    def _load_dependencies(self, cdll: ctypes.CDLL, path: str) -> None:
         # cuDNN loads cuBLASLt (and NVRTC, for runtime-compiled engines) by soname when a plan
         # first needs it, and aborts the process when that fails ("Cannot load symbol
         # cublasLtGetProperty"): the RUNPATH of cuDNN 9.12's CUDA 13 wheel does not reach
         # nvidia/cu13/lib. cuda.pathfinder loads a library's dependencies before the library it
         # finds; one loaded directly (named by the environment variable, or a wheel's) gets those
-        # its own search path does not reach loaded the same way, and no others: mapping
-        # cuBLASLt costs about 55 ms that a process loading a saved convolution plan never needs.
-        # A missing required one is refused now rather than aborting later; a missing optional
-        # one is left to the library.
+        # its own search path does not reach loaded the same way. Of those it reaches, only the
+        # resident ones are loaded here, from where it would load them: cuDNN 9.19 loads NVRTC
+        # and unloads it again around every plan build (6 ms and about 130 KiB never returned,
+        # each time; measured with 200 deviceless conv builds), while mapping cuBLASLt costs
+        # about 55 ms that a process loading a saved convolution plan never needs, and cuDNN
+        # keeps it once loaded. A missing required one is refused now rather than aborting
+        # later; a missing optional one is left to the library.
         major = self._cuda_major(cdll)
         libraries = sublibraries(path, self.pathfinder_name, self.expected_major) or [path]
         what = f"{self.env_var}={path!r}" if self.found_via == self.env_var else path
         for name, required in self.dependencies:
-            if major is not None and reaches(libraries, f"lib{name}.so.{major}"):
+            found = None if major is None else reached(libraries, f"lib{name}.so.{major}")
+            if found is not None:
+                if name in self.resident:
+                    self._hold(found)
                 continue
             try:
                 from cuda import pathfinder
@@ -383,6 +392,13 @@ class NativeLibrary:
                         f"{self.install_hint}, or install {name}."
                     ) from exc
                 _log.debug("%s for %s not found: %s", name, self.display_name, exc)
+
+    def _hold(self, path: str) -> None:
+        """Keep the dependency at ``path`` loaded for the life of the process."""
+        try:
+            self._held.append(ctypes.CDLL(path))
+        except OSError as exc:  # the library's own attempt will say what is wrong
+            _log.debug("%s not held for %s: %s", path, self.display_name, exc)
 
     def _load(self) -> ctypes.CDLL:
         with self._lock:
@@ -429,7 +445,7 @@ class NativeLibrary:
                 "newer library."
             )
         if self._direct:
-            self._load_unreached_dependencies(cdll, path)
+            self._load_dependencies(cdll, path)
         self._path, self._version = path, version
         self._cdll = cdll
         return cdll

@@ -61,6 +61,7 @@ def native_library(  # noqa: PLR0917 - positional, so that each package's call s
     decode: Callable[[int], tuple[int, int, int]] = decode_version,
     companions: tuple[str, ...] = (),
     dependencies: tuple[tuple[str, bool], ...] = (),
+    resident: tuple[str, ...] = (),
     wheel_dirs: tuple[str, ...] = (),
     before_load: Callable[[], None] | None = None,
 ) -> L:
@@ -78,6 +79,7 @@ def native_library(  # noqa: PLR0917 - positional, so that each package's call s
         version_symbol=f"{prefix}GetVersion",
         companions=companions,
         dependencies=dependencies,
+        resident=resident,
         wheel_dirs=wheel_dirs,
         cudart_version_symbol=f"{prefix}GetCudartVersion",
         before_load=before_load,

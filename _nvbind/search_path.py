@@ -24,7 +24,7 @@ import struct
 import sys
 from typing import BinaryIO
 
-__all__ = ["reaches", "search_path", "site_packages", "sublibraries", "wheel_library"]
+__all__ = ["reached", "search_path", "site_packages", "sublibraries", "wheel_library"]
 
 _ELF_HEADER = struct.Struct("<16sHHIQQQIHHHHHH")  # Elf64_Ehdr, little-endian
 _ELF_PHDR = struct.Struct("<IIQQQQQQ")  # Elf64_Phdr
@@ -133,11 +133,17 @@ def search_path(path: str) -> tuple[str, ...]:
     return tuple(dirs)
 
 
-def reaches(libraries: list[str], soname: str) -> bool:
-    """Whether every one of ``libraries`` (at least one) finds ``soname`` on its own search path."""
-    return bool(libraries) and all(
-        any(os.path.isfile(os.path.join(d, soname)) for d in search_path(lib)) for lib in libraries
-    )
+def reached(libraries: list[str], soname: str) -> str | None:
+    """Where ``soname`` lies when every one of ``libraries`` (at least one) finds it on its own
+    search path: the first match on the first library's path; None when any of them misses it."""
+    found = None
+    for lib in libraries:
+        hits = [os.path.join(d, soname) for d in search_path(lib)]
+        hits = [h for h in hits if os.path.isfile(h)]
+        if not hits:
+            return None
+        found = found or hits[0]
+    return found
 
 
 def sublibraries(path: str, prefix: str, major: int) -> list[str]:

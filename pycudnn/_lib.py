@@ -48,6 +48,8 @@ LIB = native_library(
     companions=(f"libcudnn_graph.so.{_bindings.HEADER_VERSION[0]}",),
     # what it loads by soname on first need (cuda.pathfinder's catalogue lists the same)
     dependencies=(("cublasLt", True), ("nvrtc", False)),
+    # cuDNN 9.19 loads and unloads NVRTC around every plan build: held loaded, it stays
+    resident=("nvrtc",),
     # where cuda.pathfinder looks first; found there, cuDNN loads without it (and without
     # cuBLASLt, until a plan needs it) when its own search path reaches those dependencies
     wheel_dirs=("nvidia/cudnn/lib",),
