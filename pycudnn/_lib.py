@@ -4,7 +4,7 @@ Nothing is loaded at import. The first call that needs cuDNN takes the path in
 ``PYCUDNN_LIBRARY``, or the wheel's ``site-packages/nvidia/cudnn/lib`` (where ``cuda.pathfinder``
 looks first), or finds it through ``cuda.pathfinder`` (conda, the system loader, ``CUDNN_PATH``);
 checks that it is cuDNN 9; loads the dependencies cuDNN's own RUNPATH misses
-(:mod:`_nvbind.search_path`); and binds prototypes on demand.
+(:mod:`_nvbind.search_path`) and holds NVRTC; and binds prototypes on demand.
 """
 
 from __future__ import annotations
