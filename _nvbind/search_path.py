@@ -2,13 +2,14 @@
 wheel directories in cuda.pathfinder's order.
 
 cuda.pathfinder loads every dependency its catalogue lists before the library it finds. For cuDNN
-that is cuBLASLt (about 55 ms to map on a 2-core machine) and NVRTC, which cuDNN loads itself, by
-soname through its sublibraries' RUNPATH, only when a plan first needs them: a process that loads
-a saved convolution plan never maps cuBLASLt. :class:`~_nvbind.ffi.NativeLibrary` uses this module
-to take a wheel's library directly where cuda.pathfinder would look first, and to load through
-cuda.pathfinder only the dependencies the library's own search path does not reach (the CUDA 13
-wheel of cuDNN 9.12 keeps ``nvidia/cu13/lib``, where its cuBLASLt lies, off its RUNPATH, and
-aborts the process at its first matmul plan without it; 9.19 and 9.28 reach it).
+that is cuBLASLt (about 55 ms to map on a 2-core machine), which cuDNN loads itself, by soname
+through its sublibraries' RUNPATH, only when a plan first needs it: a process that loads a saved
+convolution plan never maps it. :class:`~_nvbind.ffi.NativeLibrary` uses this module to take a
+wheel's library directly where cuda.pathfinder would look first, to load through cuda.pathfinder
+only the dependencies the library's own search path does not reach (the CUDA 13 wheel of cuDNN
+9.12 keeps ``nvidia/cu13/lib``, where its cuBLASLt lies, off its RUNPATH, and aborts the process
+at its first matmul plan without it; 9.19 and 9.28 reach it), and to hold NVRTC loaded from
+where that search path finds it (cuDNN 9.19 would load and unload it around every plan build).
 
 Only the dynamic section is read (``DT_RUNPATH``, else ``DT_RPATH``), with ``$ORIGIN`` taken as
 the directory of the path given, as the dynamic loader takes it; a file that cannot be read as a
@@ -23,6 +24,8 @@ import site
 import struct
 import sys
 from typing import BinaryIO
+
+from .files import open_regular
 
 __all__ = ["reached", "search_path", "site_packages", "sublibraries", "wheel_library"]
 
@@ -67,8 +70,12 @@ def _read_at(f: BinaryIO, offset: int, size: int) -> bytes:
 
 
 def _dynamic_strings(path: str) -> tuple[str, ...]:
-    """The raw ``DT_RUNPATH`` (else ``DT_RPATH``) entries of ``path``; () when it has neither."""
-    with open(path, "rb") as f:
+    """The raw ``DT_RUNPATH`` (else ``DT_RPATH``) entries of ``path``; () when it has neither.
+    Opened as a regular file only: a FIFO named like a sublibrary would block ``open()``."""
+    with (
+        open_regular(path, what="library", max_bytes=1 << 62) as fd,
+        os.fdopen(fd, "rb", closefd=False) as f,
+    ):
         header = _read_at(f, 0, _ELF_HEADER.size)
         if header[:4] != b"\x7fELF" or header[4] != 2 or header[5] != 1:
             raise ValueError("not a 64-bit little-endian ELF object")

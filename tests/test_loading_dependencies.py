@@ -179,7 +179,8 @@ def test_search_path_reads_runpath_and_rpath(tmp_path: Path) -> None:
         cut.write_bytes(f.read(200))
     empty = tmp_path / "empty.so"
     empty.write_bytes(b"")
-    for bad in ("text.so", "cut.so", "empty.so", "missing.so"):
+    os.mkfifo(tmp_path / "fifo.so")  # would block a plain open() for a writer
+    for bad in ("text.so", "cut.so", "empty.so", "missing.so", "fifo.so"):
         assert search_path(str(tmp_path / bad)) == (), bad
 
 
