@@ -10,7 +10,6 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
-import struct
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from typing import Any, NamedTuple
 
 from .files import open_regular
 from .forksafe import fork_safe_lock
-from .search_path import reached, sublibraries, wheel_library
+from .search_path import ELF_HEADER, ELF_PHDR, PT_LOAD, reached, sublibraries, wheel_library
 
 __all__ = [
     "AttributeSpec",
@@ -154,11 +153,6 @@ def loaded_copy(soname: str, symbol: str) -> str | None:
     return os.path.realpath(os.fsdecode(info.dli_fname))
 
 
-_ELF_HEADER = struct.Struct("<16sHHIQQQIHHHHHH")  # Elf64_Ehdr, little-endian
-_ELF_PHDR = struct.Struct("<IIQQQQQQ")  # Elf64_Phdr
-_PT_LOAD = 1
-
-
 def check_elf(path: str, what: str, hint: str) -> None:
     """Refuse a file that is not a whole 64-bit little-endian ELF object before the dynamic loader
     maps it: a truncated library is mapped beyond its end and the first access kills the process
@@ -176,12 +170,12 @@ def check_elf(path: str, what: str, hint: str) -> None:
             os.fdopen(fd, "rb", closefd=False) as f,
         ):
             size = os.fstat(fd).st_size
-            header = f.read(_ELF_HEADER.size)
-            if len(header) < _ELF_HEADER.size or header[:4] != b"\x7fELF":
+            header = f.read(ELF_HEADER.size)
+            if len(header) < ELF_HEADER.size or header[:4] != b"\x7fELF":
                 raise bad("it is not an ELF shared library")
             if header[4] != 2 or header[5] != 1:  # ELFCLASS64, ELFDATA2LSB
                 raise bad("it is not a 64-bit little-endian ELF library")
-            fields = _ELF_HEADER.unpack(header)
+            fields = ELF_HEADER.unpack(header)
             phoff, shoff, phentsize, phnum, shentsize, shnum = (
                 fields[5], fields[6], fields[9], fields[10], fields[11], fields[12]
             )  # fmt: skip
@@ -192,10 +186,10 @@ def check_elf(path: str, what: str, hint: str) -> None:
     except OSError as exc:
         raise bad(f"it cannot be read ({exc})") from None
     for i in range(phnum):
-        if phentsize < _ELF_PHDR.size:
+        if phentsize < ELF_PHDR.size:
             break
-        p_type, _, p_offset, _, _, p_filesz, _, _ = _ELF_PHDR.unpack_from(table, i * phentsize)
-        if p_type == _PT_LOAD and p_offset + p_filesz > size:
+        p_type, _, p_offset, _, _, p_filesz, _, _ = ELF_PHDR.unpack_from(table, i * phentsize)
+        if p_type == PT_LOAD and p_offset + p_filesz > size:
             raise bad(
                 f"it is truncated ({size} bytes, a loadable segment ends at {p_offset + p_filesz})"
             )
@@ -241,8 +235,7 @@ class NativeLibrary:
     def __post_init__(self) -> None:
         self.soname = f"lib{self.pathfinder_name}.so.{self.expected_major}"
         self.found_via = ""  # how the library was found: see _locate
-        self._direct = False  # loaded without cuda.pathfinder, which loads dependencies first
-        self._held: list[ctypes.CDLL] = []  # the resident dependencies loaded here
+        self._held: list[ctypes.CDLL] = []  # dependencies loaded here, kept for the process
         self._lock = fork_safe_lock(self, "_lock")
         self._cdll: ctypes.CDLL | None = None
         self._path: str | None = None
@@ -272,12 +265,13 @@ class NativeLibrary:
         assert self._version is not None
         return self._version
 
-    def _locate(self) -> str:
+    def _locate(self) -> tuple[str, bool]:
+        """The library's path, and whether it is loaded without cuda.pathfinder (which loads its
+        dependencies first) and so gets them from :meth:`_load_dependencies`."""
         # One copy per process: a second libcudnn.so.9 next to the one PyTorch (or CuPy, or
         # cudnn-frontend) loaded would have its own handles, logging and caches, and objects of one
         # passed to the other. So a copy already in the process is used, and an override naming
         # another file is refused.
-        self._direct = False  # until this attempt takes a path without cuda.pathfinder
         loaded = loaded_copy(self.soname, self.version_symbol)
         override = os.environ.get(self.env_var)
         if override:
@@ -296,17 +290,14 @@ class NativeLibrary:
             self.found_via = self.env_var
             path = os.path.abspath(override)
             check_elf(path, f"{self.env_var}={override!r}", self.install_hint)
-            # a copy already loaded has its dependencies
-            self._direct = loaded is None
-            return path
+            return path, loaded is None  # a copy already loaded has its dependencies
         if loaded is not None:
             self.found_via = "already loaded in this process"
-            return loaded
+            return loaded, False
         wheel = wheel_library(self.wheel_dirs, self.soname) if self.wheel_dirs else None
         if wheel is not None:
             self.found_via = "site-packages"
-            self._direct = True
-            return wheel
+            return wheel, True
         try:
             from cuda import pathfinder
         except ImportError as exc:  # pragma: no cover - cuda-pathfinder is a base dependency
@@ -321,7 +312,7 @@ class NativeLibrary:
                 f"{self.install_hint}, or set {self.env_var} to the library's path."
             ) from exc
         self.found_via = str(found.found_via)
-        return str(found.abs_path)
+        return str(found.abs_path), False
 
     def _check_companions(self, path: str) -> None:
         # Imported here, not with the module: ctypes.util brings subprocess, shutil and tempfile,
@@ -417,7 +408,7 @@ class NativeLibrary:
         """Locate, load and check the library (under the load lock); record what was loaded."""
         if self.before_load is not None:
             self.before_load()
-        path = self._locate()
+        path, direct = self._locate()
         try:
             cdll = ctypes.CDLL(path)
         except OSError as exc:
@@ -444,7 +435,7 @@ class NativeLibrary:
                 f"'Supported versions'). {self.install_hint}, or set {self.env_var} to a "
                 "newer library."
             )
-        if self._direct:
+        if direct:
             self._load_dependencies(cdll, path)
         self._path, self._version = path, version
         self._cdll = cdll

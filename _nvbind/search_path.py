@@ -29,10 +29,11 @@ from .files import open_regular
 
 __all__ = ["reached", "search_path", "site_packages", "sublibraries", "wheel_library"]
 
-_ELF_HEADER = struct.Struct("<16sHHIQQQIHHHHHH")  # Elf64_Ehdr, little-endian
-_ELF_PHDR = struct.Struct("<IIQQQQQQ")  # Elf64_Phdr
+#: The ELF64 little-endian records read here and by :func:`_nvbind.ffi.check_elf`.
+ELF_HEADER = struct.Struct("<16sHHIQQQIHHHHHH")  # Elf64_Ehdr
+ELF_PHDR = struct.Struct("<IIQQQQQQ")  # Elf64_Phdr
 _ELF_DYN = struct.Struct("<qQ")  # Elf64_Dyn
-_PT_LOAD, _PT_DYNAMIC = 1, 2
+PT_LOAD, _PT_DYNAMIC = 1, 2
 _DT_NULL, _DT_STRTAB, _DT_RPATH, _DT_RUNPATH = 0, 5, 15, 29
 #: A dynamic section or string table longer than this is not one a loader would accept here.
 _MAX_TABLE = 1 << 20
@@ -76,17 +77,17 @@ def _dynamic_strings(path: str) -> tuple[str, ...]:
         open_regular(path, what="library", max_bytes=1 << 62) as fd,
         os.fdopen(fd, "rb", closefd=False) as f,
     ):
-        header = _read_at(f, 0, _ELF_HEADER.size)
+        header = _read_at(f, 0, ELF_HEADER.size)
         if header[:4] != b"\x7fELF" or header[4] != 2 or header[5] != 1:
             raise ValueError("not a 64-bit little-endian ELF object")
-        fields = _ELF_HEADER.unpack(header)
+        fields = ELF_HEADER.unpack(header)
         phoff, phentsize, phnum = fields[5], fields[9], fields[10]
-        if phentsize < _ELF_PHDR.size or phnum * phentsize > _MAX_TABLE:
+        if phentsize < ELF_PHDR.size or phnum * phentsize > _MAX_TABLE:
             raise ValueError("bad program header table")
         table = _read_at(f, phoff, phentsize * phnum)
-        headers = [_ELF_PHDR.unpack_from(table, i * phentsize) for i in range(phnum)]
+        headers = [ELF_PHDR.unpack_from(table, i * phentsize) for i in range(phnum)]
         # (p_type, p_flags, p_offset, p_vaddr, p_paddr, p_filesz, p_memsz, p_align)
-        loads = [(h[3], h[2], h[5]) for h in headers if h[0] == _PT_LOAD]
+        loads = [(h[3], h[2], h[5]) for h in headers if h[0] == PT_LOAD]
         dynamic = [h for h in headers if h[0] == _PT_DYNAMIC]
         if not dynamic:
             return ()

@@ -91,10 +91,9 @@ class ExtensionLibrary(NativeLibrary):
             minimum_version=core.MINIMUM_VERSION,
             version_symbol=version_symbol,
         )
-        self._wheel_dependencies = dependencies
-        self._preloaded: list[ctypes.CDLL] = []  # kept open for the life of the process
+        self._wheel_dependencies = dependencies  # held in NativeLibrary's _held once loaded
 
-    def _locate(self) -> str:
+    def _locate(self) -> tuple[str, bool]:
         override = os.environ.get(self.env_var)
         if override or loaded_copy(self.soname, self.version_symbol) is not None:
             return super()._locate()  # the override and one-copy rules of every library
@@ -106,16 +105,16 @@ class ExtensionLibrary(NativeLibrary):
                 f"{self.env_var} to the library's path."
             )
         self.found_via = f"beside {core.LIB.path}"
-        return beside
+        return beside, False  # its dependencies are this class's own (_wheel_dependencies)
 
     def _open(self) -> ctypes.CDLL:
-        path = self._locate()
+        path, _ = self._locate()
         core_dir = os.path.dirname(core.LIB.path)
         if self is MP:
             MP_LOG.prepare()
         for stem, pattern, pathfinder_name in self._wheel_dependencies:
             soname = _needed(path, stem)
-            self._preloaded.append(
+            self._held.append(
                 self._load_dependency(soname, pattern, pathfinder_name, core_dir, path)
             )
         return super()._open()
