@@ -34,8 +34,9 @@ def as_ints(values: object, name: str) -> tuple[int, ...]:
                 f"{name} must be one-dimensional, got an array of shape {values.shape}"
             )
         values = values.tolist()  # NumPy scalars become Python ints, floats and bools
-    if type(values) is tuple and all(type(v) is int for v in values):
-        return values  # already what is returned: ints, not bools, in a tuple
+    # The common spellings: a tuple or list of ints, not bools (the tuple is what is returned).
+    if (type(values) is tuple or type(values) is list) and all(type(v) is int for v in values):
+        return values if type(values) is tuple else tuple(values)
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
         raise TypeError(f"{name} must be a sequence of ints, got {type(values).__name__}")
     return tuple(as_int(v, name, i) for i, v in enumerate(values))

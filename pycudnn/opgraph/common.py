@@ -85,13 +85,23 @@ def _check_bounds(label: str, *checks: tuple[str, tuple[int, ...], int]) -> None
                 raise GraphError(f"{label}: {what}[{i}] is {v}; it must fit in an int64")
 
 
+#: DataType -> its cuDNN data type: asked for every tensor and operation of every graph.
+_CUDNN_TYPES: dict[DataType, Any] = {}
+
+
 def _cudnn_dtype(dtype: DataType | np.dtype, what: str) -> Any:
     dt = as_data_type(dtype, name=what)
+    member = _CUDNN_TYPES.get(dt)
+    if member is not None:
+        return member
     name = CUDNN_DATA_TYPE_NAMES.get(dt)
     if name is None or name not in CudnnDataType.__members__:
         known = ", ".join(sorted(CUDNN_DATA_TYPE_NAMES.type_names()))
         raise GraphError(f"{what}: cuDNN has no data type for {dtype_name(dt)} (known: {known})")
-    return CudnnDataType[name]
+    member = CudnnDataType[name]
+    if dt._table:  # the tables' types only: a DataType wrapping another dtype is not kept
+        _CUDNN_TYPES[dt] = member
+    return member
 
 
 def _dims_text(dims: Sequence[int]) -> str:

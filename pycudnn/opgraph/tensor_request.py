@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from _nvbind.dtypes import VECTOR_DTYPE_STRINGS
+from _nvbind.strides import c_strides
 
 from .. import layout
 from .._dims import checked_dims
@@ -62,6 +63,8 @@ def vector_request(
 
 def check_dims(dims: Any, label: str) -> tuple[int, ...]:
     dims_t = _ints(dims, f"{label}: dims")
+    if MIN_RANK <= len(dims_t) <= MAX_RANK and min(dims_t) >= 1:
+        return dims_t  # the common case, without formatting the error texts first
     return checked_dims(
         dims_t,
         "{label}: dims[{i}] is {extent}; extents must be positive",
@@ -82,8 +85,8 @@ def check_strides(dims: tuple[int, ...], strides: Any, fmt: Any, label: str) -> 
             return tuple(layout.packed_strides(dims, fmt))
         except (ValueError, TypeError) as exc:
             raise GraphError(f"{label}: {exc}") from None
-    if strides is None:
-        return tuple(layout.packed_strides(dims, "ABCDEFGH"[: len(dims)]))
+    if strides is None:  # row-major packed ("ABCD..."); dims are checked already
+        return c_strides(dims)
     s = _ints(strides, f"{label}: strides")
     if len(s) != len(dims):
         raise GraphError(
