@@ -11,8 +11,9 @@ only the dependencies the library's own search path does not reach (the CUDA 13 
 at its first matmul plan without it; 9.19 and 9.28 reach it), and to hold NVRTC loaded from
 where that search path finds it (cuDNN 9.19 would load and unload it around every plan build).
 
-Only the dynamic section is read (``DT_RUNPATH``, else ``DT_RPATH``), with ``$ORIGIN`` taken as
-the directory of the path given, as the dynamic loader takes it; a file that cannot be read as a
+Only the dynamic section is read (``DT_RUNPATH``, else ``DT_RPATH``, and ``DT_NEEDED`` for the
+sonames a library loads with it), with ``$ORIGIN`` taken as the directory of the path given, as
+the dynamic loader takes it; a file that cannot be read as a
 64-bit little-endian ELF object has no search path here, so its dependencies are loaded for it.
 """
 
@@ -27,14 +28,22 @@ from typing import BinaryIO
 
 from .files import open_regular
 
-__all__ = ["reached", "search_path", "site_packages", "sublibraries", "wheel_library"]
+__all__ = [
+    "needed",
+    "reached",
+    "search_path",
+    "site_packages",
+    "sublibraries",
+    "wheel_library",
+]
 
 #: The ELF64 little-endian records read here and by :func:`_nvbind.ffi.check_elf`.
 ELF_HEADER = struct.Struct("<16sHHIQQQIHHHHHH")  # Elf64_Ehdr
 ELF_PHDR = struct.Struct("<IIQQQQQQ")  # Elf64_Phdr
 _ELF_DYN = struct.Struct("<qQ")  # Elf64_Dyn
 PT_LOAD, _PT_DYNAMIC = 1, 2
-_DT_NULL, _DT_STRTAB, _DT_RPATH, _DT_RUNPATH = 0, 5, 15, 29
+_DT_NULL, _DT_NEEDED, _DT_STRTAB, _DT_RPATH, _DT_RUNPATH = 0, 1, 5, 15, 29
+_STRING_TAGS = (_DT_NEEDED, _DT_RPATH, _DT_RUNPATH)
 #: A dynamic section or string table longer than this is not one a loader would accept here.
 _MAX_TABLE = 1 << 20
 
@@ -70,9 +79,10 @@ def _read_at(f: BinaryIO, offset: int, size: int) -> bytes:
     return data
 
 
-def _dynamic_strings(path: str) -> tuple[str, ...]:
-    """The raw ``DT_RUNPATH`` (else ``DT_RPATH``) entries of ``path``; () when it has neither.
-    Opened as a regular file only: a FIFO named like a sublibrary would block ``open()``."""
+def _dynamic_strings(path: str) -> dict[int, tuple[str, ...]]:
+    """The string entries of ``path``'s dynamic section by tag (``DT_NEEDED``, ``DT_RPATH``,
+    ``DT_RUNPATH``); {} when it has none. Opened as a regular file only: a FIFO named like a
+    sublibrary would block ``open()``."""
     with (
         open_regular(path, what="library", max_bytes=1 << 62) as fd,
         os.fdopen(fd, "rb", closefd=False) as f,
@@ -90,7 +100,7 @@ def _dynamic_strings(path: str) -> tuple[str, ...]:
         loads = [(h[3], h[2], h[5]) for h in headers if h[0] == PT_LOAD]
         dynamic = [h for h in headers if h[0] == _PT_DYNAMIC]
         if not dynamic:
-            return ()
+            return {}
         size = dynamic[0][5]
         if size > _MAX_TABLE:
             raise ValueError("bad dynamic section")
@@ -100,9 +110,9 @@ def _dynamic_strings(path: str) -> tuple[str, ...]:
             if tag == _DT_NULL:
                 break
             tags.setdefault(tag, []).append(value)
-        wanted = tags.get(_DT_RUNPATH) or tags.get(_DT_RPATH)  # RPATH is ignored beside RUNPATH
+        wanted = [tag for tag in _STRING_TAGS if tag in tags]
         if not wanted or _DT_STRTAB not in tags:
-            return ()
+            return {}
         # DT_STRTAB is an address: the file offset is where a loadable segment maps it from
         strtab = tags[_DT_STRTAB][0]
         base = next(
@@ -115,12 +125,23 @@ def _dynamic_strings(path: str) -> tuple[str, ...]:
         )
         if base is None:
             raise ValueError("string table outside the loadable segments")
-        out = []
-        for value in wanted:
-            f.seek(base + value)
-            text = f.read(4096).split(b"\0", 1)[0]
-            out.append(os.fsdecode(text))
-        return tuple(out)
+        out: dict[int, tuple[str, ...]] = {}
+        for tag in wanted:
+            texts = []
+            for value in tags[tag]:
+                f.seek(base + value)
+                texts.append(os.fsdecode(f.read(4096).split(b"\0", 1)[0]))
+            out[tag] = tuple(texts)
+        return out
+
+
+def needed(path: str) -> tuple[str, ...]:
+    """The sonames ``path`` names as ``DT_NEEDED`` (what the loader loads with it), in order;
+    () when it names none or cannot be read."""
+    try:
+        return _dynamic_strings(path).get(_DT_NEEDED, ())
+    except (OSError, ValueError, struct.error):
+        return ()
 
 
 def search_path(path: str) -> tuple[str, ...]:
@@ -128,9 +149,11 @@ def search_path(path: str) -> tuple[str, ...]:
     ``DT_RPATH``), ``$ORIGIN`` replaced by the directory of ``path`` as given (the loader does
     not resolve symbolic links for it); () when it has none or cannot be read."""
     try:
-        entries = _dynamic_strings(path)
+        strings = _dynamic_strings(path)
     except (OSError, ValueError, struct.error):
         return ()
+    # RPATH is ignored beside RUNPATH, as the loader ignores it
+    entries = strings.get(_DT_RUNPATH) or strings.get(_DT_RPATH, ())
     origin = os.path.dirname(os.path.abspath(path))
     dirs: list[str] = []
     for entry in entries:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import atexit
 import ctypes
 import glob
-import mmap
 import os
 import re
 import tempfile
@@ -34,6 +33,7 @@ from _nvbind.rawlayer import (
     combine_checks,
     enum_argument_check,
 )
+from _nvbind.search_path import needed
 
 from . import _bindings, _bindings_mg, _bindings_mp
 from . import _lib as core
@@ -57,14 +57,11 @@ def _wheel_library(core_dir: str, pattern: str) -> str | None:
 
 
 def _needed(path: str, stem: str) -> str:
-    """The full soname starting with ``stem`` that the library at ``path`` names in its dynamic
-    string table (``libcudart.so`` -> ``libcudart.so.12`` for the CUDA 12 wheel), else ``stem``."""
+    """The soname starting with ``stem`` that the library at ``path`` names as ``DT_NEEDED``
+    (``libcudart.so`` -> ``libcudart.so.12`` for the CUDA 12 wheel), else ``stem``."""
     if stem[-1].isdigit():
         return stem
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        m = re.search(re.escape(stem.encode()) + rb"\.\d+\x00", data)
-        found = bytes(m.group(0)[:-1]).decode() if m else stem
-    return found
+    return next((name for name in needed(path) if name.startswith(stem + ".")), stem)
 
 
 class ExtensionLibrary(NativeLibrary):

@@ -13,6 +13,9 @@ cuDNN 9 wheel's RUNPATH (``$ORIGIN/../../cublas/lib``) looks."""
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,7 +23,13 @@ from children import run_python
 from conftest import H100_PROPS_FILE
 
 import pycudnn
-from _nvbind.search_path import search_path, site_packages, sublibraries, wheel_library
+from _nvbind.search_path import (
+    needed,
+    search_path,
+    site_packages,
+    sublibraries,
+    wheel_library,
+)
 from pycudnn.deviceprops import DeviceProperties
 
 MATMUL = """
@@ -193,6 +202,54 @@ def test_search_path_handles_a_library_without_one() -> None:
     if libc is None:
         pytest.skip("no libc.so.6 at the usual paths")
     assert search_path(libc) == ()
+
+
+def _readelf_needed(path: str) -> tuple[str, ...]:
+    """binutils' reading of the DT_NEEDED entries: the reference the reader here is held to."""
+    tool = shutil.which("readelf")
+    if tool is None:
+        pytest.skip("readelf (binutils) is not installed: no second reading to compare with")
+    out = subprocess.run([tool, "-d", path], capture_output=True, text=True, check=True).stdout
+    return tuple(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out))
+
+
+def _cutensor_library_dir() -> Path:
+    import pycutensor
+
+    return Path(pycutensor.library_path()).parent
+
+
+def test_needed_reads_the_sonames_the_loader_loads_with_a_library() -> None:
+    paths = [pycudnn.library_path(), *sublibraries(pycudnn.library_path(), "cudnn", 9)[:2]]
+    paths += [str(p) for p in sorted(_cutensor_library_dir().glob("libcutensor*.so.2"))]
+    for path in paths:
+        want = _readelf_needed(path)
+        assert want, path  # every one of them needs at least the C library
+        assert needed(path) == want, path
+
+
+def test_the_cutensor_extension_is_given_the_cuda_runtime_it_names() -> None:
+    from pycutensor._lib_ext import _needed
+
+    mp = _cutensor_library_dir() / "libcutensorMp.so.2"
+    if not mp.is_file():
+        pytest.skip("this cuTENSOR wheel has no libcutensorMp.so.2")
+    runtime = [n for n in _readelf_needed(str(mp)) if n.startswith("libcudart.so.")]
+    assert len(runtime) == 1, runtime
+    assert _needed(str(mp), "libcudart.so") == runtime[0]
+    assert _needed(str(mp), "libnccl.so.2") == "libnccl.so.2"  # a full soname is kept as given
+    assert _needed(str(mp), "libnotthere.so") == "libnotthere.so"  # not named: the stem
+
+
+def test_needed_of_what_is_not_a_readable_library_is_empty(tmp_path: Path) -> None:
+    (tmp_path / "text.so").write_text("not a library")
+    (tmp_path / "empty.so").write_bytes(b"")
+    cut = tmp_path / "cut.so"
+    with open(pycudnn.library_path(), "rb") as f:
+        cut.write_bytes(f.read(200))
+    os.mkfifo(tmp_path / "fifo.so")
+    for bad in ("text.so", "empty.so", "cut.so", "missing.so", "fifo.so"):
+        assert needed(str(tmp_path / bad)) == (), bad
 
 
 def _nvrtc_findable() -> bool:
