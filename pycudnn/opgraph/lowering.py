@@ -9,7 +9,7 @@ deviceless planning.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from _nvbind.dtypes import DataType, dtype_name
@@ -22,8 +22,9 @@ from .attention_composite import composite_views
 from .attention_lowering import KINDS as ATTENTION_KINDS
 from .attention_lowering import build_operation as build_attention_operation
 from .attention_lowering import build_operations as build_attention_operations
-from .common import GraphError, _cudnn_dtype, _dims_text
+from .common import GraphError, _cudnn_dtype
 from .lowering_extra import EXTRA_KINDS, build_extra_op
+from .tensor_lowering import Views, lower_tensors, renamed
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -47,7 +48,7 @@ def build_descriptors(
     graph: Graph,
     *,
     handle: Any = None,
-    views: Mapping[int, tuple[tuple[int, ...], tuple[int, ...]]] | None = None,
+    views: Views | None = None,
     factory: Any = None,
 ) -> dict[str, Any]:
     """Create and finalize the TENSOR, op-config, OPERATION_* and OPERATIONGRAPH descriptors.
@@ -84,12 +85,11 @@ def build_descriptors(
         try:
             desc.finalize()
         except CudnnError as exc:
-            text = what() if callable(what) else what
-            raise type(exc)(exc.status, exc.function, f"{text}: {exc.message}") from None
+            raise renamed(exc, what() if callable(what) else what) from None
 
     try:
         with _LOWERING_CALL:
-            return _lower(graph, handle, views, new=new, finalize=finalize, made=made)
+            return _lower(graph, handle, views, new=new, finalize=finalize, made=made, batch=batch)
     except BaseException:
         for d in reversed(made):
             d.close()
@@ -101,38 +101,15 @@ def build_descriptors(
 def _lower(
     graph: Graph,
     handle: Any,
-    views: Mapping[int, tuple[tuple[int, ...], tuple[int, ...]]],
+    views: Views,
     *,
     new: Any,
     finalize: Any,
     made: list[BackendDescriptor],
+    batch: DescriptorBatch | None,
 ) -> dict[str, Any]:
     """The body of :func:`build_descriptors` (which closes ``made`` if it raises)."""
-    tensors: dict[int, BackendDescriptor] = {}
-    # a ragged tensor's descriptor holds its offsets' (finalized first)
-    for t in sorted(graph._tensors, key=lambda t: t.ragged_offset is not None):
-        d = new("TENSOR")
-        assert t.element_type is not None
-        # A vectorized tensor is shown with C counted in vectors (its strides already are).
-        dims, strides = views.get(t.uid, (t.vector_dims, t.strides))
-        d.set("TENSOR_UNIQUE_ID", t.uid, attr_type="INT64")
-        d.set("TENSOR_DATA_TYPE", _cudnn_dtype(t.element_type, t.name), attr_type="DATA_TYPE")
-        d.set("TENSOR_BYTE_ALIGNMENT", t.alignment, attr_type="INT64")
-        d.set("TENSOR_DIMENSIONS", dims, attr_type="INT64")
-        d.set("TENSOR_STRIDES", strides, attr_type="INT64")
-        if t.is_vectorized:
-            d.set("TENSOR_VECTOR_COUNT", t.vector_count, attr_type="INT64")
-            d.set("TENSOR_VECTORIZED_DIMENSION", t.vectorized_dim, attr_type="INT64")
-        if t.is_virtual:
-            d.set("TENSOR_IS_VIRTUAL", True, attr_type="BOOLEAN")
-        if t.by_value:
-            d.set("TENSOR_IS_BY_VALUE", True, attr_type="BOOLEAN")
-        if t.ragged_offset is not None:
-            offsets = tensors[t.ragged_offset.uid]
-            d.set("TENSOR_RAGGED_OFFSET_DESC", offsets, attr_type="BACKEND_DESCRIPTOR")
-        finalize(d, lambda t=t, dims=dims: f"tensor '{t.name}' {_dims_text(dims)}")
-        tensors[t.uid] = d
-
+    tensors = lower_tensors(graph._tensors, views, new, finalize, batch=batch, made=made)
     ops: list[BackendDescriptor] = []
     for op in graph._ops:
         several = build_attention_operations(op, tensors, new, finalize)

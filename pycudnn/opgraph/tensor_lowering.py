@@ -1,0 +1,195 @@
+"""The TENSOR descriptors of a graph's lowering.
+
+A graph's tensors make most of its lowering's C calls: a descriptor, five attributes and a
+finalize each (84 of the 139 calls that lower RoPE -> SDPA). Their values were checked when the
+graph was described: dims and strides positive ints whose byte extent fits an int64, a uid, a
+power-of-two alignment, a cuDNN data type. A plain tensor (neither vectorized nor ragged) is
+therefore set here without :meth:`~pycudnn.backend.BackendDescriptor.set`'s general checks,
+which took about 1.5 us of the 2.6 us each attribute cost: the descriptors are created in one
+library call, each attribute is one ctypes call, and what ``set`` and ``finalize`` record on the
+descriptor (the attributes set, finalized) is recorded alike. Dims or strides that are not what
+the description guarantees (a view a rewrite made, say) take the general path, which says what is
+wrong with them; so do vectorized and ragged tensors, a data type newer than the loaded cuDNN
+(which ``set`` refuses before C, naming the version it needs), and every tensor of a recording
+lowering.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from _nvbind.interrupts import raise_deferred
+
+from .._attrnames import AttrName, AttrType, DescType
+from .._attrspec import _needs
+from .._descriptor_memory import DescriptorBatch, _create, _raise_for
+from .._lib import LIB
+from ..backend import BackendDescriptor
+from ..errors import CudnnError
+from .common import _cudnn_dtype, _dims_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .tensors import Tensor
+
+__all__ = ["lower_tensors", "renamed", "set_tensor"]
+
+_TENSOR = DescType.TENSOR_DESCRIPTOR
+_INT64, _DATA_TYPE, _BOOLEAN = (
+    int(AttrType.INT64), int(AttrType.DATA_TYPE), int(AttrType.BOOLEAN)
+)  # fmt: skip
+_UID, _DTYPE, _ALIGNMENT = (
+    int(AttrName.TENSOR_UNIQUE_ID), int(AttrName.TENSOR_DATA_TYPE),
+    int(AttrName.TENSOR_BYTE_ALIGNMENT),
+)  # fmt: skip
+_DIMS, _STRIDES = int(AttrName.TENSOR_DIMENSIONS), int(AttrName.TENSOR_STRIDES)
+_VIRTUAL, _BY_VALUE = int(AttrName.TENSOR_IS_VIRTUAL), int(AttrName.TENSOR_IS_BY_VALUE)
+_INT64_MAX = 2**63 - 1
+_ONE_INT = ctypes.c_int64 * 1
+_ONE_ENUM = ctypes.c_int * 1  # cudnnDataType_t
+_BASIC_KINDS: dict[int, None] = dict.fromkeys((_UID, _DTYPE, _ALIGNMENT, _DIMS, _STRIDES))
+_TRUE = (ctypes.c_bool * 1)(True)  # cuDNN copies what it is given: one array serves every call
+#: cuDNN data type -> the newest cuDNN its number needs (None: every cuDNN 9); see _direct_dtype.
+_DTYPE_NEEDS: dict[Any, tuple[int, int, int] | None] = {}
+_UNKNOWN: Any = object()
+
+Views = Mapping[int, tuple[tuple[int, ...], tuple[int, ...]]]
+
+
+def renamed(exc: CudnnError, text: str) -> CudnnError:
+    """``exc`` with ``text`` (what failed, in the graph's terms) before cuDNN's message."""
+    return type(exc)(exc.status, exc.function, f"{text}: {exc.message}")
+
+
+def _label(t: Tensor, dims: tuple[int, ...]) -> str:
+    return f"tensor '{t.name}' {_dims_text(dims)}"
+
+
+def set_tensor(d: BackendDescriptor, t: Tensor, dims: tuple[int, ...], strides: Any) -> None:
+    """Every attribute of ``t`` on ``d`` through the general ``set`` (each value checked)."""
+    assert t.element_type is not None
+    d.set("TENSOR_UNIQUE_ID", t.uid, attr_type="INT64")
+    d.set("TENSOR_DATA_TYPE", _cudnn_dtype(t.element_type, t.name), attr_type="DATA_TYPE")
+    d.set("TENSOR_BYTE_ALIGNMENT", t.alignment, attr_type="INT64")
+    d.set("TENSOR_DIMENSIONS", dims, attr_type="INT64")
+    d.set("TENSOR_STRIDES", strides, attr_type="INT64")
+    if t.is_vectorized:
+        d.set("TENSOR_VECTOR_COUNT", t.vector_count, attr_type="INT64")
+        d.set("TENSOR_VECTORIZED_DIMENSION", t.vectorized_dim, attr_type="INT64")
+    if t.is_virtual:
+        d.set("TENSOR_IS_VIRTUAL", True, attr_type="BOOLEAN")
+    if t.by_value:
+        d.set("TENSOR_IS_BY_VALUE", True, attr_type="BOOLEAN")
+
+
+def _as_described(dims: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Whether ``dims`` and ``strides`` are what a described tensor's are: as many of each, ints
+    from 1 to the int64 maximum (a ctypes int64 array would wrap a larger one silently)."""
+    return (
+        len(dims) == len(strides)
+        and min(dims) >= 1
+        and min(strides) >= 1
+        and max(dims) <= _INT64_MAX
+        and max(strides) <= _INT64_MAX
+        and all(type(v) is int for v in (*dims, *strides))
+    )
+
+
+def lower_tensors(
+    tensors: list[Tensor],
+    views: Views,
+    new: Callable[[str], BackendDescriptor],
+    finalize: Callable[[BackendDescriptor, Callable[[], str]], None],
+    *,
+    batch: DescriptorBatch | None,
+    made: list[BackendDescriptor],
+) -> dict[int, BackendDescriptor]:
+    """Finalized TENSOR descriptors of ``tensors``, by uid. With a ``batch`` (which then owns
+    them; they are appended to ``made``), the plain tensors are set directly (see the module);
+    the others, and every tensor without a batch (``new`` makes them), through ``set``. Ragged
+    tensors come last, after the offsets their descriptors hold."""
+    out: dict[int, BackendDescriptor] = {}
+    plain = [] if batch is None else [t for t in tensors if _is_plain(t)]
+    if plain:
+        assert batch is not None
+        ptrs = _create(_TENSOR, len(plain))  # one library call
+        for ptr in ptrs:
+            batch.add(ptr)
+        descs = BackendDescriptor._members(ptrs, _TENSOR, batch, ())
+        made.extend(descs)
+        for t, d in zip(plain, descs, strict=True):
+            dims, strides = views.get(t.uid, (t.dims, t.strides))
+            dtype = _direct_dtype(t)
+            if dtype is not None and _as_described(dims, strides):
+                _set_plain(d, t, dtype, dims, strides)
+            else:
+                set_tensor(d, t, dims, strides)
+                finalize(d, partial(_label, t, dims))
+            out[t.uid] = d
+    chosen = {id(t) for t in plain}
+    rest = [t for t in tensors if id(t) not in chosen]
+    for t in sorted(rest, key=lambda t: t.ragged_offset is not None):
+        d = new("TENSOR")
+        # A vectorized tensor is shown with C counted in vectors (its strides already are).
+        dims, strides = views.get(t.uid, (t.vector_dims, t.strides))
+        set_tensor(d, t, dims, strides)
+        if t.ragged_offset is not None:
+            offsets = out[t.ragged_offset.uid]
+            d.set("TENSOR_RAGGED_OFFSET_DESC", offsets, attr_type="BACKEND_DESCRIPTOR")
+        finalize(d, partial(_label, t, dims))
+        out[t.uid] = d
+    return out
+
+
+def _is_plain(t: Tensor) -> bool:
+    return not t.is_vectorized and t.ragged_offset is None
+
+
+def _direct_dtype(t: Tensor) -> int | None:
+    """The number of ``t``'s cuDNN data type, or None where the general path must set it: a
+    type newer than the loaded cuDNN, which ``set`` refuses before C, naming both versions."""
+    assert t.element_type is not None
+    member = _cudnn_dtype(t.element_type, t.name)
+    needs = _DTYPE_NEEDS.get(member, _UNKNOWN)
+    if needs is _UNKNOWN:
+        needs = _DTYPE_NEEDS[member] = _needs(member)
+    return None if LIB.lacks(needs) else int(member)
+
+
+def _set_plain(
+    d: BackendDescriptor, t: Tensor, dtype: int, dims: tuple[int, ...], strides: tuple[int, ...]
+) -> None:
+    """``t``'s attributes on ``d`` and ``cudnnBackendFinalize``, one ctypes call each (spelled
+    out: a loop over tuples of arguments cost as much again as the calls)."""
+    set_attribute = LIB.function("cudnnBackendSetAttribute")
+    ptr, n = d._c_ptr, len(dims)
+    array = ctypes.c_int64 * n
+    _ok(set_attribute(ptr, _UID, _INT64, 1, _ONE_INT(t.uid)), _UID, t, dims)
+    _ok(set_attribute(ptr, _DTYPE, _DATA_TYPE, 1, _ONE_ENUM(dtype)), _DTYPE, t, dims)
+    _ok(set_attribute(ptr, _ALIGNMENT, _INT64, 1, _ONE_INT(t.alignment)), _ALIGNMENT, t, dims)
+    _ok(set_attribute(ptr, _DIMS, _INT64, n, array(*dims)), _DIMS, t, dims)
+    _ok(set_attribute(ptr, _STRIDES, _INT64, n, array(*strides)), _STRIDES, t, dims)
+    kinds = d._set_kinds
+    kinds.update(_BASIC_KINDS)  # as set() records values that are no descriptors
+    if t.is_virtual:
+        _ok(set_attribute(ptr, _VIRTUAL, _BOOLEAN, 1, _TRUE), _VIRTUAL, t, dims)
+        kinds[_VIRTUAL] = None
+    if t.by_value:
+        _ok(set_attribute(ptr, _BY_VALUE, _BOOLEAN, 1, _TRUE), _BY_VALUE, t, dims)
+        kinds[_BY_VALUE] = None
+    status = LIB.function("cudnnBackendFinalize")(ptr)
+    if status:
+        try:
+            _raise_for(status, "cudnnBackendFinalize", f"finalizing a {d.type_name}")
+        except CudnnError as exc:
+            raise renamed(exc, _label(t, dims)) from None
+    d._finalized = True
+    raise_deferred()  # a Ctrl-C that landed in a log callback during these calls
+
+
+def _ok(status: int, attr: int, t: Tensor, dims: tuple[int, ...]) -> None:
+    if status:
+        name = AttrName(attr).name
+        _raise_for(status, "cudnnBackendSetAttribute", f"{_label(t, dims)}: setting {name}")

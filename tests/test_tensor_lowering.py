@@ -1,0 +1,113 @@
+"""A graph's plain tensors are lowered without ``BackendDescriptor.set``'s general checks (one
+ctypes call per attribute): the descriptors must read back, from cuDNN, what the graph describes
+and what the general path gives, record what ``set`` records, and leave values the description
+does not guarantee to the general path, which refuses them by name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import pycudnn
+from pycudnn.backend import BackendDescriptor
+from pycudnn.graph import Graph
+from pycudnn.opgraph.lowering import build_descriptors
+from pycudnn.opgraph.tensor_lowering import set_tensor
+
+
+def _graph() -> Graph:
+    # an input, a filter, a virtual intermediate, a by-value scalar, an output of another type
+    g = Graph("lowered")
+    x = g.tensor([2, 8, 6, 6], dtype="float16", name="x", fmt="NHWC")
+    w = g.tensor([8, 8, 3, 3], dtype="float16", name="w", fmt="NHWC", alignment=64)
+    y = g.conv_fprop(x, w, padding=1)
+    g.mul(y, g.scalar(2.0, name="two"), name="scaled").set_output(True, dtype="bfloat16")
+    g._resolve()
+    return g
+
+
+def _read(d: BackendDescriptor) -> dict[str, Any]:
+    # cuDNN does not give TENSOR_BYTE_ALIGNMENT back (NOT_SUPPORTED, 9.28)
+    return {
+        "uid": d.get("TENSOR_UNIQUE_ID"),
+        "dims": d.get("TENSOR_DIMENSIONS"),
+        "strides": d.get("TENSOR_STRIDES"),
+        "dtype": d.get("TENSOR_DATA_TYPE"),
+        "virtual": d.get("TENSOR_IS_VIRTUAL", attr_type="BOOLEAN"),
+        "by_value": d.get("TENSOR_IS_BY_VALUE", attr_type="BOOLEAN"),
+    }
+
+
+def test_each_tensor_reads_back_what_the_graph_describes_and_the_general_path_gives() -> None:
+    g = _graph()
+    made = build_descriptors(g)
+    assert {t.uid for t in g._tensors} == set(made["tensors"])
+    kinds = {bool(t.is_virtual) for t in g._tensors} | {2 + t.by_value for t in g._tensors}
+    assert kinds == {False, True, 2, 3}  # virtual and by-value tensors are among them
+    for t in g._tensors:
+        fast = made["tensors"][t.uid]
+        assert fast.is_finalized
+        seen = _read(fast)
+        assert seen["uid"] == t.uid
+        assert list(seen["dims"]) == list(t.dims)
+        assert list(seen["strides"]) == list(t.strides)
+        assert bool(seen["virtual"]) == bool(t.is_virtual)
+        general = BackendDescriptor("TENSOR")
+        set_tensor(general, t, t.dims, t.strides)
+        general.finalize()
+        assert seen == _read(general), t.name
+        assert fast._set_kinds == general._set_kinds, t.name  # what finalize() and get() consult
+
+
+def test_the_lowered_graph_plans_as_before(h100_props: pycudnn.DeviceProperties) -> None:
+    plan = _graph().build(device_properties=h100_props, cache=False)
+    assert plan.engine_id is not None
+
+
+@pytest.mark.parametrize(
+    ("view", "error", "match"),
+    [
+        # beyond int64: a ctypes int64 array would keep only the low bits
+        (
+            ((2, 8, 6, 6), (2**63, 1, 48, 8)),
+            ValueError,
+            "CUDNN_ATTR_TENSOR_STRIDES .* out of range",
+        ),
+        # a bool is no extent
+        (((True, 8, 6, 6), (288, 1, 48, 8)), TypeError, "CUDNN_ATTR_TENSOR_DIMENSIONS"),
+    ],
+)
+def test_values_the_description_does_not_guarantee_take_the_general_checks(
+    view: Any, error: type[Exception], match: str
+) -> None:
+    g = _graph()
+    with pytest.raises(error, match=match):
+        build_descriptors(g, views={g["x"].uid: view})
+
+
+def test_a_refusal_on_the_direct_path_names_the_tensor() -> None:
+    g = _graph()
+    nine = (1,) * 9  # one more dim than cuDNN takes: refused at the tensor's finalize
+    with pytest.raises(pycudnn.CudnnError, match=r"tensor 'w' \[1, 1, 1, 1, 1, 1, 1, 1, 1\]"):
+        build_descriptors(g, views={g["w"].uid: (nine, nine)})
+
+
+def test_a_data_type_newer_than_the_loaded_cudnn_is_refused_before_c(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from _nvbind.ffi import UnsupportedByLibraryError
+    from pycudnn._lib import LIB
+
+    pycudnn.version()  # loaded: the version declared below is the one every check reads
+    g = Graph("e8m0")
+    g.identity(g.tensor([1, 8, 4, 4], dtype="float8_e8m0fnu", name="x")).set_output(
+        True, dtype="float32"
+    )
+    g._resolve()
+    # Declared older (never newer; the real library is untouched, so the refusal proves C never
+    # saw it): CUDNN_DATA_FP8_E8M0 is cuDNN 9.7's.
+    monkeypatch.setattr(LIB, "_version", min((9, 6, 0), LIB.version))
+    needs = r"CUDNN_DATA_FP8_E8M0 .* needs cuDNN >= 9\.7"
+    with pytest.raises(UnsupportedByLibraryError, match=needs):
+        build_descriptors(g)
