@@ -2,16 +2,17 @@
 
 A graph's tensors make most of its lowering's C calls: a descriptor, five attributes and a
 finalize each (84 of the 139 calls that lower RoPE -> SDPA). Their values were checked when the
-graph was described: dims and strides positive ints whose byte extent fits an int64, a uid, a
-power-of-two alignment, a cuDNN data type. A plain tensor (neither vectorized nor ragged) is
-therefore set here without :meth:`~pycudnn.backend.BackendDescriptor.set`'s general checks,
-which took about 1.5 us of the 2.6 us each attribute cost: the descriptors are created in one
-library call, each attribute is one ctypes call, and what ``set`` and ``finalize`` record on the
-descriptor (the attributes set, finalized) is recorded alike. Dims or strides that are not what
-the description guarantees (a view a rewrite made, say) take the general path, which says what is
-wrong with them; so do vectorized and ragged tensors, a data type newer than the loaded cuDNN
-(which ``set`` refuses before C, naming the version it needs), and every tensor of a recording
-lowering.
+graph was described (and an output's when the graph was resolved): dims and strides positive
+ints whose byte extent fits an int64, a uid, a power-of-two alignment, a cuDNN data type. A
+plain tensor (neither vectorized nor ragged) is therefore set here without
+:meth:`~pycudnn.backend.BackendDescriptor.set`'s general checks, which took about 1.5 us of the
+2.6 us each attribute cost: the descriptors are created in one library call, each attribute is
+one ctypes call, and what ``set`` and ``finalize`` record on the descriptor (the attributes set,
+finalized) is recorded alike. A view (dims and strides a rewrite shows cuDNN instead) is checked
+here, and one that is not what a description guarantees takes the general path, which says
+what is wrong with it; so do vectorized and ragged tensors, a data type newer than the loaded
+cuDNN (which ``set`` refuses before C, naming the version it needs), and every tensor of a
+recording lowering.
 """
 
 from __future__ import annotations
@@ -85,8 +86,9 @@ def set_tensor(d: BackendDescriptor, t: Tensor, dims: tuple[int, ...], strides: 
 
 
 def _as_described(dims: tuple[int, ...], strides: tuple[int, ...]) -> bool:
-    """Whether ``dims`` and ``strides`` are what a described tensor's are: as many of each, ints
-    from 1 to the int64 maximum (a ctypes int64 array would wrap a larger one silently)."""
+    """Whether ``dims`` and ``strides`` (a view) are what a described tensor's are: as many of
+    each, ints from 1 to the int64 maximum (a ctypes int64 array would wrap a larger one
+    silently)."""
     return (
         len(dims) == len(strides)
         and min(dims) >= 1
@@ -120,9 +122,12 @@ def lower_tensors(
         descs = BackendDescriptor._members(ptrs, _TENSOR, batch, ())
         made.extend(descs)
         for t, d in zip(plain, descs, strict=True):
-            dims, strides = views.get(t.uid, (t.dims, t.strides))
+            view = views.get(t.uid)
+            # The tensor's own dims and strides were checked when described (and an output's
+            # when the graph was resolved); a view is checked here.
+            dims, strides = (t.dims, t.strides) if view is None else view
             dtype = _direct_dtype(t)
-            if dtype is not None and _as_described(dims, strides):
+            if dtype is not None and (view is None or _as_described(dims, strides)):
                 _set_plain(d, t, dtype, dims, strides)
             else:
                 set_tensor(d, t, dims, strides)
