@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -356,8 +357,6 @@ class DeviceProperties(Closable):
             return desc
 
     def _build_descriptor(self) -> Any:
-        import logging
-
         desc = BackendDescriptor("DEVICEPROP")
         try:
             desc.set("DEVICEPROP_JSON_REPRESENTATION", self._text, attr_type="CHAR")
