@@ -601,6 +601,8 @@ def test_tensors_of_another_graph_are_refused() -> None:
         ({"dims": [1, 2, 4], "strides": [8, 4]}, GraphError, "has 2 entries but dims"),
         ({"dims": [1, 2, 4], "fmt": "NHWC"}, GraphError, "tensor 't'"),
         ({"dims": [1, 2, 4], "alignment": 3}, GraphError, "alignment 3 must be a power of two"),
+        # cuDNN takes the alignment as an int64: 2**64 would reach it as 0
+        ({"dims": [1, 2, 4], "alignment": 2**64}, GraphError, "power of two up to 2**62"),
         ({"dims": [1, 2, 4], "dtype": "complex256"}, (TypeError, ValueError), "complex256"),
         # the byte extent must fit in an int64 (cuDNN computes offsets in int64)
         ({"dims": [2**32, 2**32, 2**32]}, GraphError, "more than an int64 can address"),

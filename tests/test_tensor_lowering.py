@@ -111,3 +111,27 @@ def test_a_data_type_newer_than_the_loaded_cudnn_is_refused_before_c(
     needs = r"CUDNN_DATA_FP8_E8M0 .* needs cuDNN >= 9\.7"
     with pytest.raises(UnsupportedByLibraryError, match=needs):
         build_descriptors(g)
+
+
+@pytest.mark.parametrize(
+    ("attribute", "value", "error", "match"),
+    [
+        ("dims", (True, 8, 6, 6), TypeError, "CUDNN_ATTR_TENSOR_DIMENSIONS"),
+        (
+            "strides",
+            (288, 1, 48, 2**64 + 8),
+            ValueError,
+            "CUDNN_ATTR_TENSOR_STRIDES .* out of range",
+        ),
+        ("alignment", 2**64, ValueError, "CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT .* out of range"),
+    ],
+)
+def test_an_attribute_reassigned_after_the_checks_is_checked_again(
+    attribute: str, value: Any, error: type[Exception], match: str
+) -> None:
+    # A Tensor's attributes are plain attributes: the graph's checks ran before this assignment,
+    # and a ctypes int64 array would wrap the value silently (2**64 + 8 to 8).
+    g = _graph()
+    setattr(g["x"], attribute, value)
+    with pytest.raises(error, match=match):
+        build_descriptors(g)

@@ -30,7 +30,7 @@ from .common import (
     _format_of,
 )
 from .resolution import decide, resolve
-from .tensor_request import check_dims, check_strides, vector_request
+from .tensor_request import check_alignment, check_dims, check_strides, vector_request
 from .tensors import Operation, Tensor, _attr_text, vector_array, vector_dims
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -236,13 +236,7 @@ class GraphCore:
         _check_extent(*vector_array(vector_dims(dims_t, vector), strides_t, vector), dt, label)
         if not isinstance(virtual, bool):
             raise TypeError(f"{label}: virtual must be a bool, not {virtual!r}")
-        if isinstance(alignment, bool) or not isinstance(alignment, int):
-            raise TypeError(f"{label}: alignment must be an int, not {alignment!r}")
-        if alignment < 1 or alignment & (alignment - 1) or alignment % dt.itemsize:
-            raise GraphError(
-                f"{label}: alignment {alignment} must be a power of two and a multiple of the "
-                f"element size ({dt.itemsize} bytes for {dtype_name(dt)})"
-            )
+        check_alignment(alignment, dt, label)
         is_scalar, value = False, None
         if by_value is True:
             is_scalar = True

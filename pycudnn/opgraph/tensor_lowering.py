@@ -1,18 +1,18 @@
 """The TENSOR descriptors of a graph's lowering.
 
 A graph's tensors make most of its lowering's C calls: a descriptor, five attributes and a
-finalize each (84 of the 139 calls that lower RoPE -> SDPA). Their values were checked when the
-graph was described (and an output's when the graph was resolved): dims and strides positive
-ints whose byte extent fits an int64, a uid, a power-of-two alignment, a cuDNN data type. A
-plain tensor (neither vectorized nor ragged) is therefore set here without
-:meth:`~pycudnn.backend.BackendDescriptor.set`'s general checks, which took about 1.5 us of the
-2.6 us each attribute cost: the descriptors are created in one library call, each attribute is
-one ctypes call, and what ``set`` and ``finalize`` record on the descriptor (the attributes set,
-finalized) is recorded alike. A view (dims and strides a rewrite shows cuDNN instead) is checked
-here, and one that is not what a description guarantees takes the general path, which says
-what is wrong with it; so do vectorized and ragged tensors, a data type newer than the loaded
-cuDNN (which ``set`` refuses before C, naming the version it needs), and every tensor of a
-recording lowering.
+finalize each (84 of the 139 calls that lower RoPE -> SDPA). A plain tensor (neither vectorized
+nor ragged) is set here without :meth:`~pycudnn.backend.BackendDescriptor.set`'s general
+checks, which took about 1.5 us of the 2.6 us each attribute cost: the descriptors are created
+in one library call, each attribute is one ctypes call, and what ``set`` and ``finalize``
+record on the descriptor (the attributes set, finalized) is recorded alike. What the general
+checks would catch is checked first, in about 1 us a tensor: its dims and strides (or the view a
+rewrite shows cuDNN instead), uid and alignment are ints (no bools) from 1 (a uid from 0) to the
+int64 maximum, which a ctypes array would wrap silently. The graph checked them when it was
+described, but a Tensor's attributes can be reassigned since. A tensor that fails that check
+takes the general path, which says what is wrong; so do vectorized and ragged tensors, a data
+type newer than the loaded cuDNN (which ``set`` refuses before C, naming the version it needs),
+and every tensor of a recording lowering.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ _UID, _DTYPE, _ALIGNMENT = (
 _DIMS, _STRIDES = int(AttrName.TENSOR_DIMENSIONS), int(AttrName.TENSOR_STRIDES)
 _VIRTUAL, _BY_VALUE = int(AttrName.TENSOR_IS_VIRTUAL), int(AttrName.TENSOR_IS_BY_VALUE)
 _INT64_MAX = 2**63 - 1
+_INTS = {int}
 _ONE_INT = ctypes.c_int64 * 1
 _ONE_ENUM = ctypes.c_int * 1  # cudnnDataType_t
 _BASIC_KINDS: dict[int, None] = dict.fromkeys((_UID, _DTYPE, _ALIGNMENT, _DIMS, _STRIDES))
@@ -85,17 +86,21 @@ def set_tensor(d: BackendDescriptor, t: Tensor, dims: tuple[int, ...], strides: 
         d.set("TENSOR_IS_BY_VALUE", True, attr_type="BOOLEAN")
 
 
-def _as_described(dims: tuple[int, ...], strides: tuple[int, ...]) -> bool:
-    """Whether ``dims`` and ``strides`` (a view) are what a described tensor's are: as many of
-    each, ints from 1 to the int64 maximum (a ctypes int64 array would wrap a larger one
-    silently)."""
+def _as_described(t: Tensor, dims: Any, strides: Any) -> bool:
+    """Whether ``dims``, ``strides`` (``t``'s own or a view's), ``t``'s uid and alignment are
+    what a description guarantees: ints (no bools), as many dims as strides, dims, strides and
+    alignment from 1 and none above the int64 maximum, which a ctypes int64 array would wrap
+    silently. Checked again here (about 1 us a tensor) because a Tensor's attributes can be
+    reassigned after the graph checked them."""
     return (
         len(dims) == len(strides)
+        and {*map(type, dims), *map(type, strides), type(t.uid), type(t.alignment)} == _INTS
         and min(dims) >= 1
         and min(strides) >= 1
         and max(dims) <= _INT64_MAX
         and max(strides) <= _INT64_MAX
-        and all(type(v) is int for v in (*dims, *strides))
+        and 0 <= t.uid <= _INT64_MAX
+        and 1 <= t.alignment <= _INT64_MAX
     )
 
 
@@ -122,12 +127,9 @@ def lower_tensors(
         descs = BackendDescriptor._members(ptrs, _TENSOR, batch, ())
         made.extend(descs)
         for t, d in zip(plain, descs, strict=True):
-            view = views.get(t.uid)
-            # The tensor's own dims and strides were checked when described (and an output's
-            # when the graph was resolved); a view is checked here.
-            dims, strides = (t.dims, t.strides) if view is None else view
+            dims, strides = views.get(t.uid, (t.dims, t.strides))
             dtype = _direct_dtype(t)
-            if dtype is not None and (view is None or _as_described(dims, strides)):
+            if dtype is not None and _as_described(t, dims, strides):
                 _set_plain(d, t, dtype, dims, strides)
             else:
                 set_tensor(d, t, dims, strides)

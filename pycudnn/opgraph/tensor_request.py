@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from _nvbind.dtypes import VECTOR_DTYPE_STRINGS
+from _nvbind.dtypes import VECTOR_DTYPE_STRINGS, DataType, dtype_name
 from _nvbind.strides import c_strides
 
 from .. import layout
 from .._dims import checked_dims
-from .common import MAX_RANK, MIN_RANK, GraphError, _dims_text, _ints
+from .common import _INT64_MAX, MAX_RANK, MIN_RANK, GraphError, _dims_text, _ints
 
-__all__ = ["check_dims", "check_strides", "vector_request"]
+__all__ = ["check_alignment", "check_dims", "check_strides", "vector_request"]
 
 
 def vector_request(
@@ -104,3 +104,20 @@ def check_strides(dims: tuple[int, ...], strides: Any, fmt: Any, label: str) -> 
                 "size-1 dims instead)"
             )
     return s
+
+
+def check_alignment(alignment: Any, dtype: DataType, label: str) -> None:
+    """The byte alignment promised for a tensor's data pointer: a power of two that fits in the
+    int64 cuDNN takes it as, and a multiple of the element size."""
+    if isinstance(alignment, bool) or not isinstance(alignment, int):
+        raise TypeError(f"{label}: alignment must be an int, not {alignment!r}")
+    if (
+        not 1 <= alignment <= _INT64_MAX
+        or alignment & (alignment - 1)
+        or alignment % dtype.itemsize
+    ):
+        raise GraphError(
+            f"{label}: alignment {alignment} must be a power of two up to 2**62 (cuDNN takes an "
+            f"int64) and a multiple of the element size ({dtype.itemsize} bytes for "
+            f"{dtype_name(dtype)})"
+        )
