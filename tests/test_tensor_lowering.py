@@ -74,6 +74,8 @@ def test_the_lowered_graph_plans_as_before(h100_props: pycudnn.DeviceProperties)
             ValueError,
             "CUDNN_ATTR_TENSOR_STRIDES .* out of range",
         ),
+        # no dims at all: cuDNN refuses the attribute when it is set
+        (((), ()), pycudnn.CudnnError, "setting CUDNN_ATTR_TENSOR_DIMENSIONS"),
         # a bool is no extent
         (((True, 8, 6, 6), (288, 1, 48, 8)), TypeError, "CUDNN_ATTR_TENSOR_DIMENSIONS"),
     ],

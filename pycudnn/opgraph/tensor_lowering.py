@@ -93,7 +93,7 @@ def _as_described(t: Tensor, dims: Any, strides: Any) -> bool:
     silently. Checked again here (about 1 us a tensor) because a Tensor's attributes can be
     reassigned after the graph checked them."""
     return (
-        len(dims) == len(strides)
+        0 < len(dims) == len(strides)
         and {*map(type, dims), *map(type, strides), type(t.uid), type(t.alignment)} == _INTS
         and min(dims) >= 1
         and min(strides) >= 1
@@ -199,4 +199,5 @@ def _set_plain(
 def _ok(status: int, attr: int, t: Tensor, dims: tuple[int, ...]) -> None:
     if status:
         name = AttrName(attr).name
-        _raise_for(status, "cudnnBackendSetAttribute", f"{_label(t, dims)}: setting {name}")
+        context = f"{_label(t, dims)}: setting CUDNN_ATTR_{name}"
+        _raise_for(status, "cudnnBackendSetAttribute", context)
