@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable, Mapping
-from functools import partial
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any
 
 from _nvbind.interrupts import raise_deferred
@@ -30,7 +30,7 @@ from .._descriptor_memory import DescriptorBatch, _create, _raise_for
 from .._lib import LIB
 from ..backend import BackendDescriptor
 from ..errors import CudnnError
-from .common import _cudnn_dtype, _dims_text
+from .common import _INT64_MAX, _cudnn_dtype, _dims_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from .tensors import Tensor
@@ -47,15 +47,11 @@ _UID, _DTYPE, _ALIGNMENT = (
 )  # fmt: skip
 _DIMS, _STRIDES = int(AttrName.TENSOR_DIMENSIONS), int(AttrName.TENSOR_STRIDES)
 _VIRTUAL, _BY_VALUE = int(AttrName.TENSOR_IS_VIRTUAL), int(AttrName.TENSOR_IS_BY_VALUE)
-_INT64_MAX = 2**63 - 1
 _INTS = {int}
 _ONE_INT = ctypes.c_int64 * 1
 _ONE_ENUM = ctypes.c_int * 1  # cudnnDataType_t
 _BASIC_KINDS: dict[int, None] = dict.fromkeys((_UID, _DTYPE, _ALIGNMENT, _DIMS, _STRIDES))
 _TRUE = (ctypes.c_bool * 1)(True)  # cuDNN copies what it is given: one array serves every call
-#: cuDNN data type -> the newest cuDNN its number needs (None: every cuDNN 9); see _direct_dtype.
-_DTYPE_NEEDS: dict[Any, tuple[int, int, int] | None] = {}
-_UNKNOWN: Any = object()
 
 Views = Mapping[int, tuple[tuple[int, ...], tuple[int, ...]]]
 
@@ -135,8 +131,7 @@ def lower_tensors(
                 set_tensor(d, t, dims, strides)
                 finalize(d, partial(_label, t, dims))
             out[t.uid] = d
-    chosen = {id(t) for t in plain}
-    rest = [t for t in tensors if id(t) not in chosen]
+    rest = tensors if batch is None else [t for t in tensors if not _is_plain(t)]
     for t in sorted(rest, key=lambda t: t.ragged_offset is not None):
         d = new("TENSOR")
         # A vectorized tensor is shown with C counted in vectors (its strides already are).
@@ -159,10 +154,12 @@ def _direct_dtype(t: Tensor) -> int | None:
     type newer than the loaded cuDNN, which ``set`` refuses before C, naming both versions."""
     assert t.element_type is not None
     member = _cudnn_dtype(t.element_type, t.name)
-    needs = _DTYPE_NEEDS.get(member, _UNKNOWN)
-    if needs is _UNKNOWN:
-        needs = _DTYPE_NEEDS[member] = _needs(member)
-    return None if LIB.lacks(needs) else int(member)
+    return None if LIB.lacks(_needs_of(member)) else int(member)
+
+
+@cache  # a handful of data types; the newest cuDNN each needs never changes
+def _needs_of(member: Any) -> tuple[int, int, int] | None:
+    return _needs(member)
 
 
 def _set_plain(
