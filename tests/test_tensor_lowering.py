@@ -13,7 +13,7 @@ import pycudnn
 from pycudnn.backend import BackendDescriptor
 from pycudnn.graph import Graph
 from pycudnn.opgraph.lowering import build_descriptors
-from pycudnn.opgraph.tensor_lowering import set_tensor
+from pycudnn.opgraph.tensor_lowering import set_tensor, set_virtual
 
 
 def _graph() -> Graph:
@@ -137,3 +137,85 @@ def test_an_attribute_reassigned_after_the_checks_is_checked_again(
     setattr(g["x"], attribute, value)
     with pytest.raises(error, match=match):
         build_descriptors(g)
+
+
+# -- the lowering's own virtual tensors (an SDPA's score subgraph, its softmax, a composite graph)
+
+
+def _finalize(d: BackendDescriptor, what: str) -> None:
+    d.finalize()
+
+
+def _virtual_general(uid: int, dtype: str, dims: Any, strides: Any) -> BackendDescriptor:
+    d = BackendDescriptor("TENSOR")
+    d.set("TENSOR_UNIQUE_ID", uid, attr_type="INT64")
+    d.set("TENSOR_DATA_TYPE", dtype, attr_type="DATA_TYPE")
+    d.set("TENSOR_BYTE_ALIGNMENT", 16, attr_type="INT64")
+    d.set("TENSOR_DIMENSIONS", dims, attr_type="INT64")
+    d.set("TENSOR_STRIDES", strides, attr_type="INT64")
+    d.set("TENSOR_IS_VIRTUAL", True, attr_type="BOOLEAN")
+    d.finalize()
+    return d
+
+
+@pytest.mark.parametrize("dtype", ["FLOAT", "INT32", "BOOLEAN", "HALF", "BFLOAT16", "DOUBLE"])
+def test_a_virtual_tensor_of_the_lowering_reads_back_as_the_general_path_sets_it(
+    dtype: str,
+) -> None:
+    # DOUBLE is not among the types set directly: it takes the general path, with the same result
+    uid, dims, strides = 2**40 + 7, (2, 4, 16, 32), (2048, 512, 32, 1)
+    direct = BackendDescriptor("TENSOR")
+    set_virtual(direct, uid, dtype, dims, strides, finalize=_finalize, what="score tensor")
+    general = _virtual_general(uid, dtype, dims, strides)
+    assert direct.is_finalized
+    seen = _read(direct)
+    assert seen == _read(general)
+    assert (seen["uid"], list(seen["dims"]), list(seen["strides"])) == (uid, [*dims], [*strides])
+    assert seen["virtual"] is True
+    assert str(seen["dtype"].name).removeprefix("CUDNN_DATA_") == dtype
+    assert direct._set_kinds == general._set_kinds
+
+
+def test_a_virtual_tensor_beyond_int64_is_refused_by_the_general_checks() -> None:
+    d = BackendDescriptor("TENSOR")
+    with pytest.raises(ValueError, match=r"CUDNN_ATTR_TENSOR_UNIQUE_ID .* out of range"):
+        set_virtual(d, 2**64 + 3, "FLOAT", (1, 2, 4, 4), (32, 16, 4, 1),
+                    finalize=_finalize, what="score tensor")  # fmt: skip
+    assert not d.is_finalized
+
+
+def test_a_refused_virtual_tensor_is_named_as_the_lowering_names_it() -> None:
+    nine = (1,) * 9  # one more dim than cuDNN takes: refused at finalize
+    with pytest.raises(pycudnn.CudnnError, match=r"sdpa0 \(score subgraph tensor\)"):
+        set_virtual(BackendDescriptor("TENSOR"), 2**40, "FLOAT", nine, nine,
+                    finalize=_finalize, what="sdpa0 (score subgraph tensor)")  # fmt: skip
+
+
+def test_a_recording_descriptor_sees_each_attribute_of_a_virtual_tensor() -> None:
+    # The plan loader compares a plan's JSON with what the graph gives cuDNN: its descriptors
+    # record every set(), so the direct path must not bypass them.
+    from pycudnn.plan.canonical import recording_descriptor
+
+    d = recording_descriptor()("TENSOR")
+    set_virtual(d, 2**40 + 1, "FLOAT", (1, 2, 4, 4), (32, 16, 4, 1),
+                finalize=_finalize, what="score tensor")  # fmt: skip
+    assert d.is_finalized
+    assert d.recorded["TENSOR_UNIQUE_ID"] == [2**40 + 1]
+    assert d.recorded["TENSOR_DIMENSIONS"] == [1, 2, 4, 4]
+    assert d.recorded["TENSOR_IS_VIRTUAL"] == [True]
+
+
+def test_an_sdpa_score_subgraph_plans_as_before(h100_props: pycudnn.DeviceProperties) -> None:
+    # causal SDPA: its score subgraph holds virtual tensors set directly
+    g = Graph("causal")
+    bshd = [128 * 4 * 64, 64, 4 * 64, 1]
+    q, k, v = (g.tensor([2, 4, 128, 64], bshd, dtype="bfloat16", name=n) for n in "qkv")
+    g.sdpa(q, k, v, scale=0.125, causal=True)
+    made = build_descriptors(g)
+    own = {t.uid for t in g._tensors}
+    virtual = [d for d in made["all"] if d.type_name.endswith("TENSOR_DESCRIPTOR")
+               and d.get("TENSOR_UNIQUE_ID") not in own]  # fmt: skip
+    assert virtual, "no score-subgraph tensor was made"
+    assert all(d.get("TENSOR_IS_VIRTUAL", attr_type="BOOLEAN") for d in virtual)
+    plan = g.build(device_properties=h100_props, cache=False)
+    assert plan.engine_id is not None

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from _nvbind.strides import c_strides
 
 from .common import GraphError, _cudnn_dtype
+from .tensor_lowering import set_virtual
 
 if TYPE_CHECKING:  # pragma: no cover
     from .tensors import Operation
@@ -119,14 +120,12 @@ class _Builder:
         self, dims: tuple[int, ...], dtype: str, strides: tuple[int, ...] | None = None
     ) -> Any:
         t = self.new("TENSOR")
-        t.set("TENSOR_UNIQUE_ID", self.next_uid, attr_type="INT64")
+        uid = self.next_uid
         self.next_uid += 1
-        t.set("TENSOR_DATA_TYPE", dtype, attr_type="DATA_TYPE")
-        t.set("TENSOR_BYTE_ALIGNMENT", 16, attr_type="INT64")
-        t.set("TENSOR_DIMENSIONS", dims, attr_type="INT64")
-        t.set("TENSOR_STRIDES", strides or c_strides(dims), attr_type="INT64")
-        t.set("TENSOR_IS_VIRTUAL", True, attr_type="BOOLEAN")
-        self.finalize(t, f"{self.op.label} (composite tensor {dims})")
+        what = f"{self.op.label} (composite tensor {dims})"
+        set_virtual(
+            t, uid, dtype, dims, strides or c_strides(dims), finalize=self.finalize, what=what
+        )
         return t
 
     def operation(self, kind: str, short: str, slots: dict[str, Any]) -> None:

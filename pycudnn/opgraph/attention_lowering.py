@@ -30,6 +30,7 @@ from _nvbind.strides import c_strides
 from .attention_composite import build_composite
 from .attention_fp8_backward import build_fp8_backward, hopper_advice
 from .norm_peer import PEER_ROLE, peer_descriptors
+from .tensor_lowering import set_virtual
 
 if TYPE_CHECKING:  # pragma: no cover
     from .tensors import Operation, Tensor
@@ -199,16 +200,12 @@ def _softmax(op: Operation, tensors: dict[int, Any], new: Any, finalize: Any) ->
     ``UnifiedSoftmaxNode`` builds it."""
     dims = tuple(op.attrs["scores_dims"])
     first = min(t.uid for t in op.outputs.values())
+    what = f"{op.label} (softmax tensor)"
     ends: list[Any] = []
     for i in range(2):  # P (the scores in) and S (the probabilities out), ids after the subgraph's
         t = new("TENSOR")
-        t.set("TENSOR_UNIQUE_ID", _SUBGRAPH_UID_BASE + first * 64 + 48 + i, attr_type="INT64")
-        t.set("TENSOR_DATA_TYPE", "FLOAT", attr_type="DATA_TYPE")
-        t.set("TENSOR_BYTE_ALIGNMENT", 16, attr_type="INT64")
-        t.set("TENSOR_DIMENSIONS", dims, attr_type="INT64")
-        t.set("TENSOR_STRIDES", c_strides(dims), attr_type="INT64")
-        t.set("TENSOR_IS_VIRTUAL", True, attr_type="BOOLEAN")
-        finalize(t, f"{op.label} (softmax tensor)")
+        uid = _SUBGRAPH_UID_BASE + first * 64 + 48 + i
+        set_virtual(t, uid, "FLOAT", dims, c_strides(dims), finalize=finalize, what=what)
         ends.append(t)
     sm = new("OPERATION_SOFTMAX")
     sm.set("OPERATION_SOFTMAX_XDESC", ends[0], attr_type=_DESC)
@@ -230,7 +227,8 @@ def _score_subgraph(
     """The pre-softmax subgraph (bias, causal and sliding-window masks) of an SDPA operation."""
     a = op.attrs
     dims = tuple(a["scores_dims"])
-    strides = list(c_strides(dims))
+    strides = c_strides(dims)
+    what = f"{op.label} (score subgraph tensor)"
     first = min(t.uid for t in op.outputs.values())
     next_uid = [_SUBGRAPH_UID_BASE + first * 64]
 
@@ -238,13 +236,7 @@ def _score_subgraph(
         uid = next_uid[0]
         next_uid[0] += 1
         t = new("TENSOR")
-        t.set("TENSOR_UNIQUE_ID", uid, attr_type="INT64")
-        t.set("TENSOR_DATA_TYPE", dtype, attr_type="DATA_TYPE")
-        t.set("TENSOR_BYTE_ALIGNMENT", 16, attr_type="INT64")
-        t.set("TENSOR_DIMENSIONS", dims, attr_type="INT64")
-        t.set("TENSOR_STRIDES", tuple(strides), attr_type="INT64")
-        t.set("TENSOR_IS_VIRTUAL", True, attr_type="BOOLEAN")
-        finalize(t, f"{op.label} (score subgraph tensor)")
+        set_virtual(t, uid, dtype, dims, strides, finalize=finalize, what=what)
         return t, uid
 
     ops: list[Any] = []

@@ -30,12 +30,12 @@ from .._descriptor_memory import DescriptorBatch, _create, _raise_for
 from .._lib import LIB
 from ..backend import BackendDescriptor
 from ..errors import CudnnError
-from .common import _INT64_MAX, _cudnn_dtype, _dims_text
+from .common import _INT64_MAX, CudnnDataType, _cudnn_dtype, _dims_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from .tensors import Tensor
 
-__all__ = ["lower_tensors", "renamed", "set_tensor"]
+__all__ = ["lower_tensors", "renamed", "set_tensor", "set_virtual"]
 
 _TENSOR = DescType.TENSOR_DESCRIPTOR
 _INT64, _DATA_TYPE, _BOOLEAN = (
@@ -82,21 +82,21 @@ def set_tensor(d: BackendDescriptor, t: Tensor, dims: tuple[int, ...], strides: 
         d.set("TENSOR_IS_BY_VALUE", True, attr_type="BOOLEAN")
 
 
-def _as_described(t: Tensor, dims: Any, strides: Any) -> bool:
-    """Whether ``dims``, ``strides`` (``t``'s own or a view's), ``t``'s uid and alignment are
+def _as_described(uid: Any, alignment: Any, dims: Any, strides: Any) -> bool:
+    """Whether ``dims``, ``strides`` (a tensor's own or a view's), the uid and the alignment are
     what a description guarantees: ints (no bools), as many dims as strides, dims, strides and
     alignment from 1 and none above the int64 maximum, which a ctypes int64 array would wrap
     silently. Checked again here (about 1 us a tensor) because a Tensor's attributes can be
     reassigned after the graph checked them."""
     return (
         0 < len(dims) == len(strides)
-        and {*map(type, dims), *map(type, strides), type(t.uid), type(t.alignment)} == _INTS
+        and {*map(type, dims), *map(type, strides), type(uid), type(alignment)} == _INTS
         and min(dims) >= 1
         and min(strides) >= 1
         and max(dims) <= _INT64_MAX
         and max(strides) <= _INT64_MAX
-        and 0 <= t.uid <= _INT64_MAX
-        and 1 <= t.alignment <= _INT64_MAX
+        and 0 <= uid <= _INT64_MAX
+        and 1 <= alignment <= _INT64_MAX
     )
 
 
@@ -125,8 +125,9 @@ def lower_tensors(
         for t, d in zip(plain, descs, strict=True):
             dims, strides = views.get(t.uid, (t.dims, t.strides))
             dtype = _direct_dtype(t)
-            if dtype is not None and _as_described(t, dims, strides):
-                _set_plain(d, t, dtype, dims, strides)
+            if dtype is not None and _as_described(t.uid, t.alignment, dims, strides):
+                flags = (bool(t.is_virtual), t.by_value)
+                _set_direct(d, t.uid, dtype, t.alignment, dims, strides, flags, (t, dims))
             else:
                 set_tensor(d, t, dims, strides)
                 finalize(d, partial(_label, t, dims))
@@ -162,39 +163,92 @@ def _needs_of(member: Any) -> tuple[int, int, int] | None:
     return _needs(member)
 
 
-def _set_plain(
-    d: BackendDescriptor, t: Tensor, dtype: int, dims: tuple[int, ...], strides: tuple[int, ...]
+def set_virtual(
+    d: BackendDescriptor,
+    uid: int,
+    dtype: str,
+    dims: tuple[int, ...],
+    strides: tuple[int, ...],
+    *,
+    finalize: Callable[[BackendDescriptor, str], None],
+    what: str,
 ) -> None:
-    """``t``'s attributes on ``d`` and ``cudnnBackendFinalize``, one ctypes call each (spelled
-    out: a loop over tuples of arguments cost as much again as the calls)."""
+    """A virtual tensor of the lowering's own (an SDPA's score subgraph, its softmax, a
+    composite attention graph) on ``d``, finalized: ``uid``, the data type ``dtype`` (a
+    ``cudnnDataType_t`` name), 16-byte alignment, ``dims`` and ``strides``; ``what`` names it
+    in cuDNN's error. Set one ctypes call an attribute, as a plain tensor is, where ``d`` is a
+    BackendDescriptor itself and the values are in range; otherwise through ``set``, which
+    refuses what is wrong and which a subclass (the plan loader's recording descriptor) sees."""
+    number = _VIRTUAL_TYPES.get(dtype)
+    if (
+        number is not None
+        and type(d) is BackendDescriptor
+        and _as_described(uid, 16, dims, strides)
+    ):
+        _set_direct(d, uid, number, 16, dims, strides, (True, False), what)
+        return
+    d.set("TENSOR_UNIQUE_ID", uid, attr_type="INT64")
+    d.set("TENSOR_DATA_TYPE", dtype, attr_type="DATA_TYPE")
+    d.set("TENSOR_BYTE_ALIGNMENT", 16, attr_type="INT64")
+    d.set("TENSOR_DIMENSIONS", dims, attr_type="INT64")
+    d.set("TENSOR_STRIDES", strides, attr_type="INT64")
+    d.set("TENSOR_IS_VIRTUAL", True, attr_type="BOOLEAN")
+    finalize(d, what)
+
+
+#: The data types of the lowering's own virtual tensors set directly (all in cuDNN 9.0; any
+#: other goes through ``set``, which checks it against the loaded cuDNN).
+_VIRTUAL_TYPES = {
+    n: int(CudnnDataType[n]) for n in ("FLOAT", "INT32", "BOOLEAN", "HALF", "BFLOAT16")
+}
+
+
+def _set_direct(  # noqa: PLR0917 - private: the values in the order of the calls
+    d: BackendDescriptor,
+    uid: int,
+    dtype: int,
+    alignment: int,
+    dims: tuple[int, ...],
+    strides: tuple[int, ...],
+    flags: tuple[bool, bool],
+    what: tuple[Tensor, tuple[int, ...]] | str,
+) -> None:
+    """A tensor's attributes on ``d`` and ``cudnnBackendFinalize``, one ctypes call each
+    (spelled out: a loop over tuples of arguments cost as much again as the calls). ``flags``:
+    (virtual, by value); ``what``: the tensor and its dims, or text, to name it in an error."""
     set_attribute = LIB.function("cudnnBackendSetAttribute")
     ptr, n = d._c_ptr, len(dims)
     array = ctypes.c_int64 * n
-    _ok(set_attribute(ptr, _UID, _INT64, 1, _ONE_INT(t.uid)), _UID, t, dims)
-    _ok(set_attribute(ptr, _DTYPE, _DATA_TYPE, 1, _ONE_ENUM(dtype)), _DTYPE, t, dims)
-    _ok(set_attribute(ptr, _ALIGNMENT, _INT64, 1, _ONE_INT(t.alignment)), _ALIGNMENT, t, dims)
-    _ok(set_attribute(ptr, _DIMS, _INT64, n, array(*dims)), _DIMS, t, dims)
-    _ok(set_attribute(ptr, _STRIDES, _INT64, n, array(*strides)), _STRIDES, t, dims)
+    _ok(set_attribute(ptr, _UID, _INT64, 1, _ONE_INT(uid)), _UID, what)
+    _ok(set_attribute(ptr, _DTYPE, _DATA_TYPE, 1, _ONE_ENUM(dtype)), _DTYPE, what)
+    _ok(set_attribute(ptr, _ALIGNMENT, _INT64, 1, _ONE_INT(alignment)), _ALIGNMENT, what)
+    _ok(set_attribute(ptr, _DIMS, _INT64, n, array(*dims)), _DIMS, what)
+    _ok(set_attribute(ptr, _STRIDES, _INT64, n, array(*strides)), _STRIDES, what)
     kinds = d._set_kinds
     kinds.update(_BASIC_KINDS)  # as set() records values that are no descriptors
-    if t.is_virtual:
-        _ok(set_attribute(ptr, _VIRTUAL, _BOOLEAN, 1, _TRUE), _VIRTUAL, t, dims)
+    virtual, by_value = flags
+    if virtual:
+        _ok(set_attribute(ptr, _VIRTUAL, _BOOLEAN, 1, _TRUE), _VIRTUAL, what)
         kinds[_VIRTUAL] = None
-    if t.by_value:
-        _ok(set_attribute(ptr, _BY_VALUE, _BOOLEAN, 1, _TRUE), _BY_VALUE, t, dims)
+    if by_value:
+        _ok(set_attribute(ptr, _BY_VALUE, _BOOLEAN, 1, _TRUE), _BY_VALUE, what)
         kinds[_BY_VALUE] = None
     status = LIB.function("cudnnBackendFinalize")(ptr)
     if status:
         try:
             _raise_for(status, "cudnnBackendFinalize", f"finalizing a {d.type_name}")
         except CudnnError as exc:
-            raise renamed(exc, _label(t, dims)) from None
+            raise renamed(exc, _what(what)) from None
     d._finalized = True
     raise_deferred()  # a Ctrl-C that landed in a log callback during these calls
 
 
-def _ok(status: int, attr: int, t: Tensor, dims: tuple[int, ...]) -> None:
+def _what(what: tuple[Tensor, tuple[int, ...]] | str) -> str:
+    return what if isinstance(what, str) else _label(*what)
+
+
+def _ok(status: int, attr: int, what: tuple[Tensor, tuple[int, ...]] | str) -> None:
     if status:
         name = AttrName(attr).name
-        context = f"{_label(t, dims)}: setting CUDNN_ATTR_{name}"
+        context = f"{_what(what)}: setting CUDNN_ATTR_{name}"
         _raise_for(status, "cudnnBackendSetAttribute", context)
