@@ -25,10 +25,10 @@ from .heuristics import (
     _SM_COUNT_ADVICE,
     DEFAULT_HEURISTICS,
     EngineConfig,
-    _check_filters,
-    _check_sm_count,
     _collect,
     _heur_modes,
+    _Query,
+    _query,
 )
 from .options import PlanFilters, PlanOptions, plan_values, takes_plan_options
 from .report import (
@@ -83,22 +83,8 @@ def _plans(
     *,
     limit: int | None,
 ) -> list[Plan]:
-    heuristics = options.pop("heuristics", DEFAULT_HEURISTICS)
-    sm_count = options.pop("sm_count", None)
-    filters = _check_filters(options)
-    if options:
-        raise TypeError(f"unexpected option(s): {', '.join(sorted(options))}")
-    _check_sm_count(sm_count, target)
-    attempt = functools.partial(
-        _plans_for,
-        graph,
-        target,
-        heuristics=heuristics,
-        sm_count=sm_count,
-        filters=filters,
-        report=report,
-        limit=limit,
-    )
+    query = _query(options, target)
+    attempt = functools.partial(_plans_for, graph, query, report, limit=limit)
     if target.device_id is None and target.props is None:
         # Refused before cuDNN: its heuristics would count engines and return none, and "no
         # engine supports the graph" would hide the cause (and print cuDNN's warnings).
@@ -123,7 +109,7 @@ def _plans(
             return plans
         report.rewrites.append(f"tried the {variant.note}: no engine either")
     report.advice.extend(lowering_advice(graph.operations))
-    props = target.props
+    props, sm_count = target.props, query.sm_count
     if sm_count is not None and props is not None and sm_count < props.multiprocessor_count:
         report.advice.append(_SM_COUNT_ADVICE.format(sm=sm_count, mp=props.multiprocessor_count))
     return []
@@ -131,27 +117,16 @@ def _plans(
 
 def _plans_for(
     graph: OperationGraph,
-    target: _Target,
-    *,
-    heuristics: Any,
-    sm_count: int | None,
-    filters: dict[str, Any],
+    query: _Query,
     report: PlanningReport,
+    *,
     limit: int | None,
     variant: _Variant | None,
 ) -> list[Plan]:
     plans: list[Plan] = []
+    target = query.target
     with _capture() as records:
-        configs = _collect(
-            graph,
-            heuristics=heuristics,
-            target=target,
-            sm_count=sm_count,
-            filters=filters,
-            report=report,
-            variant=variant,
-        )
-        for cfg in configs:
+        for cfg in _collect(graph, query, report, variant):
             try:
                 plan = _finalize_plan(cfg, target, graph)
             except CudnnError as exc:
@@ -159,7 +134,7 @@ def _plans_for(
                     (f"engine {cfg.engine_id}", f"{exc.status_name}: {exc.message}")
                 )
                 continue
-            mw = filters["max_workspace"]
+            mw = query.filters["max_workspace"]
             if mw is not None and plan.workspace_size > mw:
                 report.filtered.append(
                     (

@@ -395,18 +395,37 @@ _NO_NOTE_FILTERS = {
 }
 
 
+@dataclasses.dataclass(frozen=True)
+class _Query:
+    """What one planning call asks of cuDNN's heuristics, checked (:func:`_query` makes it): the
+    modes, the target, the SM count and the filters."""
+
+    heuristics: Any
+    target: _Target
+    sm_count: int | None
+    filters: dict[str, Any]
+
+
+def _query(values: dict[str, Any], target: _Target) -> _Query:
+    """The planning values of a call (:func:`~pycudnn.plan.options.plan_values`; consumed)
+    checked for ``target``: the filters, no value besides them, the SM count."""
+    heuristics = values.pop("heuristics", DEFAULT_HEURISTICS)
+    sm_count = values.pop("sm_count", None)
+    filters = _check_filters(values)
+    if values:
+        raise TypeError(f"unexpected option(s): {', '.join(sorted(values))}")
+    _check_sm_count(sm_count, target)
+    return _Query(heuristics, target, sm_count, filters)
+
+
 def _collect(
     graph: OperationGraph,
-    *,
-    heuristics: Any,
-    target: _Target,
-    sm_count: int | None,
-    filters: dict[str, Any],
+    query: _Query,
     report: PlanningReport,
     variant: _Variant | None = None,
 ) -> Iterator[EngineConfig]:
-    """The configs of every mode in ``heuristics``, in order, without duplicates and without
-    those the filters drop (each listed in ``report.filtered``).
+    """The configs of every mode ``query`` asks for, in order, without duplicates and without
+    those its filters drop (each listed in ``report.filtered``).
 
     Every mode's heuristics run first, and the filters are applied to every config before the
     first is yielded, so the report says the same whether or not the caller stops early. What is
@@ -414,10 +433,11 @@ def _collect(
     with none in force nothing is read until a config is yielded. Knobs are read only to tell
     configs of the same engine apart (duplicates across modes are yielded once).
     """
+    filters = query.filters
     exclusions = [] if filters["allow_known_bad"] else known_bad.exclusions_for(graph, _version())
     results = []
-    for hm in _heur_modes(heuristics):
-        res = _run_heuristics(graph, hm, target, sm_count, variant)
+    for hm in _heur_modes(query.heuristics):
+        res = _run_heuristics(graph, hm, query.target, query.sm_count, variant)
         report.heuristics.append(res)
         report.log.extend(line for line in res.log if line not in report.log)
         results.append(res)
@@ -506,19 +526,6 @@ def engine_configs(
     Duplicates across modes are kept once.
     """
     _check_graph(graph)
-    values = plan_values(heuristics, filters)
-    del values["heuristics"]
-    sm_count = values.pop("sm_count")
-    checked = _check_filters(values)
     target = _target(device_properties, device, plans=False)
-    _check_sm_count(sm_count, target)
-    return list(
-        _collect(
-            graph,
-            heuristics=heuristics,
-            target=target,
-            sm_count=sm_count,
-            filters=checked,
-            report=PlanningReport(),
-        )
-    )
+    query = _query(plan_values(heuristics, filters), target)
+    return list(_collect(graph, query, PlanningReport()))
