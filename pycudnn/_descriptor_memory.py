@@ -58,15 +58,16 @@ def _create(dtype: Any, n: int) -> list[int]:
     ones made are destroyed and the error is raised."""
     create = LIB.function("cudnnBackendCreateDescriptor")
     out = ctypes.c_void_p()
+    kind, address = int(dtype), ctypes.byref(out)  # the same for every call
     ptrs: list[int] = []
     status = 0
     try:
         with _CREATE_CALL:
             for _ in range(n):
-                status = create(int(dtype), ctypes.byref(out))
+                status = create(kind, address)
                 if status:
                     break
-                ptrs.append(int(out.value or 0))
+                ptrs.append(out.value or 0)
         if status:
             _raise_for(
                 status, "cudnnBackendCreateDescriptor", f"creating a {descriptor_type_name(dtype)}"
