@@ -391,6 +391,10 @@ class NativeLibrary:
         except OSError as exc:  # the library's own attempt will say what is wrong
             _log.debug("%s not held for %s: %s", path, self.display_name, exc)
 
+    def _before_open(self, path: str) -> None:
+        """Called with the located library's path just before it is loaded: a subclass loads
+        there what the dynamic loader must find in the process first (nothing by default)."""
+
     def _load(self) -> ctypes.CDLL:
         with self._lock:
             if self._cdll is not None:
@@ -409,6 +413,7 @@ class NativeLibrary:
         if self.before_load is not None:
             self.before_load()
         path, direct = self._locate()
+        self._before_open(path)
         try:
             cdll = ctypes.CDLL(path)
         except OSError as exc:

@@ -73,10 +73,12 @@ class ExtensionLibrary(NativeLibrary):
         display_name: str,
         env_var: str,
         version_symbol: str,
+        *,
         dependencies: tuple[tuple[str, str, str | None], ...] = (),
+        before_load: Callable[[], None] | None = None,
     ) -> None:
         """``dependencies``: (soname, wheel glob under ``site-packages/nvidia``, cuda.pathfinder
-        name or None), each loaded first."""
+        name or None), each loaded first; ``before_load`` runs before the library is located."""
         super().__init__(
             display_name=display_name,
             pathfinder_name=bindings.SONAME.removeprefix("lib").split(".so")[0],
@@ -87,6 +89,7 @@ class ExtensionLibrary(NativeLibrary):
             read_version=lambda _cdll: core.LIB.version,
             minimum_version=core.MINIMUM_VERSION,
             version_symbol=version_symbol,
+            before_load=before_load,
         )
         self._wheel_dependencies = dependencies  # held in NativeLibrary's _held once loaded
 
@@ -104,17 +107,15 @@ class ExtensionLibrary(NativeLibrary):
         self.found_via = f"beside {core.LIB.path}"
         return beside, False  # its dependencies are this class's own (_wheel_dependencies)
 
-    def _open(self) -> ctypes.CDLL:
-        path, _ = self._locate()
+    def _before_open(self, path: str) -> None:
+        # Its DT_NEEDED libraries the cuTENSOR wheel does not declare: loaded first, globally,
+        # from the NVIDIA wheels beside it, so that a missing one is named here.
         core_dir = os.path.dirname(core.LIB.path)
-        if self is MP:
-            MP_LOG.prepare()
         for stem, pattern, pathfinder_name in self._wheel_dependencies:
             soname = _needed(path, stem)
             self._held.append(
                 self._load_dependency(soname, pattern, pathfinder_name, core_dir, path)
             )
-        return super()._open()
 
     def _load_dependency(
         self, soname: str, pattern: str, pathfinder_name: str | None, core_dir: str, path: str
@@ -147,19 +148,6 @@ class ExtensionLibrary(NativeLibrary):
             f"wheel beside cuTENSOR nor on the loader's path ({'; '.join(errors)}). "
             f"{DISTRIBUTED_HINT}."
         )
-
-
-MP = ExtensionLibrary(
-    _bindings_mp,
-    "cuTENSORMp",
-    "PYCUTENSOR_MP_LIBRARY",
-    "cutensorMpCreate",
-    dependencies=(
-        ("libcudart.so", "cuda_runtime/lib/libcudart.so.*", "cudart"),
-        ("libnccl.so.2", "nccl/lib/libnccl.so.2", None),
-    ),
-)
-MG = ExtensionLibrary(_bindings_mg, "cuTENSORMg", "PYCUTENSOR_MG_LIBRARY", "cutensorMgCreate")
 
 
 _LOG_PREFIX = re.compile(r"^(?:\[[^\]]*\])+\s*")
@@ -217,6 +205,19 @@ def _unlink(path: str) -> None:
 
 
 MP_LOG = _MpLog()
+
+MP = ExtensionLibrary(
+    _bindings_mp,
+    "cuTENSORMp",
+    "PYCUTENSOR_MP_LIBRARY",
+    "cutensorMpCreate",
+    dependencies=(
+        ("libcudart.so", "cuda_runtime/lib/libcudart.so.*", "cudart"),
+        ("libnccl.so.2", "nccl/lib/libnccl.so.2", None),
+    ),
+    before_load=MP_LOG.prepare,  # the variables naming its log file are read at load
+)
+MG = ExtensionLibrary(_bindings_mg, "cuTENSORMg", "PYCUTENSOR_MG_LIBRARY", "cutensorMgCreate")
 
 
 def check_mp(status: int, function: str) -> None:

@@ -12,6 +12,7 @@ cuDNN 9 wheel's RUNPATH (``$ORIGIN/../../cublas/lib``) looks."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -290,3 +291,39 @@ def test_nvrtc_is_loaded_once_not_around_every_plan(h100_props: DeviceProperties
         if "calling init:" in line and "libnvrtc.so" in line
     ]
     assert len(inits) == 1, inits
+
+
+def test_a_cutensor_extension_is_located_once_and_given_its_dependencies_before_it_loads() -> None:
+    # In a child: a new ExtensionLibrary (cuTENSORMg, which needs nothing beyond cuTENSOR) loads
+    # once; the path its dependencies are loaded for is the one it then opens, and the hook that
+    # prepares what the library reads at load runs first.
+    code = r"""
+import json
+from pycutensor import _bindings_mg
+from pycutensor._lib_ext import ExtensionLibrary
+
+seen = []
+
+class Watched(ExtensionLibrary):
+    def _locate(self):
+        found = super()._locate()
+        seen.append(("locate", found[0]))
+        return found
+
+    def _before_open(self, path):
+        seen.append(("before_open", path))
+        super()._before_open(path)
+
+lib = Watched(_bindings_mg, "cuTENSORMg", "PYCUTENSOR_MG_LIBRARY", "cutensorMgCreate",
+              before_load=lambda: seen.append(("before_load", "")))
+lib.cdll()
+print(json.dumps({"seen": seen, "path": lib.path}))
+"""
+    result = run_python(code)
+    if result.returncode and "LibraryNotFoundError" in result.stderr:
+        pytest.skip(f"cuTENSORMg not loadable here: {result.stderr.strip().splitlines()[-1]}")
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    steps = [s[0] for s in out["seen"]]
+    assert steps == ["before_load", "locate", "before_open"], out["seen"]
+    assert out["seen"][1][1] == out["seen"][2][1] == out["path"]
