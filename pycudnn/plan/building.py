@@ -10,6 +10,8 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from _nvbind.shutdown import library_call
+
 from .. import known_bad
 from ..backend import BackendDescriptor
 from ..deviceprops import DeviceProperties, _error_lines
@@ -115,6 +117,11 @@ def _plans(
     return []
 
 
+#: Building a variant's plans is one library call for exit and fork (see _nvbind.shutdown),
+#: as a graph's lowering is: its C calls then pay only for nesting.
+_PLANNING_CALL = library_call("cudnnBackendFinalize (building execution plans)")
+
+
 def _plans_for(
     graph: OperationGraph,
     query: _Query,
@@ -125,7 +132,7 @@ def _plans_for(
 ) -> list[Plan]:
     plans: list[Plan] = []
     target = query.target
-    with _capture() as records:
+    with _PLANNING_CALL, _capture() as records:
         for cfg in _collect(graph, query, report, variant):
             try:
                 plan = _finalize_plan(cfg, target, graph)
