@@ -10,6 +10,7 @@ the rule. Numerical results are the GPU tier's (``tests/test_attention_gpu.py``)
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
@@ -224,3 +225,51 @@ def test_pointwise_epilogue_has_no_engine(props: pycudnn.DeviceProperties) -> No
     g.mul(o, g.scalar(2.0), out_dtype="float16")
     with pytest.raises(GraphNotSupportedError, match="no engine supports graph 'attention'"):
         g.build(device_properties=props, cache=False)
+
+
+_F32, _I32 = "float32", "int32"
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"scale": 0.125, "causal": True}, {"scale": (_F32, 0.125), "neg_inf": (_F32, -math.inf)}),
+        # a window, a shifted right bound: the composite graph's int32 bounds
+        (
+            {"sliding_window": 16, "diagonal_band_right_bound": 3, "implementation": "composite"},
+            {
+                "scale": (_F32, 0.125),
+                "neg_inf": (_F32, -math.inf),
+                "right_bound": (_I32, 3),
+                "left_bound": (_I32, 16),
+            },
+        ),
+        # ALiBi over 6 heads (not a power of two): its slopes' rate, one, heads and shift
+        (
+            {"use_alibi_mask": True, "causal": True},
+            {
+                "scale": (_F32, 0.125),
+                "neg_inf": (_F32, -math.inf),
+                "alibi_rate": (_F32, -8.0 * math.log(2.0) / 4),
+                "alibi_one": (_F32, 1.0),
+                "alibi_heads": (_I32, 4),
+                "alibi_shift": (_F32, 0.5 - 4),
+            },
+        ),
+    ],
+)
+def test_the_scalars_an_sdpa_adds_are_what_graph_scalar_makes(
+    options: dict[str, Any], expected: dict[str, tuple[str, float]]
+) -> None:
+    # The operation makes its own by-value scalars without scalar()'s checks of a caller's
+    # request: each must be the tensor scalar() makes of the value and type the rules give.
+    g, _, _ = attention_graph(hq=6, hk=6, **options)
+    own = {r: t for r, t in g.operations[-1].inputs.items() if t.by_value}
+    assert set(own) == set(expected)
+    for role, (dtype, value) in expected.items():
+        t = own[role]
+        ref = Graph("reference").scalar(value, dtype=dtype, name=f"attn.{role}")
+        seen = (t.name, t.dims, t.strides, t.dtype, t.value, t.alignment, t.is_virtual)
+        want = (ref.name, ref.dims, ref.strides, ref.dtype, ref.value, ref.alignment,
+                ref.is_virtual)  # fmt: skip
+        assert seen == want, role

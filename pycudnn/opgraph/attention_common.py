@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from _nvbind.dtypes import dtype_name
+from _nvbind.dtypes import as_data_type, dtype_name
 
 from .. import _attention_rules as rules
 from .._info import version
@@ -72,8 +72,22 @@ class Lowering(NamedTuple):
     paged: tuple[str, ...] = ()
 
 
+#: The dims (and strides) of a by-value scalar, and the data types of the operations' own.
+_SCALAR_SHAPE = (1, 1, 1, 1)
+_SCALAR_TYPES = {name: as_data_type(name) for name in ("float32", "int32")}
+
+
 class AttentionCommon(GraphCore):
     """The checks and lowering choice of every SDPA operation."""
+
+    def _operation_scalar(self, value: float, dtype: str, name: str) -> Tensor:
+        """A by-value scalar the operation adds of its own (its scale, the masks' -inf and
+        bounds, the dropout's scales): the tensor :meth:`scalar` makes, without its checks of
+        a caller's request, which a float or int the operation computed and a float32 or int32
+        type pass."""
+        dt = _SCALAR_TYPES[dtype]
+        shape = _SCALAR_SHAPE
+        return self._new_tensor((name, name), shape, shape, dt, by_value=True, value=value)
 
     def _attention_common(
         self,
@@ -218,19 +232,25 @@ class AttentionCommon(GraphCore):
             inputs["scale"] = scale_t
         else:
             value = 1.0 / math.sqrt(d_qk) if scale is None else float(scale)
-            inputs["scale"] = self.scalar(value, dtype="float32", name=f"{op_name}.scale")
+            inputs["scale"] = self._operation_scalar(
+                value, dtype="float32", name=f"{op_name}.scale"
+            )
         if masks.any or (composite and padded):
-            inputs["neg_inf"] = self.scalar(-math.inf, dtype="float32", name=f"{op_name}.neg_inf")
+            inputs["neg_inf"] = self._operation_scalar(
+                -math.inf, dtype="float32", name=f"{op_name}.neg_inf"
+            )
         if right:
-            inputs["right_bound"] = self.scalar(right, dtype="int32", name=f"{op_name}.right_bound")
+            inputs["right_bound"] = self._operation_scalar(
+                right, dtype="int32", name=f"{op_name}.right_bound"
+            )
         if left is not None:
             # cuDNN's DIAGONAL_BAND_MASK operation (the FP8 score subgraph) reads a float left
             # bound, as the frontend gives it; the pointwise CMP_GT an int32 one
-            inputs["left_bound"] = self.scalar(
+            inputs["left_bound"] = self._operation_scalar(
                 left, dtype="float32" if band_op else "int32", name=f"{op_name}.left_bound"
             )
         if composite and dropout and "dropout_scale" not in inputs:
-            inputs["dropout_scale"] = self.scalar(
+            inputs["dropout_scale"] = self._operation_scalar(
                 1.0 / (1.0 - dropout), dtype="float32", name=f"{op_name}.dropout_scale"
             )
         if alibi:
@@ -238,13 +258,17 @@ class AttentionCommon(GraphCore):
             # power of two <= h_q, a = h + 1 for the first n heads and h - n + 1/2 after them
             h_q = owned["q"].dims[1]
             n = 1 << (h_q.bit_length() - 1)
-            inputs["alibi_rate"] = self.scalar(
+            inputs["alibi_rate"] = self._operation_scalar(
                 -8.0 * math.log(2.0) / n, dtype="float32", name=f"{op_name}.alibi_rate"
             )
-            inputs["alibi_one"] = self.scalar(1.0, dtype="float32", name=f"{op_name}.alibi_one")
+            inputs["alibi_one"] = self._operation_scalar(
+                1.0, dtype="float32", name=f"{op_name}.alibi_one"
+            )
             if n != h_q:
-                inputs["alibi_heads"] = self.scalar(n, dtype="int32", name=f"{op_name}.alibi_heads")
-                inputs["alibi_shift"] = self.scalar(
+                inputs["alibi_heads"] = self._operation_scalar(
+                    n, dtype="int32", name=f"{op_name}.alibi_heads"
+                )
+                inputs["alibi_shift"] = self._operation_scalar(
                     0.5 - n, dtype="float32", name=f"{op_name}.alibi_shift"
                 )
         if (
@@ -255,7 +279,7 @@ class AttentionCommon(GraphCore):
         ):
             # rowsum(dO * O) is scaled by the keep probability (1 with no dropout), as the
             # frontend's composite backward does (its FP8 backward only with dropout or a sink)
-            inputs["dropout_scale_inv"] = self.scalar(
+            inputs["dropout_scale_inv"] = self._operation_scalar(
                 1.0 - dropout, dtype="float32", name=f"{op_name}.dropout_scale_inv"
             )
         attrs: dict[str, Any] = {
