@@ -78,6 +78,19 @@ def _create(dtype: Any, n: int) -> list[int]:
     return ptrs
 
 
+def _create_one(dtype: Any) -> int:
+    """``cudnnBackendCreateDescriptor`` once (a lowering's next descriptor): :func:`_create` of
+    one, without its loop."""
+    out = ctypes.c_void_p()
+    create = LIB.function("cudnnBackendCreateDescriptor")
+    status = _CREATE_CALL.run(create, int(dtype), ctypes.byref(out))
+    if status:
+        _raise_for(
+            status, "cudnnBackendCreateDescriptor", f"creating a {descriptor_type_name(dtype)}"
+        )
+    return out.value or 0
+
+
 def destroy_descriptors(ptrs: list[int]) -> None:
     """``cudnnBackendDestroyDescriptor`` on each pointer of ``ptrs``, inside one library call.
 

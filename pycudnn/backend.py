@@ -63,7 +63,7 @@ from ._attrspec import (
     check_integer_values,
     keep_spec,
 )
-from ._descriptor_memory import DescriptorBatch, _checked_type, _create, _raise_for
+from ._descriptor_memory import DescriptorBatch, _checked_type, _create, _create_one, _raise_for
 from ._descriptor_memory import destroy_descriptor as _destroy
 from ._lib import LIB, last_error_string
 from ._plan_json import check_json_attribute, check_plan_json
@@ -142,9 +142,11 @@ class BackendDescriptor(CResource):
         """A new descriptor of ``kind`` whose C object ``batch`` owns (one of a graph's lowering:
         no finalizer of its own, destroyed with the rest of the batch)."""
         dtype = _checked_type(kind)
-        (ptr,) = _create(dtype, 1)
+        ptr = _create_one(dtype)
         batch.add(ptr)
-        return cls._members([ptr], dtype, batch, ())[0]
+        d = cls.__new__(cls)
+        d._adopt(ptr, dtype, (batch,), owned=False)
+        return d
 
     @classmethod
     def _members(
