@@ -131,6 +131,7 @@ _ENUM_VALUES: dict[tuple[Any, ...], tuple[int, tuple[int, int, int] | None]] = {
 _ARRAY_TYPES: dict[tuple[Any, int], Any] = {}
 #: What an encoded value that holds no object keeps alive.
 _NOTHING: tuple[Any, ...] = ()
+_ONE_POINTER = ctypes.c_void_p * 1
 
 
 def _array(ctype: Any, n: int) -> Any:
@@ -255,13 +256,20 @@ class AttrSpec:
     def _encode_descriptors(
         self, value: Any, descriptor_class: type[Any]
     ) -> tuple[Any, int, Sequence[Any]] | None:
-        if isinstance(value, descriptor_class):
-            descs: Any = (value,)
-        elif type(value) is list or type(value) is tuple:
-            descs = value
+        kinds = self.value_kinds
+        if isinstance(value, descriptor_class):  # one descriptor, the common case: no loop
+            ptr = value._ptr
+            if (
+                ptr is None
+                or not value._finalized
+                or (kinds is not None and value._dtype not in kinds)
+            ):
+                return None
+            return _ONE_POINTER(ptr), 1, (value,)
+        if type(value) is list or type(value) is tuple:
+            descs: Any = value
         else:
             return None
-        kinds = self.value_kinds
         ptrs = []
         for d in descs:
             # the descriptor class's own state: open (a pointer), finalized, of a kind it takes
