@@ -12,7 +12,9 @@ int64 maximum, which a ctypes array would wrap silently. The graph checked them 
 described, but a Tensor's attributes can be reassigned since. A tensor that fails that check
 takes the general path, which says what is wrong; so do vectorized and ragged tensors, a data
 type newer than the loaded cuDNN (which ``set`` refuses before C, naming the version it needs),
-and every tensor of a recording lowering.
+and every tensor of a recording lowering. The virtual tensors a lowering adds of its own (an
+SDPA's score subgraph and softmax, the composite attention graph: :func:`set_virtual`) are set
+the same way, after the same check.
 """
 
 from __future__ import annotations
