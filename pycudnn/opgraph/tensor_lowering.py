@@ -70,17 +70,36 @@ def _label(t: Tensor, dims: tuple[int, ...]) -> str:
 def set_tensor(d: BackendDescriptor, t: Tensor, dims: tuple[int, ...], strides: Any) -> None:
     """Every attribute of ``t`` on ``d`` through the general ``set`` (each value checked)."""
     assert t.element_type is not None
-    d.set("TENSOR_UNIQUE_ID", t.uid, attr_type="INT64")
-    d.set("TENSOR_DATA_TYPE", _cudnn_dtype(t.element_type, t.name), attr_type="DATA_TYPE")
-    d.set("TENSOR_BYTE_ALIGNMENT", t.alignment, attr_type="INT64")
+    vector = (t.vector_count, t.vectorized_dim) if t.is_vectorized else None
+    dtype = _cudnn_dtype(t.element_type, t.name)
+    flags = (bool(t.is_virtual), t.by_value)
+    _set_each(d, (t.uid, dtype, t.alignment), dims, strides, flags, vector=vector)
+
+
+def _set_each(
+    d: BackendDescriptor,
+    numbers: tuple[int, Any, int],
+    dims: Any,
+    strides: Any,
+    flags: tuple[bool, bool],
+    *,
+    vector: tuple[int, int | None] | None = None,
+) -> None:
+    """A tensor's attributes on ``d``, each through ``set``: ``numbers`` (uid, data type,
+    alignment), ``flags`` (virtual, by value), ``vector`` (count, dimension) when vectorized."""
+    uid, dtype, alignment = numbers
+    d.set("TENSOR_UNIQUE_ID", uid, attr_type="INT64")
+    d.set("TENSOR_DATA_TYPE", dtype, attr_type="DATA_TYPE")
+    d.set("TENSOR_BYTE_ALIGNMENT", alignment, attr_type="INT64")
     d.set("TENSOR_DIMENSIONS", dims, attr_type="INT64")
     d.set("TENSOR_STRIDES", strides, attr_type="INT64")
-    if t.is_vectorized:
-        d.set("TENSOR_VECTOR_COUNT", t.vector_count, attr_type="INT64")
-        d.set("TENSOR_VECTORIZED_DIMENSION", t.vectorized_dim, attr_type="INT64")
-    if t.is_virtual:
+    if vector is not None:
+        d.set("TENSOR_VECTOR_COUNT", vector[0], attr_type="INT64")
+        d.set("TENSOR_VECTORIZED_DIMENSION", vector[1], attr_type="INT64")
+    virtual, by_value = flags
+    if virtual:
         d.set("TENSOR_IS_VIRTUAL", True, attr_type="BOOLEAN")
-    if t.by_value:
+    if by_value:
         d.set("TENSOR_IS_BY_VALUE", True, attr_type="BOOLEAN")
 
 
@@ -189,12 +208,7 @@ def set_virtual(
     ):
         _set_direct(d, uid, number, 16, dims, strides, (True, False), what)
         return
-    d.set("TENSOR_UNIQUE_ID", uid, attr_type="INT64")
-    d.set("TENSOR_DATA_TYPE", dtype, attr_type="DATA_TYPE")
-    d.set("TENSOR_BYTE_ALIGNMENT", 16, attr_type="INT64")
-    d.set("TENSOR_DIMENSIONS", dims, attr_type="INT64")
-    d.set("TENSOR_STRIDES", strides, attr_type="INT64")
-    d.set("TENSOR_IS_VIRTUAL", True, attr_type="BOOLEAN")
+    _set_each(d, (uid, dtype, 16), dims, strides, (True, False))
     finalize(d, what)
 
 
