@@ -20,7 +20,7 @@ import pycudnn
 from pycudnn import known_bad
 from pycudnn.graph import Graph
 from pycudnn.opgraph import rewrites
-from pycudnn.plan import GraphNotSupportedError, Plan
+from pycudnn.plan import GraphNotSupportedError, Plan, PlanCache
 
 # Whether deviceless planning for the H100 builds engine 70 for fp16 weight gradients with an fp32
 # output. Measured: 9.28 does (NCHW and NHWC); 9.10.2 and 9.12.0 only for NHWC (their engine 70
@@ -283,6 +283,18 @@ def test_nchw_elementwise_graphs_are_planned_through_a_rank3_view(
 def test_channels_last_elementwise_graphs_are_planned_as_described(props: Any) -> None:
     plan = add_graph("NHWC", [1, 8, 1, 1]).build(device_properties=props, cache=False)
     assert plan.rewrite == ""
+
+
+def test_a_cache_hit_for_another_graph_object_says_what_cudnn_was_shown(props: Any) -> None:
+    """A memory hit for a new graph of the same structure shares the execution plan; the rewrite
+    cuDNN planned and the planning report are the plan's too (they were lost on such hits)."""
+    cache = PlanCache()
+    first = add_graph("NCHW", [1, 8, 1, 1]).build(device_properties=props, cache=cache)
+    again = add_graph("NCHW", [1, 8, 1, 1]).build(device_properties=props, cache=cache)
+    assert cache.stats["memory_hits"] == 1 and again is not first
+    assert first.rewrite and "rank-3" in first.rewrite
+    assert again.rewrite == first.rewrite and "rank-3" in again.describe()
+    assert again.report is first.report
 
 
 def test_a_plan_for_a_rewritten_graph_reloads_for_that_graph(props: Any, tmp_path: Path) -> None:

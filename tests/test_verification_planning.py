@@ -69,6 +69,12 @@ def test_a_wrong_first_candidate_is_closed_and_the_next_right_one_returned(
     kept = graph().build_all(device_properties=props, verify=True, limit=4)
     assert len(seen) == 4 and len(kept) == 3
     assert all(p.verification.passed for p in kept)
+    # A hit in the plan cache for a new graph of the same structure: the verdict is the plan's.
+    cache = pycudnn.PlanCache()
+    checked = graph().build(device_properties=props, cache=cache, verify=True)
+    hit = graph().build(device_properties=props, cache=cache, verify=True)
+    assert cache.stats["memory_hits"] == 1 and hit.graph is not checked.graph
+    assert hit.verification is checked.verification and hit.verification.passed
 
 
 def test_verified_plans_have_their_own_cache_keys(props: Any) -> None:

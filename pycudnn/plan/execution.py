@@ -238,7 +238,10 @@ class Plan:
             source=self.source,
         )
         view._owns_descriptor = False
-        view.autotune_results = self.autotune_results
+        # What planning learned holds for every graph of this structure: the rewrite cuDNN was
+        # shown, the planning report, the verdict of verify=True and autotuning's timings.
+        for name in ("autotune_results", "report", "rewrite", "verification"):
+            setattr(view, name, getattr(self, name))
         for name in _ENGINE_FIELDS.keys() & self.__dict__.keys():  # read or loaded; the rest: lazy
             value = self.__dict__[name]
             setattr(view, name, dict(value) if name == "knobs" else value)
