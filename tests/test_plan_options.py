@@ -12,7 +12,9 @@ import pycudnn
 from pycudnn import Graph, plan
 from pycudnn.deviceprops import DeviceProperties
 from pycudnn.plan import PlanOptions
+from pycudnn.plan.building import _cache_key
 from pycudnn.plan.options import PLAN_FILTERS
+from pycudnn.plan.targets import _target
 
 MODES = ("a", "b", "fallback")
 
@@ -121,3 +123,47 @@ def test_options_are_frozen_and_keep_no_reference_to_a_callers_list() -> None:
     assert hash(opts) == hash(PlanOptions(exclude_notes=("TENSOR_CORE",)))
     assert "heuristics" not in opts.keywords()
     assert PlanOptions.of(opts) is opts
+
+
+@pytest.mark.usefixtures("libcuda")
+def test_one_shot_iterables_filter_with_a_cache_as_lists_do(props: DeviceProperties) -> None:
+    """The cache key and the query both read the exclusions: a generator used to be consumed by
+    the key, so the query excluded nothing and the unfiltered plan was cached under the key of
+    the filtered request."""
+    first = conv_graph().build(device_properties=props, cache=False).engine_id
+    pc = plan.PlanCache()
+    excluded = conv_graph().build(
+        device_properties=props, cache=pc, exclude_engines=(e for e in [first])
+    )
+    assert excluded.engine_id != first
+    again = conv_graph().build(device_properties=props, cache=pc, exclude_engines=[first])
+    assert again.engine_id == excluded.engine_id and pc.stats["memory_hits"] == 1
+    no_tc = conv_graph().build(
+        device_properties=props, cache=plan.PlanCache(), exclude_notes=iter(["TENSOR_CORE"])
+    )
+    assert "TENSOR_CORE" not in no_tc.numerical_notes
+    one_mode = conv_graph().build(device_properties=props, heuristics=iter(["a"]))
+    assert one_mode.engine_id == first and one_mode.report is not None
+
+
+@pytest.mark.usefixtures("libcuda")
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_bad_filter_is_refused_alike_with_and_without_a_cache(
+    props: DeviceProperties, cached: bool
+) -> None:
+    # The key used to be made before the checks: with a cache, JSON's "not serializable".
+    cache = plan.PlanCache() if cached else False
+    with pytest.raises(ValueError, match="max_workspace must be a non-negative int"):
+        conv_graph().build(device_properties=props, cache=cache, max_workspace=1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="unexpected option"):
+        _cache_key(conv_graph(), _target(props, None), {"max_wrokspace": 0}, autotuned=False)
+
+
+@pytest.mark.usefixtures("libcuda")
+def test_autotuning_a_few_candidates_has_its_own_cache_key(props: DeviceProperties) -> None:
+    """The winner of the first N candidates is not what a full autotune would pick."""
+    g, target, values = conv_graph(), _target(props, None), {"heuristics": ("a",)}
+    full = _cache_key(g, target, values, autotuned=True)
+    few = {n: _cache_key(g, target, values, autotuned=True, candidates=n) for n in (1, 8)}
+    assert len({full, *few.values()}) == 3
+    assert _cache_key(g, target, values, autotuned=True, candidates=None) == full

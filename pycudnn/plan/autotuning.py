@@ -103,25 +103,28 @@ def autotune(
     target = _target(None, device)
     if handle is not None:
         target.handle = handle  # plan with the handle the plans will be timed on
+    listed = isinstance(candidates, Sequence)
+    if not listed and candidates is not None and (
+        isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1
+    ):
+        raise ValueError(
+            f"candidates must be a positive int, a list of plans or None, got {candidates!r}"
+        )
     pc = _resolve_cache(cache)
     key = None
-    if pc is not None and not isinstance(candidates, Sequence):
-        key = _cache_key(graph, target, values, autotuned=True, verified=verify)
+    if pc is not None and not listed:
+        key = _cache_key(
+            graph, target, values, autotuned=True, verified=verify, candidates=candidates
+        )
         cached = pc._lookup(key, graph, target)
         if cached is not None:
             return cached
     report = PlanningReport()
-    if isinstance(candidates, Sequence):
+    if listed:
         plans = list(candidates)
         if not plans or not all(isinstance(p, Plan) for p in plans):
             raise TypeError("candidates must be a non-empty list of Plan objects")
     else:
-        if candidates is not None and (
-            isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1
-        ):
-            raise ValueError(
-                f"candidates must be a positive int, a list of plans or None, got {candidates!r}"
-            )
         plans = _plans(graph, target, dict(values), report, limit=candidates)
         if not plans:
             raise _not_supported(graph, report)
@@ -183,7 +186,7 @@ def autotune(
     best.source = "autotune"
     best.autotune_results = AutotuneResults([r for r, _ in timed + failed])
     for _, p in timed[1:] + failed:
-        if p is not best and not isinstance(candidates, Sequence):
+        if p is not best and not listed:
             p.close()
     if pc is not None and key is not None:
         pc._store(key, best, target)

@@ -206,7 +206,14 @@ def _cache_key(
     *,
     autotuned: bool,
     verified: bool = False,
+    candidates: int | None = None,
 ) -> str:
+    """The plan-cache key of planning ``graph`` for ``target`` with ``options`` (the planning
+    values): the graph's digest, cuDNN's version, the target, the modes and filters, the
+    known-bad entries that apply, and how the plan was chosen (``autotuned``, over how many
+    ``candidates``; ``verified``). The values are checked first, as planning checks them, so
+    that a bad one is refused with planning's message whether or not a cache is in use."""
+    _query(dict(options), target)
     filters = {
         k: options.get(k, d)
         for k, d in (
@@ -237,6 +244,8 @@ def _cache_key(
     }
     if verified:  # only when set, so that the keys of unverified plans stay as they were
         payload["verified"] = True
+    if candidates is not None:  # the winner of the first N candidates is not autotune()'s
+        payload["candidates"] = candidates
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 

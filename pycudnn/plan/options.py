@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypedDict, TypeVar
 
 from _nvbind.suggest import did_you_mean
@@ -133,8 +133,19 @@ _FILTER_PARAMETERS = [
 def plan_values(heuristics: Any, filters: PlanFilters) -> dict[str, Any]:
     """The nine planning values of a call: ``heuristics`` and each filter, as given (``filters``,
     the entry point's ``**filters``) or at its :class:`PlanOptions` default. The values are passed
-    on as given; they are checked where they are used."""
-    return {"heuristics": heuristics, **_FILTER_DEFAULTS, **filters}
+    on as given, but for a one-shot iterator (a generator, ``iter(...)``), which is read into a
+    tuple here: the plan-cache key and the heuristics query both read it, and the query would
+    otherwise find it empty (a filter silently dropped, its plan cached under the filter's key).
+    They are checked where they are used."""
+    values: dict[str, Any] = {"heuristics": heuristics, **_FILTER_DEFAULTS, **filters}
+    for name in _ITERABLE_VALUES:
+        if isinstance(values[name], Iterator):
+            values[name] = tuple(values[name])
+    return values
+
+
+#: The planning values that may be iterables (a sequence of heuristic modes, of exclusions).
+_ITERABLE_VALUES = ("heuristics", "exclude_engines", "exclude_notes")
 
 
 def merge_plan_options(
