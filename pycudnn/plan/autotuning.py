@@ -103,29 +103,26 @@ def autotune(
     target = _target(None, device)
     if handle is not None:
         target.handle = handle  # plan with the handle the plans will be timed on
-    listed = isinstance(candidates, Sequence)
-    if not listed and candidates is not None and (
-        isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1
-    ):
+    listed = list(candidates) if isinstance(candidates, Sequence) else None
+    count = None if isinstance(candidates, Sequence) else candidates
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
         raise ValueError(
             f"candidates must be a positive int, a list of plans or None, got {candidates!r}"
         )
     pc = _resolve_cache(cache)
     key = None
-    if pc is not None and not listed:
-        key = _cache_key(
-            graph, target, values, autotuned=True, verified=verify, candidates=candidates
-        )
+    if pc is not None and listed is None:
+        key = _cache_key(graph, target, values, autotuned=True, verified=verify, candidates=count)
         cached = pc._lookup(key, graph, target)
         if cached is not None:
             return cached
     report = PlanningReport()
-    if listed:
-        plans = list(candidates)
+    if listed is not None:
+        plans = listed
         if not plans or not all(isinstance(p, Plan) for p in plans):
             raise TypeError("candidates must be a non-empty list of Plan objects")
     else:
-        plans = _plans(graph, target, dict(values), report, limit=candidates)
+        plans = _plans(graph, target, dict(values), report, limit=count)
         if not plans:
             raise _not_supported(graph, report)
 
@@ -186,7 +183,7 @@ def autotune(
     best.source = "autotune"
     best.autotune_results = AutotuneResults([r for r, _ in timed + failed])
     for _, p in timed[1:] + failed:
-        if p is not best and not listed:
+        if p is not best and listed is None:
             p.close()
     if pc is not None and key is not None:
         pc._store(key, best, target)

@@ -31,8 +31,15 @@ from .cuda_graph import CudaGraphCalls, CudaGraphKeywords
 from .heuristics import EngineConfig
 from .loading import load_plan_descriptor, read_plan_text
 from .report import PlanningReport
-from .serialization import add_our_fields
-from .slots import _slots_from_graph, _slots_from_json, arrays_device, scalar_setter
+from .serialization import Scalar, add_our_fields
+from .slots import (
+    _slots_from_graph,
+    _slots_from_json,
+    arrays_device,
+    kept_scalar,
+    scalar_setter,
+    scalar_value,
+)
 from .variant_pack import VariantPackCache, wrong_device
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -88,6 +95,7 @@ class Plan:
         json_data: Mapping[str, Any] | None = None,
         source: str = "heuristics",
         names: Mapping[int, str] | None = None,
+        scalars: Mapping[int, Scalar] | None = None,
     ) -> None:
         self._desc = descriptor
         self._ptr = descriptor._as_parameter_  # a c_void_p, for the execute call
@@ -125,7 +133,7 @@ class Plan:
         if graph is not None:
             slots = _slots_from_graph(graph)
         elif json_data is not None:
-            slots = _slots_from_json(json_data, names or {})
+            slots = _slots_from_json(json_data, names or {}, scalars or {})
         else:
             raise ValueError("a Plan needs its graph or its JSON to know its tensors")
         self._slots = slots  # (a by-value tensor's host buffer is made on first use)
@@ -295,13 +303,15 @@ class Plan:
         """cuDNN's JSON of the plan (``EXECUTION_PLAN_JSON_REPRESENTATION``), with its engine,
         knobs, device profile and, for runtime-compiled engines, the compiled kernels; and
         pycudnn's keys (left out of what cuDNN is given): ``"pycudnnGraphKey"``, a digest of the
-        operation graph the plan computes, ``"pycudnnTensorNames"``, the tensors' names, and
-        ``"pycudnnDigest"``, a digest of the whole JSON. :meth:`from_json` recomputes both
+        operation graph the plan computes, ``"pycudnnTensorNames"``, the tensors' names,
+        ``"pycudnnScalarValues"``, the by-value scalars (their values, which cuDNN's JSON does
+        not hold), and ``"pycudnnDigest"``, a digest of the whole JSON. :meth:`from_json` recomputes both
         digests from what it loads, and with a graph compares every operation with the plan's."""
         self._check_open()
         text = str(self._desc.get("EXECUTION_PLAN_JSON_REPRESENTATION", attr_type="CHAR"))
         data = json.loads(text)
-        add_our_fields(data, {s.uid: s.name for s in self._slots})
+        names = {s.uid: s.name for s in self._slots}
+        add_our_fields(data, names, {s.uid: k for s in self._slots if (k := kept_scalar(s))})
         return json.dumps(data)
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -339,6 +349,7 @@ class Plan:
                 json_data=loaded.data,
                 source="json",
                 names=loaded.names,
+                scalars=loaded.scalars,
             )
             plan.rewrite = loaded.rewrite
             return plan
@@ -394,6 +405,19 @@ class Plan:
         missing = [s.name for i, s in enumerate(self._slots) if i not in order and not s.by_value]
         if missing:
             raise KeyError("arrays are missing for tensor(s): " + ", ".join(missing))
+        unset = [
+            s.name
+            for i, s in enumerate(self._slots)
+            if i not in order and s.by_value and scalar_value(s) is None
+        ]
+        if unset:  # executing would read a zero the caller never chose
+            raise KeyError(
+                "by-value scalar(s) without a value: "
+                + ", ".join(unset)
+                + " (the graph gave none, and a plan loaded without its graph from a file saved "
+                "before pycudnn kept scalar values has none); pass each to execute() or "
+                "set_scalar()"
+            )
         self._getters = tuple(
             scalar_setter(self._slots[i])
             if self._slots[i].by_value

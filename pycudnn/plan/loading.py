@@ -21,6 +21,7 @@ from ..handle import get_handle
 from ..opgraph import OperationGraph
 from .report import PlanVersionError, _capture
 from .serialization import (
+    Scalar,
     _check_json_matches_graph,
     _version,
     _version_text,
@@ -41,6 +42,7 @@ class LoadedPlan(NamedTuple):
     ordinal: int | None
     names: Any
     rewrite: str
+    scalars: dict[int, Scalar]
 
 
 def load_plan_descriptor(
@@ -118,7 +120,7 @@ def load_plan_descriptor(
                 ) from None
         if props is not None:
             desc.keep_alive(props)
-        return LoadedPlan(desc, data, props, ordinal, ours.names, rewrite)
+        return LoadedPlan(desc, data, props, ordinal, ours.names, rewrite, ours.scalars)
     except BaseException:
         desc.close()
         raise

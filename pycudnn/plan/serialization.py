@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._info import version
 from ..opgraph import OperationGraph, Tensor, rewrites
@@ -24,8 +24,13 @@ __all__ = []
 #: ``pycudnnTensorNames``: the graph's tensor names by unique id; ``pycudnnPlanFormat``: this
 #: layout's number; ``pycudnnDigest``: a digest of the whole JSON but itself, so that damage
 #: anywhere (a flipped bit in a kernel payload) is refused instead of loaded.
+#: ``pycudnnScalarValues``: the by-value scalars by unique id (a scale, an epsilon, a mask's
+#: -inf), each ``[value as text, cuDNN data type name, rank]`` (``"-inf"`` is no JSON number):
+#: cuDNN's JSON holds no values, and leaves out some scalars altogether (an SDPA backward's
+#: mask subgraph), which a plan loaded without its graph needs; absent from older plans.
 GRAPH_KEY_FIELD = "pycudnnGraphKey"
 NAMES_FIELD = "pycudnnTensorNames"
+SCALARS_FIELD = "pycudnnScalarValues"
 FORMAT_FIELD = "pycudnnPlanFormat"
 DIGEST_FIELD = "pycudnnDigest"
 #: 1 (no FORMAT_FIELD): the key was the graph's own key, a string nothing checked against the
@@ -43,13 +48,27 @@ class _Ours:
     kind: str
     graph_key: str | None = None
     names: dict[int, str] = dataclasses.field(default_factory=dict)
+    scalars: dict[int, Scalar] = dataclasses.field(default_factory=dict)
 
 
-def add_our_fields(data: dict[str, Any], names: Mapping[int, str]) -> None:
+class Scalar(NamedTuple):
+    """A by-value scalar as a plan JSON keeps it (:data:`SCALARS_FIELD`)."""
+
+    value: float | int
+    data_type: str  # cuDNN's name without CUDNN_DATA_, e.g. "FLOAT"
+    rank: int
+
+
+def add_our_fields(
+    data: dict[str, Any], names: Mapping[int, str], scalars: Mapping[int, Scalar]
+) -> None:
     """Add pycudnn's keys to cuDNN's JSON of a plan (see :data:`GRAPH_KEY_FIELD`)."""
     data[FORMAT_FIELD] = PLAN_FORMAT
     data[GRAPH_KEY_FIELD] = canonical.digest(data)
     data[NAMES_FIELD] = {str(uid): name for uid, name in names.items()}
+    data[SCALARS_FIELD] = {
+        str(uid): [repr(sc.value), sc.data_type, sc.rank] for uid, sc in scalars.items()
+    }
     data[DIGEST_FIELD] = canonical.content_digest(data, DIGEST_FIELD)
 
 
@@ -68,6 +87,7 @@ def take_our_fields(data: dict[str, Any]) -> _Ours:
     fmt = ours.pop(FORMAT_FIELD, None)
     key = ours.pop(GRAPH_KEY_FIELD, None)
     names = ours.pop(NAMES_FIELD, None)
+    scalars = ours.pop(SCALARS_FIELD, None)  # None: saved before the field was added
     if fmt is None and digest is None and names is None and not ours:
         return _Ours("older", graph_key=key if isinstance(key, str) else None)
     if isinstance(fmt, bool) or not isinstance(fmt, int):
@@ -88,6 +108,8 @@ def take_our_fields(data: dict[str, Any]) -> _Ours:
             "the file was edited or damaged"
         )
     rest = {**data, FORMAT_FIELD: fmt, GRAPH_KEY_FIELD: key, NAMES_FIELD: names}
+    if scalars is not None:
+        rest[SCALARS_FIELD] = scalars
     try:
         computed = canonical.content_digest(rest, DIGEST_FIELD)
     except RecursionError:  # JSON nested nearly as deep as the parser allows
@@ -99,7 +121,38 @@ def take_our_fields(data: dict[str, Any]) -> _Ours:
         )
     if not isinstance(key, str):
         raise ValueError(f"the plan JSON's {GRAPH_KEY_FIELD!r} must be a str, got {key!r}")
-    return _Ours("current", graph_key=key, names=_names(names))
+    return _Ours("current", graph_key=key, names=_names(names), scalars=_scalars(scalars))
+
+
+def _scalars(value: Any) -> dict[int, Scalar]:
+    """The by-value scalars of :data:`SCALARS_FIELD` (digest-checked already, so a malformed
+    one was written so: refused all the same, naming the field)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"the plan JSON's {SCALARS_FIELD!r} must be an object, got {value!r:.60}")
+    out: dict[int, Scalar] = {}
+    for uid, entry in value.items():
+        try:
+            text, type_name, rank = entry
+            if not isinstance(text, str) or len(text) > 64 or type_name not in _SCALAR_TYPES:
+                raise ValueError
+            if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= 8:
+                raise ValueError
+            number: float | int = int(text) if text.lstrip("-").isdigit() else float(text)
+            out[int(uid)] = Scalar(number, type_name, rank)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"the plan JSON's {SCALARS_FIELD} must map unique ids to [value as text, "
+                f"data type, rank], got {uid!r:.40}: {entry!r:.60}"
+            ) from None
+    return out
+
+
+#: The data types a by-value scalar has (cuDNN's names): what a plan JSON may name for one.
+_SCALAR_TYPES = frozenset(
+    ("FLOAT", "DOUBLE", "HALF", "BFLOAT16", "INT32", "INT64", "INT8", "UINT8", "BOOLEAN")
+)
 
 
 def _names(value: Any) -> dict[int, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import numbers
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -15,6 +16,7 @@ from _nvbind.lazy_numpy import np
 
 from ..opgraph import OperationGraph, Tensor
 from ..opgraph.tensors import vector_array
+from .serialization import Scalar
 
 __all__: list[str] = []
 
@@ -51,6 +53,8 @@ class _Slot:
     by_value: bool
     is_output: bool
     tensor: Tensor | None
+    #: A by-value scalar's value where no graph tensor holds it (a plan loaded without its graph).
+    value: float | int | None = None
 
     @property
     def scalar(self) -> Any:
@@ -65,12 +69,40 @@ class _Slot:
 
 def scalar_buffer(slot: _Slot) -> Any:
     """The host buffer of a by-value tensor, which the variant packs point at: its value from the
-    graph, else zero."""
+    graph (or the plan's JSON), else zero until one is given (execute refuses to run on that)."""
     dt = slot.dtype if slot.dtype is not None else np.dtype(np.float32)
     buf = np.zeros(1, dtype=dt)
-    if slot.tensor is not None and slot.tensor.value is not None:
-        buf[0] = slot.tensor.value
+    value = slot.tensor.value if slot.tensor is not None else slot.value
+    if value is not None:
+        buf[0] = value
     return buf
+
+
+def kept_scalar(slot: _Slot) -> Scalar | None:
+    """What a plan's JSON keeps of a by-value tensor (:data:`serialization.SCALARS_FIELD`): its
+    value (:func:`scalar_value`), cuDNN data type and rank; None for another tensor, or a
+    scalar without a value (given at each execute)."""
+    value = scalar_value(slot)
+    dtype = slot.tensor.element_type if slot.tensor is not None else slot.dtype
+    if value is None or dtype is None:
+        return None
+    return Scalar(value, CUDNN_DATA_TYPE_NAMES[dtype], len(slot.dims))
+
+
+def scalar_value(slot: _Slot) -> float | int | None:
+    """A by-value tensor's value as a Python number: what its buffer holds once made (given to
+    execute or set_scalar), else the graph's (or the JSON's) value; None when it has none."""
+    if not slot.by_value:
+        return None
+    buf = slot.__dict__.get("_scalar")
+    if buf is not None:
+        number: float | int = buf[0].item()
+        return number
+    value = slot.tensor.value if slot.tensor is not None else slot.value
+    if value is None:
+        return None
+    # bool, int and NumPy's integers are Integral; the rest are written as floats
+    return int(value) if isinstance(value, numbers.Integral) else float(value)
 
 
 def scalar_setter(slot: _Slot) -> Callable[..., int]:
@@ -131,9 +163,23 @@ def _slots_from_graph(graph: OperationGraph) -> list[_Slot]:
     ]
 
 
-def _slots_from_json(data: Mapping[str, Any], names: Mapping[int, str]) -> list[_Slot]:
+def _json_tensors(graph: Mapping[str, Any]) -> list[Any]:
+    """The tensors of a plan JSON's operation graph and of its nodes' subgraphs (an SDPA's mask
+    subgraph holds by-value scalars of its own, which the variant pack must carry too)."""
+    tensors = list(graph.get("tensors", []))
+    for node in graph.get("nodes", []):
+        if isinstance(node, Mapping) and isinstance(node.get("subgraph"), Mapping):
+            tensors.extend(_json_tensors(node["subgraph"]))
+    return tensors
+
+
+def _slots_from_json(
+    data: Mapping[str, Any], names: Mapping[int, str], scalars: Mapping[int, Scalar]
+) -> list[_Slot]:
     """The tensors of a plan loaded without its graph; named as the graph named them when the
-    JSON carries pycudnn's names (``names``, by unique id), else by their unique ids."""
+    JSON carries pycudnn's names (``names``, by unique id), else by their unique ids; by-value
+    scalars hold the values pycudnn kept (``scalars``, by unique id), and those cuDNN's own JSON
+    leaves out (an SDPA backward's mask scalars) are added from there."""
     out = []
     produced: set[str] = set()
     for node in data.get("operationGraph", {}).get("nodes", []):
@@ -142,7 +188,7 @@ def _slots_from_json(data: Mapping[str, Any], names: Mapping[int, str]) -> list[
         for key in _OUTPUT_ROLE_KEYS:
             if isinstance(node.get(key), str):
                 produced.add(node[key])
-    for t in data.get("operationGraph", {}).get("tensors", []):
+    for t in _json_tensors(data.get("operationGraph", {})):
         if t.get("isVirtual"):
             continue
         try:
@@ -167,7 +213,15 @@ def _slots_from_json(data: Mapping[str, Any], names: Mapping[int, str]) -> list[
                 bool(t.get("isByValue")),
                 t["name"] in produced,
                 None,
+                scalars[uid].value if uid in scalars and t.get("isByValue") else None,
             )
         )
+    listed = {s.uid for s in out}
+    for uid, sc in scalars.items():
+        if uid not in listed:
+            ones = (1,) * sc.rank
+            dt = _dtype_by_cudnn_name()[sc.data_type]
+            name = names.get(uid, str(uid))
+            out.append(_Slot(uid, name, ones, ones, dt, 16, True, False, None, sc.value))
     out.sort(key=lambda s: s.uid)
     return out
