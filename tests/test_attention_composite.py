@@ -101,6 +101,10 @@ def test_composite_plan_round_trips_through_json(props: pycudnn.DeviceProperties
     plan = g.build(device_properties=props, cache=False)
     again = g.load_plan(plan.to_json(), device_properties=props)
     assert again.engine_id == plan.engine_id and again.uids == plan.uids
+    # What cuDNN was shown is said of the reloaded plan too (it was "" on a reload and a hit
+    # from a disk cache), and so in describe().
+    assert "lowered to the composite graph" in plan.rewrite
+    assert again.rewrite == plan.rewrite and plan.rewrite in again.describe()
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from ..deviceprops import DeviceProperties, _error_lines
 from ..errors import CudnnError
 from ..handle import get_handle
 from ..opgraph import OperationGraph
+from ..opgraph.attention_lowering import lowering_notes
 from .report import PlanVersionError, _capture
 from .serialization import (
     Scalar,
@@ -87,7 +88,10 @@ def load_plan_descriptor(
     if graph is not None:
         if not isinstance(graph, OperationGraph):
             raise TypeError(f"graph must be a pycudnn.Graph, not {type(graph).__name__}")
-        rewrite = _check_json_matches_graph(data, graph)
+        # As building says it: the equivalent description planned, else the SDPA lowerings.
+        rewrite = _check_json_matches_graph(data, graph) or "; ".join(
+            lowering_notes(graph.operations)
+        )
         check_computes(data, ours, graph)
     else:
         rewrite = ""
