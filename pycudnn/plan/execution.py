@@ -305,8 +305,9 @@ class Plan:
         pycudnn's keys (left out of what cuDNN is given): ``"pycudnnGraphKey"``, a digest of the
         operation graph the plan computes, ``"pycudnnTensorNames"``, the tensors' names,
         ``"pycudnnScalarValues"``, the by-value scalars (their values, which cuDNN's JSON does
-        not hold), and ``"pycudnnDigest"``, a digest of the whole JSON. :meth:`from_json` recomputes both
-        digests from what it loads, and with a graph compares every operation with the plan's."""
+        not hold), and ``"pycudnnDigest"``, a digest of the whole JSON. :meth:`from_json`
+        recomputes both digests from what it loads, and with a graph compares every operation
+        with the plan's."""
         self._check_open()
         text = str(self._desc.get("EXECUTION_PLAN_JSON_REPRESENTATION", attr_type="CHAR"))
         data = json.loads(text)

@@ -135,7 +135,7 @@ def _scalars(value: Any) -> dict[int, Scalar]:
     for uid, entry in value.items():
         try:
             text, type_name, rank = entry
-            if not isinstance(text, str) or len(text) > 64 or type_name not in _SCALAR_TYPES:
+            if not isinstance(text, str) or len(text) > 64 or not _type_name(type_name):
                 raise ValueError
             if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= 8:
                 raise ValueError
@@ -149,10 +149,11 @@ def _scalars(value: Any) -> dict[int, Scalar]:
     return out
 
 
-#: The data types a by-value scalar has (cuDNN's names): what a plan JSON may name for one.
-_SCALAR_TYPES = frozenset(
-    ("FLOAT", "DOUBLE", "HALF", "BFLOAT16", "INT32", "INT64", "INT8", "UINT8", "BOOLEAN")
-)
+def _type_name(value: Any) -> bool:
+    """Whether ``value`` is spelled as a cuDNN data type name ("FLOAT", "INT32"); which names
+    exist is checked where the type is looked up (a plan loaded without its graph), so that
+    reading a plan file imports no NumPy."""
+    return isinstance(value, str) and len(value) <= 32 and value.isidentifier() and value.isupper()
 
 
 def _names(value: Any) -> dict[int, str]:

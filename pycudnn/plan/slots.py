@@ -220,7 +220,12 @@ def _slots_from_json(
     for uid, sc in scalars.items():
         if uid not in listed:
             ones = (1,) * sc.rank
-            dt = _dtype_by_cudnn_name()[sc.data_type]
+            dt = _dtype_by_cudnn_name().get(sc.data_type)
+            if dt is None:
+                raise ValueError(
+                    f"the plan JSON keeps by-value scalar {uid} as {sc.data_type!r}, which is no "
+                    "cuDNN data type this version knows"
+                )
             name = names.get(uid, str(uid))
             out.append(_Slot(uid, name, ones, ones, dt, 16, True, False, None, sc.value))
     out.sort(key=lambda s: s.uid)
