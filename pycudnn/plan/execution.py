@@ -36,9 +36,9 @@ from .slots import (
     _slots_from_graph,
     _slots_from_json,
     arrays_device,
+    check_given,
     kept_scalar,
     scalar_setter,
-    scalar_value,
 )
 from .variant_pack import VariantPackCache, wrong_device
 
@@ -246,8 +246,7 @@ class Plan:
             source=self.source,
         )
         view._owns_descriptor = False
-        # What planning learned holds for every graph of this structure: the rewrite cuDNN was
-        # shown, the planning report, the verdict of verify=True and autotuning's timings.
+        # What planning learned holds for every graph of this structure (rewrite, report, verdict).
         for name in ("autotune_results", "report", "rewrite", "verification"):
             setattr(view, name, getattr(self, name))
         for name in _ENGINE_FIELDS.keys() & self.__dict__.keys():  # read or loaded; the rest: lazy
@@ -300,14 +299,11 @@ class Plan:
 
     # -- serialization -----------------------------------------------------------------------
     def to_json(self) -> str:
-        """cuDNN's JSON of the plan (``EXECUTION_PLAN_JSON_REPRESENTATION``), with its engine,
-        knobs, device profile and, for runtime-compiled engines, the compiled kernels; and
-        pycudnn's keys (left out of what cuDNN is given): ``"pycudnnGraphKey"``, a digest of the
-        operation graph the plan computes, ``"pycudnnTensorNames"``, the tensors' names,
-        ``"pycudnnScalarValues"``, the by-value scalars (their values, which cuDNN's JSON does
-        not hold), and ``"pycudnnDigest"``, a digest of the whole JSON. :meth:`from_json`
-        recomputes both digests from what it loads, and with a graph compares every operation
-        with the plan's."""
+        """cuDNN's JSON of the plan (``EXECUTION_PLAN_JSON_REPRESENTATION``: engine, knobs, device
+        profile and, for runtime-compiled engines, the kernels) with pycudnn's keys, which cuDNN
+        is not given: a digest of the graph the plan computes, the tensors' names, the by-value
+        scalars' values and a digest of the whole JSON (:mod:`pycudnn.plan.serialization` names
+        them). :meth:`from_json` checks both digests, and with a graph compares every operation."""
         self._check_open()
         text = str(self._desc.get("EXECUTION_PLAN_JSON_REPRESENTATION", attr_type="CHAR"))
         data = json.loads(text)
@@ -400,25 +396,7 @@ class Plan:
         """Map the caller's keys (in their order) to slots, check nothing is missing, and pick a
         pointer reader per position for the array types given."""
         order = tuple(self._slot_index(k) for k in keys)
-        if len(set(order)) != len(order):
-            dup = next(i for i in order if order.count(i) > 1)
-            raise KeyError(f"tensor '{self._slots[dup].name}' is given twice")
-        missing = [s.name for i, s in enumerate(self._slots) if i not in order and not s.by_value]
-        if missing:
-            raise KeyError("arrays are missing for tensor(s): " + ", ".join(missing))
-        unset = [
-            s.name
-            for i, s in enumerate(self._slots)
-            if i not in order and s.by_value and scalar_value(s) is None
-        ]
-        if unset:  # executing would read a zero the caller never chose
-            raise KeyError(
-                "by-value scalar(s) without a value: "
-                + ", ".join(unset)
-                + " (the graph gave none, and a plan loaded without its graph from a file saved "
-                "before pycudnn kept scalar values has none); pass each to execute() or "
-                "set_scalar()"
-            )
+        check_given(self._slots, order)
         self._getters = tuple(
             scalar_setter(self._slots[i])
             if self._slots[i].by_value

@@ -6,7 +6,7 @@ import dataclasses
 import functools
 import logging
 import numbers
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from _nvbind.arrays import as_array_view
@@ -123,6 +123,30 @@ def scalar_setter(slot: _Slot) -> Callable[..., int]:
         return address
 
     return set_value
+
+
+def check_given(slots: Sequence[_Slot], order: tuple[int, ...]) -> None:
+    """Refuse the tensors of an execute call (``order``: the slot of each, in the caller's order)
+    that name a slot twice, leave out an array, or leave out a by-value scalar with no value
+    (executing would read a zero the caller never chose)."""
+    if len(set(order)) != len(order):
+        dup = next(i for i in order if order.count(i) > 1)
+        raise KeyError(f"tensor '{slots[dup].name}' is given twice")
+    missing = [s.name for i, s in enumerate(slots) if i not in order and not s.by_value]
+    if missing:
+        raise KeyError("arrays are missing for tensor(s): " + ", ".join(missing))
+    unset = [
+        s.name
+        for i, s in enumerate(slots)
+        if i not in order and s.by_value and scalar_value(s) is None
+    ]
+    if unset:
+        raise KeyError(
+            "by-value scalar(s) without a value: "
+            + ", ".join(unset)
+            + " (the graph gave none, and a plan loaded without its graph from a file saved "
+            "before pycudnn kept scalar values has none); pass each to execute() or set_scalar()"
+        )
 
 
 def arrays_device(slots: Iterable[_Slot], values: Iterable[Any]) -> int:
