@@ -31,13 +31,13 @@ from .cuda_graph import CudaGraphCalls, CudaGraphKeywords
 from .heuristics import EngineConfig
 from .loading import load_plan_descriptor, read_plan_text
 from .report import PlanningReport
-from .serialization import Scalar, add_our_fields
+from .serialization import Kept, add_our_fields
 from .slots import (
     _slots_from_graph,
     _slots_from_json,
     arrays_device,
     check_given,
-    kept_scalar,
+    kept_of,
     scalar_setter,
 )
 from .variant_pack import VariantPackCache, wrong_device
@@ -94,8 +94,7 @@ class Plan:
         device_id: int | None = None,
         json_data: Mapping[str, Any] | None = None,
         source: str = "heuristics",
-        names: Mapping[int, str] | None = None,
-        scalars: Mapping[int, Scalar] | None = None,
+        kept: Kept | None = None,
     ) -> None:
         self._desc = descriptor
         self._ptr = descriptor._as_parameter_  # a c_void_p, for the execute call
@@ -133,7 +132,7 @@ class Plan:
         if graph is not None:
             slots = _slots_from_graph(graph)
         elif json_data is not None:
-            slots = _slots_from_json(json_data, names or {}, scalars or {})
+            slots = _slots_from_json(json_data, kept or Kept())
         else:
             raise ValueError("a Plan needs its graph or its JSON to know its tensors")
         self._slots = slots  # (a by-value tensor's host buffer is made on first use)
@@ -307,8 +306,7 @@ class Plan:
         self._check_open()
         text = str(self._desc.get("EXECUTION_PLAN_JSON_REPRESENTATION", attr_type="CHAR"))
         data = json.loads(text)
-        names = {s.uid: s.name for s in self._slots}
-        add_our_fields(data, names, {s.uid: k for s in self._slots if (k := kept_scalar(s))})
+        add_our_fields(data, kept_of(self._slots))
         return json.dumps(data)
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -345,8 +343,7 @@ class Plan:
                 device_id=loaded.ordinal,
                 json_data=loaded.data,
                 source="json",
-                names=loaded.names,
-                scalars=loaded.scalars,
+                kept=loaded.kept,
             )
             plan.rewrite = loaded.rewrite
             return plan

@@ -22,7 +22,7 @@ from ..opgraph import OperationGraph
 from ..opgraph.attention_lowering import lowering_notes
 from .report import PlanVersionError, _capture
 from .serialization import (
-    Scalar,
+    Kept,
     _check_json_matches_graph,
     _version,
     _version_text,
@@ -41,9 +41,8 @@ class LoadedPlan(NamedTuple):
     data: dict[str, Any]
     props: DeviceProperties | None
     ordinal: int | None
-    names: Any
+    kept: Kept
     rewrite: str
-    scalars: dict[int, Scalar]
 
 
 def load_plan_descriptor(
@@ -124,7 +123,7 @@ def load_plan_descriptor(
                 ) from None
         if props is not None:
             desc.keep_alive(props)
-        return LoadedPlan(desc, data, props, ordinal, ours.names, rewrite, ours.scalars)
+        return LoadedPlan(desc, data, props, ordinal, ours.kept, rewrite)
     except BaseException:
         desc.close()
         raise

@@ -28,9 +28,12 @@ __all__ = []
 #: -inf), each ``[value as text, cuDNN data type name, rank]`` (``"-inf"`` is no JSON number):
 #: cuDNN's JSON holds no values, and leaves out some scalars altogether (an SDPA backward's
 #: mask subgraph), which a plan loaded without its graph needs; absent from older plans.
+#: ``pycudnnOutputs``: the unique ids of the tensors the plan writes (cuDNN's JSON names them by
+#: roles that differ from operation to operation); absent from older plans.
 GRAPH_KEY_FIELD = "pycudnnGraphKey"
 NAMES_FIELD = "pycudnnTensorNames"
 SCALARS_FIELD = "pycudnnScalarValues"
+OUTPUTS_FIELD = "pycudnnOutputs"
 FORMAT_FIELD = "pycudnnPlanFormat"
 DIGEST_FIELD = "pycudnnDigest"
 #: 1 (no FORMAT_FIELD): the key was the graph's own key, a string nothing checked against the
@@ -41,16 +44,6 @@ _OUR_PREFIX = "pycudnn"
 _log = logging.getLogger("pycudnn")
 
 
-@dataclasses.dataclass(frozen=True)
-class _Ours:
-    """What pycudnn wrote into a plan JSON: ``kind`` is "current", "older" or "foreign"."""
-
-    kind: str
-    graph_key: str | None = None
-    names: dict[int, str] = dataclasses.field(default_factory=dict)
-    scalars: dict[int, Scalar] = dataclasses.field(default_factory=dict)
-
-
 class Scalar(NamedTuple):
     """A by-value scalar as a plan JSON keeps it (:data:`SCALARS_FIELD`)."""
 
@@ -59,16 +52,35 @@ class Scalar(NamedTuple):
     rank: int
 
 
-def add_our_fields(
-    data: dict[str, Any], names: Mapping[int, str], scalars: Mapping[int, Scalar]
-) -> None:
+@dataclasses.dataclass(frozen=True)
+class Kept:
+    """What pycudnn keeps in a plan JSON of the plan's tensors, which cuDNN's JSON lacks and a
+    plan loaded without its graph needs: their names, the by-value scalars, and the outputs
+    (None where the file does not say: written before :data:`OUTPUTS_FIELD` was added)."""
+
+    names: dict[int, str] = dataclasses.field(default_factory=dict)
+    scalars: dict[int, Scalar] = dataclasses.field(default_factory=dict)
+    outputs: frozenset[int] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ours:
+    """What pycudnn wrote into a plan JSON: ``kind`` is "current", "older" or "foreign"."""
+
+    kind: str
+    graph_key: str | None = None
+    kept: Kept = dataclasses.field(default_factory=Kept)
+
+
+def add_our_fields(data: dict[str, Any], kept: Kept) -> None:
     """Add pycudnn's keys to cuDNN's JSON of a plan (see :data:`GRAPH_KEY_FIELD`)."""
     data[FORMAT_FIELD] = PLAN_FORMAT
     data[GRAPH_KEY_FIELD] = canonical.digest(data)
-    data[NAMES_FIELD] = {str(uid): name for uid, name in names.items()}
+    data[NAMES_FIELD] = {str(uid): name for uid, name in kept.names.items()}
     data[SCALARS_FIELD] = {
-        str(uid): [repr(sc.value), sc.data_type, sc.rank] for uid, sc in scalars.items()
+        str(uid): [repr(sc.value), sc.data_type, sc.rank] for uid, sc in kept.scalars.items()
     }
+    data[OUTPUTS_FIELD] = sorted(kept.outputs or ())
     data[DIGEST_FIELD] = canonical.content_digest(data, DIGEST_FIELD)
 
 
@@ -87,7 +99,8 @@ def take_our_fields(data: dict[str, Any]) -> _Ours:
     fmt = ours.pop(FORMAT_FIELD, None)
     key = ours.pop(GRAPH_KEY_FIELD, None)
     names = ours.pop(NAMES_FIELD, None)
-    scalars = ours.pop(SCALARS_FIELD, None)  # None: saved before the field was added
+    scalars = ours.pop(SCALARS_FIELD, None)  # None (both): saved before the field was added
+    outputs = ours.pop(OUTPUTS_FIELD, None)
     if fmt is None and digest is None and names is None and not ours:
         return _Ours("older", graph_key=key if isinstance(key, str) else None)
     if isinstance(fmt, bool) or not isinstance(fmt, int):
@@ -108,8 +121,9 @@ def take_our_fields(data: dict[str, Any]) -> _Ours:
             "the file was edited or damaged"
         )
     rest = {**data, FORMAT_FIELD: fmt, GRAPH_KEY_FIELD: key, NAMES_FIELD: names}
-    if scalars is not None:
-        rest[SCALARS_FIELD] = scalars
+    for field, value in ((SCALARS_FIELD, scalars), (OUTPUTS_FIELD, outputs)):
+        if value is not None:
+            rest[field] = value
     try:
         computed = canonical.content_digest(rest, DIGEST_FIELD)
     except RecursionError:  # JSON nested nearly as deep as the parser allows
@@ -121,7 +135,20 @@ def take_our_fields(data: dict[str, Any]) -> _Ours:
         )
     if not isinstance(key, str):
         raise ValueError(f"the plan JSON's {GRAPH_KEY_FIELD!r} must be a str, got {key!r}")
-    return _Ours("current", graph_key=key, names=_names(names), scalars=_scalars(scalars))
+    kept = Kept(_names(names), _scalars(scalars), _outputs(outputs))
+    return _Ours("current", graph_key=key, kept=kept)
+
+
+def _outputs(value: Any) -> frozenset[int] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(
+        type(uid) is int and 0 <= uid < 2**63 for uid in value
+    ):
+        raise ValueError(
+            f"the plan JSON's {OUTPUTS_FIELD!r} must be a list of unique ids, got {value!r:.60}"
+        )
+    return frozenset(value)
 
 
 def _scalars(value: Any) -> dict[int, Scalar]:

@@ -16,7 +16,7 @@ from _nvbind.lazy_numpy import np
 
 from ..opgraph import OperationGraph, Tensor
 from ..opgraph.tensors import vector_array
-from .serialization import Scalar
+from .serialization import Kept, Scalar
 
 __all__: list[str] = []
 
@@ -76,6 +76,15 @@ def scalar_buffer(slot: _Slot) -> Any:
     if value is not None:
         buf[0] = value
     return buf
+
+
+def kept_of(slots: Sequence[_Slot]) -> Kept:
+    """What a plan's JSON keeps of its tensors (:class:`~pycudnn.plan.serialization.Kept`)."""
+    return Kept(
+        {s.uid: s.name for s in slots},
+        {s.uid: k for s in slots if (k := kept_scalar(s))},
+        frozenset(s.uid for s in slots if s.is_output),
+    )
 
 
 def kept_scalar(slot: _Slot) -> Scalar | None:
@@ -197,13 +206,12 @@ def _json_tensors(graph: Mapping[str, Any]) -> list[Any]:
     return tensors
 
 
-def _slots_from_json(
-    data: Mapping[str, Any], names: Mapping[int, str], scalars: Mapping[int, Scalar]
-) -> list[_Slot]:
-    """The tensors of a plan loaded without its graph; named as the graph named them when the
-    JSON carries pycudnn's names (``names``, by unique id), else by their unique ids; by-value
-    scalars hold the values pycudnn kept (``scalars``, by unique id), and those cuDNN's own JSON
-    leaves out (an SDPA backward's mask scalars) are added from there."""
+def _slots_from_json(data: Mapping[str, Any], kept: Kept) -> list[_Slot]:
+    """The tensors of a plan loaded without its graph, with what pycudnn kept of them: named as
+    the graph named them (else by their unique ids), the outputs those it lists (else those in
+    cuDNN's output roles), by-value scalars with their values, and the scalars cuDNN's own JSON
+    leaves out (an SDPA backward's mask scalars) added."""
+    names, scalars = kept.names, kept.scalars
     out = []
     produced: set[str] = set()
     for node in data.get("operationGraph", {}).get("nodes", []):
@@ -235,7 +243,7 @@ def _slots_from_json(
                 dt,
                 int(t.get("ptrAlignment", 16)),
                 bool(t.get("isByValue")),
-                t["name"] in produced,
+                t["name"] in produced if kept.outputs is None else uid in kept.outputs,
                 None,
                 scalars[uid].value if uid in scalars and t.get("isByValue") else None,
             )

@@ -1,8 +1,10 @@
-"""By-value scalars of a plan (an SDPA's scale and mask -inf, a norm's epsilon, a batchnorm's
-momentum) through saving and loading: a plan loaded without its graph used to get every value as
-zero, and to miss the scalars cuDNN's JSON leaves out; executing such a plan would have run with
-scale 0 or epsilon 0 without a word. Executing needs a GPU; what is checked here is what the
-variant pack would carry, and the refusals before any GPU work."""
+"""What a plan file keeps of its tensors beyond cuDNN's JSON, for a plan loaded without its graph:
+the by-value scalars (an SDPA's scale and mask -inf, a norm's epsilon, a batchnorm's momentum)
+and which tensors are outputs. Such a plan used to get every scalar value as zero, to miss the
+scalars cuDNN's JSON leaves out, and to take outputs only from the roles the loader knew;
+executing it would have run with scale 0 or epsilon 0 without a word. Executing needs a GPU;
+what is checked here is what the variant pack would carry, and the refusals before any GPU work.
+"""
 
 from __future__ import annotations
 
@@ -49,7 +51,7 @@ def layernorm() -> Graph:
     x = g.tensor([8, 128, 256], dtype="bfloat16", name="x")
     scale = g.tensor([1, 1, 256], dtype="float32", name="scale")
     bias = g.tensor([1, 1, 256], dtype="float32", name="bias")
-    g.layernorm(x, scale, bias, epsilon=1e-3)
+    g.layernorm(x, scale, bias, epsilon=1e-3, training=True)  # mean and inv. variance out
     return g
 
 
@@ -117,3 +119,15 @@ def test_a_scalar_with_no_value_is_refused_at_execute(props: pycudnn.DevicePrope
     with pytest.raises(Exception) as info:  # now past the check, on to reading the arrays
         plan.execute(arrays)
     assert "without a value" not in str(info.value)
+
+
+@pytest.mark.parametrize("make", [sdpa_forward, sdpa_backward, layernorm])
+def test_a_plan_loaded_without_its_graph_knows_its_outputs(
+    make: Any, props: pycudnn.DeviceProperties
+) -> None:
+    """The outputs decide the read-only check of execute: an output array must be writable."""
+    built = make().build(device_properties=props, cache=False)
+    outputs = {s.name for s in built._slots if s.is_output}
+    assert outputs
+    bare = Plan.from_json(built.to_json(), device_properties=props)
+    assert {s.name for s in bare._slots if s.is_output} == outputs
