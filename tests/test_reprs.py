@@ -6,6 +6,7 @@ from typing import Any
 
 from pycudnn.deviceprops import DeviceProperties
 from pycudnn.graph import Graph
+from pycudnn.plan import Plan
 
 
 def _graph() -> Graph:
@@ -40,5 +41,9 @@ def test_plan_repr_names_graph_engine_target_workspace_and_state(
     for name, value in plan.knobs.items():
         assert f"{name}={value}" in text
     assert repr(g).endswith("finalized>")
+    # A plan loaded on a GPU gets that GPU's properties and its ordinal: it is not deviceless.
+    on_gpu = Plan(plan.descriptor, graph=g, device_properties=props, device_id=0)
+    on_gpu._owns_descriptor = False  # a view: the plan above owns the execution plan
+    assert "on device 0" in repr(on_gpu) and "deviceless" not in repr(on_gpu)
     plan.close()
     assert repr(plan).endswith(", closed>")

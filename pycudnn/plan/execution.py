@@ -209,10 +209,10 @@ class Plan:
         knobs = ", ".join(f"{k}={v}" for k, v in self.knobs.items())
         parts.append(f"engine {self.engine_id}" + (f" ({knobs})" if knobs else ""))
         props = self.device_properties
-        if props is not None:
-            parts.append(f"for {props.device_name} (deviceless)")
-        elif self._device_id is not None:
+        if self._device_id is not None:  # a GPU's plan (loaded with its properties, or run)
             parts.append(f"on device {self._device_id}")
+        elif props is not None:
+            parts.append(f"for {props.device_name} (deviceless)")
         parts.append(f"workspace {getattr(self, 'workspace_size', '?')} B")
         if self.rewrite:
             parts.append(self.rewrite)
