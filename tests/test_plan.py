@@ -165,6 +165,32 @@ def test_autotune_needs_a_gpu() -> None:
         conv_only().autotune({})
 
 
+@pytest.mark.usefixtures("libcuda")
+def test_an_autotuned_plan_read_from_a_cache_directory_says_how_it_was_chosen(
+    props: DeviceProperties, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache path of autotune() runs before any timing: a GPU's presence and its target are
+    stood in for, the plan, its key and the cache directory are real. A winner read back from
+    disk said "from json"."""
+    import types
+
+    from pycudnn.plan import autotuning
+    from pycudnn.plan.building import _cache_key
+    from pycudnn.plan.options import plan_values
+    from pycudnn.plan.targets import _target
+
+    g = conv_only()
+    target = _target(props, None)
+    monkeypatch.setattr(autotuning, "driver_status", lambda: types.SimpleNamespace(usable=True))
+    monkeypatch.setattr(autotuning, "_target", lambda _props, _device: target)
+    key = _cache_key(g, target, plan_values(("a", "b", "fallback"), {}), autotuned=True)
+    PlanCache(tmp_path)._store(key, g.build(device_properties=props, cache=False), target)
+    cache = PlanCache(tmp_path)
+    winner = autotuning.autotune(conv_only(), {}, cache=cache)
+    assert cache.stats["disk_hits"] == 1
+    assert winner.source == "autotune" and winner.autotune_results is None
+
+
 # -- with device properties ---------------------------------------------------------------------------
 
 

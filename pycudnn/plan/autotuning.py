@@ -73,7 +73,9 @@ def autotune(
     ``candidates``: None (every plan the heuristics give), an int (the first N), or a list of
     plans. Each runs ``warmup`` times, then ``repeats`` times between timing events; the median
     decides. The outputs in ``tensors`` are overwritten. The winner carries ``autotune_results``
-    (an :class:`AutotuneResults` table). A progress bar (tqdm, if installed) appears when the
+    (an :class:`AutotuneResults` table; not a winner read back from a cache directory, whose
+    timings were not saved); with a list of plans the winner is the caller's plan, marked in
+    place. A progress bar (tqdm, if installed) appears when the
     run takes more than a second, unless ``progress=False``. The result is cached like ``build``.
     ``verify=True`` first checks each candidate against a reference (:mod:`pycudnn.verification`):
     a wrong engine is not timed, cannot win, and its row in the table says how wrong it was.
@@ -115,6 +117,8 @@ def autotune(
         key = _cache_key(graph, target, values, autotuned=True, verified=verify, candidates=count)
         cached = pc._lookup(key, graph, target)
         if cached is not None:
+            if cached.source == "json":  # read from a cache directory: chosen by autotuning
+                cached.source = "autotune"  # (its timings were not saved: no table)
             return cached
     report = PlanningReport()
     if listed is not None:
