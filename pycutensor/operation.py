@@ -279,8 +279,10 @@ class Operation(CResource):
             name = operand.name
             if isinstance(array, (int, np.integer)) and not isinstance(array, bool):
                 ptr = int(array)
-                if ptr <= 0:
-                    raise ValueError(f"{name}: a device pointer must be a positive int, got {ptr}")
+                if not 0 < ptr < 2**64:  # ctypes would pass 2**64 + p on as p, another address
+                    raise ValueError(
+                        f"{name}: a device pointer must be a positive 64-bit int, got {ptr}"
+                    )
                 pointers.append(ptr)
                 spans.append(None)
                 continue

@@ -44,6 +44,7 @@ from _nvbind.suggest import did_you_mean
 from . import _bindings
 from ._capture import capture_state, jit_planning_refusal, tuning_refusal
 from ._lib import LIB, check, clear_last_error
+from .checks import coerce_scalar
 from .errors import GraphCaptureError
 from .handle import Handle
 from .operation import Operation
@@ -419,6 +420,12 @@ class Plan(CResource):
                             (workspace_size, "workspace_size")):  # fmt: skip
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
                 raise TypeError(f"{what} must hold 64-bit unsigned ints, got {value!r}")
+        names = self.operation.scalar_names
+        if len(scalars) > len(names):
+            raise TypeError(f"launch takes the scalars {', '.join(names)}, got {len(scalars)}")
+        # as execute checks them: NumPy would drop an imaginary part or parse a str silently
+        dtype = self.scalar_dtype
+        scalars = [coerce_scalar(v, dtype, n) for v, n in zip(scalars, names, strict=False)]
         previous = self.handle.activate()
         try:
             self.launch_unchecked(pointers, scalars, stream_ptr, workspace_ptr, workspace_size)

@@ -16,6 +16,8 @@ import pytest
 from pycutensor.distributed._common import (
     checked_contraction,
     copy_modes,
+    modes_of,
+    scalar_array,
     workspace_preference_value,
 )
 
@@ -56,3 +58,24 @@ def test_workspace_preference_value() -> None:
     assert [workspace_preference_value(w) for w in ("min", "DEFAULT", "max")] == [1, 2, 3]
     with pytest.raises(ValueError, match="workspace_preference must be 'min', 'default' or 'max'"):
         workspace_preference_value("most")
+
+
+def test_a_mode_past_int32_is_refused_not_wrapped_onto_another() -> None:
+    """cuTENSORMp/Mg take int32 modes: 107 + 2**32 went to C as 107, so C[i,j,K] = A[i,k] B[K,j]
+    became a batched product over k."""
+    i, j, k = 105, 106, 107
+    a, b, c = _tensor((4, 5)), _tensor((5, 6)), _tensor((4, 6, 5))
+    with pytest.raises(ValueError, match=r"modes_b: mode 4294967403 does not fit the int32"):
+        checked_contraction(a, [i, k], b, [k + 2**32, j], c, [i, j, k + 2**32], None)
+    assert modes_of([-(2**31), 2**31 - 1], 2, "modes_a") == (-(2**31), 2**31 - 1)
+
+
+def test_the_distributed_scalars_are_checked_as_the_single_gpu_ones() -> None:
+    """np.array(alpha, dtype=float32) dropped an imaginary part and parsed strings."""
+    f32 = np.dtype(np.float32)
+    assert scalar_array(2.5, f32, "alpha").dtype == f32 and scalar_array(2.5, f32, "alpha") == 2.5
+    with pytest.raises(ValueError, match=r"alpha=.* is complex"):
+        scalar_array(np.complex128(2 + 3j), f32, "alpha")
+    with pytest.raises(TypeError, match="beta must be a number"):
+        scalar_array("0.5", f32, "beta")
+    assert scalar_array(1j, np.dtype(np.complex64), "alpha") == 1j

@@ -31,6 +31,7 @@ from _nvbind.resource import CResource
 from pycutensor import operations
 from pycutensor.errors import ClosedError
 from pycutensor.handle import Handle
+from pycutensor.operation import Operation
 from pycutensor.operations import (
     UNARY_OPERATORS,
     Contraction,
@@ -606,6 +607,22 @@ def test_launch_checks_the_types_of_raw_pointers(args: tuple[Any, ...], match: s
         _launchable().launch(*args)
 
 
+@pytest.mark.parametrize(
+    ("scalars", "error", "match"),
+    [
+        ([np.complex64(2 + 5j), 0.0], ValueError, "alpha=.* is complex"),  # would run as 2.0
+        (["3.5", 0.0], TypeError, "alpha must be a number"),  # NumPy would parse it
+        ([1.0, True], TypeError, "beta must be a number"),
+        ([1.0, 0.0, 2.0], TypeError, "launch takes the scalars alpha, beta"),
+    ],
+)
+def test_launch_checks_its_scalars_as_execute_does(scalars: Any, error: Any, match: str) -> None:
+    plan = _launchable()
+    plan.scalar_dtype = np.dtype(np.float32)
+    with pytest.raises(error, match=match):
+        plan.launch([256, 256, 512, 512], scalars)
+
+
 def test_a_plan_refuses_pointers_less_aligned_than_it_was_made_for() -> None:
     # cutensorCreateTensorDescriptor's alignmentRequirement is a promise about every pointer used
     # with the plan: a 256-byte plan must not run on a pointer that is only 4-byte aligned.
@@ -893,3 +910,20 @@ def test_gpu_plan_refuses_foreign_preferences_and_raw_pointer_types(gpu_device: 
     with pytest.raises(TypeError, match="stream_ptr must hold"):
         plan.launch([ptr] * 4, [1.0, 0.0], stream_ptr="0")  # type: ignore[arg-type]
     assert math.isfinite(float(op.flops))
+
+
+def test_a_raw_pointer_past_64_bits_is_refused_not_wrapped() -> None:
+    """Plan.execute takes raw ints as device pointers; ctypes passes 2**64 + p on as p, another
+    (valid) address, so such a pointer is refused as launch() refuses it."""
+    from types import SimpleNamespace
+
+    op = Operation.__new__(Operation)
+    op.handle = SimpleNamespace(device_id=0)  # type: ignore[assignment]
+    op.operands = (SimpleNamespace(name="A"), SimpleNamespace(name="B"))  # type: ignore[assignment]
+    assert op.check_arrays([0x7F00_0000_1000, 0x7F00_0000_2000], 0) == [
+        0x7F00_0000_1000,
+        0x7F00_0000_2000,
+    ]
+    for bad in (2**64 + 0x7F00_0000_2000, 0, -256):
+        with pytest.raises(ValueError, match="B: a device pointer must be a positive 64-bit int"):
+            op.check_arrays([0x7F00_0000_1000, bad], 0)

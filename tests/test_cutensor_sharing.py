@@ -177,3 +177,56 @@ def test_handle_none_keeps_the_default_path(name: str) -> None:
 def test_handle_for_refuses_a_non_handle() -> None:
     with pytest.raises(TypeError, match=r"handle must be a pycutensor\.Handle or None, not str"):
         handle_for("handle", 0)
+
+
+class _RecordingPlan:
+    """A plan whose launch (which needs a GPU) records the pointers it was given."""
+
+    def __init__(self) -> None:
+        self.launches: list[list[int]] = []
+
+    def _workspace(self, workspace: Any, stream_ptr: int, stream: Any) -> tuple[int, int]:
+        return 0, 0
+
+    def launch_unchecked(self, pointers: Any, values: Any, *_: Any) -> None:
+        self.launches.append(list(pointers))
+
+
+def test_an_out_of_another_dtype_is_refused_on_a_cache_hit_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The operation cache's key held out's shape, strides and alignment, not its dtype: after a
+    call with a float32 out, a float64 out of the same element strides hit the entry built for
+    float32 and was written with float32 bits. The entry is built by the real checks (prepare);
+    only the plan and the handle, which need a GPU, are stand-ins."""
+    from standins import fake_device_array as fake
+
+    from _nvbind.resource import CResource
+    from pycutensor.handle import Handle
+    from pycutensor.operations import _common
+
+    plan = _RecordingPlan()
+
+    def build(*args: Any) -> Any:  # _build's arguments, in its order
+        _, _, info, views, labels, out_view, unary, binary, compute_type, _, scalars = args[:11]
+        prepared = _common.prepare(info, views, labels, out_view, unary, binary, compute_type,
+                                   scalars)  # fmt: skip
+        offsets = [
+            _common._byte_offsets(shape, strides, v.itemsize)
+            for (shape, strides), v in zip(prepared.layouts, views, strict=True)
+        ]
+        operation = type("Op", (), {"scalar_values": lambda self, **kw: list(kw.values())})()
+        return _common._Ready([], operation, plan, [*offsets, offsets[-1]])  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_common, "_build", build)
+    handle = Handle.__new__(Handle)
+    CResource.__init__(handle, 0x1000, None, owned=False)
+    handle.device_id, handle._device, handle._operations = 0, None, OperationCache(8)
+    monkeypatch.setattr(handle, "activate", lambda: None, raising=False)
+    monkeypatch.setattr(handle, "restore", lambda previous: None, raising=False)
+    a, b, c = fake((4, 5)), fake((5, 6)), fake((4, 6))
+    operations.contract(a, "ik", b, "kj", c, "ij", out=fake((4, 6)), handle=handle)
+    assert len(plan.launches) == 1
+    with pytest.raises(TypeError, match="out has dtype float64, c has float32"):
+        operations.contract(a, "ik", b, "kj", c, "ij", out=fake((4, 6), np.float64), handle=handle)
+    assert len(plan.launches) == 1

@@ -11,6 +11,7 @@ import numpy as np
 from _nvbind.cuda import gpu_available
 
 from .. import _bindings as cb
+from ..checks import coerce_scalar
 from ..tables import KINDS, check_types, compute_type_name, expected_scalar_type
 from ..tensor import dtype_of_data_type
 
@@ -64,6 +65,9 @@ def modes_of(modes: Sequence[Any] | str, ndim: int, name: str) -> tuple[int, ...
         if isinstance(label, str) and len(label) == 1:
             out.append(ord(label))
         elif isinstance(label, (int, np.integer)) and not isinstance(label, bool):
+            if not -(2**31) <= int(label) < 2**31:
+                # cuTENSORMp/Mg take int32 modes: a label past that would wrap onto another
+                raise ValueError(f"{name}: mode {label} does not fit the int32 cuTENSOR takes")
             out.append(int(label))
         else:
             raise TypeError(f"{name}: a mode is an int or a one-character string, not {label!r}")
@@ -72,6 +76,13 @@ def modes_of(modes: Sequence[Any] | str, ndim: int, name: str) -> tuple[int, ...
             f"{name} repeats a mode ({list(modes)}); each mode appears once per tensor"
         )
     return tuple(out)
+
+
+def scalar_array(value: Any, dtype: np.dtype, name: str) -> np.ndarray:
+    """``value`` (alpha, beta) as the one-element host array an execute hands cuTENSOR, of the
+    plan's scalar type: checked as the single-GPU operations check it (a number; complex only
+    for complex data), where NumPy would drop an imaginary part or parse a string silently."""
+    return np.array(coerce_scalar(value, np.dtype(dtype), name), dtype=dtype)
 
 
 def int_tuple(

@@ -40,6 +40,7 @@ from ._common import (
     int64s,
     int_tuple,
     require_gpu,
+    scalar_array,
     workspace_preference_value,
 )
 
@@ -367,8 +368,8 @@ class BlockSparseContractionPlan(CResource):
         """``cutensorBlockSparseContract`` on the tensors' block arrays (asynchronous)."""
 
         ws = workspace(self.workspace_size, device=self.handle.device_id, stream=stream)
-        al = np.array(alpha, dtype=self.scalar_dtype)
-        be = np.array(beta, dtype=self.scalar_dtype)
+        al = scalar_array(alpha, self.scalar_dtype, "alpha")
+        be = scalar_array(beta, self.scalar_dtype, "beta")
         c_ptrs = self.c.pointers()
         raw.cutensorBlockSparseContract(
             self.handle, self, al.ctypes.data, self.a.pointers(), self.b.pointers(),

@@ -38,6 +38,7 @@ from ._common import (
     copy_modes,
     int64s,
     require_gpu,
+    scalar_array,
     workspace_preference_value,
 )
 from .layout import Distributed, Distribution
@@ -373,8 +374,8 @@ class MgContractionPlan(CResource):
     def execute(self, alpha: Any = 1.0, beta: Any = 0.0) -> None:
         """``cutensorMgContraction`` on each device's default stream, then waits."""
         ws, host, streams = self._ws.pointers()
-        al = np.array(alpha, dtype=self.scalar_dtype)
-        be = np.array(beta, dtype=self.scalar_dtype)
+        al = scalar_array(alpha, self.scalar_dtype, "alpha")
+        be = scalar_array(beta, self.scalar_dtype, "beta")
         c = self.c.pointers()
         raw_mg.cutensorMgContraction(
             self.handle, self, al.ctypes.data, self.a.pointers(), self.b.pointers(),

@@ -32,7 +32,7 @@ from _nvbind.resource import CResource
 from .. import _bindings_mp as mpb
 from .. import raw_mp
 from ..tables import unary_operator
-from ._common import c_array, checked_contraction, copy_modes, int64s
+from ._common import c_array, checked_contraction, copy_modes, int64s, scalar_array
 from .layout import Distribution
 from .mp_tensor import DistributedTensor, MpHandle
 
@@ -210,8 +210,8 @@ class ContractionPlan(_Plan):
         """``cutensorMpContract`` on the tensors' local shards (collective; asynchronous on the
         plan's stream). ``c`` is overwritten with the result."""
         ws, host = self._workspaces()
-        al = np.array(alpha, dtype=self.scalar_dtype)
-        be = np.array(beta, dtype=self.scalar_dtype)
+        al = scalar_array(alpha, self.scalar_dtype, "alpha")
+        be = scalar_array(beta, self.scalar_dtype, "beta")
         raw_mp.cutensorMpContract(
             self.handle, self, al.ctypes.data, self.a.data_ptr or None,
             self.b.data_ptr or None, be.ctypes.data, self.c.data_ptr or None,

@@ -330,7 +330,7 @@ def run(  # noqa: PLR0917 - called from the public functions only
     key = (
         kind, labels,
         tuple((v.shape, v.strides, v.dtype, alignment_of(v.ptr, MAX_ALIGNMENT)) for v in views),
-        None if out_view is None else (out_view.shape, out_view.strides,
+        None if out_view is None else (out_view.shape, out_view.strides, out_view.dtype,
                                        alignment_of(out_view.ptr, MAX_ALIGNMENT)),
         unary, binary, compute_type, preference,
     )  # fmt: skip
