@@ -90,11 +90,22 @@ def test_a_plan_loads_only_for_the_graph_it_computes(h100_props: DevicePropertie
         _load(data, "conv_fprop", h100_props)
 
 
-def _conv(padding: int, dilation: int, stride: int) -> Callable[[Graph], None]:
+def _conv(
+    padding: int, dilation: int, stride: int, post_padding: int | None = None
+) -> Callable[[Graph], None]:
     def build(g: Graph) -> None:
         x = g.tensor([1, 32, 16, 16], fmt="NHWC", dtype="float16", name="x")
         w = g.tensor([32, 32, 3, 3], fmt="NHWC", dtype="float16", name="w")
-        g.conv_fprop(x, w, padding=padding, dilation=dilation, stride=stride, name="conv")
+        g.conv_fprop(x, w, padding=padding, dilation=dilation, stride=stride, name="conv",
+                     post_padding=post_padding)  # fmt: skip
+
+    return build
+
+
+def _pointwise(op: str, **settings: float) -> Callable[[Graph], None]:
+    def build(g: Graph) -> None:
+        x = g.tensor([1, 8, 16, 16], fmt="NHWC", dtype="float16", name="x")
+        getattr(g, op)(x, name="act", **settings).set_output(True, dtype="float16")
 
     return build
 
@@ -107,12 +118,12 @@ def _pool(window: int, padding: int, mode: str = "maxpool") -> Callable[[Graph],
     return build
 
 
-def _rope_sdpa(scale: float | None) -> Callable[[Graph], None]:
+def _rope_sdpa(scale: float | None, rope_dim: int | None = None) -> Callable[[Graph], None]:
     def build(g: Graph) -> None:
         q, k, v = (g.tensor([2, 4, 128, 64], dtype="bfloat16", name=n) for n in "qkv")
         freqs = g.tensor([128, 1, 1, 64], name="freqs")
-        q_rot = g.rope(q, freqs, output_scale=scale)
-        k_rot = g.rope(k, freqs, output_scale=scale)
+        q_rot = g.rope(q, freqs, output_scale=scale, rope_dim=rope_dim)
+        k_rot = g.rope(k, freqs, output_scale=scale, rope_dim=rope_dim)
         q_rot.set_output(True)
         k_rot.set_output(True)
         g.sdpa(q_rot, k_rot, v)
@@ -141,13 +152,35 @@ def _conv_bias_relu(alpha2: float) -> Callable[[Graph], None]:
         (_pool(3, 1), _pool(3, 1, "avgpool_include_padding"), "'mode'"),
         (_rope_sdpa(0.5), _rope_sdpa(None), "'output_scale' is 0.5 in the plan but"),
         (_conv_bias_relu(1.0), _conv_bias_relu(0.5), "'alpha2' is 1.0 in the plan but 0.5"),
+        # Each of these loaded for the other graph (the same output dims) before it was checked:
+        # asymmetric padding (cuDNN writes pad_lower/pad_upper), and "pad" against post-padding
+        (_conv(2, 1, 1, post_padding=0), _conv(1, 1, 1), "'pad_lower' is \\[2, 2\\]"),
+        (_conv(1, 1, 2), _conv(1, 1, 2, post_padding=0), "'pad' is \\[1, 1\\] .*postpadding"),
+        # a pointwise alpha or beta the graph left at cuDNN's default, against a plan's other one
+        (_pointwise("elu"), _pointwise("elu", alpha=0.5), "'alpha' is 1.0 in the plan but 0.5"),
+        (_pointwise("swish", beta=2.0), _pointwise("swish"), "'beta' is 2.0 in the plan but .*1.0"),
+        # RoPE over 32 of 64 dims against all of them (cuDNN's default, now set by the graph)
+        (_rope_sdpa(None, 32), _rope_sdpa(None), "'rope_dim' is 32 in the plan but 64"),
     ],
-    ids=["padding", "dilation", "stride", "pool-window", "pool-mode", "rope-scale", "alpha"],
+    ids=[
+        "padding",
+        "dilation",
+        "stride",
+        "pool-window",
+        "pool-mode",
+        "rope-scale",
+        "alpha",
+        "padding-lower",
+        "padding-post",
+        "elu-alpha",
+        "swish-beta",
+        "rope-dim",
+    ],
 )
 def test_a_plan_for_other_settings_is_refused(
     saved_for: Any, loaded_for: Any, named: str | None, h100_props: DeviceProperties
 ) -> None:
-    if named is not None and "output_scale" in named:  # RoPE
+    if named is not None and ("output_scale" in named or "rope_dim" in named):  # RoPE
         require_engine("rope_sdpa")
     text = _graph(saved_for).build(device_properties=h100_props, cache=False).to_json()
     with pytest.raises(ValueError, match=NOT_THIS_GRAPH if named is None else named) as info:
@@ -387,3 +420,67 @@ def test_the_reported_role_swaps_are_refused(
     node[a], node[b] = node[b], node[a]
     with pytest.raises(ValueError, match=f"{NOT_THIS_GRAPH} '{name}'.*role '({a}|{b})' is tensor"):
         _load(resealed(data), name, h100_props)
+
+
+@pytest.mark.parametrize("op", ["swish", "softplus", "elu"])
+def test_a_pointwise_plan_with_its_own_alpha_or_beta_loads_for_its_graph(
+    op: str, h100_props: DeviceProperties, tmp_path: Path
+) -> None:
+    """cuDNN writes swish's and softplus's beta (1.0 by default) and ELU's alpha; they were taken
+    for the convolution's beta (default 0.0) and refused for the very graph they came from, so a
+    cache directory never served them."""
+    for settings in ({}, {"alpha" if op == "elu" else "beta": 0.5}):
+        build = _pointwise(op, **settings)
+        cache = PlanCache(tmp_path / f"{op}{len(settings)}")
+        _graph(build).build(device_properties=h100_props, cache=cache)
+        again = PlanCache(cache.directory)
+        _graph(build).build(device_properties=h100_props, cache=again)
+        assert again.stats["disk_hits"] == 1 and again.stats["disk_errors"] == 0
+
+
+def _ragged_sdpa(
+    swap: bool = False, o_ragged: bool = True, offsets: str = "int32"
+) -> Callable[[Graph], None]:
+    def build(g: Graph) -> None:
+        q, k, v = (
+            g.tensor([2, 4, 256, 64], [256 * 4 * 64, 64, 4 * 64, 1], dtype="bfloat16", name=n)
+            for n in "qkv"
+        )
+        off_q, off_kv = (g.tensor([3, 1, 1, 1], dtype=offsets, name=n) for n in ("oq", "okv"))
+        a, b = (off_kv, off_q) if swap else (off_q, off_kv)
+        q.set_ragged_offset(a)
+        k.set_ragged_offset(b)
+        v.set_ragged_offset(b)
+        lens = {
+            n: g.tensor([2, 1, 1, 1], dtype="int32", name=n) for n in ("seq_len_q", "seq_len_kv")
+        }
+        o, _ = g.sdpa(q, k, v, name="sdpa", **lens)
+        if o_ragged:
+            o.set_ragged_offset(a)
+
+    return build
+
+
+@pytest.mark.parametrize(
+    ("loaded_for", "named"),
+    [
+        (_ragged_sdpa(swap=True), "'q'.* ragged offsets of name '4' in the plan but '5'"),
+        (_ragged_sdpa(o_ragged=False), "'sdpa.o'.* is ragged in the plan but not in the graph"),
+        (_ragged_sdpa(offsets="int64"), "ragged offsets of dataType 'CUDNN_DATA_INT32'"),
+    ],
+    ids=["offsets-swapped", "output-padded", "offsets-int64"],
+)
+def test_a_plan_for_other_ragged_offsets_is_refused(
+    loaded_for: Any, named: str, h100_props: DeviceProperties
+) -> None:
+    """Which offsets make which tensor ragged, and their type, were not compared: a plan for
+    packed output loaded for a padded one, or one reading int32 offsets for int64 ones."""
+    from _nvbind.ffi import UnsupportedByLibraryError
+
+    try:
+        text = _graph(_ragged_sdpa()).build(device_properties=h100_props, cache=False).to_json()
+    except UnsupportedByLibraryError as exc:  # ragged attention is newer than this cuDNN
+        pytest.skip(str(exc))
+    with pytest.raises(ValueError, match=named):
+        Plan.from_json(text, graph=_graph(loaded_for), device_properties=h100_props)
+    Plan.from_json(text, graph=_graph(_ragged_sdpa()), device_properties=h100_props).close()

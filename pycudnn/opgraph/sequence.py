@@ -129,6 +129,8 @@ class SequenceOps(GraphCore):
                     f"{label}: rope_dim {rd} must be even and at most the head dim ({d})"
                 )
             attrs["rope_dim"] = rd
+        else:  # cuDNN's default, set: a plan for a partial rotation must not load for this one
+            attrs["rope_dim"] = d
         if output_scale is not None:
             attrs["output_scale"] = self._real(output_scale, f"{label}: output_scale")
         if x.ndim != 4 or f.ndim != 4:

@@ -45,9 +45,13 @@ __all__: list[str] = []
 _ALIASES: dict[str, tuple[str, ...]] = {
     "mode": ("mode", "convmode"),
     "mathPrec": ("mathprec", "comptype"),
-    "pad": ("prepadding",),
+    "pad": ("prepadding", "postpadding"),  # symmetric padding: both, each compared
+    "pad_lower": ("prepadding",),  # asymmetric padding (pre != post)
+    "pad_upper": ("postpadding",),
     "prePad": ("prepadding",),
     "postPad": ("postpadding",),
+    "alpha": ("alpha", "elualpha"),  # a pointwise node's alpha is ELU's
+    "beta": ("beta", "swishbeta", "softplusbeta"),  # and its beta swish's or softplus's
     "stride": ("stride", "filterstride"),
     "nbSpatialDims": ("spatialdim",),
     "fmode": ("phase",),
@@ -93,6 +97,11 @@ _DEFAULTS: dict[str, Any] = {
     "relulowerclipslope": 0.0,
     "isdeterministic": False,
 }
+#: The defaults that differ by operation: a pointwise node's beta is swish's or softplus's (1.0).
+_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {"OPERATION_POINTWISE": {"beta": 1.0}}
+#: JSON keys that stand for several attributes at once, each compared: cuDNN writes equal pre-
+#: and post-padding as one "pad".
+_ALL_OF = frozenset(("pad",))
 
 #: Node keys that hold an enumerator (or a mode word) rather than a tensor reference.
 ENUM_KEYS = _ENUM_KEYS
@@ -328,11 +337,23 @@ def _node_differences(graph_op: Mapping[str, Any], node: Mapping[str, Any]) -> l
     if node["type"] != graph_op["type"]:
         return [f"operation {node['type']} instead of {graph_op['type']}"]
     used: set[str] = set()
+    defaults = {**_DEFAULTS, **_TYPE_DEFAULTS.get(graph_op["type"], {})}
     for key, value in node["json"].items():
         names = _json_names(key)
+        if key in _ALL_OF:  # every one the graph has is compared: "pad" is pre and post
+            present = [n for n in names if n in attrs]
+            used.update(present)
+            wrong = next((n for n in present if not _same(value, attrs[n])), None)
+            if wrong is not None:
+                raw = node["raw"].get(key)
+                out.append(
+                    f"attribute {key!r} is {_shown(value, raw)} in the plan but "
+                    f"{_shown(attrs[wrong], raw, attrs[wrong])} in the graph ({wrong})"
+                )
+            continue
         local = next((n for n in names if n in attrs), None)
         if local is None:
-            default = next((_DEFAULTS[n] for n in names if n in _DEFAULTS), None)
+            default = next((defaults[n] for n in names if n in defaults), None)
             if default is not None and not _same(value, default):
                 out.append(
                     f"attribute {key!r} is {value!r} in the plan but the graph uses cuDNN's "

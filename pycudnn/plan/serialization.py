@@ -306,6 +306,36 @@ def _check_tensor_types(by_uid: Mapping[int, Any], tensors: list[Tensor]) -> Non
                     f"the plan was built for another graph: tensor {t.uid} ('{t.name}') has "
                     f"{key} {j[key]!r} in the plan but {want!r} in the graph"
                 )
+        ragged = _ragged_difference(t, j.get("isRagged") or [])
+        if ragged:
+            raise ValueError(
+                f"the plan was built for another graph: tensor {t.uid} ('{t.name}') {ragged}"
+            )
+
+
+def _ragged_difference(t: Tensor, got: Any) -> str:
+    """How the plan's ragged offsets of ``t`` (JSON ``isRagged``: the offsets tensor) differ from
+    the graph's ("" when they agree): which tensor, its type, dims and strides. A plan for other
+    offsets reads the sequences at other places, or reads int64 offsets as int32."""
+    off = t.ragged_offset
+    first = got[0] if isinstance(got, list) and got and isinstance(got[0], Mapping) else None
+    if off is None:
+        return "" if first is None else "is ragged in the plan but not in the graph"
+    if first is None:
+        return f"is not ragged in the plan but ragged by '{off.name}' in the graph"
+    assert off.element_type is not None  # resolved with the graph
+    want = {
+        "name": str(off.uid),
+        "dataType": "CUDNN_DATA_" + _cudnn_dtype(off.element_type, off.name).name,
+        "dim": list(off.dims),
+        "stride": list(off.strides),
+    }
+    for key, value in want.items():
+        if key in first and first[key] != value:
+            return (
+                f"has ragged offsets of {key} {first[key]!r} in the plan but {value!r} in the graph"
+            )
+    return ""
 
 
 def _version() -> int:
