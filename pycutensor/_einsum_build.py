@@ -252,9 +252,11 @@ def build_program(  # noqa: PLR0917 - private
 
     def add(kind: str, operands: Sequence[_Tensor], sources: list[_Source],
             scalars: tuple[str, ...], *, binary: tuple[str, ...] = (),
-            compute: Any = compute_type) -> None:  # fmt: skip
+            compute: Any = compute_type, describes_out: int | None = None) -> None:  # fmt: skip
         # intermediates are 256-byte aligned
         alignments = [alignment.get(t.source, MAX_ALIGNMENT) for t in operands]
+        if describes_out is not None:  # that operand's descriptor is out's too (D is C)
+            alignments[describes_out] = min(alignments[describes_out], alignment[("out",)])
         specs, labels = _step_specs(
             operands, alignments, elementwise=kind in ("permutation", "elementwise_binary")
         )
@@ -322,7 +324,7 @@ def build_program(  # noqa: PLR0917 - private
                 if chosen is not None:
                     other, same = chosen
                     add("elementwise_binary", [other, same], [other.source, same.source, ("out",)],
-                        ("alpha", "one"), binary=("mul",))  # fmt: skip
+                        ("alpha", "one"), binary=("mul",), describes_out=1)  # fmt: skip
                 else:
                     scalars = ("alpha", "beta") if final else ("one", "zero")
                     add("contraction", [x, y, target],

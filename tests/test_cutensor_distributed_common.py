@@ -79,3 +79,39 @@ def test_the_distributed_scalars_are_checked_as_the_single_gpu_ones() -> None:
     with pytest.raises(TypeError, match="beta must be a number"):
         scalar_array("0.5", f32, "beta")
     assert scalar_array(1j, np.dtype(np.complex64), "alpha") == 1j
+
+
+def test_block_sparse_output_blocks_are_checked_before_cutensor_writes_them() -> None:
+    """Output blocks given read-only, twice, or overlapping an input block were handed to C."""
+    from standins import fake_device_array as fake
+
+    from pycutensor.distributed.blocksparse import check_output_blocks
+
+    c = [fake((4, 4)), fake((4, 4))]
+    a = [fake((4, 4))]
+    check_output_blocks(c, [("a", a)])  # separate memory: fine
+    with pytest.raises(ValueError, match=r"c.blocks\[1\] is read-only"):
+        check_output_blocks([c[0], fake((4, 4), readonly=True)], [])
+    with pytest.raises(ValueError, match=r"c.blocks\[0\] and c.blocks\[1\] share memory"):
+        check_output_blocks([c[0], c[0]], [])
+    inside = fake((2, 2), ptr=c[1].ptr + 16)
+    with pytest.raises(ValueError, match=r"b.blocks\[0\] overlaps c.blocks\[1\]"):
+        check_output_blocks(c, [("a", a), ("b", [inside])])
+
+
+def test_a_host_copy_destination_must_be_writable_and_one_element_per_index() -> None:
+    from types import SimpleNamespace
+
+    from pycutensor import _bindings_mg as mgb
+    from pycutensor.distributed.mg import check_host_destination
+
+    host = (int(mgb.CUTENSOR_MG_DEVICE_HOST),)
+    ok = np.zeros((4, 3), np.float32)
+    check_host_destination(SimpleNamespace(devices=host, arrays=[ok]))
+    check_host_destination(SimpleNamespace(devices=(0,), arrays=[]))  # device tensors: not here
+    broadcast = np.broadcast_to(np.zeros(3, np.float32), (4, 3))  # read-only, stride 0
+    with pytest.raises(ValueError, match="read-only"):
+        check_host_destination(SimpleNamespace(devices=host, arrays=[broadcast]))
+    writable = np.lib.stride_tricks.as_strided(ok, (4, 3), (0, 4))
+    with pytest.raises(ValueError, match="reach some elements twice"):
+        check_host_destination(SimpleNamespace(devices=host, arrays=[writable]))

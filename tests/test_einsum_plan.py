@@ -380,3 +380,24 @@ def test_sublist_form_is_numpys() -> None:
         subscripts_from_sublists([a, [0, True]])
     with pytest.raises(TypeError, match="list of integers"):
         subscripts_from_sublists([a, "ij"])
+
+
+def test_the_elementwise_route_describes_out_with_outs_own_alignment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An elementwise product writes D through C's descriptor: that descriptor promised C's
+    alignment (256 bytes) while out was a 4-byte aligned view, and every call was refused."""
+    from pycutensor import _einsum_build
+
+    seen: list[tuple[str, list[int]]] = []
+    real = _einsum_build.check_operation
+
+    def record(kind: str, specs: Any, labels: Any, **kw: Any) -> None:
+        seen.append((kind, [s.alignment for s in specs]))
+        real(kind, specs, labels, **kw)
+
+    monkeypatch.setattr(_einsum_build, "check_operation", record)
+    plan = plan_einsum("ij,ij->ij", [(64, 64), (64, 64)], ["float32", "float32"])
+    layouts = [((64, 64), (64, 1), 256), ((64, 64), (64, 1), 256)]
+    build_program(None, plan, layouts, ((64, 64), (64, 1), 4), None, True)
+    assert seen == [("elementwise_binary", [256, 4])]  # A's, and C's which is also D's

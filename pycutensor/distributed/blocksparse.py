@@ -14,7 +14,9 @@ array per non-zero block (column-major unless strides are given); a
 
 from __future__ import annotations
 
+import bisect
 import ctypes
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +32,7 @@ from _nvbind.resource import CResource
 
 from .. import _bindings as cb
 from .. import raw
+from ..checks import span
 from ..handle import get_handle
 from ..preference import default_preference
 from ..tables import compute_type_name
@@ -273,6 +276,36 @@ class BlockSparseTensor(CResource):
         return (ctypes.c_void_p * len(ptrs))(*ptrs)
 
 
+def check_output_blocks(c: Sequence[Any], inputs: Sequence[tuple[str, Sequence[Any]]]) -> None:
+    """Refuse output blocks that are read-only, that share memory with one another, or that an
+    input block overlaps: cuTENSOR writes every block of C, and requires its inputs not to
+    overlap its output (a block array given twice would take two blocks' results)."""
+    spans: list[tuple[int, int, int]] = []  # (lowest byte, one past the highest, block index)
+    for i, block in enumerate(c):
+        v = array_view(block, f"c.blocks[{i}]")
+        if v.readonly:
+            raise ValueError(f"c.blocks[{i}] is read-only, but the plan writes it")
+        spans.append((*span(v.ptr, v.shape, v.strides, v.itemsize), i))
+    spans.sort()
+    for (_, hi, i), (lo, _, j) in itertools.pairwise(spans):
+        if lo < hi:
+            raise ValueError(
+                f"c.blocks[{i}] and c.blocks[{j}] share memory: each output block needs its own"
+            )
+    starts = [lo for lo, _, _ in spans]
+    for name, blocks in inputs:
+        for k, block in enumerate(blocks):
+            v = array_view(block, f"{name}.blocks[{k}]")
+            lo, hi = span(v.ptr, v.shape, v.strides, v.itemsize)
+            # the output spans are disjoint and sorted: only the last starting below hi can meet it
+            n = bisect.bisect_left(starts, hi)
+            if n and spans[n - 1][1] > lo:
+                raise ValueError(
+                    f"{name}.blocks[{k}] overlaps c.blocks[{spans[n - 1][2]}] in memory: "
+                    "cuTENSOR requires inputs not to overlap the output"
+                )
+
+
 def check_sections(
     tensors: Sequence[tuple[BlockStructure, tuple[int, ...]]],
 ) -> None:
@@ -329,6 +362,7 @@ class BlockSparseContractionPlan(CResource):
                 f"table), not {asked}"
             )
         check_sections([(a.structure, ma), (b.structure, mb), (c.structure, mc)])
+        check_output_blocks(c.blocks, [("a", a.blocks), ("b", b.blocks)])
         ws_pref = workspace_preference_value(workspace_preference)
         self.handle = c.handle
         self.a, self.b, self.c = a, b, c

@@ -28,6 +28,7 @@ from _nvbind.arrays import array_view
 from _nvbind.cuda import driver_status, get_device
 from _nvbind.device_array import DeviceArray
 from _nvbind.resource import CResource
+from _nvbind.strides import overlapping
 
 from .. import _bindings_mg as mgb
 from .. import raw_mg
@@ -268,6 +269,22 @@ def _synchronize(devices: Sequence[int]) -> None:
         get_device(d).sync()
 
 
+def check_host_destination(dst: Any) -> None:
+    """Refuse a host tensor (:meth:`MgTensor.host`) as a copy's destination when its array is
+    read-only or reaches some element twice (a broadcast view: stride 0): cuTENSORMg would write
+    into it. Such an array is a fine source."""
+    if tuple(dst.devices) != (int(mgb.CUTENSOR_MG_DEVICE_HOST),):
+        return
+    arr = dst.arrays[0]
+    if not arr.flags.writeable:
+        raise ValueError("dst: the host array is read-only, but the copy writes it")
+    if overlapping(arr.shape, [s // arr.itemsize for s in arr.strides]):
+        raise ValueError(
+            f"dst: the host array's strides {arr.strides} reach some elements twice (a broadcast "
+            "view?); a copy needs one element per index"
+        )
+
+
 class MgCopyPlan(CResource):
     """Copy ``src`` into ``dst`` (``cutensorMgCreateCopyDescriptor``/``CreateCopyPlan``): any pair
     of layouts, modes matched by label (default: position), extents equal."""
@@ -278,6 +295,7 @@ class MgCopyPlan(CResource):
                  modes_src: Any = None) -> None:  # fmt: skip
         if dst.handle is not src.handle:
             raise ValueError("dst and src must come from the same MgHandle")
+        check_host_destination(dst)
         md, ms = copy_modes(dst, src, modes_dst, modes_src)
         handle = self.handle = dst.handle
         desc = mgb.cutensorMgCopyDescriptor_t()
