@@ -22,7 +22,7 @@ from versioned import heuristics_run_here
 import pycudnn
 from _nvbind.cuda import driver_status
 from pycudnn.deviceprops import DeviceProperties
-from pycudnn.graph import Graph
+from pycudnn.graph import Graph, GraphError
 from pycudnn.plan import (
     HEURISTIC_MODES,
     EngineConfig,
@@ -469,3 +469,19 @@ def test_smoke_checks_run_on_this_machine(
     assert "graphs finalized" in out["summary"]
     deviceless = names["deviceless plans from device properties"]()
     assert deviceless["conv_bias_relu"]["json_bytes"] > 0
+
+
+@pytest.mark.usefixtures("libcuda")
+def test_a_tensor_changed_after_the_key_was_taken_is_refused(props: DeviceProperties) -> None:
+    """A tensor's dims, strides and alignment are plain attributes: reassigned after the graph's
+    key was taken, the key (and a plan cached under it) still described the old layout, and a
+    memory hit ran the old plan on arrays checked against the new one."""
+    cache = PlanCache()
+    conv_only().build(device_properties=props, cache=cache)
+    g = conv_only()
+    key = g.key()
+    assert g.key() == key  # unchanged: the same key, no refusal
+    g["x"].strides = (8192, 1, 512, 32)[::-1]
+    with pytest.raises(GraphError, match="tensor 'x' of graph 'conv' was changed after"):
+        g.build(device_properties=props, cache=cache)
+    assert cache.stats["memory_hits"] == 0

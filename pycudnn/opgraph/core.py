@@ -29,7 +29,7 @@ from .common import (
     _dims_text,
     _format_of,
 )
-from .resolution import decide, resolve
+from .resolution import check_layout_unchanged, decide, layout_of, resolve
 from .tensor_request import check_alignment, check_dims, check_strides, vector_request
 from .tensors import Operation, Tensor, _attr_text, vector_array, vector_dims
 
@@ -539,6 +539,9 @@ class GraphCore:
         if self._signature is None:
             text = json.dumps(self.signature(), sort_keys=True, separators=(",", ":"))
             self._signature = hashlib.sha256(text.encode()).hexdigest()
+            self._layout = layout_of(self._tensors)
+        else:
+            check_layout_unchanged(self.name, self._tensors, self._layout)
         return self._signature
 
     def describe(self) -> str:

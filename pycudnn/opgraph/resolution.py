@@ -91,3 +91,27 @@ def resolve(
         decided.append((t, virtual, dtype))
     for t, virtual, dtype in decided:
         t._virtual, t._dtype = virtual, dtype
+
+
+def layout_of(tensors: Sequence[Tensor]) -> tuple[tuple[object, object, int], ...]:
+    """What a graph's key holds of its tensors that a caller can still reassign (each tensor's
+    dims, strides and alignment are plain attributes): kept with the key, and compared at every
+    later key (:func:`check_layout_unchanged`)."""
+    return tuple((t.dims, t.strides, t.alignment) for t in tensors)
+
+
+def check_layout_unchanged(
+    name: str, tensors: Sequence[Tensor], kept: tuple[tuple[object, object, int], ...]
+) -> None:
+    """Refuse a graph whose tensors were reassigned after its key was taken: the key, and the
+    plans cached under it, describe the tensors as they were (a hit would run the old plan on
+    arrays checked against the new layout)."""
+    now = layout_of(tensors)
+    if now != kept:
+        t = next(t for t, a, b in zip(tensors, now, kept, strict=True) if a != b)
+        raise GraphError(
+            f"tensor '{t.name}' of graph '{name}' was changed after the graph was finalized "
+            "(built or its key taken): its plans are for the tensor as it was; describe a new "
+            "Graph"
+        )
+
