@@ -439,9 +439,13 @@ def run(args: argparse.Namespace) -> int:
     if bar is not None:
         bar.close()
     wrong = [r for r in rows if r["status"] in ("fail", "error")]
-    report = {"rows": rows, "runs": len(rows), "wrong": len(wrong), "passed": not wrong,
+    # "not supported" runs compared nothing: counted apart, and a run that compared nothing at
+    # all has not passed (a CI job must not go green on it)
+    compared = sum(1 for r in rows if r["status"] in ("pass", "fail"))
+    report = {"rows": rows, "runs": len(rows), "compared": compared, "wrong": len(wrong),
+              "passed": not wrong and compared > 0,
               "seconds": round(time.perf_counter() - start, 2)}  # fmt: skip
-    code = 0 if not wrong else 1
+    code = 0 if report["passed"] else 1
     if args.json:
         print_json({"command": "verify", "exit_code": code, **report})
     else:
@@ -452,6 +456,9 @@ def run(args: argparse.Namespace) -> int:
                 else r.get("error", "")
             )
             print(f"{r['case']:<24} {r['algorithm']:<16} {r['status']:<14} {detail}")
-        verdict = "all right" if not wrong else f"{len(wrong)} WRONG"
-        print(f"\n{len(rows)} runs, {verdict} ({report['seconds']} s)")
+        verdict = (
+            f"{len(wrong)} WRONG" if wrong
+            else "all right" if compared else "NOTHING COMPARED (every run was not supported)"
+        )  # fmt: skip
+        print(f"\n{len(rows)} runs ({compared} compared), {verdict} ({report['seconds']} s)")
     return code

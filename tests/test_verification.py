@@ -407,3 +407,34 @@ def test_bfloat16_intermediates_count_in_the_tolerance() -> None:
     g.signature()
     names = [name for name, _ in tolerance_for(y).terms]
     assert any("stored as bfloat16" in n for n in names), names
+
+
+def test_a_verify_that_compared_nothing_has_not_passed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without a GPU no engine runs: every graph is "no plan". That exited 0 with "all right",
+    as it would on a GPU cuDNN has no engines for, and a CI job went green. Only the command's
+    up-front GPU check is stood in for; the suite and its verdict are the real ones."""
+    from pycudnn.cli import main
+    from pycudnn.verification import cli as verify_cli
+
+    monkeypatch.setattr(verify_cli, "select_verify_cases", lambda args, *a, **k: cases(True))
+    assert main(["verify", "--quick", "--no-progress"]) == 1
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "0 plan runs" in last and "NOTHING COMPARED" in last and "all right" not in last
+    assert main(["verify", "--quick", "--no-progress", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["passed"] is False and report["checked"] == 0
+    assert report["graphs_without_plan"] == len(report["cases"])
+
+
+def test_a_reference_that_fails_is_not_a_skip() -> None:
+    """Only the reference's documented gaps skip a run; a KeyError from a bug in it used to be
+    caught as "skipped" and counted with the rest."""
+    from pycudnn.verification.common import MissingValuesError, NoReferenceError
+
+    assert issubclass(MissingValuesError, NoReferenceError)
+    assert issubclass(MissingValuesError, KeyError)  # as these errors were before
+    assert str(MissingValuesError("no values for input tensor 'x'")) == (
+        "no values for input tensor 'x'"
+    )

@@ -130,3 +130,23 @@ def test_cli_lists_cases_and_needs_a_gpu(capsys: pytest.CaptureFixture[str]) -> 
         pytest.skip("a GPU is usable here (tests/test_verify_gpu.py covers it)")
     assert main(["verify", "--quick"]) == 3  # could not run: no GPU
     assert "none is usable here" in capsys.readouterr().err
+
+
+def test_a_verify_where_nothing_was_supported_has_not_passed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every run "not supported" (cuTENSOR refused each algorithm) exited 0 with "all right".
+    The GPU check and the run itself are stood in for; the verdict is the real one."""
+    from pycutensor import verification
+    from pycutensor.cli import main
+
+    monkeypatch.setattr(
+        verification, "select_verify_cases", lambda args, all_cases, *a, **k: list(all_cases)
+    )
+    refused = {"algorithm": "default", "status": "not supported", "error": "NOT_SUPPORTED"}
+    monkeypatch.setattr(
+        verification, "verify_case", lambda spec, seed=0: [{"case": spec.name, **refused}]
+    )
+    assert main(["verify", "--quick", "--no-progress"]) == 1
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "(0 compared)" in last and "NOTHING COMPARED" in last

@@ -114,4 +114,3 @@ def check_layout_unchanged(
             "(built or its key taken): its plans are for the tensor as it was; describe a new "
             "Graph"
         )
-

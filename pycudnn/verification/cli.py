@@ -103,6 +103,12 @@ def run_suite(
         bar.close()
     runs = sum(len(c["plans"]) for c in out)
     wrong = sum(1 for c in out for p in c["plans"] if p["status"] in ("fail", "error"))
+    # Counted apart, never as right: runs without a reference to compare with, and graphs
+    # nothing ran for (no engine on this GPU, or all of them known bad). A suite that compared
+    # nothing has not passed: a CI job must not go green on it.
+    skipped = sum(1 for c in out for p in c["plans"] if p["status"] == "skipped")
+    no_plan = sum(1 for c in out if c["status"] in ("no plan", "unsupported"))
+    checked = runs - skipped
     return {
         "cudnn": version(),
         "quick": quick,
@@ -110,9 +116,12 @@ def run_suite(
         "seed": seed,
         "cases": out,
         "plan_runs": runs,
+        "checked": checked,
+        "skipped": skipped,
+        "graphs_without_plan": no_plan,
         "wrong": wrong,
         "seconds": round(time.perf_counter() - start, 2),
-        "passed": wrong == 0 and not any(c["status"] == "error" for c in out),
+        "passed": wrong == 0 and checked > 0 and not any(c["status"] == "error" for c in out),
     }
 
 
@@ -140,6 +149,14 @@ def _line(case: dict[str, Any]) -> str:
     for e in case["excluded"]:
         text += f"\n{'':<40} excluded as known bad: {e.split(' (seen')[0]}"
     return text
+
+
+def _verdict(report: dict[str, Any]) -> str:
+    if report["wrong"]:
+        return f"{report['wrong']} WRONG"
+    if report["checked"] == 0:
+        return "NOTHING COMPARED (no plan ran against a reference)"
+    return "all right" if report["passed"] else "ERRORS (see above)"
 
 
 def _device_name() -> str:
@@ -199,9 +216,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         for case in report["cases"]:
             print(_line(case))
-        verdict = "all right" if report["passed"] else f"{report['wrong']} WRONG"
         print(
-            f"\ncuDNN {report['cudnn']}: {report['plan_runs']} plan runs in {len(report['cases'])} graphs, "
-            f"{verdict} ({report['seconds']} s; known-bad table {'on' if report['known_bad_table'] else 'off'})"
+            f"\ncuDNN {report['cudnn']}: {report['plan_runs']} plan runs in "
+            f"{len(report['cases'])} graphs ({report['checked']} compared, {report['skipped']} "
+            f"without a reference; {report['graphs_without_plan']} graphs without a plan), "
+            f"{_verdict(report)} ({report['seconds']} s; known-bad table "
+            f"{'on' if report['known_bad_table'] else 'off'})"
         )
     return code

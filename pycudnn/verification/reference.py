@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .common import NoReferenceError
+from .common import MissingValuesError, NoReferenceError
 from .reference_attention import norm_backward, norm_forward, sdpa_backward, sdpa_forward
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -445,7 +445,7 @@ def evaluate(
         elif t.by_value and t.value is not None:
             values[t.uid] = np.full(shape[t.uid], float(t.value))
         else:
-            raise KeyError(f"no values for input tensor '{t.name}' (uid {t.uid})")
+            raise MissingValuesError(f"no values for input tensor '{t.name}' (uid {t.uid})")
     initial = initial or {}
     for op in graph.operations:
         vals = {role: values[t.uid] for role, t in op.inputs.items()}
@@ -475,7 +475,7 @@ def evaluate(
             result = a.get("alpha", 1.0) * result
             if a.get("beta", 0.0):
                 if out_t.uid not in initial:
-                    raise KeyError(
+                    raise MissingValuesError(
                         f"{op.label} has beta={a['beta']}: give the initial contents of "
                         f"'{out_t.name}' in initial="
                     )
