@@ -357,9 +357,20 @@ def _shipped() -> tuple[KnownBadEngine, ...]:
     )
 
 
-@functools.lru_cache(maxsize=4)
 def _user(path: str) -> tuple[KnownBadEngine, ...]:
-    return tuple(load_table(path))
+    """The entries of the user's table at ``path``, read again when the file changed (an entry
+    added by ``verify --write-known-bad`` applies to the next build in the same process) or the
+    path names another file (a relative path after a change of directory)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return tuple(load_table(path))  # refused with the loader's message
+    return _user_table(path, (os.path.realpath(path), st.st_mtime_ns, st.st_size, st.st_ino))
+
+
+@functools.lru_cache(maxsize=4)
+def _user_table(path: str, version: tuple[Any, ...]) -> tuple[KnownBadEngine, ...]:
+    return tuple(load_table(path))  # ``version``: which file, in which state (the cache key)
 
 
 def table() -> list[KnownBadEngine]:

@@ -360,3 +360,54 @@ def test_compare_and_select_plans_for_the_h100(props: Any) -> None:
     b = g.tensor([2, 8, 4, 4], dtype="float32", name="b")
     g.binary_select(g.pointwise("cmp_gt", a, b, out_dtype="bool"), a, b)
     assert sm_of(g.build(device_properties=props, cache=False)) == 900
+
+
+def _entry_for(engine_id: int) -> dict[str, Any]:
+    return {
+        "engine_id": engine_id,
+        "operation": "conv_fprop",
+        "layouts": ["NHWC"],
+        "input_dtypes": ["float16"],
+        "cudnn_min": "9.0",
+        "seen_wrong_in": ["a test"],
+    }
+
+
+def test_a_saved_plan_of_a_known_bad_engine_is_refused_on_load(
+    props: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Planning and build_engine refused a known-bad engine, but a plan file of it (saved before
+    the entry was added, or built with allow_known_bad=True) loaded without a word."""
+    saved = conv_graph().build(device_properties=props, cache=False)
+    text = saved.to_json()
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"schema": 1, "entries": [_entry_for(saved.engine_id)]}))
+    monkeypatch.setenv(known_bad.ENV_VAR, str(path))
+    with pytest.raises(ValueError, match=f"engine {saved.engine_id}, which is known to give"):
+        Plan.from_json(text, graph=conv_graph(), device_properties=props)
+    with pytest.raises(ValueError, match="known to give wrong results"):
+        conv_graph().load_plan(text, device_properties=props)
+    with pytest.raises(TypeError, match="allow_known_bad must be a bool"):
+        Plan.from_json(text, graph=conv_graph(), device_properties=props, allow_known_bad="yes")  # type: ignore[arg-type]
+    loaded = Plan.from_json(text, graph=conv_graph(), device_properties=props, allow_known_bad=True)
+    assert loaded.engine_id == saved.engine_id
+    # without a graph nothing says which entries apply: loaded as before
+    assert Plan.from_json(text, device_properties=props).engine_id == saved.engine_id
+
+
+def test_an_entry_added_to_the_users_table_applies_to_the_next_build(
+    props: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user's table was read once per process (cached by its path): an entry added to it,
+    as verify --write-known-bad adds one, was ignored until the process restarted."""
+    first = conv_graph().build(device_properties=props, cache=False).engine_id
+    path = tmp_path / "table.json"
+    path.write_text(json.dumps({"schema": 1, "entries": []}))
+    monkeypatch.setenv(known_bad.ENV_VAR, str(path))
+    assert conv_graph().build(device_properties=props, cache=False).engine_id == first
+    path.write_text(json.dumps({"schema": 1, "entries": [_entry_for(first)]}))
+    try:
+        again = conv_graph().build(device_properties=props, cache=False).engine_id
+    except GraphNotSupportedError:
+        return  # the only engine: refused, which is the entry applying
+    assert again != first

@@ -139,9 +139,10 @@ class PlanCache:
             )
             return None
         try:
-            return Plan.from_json(
-                data, graph=graph, device_properties=target.props, device=target.device_id
-            )
+            # the key holds the known-bad entries that apply and allow_known_bad: a plan of a
+            # known-bad engine is here only because the request allowed it
+            return Plan.from_json(data, graph=graph, device_properties=target.props,
+                                  device=target.device_id, allow_known_bad=True)  # fmt: skip
         except PlanVersionError as exc:  # same version, another serialization schema
             self.stats["version_mismatches"] += 1
             _log.warning("plan cache: %s: %s", path, exc)

@@ -323,18 +323,19 @@ class Plan:
         graph: OperationGraph | None = None,
         device_properties: DeviceProperties | None = None,
         device: Any = None,
+        allow_known_bad: bool = False,
     ) -> Plan:
         """Deserialize a plan: set the JSON on an EXECUTION_PLAN, with DEVICEPROP, then finalize.
 
         ``device_properties`` describe the GPU the plan will run on; without them the current GPU
         is queried (there must be one: cuDNN crashes finalizing a deserialized plan with neither).
         A plan written by another cuDNN version raises :class:`PlanVersionError` before cuDNN
-        sees it. With ``graph``, the plan's tensors are checked against the graph's and execute
-        accepts the graph's tensors as keys; without, keys are unique ids (``plan.uids``).
+        sees it. With ``graph``, the plan's tensors are checked against the graph's, execute
+        accepts the graph's tensors as keys (without, unique ids: ``plan.uids``), and a plan of
+        an engine the known-bad table names for the graph is refused unless ``allow_known_bad``.
         """
-        loaded = load_plan_descriptor(
-            source, graph=graph, device_properties=device_properties, device=device
-        )
+        loaded = load_plan_descriptor(source, graph=graph, device_properties=device_properties,
+                                      device=device, allow_known_bad=allow_known_bad)  # fmt: skip
         try:
             plan = cls(
                 loaded.desc,
@@ -359,12 +360,13 @@ class Plan:
         graph: OperationGraph | None = None,
         device_properties: DeviceProperties | None = None,
         device: Any = None,
+        allow_known_bad: bool = False,
     ) -> Plan:
         """:meth:`from_json` from a file path (or a JSON text), with its keywords."""
-        target = {"graph": graph, "device_properties": device_properties, "device": device}
-        if isinstance(source, str) and source.lstrip().startswith("{"):
-            return cls.from_json(source, **target)
-        return cls.from_json(read_plan_text(source), **target)
+        text = source if isinstance(source, str) and source.lstrip().startswith("{") else None
+        return cls.from_json(text or read_plan_text(source), graph=graph,
+                             device_properties=device_properties, device=device,
+                             allow_known_bad=allow_known_bad)  # fmt: skip
 
     # -- execution ---------------------------------------------------------------------------
     def _check_open(self) -> None:

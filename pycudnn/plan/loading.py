@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from _nvbind.files import read_text
 
+from .. import known_bad
 from .._plan_json import parse_json_for_cudnn
 from ..backend import BackendDescriptor, check_plan_json
 from ..deviceprops import DeviceProperties, _error_lines
@@ -51,6 +52,7 @@ def load_plan_descriptor(
     graph: OperationGraph | None,
     device_properties: DeviceProperties | None,
     device: Any,
+    allow_known_bad: bool = False,
 ) -> LoadedPlan:
     """Check a serialized plan and finalize it on a new ``EXECUTION_PLAN`` descriptor (the
     caller owns it). Refusals: :class:`PlanVersionError` for another cuDNN version or schema,
@@ -92,6 +94,10 @@ def load_plan_descriptor(
             lowering_notes(graph.operations)
         )
         check_computes(data, ours, graph)
+        if not isinstance(allow_known_bad, bool):
+            raise TypeError(f"allow_known_bad must be a bool, not {allow_known_bad!r}")
+        if not allow_known_bad:
+            _refuse_known_bad(data, graph)
     else:
         rewrite = ""
     props, ordinal = _deserialize_props(device_properties, device)
@@ -142,3 +148,19 @@ def read_plan_text(source: str | os.PathLike[str]) -> str:
             "not a cuDNN execution-plan JSON"
         ) from None
     return text
+
+
+def _refuse_known_bad(data: Mapping[str, Any], graph: OperationGraph) -> None:
+    """Refuse a plan of an engine the known-bad table names for ``graph`` under the loaded
+    cuDNN, as planning and ``build_engine`` do: a plan saved before the entry was added, or
+    built with ``allow_known_bad=True``, would otherwise keep computing wrong results."""
+    engine = data.get("engine")
+    engine_id = engine.get("engineId") if isinstance(engine, Mapping) else None
+    if isinstance(engine_id, bool) or not isinstance(engine_id, int):
+        return  # cuDNN refuses a plan without one when it finalizes it
+    entry = known_bad.match(known_bad.exclusions_for(graph, _version()), engine_id)
+    if entry is not None:
+        raise ValueError(
+            f"the plan runs engine {engine_id}, which is known to give wrong results for graph "
+            f"'{graph.name}': {entry.describe()} (allow_known_bad=True loads it anyway)"
+        )
