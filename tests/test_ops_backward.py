@@ -511,3 +511,76 @@ def test_one_deprecation_warning_per_function_deprecated_in_the_headers(rec: Rec
         assert len(warned) == int(_b.FUNCTIONS[c_function].deprecated), name
     assert not _b.FUNCTIONS["cudnnSoftmaxBackward"].deprecated
     assert all(w.filename == __file__ for w in caught if "pycudnn.ops." in str(w.message))
+
+
+# -- outputs apart from inputs, and the vectorized convolution's y (found by a review) ----------
+
+
+def test_an_output_overlapping_an_input_is_refused_before_cudnn(
+    rec: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cuDNN reads the inputs while it writes the output (and algo="find" times candidates
+    into it first): y = x, dx = dy, or y inside x computed from overwritten values."""
+    from pycudnn.ops import transform
+
+    monkeypatch.setattr(transform, "_call", rec)  # the fixture records the other modules'
+
+    x, w = fake((1, 8, 6, 6)), fake((8, 8, 3, 3))
+    with pytest.raises(ValueError, match="y overlaps x in memory"):
+        ops.convolution_forward(x, w, ConvolutionDescriptor([1, 1]), y=x, handle=rec.handle)
+    dy = fake((1, 8, 6, 6))
+    with pytest.raises(ValueError, match="dx overlaps dy in memory"):
+        ops.convolution_backward_data(w, dy, ConvolutionDescriptor([1, 1]), dx=dy,
+                                      handle=rec.handle)  # fmt: skip
+    big = fake((1, 8, 8, 8))
+    inside = fake((1, 8, 4, 4), ptr=big.ptr + 64)
+    with pytest.raises(ValueError, match="y overlaps x"):
+        ops.pooling_forward(big, y=inside, handle=rec.handle)
+    with pytest.raises(ValueError, match="y overlaps x"):
+        ops.softmax_forward(x, y=fake((1, 8, 6, 6), ptr=x.ptr + 32), handle=rec.handle)
+    with pytest.raises(ValueError, match="y overlaps x"):
+        ops.transform_tensor(x, y=fake((1, 8, 6, 6), fmt="NHWC", ptr=x.ptr), handle=rec.handle)
+    # in place where cuDNN documents it: the same array, laid out alike
+    assert ops.activation_forward(x, "relu", y=x, handle=rec.handle) is x
+    nhwc_on_x = fake((1, 8, 6, 6), fmt="NHWC", ptr=x.ptr)
+    with pytest.raises(ValueError, match=r"y overlaps x .*it may be x itself, laid out alike"):
+        ops.activation_forward(x, "relu", y=nhwc_on_x, handle=rec.handle)
+    assert rec.names() == ["cudnnActivationForward"]  # nothing else reached cuDNN
+
+
+def test_activation_backward_identity_in_place_needs_one_layout(rec: Recorder) -> None:
+    """dx on dy's memory in another layout was scaled in dx's layout: a transposed gradient."""
+    y, dy = fake((1, 8, 4, 4), fmt="NHWC"), fake((1, 8, 4, 4), fmt="NHWC")
+    x = fake((1, 8, 4, 4))
+    with pytest.raises(ValueError, match="dx overlaps dy"):
+        ops.activation_backward(y, dy, x, "identity", dx=fake((1, 8, 4, 4), ptr=dy.ptr),
+                                handle=rec.handle)  # fmt: skip
+    assert not rec.calls
+
+
+def test_a_vectorized_convolution_takes_the_default_descriptor_and_a_packed_y(
+    rec: Recorder,
+) -> None:
+    x = fake((1, 2, 6, 6, 4), np.int8)  # N, C/4, H, W, 4 (C = 8), packed
+    w = fake((8, 2, 3, 3, 4), np.int8)
+    y = fake((1, 2, 4, 4, 4), np.int8)
+    ops.convolution_forward(x, w, y=y, fmt="NC/4HW4", algo="implicit_gemm", handle=rec.handle)
+    assert rec.names()[-1] == "cudnnConvolutionForward"  # the default (2-D) descriptor served
+    wide = fake((1, 4, 4, 4, 4), np.int8)  # every other channel block of a larger packed y
+    strided = fake((1, 2, 4, 4, 4), np.int8, ptr=wide.ptr, strides=(256, 128, 16, 4, 1))
+    with pytest.raises(ValueError, match=r"y has strides .* NC/4HW4 arrays are packed"):
+        ops.convolution_forward(x, w, y=strided, fmt="NC/4HW4", algo="implicit_gemm",
+                                handle=rec.handle)  # fmt: skip
+
+
+def test_scalars_past_a_c_float_and_flags_a_warm_cache_would_coerce_are_refused(
+    rec: Recorder,
+) -> None:
+    x = fake((1, 8, 4, 4))
+    with pytest.raises(ValueError, match=r"alpha = 1e\+39 does not fit the C float"):
+        ops.activation_forward(x, "relu", y=fake((1, 8, 4, 4)), alpha=1e39, handle=rec.handle)
+    y = fake((1, 8, 2, 2))
+    ops.pooling_forward(x, y=y, nan_propagation=True, handle=rec.handle)  # warms the cache
+    # the cache key was bool(nan_propagation): "False" matched True's entry and ran with it
+    with pytest.raises(TypeError, match="nan_propagation must be a bool"):
+        ops.pooling_forward(x, y=y, nan_propagation="False", handle=rec.handle)  # type: ignore[arg-type]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import math
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol, TypeVar
@@ -16,7 +17,7 @@ from _nvbind.arrays import ArrayView, as_array_view
 from _nvbind.device_array import DeviceArray
 from _nvbind.dlpack import _KDL_CPU, _KDL_CUDA, dlpack_device
 from _nvbind.dtypes import dtype_name
-from _nvbind.strides import packed_strides_in_order
+from _nvbind.strides import element_extent, packed_strides_in_order
 
 from ..handle import Handle, get_handle
 from ..tensor import (
@@ -130,7 +131,13 @@ def _scalar_type(dtype: np.dtype) -> type[ctypes.c_float] | type[ctypes.c_double
 
 def _scalars(dtype: np.dtype, **values: Any) -> list[Any]:
     ct = _scalar_type(dtype)
-    return [ct(_real(v, k)) for k, v in values.items()]
+    out = []
+    for k, v in values.items():
+        c = ct(_real(v, k))
+        if math.isinf(c.value):  # finite as a double, past a float's range (1e39): inf in C
+            raise ValueError(f"{k} = {v} does not fit the C float cuDNN takes it as")
+        out.append(c)
+    return out
 
 
 def _memory_order(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
@@ -180,6 +187,43 @@ def _same_layout(a: ArrayView, b: ArrayView, a_name: str, b_name: str, function:
         )
 
 
+def _byte_range(view: ArrayView) -> tuple[int, int]:
+    lo, span = element_extent(view.shape, view.strides)
+    start = view.ptr + lo * view.itemsize
+    return start, start + span * view.itemsize
+
+
+def check_apart(
+    out: ArrayView,
+    out_name: str,
+    inputs: Sequence[tuple[str, ArrayView]],
+    *,
+    in_place: Sequence[str] = (),
+) -> None:
+    """Refuse an output whose memory meets an input's: cuDNN reads its inputs while it writes
+    the output (and ``algo="find"`` times candidates into the output first), so an overlap
+    computes from values already overwritten. An input named in ``in_place`` may be the output
+    exactly (the same address, shape, strides and dtype): the routines cuDNN documents as
+    working in place."""
+    if not out.size:
+        return
+    lo, hi = _byte_range(out)
+    for name, v in inputs:
+        if not v.size:
+            continue
+        a, b = _byte_range(v)
+        if a < hi and lo < b:
+            same = (v.ptr, v.shape, v.strides, v.dtype) == (out.ptr, out.shape, out.strides,
+                                                           out.dtype)  # fmt: skip
+            if same and name in in_place:
+                continue
+            allowed = f" (it may be {name} itself, laid out alike)" if name in in_place else ""
+            raise ValueError(
+                f"{out_name} overlaps {name} in memory: cuDNN reads {name} while it writes "
+                f"{out_name}; give a separate {out_name}{allowed}"
+            )
+
+
 class _Launch(NamedTuple):
     """Where one legacy call runs (from :func:`_resolve`): the handle and the stream; its
     arrays are checked, and outputs allocated, for that device and stream."""
@@ -212,8 +256,11 @@ class _Launch(NamedTuple):
         like: ArrayView,
         beta: Any,
         strides: tuple[int, ...] | None = None,
+        inputs: Sequence[tuple[str, ArrayView]] = (),
+        in_place: Sequence[str] = (),
     ) -> tuple[Any, ArrayView]:
-        """The output array (allocated when ``y`` is None) and its checked view.
+        """The output array (allocated when ``y`` is None) and its checked view, apart from
+        ``inputs`` in memory (:func:`check_apart`; ``in_place``: those it may be exactly).
 
         An allocated output is packed in ``like``'s memory order, or has ``strides`` where given
         (the backward routines whose ``dx`` must have ``x``'s strides).
@@ -238,16 +285,25 @@ class _Launch(NamedTuple):
             raise TypeError(
                 f"{name} has dtype {dtype_name(yv.dtype)}, expected {dtype_name(dtype)}"
             )
+        check_apart(yv, name, inputs, in_place=in_place)
         return y, yv
 
     def gradient_like(
-        self, dx: Any, xv: ArrayView, dtype: np.dtype, *, beta: Any, function: str
+        self,
+        dx: Any,
+        xv: ArrayView,
+        dtype: np.dtype,
+        *,
+        beta: Any,
+        function: str,
+        inputs: Sequence[tuple[str, ArrayView]] = (),
+        in_place: Sequence[str] = (),
     ) -> tuple[Any, ArrayView]:
         """``dx`` (allocated when None) with ``x``'s shape and strides, as ``function`` (an
-        activation or pooling backward) requires of the gradient of its input."""
-        dx, dxv = self.output(
-            dx, "dx", xv.shape, dtype, like=xv, beta=beta, strides=_own_strides(xv)
-        )
+        activation or pooling backward) requires of the gradient of its input; apart from
+        ``inputs`` as :meth:`output` keeps it."""
+        dx, dxv = self.output(dx, "dx", xv.shape, dtype, like=xv, beta=beta,
+                              strides=_own_strides(xv), inputs=inputs, in_place=in_place)  # fmt: skip
         _same_layout(dxv, xv, "dx", "x", function)
         return dx, dxv
 

@@ -64,7 +64,8 @@ def activation_forward(
     act = _activation(mode, coef, swish_beta)
     ctx = _resolve(k["handle"], k["stream"], x, "x")
     xv = ctx.operand(x, "x")
-    y, yv = ctx.output(y, "y", xv.shape, xv.dtype, like=xv, beta=k["beta"])
+    y, yv = ctx.output(y, "y", xv.shape, xv.dtype, like=xv, beta=k["beta"],
+                       inputs=[("x", xv)], in_place=["x"])  # fmt: skip
     al, be = _scalars(xv.dtype, alpha=k["alpha"], beta=k["beta"])
     x_desc, y_desc = _tensor_desc(xv, "x"), _tensor_desc(yv, "y")
     if act.key()[0] != int(_b.CUDNN_ACTIVATION_IDENTITY):
@@ -138,7 +139,8 @@ def activation_backward(
     _same_layout(dyv, yv, "dy", "y", fn)
     if xv.shape != yv.shape:
         raise ValueError(f"x has shape {xv.shape} but y has {yv.shape}; they must match")
-    dx, dxv = ctx.gradient_like(dx, xv, dtype, beta=k["beta"], function=fn)
+    dx, dxv = ctx.gradient_like(dx, xv, dtype, beta=k["beta"], function=fn,
+                                inputs=[("y", yv), ("dy", dyv), ("x", xv)], in_place=["dy"])  # fmt: skip
     al, be = _scalars(dtype, alpha=k["alpha"], beta=k["beta"])
     dy_desc, dx_desc = _tensor_desc(dyv, "dy"), _tensor_desc(dxv, "dx")
     if act.key()[0] == int(_b.CUDNN_ACTIVATION_IDENTITY):
@@ -198,7 +200,7 @@ def softmax_forward(
     m = _choice(mode, "mode", _SOFTMAX_MODES)
     ctx = _resolve(k["handle"], k["stream"], x, "x")
     xv = ctx.operand(x, "x")
-    y, yv = ctx.output(y, "y", xv.shape, xv.dtype, like=xv, beta=k["beta"])
+    y, yv = ctx.output(y, "y", xv.shape, xv.dtype, like=xv, beta=k["beta"], inputs=[("x", xv)])
     al, be = _scalars(xv.dtype, alpha=k["alpha"], beta=k["beta"])
     _call(
         "cudnnSoftmaxForward",
@@ -240,7 +242,8 @@ def softmax_backward(
     yv, dyv = ctx.operand(y, "y"), ctx.operand(dy, "dy")
     dtype = _same_dtype([("y", yv), ("dy", dyv)])
     _same_layout(dyv, yv, "dy", "y", "cudnnSoftmaxBackward")
-    dx, dxv = ctx.output(dx, "dx", yv.shape, dtype, like=yv, beta=k["beta"])
+    dx, dxv = ctx.output(dx, "dx", yv.shape, dtype, like=yv, beta=k["beta"],
+                         inputs=[("y", yv), ("dy", dyv)])  # fmt: skip
     al, be = _scalars(dtype, alpha=k["alpha"], beta=k["beta"])
     _call(
         "cudnnSoftmaxBackward",

@@ -71,11 +71,16 @@ def _filter_desc_for(shape: tuple[int, ...], fmt: str, dtype: np.dtype) -> Filte
 
 
 def _conv_or_default(
-    conv_desc: ConvolutionDescriptor | None, xv: ArrayView, name: str, dtype: np.dtype
+    conv_desc: ConvolutionDescriptor | None,
+    xv: ArrayView,
+    name: str,
+    dtype: np.dtype,
+    vec: layout.Format | None = None,
 ) -> ConvolutionDescriptor:
-    """``conv_desc``, or the cached plain one (no padding, unit strides) for ``xv``'s rank."""
+    """``conv_desc``, or the cached plain one (no padding, unit strides) for ``xv``'s rank (the
+    logical rank of a vectorized ``vec`` array, one less than the packed view's)."""
     if conv_desc is None:
-        spatial = len(xv.shape) - 2
+        spatial = len(xv.shape) - 2 if vec is None else vec.rank - 2
         if spatial < 1:
             raise ValueError(
                 f"{name} must have at least 3 dims (N, C, spatial...), got shape {xv.shape}"
@@ -205,7 +210,7 @@ def convolution_forward(
     xv = ctx.operand(x, "x")
     wv = ctx.operand(w, "w")
     dtype = _same_dtype([("x", xv), ("w", wv)])
-    conv_desc = _conv_or_default(conv_desc, xv, "x", dtype)
+    conv_desc = _conv_or_default(conv_desc, xv, "x", dtype, vec)
     if vec is not None:
         x_desc, w_desc = _vector_descs(xv, wv, dtype, vec)
         y_dims = conv_desc._output_dims(x_desc, w_desc)
@@ -219,8 +224,16 @@ def convolution_forward(
         x_desc = _tensor_desc(xv, "x")
         w_desc = _filter_desc(wv, "w", dtype)
         y_dims = y_shape = conv_desc._output_dims(x_desc, w_desc)
-    y, yv = ctx.output(y, "y", y_shape, dtype, like=xv, beta=k["beta"])
+    y, yv = ctx.output(y, "y", y_shape, dtype, like=xv, beta=k["beta"],
+                       inputs=[("x", xv), ("w", wv)])  # fmt: skip
     if vec is not None:
+        packed = layout.vectorized_dims_strides(y_dims, vec)[1]
+        if any(n > 1 and a != b for n, a, b in zip(yv.shape, yv.strides, packed, strict=True)):
+            # its descriptor is the packed layout: cuDNN would write past a strided view
+            raise ValueError(
+                f"y has strides {yv.strides}; {vec.name} arrays are packed (C-contiguous, "
+                f"strides {packed})"
+            )
         y_desc = _cached(
             "tensors",
             (y_dims, vec.name, dtype),

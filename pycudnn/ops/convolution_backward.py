@@ -161,7 +161,8 @@ def convolution_backward_data(
     # Checked before dx is allocated; the descriptor is the one an allocated dx gets.
     x_desc = _desc_for(shape, strides, dtype, "dx")
     _check_dy(conv_desc, x_desc, w_desc, dyv, ("dx" if dx is not None else "x_shape", "w"))
-    dx, dxv = ctx.output(dx, "dx", shape, dtype, like=dyv, beta=k["beta"])
+    dx, dxv = ctx.output(dx, "dx", shape, dtype, like=dyv, beta=k["beta"],
+                         inputs=[("w", wv), ("dy", dyv)])  # fmt: skip
     dx_desc, dy_desc = _tensor_desc(dxv, "dx"), _tensor_desc(dyv, "dy")
     descs = (w_desc, dy_desc, conv_desc, dx_desc)
     run(BACKWARD_DATA, ctx, algo, descs, views=(wv, dyv, dxv), alpha=k["alpha"], beta=k["beta"])
@@ -211,7 +212,8 @@ def convolution_backward_filter(
     else:
         dw_desc = _filter_desc(ctx.operand(dw, "dw", output=True), "dw", dtype)
     _check_dy(conv_desc, x_desc, dw_desc, dyv, ("x", "dw" if dw is not None else "w_shape"))
-    dw, dwv = ctx.output(dw, "dw", shape, dtype, like=xv, beta=k["beta"], strides=strides)
+    dw, dwv = ctx.output(dw, "dw", shape, dtype, like=xv, beta=k["beta"], strides=strides,
+                         inputs=[("x", xv), ("dy", dyv)])  # fmt: skip
     descs = (x_desc, _tensor_desc(dyv, "dy"), conv_desc, dw_desc)
     run(BACKWARD_FILTER, ctx, algo, descs, views=(xv, dyv, dwv), alpha=k["alpha"], beta=k["beta"])
     return dw
@@ -239,7 +241,8 @@ def convolution_backward_bias(
     dyv = ctx.operand(dy, "dy")
     dy_desc = _tensor_desc(dyv, "dy")  # refuses ranks cuDNN does not take, before db is made
     shape = (1, dyv.shape[1], *([1] * (len(dyv.shape) - 2)))
-    db, dbv = ctx.output(db, "db", shape, dyv.dtype, like=dyv, beta=k["beta"])
+    db, dbv = ctx.output(db, "db", shape, dyv.dtype, like=dyv, beta=k["beta"],
+                         inputs=[("dy", dyv)])  # fmt: skip
     a, b = _scalars(dyv.dtype, alpha=k["alpha"], beta=k["beta"])
     _call(
         "cudnnConvolutionBackwardBias",

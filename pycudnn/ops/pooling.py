@@ -11,7 +11,7 @@ from _nvbind.keywords import keyword_defaults, take_keywords
 from ..tensor import (
     PoolingDescriptor,
 )
-from ..tensor._common import _ints, warn_deprecated_once
+from ..tensor._common import _ints, _nan_opt, warn_deprecated_once
 from ..tensor._common import call as _call
 from ._common import (
     _GRAPH,
@@ -36,7 +36,7 @@ def _pooling(
     s = _ints(strides, "strides") if strides is not None else None
     return _cached(
         "pooling",
-        (str(mode), w, p, s, bool(nan_propagation)),
+        (str(mode), w, p, s, _nan_opt(nan_propagation)),
         lambda: PoolingDescriptor(mode, w, p, s, nan_propagation=nan_propagation),
     )
 
@@ -67,7 +67,7 @@ def pooling_forward(
     xv = ctx.operand(x, "x")
     x_desc = _tensor_desc(xv, "x")
     y_dims = pool.output_dims(x_desc)
-    y, yv = ctx.output(y, "y", y_dims, xv.dtype, like=xv, beta=k["beta"])
+    y, yv = ctx.output(y, "y", y_dims, xv.dtype, like=xv, beta=k["beta"], inputs=[("x", xv)])
     al, be = _scalars(xv.dtype, alpha=k["alpha"], beta=k["beta"])
     _call(
         "cudnnPoolingForward",
@@ -132,7 +132,8 @@ def pooling_backward(
         raise ValueError(f"y has shape {yv.shape}, but pooling x {xv.shape} gives {y_dims}")
     fn = "cudnnPoolingBackward"
     _same_layout(dyv, yv, "dy", "y", fn)
-    dx, dxv = ctx.gradient_like(dx, xv, dtype, beta=k["beta"], function=fn)
+    dx, dxv = ctx.gradient_like(dx, xv, dtype, beta=k["beta"], function=fn,
+                                inputs=[("y", yv), ("dy", dyv), ("x", xv)])  # fmt: skip
     al, be = _scalars(dtype, alpha=k["alpha"], beta=k["beta"])
     _call(
         fn,

@@ -16,7 +16,7 @@ from _nvbind.memory import allocate, stream_object, workspace
 from ..tensor import (
     ReduceTensorDescriptor,
 )
-from ..tensor._common import _ints, warn_deprecated_once
+from ..tensor._common import _ints, _nan_opt, warn_deprecated_once
 from ..tensor._common import call as _call
 from ._common import (
     _GRAPH,
@@ -76,14 +76,16 @@ def reduce_tensor(
     c_shape = tuple(1 if i in reduced else d for i, d in enumerate(av.shape))
     dtype = av.dtype
     compute = np.float64 if dtype == np.float64 else np.float32
+    if not isinstance(indices, (bool, np.bool_)):  # before the key: bool("False") is True
+        raise TypeError(f"indices must be a bool, got {type(indices).__name__}")
     desc = _cached(
         "reductions",
-        (str(op), compute, bool(nan_propagation), bool(indices)),
+        (str(op), compute, _nan_opt(nan_propagation), bool(indices)),
         lambda: ReduceTensorDescriptor(
             op, compute, nan_propagation=nan_propagation, indices=indices
         ),
     )
-    c, cv = ctx.output(c, "c", c_shape, dtype, like=av, beta=k["beta"])
+    c, cv = ctx.output(c, "c", c_shape, dtype, like=av, beta=k["beta"], inputs=[("a", av)])
     a_desc, c_desc = _tensor_desc(av, "a"), _tensor_desc(cv, "c")
     size = ctypes.c_size_t()
     _call("cudnnGetReductionWorkspaceSize", ctx.handle, desc, a_desc, c_desc, ctypes.byref(size))

@@ -20,7 +20,7 @@ from ..handle import Handle
 from ..tensor import (
     OpTensorDescriptor,
 )
-from ..tensor._common import _real, warn_deprecated_once
+from ..tensor._common import _nan_opt, _real, warn_deprecated_once
 from ..tensor._common import call as _call
 from ._common import (
     _GRAPH,
@@ -32,6 +32,7 @@ from ._common import (
     _scalars,
     _tensor_desc,
     _transform,
+    check_apart,
 )
 from ._launch import LAUNCH, LaunchKeywords, launch_keywords
 
@@ -59,6 +60,7 @@ def add_tensor(
     cv = ctx.operand(c, "c", output=True)
     dtype = _same_dtype([("c", cv), ("a", av)])
     _check_broadcast(av, cv, "a", "c")
+    check_apart(cv, "c", [("a", av)])
     al, be = _scalars(dtype, alpha=alpha, beta=beta)
     a_desc, c_desc = _tensor_desc(av, "a"), _tensor_desc(cv, "c")
     h = ctx.handle
@@ -120,6 +122,7 @@ def transform_tensor(
                 f"y has shape {yv.shape} and dtype {dtype_name(yv.dtype)}; expected {dims} and "
                 f"{dtype_name(xv.dtype)}"
             )
+    check_apart(yv, "y", [("x", xv)])
     if x_vec is None and y_vec is None:
         x_desc, y_desc = _tensor_desc(xv, "x"), _tensor_desc(yv, "y")
     else:
@@ -230,7 +233,7 @@ def op_tensor(
     compute = np.float64 if dtype == np.float64 else np.float32
     desc = _cached(
         "op_tensors",
-        (str(op), compute, bool(nan_propagation)),
+        (str(op), compute, _nan_opt(nan_propagation)),
         lambda: OpTensorDescriptor(op, compute, nan_propagation=nan_propagation),
     )
     if desc.is_unary:
@@ -243,7 +246,9 @@ def op_tensor(
         bv = ctx.operand(b, "b")
         _same_dtype([("a", av), ("b", bv)])
         _check_broadcast(bv, av, "b", "a")
-    c, cv = ctx.output(c, "c", av.shape, dtype, like=av, beta=beta)
+    # c may be a (and b only if it is a too: checked below), as cudnnOpTensor documents
+    c, cv = ctx.output(c, "c", av.shape, dtype, like=av, beta=beta,
+                       inputs=[("a", av), ("b", bv)], in_place=["a", "b"])  # fmt: skip
     if bv is not av and cv.ptr == bv.ptr and cv.ptr != av.ptr and cv.size:
         raise ValueError("c may be b only if it is a as well (cudnnOpTensor's in-place rule)")
     a1, a2, be = _scalars(dtype, alpha1=alpha1, alpha2=alpha2, beta=beta)
