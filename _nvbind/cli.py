@@ -127,12 +127,26 @@ def add_verify_arguments(parser: argparse.ArgumentParser, *, quick: str, listing
     ``--seed``, ``--filter``, ``--list`` (``listing`` is its help) and ``--no-progress``."""
     parser.add_argument("--quick", action="store_true", help=quick)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
+    parser.add_argument(
+        "--seed", type=_seed, default=0, help="seed of the generated inputs (an int >= 0)"
+    )
     parser.add_argument(
         "--filter", metavar="TEXT", default="", help="only cases whose name contains TEXT"
     )
     parser.add_argument("--list", action="store_true", help=listing)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _seed(text: str) -> int:
+    """``--seed``: NumPy's generators take seeds from 0 (a negative one failed in the first case,
+    after the GPU check)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an int: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; seeds start at 0")
+    return value
 
 
 def progress_bar(total: int, enabled: bool) -> Any:

@@ -110,7 +110,9 @@ def info_report(package: str, library: str) -> dict[str, Any]:
                 f"{library}_lacks": info.missing_features(),
             }
         )
-    except ImportError as exc:  # LibraryNotFoundError: missing, not loadable, or below the floor
+    # LibraryNotFoundError: missing, not loadable, or below the floor; OSError: a log setting
+    # the library would hang or fail on (a FIFO, a directory), refused before loading it
+    except (ImportError, OSError) as exc:
         report[f"{library}_error"] = str(exc)
         lib = importlib.import_module(f"{package}._lib")
         report[f"{library}_supported"] = (
@@ -315,6 +317,9 @@ def guard_main(main: Callable[[list[str]], int], argv: Sequence[str] | None) -> 
     """
     args = list(sys.argv[1:] if argv is None else argv)
     json_mode = "--json" in args
+    if sys.stdout is None:  # started with stdout closed (``>&-``): nowhere to report to
+        print("error: stdout is closed", file=sys.stderr)
+        return EXIT_FAILED
     original = sys.stdout
     swapped = _c_stdout_to_stderr() if json_mode else None
     sys.stdout = _GuardedStdout(sys.stdout)

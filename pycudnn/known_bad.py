@@ -106,13 +106,24 @@ def _refuse_unknown(keys: Any, allowed: Sequence[str], where: str) -> None:
             )
 
 
-def _version_number(text: Any, where: str) -> int:
+def _version_number(text: Any, where: str, *, upper: bool = False) -> int:
+    """``"9.19.0"`` as 91900. Parts left out are the lowest version they cover, or with ``upper``
+    (a ``cudnn_max``, inclusive) the highest: ``"9.19"`` is 9.19.0 as a minimum, 9.19.99 as a
+    maximum. Minor and patch run to 99 (cuDNN's numbering; 9.27.100 would read as 9.28.0)."""
     if not isinstance(text, str):
         raise ValueError(f"{where} must be a version string like '9.19.0', got {text!r}")
     parts = text.split(".")
-    if not 1 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
-        raise ValueError(f"{where} must be a version string like '9.19.0', got {text!r}")
-    major, minor, patch = ([int(p) for p in parts] + [0, 0])[:3]
+    if (
+        not 1 <= len(parts) <= 3
+        or not all(p.isascii() and p.isdigit() and len(p) <= 3 for p in parts)
+        or any(int(p) > 99 for p in parts[1:])
+    ):
+        raise ValueError(
+            f"{where} must be a version string like '9.19.0' (minor and patch 0 to 99), got "
+            f"{text!r}"
+        )
+    fill = 99 if upper else 0
+    major, minor, patch = ([int(p) for p in parts] + [fill, fill])[:3]
     return major * 10000 + minor * 100 + patch
 
 
@@ -181,7 +192,7 @@ class KnownBadEngine:
                 )
         cmin = _version_number(data.get("cudnn_min", "9.0.0"), f"{where}.cudnn_min")
         cmax = data.get("cudnn_max")
-        cmax = None if cmax is None else _version_number(cmax, f"{where}.cudnn_max")
+        cmax = None if cmax is None else _version_number(cmax, f"{where}.cudnn_max", upper=True)
         if cmax is not None and cmax < cmin:
             raise ValueError(
                 f"{where}: cudnn_max {_version_text(cmax)} is below cudnn_min "
@@ -295,7 +306,7 @@ def _parse(text: str, source: str) -> Any:
 
     try:
         return loads_unique_keys(text, repeated)
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # JSONDecodeError, or an int past Python's 4300-digit limit
         raise ValueError(f"{source}: the known-bad engine table does not parse: {exc}") from None
     except RecursionError:  # not reached after _too_deep; kept so no RecursionError escapes
         raise ValueError(f"{source}: nested too deeply to parse") from None

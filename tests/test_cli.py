@@ -231,3 +231,34 @@ def test_demo_script_json_is_one_document() -> None:
     doc = json.loads(out.stdout)
     assert set(doc) == {"exit_code", "summary", "pycudnn", "pycutensor"}
     assert doc["exit_code"] == out.returncode
+
+
+@pytest.mark.parametrize("package", ["pycudnn", "pycutensor"])
+def test_info_reports_a_log_setting_the_library_would_fail_on(package: str, tmp_path: Path) -> None:
+    """`info` is what a user runs to diagnose such a setting: it printed a traceback (the log
+    check's OSError was not caught) and exited 1."""
+    env = (
+        {"CUDNN_LOGLEVEL_DBG": "3", "CUDNN_LOGDEST_DBG": str(tmp_path)}
+        if package == "pycudnn"
+        else {"CUTENSOR_LOG_LEVEL": "1", "CUTENSOR_LOG_FILE": str(tmp_path)}
+    )
+    out = run_module(package, "info", "--json", **env)
+    assert out.returncode == 3 and "Traceback" not in out.stderr, out.stderr
+    lib = "cudnn" if package == "pycudnn" else "cutensor"
+    assert "is a directory" in json.loads(out.stdout)[f"{lib}_error"]
+
+
+def test_a_command_started_with_stdout_closed_says_so() -> None:
+    """`python -m pycudnn info >&-`: Python starts with sys.stdout None, and the command line
+    raised AttributeError wrapping it."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-m", "pycudnn", "info"],
+        preexec_fn=lambda: os.close(1),
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert out.returncode == 1 and out.stderr.strip() == "error: stdout is closed"

@@ -42,7 +42,7 @@ def test_the_shipped_table_is_valid_under_the_strict_rules() -> None:
 def test_a_well_formed_entry_loads_with_every_field() -> None:
     (e,) = known_bad.load_table(text=_table({**GOOD, "cudnn_max": "9.19"}))
     assert (e.engine_id, e.layouts, e.input_dtypes) == (10, ("NHWC",), ("float16",))
-    assert (e.cudnn_min, e.cudnn_max) == (90000, 91900)
+    assert (e.cudnn_min, e.cudnn_max) == (90000, 91999)  # "9.19" as a maximum: all of 9.19
 
 
 @pytest.mark.parametrize(
@@ -72,6 +72,9 @@ def test_a_well_formed_entry_loads_with_every_field() -> None:
         ({"seen_wrong_in": [1]}, r"seen_wrong_in must be a list of strings"),
         ({"operation": "conv"}, r"operation must be one of"),
         ({"cudnn_min": 9}, r"cudnn_min must be a version string"),
+        # minor and patch past 99 wrapped into the next version ("9.27.100" applied to 9.28.0)
+        ({"cudnn_max": "9.27.100"}, r"cudnn_max must be .*minor and patch 0 to 99"),
+        ({"cudnn_min": "9.100.0"}, r"cudnn_min must be .*minor and patch 0 to 99"),
     ],
 )
 def test_malformed_entries_are_refused_naming_the_entry(
@@ -132,3 +135,17 @@ def test_the_environment_variable_table_is_held_to_the_same_rules(
     monkeypatch.setenv(known_bad.ENV_VAR, os.fspath(deep))
     with pytest.raises(ValueError, match=r"entries\[0\] nests more than"):
         known_bad.table()
+
+
+def test_a_partial_cudnn_max_covers_the_versions_it_names() -> None:
+    """cudnn_max "9.19" meant 9.19.0 only, so 9.19.1 was left out of the entry."""
+    (entry,) = known_bad.load_table(text=_table({**GOOD, "cudnn_min": "9.19", "cudnn_max": "9.19"}))
+    assert entry.applies_to_version(91900) and entry.applies_to_version(91901)
+    assert not entry.applies_to_version(91800) and not entry.applies_to_version(92000)
+
+
+def test_an_integer_past_pythons_digit_limit_is_refused_naming_the_table() -> None:
+    # json raised Python's own ValueError, naming neither the table nor the environment variable
+    text = '{"schema": 1, "entries": [{"engine_id": ' + "9" * 5000 + "}]}"
+    with pytest.raises(ValueError, match=r"^<text>: the known-bad engine table does not parse"):
+        known_bad.load_table(text=text)
