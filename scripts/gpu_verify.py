@@ -29,6 +29,7 @@ import argparse
 import dataclasses
 import datetime
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -180,7 +181,11 @@ def main() -> int:
     ap.add_argument("--only", default="", help="comma-separated steps to run")
     ap.add_argument("--skip", default="", help="comma-separated steps to leave out")
     args = ap.parse_args()
+    if not math.isfinite(args.budget) or args.budget <= 0:  # nan would turn the budget off
+        ap.error(f"--budget must be a positive number of seconds, got {args.budget}")
     out: Path = args.out
+    if out.exists() and not out.is_dir():
+        ap.error(f"--out {out} exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
     all_steps = steps(out)
     names = {s.name for s in all_steps}
@@ -189,6 +194,8 @@ def main() -> int:
     unknown = (only | skip) - names
     if unknown:
         ap.error(f"unknown step(s) {sorted(unknown)}; the steps are {[s.name for s in all_steps]}")
+    if not [s for s in all_steps if (not only or s.name in only) and s.name not in skip]:
+        ap.error("--only and --skip leave no step to run")  # a run of nothing is no pass
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     deadline = time.monotonic() + args.budget

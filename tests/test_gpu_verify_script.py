@@ -44,3 +44,21 @@ def test_unknown_steps_are_refused_naming_the_steps() -> None:
     )  # fmt: skip
     assert proc.returncode == 2
     assert "unknown step(s) ['gpu-teir']" in proc.stderr and "'gpu-tier'" in proc.stderr
+
+
+def test_a_run_that_would_check_nothing_or_write_nowhere_is_refused(tmp_path: Path) -> None:
+    """`--only info --skip info` ran no step and exited 0; `--budget nan` turned the budget off;
+    an --out that is a file was a traceback."""
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    for args, said in (
+        (["--only", "info", "--skip", "info"], "leave no step to run"),
+        (["--budget", "nan"], "--budget must be a positive number"),
+        (["--budget", "-5"], "--budget must be a positive number"),
+        (["--out", str(a_file)], "is not a directory"),
+    ):
+        proc = subprocess.run(
+            [sys.executable, str(SCRIPT), *args],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert proc.returncode == 2 and said in proc.stderr, (args, proc.stderr)

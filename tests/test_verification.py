@@ -438,3 +438,41 @@ def test_a_reference_that_fails_is_not_a_skip() -> None:
     assert str(MissingValuesError("no values for input tensor 'x'")) == (
         "no values for input tensor 'x'"
     )
+
+
+def test_write_known_bad_is_checked_before_the_suite_runs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A table that cannot be written failed only after the whole suite (minutes on a GPU),
+    with a traceback naming a temporary file, and the report was lost."""
+    from pycudnn.cli import main
+    from pycudnn.verification import cli as verify_cli
+
+    ran: list[Any] = []
+    monkeypatch.setattr(verify_cli, "select_verify_cases", lambda args, *a, **k: cases(True))
+    monkeypatch.setattr(verify_cli, "run_suite", lambda **kw: ran.append(kw))
+    for target, why in (
+        (tmp_path, "is a directory"),
+        (tmp_path / "no" / "t.json", "does not exist"),
+    ):
+        assert main(["verify", "--quick", "--write-known-bad", str(target)]) == 2
+        assert why in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    assert main(["verify", "--quick", "--write-known-bad", str(bad), "--json"]) == 2
+    assert "does not parse" in json.loads(capsys.readouterr().out)["error"]
+    assert not ran
+
+
+def test_a_wrong_engine_with_no_operation_to_blame_is_noted_not_a_crash(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from pycudnn.verification import cli as verify_cli
+
+    sdpa = next(c for c in cases() if c.family == "attention")
+    failed = VerifyResult(sdpa.name, 7, {}, (), "stand-in", 0)
+    failed.status = "fail"
+    report = {"cudnn": 92800, "cases": [{"name": sdpa.name, "_results": [failed]}]}
+    said = verify_cli._write_known_bad(str(tmp_path / "kb.json"), report)
+    assert said == f"added 0 known-bad entries to {tmp_path / 'kb.json'}"
+    assert f"not entered: engine 7 of {sdpa.name}" in capsys.readouterr().err

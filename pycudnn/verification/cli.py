@@ -12,14 +12,17 @@ case, else 0. ``--json`` prints the whole report as one JSON document (``--list`
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Any
 
 from _nvbind.cli import add_verify_arguments, progress_bar
 from _nvbind.cuda import require_cuda_core
-from _nvbind.report import print_json, select_verify_cases
+from _nvbind.files import check_write_target
+from _nvbind.report import EXIT_USAGE, print_json, report_error, select_verify_cases
 
+from .. import known_bad
 from .._info import version
 from ..errors import CudnnError
 from ..plan.report import GraphNotSupportedError
@@ -151,6 +154,34 @@ def _line(case: dict[str, Any]) -> str:
     return text
 
 
+def _write_known_bad(path: str, report: dict[str, Any]) -> str:
+    """Add an entry for each wrong engine of ``report`` to the table at ``path``; returns what
+    to say on stderr ("error: ..." when the table could not be written). A graph whose wrong
+    engine has no single operation to blame (an SDPA or norm graph) is noted, not entered."""
+    device, notes, entries = _device_name(), [], []
+    for case in report["cases"]:
+        for r in case.get("_results", []):
+            if r.status != "fail":
+                continue
+            graph = next(c for c in cases() if c.name == case["name"]).build()
+            try:
+                entries.append(entry_for(r, graph, cudnn_version=report["cudnn"], device=device,
+                                         date=time.strftime("%Y-%m-%d")))  # fmt: skip
+            except ValueError as exc:
+                notes.append(f"not entered: engine {r.engine_id} of {case['name']}: {exc}")
+    for note in notes:
+        print(note, file=sys.stderr)
+    try:
+        added = write_entries(path, entries)
+    except (OSError, ValueError) as exc:
+        message = f"error: --write-known-bad: {exc}"
+        print(message, file=sys.stderr)
+        return message
+    text = f"added {added} known-bad entr{'y' if added == 1 else 'ies'} to {path}"
+    print(text, file=sys.stderr)
+    return text
+
+
 def _verdict(report: dict[str, Any]) -> str:
     if report["wrong"]:
         return f"{report['wrong']} WRONG"
@@ -180,6 +211,16 @@ def run(args: argparse.Namespace) -> int:
     )
     if isinstance(selected, int):
         return selected
+    if args.write_known_bad:  # refused now, not after the whole suite ran
+        try:
+            check_write_target(args.write_known_bad, what="known-bad engine table")
+            folder = os.path.dirname(os.path.abspath(args.write_known_bad))
+            if not os.path.isdir(folder):
+                raise FileNotFoundError(f"the directory {folder!r} does not exist")
+            if os.path.exists(args.write_known_bad):
+                known_bad.load_table(args.write_known_bad)
+        except (OSError, ValueError) as exc:
+            return report_error(args.json, "verify", EXIT_USAGE, f"--write-known-bad: {exc}")
     report = run_suite(
         quick=args.quick,
         allow_known_bad=args.no_known_bad,
@@ -187,30 +228,13 @@ def run(args: argparse.Namespace) -> int:
         name_filter=args.filter,
         progress=not args.no_progress and not args.json,
     )
-    if args.write_known_bad:
-        device = _device_name()
-        entries = [
-            entry_for(
-                r,
-                c.build(),
-                cudnn_version=report["cudnn"],
-                device=device,
-                date=time.strftime("%Y-%m-%d"),
-            )
-            for case in report["cases"]
-            for c in cases()
-            if c.name == case["name"]
-            for r in case.get("_results", [])
-            if r.status == "fail"
-        ]
-        added = write_entries(args.write_known_bad, entries)
-        print(
-            f"added {added} known-bad entr{'y' if added == 1 else 'ies'} to {args.write_known_bad}",
-            file=sys.stderr,
-        )
+    written = _write_known_bad(args.write_known_bad, report) if args.write_known_bad else ""
     for case in report["cases"]:
         case.pop("_results", None)
     code = 0 if report["passed"] else 1
+    if written.startswith("error"):  # the report is printed all the same
+        code = max(code, 1)
+        report["write_known_bad_error"] = written
     if args.json:
         print_json({"command": "verify", "exit_code": code, **report})
     else:
