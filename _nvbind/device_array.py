@@ -225,6 +225,9 @@ class DeviceArray(ArrayGeometry):
         layout = k["device"], k["stream"], k["strides"], k["fmt"]
         out = cls._allocate("DeviceArray.zeros", shape, dtype, *layout)
         out._buffer.fill(0, stream=out._stream)
+        # waited for, as from_numpy waits for its copy: an operation on another stream must not
+        # read the array before its zeros are there
+        out._stream.sync()
         return out
 
     @classmethod
@@ -385,7 +388,9 @@ class DeviceArray(ArrayGeometry):
                 self._dtype,
                 self.device_id,
                 self._readonly,
-                self,
+                # what holds the memory, not this array: a view naming the array would make a
+                # reference cycle, and the memory would wait for the cyclic collector after del
+                self._buffer if self._buffer is not None else self._owner,
             )
         elif self._ptr is None:
             raise ClosedError("this DeviceArray is closed")
@@ -494,17 +499,17 @@ class DeviceArray(ArrayGeometry):
         self._ptr = None
         self._view = None
         buf, self._buffer = self._buffer, None
-        self._owner = None
-        if buf is not None and _has_live_exports(self):
-            # A DLPack consumer still uses this memory: freeing it now would hand the consumer
-            # freed memory. The export keeps this object (and so the buffer) alive; the memory
-            # goes back to the pool when the consumer releases its last export.
-            self._deferred_buffer = buf
+        owner, self._owner = self._owner, None
+        if _has_live_exports(self):
+            # A DLPack consumer still uses this memory: freeing it now (or dropping the foreign
+            # array a view holds) would hand the consumer freed memory. The export keeps this
+            # object, and what is parked on it, alive until the consumer releases it.
+            self._deferred_buffer = buf if buf is not None else owner
             return
         if buf is not None:
-            if stream is not None:
-                dev = get_device(self.device_id)
-                buf.close(stream_object(stream, dev))
+            if stream is not None:  # the device read from the buffer: self's is cleared
+                ordinal = self._device_id if self._device_id is not None else int(buf.device_id)
+                buf.close(stream_object(stream, get_device(ordinal)))
             else:
                 buf.close(self._stream)
 

@@ -16,7 +16,7 @@ from .array_checks import _device_or_raise
 from .cuda import require_cuda_core
 from .dtypes import dtype_name
 from .memory import stream_object
-from .strides import element_extent
+from .strides import element_extent, overlapping
 
 __all__ = ["copy_from_numpy", "to_numpy"]
 
@@ -109,6 +109,11 @@ def copy_from_numpy(arr: DeviceArray, array: Any, stream: Any = None) -> None:
         )
     if arr.readonly:
         raise ValueError("this DeviceArray is read-only")
+    if overlapping(arr.shape, arr.strides):  # (False for fewer than two elements)
+        # several indices share one element (a broadcast view): as NumPy, no writes through it
+        raise ValueError(
+            "this DeviceArray's strides reach some elements twice; it cannot be written"
+        )
     base, nbytes = _span(arr)
     if not nbytes:
         return

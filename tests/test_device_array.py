@@ -606,3 +606,59 @@ def test_layout_strides_of_a_vector_of_one_or_of_c() -> None:
     )
     with pytest.raises(ValueError, match=r"DeviceArray.empty\(\(2, 2, 3, 5, 4\)"):
         array_checks._layout_strides((2, 8, 3, 5), None, "NC/4HW4")
+
+
+# -- lifetimes and writes found wrong by a review ---------------------------------------------
+
+
+def test_closing_a_view_of_a_foreign_array_keeps_it_while_an_export_lives() -> None:
+    """close() dropped the foreign array a view holds before it looked for live exports, so
+    `v.close()` with a consumer's capsule alive freed (say) CuPy's memory under the consumer."""
+    from _nvbind.view import ArrayView
+
+    class Foreign:  # the CuPy or PyTorch array that owns the memory
+        def __init__(self) -> None:
+            self.mem = np.arange(8, dtype=np.float32)
+
+    src = Foreign()
+    view = ArrayView(src.mem.ctypes.data, (8,), (1,), np.dtype(np.float32), 0, False, src)
+    v = DeviceArray._from_view(view)  # as from_array and from_dlpack build it
+    alive = weakref.ref(src)
+    del src, view
+    capsule = v.__dlpack__(stream=-1)
+    v.close()
+    gc.collect()
+    assert v.closed and alive() is not None  # held while the consumer holds the capsule
+    del capsule, v
+    gc.collect()
+    assert alive() is None
+
+
+def test_an_array_read_by_an_operation_is_freed_when_its_last_reference_goes() -> None:
+    """The cached view named the array (a reference cycle): after any operation read it, `del`
+    left the memory to the cyclic collector, which does not count GPU bytes."""
+    from _nvbind.arrays import array_view
+
+    buf, _ = host_buffer(64)
+    a = DeviceArray.__new__(DeviceArray)._init(buf, int(buf.handle), (16,), (1,),
+                                               np.dtype(np.float32), 0)  # fmt: skip
+    array_view(a, "x", 0)
+    gone = weakref.ref(a)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        del a
+        assert gone() is None
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def test_writing_through_a_layout_that_reaches_an_element_twice_is_refused() -> None:
+    """Strides (3, 0) over shape (2, 2): the copy's span equalled the data's bytes, so it
+    skipped reading back the gaps and wrote uninitialised staging bytes over them."""
+    buf, _ = host_buffer(64)
+    a = DeviceArray.__new__(DeviceArray)._init(buf, int(buf.handle), (2, 2), (3, 0),
+                                               np.dtype(np.float32), 0)  # fmt: skip
+    with pytest.raises(ValueError, match="reach some elements twice"):
+        a.copy_from_numpy(np.ones((2, 2), np.float32))
