@@ -18,7 +18,9 @@ import pytest
 from standins import BASE, recording_conv_plan
 from standins import fake_device_array as fake
 
+import pycudnn
 from _nvbind.arrays import ArrayView, array_view, as_array_view
+from _nvbind.device_array import DeviceArray
 from _nvbind.strides import c_strides
 
 
@@ -162,3 +164,122 @@ def test_einsum_program_routes_pointers_and_scalars(monkeypatch: pytest.MonkeyPa
         ([a, b, block + 4096, block + 4096], [1.0, 0.0], 0x55, block + 8192, 512)
     ]
     assert second.calls == [([block + 4096, out], [2.5, 0.0], 0x55, block + 8192, 512)]
+
+
+# -- by-value scalars, threads and workspaces on the execute path (found by a review) --------
+
+
+def _scaled_plan(deviceprops_json: dict[str, Any]) -> Any:
+    """``y = x * s`` with ``s`` a by-value scalar of value 2.0; the launch records the value the
+    scalar's host buffer holds when cuDNN would read it."""
+    import threading
+
+    from standins import stand_in_handle
+
+    from pycudnn.deviceprops import DeviceProperties
+
+    g = pycudnn.Graph("scaled")
+    x = g.tensor([1, 8, 16, 16], fmt="NHWC", dtype="float32", name="x")
+    g.mul(x, g.scalar(2.0, name="s"), name="times")
+    plan = g.build(device_properties=DeviceProperties.from_json(deviceprops_json), cache=False)
+    slot = next(s for s in plan._slots if s.name == "s")
+    seen: list[float] = []
+    plan._exec = lambda *args: seen.append(float(slot.scalar[0])) or 0
+    plan._handles[threading.get_ident()] = stand_in_handle()
+    y = g["times.y"]
+    arrays = {
+        "x": fake((1, 8, 16, 16), np.float32, ptr=BASE, strides=x.strides),
+        "times.y": fake((1, 8, 16, 16), np.float32, ptr=BASE + 0x10_0000, strides=y.strides),
+    }
+    return plan, arrays, seen
+
+
+def test_a_scalar_given_to_one_execute_is_that_calls_only(deviceprops_json: dict[str, Any]) -> None:
+    """The value was written into the plan's one buffer and kept: a later call that left it out
+    ran with it (not the graph's, as documented), a refused call left its value behind, and
+    to_json saved it as the graph's."""
+    plan, arrays, seen = _scaled_plan(deviceprops_json)
+    plan.execute({**arrays, "s": 5.0})
+    plan.execute(arrays)
+    with pytest.raises(ValueError, match="host memory"):
+        plan.execute({**arrays, "x": np.zeros((1, 8, 16, 16), np.float32), "s": 9.0})
+    plan.execute(arrays)
+    assert seen == [5.0, 2.0, 2.0]
+    assert '"2.0", "FLOAT"' in plan.to_json()
+    plan.set_scalar("s", 3.0)  # the new default
+    plan.execute(arrays)
+    plan.execute_raw([BASE, None, BASE + 0x10_0000])
+    assert seen[-2:] == [3.0, 3.0]
+    plan.close()
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "match"),
+    [
+        (1e40, ValueError, "does not fit a float32"),
+        ("3", TypeError, "pass a number, not str"),
+        (2 + 1j, TypeError, "not complex"),
+    ],
+)
+def test_a_scalar_numpy_would_convert_silently_is_refused(
+    deviceprops_json: dict[str, Any], value: Any, error: Any, match: str
+) -> None:
+    plan, arrays, seen = _scaled_plan(deviceprops_json)
+    with pytest.raises(error, match=match):
+        plan.execute({**arrays, "s": value})
+    with pytest.raises(error, match=match):
+        plan.set_scalar("s", value)
+    assert not seen
+    plan.close()
+
+
+def test_an_integer_scalar_takes_integers_in_its_range() -> None:
+    from pycudnn.plan.slots import checked_scalar
+
+    assert checked_scalar(7, np.int32, "k") == 7
+    for bad in (2.7, True, 2**31):
+        with pytest.raises(ValueError, match="'k'"):
+            checked_scalar(bad, np.int32, "k")
+    assert checked_scalar(float("-inf"), np.float32, "mask") == float("-inf")  # as given
+
+
+def test_a_caller_workspace_is_checked_for_what_cudnn_writes(conv_plan: Any) -> None:
+    plan, arrays, _, launches, _ = conv_plan
+    n = max(plan.workspace_size, 16)
+    with pytest.raises(ValueError, match="workspace is read-only"):
+        plan.execute(arrays, workspace=fake((n,), np.uint8, ptr=BASE + 0x40_0000, readonly=True))
+    reversed_view = fake((n,), np.uint8, ptr=BASE + 0x50_0000 + n - 1, strides=(-1,))
+    with pytest.raises(ValueError, match="negative strides"):
+        plan.execute(arrays, workspace=reversed_view)
+    elsewhere = DeviceArray.__new__(DeviceArray)._init(
+        None, BASE + 0x60_0000, (n,), (1,), np.dtype(np.uint8), 1
+    )  # on device 1, the handle on device 0
+    with pytest.raises(ValueError, match="workspace: the memory is on device 1"):
+        plan.execute(arrays, workspace=elsewhere)
+    assert not launches
+
+
+def test_a_plan_cache_shared_by_threads_gives_each_thread_its_own_plan(
+    deviceprops_json: dict[str, Any],
+) -> None:
+    """Plans are not thread-safe; a PlanCache shared by threads handed both the same object."""
+    import threading
+
+    from pycudnn.deviceprops import DeviceProperties
+    from pycudnn.plan import PlanCache
+
+    props = DeviceProperties.from_json(deviceprops_json)
+    g = pycudnn.Graph("shared")
+    x = g.tensor([1, 32, 16, 16], fmt="NHWC", dtype="float16", name="x")
+    w = g.tensor([32, 32, 3, 3], fmt="NHWC", dtype="float16", name="w")
+    g.conv_fprop(x, w, padding=1)
+    cache = PlanCache()
+    mine = g.build(device_properties=props, cache=cache)
+    got: list[Any] = []
+    worker = threading.Thread(
+        target=lambda: got.append(g.build(device_properties=props, cache=cache))
+    )
+    worker.start()
+    worker.join()
+    assert got[0] is not mine and got[0].descriptor is mine.descriptor
+    assert g.build(device_properties=props, cache=cache) is mine  # this thread's own

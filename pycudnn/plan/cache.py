@@ -7,6 +7,7 @@ import logging
 import os
 import threading
 from pathlib import Path
+from threading import get_ident
 from typing import Any
 
 from _nvbind import files
@@ -85,7 +86,10 @@ class PlanCache:
             if plan is not None and not plan.descriptor.closed:
                 self._plans.move_to_end(mkey)
                 self.stats["memory_hits"] += 1
-                return plan if plan.graph is graph and not plan.closed else plan._for_graph(graph)
+                # plans are not thread-safe: another thread gets a view of its own (the same
+                # execution plan; its own bindings, scalars and variant packs)
+                mine = plan.graph is graph and not plan.closed and plan._thread == get_ident()
+                return plan if mine else plan._for_graph(graph)
         path = self.path_for(key)
         # No path.is_file() first: what is checked is the descriptor _load_file opens (a check of
         # the path, then an open of it, let a file swapped for a FIFO in between block forever).

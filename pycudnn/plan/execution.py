@@ -8,7 +8,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from _nvbind.arrays import describe_array
@@ -30,6 +30,7 @@ from .autotune_results import AutotuneResults
 from .cuda_graph import CudaGraphCalls, CudaGraphKeywords
 from .heuristics import EngineConfig
 from .loading import load_plan_descriptor, read_plan_text
+from .plan_text import describe_plan, plan_repr
 from .report import PlanningReport
 from .serialization import Kept, add_our_fields
 from .slots import (
@@ -37,7 +38,9 @@ from .slots import (
     _slots_from_json,
     arrays_device,
     check_given,
+    checked_scalar,
     kept_of,
+    restore_defaults,
     scalar_setter,
 )
 from .variant_pack import VariantPackCache, wrong_device
@@ -145,16 +148,17 @@ class Plan:
                 self._slot_by_key[s.tensor] = i
         self._uid_array = (ctypes.c_int64 * len(slots))(*self.uids)
         self._device_id = device_id
-        # hot-path state
-        self._keys: tuple[Any, ...] | None = None
-        self._order: tuple[int, ...] = ()
-        self._getters: tuple[Callable[..., Any], ...] = ()
+        # hot-path state: the binding of the last call's keys, (keys, slot order, readers, the
+        # by-value slots the keys leave out), replaced whole so that a call reads one binding
+        self._bound: tuple[Any, ...] = (None, (), (), ())
+        self._scalar_slots = tuple(s for s in slots if s.by_value)
         self._packs = VariantPackCache(slots, self.uids, self.workspace_size)
         self._graphs = CudaGraphCalls(self._ptr, self.config)
         self._handles: dict[int, Any] = {}
         self._exec = LIB.function("cudnnBackendExecute")
         self._closed = False
         self._owns_descriptor = True
+        self._thread = _get_ident()  # the plan cache hands other threads a view of their own
 
     # -- scalars -----------------------------------------------------------------------------
     def set_scalar(self, tensor: Any, value: Any) -> None:
@@ -162,7 +166,8 @@ class Plan:
         slot = self._slots[self._slot_index(tensor)]
         if not slot.by_value:
             raise ValueError(f"tensor '{slot.name}' is not a by-value scalar")
-        scalar_setter(slot)(value)
+        slot.value = slot.scalar[0] = checked_scalar(value, slot.scalar.dtype, slot.name)
+        slot.__dict__["_given"] = False  # the new default, not one call's value
 
     # -- properties --------------------------------------------------------------------------
     @property
@@ -194,31 +199,10 @@ class Plan:
 
     def describe(self) -> str:
         """One readable line: engine, knobs, notes, workspace, graph and rewrite."""
-        knobs = ", ".join(f"{k}={v}" for k, v in self.knobs.items()) or "no knobs"
-        notes = ", ".join(self.numerical_notes + self.behavior_notes) or "no notes"
-        g = f"graph '{self.graph.name}'" if self.graph is not None else "no graph"
-        text = (
-            f"plan for {g}: engine {self.engine_id} ({knobs}; {notes}), workspace "
-            f"{self.workspace_size} B, from {self.source}"
-        )
-        return text + (f"; cuDNN was shown the {self.rewrite}" if self.rewrite else "")
+        return describe_plan(self)
 
     def __repr__(self) -> str:
-        # What a user needs at a glance: graph, engine and knobs, where it runs, workspace, state.
-        parts = [f"graph '{self.graph.name}'" if self.graph is not None else "no graph"]
-        knobs = ", ".join(f"{k}={v}" for k, v in self.knobs.items())
-        parts.append(f"engine {self.engine_id}" + (f" ({knobs})" if knobs else ""))
-        props = self.device_properties
-        if self._device_id is not None:  # a GPU's plan (loaded with its properties, or run)
-            parts.append(f"on device {self._device_id}")
-        elif props is not None:
-            parts.append(f"for {props.device_name} (deviceless)")
-        parts.append(f"workspace {getattr(self, 'workspace_size', '?')} B")
-        if self.rewrite:
-            parts.append(self.rewrite)
-        if self.closed:
-            parts.append("closed")
-        return f"<pycudnn.Plan {', '.join(parts)}>"
+        return plan_repr(self)
 
     def close(self) -> None:
         """Release the variant packs and the execution plan. Idempotent.
@@ -391,20 +375,21 @@ class Plan:
             )
         return idx
 
-    def _bind(self, keys: tuple[Any, ...], values: Iterable[Any]) -> None:
+    def _bind(self, keys: tuple[Any, ...], values: Iterable[Any]) -> tuple[Any, ...]:
         """Map the caller's keys (in their order) to slots, check nothing is missing, and pick a
         pointer reader per position for the array types given."""
         order = tuple(self._slot_index(k) for k in keys)
         check_given(self._slots, order)
-        self._getters = tuple(
+        getters = tuple(
             scalar_setter(self._slots[i])
             if self._slots[i].by_value
             # what a variant pack depends on, read per call (see describe_array)
             else functools.partial(describe_array, f"tensor '{self._slots[i].name}'")
             for i in order
         )
-        self._order = order
-        self._keys = keys
+        left_out = tuple(s for i, s in enumerate(self._slots) if s.by_value and i not in order)
+        self._bound = bound = (keys, order, getters, left_out)
+        return bound
 
     def _bound_values(self, tensors: Mapping[Any, Any]) -> Any:
         """The arrays of ``tensors``, its keys bound to slots (:meth:`_bind`) when they are not
@@ -416,10 +401,10 @@ class Plan:
                 "tensors must be a mapping of graph tensors (or names, or unique ids) to arrays, "
                 f"not {type(tensors).__name__}"
             ) from None
-        keys = tuple(tensors)
-        if keys != self._keys:  # tuple comparison checks identity first: cheap when unchanged
-            self._bind(keys, values)
-        return values
+        keys, bound = tuple(tensors), self._bound
+        if keys != bound[0]:  # tuple comparison checks identity first: cheap when unchanged
+            bound = self._bind(keys, values)
+        return values, bound
 
     def _new_pack(self, key: Any, handle: Any) -> Any:
         """Check the arrays of ``key`` and build their variant pack; the first one fixes the
@@ -429,9 +414,9 @@ class Plan:
             self._device_id = handle.device_id
         return entry
 
-    def _thread_handle(self, values: Iterable[Any]) -> Any:
+    def _thread_handle(self, values: Iterable[Any], order: tuple[int, ...]) -> Any:
         if self._device_id is None:
-            self._device_id = arrays_device([self._slots[i] for i in self._order], values)
+            self._device_id = arrays_device([self._slots[i] for i in order], values)
         h = get_handle(self._device_id)
         self._handles[_get_ident()] = h
         return h
@@ -459,18 +444,22 @@ class Plan:
         """
         if self._closed or self._desc._ptr is None:  # the descriptor may be shared (cache views)
             raise ClosedError("this execution plan is closed")
-        values = self._bound_values(tensors)
+        values, (_, order, getters, left_out) = self._bound_values(tensors)
+        if left_out:
+            restore_defaults(left_out)
         sptr = 0 if stream is None else stream_handle(stream)
         # Every call reads each array's full description (pointer, shape, strides, dtype, device,
         # read-only), not only its pointer: a new array at a pooled address with another layout
         # is a new key and is checked again. Reading it through array_view also orders the
         # producer's stream before ours whenever the two differ (DLPack / CAI v3).
-        sigs = tuple([g(v, sptr) for g, v in zip(self._getters, values, strict=True)])
+        sigs = tuple([g(v, sptr) for g, v in zip(getters, values, strict=True)])
         packs = self._packs
         if workspace is not None:
             ws = packs.user_workspace(workspace)
         if handle is None:
-            handle = self._handles.get(_get_ident()) or self._thread_handle(values)
+            handle = self._handles.get(_get_ident())
+            if handle is None or handle._ptr is None:  # none yet, or closed since (a with-block)
+                handle = self._thread_handle(values, order)
         elif not isinstance(handle, Handle):
             raise TypeError(f"handle must be a pycudnn.Handle, not {type(handle).__name__}")
         # Handle.use_stream sets the stream only on change; comparing here first saves its call.
@@ -480,16 +469,16 @@ class Plan:
             size = packs.size
             ws = pooled_workspace(size, device=handle.device, stream=stream) if size else 0
         last = packs.last
-        if last[0] == sigs and last[1] == ws and last[2] is self._order:
+        if last[0] == sigs and last[1] == ws and last[2] is order:
             entry = last[3]
         else:
-            key = (self._order, sigs, ws)
+            key = (order, sigs, ws)
             entry = packs.entries.get(key)
             if entry is None:
                 entry = self._new_pack(key, handle)
             else:
-                packs.entries.move_to_end(key)
-            packs.last = (sigs, ws, self._order, entry)
+                packs.touch(key)
+            packs.last = (sigs, ws, order, entry)
         self._launch(handle, entry)
 
     def _launch(self, handle: Any, entry: Any) -> None:
@@ -521,6 +510,7 @@ class Plan:
         """
         if self._closed or self._desc._ptr is None:
             raise ClosedError("this execution plan is closed")
+        restore_defaults(self._scalar_slots)  # raw calls run with the plan's own values
         packs = self._packs
         key = (tuple(pointers), workspace)
         entry = packs.entries.get(key)
@@ -582,14 +572,15 @@ class Plan:
         if self._closed or self._desc._ptr is None:
             raise ClosedError("this execution plan is closed")
         fn, graph_ptr = self._graphs.prepare(function, cuda_graph)
-        values = self._bound_values(tensors)
-        ptrs = tuple([g(v) for g, v in zip(self._getters, values, strict=True)])
+        values, (_, order, getters, left_out) = self._bound_values(tensors)
+        restore_defaults(left_out)
+        ptrs = tuple([g(v) for g, v in zip(getters, values, strict=True)])
         ws = self._packs.graph_workspace(workspace)
         if handle is None:
-            handle = self._handles.get(_get_ident()) or self._thread_handle(values)
+            handle = self._handles.get(_get_ident()) or self._thread_handle(values, order)
         elif not isinstance(handle, Handle):
             raise TypeError(f"handle must be a pycudnn.Handle, not {type(handle).__name__}")
-        key = (self._order, ptrs, ws)
+        key = (order, ptrs, ws)
         entry = self._packs.entries.get(key) or self._new_pack(key, handle)
         self._graphs.call(fn, function, handle, entry, graph_ptr)
 

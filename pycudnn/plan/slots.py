@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import math
 import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -68,14 +69,48 @@ class _Slot:
 
 
 def scalar_buffer(slot: _Slot) -> Any:
-    """The host buffer of a by-value tensor, which the variant packs point at: its value from the
-    graph (or the plan's JSON), else zero until one is given (execute refuses to run on that)."""
+    """The host buffer of a by-value tensor, which the variant packs point at: its default
+    (:func:`default_value`), else zero until one is given (execute refuses to run on that)."""
     dt = slot.dtype if slot.dtype is not None else np.dtype(np.float32)
     buf = np.zeros(1, dtype=dt)
-    value = slot.tensor.value if slot.tensor is not None else slot.value
+    value = default_value(slot)
     if value is not None:
         buf[0] = value
     return buf
+
+
+def default_value(slot: _Slot) -> Any:
+    """The value a by-value tensor has when a call does not give one: ``set_scalar``'s, else the
+    graph's (or the plan JSON's); None when there is none."""
+    if slot.value is not None:
+        return slot.value
+    return slot.tensor.value if slot.tensor is not None else None
+
+
+def checked_scalar(value: Any, dtype: Any, name: str) -> Any:
+    """``value`` for a by-value tensor of ``dtype``, refused where NumPy would convert it
+    silently: a str, a complex, a finite float past the type's range (1e40 as float32 is inf), a
+    fraction or a bool for an integer type, an integer out of its range."""
+    dt = np.dtype(dtype)
+    if isinstance(value, (str, bytes)) or not isinstance(value, numbers.Number):
+        raise TypeError(f"tensor '{name}' is a by-value scalar: pass a number, not "
+                        f"{type(value).__name__}")  # fmt: skip
+    if isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real):
+        raise TypeError(f"tensor '{name}' is a real by-value scalar, not complex {value!r}")
+    number: Any = value  # a real number from here on
+    if dt.kind in "iu":
+        if isinstance(value, (bool, np.bool_)) or not float(number).is_integer():
+            raise ValueError(f"tensor '{name}' is a {dt} scalar: pass an integer, not {value!r}")
+        info = np.iinfo(dt)
+        if not info.min <= int(number) <= info.max:
+            raise ValueError(f"tensor '{name}': {value} is out of the range of {dt}")
+    elif dt.kind in {"f", "V"}:  # V: ml_dtypes' bfloat16 and fp8 types
+        x = float(number)
+        with np.errstate(over="ignore"):  # the overflow is what is looked for
+            narrowed = float(np.asarray(x, dtype=dt))
+        if math.isfinite(x) and not math.isfinite(narrowed):
+            raise ValueError(f"tensor '{name}': {value} does not fit a {dt} scalar")
+    return value
 
 
 def kept_of(slots: Sequence[_Slot]) -> Kept:
@@ -99,15 +134,12 @@ def kept_scalar(slot: _Slot) -> Scalar | None:
 
 
 def scalar_value(slot: _Slot) -> float | int | None:
-    """A by-value tensor's value as a Python number: what its buffer holds once made (given to
-    execute or set_scalar), else the graph's (or the JSON's) value; None when it has none."""
+    """A by-value tensor's default (:func:`default_value`) as a Python number (None when it has
+    none): what a call that does not give it runs with, and what a saved plan keeps. A value
+    given to one execute is that call's only."""
     if not slot.by_value:
         return None
-    buf = slot.__dict__.get("_scalar")
-    if buf is not None:
-        number: float | int = buf[0].item()
-        return number
-    value = slot.tensor.value if slot.tensor is not None else slot.value
+    value = default_value(slot)
     if value is None:
         return None
     # bool, int and NumPy's integers are Integral; the rest are written as floats
@@ -115,23 +147,33 @@ def scalar_value(slot: _Slot) -> float | int | None:
 
 
 def scalar_setter(slot: _Slot) -> Callable[..., int]:
-    """The execute path's reader of a by-value tensor: sets the value given (None keeps it) in
-    the slot's buffer and returns the buffer's address, which the variant pack holds."""
+    """The execute path's reader of a by-value tensor: puts the value given (None: its default)
+    in the slot's buffer, marking it for :func:`restore_defaults`, and returns the buffer's
+    address, which the variant pack holds."""
     buf = slot.scalar
     address = int(buf.ctypes.data)
-    name = slot.name
+    name, dtype, state = slot.name, buf.dtype, slot.__dict__
 
     def set_value(value: Any, stream_ptr: int = -1) -> int:
-        if value is not None:
-            try:
-                buf[0] = value
-            except (TypeError, ValueError):
-                raise TypeError(
-                    f"tensor '{name}' is a by-value scalar: pass a number, not {type(value).__name__}"
-                ) from None
+        if value is None:
+            value = default_value(slot)
+            if value is None:
+                raise KeyError(f"by-value scalar '{name}' has no value: pass a number")
+        buf[0] = checked_scalar(value, dtype, name)
+        state["_given"] = True  # a call's own value: the next call that leaves it out resets it
         return address
 
     return set_value
+
+
+def restore_defaults(slots: Sequence[_Slot]) -> None:
+    """Put back the default of each by-value slot a call leaves out and an earlier call gave a
+    value to: a value given to execute is that call's only (the docstring's promise)."""
+    for slot in slots:
+        state = slot.__dict__
+        if state.get("_given"):
+            slot.scalar[0] = default_value(slot)
+            state["_given"] = False
 
 
 def check_given(slots: Sequence[_Slot], order: tuple[int, ...]) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from _nvbind.arrays import array_view
 from _nvbind.dtypes import dtype_name
+from _nvbind.strides import element_extent
 
 from ..backend import BackendDescriptor
 from .slots import _Slot
@@ -49,6 +50,7 @@ class VariantPackCache:
         "entries",
         "last",
         "size",
+        "ws_devices",
     )
 
     def __init__(self, slots: list[_Slot], uids: tuple[int, ...], workspace_size: int) -> None:
@@ -60,7 +62,9 @@ class VariantPackCache:
         self._canonical: dict[Any, Entry] = {}
         self.last: tuple[Any, ...] = (None, None, None, None)
         self.builds = 0
-        self._ws_checked: tuple[Any, ...] | None = None  # (ptr, shape, strides, dtype, device)
+        # (ptr, shape, strides, dtype, device, read-only) of the last workspace= checked
+        self._ws_checked: tuple[Any, ...] | None = None
+        self.ws_devices: dict[int, Any] = {}  # a workspace= address -> its device
 
     def close(self) -> None:
         """Release every pack (``cudnnBackendDestroyDescriptor``)."""
@@ -122,19 +126,25 @@ class VariantPackCache:
             and not hasattr(workspace, "__cuda_array_interface__")
         ):
             ptr, nbytes = int(handle), size  # a cuda.core Buffer
+            device = getattr(workspace, "device_id", None)
         else:
             view = array_view(workspace, "workspace", -1)  # never read by the host: no ordering
             # The extent is worked out once per layout (the same workspace comes every call).
-            sig = view[:5]
+            sig = view[:6]
             if sig == self._ws_checked:
                 return int(view.ptr)
             if view.device_id < 0:
                 raise ValueError("workspace is in host memory; it must be device memory")
-            ptr, nbytes = view.ptr, view.span_bytes()
+            if view.readonly:
+                raise ValueError("workspace is read-only; cuDNN writes it")
+            if element_extent(view.shape, view.strides)[0]:  # cuDNN writes [ptr, ptr + size)
+                raise ValueError("workspace has negative strides: its memory does not start at it")
+            ptr, nbytes, device = view.ptr, view.span_bytes(), view.device_id
             if nbytes >= self.size:
                 self._ws_checked = sig
         if nbytes < self.size:
             raise ValueError(f"workspace has {nbytes} bytes but the plan needs {self.size}")
+        self.ws_devices[ptr] = device  # compared with the handle's when a pack is built
         return ptr
 
     def graph_workspace(self, workspace: Any) -> int:
@@ -153,6 +163,12 @@ class VariantPackCache:
     def build(self, key: Any, device_id: int) -> Entry:
         """Validate the arrays of ``key`` (``(order, descriptions, workspace)``, the descriptions
         read by the execute path, already stream-ordered), then build and cache a variant pack."""
+        ws_device = self.ws_devices.get(key[2])
+        if ws_device is not None and int(ws_device) != device_id:
+            raise ValueError(
+                f"workspace: the memory is on device {ws_device} but the handle is on device "
+                f"{device_id}"
+            )
         ptrs = [0] * len(self._slots)
         for s_index, sig in zip(key[0], key[1], strict=True):
             slot = self._slots[s_index]
@@ -238,5 +254,14 @@ class VariantPackCache:
                 self.last = (None, None, None, None)
             if not any(e is evicted for e in self.entries.values()):
                 self._canonical = {k: e for k, e in self._canonical.items() if e is not evicted}
-                evicted[2].close()
+                # not closed here: a call that read it before the eviction may still launch it;
+                # the descriptor's finalizer destroys it when the last reference goes
         return entry
+
+    def touch(self, key: Any) -> None:
+        """Mark ``key``'s pack as the most recently used (it may have been evicted since it was
+        read, by a call on another thread: then there is nothing to mark)."""
+        try:
+            self.entries.move_to_end(key)
+        except KeyError:
+            pass
