@@ -1663,3 +1663,45 @@ def test_plans_cannot_be_copied(target: DeviceProperties) -> None:
         with pytest.raises(TypeError, match="use to_json"):
             dup(plan)
     plan.close()
+
+
+# -- numbers cuDNN would get as something else (found by a review) ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("describe", "match"),
+    [
+        (lambda g, x: g.scalar(1e39), "1e.39 is out of the range of float32 .*inf"),
+        (lambda g, x: g.scalar(1e-50), "out of the range of float32 .*would get 0"),
+        (lambda g, x: g.scalar(3.7, dtype="int32"), "int32 scalars take integers, not 3.7"),
+        (lambda g, x: g.scalar(2**31, dtype="int32"), "out of the range of int32"),
+        (lambda g, x: g.tensor([1, 1, 1], by_value=1e39, name="s"), "out of the range of float32"),
+        (
+            lambda g, x: g.layernorm(
+                x,
+                g.tensor([1, 4, 64, 64], name="s"),
+                g.tensor([1, 4, 64, 64], name="b"),
+                epsilon=1e-50,
+            ),
+            "epsilon: 1e-50 is out of the range",
+        ),
+        (lambda g, x: g.sdpa(x, x, x, scale=1e39), "scale.: 1e.39 is out of the range"),
+    ],
+)
+def test_a_number_cudnn_would_get_as_inf_zero_or_another_is_refused(
+    describe: Any, match: str
+) -> None:
+    g = Graph("numbers")
+    x = g.tensor([2, 4, 64, 64], dtype="bfloat16", name="x")
+    with pytest.raises((ValueError, GraphError), match=match):
+        describe(g, x)
+
+
+def test_a_scalar_of_a_bool_value_is_a_by_value_scalar_holding_it() -> None:
+    """scalar(False) was a device tensor, and scalar(True) lost its value: tensor()'s by_value
+    reads a bool as its own flag."""
+    g = Graph("bools")
+    for value in (False, True):
+        t = g.scalar(value, dtype="bool")
+        assert t.by_value and t.value is value
+    assert g.scalar(float("-inf")).value == float("-inf")  # infinities pass as given

@@ -411,3 +411,19 @@ def test_an_entry_added_to_the_users_table_applies_to_the_next_build(
     except GraphNotSupportedError:
         return  # the only engine: refused, which is the entry applying
     assert again != first
+
+
+def test_an_index_along_an_axis_is_never_planned_through_a_view(props: Any) -> None:
+    """GEN_INDEX counts along a dim of the graph as described; the rank-3 view of an NCHW
+    elementwise graph (and the batch-folded view of a rank-4 matmul) kept its axis, so cuDNN
+    counted along another dim (0..119 instead of H's 0..3). Such graphs are planned as described
+    or not at all."""
+    g = Graph("gi")
+    x = g.tensor([2, 3, 4, 5], dtype="float32", name="x")
+    g.add(x, g.pointwise("gen_index", x, axis=2)).set_output(True, dtype="float32")
+    assert rewrites.variants(g) == []
+    try:
+        plan = g.build(device_properties=props, cache=False)
+    except GraphNotSupportedError:
+        return
+    assert plan.rewrite == ""

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import enum
 import functools
+import math
 import numbers
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from _nvbind.dtypes import CUDNN_DATA_TYPE_NAMES, DataType, as_data_type, dtype_name
 from _nvbind.lazy_numpy import numpy_types
@@ -145,3 +146,45 @@ def _format_of(dims: tuple[int, ...], strides: tuple[int, ...]) -> str:
         return layout.strides_to_format(dims, strides)
     except ValueError:
         return "ABCDEFGH"[: len(dims)]
+
+
+#: (largest finite, smallest non-zero) magnitude of the floating types a by-value scalar has,
+#: and the range of its integer types: a value outside becomes inf, 0 or another integer in C.
+_FLOAT_RANGE = {
+    "float16": (65504.0, 2.0**-24),
+    "bfloat16": (3.3895313892515355e38, 2.0**-133),
+    "float32": (3.4028234663852886e38, 2.0**-149),
+    "float64": (1.7976931348623157e308, 5e-324),
+}
+_INT_RANGE = {
+    "int8": (-(2**7), 2**7 - 1),
+    "uint8": (0, 2**8 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+}
+
+
+def check_scalar_value(value: Any, dtype: Any, what: str) -> Any:
+    """``value`` for a by-value scalar of ``dtype`` (a DataType), refused where cuDNN would get
+    another number: a finite float past the type's range or a non-zero one below it (1e39 and
+    1e-50 as float32 are inf and 0), a fraction, a bool or an out-of-range integer for an
+    integer type, anything not a real number. Checked without NumPy (describing a graph imports
+    none); NaN and infinities pass as given (a mask's -inf)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{what}: a by-value scalar is a real number, not {value!r}")
+    name, number = dtype_name(dtype), cast(Any, value)  # a real number from here on
+    if name in _INT_RANGE:
+        low, high = _INT_RANGE[name]
+        if isinstance(value, (bool, *numpy_types("bool_"))) or not float(number).is_integer():
+            raise ValueError(f"{what}: {name} scalars take integers, not {value!r}")
+        if not low <= int(number) <= high:
+            raise ValueError(f"{what}: {value} is out of the range of {name}")
+    elif name in _FLOAT_RANGE:
+        big, small = _FLOAT_RANGE[name]
+        x = float(value)
+        if math.isfinite(x) and (abs(x) > big or 0 < abs(x) < small):
+            raise ValueError(
+                f"{what}: {value} is out of the range of {name} (cuDNN would get "
+                f"{'inf' if abs(x) > big else '0'})"
+            )
+    return value

@@ -13,6 +13,7 @@ from .common import (
     _check_bounds,
     _dims_text,
     _ints,
+    check_scalar_value,
 )
 from .core import GraphCore
 from .kinds import _need_same_dtype
@@ -155,12 +156,10 @@ class ConvolutionOps(GraphCore):
         self, label: str, s: dict[str, Any], compute_dtype: Any, alpha: Any, beta: Any
     ) -> dict[str, Any]:
         """The attributes every convolution records: its settings, compute type and scales."""
-        return dict(
-            s,
-            compute_dtype=self._compute(compute_dtype, label),
-            alpha=self._real(alpha, f"{label}: alpha"),
-            beta=self._real(beta, f"{label}: beta"),
-        )
+        scales = {n: self._real(v, f"{label}: {n}") for n, v in (("alpha", alpha), ("beta", beta))}
+        for n, v in scales.items():  # cuDNN takes them as floats: 1e39 would be inf
+            check_scalar_value(v, as_data_type("float32"), f"{label}: {n}")
+        return dict(s, compute_dtype=self._compute(compute_dtype, label), **scales)
 
     def _check_conv_dtypes(self, label: str, a: tuple[str, Tensor], b: tuple[str, Tensor]) -> None:
         for role, t in (a, b):

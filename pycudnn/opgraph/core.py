@@ -28,6 +28,7 @@ from .common import (
     _cudnn_dtype,
     _dims_text,
     _format_of,
+    check_scalar_value,
 )
 from .resolution import check_layout_unchanged, decide, layout_of, resolve
 from .tensor_request import check_alignment, check_dims, check_strides, vector_request
@@ -178,6 +179,8 @@ class GraphCore:
     ) -> Tensor:
         """A tensor named ``names[0]``, or when that is None a free name made from ``names[1]``."""
         name = self._unique_name(*names)
+        if kw.get("value") is not None:  # a by-value scalar's: checked for the type it has
+            check_scalar_value(kw["value"], dtype, f"tensor '{name}'")
         t = Tensor(self, self._next_uid, name, dims=dims, strides=strides, dtype=dtype, **kw)
         self._next_uid += 1
         self._tensors.append(t)
@@ -269,9 +272,11 @@ class GraphCore:
         """A by-value host scalar (dims ``[1] * rank``); ``value`` None means given at execute."""
         if isinstance(rank, bool) or not isinstance(rank, int):
             raise TypeError(f"rank must be an int, not {rank!r}")
-        return self.tensor(
-            [1] * rank, dtype=dtype, name=name, by_value=True if value is None else value
-        )
+        if value is not None:  # set apart: tensor()'s by_value reads a bool as its own flag
+            check_scalar_value(value, as_data_type(dtype), f"scalar {name or ''}".rstrip())
+        t = self.tensor([1] * rank, dtype=dtype, name=name, by_value=True)
+        t.value = value
+        return t
 
     _vector_request = staticmethod(vector_request)
     _check_dims = staticmethod(check_dims)

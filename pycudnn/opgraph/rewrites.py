@@ -238,6 +238,10 @@ def variants(graph: Graph) -> list[Variant]:
     """Equivalent descriptions to try when the graph as described has no engine (maybe none)."""
     kinds = {op.kind for op in graph._ops}
     found: Variant | None = None
+    if any("axis" in op.attrs for op in graph._ops):
+        # an axis names a dim of the graph as described (GEN_INDEX counts along it): a view
+        # that merges or moves dims would count along another
+        return []
     if kinds == {"pointwise"}:
         found = _pointwise_variant(graph)
     elif "matmul" in kinds and kinds <= {"matmul", "pointwise"}:
