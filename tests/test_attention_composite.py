@@ -351,3 +351,25 @@ def test_a_padded_composite_plan_loads_back(props: pycudnn.DeviceProperties) -> 
     unpadded.sdpa(q, k, v, implementation="composite", name="attn")
     with pytest.raises(ValueError, match="built for another graph"):
         unpadded.load_plan(plan.to_json(), device_properties=props)
+
+
+@pytest.mark.parametrize(
+    ("shape", "options", "match"),
+    [
+        # cudnn-frontend's use_causal_mask is top-left whatever the alignment: pycudnn lowered a
+        # bottom-right mask for this pair, another mask than the frontend's for the same call
+        ({}, {"use_causal_mask": True, "diagonal_alignment": "bottom_right"}, "top-left causal"),
+        # more queries than keys: the first queries see no key (the frontend refuses both)
+        ({"s_q": 256}, {"use_causal_mask_bottom_right": True}, "needs s_q <= s_kv"),
+        ({"s_q": 256}, {"sliding_window_length": 32}, "sliding-window mask needs s_q <= s_kv"),
+        ({}, {"use_alibi_mask": True}, "ALiBi needs a causal mask"),
+    ],
+)
+def test_masks_the_frontend_refuses_are_refused(
+    shape: dict[str, int], options: dict[str, Any], match: str
+) -> None:
+    g = Graph("masks")
+    q = bshd(g, "q", s=shape.get("s_q", S))
+    k, v = bshd(g, "k"), bshd(g, "v")
+    with pytest.raises(GraphError, match=match):
+        g.sdpa(q, k, v, **options)

@@ -128,6 +128,12 @@ class Masks:
                     "an alignment; give one"
                 )
             align = "bottom_right"
+        elif use_causal_mask and align == "bottom_right":
+            # cudnn-frontend's use_causal_mask is the top-left mask whatever the alignment
+            raise GraphError(
+                f"{label}: use_causal_mask is cudnn-frontend's top-left causal mask; for the "
+                "bottom-right one give use_causal_mask_bottom_right=True"
+            )
         right = optional_int(diagonal_band_right_bound, f"{label}: diagonal_band_right_bound", 0)
         if causal or use_causal_mask or use_causal_mask_bottom_right:
             if right not in (None, 0):
@@ -172,6 +178,24 @@ class Masks:
             diagonal_band_left_bound=k["diagonal_band_left_bound"],
             diagonal_band_right_bound=k["diagonal_band_right_bound"],
         )
+
+    def check_lengths(self, label: str, s_q: int, s_kv: int, alibi: bool) -> None:
+        """Refuse what cudnn-frontend refuses for these sequence lengths: a bottom-right aligned
+        or sliding-window mask with more queries than keys (the first queries see no key: their
+        rows are undefined), and ALiBi without a causal mask."""
+        if s_q > s_kv and self.any and (self.alignment == "bottom_right" or self.left is not None):
+            what = (
+                "a bottom-right aligned" if self.alignment == "bottom_right" else "a sliding-window"
+            )
+            raise GraphError(
+                f"{label}: {what} mask needs s_q <= s_kv, got s_q {s_q} > s_kv {s_kv}: the first "
+                "queries would see no key and their outputs be undefined"
+            )
+        if alibi and self.right != 0:
+            raise GraphError(
+                f"{label}: ALiBi needs a causal mask (diagonal_band_right_bound=0), as "
+                "cudnn-frontend requires"
+            )
 
     @property
     def any(self) -> bool:

@@ -154,6 +154,7 @@ class AttentionCommon(GraphCore):
                     label, owned["dropout_mask"], owned["dropout_scale_inv"], shapes.scores_dims
                 )
         padded = "seq_len_q" in owned
+        masks.check_lengths(label, s_q, s_kv, alibi)
         # Bottom-right alignment shifts the diagonal by s_kv - s_q: folded into the bounds for
         # fixed lengths, taken from the sequence-length tensors per batch entry with padding.
         shift = s_kv - s_q if masks.alignment == "bottom_right" and not padded else 0
