@@ -1705,3 +1705,23 @@ def test_a_scalar_of_a_bool_value_is_a_by_value_scalar_holding_it() -> None:
         t = g.scalar(value, dtype="bool")
         assert t.by_value and t.value is value
     assert g.scalar(float("-inf")).value == float("-inf")  # infinities pass as given
+
+
+def test_a_tensor_is_not_re_typed_behind_the_checks() -> None:
+    """`transpose(x_fp32, out=o_fp16)` made `o` float32, and `set_dtype` on an input after its
+    operations checked it changed what cuDNN gets (a scalar 2.5 re-typed int32 was 2)."""
+    g = Graph("retype")
+    x = g.tensor([2, 4, 8], dtype="float32", name="x")
+    o = g.tensor([2, 8, 4], dtype="float16", name="o")
+    with pytest.raises(
+        GraphError, match=r"out \('o'\) is float16 but the operation writes float32"
+    ):
+        g.transpose(x, [0, 2, 1], out=o)
+    s = g.scalar(2.5, rank=3)
+    g.mul(x, s)
+    with pytest.raises(GraphError, match="tensor '.*' is an input of mul"):
+        s.set_dtype("int32")
+    assert (
+        g.transpose(x, [0, 2, 1], out=g.tensor([2, 8, 4], name="o32")).element_type.name
+        == "float32"
+    )

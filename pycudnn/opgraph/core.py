@@ -30,7 +30,7 @@ from .common import (
     _format_of,
     check_scalar_value,
 )
-from .resolution import check_layout_unchanged, decide, layout_of, resolve
+from .resolution import check_layout_unchanged, decide, layout_of, resolve, written_as
 from .tensor_request import check_alignment, check_dims, check_strides, vector_request
 from .tensors import Operation, Tensor, _attr_text, vector_array, vector_dims
 
@@ -355,7 +355,7 @@ class GraphCore:
                     "the output of a vectorized operation is vectorized alike"
                 )
             if out_dtype is not None:
-                out.set_dtype(out_dtype)
+                written_as(out, as_data_type(out_dtype, name=f"{op_label}: out_dtype"), op_label)
             if not out.is_virtual:
                 out._is_output = True
             return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from _nvbind.dtypes import DataType
+from _nvbind.dtypes import DataType, dtype_name
 
 from .. import layout
 from .common import GraphError, _check_extent, _dims_text
@@ -114,3 +114,15 @@ def check_layout_unchanged(
             "(built or its key taken): its plans are for the tensor as it was; describe a new "
             "Graph"
         )
+
+
+def written_as(out: Tensor, dtype: DataType, op_label: str) -> None:
+    """Give the tensor an operation's ``out=`` names the type the operation writes, refusing
+    another type it already has (it was re-typed silently: ``transpose`` of float32 data into a
+    float16 ``out`` made it float32)."""
+    if out._dtype is not None and out._dtype != dtype:
+        raise GraphError(
+            f"{op_label}: out ('{out.name}') is {dtype_name(out._dtype)} but the operation "
+            f"writes {dtype_name(dtype)}"
+        )
+    out.set_dtype(dtype)

@@ -250,6 +250,11 @@ class Tensor:
     def set_dtype(self, dtype: Any) -> Tensor:
         """Choose the element type of an op output (default: see the module docstring)."""
         self.graph._check_mutable()
+        if self.producer is None and self.consumers:  # a graph input its readers checked
+            raise GraphError(
+                f"tensor '{self.name}' is an input of {self.consumers[0].label}, which checked "
+                "its type: give the type to Graph.tensor, before the operations read it"
+            )
         dt = as_data_type(dtype, name=f"dtype of tensor '{self.name}'")
         _cudnn_dtype(dt, f"tensor '{self.name}'")
         self._dtype = dt
