@@ -216,9 +216,9 @@ def test_a_scalar_given_to_one_execute_is_that_calls_only(deviceprops_json: dict
 @pytest.mark.parametrize(
     ("value", "error", "match"),
     [
-        (1e40, ValueError, "does not fit a float32"),
-        ("3", TypeError, "pass a number, not str"),
-        (2 + 1j, TypeError, "not complex"),
+        (1e40, ValueError, "1e.40 is out of the range of float32"),
+        ("3", TypeError, "a by-value scalar is a real number, not '3'"),
+        (2 + 1j, TypeError, "a by-value scalar is a real number"),
     ],
 )
 def test_a_scalar_numpy_would_convert_silently_is_refused(
@@ -238,7 +238,7 @@ def test_an_integer_scalar_takes_integers_in_its_range() -> None:
 
     assert checked_scalar(7, np.int32, "k") == 7
     for bad in (2.7, True, 2**31):
-        with pytest.raises(ValueError, match="'k'"):
+        with pytest.raises(ValueError, match="tensor 'k': "):
             checked_scalar(bad, np.int32, "k")
     assert checked_scalar(float("-inf"), np.float32, "mask") == float("-inf")  # as given
 

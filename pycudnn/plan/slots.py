@@ -5,17 +5,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import math
 import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from _nvbind.arrays import as_array_view
 from _nvbind.cuda import current_device_id
-from _nvbind.dtypes import CUDNN_DATA_TYPE_NAMES, DataType
+from _nvbind.dtypes import CUDNN_DATA_TYPE_NAMES, DataType, as_data_type
 from _nvbind.lazy_numpy import np
 
 from ..opgraph import OperationGraph, Tensor
+from ..opgraph.common import check_scalar_value
 from ..opgraph.tensors import vector_array
 from .serialization import Kept, Scalar
 
@@ -88,29 +88,10 @@ def default_value(slot: _Slot) -> Any:
 
 
 def checked_scalar(value: Any, dtype: Any, name: str) -> Any:
-    """``value`` for a by-value tensor of ``dtype``, refused where NumPy would convert it
-    silently: a str, a complex, a finite float past the type's range (1e40 as float32 is inf), a
-    fraction or a bool for an integer type, an integer out of its range."""
-    dt = np.dtype(dtype)
-    if isinstance(value, (str, bytes)) or not isinstance(value, numbers.Number):
-        raise TypeError(f"tensor '{name}' is a by-value scalar: pass a number, not "
-                        f"{type(value).__name__}")  # fmt: skip
-    if isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real):
-        raise TypeError(f"tensor '{name}' is a real by-value scalar, not complex {value!r}")
-    number: Any = value  # a real number from here on
-    if dt.kind in "iu":
-        if isinstance(value, (bool, np.bool_)) or not float(number).is_integer():
-            raise ValueError(f"tensor '{name}' is a {dt} scalar: pass an integer, not {value!r}")
-        info = np.iinfo(dt)
-        if not info.min <= int(number) <= info.max:
-            raise ValueError(f"tensor '{name}': {value} is out of the range of {dt}")
-    elif dt.kind in {"f", "V"}:  # V: ml_dtypes' bfloat16 and fp8 types
-        x = float(number)
-        with np.errstate(over="ignore"):  # the overflow is what is looked for
-            narrowed = float(np.asarray(x, dtype=dt))
-        if math.isfinite(x) and not math.isfinite(narrowed):
-            raise ValueError(f"tensor '{name}': {value} does not fit a {dt} scalar")
-    return value
+    """``value`` for the by-value tensor ``name`` of ``dtype``, checked as a graph's scalars are
+    (:func:`~pycudnn.opgraph.common.check_scalar_value`): refused where NumPy would convert it
+    silently (a str, a finite float past the type's range, a fraction for an integer type)."""
+    return check_scalar_value(value, as_data_type(dtype), f"tensor '{name}'")
 
 
 def kept_of(slots: Sequence[_Slot]) -> Kept:
