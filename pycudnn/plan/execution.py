@@ -162,7 +162,8 @@ class Plan:
 
     # -- scalars -----------------------------------------------------------------------------
     def set_scalar(self, tensor: Any, value: Any) -> None:
-        """Set the value of a by-value scalar tensor for the following executions."""
+        """Set the default of a by-value scalar tensor: the value every following execution
+        that does not give one runs with (and a saved plan keeps)."""
         slot = self._slots[self._slot_index(tensor)]
         if not slot.by_value:
             raise ValueError(f"tensor '{slot.name}' is not a by-value scalar")
@@ -433,7 +434,8 @@ class Plan:
 
         ``tensors`` maps each non-virtual tensor (the :class:`~pycudnn.graph.Tensor`, its name or
         its unique id) to a device array exposing ``__cuda_array_interface__`` or DLPack. By-value
-        scalars may be given as numbers (else their value from the graph is used). ``workspace``:
+        scalars may be given as numbers, for this call only (else the plan's default is used: the
+        graph's value, or :meth:`set_scalar`'s). ``workspace``:
         None (a cached per-thread workspace from the device's memory pool), or a buffer/array of at
         least ``workspace_size`` bytes. ``handle``: None (this thread's handle for the arrays'
         device) or a :class:`~pycudnn.Handle` on that device.
