@@ -65,10 +65,12 @@ class Graph(OperationGraph):
         *,
         device_properties: DeviceProperties | None = None,
         device: Any = None,
+        allow_known_bad: bool = False,
     ) -> Plan:
         """A plan for this graph from its JSON (text or path; ``cudnnBackendFinalize`` of an
         ``EXECUTION_PLAN`` with ``CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION``): see
         :meth:`pycudnn.plan.Plan.from_json` (``PlanVersionError`` for another cuDNN's plan; a
-        known-bad engine's plan refused: ``Plan.load(..., allow_known_bad=True)`` loads one)."""
+        known-bad engine's plan refused unless ``allow_known_bad``)."""
 
-        return Plan.load(source, graph=self, device_properties=device_properties, device=device)
+        return Plan.load(source, graph=self, device_properties=device_properties, device=device,
+                         allow_known_bad=allow_known_bad)  # fmt: skip
