@@ -83,3 +83,10 @@ class ArrayView(_ViewFields, ArrayGeometry):
     def span_bytes(self) -> int:
         """Bytes from the lowest to one past the highest addressed element (0 when empty)."""
         return element_extent(self.shape, self.strides)[1] * self.itemsize
+
+    def byte_range(self) -> tuple[int, int]:
+        """``(lowest, one past the highest)`` address the elements reach (negative strides
+        included): what two views are compared by to tell whether they share memory."""
+        lo, span = element_extent(self.shape, self.strides)
+        start = self.ptr + lo * self.itemsize
+        return start, start + span * self.itemsize

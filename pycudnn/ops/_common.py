@@ -17,7 +17,7 @@ from _nvbind.arrays import ArrayView, as_array_view
 from _nvbind.device_array import DeviceArray
 from _nvbind.dlpack import _KDL_CPU, _KDL_CUDA, dlpack_device
 from _nvbind.dtypes import dtype_name
-from _nvbind.strides import element_extent, packed_strides_in_order
+from _nvbind.strides import packed_strides_in_order
 
 from ..handle import Handle, get_handle
 from ..tensor import (
@@ -187,12 +187,6 @@ def _same_layout(a: ArrayView, b: ArrayView, a_name: str, b_name: str, function:
         )
 
 
-def _byte_range(view: ArrayView) -> tuple[int, int]:
-    lo, span = element_extent(view.shape, view.strides)
-    start = view.ptr + lo * view.itemsize
-    return start, start + span * view.itemsize
-
-
 def check_apart(
     out: ArrayView,
     out_name: str,
@@ -207,11 +201,11 @@ def check_apart(
     working in place."""
     if not out.size:
         return
-    lo, hi = _byte_range(out)
+    lo, hi = out.byte_range()
     for name, v in inputs:
         if not v.size:
             continue
-        a, b = _byte_range(v)
+        a, b = v.byte_range()
         if a < hi and lo < b:
             same = (v.ptr, v.shape, v.strides, v.dtype) == (out.ptr, out.shape, out.strides,
                                                            out.dtype)  # fmt: skip

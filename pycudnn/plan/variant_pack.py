@@ -50,7 +50,7 @@ class VariantPackCache:
         "entries",
         "last",
         "size",
-        "ws_devices",
+        "ws_device",
     )
 
     def __init__(self, slots: list[_Slot], uids: tuple[int, ...], workspace_size: int) -> None:
@@ -64,7 +64,7 @@ class VariantPackCache:
         self.builds = 0
         # (ptr, shape, strides, dtype, device, read-only) of the last workspace= checked
         self._ws_checked: tuple[Any, ...] | None = None
-        self.ws_devices: dict[int, Any] = {}  # a workspace= address -> its device
+        self.ws_device: tuple[int, Any] = (0, None)  # the last workspace= address, its device
 
     def close(self) -> None:
         """Release every pack (``cudnnBackendDestroyDescriptor``)."""
@@ -144,7 +144,7 @@ class VariantPackCache:
                 self._ws_checked = sig
         if nbytes < self.size:
             raise ValueError(f"workspace has {nbytes} bytes but the plan needs {self.size}")
-        self.ws_devices[ptr] = device  # compared with the handle's when a pack is built
+        self.ws_device = (ptr, device)  # compared with the handle's when a pack is built
         return ptr
 
     def graph_workspace(self, workspace: Any) -> int:
@@ -163,8 +163,8 @@ class VariantPackCache:
     def build(self, key: Any, device_id: int) -> Entry:
         """Validate the arrays of ``key`` (``(order, descriptions, workspace)``, the descriptions
         read by the execute path, already stream-ordered), then build and cache a variant pack."""
-        ws_device = self.ws_devices.get(key[2])
-        if ws_device is not None and int(ws_device) != device_id:
+        ws_ptr, ws_device = self.ws_device
+        if ws_ptr == key[2] and ws_device is not None and int(ws_device) != device_id:
             raise ValueError(
                 f"workspace: the memory is on device {ws_device} but the handle is on device "
                 f"{device_id}"

@@ -32,7 +32,6 @@ from _nvbind.resource import CResource
 
 from .. import _bindings as cb
 from .. import raw
-from ..checks import span
 from ..handle import get_handle
 from ..preference import default_preference
 from ..tables import compute_type_name
@@ -285,7 +284,7 @@ def check_output_blocks(c: Sequence[Any], inputs: Sequence[tuple[str, Sequence[A
         v = array_view(block, f"c.blocks[{i}]")
         if v.readonly:
             raise ValueError(f"c.blocks[{i}] is read-only, but the plan writes it")
-        spans.append((*span(v.ptr, v.shape, v.strides, v.itemsize), i))
+        spans.append((*v.byte_range(), i))
     spans.sort()
     for (_, hi, i), (lo, _, j) in itertools.pairwise(spans):
         if lo < hi:
@@ -296,7 +295,7 @@ def check_output_blocks(c: Sequence[Any], inputs: Sequence[tuple[str, Sequence[A
     for name, blocks in inputs:
         for k, block in enumerate(blocks):
             v = array_view(block, f"{name}.blocks[{k}]")
-            lo, hi = span(v.ptr, v.shape, v.strides, v.itemsize)
+            lo, hi = v.byte_range()
             # the output spans are disjoint and sorted: only the last starting below hi can meet it
             n = bisect.bisect_left(starts, hi)
             if n and spans[n - 1][1] > lo:
