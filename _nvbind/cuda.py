@@ -26,6 +26,7 @@ __all__ = [
     "driver_status",
     "get_device",
     "gpu_available",
+    "libcuda",
     "require_cuda_core",
     "stream_handle",
 ]
@@ -71,7 +72,8 @@ _probing = library_call("the CUDA driver probe (cuInit)")
 
 
 @functools.lru_cache(maxsize=1)
-def _libcuda() -> ctypes.CDLL | None:
+def libcuda() -> ctypes.CDLL | None:
+    """``libcuda.so.1`` through ctypes (loaded once), or None where the driver library is missing."""
     try:
         return ctypes.CDLL("libcuda.so.1")
     except OSError:
@@ -101,13 +103,13 @@ def driver_status(*, refresh: bool = False) -> DriverStatus:
 def driver_library_found() -> bool:
     """Whether ``libcuda.so.1`` loads, without ``cuInit``: planning for device properties needs
     the driver library, not a GPU, and a failing ``cuInit`` costs 14-60 ms."""
-    return _libcuda() is not None
+    return libcuda() is not None
 
 
 def _probe() -> DriverStatus:
     """``cuDriverGetVersion``, ``cuInit`` and each device's name, capability and memory (called
     with ``_driver_lock`` held); see driver_status."""
-    lib = _libcuda()
+    lib = libcuda()
     if lib is None:
         return DriverStatus(
             False, None, None, 0, (), "the CUDA driver library libcuda.so.1 is not installed"

@@ -2,7 +2,8 @@
 
 Workspaces are the only memory an execute path may need. :func:`workspace` hands out a buffer that
 is kept per (host thread, device, stream) and grows when a larger one is asked for, so executing a
-cached plan again allocates nothing. Freed buffers go back to the pool in stream order.
+cached plan again allocates nothing. Freed buffers go back to the pool in stream order. It is
+refused while the stream is being captured into a CUDA graph (:mod:`_nvbind.capture`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from . import capture
 from .cuda import get_device, require_cuda_core, stream_handle
 
 __all__ = ["allocate", "release_workspaces", "stream_object", "workspace"]
@@ -59,11 +61,15 @@ def workspace(nbytes: int, *, device: Any = None, stream: Any = None) -> int:
     Returns 0 for ``nbytes == 0``. The memory stays valid until a larger request on the same
     (thread, device, stream) replaces it (the old buffer is freed in that stream's order, so work
     already queued on the stream keeps using it safely) or :func:`release_workspaces` is called.
+    :class:`~_nvbind.capture.GraphCaptureError` while ``stream`` is being captured: a graph would
+    keep the address after the pool has reused or freed it.
     """
     if nbytes <= 0:
         return 0
+    sptr = stream_handle(stream)
+    capture.refuse_pooled_workspace(sptr)
     dev = get_device(device)
-    key = (int(dev.device_id), stream_handle(stream))
+    key = (int(dev.device_id), sptr)
     table: dict[tuple[int, int], _Workspace] | None = getattr(_local, "table", None)
     if table is None:
         table = _local.table = {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from _nvbind.capture import GraphCaptureError
 from _nvbind.cuda import driver_status
 from _nvbind.ffi import LibraryNotFoundError, UnsupportedByLibraryError
 from _nvbind.resource import ClosedError
@@ -22,6 +23,7 @@ __all__ = [
     "CudnnInternalError",
     "CudnnNotInitializedError",
     "CudnnNotSupportedError",
+    "GraphCaptureError",
     "LibraryNotFoundError",
     "UnsupportedByLibraryError",
     "error_class_for_status",

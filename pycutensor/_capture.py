@@ -12,40 +12,16 @@ The user guide ("CUDA Graph Support") allows every cuTENSOR operation in a captu
   capture could record a suboptimal one.
 
 :func:`jit_planning_refusal` and :func:`tuning_refusal` decide from a capture state (pure Python,
-tested without a GPU); :func:`capture_state` asks the driver. They run where plans are created,
-never on the execute path of a finished plan.
+tested without a GPU); :func:`~_nvbind.capture.capture_state` asks the driver. They run where
+plans are created, never on the execute path of a finished plan. (A workspace from the pool is
+refused in a capture for both libraries, by :mod:`_nvbind.capture`.)
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from .handle import _driver
+from _nvbind.capture import capture_state
 
 __all__ = ["capture_state", "jit_planning_refusal", "tuning_refusal"]
-
-#: ``CUstreamCaptureStatus`` values.
-_STATUS_NAMES = {0: "none", 1: "active", 2: "invalidated"}
-_CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906
-_CU_STREAM_LEGACY = 1  # ((CUstream)0x1)
-
-
-def capture_state(stream_ptr: int | None) -> str:
-    """The capture state of a stream in the current context (``cuStreamIsCapturing``).
-
-    ``stream_ptr`` None asks about the legacy stream (``CU_STREAM_LEGACY``), which answers
-    ``"implicit"`` while any blocking stream of the context is capturing. Returns ``"none"``,
-    ``"active"``, ``"invalidated"``, ``"implicit"`` (work on this stream would join a capture on
-    a blocking stream) or ``"unknown"`` (the driver could not tell: no context, no driver).
-    """
-    drv: Any = _driver()
-    stream = _CU_STREAM_LEGACY if stream_ptr is None else int(stream_ptr)
-    status, state = drv.cuStreamIsCapturing(stream)
-    if int(status) == _CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
-        return "implicit"
-    if int(status) != 0 or state is None:
-        return "unknown"
-    return _STATUS_NAMES.get(int(state), "unknown")
 
 
 def jit_planning_refusal(legacy_state: str, jit: bool) -> str | None:

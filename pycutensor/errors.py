@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from _nvbind.capture import GraphCaptureError
 from _nvbind.ffi import LibraryNotFoundError, UnsupportedByLibraryError
 from _nvbind.resource import ClosedError
 
@@ -25,13 +26,6 @@ __all__ = [
     "error_class_for_status",
     "status_name",
 ]
-
-
-class GraphCaptureError(RuntimeError):
-    """Refused before a cuTENSOR call that must not happen during CUDA graph capture: planning
-    with just-in-time compilation while a blocking stream is captured, or planning/executing a
-    problem whose incremental autotuning is unfinished (cuTENSOR user guide, "CUDA Graph
-    Support"). The message gives the way around it."""
 
 
 class CutensorError(RuntimeError):

@@ -261,14 +261,49 @@ def test_a_plan_made_before_the_capture_is_captured_and_replayed(gpu_device: int
     handle = pycutensor.get_handle(gpu_device)
     previous = handle.activate()
     try:
+        from _nvbind.device_array import DeviceArray
+
         stream = new_stream(non_blocking=False)
         pycutensor.contract(da, "ik", db, "kj", dc, "ij", stream=stream, alpha=0.0)  # plans
+        workspace = DeviceArray.empty((1 << 22,), np.uint8)  # the graph keeps its address
         with captured(stream) as graph:
-            pycutensor.contract(da, "ik", db, "kj", dc, "ij", stream=stream, alpha=1.0)
+            pycutensor.contract(da, "ik", db, "kj", dc, "ij", stream=stream, alpha=1.0,
+                                workspace=workspace)  # fmt: skip
         err, g = graph[0]
         assert err == 0
         replay(g, stream)
         close(dc.to_numpy(), a @ b)
+    finally:
+        handle.restore(previous)
+
+
+def test_the_pools_workspace_is_refused_inside_a_capture(gpu_device: int) -> None:
+    # The pool would hand the graph a workspace it reuses for later launches and frees when a
+    # larger one is asked for; the replay would write memory something else owns.
+    from _nvbind.capture import capture_state
+
+    rng = np.random.default_rng(9)
+    _, _, da, db, dc = operands(rng, 64, 64, 64)
+    handle = pycutensor.get_handle(gpu_device)
+    previous = handle.activate()
+    try:
+        stream = new_stream(non_blocking=True)
+        plan = pycutensor.Contraction(
+            pycutensor.TensorDescriptor.from_array(handle, da), "ik",
+            pycutensor.TensorDescriptor.from_array(handle, db), "kj",
+            pycutensor.TensorDescriptor.from_array(handle, dc), "ij",
+        ).plan()  # fmt: skip
+        if not plan.required_workspace:
+            pytest.skip("cuTENSOR asks no workspace for this contraction here")
+        assert capture_state(stream) == "none"
+        with captured(stream) as graph, pytest.raises(GraphCaptureError, match="workspace="):
+            assert capture_state(stream) == "active"
+            plan.execute(da, db, dc, stream=stream)
+        err, g = graph[0]
+        assert err == 0  # refused before anything was recorded
+        from cuda.bindings import driver
+
+        driver.cuGraphDestroy(g)
     finally:
         handle.restore(previous)
 

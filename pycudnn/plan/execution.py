@@ -435,10 +435,11 @@ class Plan:
         ``tensors`` maps each non-virtual tensor (the :class:`~pycudnn.graph.Tensor`, its name or
         its unique id) to a device array exposing ``__cuda_array_interface__`` or DLPack. By-value
         scalars may be given as numbers, for this call only (else the plan's default is used: the
-        graph's value, or :meth:`set_scalar`'s). ``workspace``:
-        None (a cached per-thread workspace from the device's memory pool), or a buffer/array of at
-        least ``workspace_size`` bytes. ``handle``: None (this thread's handle for the arrays'
-        device) or a :class:`~pycudnn.Handle` on that device.
+        graph's value, or :meth:`set_scalar`'s). ``workspace``: None (a cached per-thread
+        workspace from the device's memory pool; refused with
+        :class:`~pycudnn.errors.GraphCaptureError` while ``stream`` is being captured into a CUDA
+        graph), or a buffer/array of at least ``workspace_size`` bytes. ``handle``: None (this
+        thread's handle for the arrays' device) or a :class:`~pycudnn.Handle` on that device.
 
         The first time a set of data pointers is seen, the arrays are checked against the graph
         (device, dtype, dims, strides, alignment) and a variant pack is built; afterwards the same

@@ -100,7 +100,9 @@ class WorkspaceLaunchKeywords(LaunchKeywords, total=False):
     cache's key; None: the handle's default preference."""
     workspace: Any
     """Device memory for the plan's workspace, 256-byte aligned and at least the plan's
-    ``required_workspace``; None: taken from the device's stream-ordered memory pool."""
+    ``required_workspace``; None: taken from the device's stream-ordered memory pool (refused
+    with :class:`~pycutensor.errors.GraphCaptureError` while the stream is being captured into
+    a CUDA graph, which would keep the pool's address after the pool reused it)."""
 
 
 # Each list's keys, default None.
