@@ -284,7 +284,9 @@ def as_array_view(obj: Any, *, name: str = "array", stream_ptr: int | None = Non
         return obj
     view_method = getattr(obj, "_array_view", None)  # DeviceArray: no protocol round trip needed
     if view_method is not None:
-        view = view_method()
+        # DeviceArray orders its allocation stream before the consumer's, as the protocols would
+        on = getattr(obj, "_view_on", None)
+        view = view_method() if on is None else on(-1 if stream_ptr is None else int(stream_ptr))
         if not isinstance(view, ArrayView):  # a duck that only looks like a DeviceArray
             raise TypeError(
                 f"{name}: {type(obj).__name__}._array_view() returned {type(view).__name__}, not "
@@ -330,7 +332,7 @@ _TORCH: dict[Any, Any] = {}  # torch dtype -> NumPy dtype; "stream" -> current r
 
 
 def _device_array_reader(obj: Any, stream_ptr: int) -> ArrayView | None:
-    view: ArrayView = obj._array_view()  # exactly what as_array_view does for a DeviceArray
+    view: ArrayView = obj._view_on(stream_ptr)  # what as_array_view does for a DeviceArray
     return view
 
 
@@ -439,7 +441,7 @@ def describe_array(name: str, obj: Any, stream_ptr: int = -1) -> tuple[Any, ...]
     tp = type(obj)
     reader = _READERS.get(tp)
     if reader is _device_array_reader:  # the common case, one call less
-        own: ArrayView = obj._array_view()
+        own: ArrayView = obj._view_on(stream_ptr)
         return own[:6]
     if reader is None:
         reader = _reader_for(tp, obj)

@@ -82,6 +82,7 @@ class DeviceArray(ArrayGeometry):
         "_deferred_buffer",
         "_device_id",
         "_dtype",
+        "_ordered_for",
         "_owner",
         "_ptr",
         "_readonly",
@@ -164,6 +165,7 @@ class DeviceArray(ArrayGeometry):
         self._stream = stream
         self._owner = owner
         self._view: ArrayView | None = None
+        self._ordered_for: int | None = None  # the last stream ordered after the allocation's
         return self
 
     # -- factories -----------------------------------------------------------------------
@@ -394,6 +396,23 @@ class DeviceArray(ArrayGeometry):
             )
         elif self._ptr is None:
             raise ClosedError("this DeviceArray is closed")
+        return view
+
+    def _view_on(self, stream_ptr: int) -> ArrayView:
+        """:meth:`_array_view` for work about to run on ``stream_ptr`` (-1: none, host-side
+        inspection): when that stream is not the one the array was allocated on, it is first made
+        to wait for it, once per change of stream. The pool's allocation is ordered on its stream
+        only: another stream could otherwise use the memory before work already queued on the
+        allocation stream (which may have freed it) is done. The CUDA array interface's
+        ``stream`` and DLPack's ``stream`` argument do the same for the arrays other libraries
+        take from this one."""
+        view = self._view
+        if view is None or self._ptr is None:
+            view = self._array_view()
+        if stream_ptr != self._ordered_for and stream_ptr >= 0:
+            if self._stream is not None:
+                self._order_before(stream_ptr or 1)  # 0 and 1 both name the legacy stream
+            self._ordered_for = stream_ptr
         return view
 
     # -- interchange ---------------------------------------------------------------------

@@ -283,3 +283,32 @@ def test_a_plan_cache_shared_by_threads_gives_each_thread_its_own_plan(
     worker.join()
     assert got[0] is not mine and got[0].descriptor is mine.descriptor
     assert g.build(device_properties=props, cache=cache) is mine  # this thread's own
+
+
+class _AllocationStream:
+    """Stands in for the cuda.core Stream an array was allocated on (read only by the recorder)."""
+
+    handle = 0x5000
+
+
+def test_execute_orders_the_allocation_stream_before_its_own(
+    conv_plan: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The execute paths read a DeviceArray without its protocols, and so without the stream
+    ordering the protocols do: a stream other than the allocation's could use pool memory before
+    work queued on the allocation stream was done. Each array now orders it, once per stream."""
+    plan, arrays, ws, launches, (x, _w, _y) = conv_plan
+    waits: list[tuple[int, int]] = []
+    monkeypatch.setattr(
+        DeviceArray, "_order_before", lambda self, consumer: waits.append((self.ptr, consumer))
+    )
+    arrays[x]._stream = _AllocationStream()  # the others have no allocation stream
+    plan.execute(arrays, workspace=ws)  # on the handle's stream, the legacy one (0)
+    plan.execute(arrays, workspace=ws)
+    assert waits == [(arrays[x].ptr, 1)]  # once; 0 and 1 both name the legacy stream
+    assert len(launches) == 2
+    array_view(arrays[x], "x", 0x7000)  # another stream: ordered again
+    as_array_view(arrays[x], stream_ptr=0x7000)  # the same stream: not again
+    as_array_view(arrays[x])  # host-side inspection: no stream, nothing to order
+    array_view(arrays[x], "x", None)
+    assert waits == [(arrays[x].ptr, 1), (arrays[x].ptr, 0x7000)]

@@ -107,3 +107,21 @@ def test_einsum_on_cupy_arrays_made_on_another_stream(gpu_device: int) -> None:
     cupy.cuda.Device().synchronize()
     want = cupy.asnumpy(a).astype(np.float64) @ cupy.asnumpy(b).astype(np.float64)
     np.testing.assert_allclose(cupy.asnumpy(out), want, rtol=1e-3)
+
+
+def test_a_device_array_on_another_stream_orders_its_allocation_stream(gpu_device: int) -> None:
+    import numpy as np
+    from cuda.core import Device
+
+    from _nvbind.device_array import DeviceArray
+
+    dev = Device(gpu_device)
+    dev.set_current()
+    made_on, used_on = dev.create_stream(), dev.create_stream()
+    host = np.arange(64, dtype=np.float32)
+    a = DeviceArray.from_numpy(host, stream=made_on)
+    consumer = int(used_on.handle)
+    assert array_view(a, "a", consumer)[:6] == as_array_view(a, name="a")[:6]
+    assert a._ordered_for == consumer  # the wait was enqueued (cuStreamWaitEvent) without error
+    used_on.sync()
+    np.testing.assert_array_equal(a.to_numpy(stream=used_on), host)
