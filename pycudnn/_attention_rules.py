@@ -44,6 +44,7 @@ __all__ = [
     "check_norm_scalar",
     "check_sdpa",
     "check_sdpa_backward",
+    "check_stats_strides",
     "norm_shapes",
     "packed_strides_like",
     "require_version",
@@ -105,6 +106,9 @@ VERSIONS: dict[str, int] = {
     "sdpa composite stats_use_log2": 92700,
     "sdpa block_mask": 91400,  # SDPA_FWD_BLOCK_MASK_DESC
     "sdpa fp8": 92500,  # SDPA_FWD_DESCALE_*/SCALE_*/AMAX_* (per-tensor FP8 in the unified op)
+    # the backward reads a non-ragged stats input at packed [b, h_q, s_q, 1] offsets whatever its
+    # strides before 9.26 (the frontend's CompositeSDPABackwardNode refuses other strides there)
+    "sdpa_backward stats strides": 92600,
 }
 
 
@@ -377,6 +381,25 @@ def check_sdpa_backward(tensors: Mapping[str, TensorSpec], *, dropout: float = 0
             "(build the forward with return_stats=True)"
         )
     return shapes
+
+
+def check_stats_strides(stats: TensorSpec, loaded: int) -> None:
+    """Refuse a non-ragged stats input of the SDPA backward that is not packed ``[b, h_q, s_q, 1]``
+    (strides ``[h_q * s_q, s_q, 1, 1]``) on a cuDNN older than 9.26, which reads it at those
+    offsets whatever its strides, as NVIDIA's frontend refuses it (strides of extent-1 dims do not
+    matter: they address the same elements)."""
+    if loaded >= VERSIONS["sdpa_backward stats strides"]:
+        return
+    packed = packed_strides_like(stats.dims, (3, 2, 1, 0))
+    if any(n > 1 and st != p for n, st, p in zip(stats.dims, stats.strides, packed, strict=True)):
+        raise RuleError(
+            f"stats '{stats.name}': strides {_dims(stats.strides)} are not the packed "
+            f"[b, h_q, s_q, 1] strides {_dims(packed)}; cuDNN before "
+            f"{version_text(VERSIONS['sdpa_backward stats strides'])} reads a stats input that is "
+            f"not ragged at packed offsets whatever its strides (the loaded cuDNN is "
+            f"{version_text(loaded)}): give the stats packed, as sdpa returns them, or ragged "
+            "(set_ragged_offset before sdpa_backward)"
+        )
 
 
 # --------------------------------------------------------------------------------------------------

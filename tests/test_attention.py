@@ -180,6 +180,30 @@ def test_backward_needs_the_forward_stats() -> None:
         g.sdpa_backward(q, q, q, q, q, stats=st)
 
 
+def test_backward_stats_strides_before_cudnn_9_26(monkeypatch: pytest.MonkeyPatch) -> None:
+    # cuDNN before 9.26 reads a stats input that is not ragged at packed [b, h, s, 1] offsets
+    # whatever its strides (NVIDIA's frontend refuses other strides there): refused, not read wrong
+    b, h, s = 2, 8, 16
+    q_dims = (b, h, s, 64)
+
+    def backward(strides: list[int]) -> None:
+        g = Graph("bwd_stats")
+        q, k, v, o, do = (
+            qkv_tensor(g, n, q_dims, "bshd", "float16") for n in ("q", "k", "v", "o", "do")
+        )
+        st = g.tensor([b, h, s, 1], strides, dtype="float32", name="st")
+        g.sdpa_backward(q, k, v, o, do, stats=st, causal=True)
+
+    bsh = [s * h, 1, h, 1]
+    monkeypatch.setattr(attention_module, "_loaded_version", lambda: 91900)
+    with pytest.raises(GraphError, match=r"stats 'st': strides \[128, 1, 8, 1\] .*9\.26\.0"):
+        backward(bsh)
+    backward([h * s, s, 1, 1])  # packed: as sdpa returns the stats
+    backward([h * s, s, 1, 7])  # the extent-1 dim's stride addresses nothing
+    monkeypatch.setattr(attention_module, "_loaded_version", lambda: 92600)
+    backward(bsh)
+
+
 def test_older_cudnn_is_refused_with_the_version_needed(monkeypatch: pytest.MonkeyPatch) -> None:
     # Only the reported version is replaced: the rule under test is the comparison and the message.
     monkeypatch.setattr(attention_module, "_loaded_version", lambda: 91900)

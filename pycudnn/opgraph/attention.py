@@ -28,6 +28,7 @@ from _nvbind.keywords import keyword_defaults, place_keywords, show_keywords, ta
 
 from .. import _attention_rules as rules
 from . import attention_args as args
+from . import attention_common as common
 from . import attention_extras as ext
 from .attention_args import MaskKeywords, RaggedKeywords, ScoreKeywords, SdpaKeywords
 from .attention_common import AttentionCommon, Lowering, Scores, attach_offsets, spec
@@ -342,7 +343,10 @@ class AttentionOps(AttentionCommon):
         }
 
         def check(s: dict[str, rules.TensorSpec]) -> rules.SdpaShapes:
-            return rules.check_sdpa_backward(s, dropout=dropout)
+            shapes = rules.check_sdpa_backward(s, dropout=dropout)
+            if "stats" not in ragged.roles:
+                rules.check_stats_strides(s["stats"], common._loaded_version())
+            return shapes
 
         scores = Scores(opts["scale"], masks, dropout, alibi=use_alibi_mask)
         inputs, attrs, _ = self._attention_common(
