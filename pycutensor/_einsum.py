@@ -71,6 +71,7 @@ from .checks import table_scalar_dtype as _table_scalar_dtype
 from .handle import check_handle_argument, handle_for
 from .operations import compute_type_name
 from .tensor import MAX_ALIGNMENT, data_type_name
+from .tensor import check_pointer as _check_pointer
 
 if TYPE_CHECKING:  # pragma: no cover
     from .handle import Handle
@@ -302,6 +303,12 @@ def _first_call(  # noqa: PLR0917 - private
                 f"label {label!r} is summed over extent 0; cuTENSOR requires extents larger than "
                 "zero (the sum of nothing is 0: compute it without einsum)"
             )
+    # As the operations on arrays do: an element pointer not aligned to its element size would be
+    # described to cuTENSOR with an alignment below it (nothing is empty here, so none is NULL).
+    for i, v in enumerate(views):
+        _check_pointer(v.ptr, v.itemsize, f"operand {i}")
+    if out_view is not None:
+        _check_pointer(out_view.ptr, out_view.itemsize, "out")
     out_alignment = MAX_ALIGNMENT if out_view is None else alignment_of(out_view.ptr, MAX_ALIGNMENT)
     out_layout = (out_shape, _c_strides(out_shape), out_alignment) if out_view is None else (
         tuple(out_view.shape), tuple(out_view.strides), out_alignment)  # fmt: skip

@@ -82,3 +82,24 @@ def test_a_diagonal_of_a_broadcast_view_is_checked_like_any_operand() -> None:
     view = np.broadcast_to(np.ones(5, np.float32), (5, 5))
     with pytest.raises(ValueError, match="stride 0"):
         pycutensor.einsum("ii->", np.lib.stride_tricks.as_strided(view, (5, 5), (0, 0)))
+
+
+@pytest.mark.parametrize("which", ["operand", "out"])
+def test_a_misaligned_pointer_is_refused_before_any_device_work(which: str) -> None:
+    # The operations on arrays refuse it (check_pointer); einsum described such an array to
+    # cuTENSOR with an alignment below its element size. einsum's first call of a key runs
+    # _first_call (the cache lookup before it needs a GPU's handle; its checks do not).
+    from standins import BASE, fake_device_array
+
+    from pycutensor._einsum import _first_call, _inspect
+
+    odd = BASE + 0x5000_0002  # 2-byte aligned: float32 elements need 4
+    a = fake_device_array((4, 5), np.float32, ptr=odd if which == "operand" else None)
+    b = fake_device_array((5, 6), np.float32)
+    out = fake_device_array((4, 6), np.float32, ptr=odd if which == "out" else None)
+    views, out_view, beta_zero, _, key = _inspect(
+        "ij,jk->ik", [a, b], out, 0, None, 0.0, "greedy", None
+    )
+    rule = f"{'operand 0' if which == 'operand' else 'out'}'s data pointer 0x{odd:x} is not aligned"
+    with pytest.raises(ValueError, match=rule + " to its 4-byte elements"):
+        _first_call("ij,jk->ik", views, out_view, None, beta_zero, key)
