@@ -56,6 +56,7 @@ import numpy as np
 from _nvbind.arrays import ArrayView, alignment_of, array_view
 from _nvbind.cuda import stream_handle
 from _nvbind.device_array import DeviceArray
+from _nvbind.strides import overlapping as _overlapping
 
 from ._einsum_build import (
     _Program,
@@ -294,6 +295,11 @@ def _first_call(  # noqa: PLR0917 - private
             raise ValueError(f"out has shape {tuple(out_view.shape)}, the result has {out_shape}")
         if out_view.readonly:  # known before planning; the execute path checks it again
             raise ValueError("out is read-only")
+        if _overlapping(out_view.shape, out_view.strides):  # else named as cuTENSOR's "C"/"B"
+            raise ValueError(
+                f"out has overlapping strides {tuple(out_view.strides)} for shape {out_shape}: "
+                "some element would be written twice (cuTENSOR's output may not overlap itself)"
+            )
     if any(n == 0 for n in out_shape):
         _check_devices(views, out_view)
         return None, None

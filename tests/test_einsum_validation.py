@@ -103,3 +103,15 @@ def test_a_misaligned_pointer_is_refused_before_any_device_work(which: str) -> N
     rule = f"{'operand 0' if which == 'operand' else 'out'}'s data pointer 0x{odd:x} is not aligned"
     with pytest.raises(ValueError, match=rule + " to its 4-byte elements"):
         _first_call("ij,jk->ik", views, out_view, None, beta_zero, key)
+
+
+def test_an_out_that_overlaps_itself_is_refused_by_its_name() -> None:
+    # The rule was there, but the message named cuTENSOR's tensor (the output C, or B for a
+    # permutation), not the argument.
+    base = np.zeros(7, np.float32)
+    out = np.lib.stride_tricks.as_strided(base, (4, 4), (4, 4))  # (i, j) -> i + j
+    for args in (("ij,jk->ik", A[:, :4], B[:4, :4]), ("ij->ji", S[:4, :4])):
+        with pytest.raises(
+            ValueError, match=r"out has overlapping strides \(1, 1\) for shape \(4, 4\)"
+        ):
+            pycutensor.einsum(*args, out=out)
