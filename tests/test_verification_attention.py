@@ -197,3 +197,47 @@ def test_norm_backward_is_the_gradient_of_the_forward(mode: str) -> None:
         for idx in np.ndindex(*arrays[role].shape):
             want = _numeric_grad(loss, arrays, role, idx)
             assert got[grad.uid][idx] == pytest.approx(want, rel=1e-5, abs=1e-7), (role, idx)
+
+
+def test_zero_centered_gamma_is_added_back_once() -> None:
+    """With zero_centered_gamma the graph feeds the norm ``stored + 1`` through a pointwise ADD:
+    the reference must not add 1 a second time (forward against the formula, backward against
+    central differences of that forward)."""
+    fwd = Graph("zc")
+    x = fwd.tensor([3, 6, 1], dtype="float32", name="x")
+    scale = fwd.tensor([1, 6, 1], name="gamma_minus_one")
+    bias = fwd.tensor([1, 6, 1], name="bias")
+    y = fwd.layernorm(x, scale, bias, epsilon=1e-5, training=True, zero_centered_gamma=True).y
+    rng = np.random.default_rng(11)
+    arrays = {"x": rng.standard_normal((3, 6, 1)), "scale": rng.standard_normal((1, 6, 1)),
+              "bias": rng.standard_normal((1, 6, 1))}  # fmt: skip
+
+    def forward(a: dict[str, np.ndarray]) -> np.ndarray:
+        out = evaluate(fwd, {x.uid: a["x"], scale.uid: a["scale"], bias.uid: a["bias"]})
+        return out[y.uid]
+
+    xv = arrays["x"]
+    mean = xv.mean(axis=(1, 2), keepdims=True)
+    inv = 1 / np.sqrt(xv.var(axis=(1, 2), keepdims=True) + 1e-5)
+    want = (xv - mean) * inv * (arrays["scale"] + 1.0) + arrays["bias"]
+    np.testing.assert_allclose(forward(arrays), want, rtol=1e-12, atol=1e-12)
+
+    g = Graph("zc_bwd")
+    bx = g.tensor([3, 6, 1], dtype="float32", name="x")
+    dy = g.tensor([3, 6, 1], dtype="float32", name="dy")
+    bs = g.tensor([1, 6, 1], name="gamma_minus_one")
+    bm = g.tensor([3, 1, 1], name="mean")
+    bi = g.tensor([3, 1, 1], name="inv_variance")
+    grads = g.layernorm_backward(dy, bx, bs, bm, bi, zero_centered_gamma=True)
+    dyv = rng.standard_normal((3, 6, 1))
+    got = evaluate(g, {bx.uid: xv, dy.uid: dyv, bs.uid: arrays["scale"], bm.uid: mean,
+                       bi.uid: inv})  # fmt: skip
+
+    def loss(a: dict[str, np.ndarray]) -> float:
+        return float(np.sum(forward(a) * dyv))
+
+    for role, grad in (("x", grads.dx), ("scale", grads.dscale), ("bias", grads.dbias)):
+        assert grad is not None
+        for idx in np.ndindex(*arrays[role].shape):
+            want_g = _numeric_grad(loss, arrays, role, idx)
+            assert got[grad.uid][idx] == pytest.approx(want_g, rel=1e-5, abs=1e-7), (role, idx)

@@ -145,8 +145,9 @@ def norm_forward(op: Any, vals: Mapping[str, np.ndarray]) -> dict[str, np.ndarra
         mean = x.mean(axis=axes, keepdims=True)
         var = np.mean((x - mean) ** 2, axis=axes, keepdims=True)
     inv = 1.0 / np.sqrt(var + eps)
-    scale = vals["scale"] + 1.0 if a.get("zero_centered_gamma") else vals["scale"]
-    y = (x - mean) * inv * scale
+    # zero_centered_gamma: the graph's pointwise ADD in front of the norm already made the scale
+    # input gamma = stored + 1 (opgraph.normalization), so the scale is read as given
+    y = (x - mean) * inv * vals["scale"]
     if "bias" in vals:
         y = y + vals["bias"]
     out: dict[str, Any] = {"y": y}
@@ -291,9 +292,8 @@ def norm_backward(op: Operation, vals: Mapping[str, np.ndarray]) -> dict[str, np
     inverse standard deviation: the exact gradients of the forward's ``sum(y * dy)``."""
     _refuse_peer_stats(op)
     mode = op.attrs["mode"]
+    # zero_centered_gamma: the scale input is already gamma = stored + 1 (see norm_forward)
     x, dy, scale = vals["x"], vals["dy"], vals["scale"]
-    if op.attrs.get("zero_centered_gamma"):
-        scale = scale + 1.0
     axes = _norm_axes(mode, x.ndim, op)
     mean = vals["mean"] if "mean" in vals else np.zeros(1)
     inv = vals["inv_variance"]
