@@ -241,3 +241,21 @@ def test_zero_centered_gamma_is_added_back_once() -> None:
         for idx in np.ndindex(*arrays[role].shape):
             want_g = _numeric_grad(loss, arrays, role, idx)
             assert got[grad.uid][idx] == pytest.approx(want_g, rel=1e-5, abs=1e-7), (role, idx)
+
+
+def test_saved_statistics_are_generated_for_a_zero_centered_gamma_backward() -> None:
+    """The backward's scale is the ADD's output (no generated values): the saved mean and inverse
+    standard deviation are still made from x."""
+    g = Graph("zc_inputs")
+    x = g.tensor([3, 6, 1], dtype="float32", name="x")
+    dy = g.tensor([3, 6, 1], dtype="float32", name="dy")
+    scale = g.tensor([1, 6, 1], name="gamma_minus_one")
+    mean = g.tensor([3, 1, 1], name="mean")
+    inv = g.tensor([3, 1, 1], name="inv_variance")
+    g.layernorm_backward(dy, x, scale, mean, inv, zero_centered_gamma=True)
+    g.signature()
+    ins = make_inputs(g, seed=12)
+    xv = ins[x.uid].astype(np.float64)
+    np.testing.assert_allclose(ins[mean.uid], xv.mean(axis=(1, 2), keepdims=True), rtol=1e-6)
+    want = 1 / np.sqrt(xv.var(axis=(1, 2), keepdims=True) + 1e-5)
+    np.testing.assert_allclose(ins[inv.uid], want, rtol=1e-6)

@@ -338,7 +338,9 @@ def consistent_inputs(op: Operation, vals: dict[str, np.ndarray]) -> dict[str, n
     if op.kind == "norm_backward":
         eps = float(np.asarray(vals["epsilon"]).reshape(-1)[0]) if "epsilon" in vals else 1e-5
         fwd_op = _Forward(op, {"mean", "inv_variance"}, {"epsilon": eps, "mode": op.attrs["mode"]})
-        fwd = norm_forward(fwd_op, {**vals, "bias": np.zeros(1)})
+        # the statistics do not depend on the scale, which may be computed in the graph (the
+        # ADD of a zero-centred gamma) and so have no generated values here
+        fwd = norm_forward(fwd_op, {"scale": np.ones(1), **vals, "bias": np.zeros(1)})
         return {r: fwd[r] for r in ("mean", "inv_variance") if r in op.inputs}
     return {}
 
