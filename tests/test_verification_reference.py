@@ -353,3 +353,41 @@ def test_graphs_that_sum_over_the_batch_are_not_sliced() -> None:
     for graph in (g, r, one):
         graph.signature()
         assert batch_slice(graph) is None, graph.name
+
+
+def _norm_graphs() -> dict[str, Graph]:
+    bn = Graph("batchnorm")
+    x = bn.tensor([4, 3, 5, 5], dtype="float32", name="x")
+    bn.batchnorm(x, bn.tensor([1, 3, 1, 1], name="scale"), bn.tensor([1, 3, 1, 1], name="bias"))
+    lb = Graph("layernorm_backward")
+    lx = lb.tensor([4, 6, 1], dtype="float32", name="x")
+    dy = lb.tensor([4, 6, 1], dtype="float32", name="dy")
+    stats = [lb.tensor([4, 1, 1], name=n) for n in ("mean", "inv_variance")]
+    lb.layernorm_backward(dy, lx, lb.tensor([1, 6, 1], name="scale"), *stats)
+    ln = Graph("layernorm")
+    nx = ln.tensor([4, 6, 1], dtype="float32", name="x")
+    ln.layernorm(nx, ln.tensor([1, 6, 1], name="scale"), ln.tensor([1, 6, 1], name="bias"),
+                 training=True)  # fmt: skip
+    return {"batchnorm": bn, "layernorm_backward": lb, "layernorm": ln}
+
+
+@pytest.mark.parametrize("name", ["batchnorm", "layernorm_backward", "layernorm"])
+def test_norms_are_sliced_only_where_each_batch_element_is_its_own(name: str) -> None:
+    """A training batch norm's statistics and a norm backward's dscale and dbias combine every
+    batch element: batch element 0 alone is no reference for them. A layer norm's are per
+    element (and its sliced reference is the full one's first element)."""
+    from pycudnn.verification.inputs import make_inputs
+    from pycudnn.verification.slicing import batch_slice, slice_arrays
+
+    g = _norm_graphs()[name]
+    g.signature()
+    dims = batch_slice(g)
+    if name != "layernorm":
+        assert dims is None
+        return
+    assert dims is not None
+    ins = make_inputs(g)
+    full = evaluate(g, ins)
+    part = evaluate(g, slice_arrays(ins, dims), dims=dims)
+    for t in g.outputs:
+        np.testing.assert_allclose(part[t.uid], full[t.uid][:1], rtol=1e-12)

@@ -4,9 +4,10 @@ Convolution forward and backward data, matmul, pointwise operations and reductio
 batch axis compute batch element ``n`` of their outputs from batch element ``n`` of their inputs
 only. For a graph made of such operations, NumPy can compute the outputs of batch element 0 alone
 (``1/N`` of the work) from the first batch element of the same inputs: an exact reference for
-part of the outputs, still independent of cuDNN. A weight gradient (which sums over the batch) or
-a reduction over the batch axis makes the graph not separable; then another engine is the
-reference (see :mod:`.run`).
+part of the outputs, still independent of cuDNN. A weight gradient (which sums over the batch), an
+operation with an output that has no batch dim (a reduction over the batch axis, a norm's dscale
+and dbias, an attention's dbias, dsink or amax) or a training batch norm (statistics over the
+batch) makes the graph not separable; then another engine is the reference (see :mod:`.run`).
 """
 
 from __future__ import annotations
@@ -40,7 +41,20 @@ def batch_slice(graph: OperationGraph) -> dict[int, tuple[int, ...]] | None:
             if w.producer is not None:
                 return None  # a weight computed from batch data: not a per-element graph
             weights.add(w.uid)
-        if op.kind == "reduction" and op.inputs["x"].dims[0] == batch != op.outputs["y"].dims[0]:
+        if (
+            op.kind == "norm_forward"
+            and op.attrs.get("mode") == "batch"
+            and "mean" not in op.inputs
+        ):
+            return None  # statistics over the batch (a given mean and variance: per element)
+        reads_batch = any(
+            t.dims[0] == batch and not t.by_value
+            for role, t in op.inputs.items()
+            if not (role == "w" and op.kind in ("conv_fprop", "conv_dgrad"))
+        )
+        if reads_batch and any(t.dims[0] != batch for t in op.outputs.values()):
+            # an output without the batch dim sums or reduces over it: a reduction over the
+            # batch, a norm's dscale and dbias, an attention's dbias, dsink or amax
             return None
     sliced: dict[int, tuple[int, ...]] = {}
     for t in graph.tensors:
