@@ -391,3 +391,22 @@ def test_norms_are_sliced_only_where_each_batch_element_is_its_own(name: str) ->
     part = evaluate(g, slice_arrays(ins, dims), dims=dims)
     for t in g.outputs:
         np.testing.assert_allclose(part[t.uid], full[t.uid][:1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2", "bfloat16", "float16"])
+def test_inputs_are_generated_for_every_floating_point_type(dtype: str) -> None:
+    """Each input is a strided view of one buffer, in its own type: float8_e5m2 included (its
+    array-interface type string is one NumPy cannot read back)."""
+    from pycudnn.verification.inputs import make_inputs, strided_array
+
+    g = Graph("fp")
+    x = g.tensor([2, 3, 4], dtype=dtype, name="x")
+    arr = strided_array((2, 3), (1, 2), x.dtype)  # column-major
+    arr[...] = np.arange(6.0).reshape(2, 3)
+    assert arr.dtype.name == dtype and arr.strides == (arr.itemsize, 2 * arr.itemsize)
+    np.testing.assert_array_equal(arr.astype(np.float64), np.arange(6.0).reshape(2, 3))
+    y = g.relu(x)
+    y.set_output(dtype="float32")
+    g.signature()
+    ins = make_inputs(g, seed=1)
+    assert ins[x.uid].dtype.name == dtype and np.abs(ins[x.uid].astype(np.float64)).max() > 0

@@ -40,9 +40,12 @@ def strided_array(dims: tuple[int, ...], strides: tuple[int, ...], dtype: Any) -
     dt = np.dtype(dtype)
     span = sum((d - 1) * s for d, s in zip(dims, strides, strict=True)) + 1
     flat = np.zeros(span, dtype=dt)
-    return np.lib.stride_tricks.as_strided(
-        flat, shape=dims, strides=tuple(s * dt.itemsize for s in strides), writeable=True
+    # np.ndarray over the buffer, not as_strided: as_strided goes through the array interface,
+    # whose type string for ml_dtypes' float8_e5m2 ("<f1") NumPy cannot read back
+    view: np.ndarray = np.ndarray(
+        dims, dtype=dt, buffer=flat, strides=tuple(s * dt.itemsize for s in strides)
     )
+    return view
 
 
 def input_scale(t: Tensor) -> tuple[str, float]:
