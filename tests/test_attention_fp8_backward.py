@@ -18,6 +18,7 @@ import pytest
 import pycudnn
 from pycudnn.graph import Graph, GraphError, Tensor
 from pycudnn.opgraph import attention_common as attention_module
+from pycudnn.opgraph.attention_fp8 import SCALE_ROLES
 from pycudnn.opgraph.attention_fp8_backward import BWD_SCALE_ROLES
 from pycudnn.plan import GraphNotSupportedError
 from pycudnn.verification import evaluate, make_inputs
@@ -245,3 +246,35 @@ def test_fp8_backward_plan_loads_back(props: pycudnn.DeviceProperties) -> None:
     assert again.engine_id == plan.engine_id == 6
     with pytest.raises(ValueError, match="built for another graph"):
         backward(use_causal_mask=True, h_k=2)[0].load_plan(plan.to_json(), device_properties=props)
+
+
+@pytest.mark.parametrize("kind", ["forward", "backward"])
+def test_verification_inputs_keep_fp8_values_in_range(
+    monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """The quantisation factors verify generates are ones a training step would pick (positive,
+    P scaled by the fp8 maximum, O, dS and the gradients by powers of two from their amax), so
+    that the best answer an engine can give, the reference rounded once to each fp8 output's
+    type, passes its tolerance for every seed (random factors in [-1, 1] put O or dS under the
+    fp8 range, where even that answer failed)."""
+    from pycudnn.verification import compare, tolerance_for
+
+    monkeypatch.setattr(attention_module, "_loaded_version", lambda: 92800)
+    if kind == "forward":
+        g = Graph("fp8")
+        q, k, v = (bshd(g, n) for n in "qkv")
+        factors = [g.tensor([1, 1, 1, 1], dtype="float32", name=r) for r in SCALE_ROLES]
+        g.sdpa_fp8(q, k, v, *factors, attn_scale=0.125, use_causal_mask=True, name="attn")
+    else:
+        g = backward(use_causal_mask=True)[0]
+    g.signature()
+    fp8_outputs = [t for t in g.outputs if t.dtype is not None and "float8" in t.dtype.name]
+    assert fp8_outputs
+    for seed in range(4):
+        ins = make_inputs(g, seed=seed)
+        ref_out = evaluate(g, ins)
+        for t in fp8_outputs:
+            best = ref_out[t.uid].astype(t.dtype)
+            check = compare(t.name, best, ref_out[t.uid], tolerance_for(t))
+            assert check.passed, (seed, check.describe())
+            assert check.max_rel_error < 0.1, (seed, check.describe())

@@ -315,26 +315,33 @@ def norm_backward(op: Operation, vals: Mapping[str, np.ndarray]) -> dict[str, np
 def consistent_inputs(op: Operation, vals: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """For a backward operation, the saved forward values (O and stats; mean and inverse
     standard deviation) computed from its other inputs, so that the inputs are ones a forward
-    could have produced (by role; empty for other operations)."""
+    could have produced, and an FP8 attention's quantisation factors as a training step picks
+    them (by role; empty for other operations)."""
     if op.kind == "sdpa":
-        return index_inputs(op)
+        index = index_inputs(op)
+        if "descale_q" in op.inputs:  # FP8: quantisation factors a forward would be given
+            return {**index, **_fp8_factors(op, {**vals, **index})}
+        return index
     if op.kind == "sdpa_backward":
         index = index_inputs(op)
-        fwd_vals = {**vals, **index}  # the lengths, offsets and tables the GPU will read
-        if "descale_do" in vals:  # FP8: O as the forward stored it, O / descale_o
+        given = {**vals, **index}  # the lengths, offsets and tables the GPU will read
+        fp8 = "descale_do" in op.inputs
+        if fp8:  # the factors a training step picks (O's scale pair included)
+            given.update(_fp8_factors(op, given))
+        fwd_vals = dict(given)
+        if fp8:  # FP8: O as the forward stored it, O / descale_o
             one = np.ones((1, 1, 1, 1))
-            fwd_vals = {
-                **fwd_vals,
-                "scale_s": one,
-                "descale_s": one,
-                "scale_o": 1 / vals["descale_o"],
-            }
+            fwd_vals.update(scale_s=one, descale_s=one, scale_o=1 / given["descale_o"])
         try:
             fwd = sdpa_forward(_Forward(op, {"stats"}), fwd_vals)
         except NoReferenceError:
             return index  # dropout: O and stats stay drawn (no reference)
         # past a sequence's length O and stats are not defined (NaN): drawn as 0 there
-        return {**index, **{r: np.nan_to_num(fwd[r], nan=0.0) for r in ("o", "stats")}}
+        saved = {r: np.nan_to_num(fwd[r], nan=0.0) for r in ("o", "stats")}
+        if fp8:
+            o = saved["o"].astype(op.inputs["o"].dtype).astype(np.float64)  # as stored
+            return {**index, **saved, **_fp8_factors(op, given, saved_o=o)}
+        return {**index, **saved}
     if op.kind == "norm_backward":
         eps = float(np.asarray(vals["epsilon"]).reshape(-1)[0]) if "epsilon" in vals else 1e-5
         fwd_op = _Forward(op, {"mean", "inv_variance"}, {"epsilon": eps, "mode": op.attrs["mode"]})
@@ -343,6 +350,45 @@ def consistent_inputs(op: Operation, vals: dict[str, np.ndarray]) -> dict[str, n
         fwd = norm_forward(fwd_op, {"scale": np.ones(1), **vals, "bias": np.zeros(1)})
         return {r: fwd[r] for r in ("mean", "inv_variance") if r in op.inputs}
     return {}
+
+
+_FP8_MAX = {"float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}
+
+
+def _fp8_max(t: Any) -> float:
+    """The largest finite value of an fp8 tensor's type (448 for e4m3, 57344 for e5m2)."""
+    return _FP8_MAX[np.dtype(t.dtype).name]
+
+
+def _pow2_scale(amax: Any, t: Any) -> np.ndarray:
+    """The power of two that brings ``amax`` closest below the largest value of ``t``'s type."""
+    top = max(float(np.max(amax)), 1e-30)
+    return np.full((1, 1, 1, 1), 2.0 ** np.floor(np.log2(_fp8_max(t) / top)))
+
+
+def _fp8_factors(op: Any, vals: Mapping[str, np.ndarray], saved_o: Any = None) -> Any:
+    """Quantisation factors of an FP8 attention as a training step picks them: the inputs are
+    drawn in their fp8 types (descale 1), P is scaled by its type's maximum, and O (forward) or
+    dS and the gradients (backward, once ``saved_o``, the stored O, is known) by the power of two
+    that brings their amax below their type's maximum. Random factors put P, O or dS under the
+    fp8 range, where no engine can be right. Factors the graph fixes (tensors with a value) are
+    kept."""
+    one = np.ones((1, 1, 1, 1))
+    top_p = _fp8_max(op.inputs["q"])
+    f = {r: one for r in op.inputs if r.startswith("descale_")}
+    f.update(scale_s=one * top_p, descale_s=one / top_p)
+    fixed = {r: vals[r] for r, t in op.inputs.items() if r in vals and t.value is not None}
+    if op.kind == "sdpa":
+        first = sdpa_forward(op, {**vals, **f, "scale_o": one, **fixed})
+        f["scale_o"] = _pow2_scale(first["amax_o"], op.outputs["o"])
+    elif saved_o is not None:
+        f.update({r: one for r in op.inputs if r.startswith("scale_d")})
+        first = sdpa_backward(op, {**vals, **f, **fixed, "o": saved_o})
+        f["scale_dp"] = _pow2_scale(first["amax_dp"], op.inputs["q"])
+        f["descale_dp"] = 1 / f["scale_dp"]
+        for g in ("dq", "dk", "dv"):
+            f["scale_" + g] = _pow2_scale(first["amax_" + g], op.outputs[g])
+    return {r: x for r, x in f.items() if r in op.inputs and r not in fixed}
 
 
 def index_inputs(op: Any) -> dict[str, np.ndarray]:
