@@ -163,6 +163,25 @@ def _set_callback(mask: int, callback: Any) -> None:
     check(status, "cudnnSetCallback")
 
 
+@contextlib.contextmanager
+def _configuring() -> Iterator[None]:
+    """Hold the lock that guards the registration, with nothing forwarded to ``logging`` from
+    this thread meanwhile.
+
+    ``cudnnSetCallback`` logs an entry of its own (at DEBUG), on this thread, while the lock is
+    held: a logging handler that enabled, disabled or captured cuDNN's log (or built a plan, which
+    captures) waited for the lock its own thread held, forever. The library is loaded first, out
+    of the lock, for the same reason: its load is logged. :func:`capture` still collects."""
+    LIB.function("cudnnSetCallback")
+    forwarding = getattr(_state, "forwarding", False)
+    with _lock:
+        _state.forwarding = True
+        try:
+            yield
+        finally:
+            _state.forwarding = forwarding
+
+
 def _register(mask: int) -> None:
     watch_callbacks(_on_message)  # a Ctrl-C at its first instruction (see _nvbind.interrupts)
     _set_callback(mask, _CALLBACK)
@@ -224,7 +243,7 @@ def enable_logging(level: int = logging.WARNING) -> None:
     Wraps ``cudnnSetCallback``. ``logging.DEBUG`` includes cuDNN's per-call INFO entries.
     """
     mask = _mask_for(_check_level(level))
-    with _lock:
+    with _configuring():
         _register(mask | _registered.get("capture_mask", 0))
         _registered["forward"] = True
         _registered["level"] = level
@@ -232,7 +251,7 @@ def enable_logging(level: int = logging.WARNING) -> None:
 
 def disable_logging() -> None:
     """Stop forwarding cuDNN's log (see the module docstring for what happens to the callback)."""
-    with _lock:
+    with _configuring():
         _registered.pop("level", None)
         if _registered.get("capture_mask"):
             _registered["forward"] = False
@@ -265,7 +284,7 @@ def capture(level: int = logging.WARNING) -> Iterator[list[LogRecord]]:
     sinks = getattr(_state, "sinks", None)
     if sinks is None:
         sinks = _state.sinks = []
-    with _lock:
+    with _configuring():
         before = dict(_registered)
         _registered["captures"] = _registered.get("captures", 0) + 1
         _registered["capture_mask"] = _registered.get("capture_mask", 0) | mask
@@ -286,7 +305,7 @@ def capture(level: int = logging.WARNING) -> Iterator[list[LogRecord]]:
         # By identity: list.remove compares with ==, and an enclosing capture's sink can be equal
         # (two empty lists), which would remove the wrong one when captures nest.
         sinks[:] = [s for s in sinks if s is not sink]
-        with _lock:
+        with _configuring():
             _registered["captures"] -= 1
             if _registered["captures"] == 0:
                 _registered.pop("capture_mask", None)

@@ -183,3 +183,42 @@ def test_a_logging_handler_may_call_cudnn(when: str) -> None:
     done = run_python(_HANDLER_CALLS_CUDNN, when, timeout=60)  # a hang fails with the stacks
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "returned"
+
+
+_HANDLER_CONFIGURES_LOGGING = """
+import logging, sys
+import pycudnn
+from pycudnn import log, raw
+
+if sys.argv[2] == "loaded":
+    raw.cudnnGetVersion()
+
+class Configures(logging.Handler):
+    def emit(self, record):
+        if sys.argv[1] == "capture":  # what building a plan does
+            with log.capture():
+                pass
+        elif sys.argv[1] == "enable":
+            pycudnn.enable_logging(logging.DEBUG)
+        else:
+            pycudnn.disable_logging()
+
+logger = logging.getLogger("pycudnn")
+logger.addHandler(Configures())
+logger.setLevel(logging.DEBUG)
+pycudnn.enable_logging(logging.DEBUG)
+pycudnn.enable_logging(logging.DEBUG)  # cudnnSetCallback's own entry, with forwarding on
+with log.capture():
+    pycudnn.TensorDescriptor([1, 2, 3, 4]).close()
+print("returned")
+"""
+
+
+@pytest.mark.parametrize("loaded", ["loaded", "first load"])
+@pytest.mark.parametrize("does", ["capture", "enable", "disable"])
+def test_a_logging_handler_may_configure_cudnns_logging(does: str, loaded: str) -> None:
+    # All hung: cudnnSetCallback logs an entry (and the library's load a line) while the lock
+    # that guards the registration is held, and the handler's own call waited for that lock.
+    done = run_python(_HANDLER_CONFIGURES_LOGGING, does, loaded, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "returned"
