@@ -222,3 +222,39 @@ def test_a_logging_handler_may_configure_cudnns_logging(does: str, loaded: str) 
     done = run_python(_HANDLER_CONFIGURES_LOGGING, does, loaded, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "returned"
+
+
+_HANDLER_CALLS_CUTENSOR = """
+import ctypes, logging, sys
+import pycutensor
+from pycutensor import raw
+
+def fail():
+    try:
+        raw.cutensorCreatePlanPreference(None, ctypes.byref(ctypes.c_void_p()), -1, 0)
+    except pycutensor.CutensorInvalidValueError:
+        pass
+
+emitted = []
+
+class CallsCutensor(logging.Handler):
+    def emit(self, record):
+        emitted.append(record.getMessage())
+        fail()  # cuTENSOR calls from inside logging: each logs entries of its own
+
+logger = logging.getLogger("pycutensor")
+logger.addHandler(CallsCutensor())
+logger.setLevel(logging.DEBUG)
+pycutensor.enable_logging(int(sys.argv[1]))
+fail()
+print(len(emitted))
+"""
+
+
+@pytest.mark.parametrize("level", [1, 5])
+def test_a_logging_handler_may_call_cutensor(level: int) -> None:
+    # Each forwarded entry made the handler's own call log another: at level 1 the handler ran
+    # nested about a hundred times, until Python's recursion limit; at level 5 it never returned.
+    done = run_python(_HANDLER_CALLS_CUTENSOR, str(level), timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert 1 <= int(done.stdout) <= 3, done.stdout
