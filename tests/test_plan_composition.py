@@ -91,3 +91,40 @@ def test_cuda_graph_refusal_names_the_missing_note(conv_plan: Any) -> None:
     with pytest.raises(pycudnn.CudnnError) as info:
         unknown.call(lambda *a: refused, "cudnnBackendPopulateCudaGraph", handle, entry, 1)
     assert "lacks" not in str(info.value)
+
+
+def test_a_closed_thread_handle_is_replaced_on_every_path(
+    conv_plan: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # execute replaced the thread's handle once it was closed (a with-block over
+    # pycudnn.get_handle()); execute_raw and the CUDA-graph calls kept using it and raised
+    # ClosedError for a handle the caller never gave.
+    import threading
+
+    from pycudnn.plan import execution
+
+    plan, arrays, ws, launches = conv_plan
+    fresh = stand_in_handle()  # what get_handle gives (cudnnCreate needs a GPU)
+    monkeypatch.setattr(execution, "get_handle", lambda device=None: fresh)
+    used: list[Any] = []
+
+    class Graphs:  # cudnnBackendPopulateCudaGraph needs a GPU: its handle argument is recorded
+        prepare = staticmethod(lambda function, cuda_graph: (None, 1))
+
+        def call(self, fn: Any, function: str, handle: Any, entry: Any, graph: int) -> None:
+            used.append(handle._as_parameter_)
+
+    plan._graphs = Graphs()
+    by_uid = {t.uid: a.ptr for t, a in arrays.items()}
+    pointers = [by_uid[u] for u in plan.uids]
+    for run in (
+        lambda: plan.execute(arrays, workspace=ws),
+        lambda: plan.execute_raw(pointers, ws.ptr),
+        lambda: plan.populate_cuda_graph(arrays, 1, workspace=ws),
+    ):
+        thread_handle = stand_in_handle()
+        plan._handles[threading.get_ident()] = thread_handle
+        thread_handle.close()
+        run()
+        assert plan._handles[threading.get_ident()] is fresh
+    assert len(launches) == 2 and len(used) == 1

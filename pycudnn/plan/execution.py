@@ -523,7 +523,7 @@ class Plan:
             ptrs = packs.raw_pointers(key[0], workspace)
         if handle is None:
             handle = self._handles.get(_get_ident())
-            if handle is None:
+            if handle is None or handle._ptr is None:  # none yet, or closed since (a with-block)
                 handle = self._handles[_get_ident()] = get_handle(self._device_id)
         elif not isinstance(handle, Handle):
             # anything else would reach cudnnBackendExecute as a garbage cudnnHandle_t
@@ -580,7 +580,9 @@ class Plan:
         ptrs = tuple([g(v) for g, v in zip(getters, values, strict=True)])
         ws = self._packs.graph_workspace(workspace)
         if handle is None:
-            handle = self._handles.get(_get_ident()) or self._thread_handle(values, order)
+            handle = self._handles.get(_get_ident())
+            if handle is None or handle._ptr is None:  # none yet, or closed since
+                handle = self._thread_handle(values, order)
         elif not isinstance(handle, Handle):
             raise TypeError(f"handle must be a pycudnn.Handle, not {type(handle).__name__}")
         key = (order, ptrs, ws)
