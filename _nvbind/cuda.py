@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import numbers
+import operator
 import os
 import sys
 from dataclasses import dataclass
@@ -229,6 +230,17 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not _is_bool(value)
 
 
+def _int_value(value: Any) -> int:
+    # The value that is checked is the one returned: operator.index reads an int subclass's value
+    # itself, where int() would ask its __int__, which may say anything (-1 passed the range check).
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(
+            f"stream: {type(value).__name__} is an Integral with no integer value"
+        ) from None
+
+
 def stream_handle(stream: Any) -> int:
     """The ``cudaStream_t`` address of ``stream``.
 
@@ -244,10 +256,11 @@ def stream_handle(stream: Any) -> int:
     if _is_bool(stream):
         raise TypeError("stream must be a stream object or a handle int, not a bool")
     if _is_int(stream):
+        value = _int_value(stream)
         # Beyond 64 bits ctypes would mask the value silently (2**64 becomes the default stream).
-        if not 0 <= stream < 2**64:
-            raise ValueError(f"stream handle must be an address from 0 to 2**64 - 1, got {stream}")
-        return int(stream)
+        if not 0 <= value < 2**64:
+            raise ValueError(f"stream handle must be an address from 0 to 2**64 - 1, got {value}")
+        return value
     kind = type(stream).__name__
     proto = getattr(stream, "__cuda_stream__", None)
     if proto is not None:
@@ -264,12 +277,12 @@ def stream_handle(stream: Any) -> int:
                 f"stream: {kind}.__cuda_stream__() must return (version, handle) ints, "
                 f"got {value!r}"
             )
-        if value[0] != _STREAM_PROTOCOL_VERSION:
+        if _int_value(value[0]) != _STREAM_PROTOCOL_VERSION:
             raise ValueError(
                 f"stream: {kind}.__cuda_stream__() speaks protocol version {value[0]}; this "
                 f"library knows version {_STREAM_PROTOCOL_VERSION}"
             )
-        return stream_handle(int(value[1]))  # the range check of a plain int
+        return stream_handle(value[1])  # the range check of a plain int
     torch_handle = getattr(stream, "cuda_stream", None)
     if _is_int(torch_handle):
         return stream_handle(torch_handle)

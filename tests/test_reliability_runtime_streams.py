@@ -118,3 +118,18 @@ def test_the_stream_of_a_cuda_array_interface_is_checked(
 ) -> None:
     with pytest.raises(error, match=f"^x: .*{rule}"):
         as_array_view(CudaInterface(good_interface(stream=value)), name="x", stream_ptr=0)
+
+
+class LyingInt(int):
+    """An int whose ``int()`` (its ``__int__``) says something other than its value."""
+
+    def __int__(self) -> int:
+        return -1
+
+
+def test_the_handle_checked_is_the_handle_returned() -> None:
+    # The range was checked on the value and int() returned: an int subclass's __int__ gave -1,
+    # past the check, as the stream cuDNN and cuTENSOR were handed.
+    for stream in (LyingInt(5), Protocol((0, LyingInt(5))), Protocol((LyingInt(0), 5))):
+        got = stream_handle(stream)
+        assert got == 5 and type(got) is int
