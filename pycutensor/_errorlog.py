@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +20,7 @@ from _nvbind.interrupts import defer, watch_callbacks
 
 from . import _bindings
 
-__all__ = ["clear_last_error", "install", "record_error", "take_last_error"]
+__all__ = ["clear_last_error", "env_setting", "install", "record_error", "take_last_error"]
 
 logger = logging.getLogger("pycutensor.cutensor")
 
@@ -34,8 +35,9 @@ _TO_LOGGING = {
 ENV = ("CUTENSOR_LOG_LEVEL", "CUTENSOR_LOG_MASK", "CUTENSOR_LOG_FILE")
 
 # "forward": send entries to Python logging; "env_controls_output": cuTENSOR's own variables are
-# set, so its output and level are left as they say.
-state: dict[str, Any] = {"forward": False, "env_controls_output": False}
+# set, so its output and level are left as they say; "env_setting": the cuTENSOR call that sets
+# the level or mask they asked for again, as (function, value) (see env_setting).
+state: dict[str, Any] = {"forward": False, "env_controls_output": False, "env_setting": None}
 
 # The last error line cuTENSOR logged on each thread.
 _errors = threading.local()
@@ -91,6 +93,28 @@ def install(function: Callable[[str], Any], check: Callable[[int, str], None]) -
     check(function("cutensorLoggerSetCallback")(_CALLBACK), "cutensorLoggerSetCallback")
     if any(os.environ.get(v) for v in ENV):
         state["env_controls_output"] = True
+        state["env_setting"] = env_setting()
         return
     check(function("cutensorLoggerOpenFile")(os.devnull.encode()), "cutensorLoggerOpenFile")
     check(function("cutensorLoggerSetLevel")(1), "cutensorLoggerSetLevel")
+
+
+def _leading_int(text: str) -> int:
+    """The number ``text`` starts with (``"5x"`` is 5, ``"x5"`` 0), as cuTENSOR reads it."""
+    match = re.match(r"\s*([-+]?\d+)", text)
+    return int(match.group(1)) if match else 0
+
+
+def env_setting() -> tuple[str, int]:
+    """What cuTENSOR's variables ask for, read as cuTENSOR reads them when it loads: a non-empty
+    ``CUTENSOR_LOG_LEVEL`` wins (a level outside 0 to 5 logs nothing), else
+    ``CUTENSOR_LOG_MASK``; neither: level 0, no log. As ``(function, value)``, the call that sets
+    it again after :func:`pycutensor.log.enable_logging` changed it."""
+    level = os.environ.get("CUTENSOR_LOG_LEVEL", "")
+    if level:
+        value = _leading_int(level)
+        return "cutensorLoggerSetLevel", value if 0 <= value <= 5 else 0
+    mask = os.environ.get("CUTENSOR_LOG_MASK", "")
+    if mask:
+        return "cutensorLoggerSetMask", max(-(2**31), min(_leading_int(mask), 2**31 - 1))
+    return "cutensorLoggerSetLevel", 0

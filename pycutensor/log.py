@@ -50,12 +50,13 @@ def enable_logging(level: int = 1) -> None:
 
 
 def disable_logging() -> None:
-    """Stop forwarding to Python logging (errors are still captured for exceptions)."""
+    """Stop forwarding to Python logging (errors are still captured for exceptions). When
+    cuTENSOR's own variables are set, the level or mask they ask for is set again."""
     LIB.cdll()
     with _lock:
         _state["forward"] = False
-        if not _state["env_controls_output"]:
-            check(LIB.function("cutensorLoggerSetLevel")(1), "cutensorLoggerSetLevel")
+        function, value = _state["env_setting"] or ("cutensorLoggerSetLevel", 1)
+        check(LIB.function(function)(value), function)
 
 
 def is_enabled() -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import subprocess
+from pathlib import Path
 
 import pytest
 from children import run_python
@@ -258,3 +259,37 @@ def test_a_logging_handler_may_call_cutensor(level: int) -> None:
     done = run_python(_HANDLER_CALLS_CUTENSOR, str(level), timeout=30)
     assert done.returncode == 0, done.stderr
     assert 1 <= int(done.stdout) <= 3, done.stdout
+
+
+_CUTENSOR_TRACE_AROUND_FORWARDING = """
+import ctypes, os
+import pycutensor
+from pycutensor import raw
+
+def traced():
+    try:
+        raw.cutensorCreatePlanPreference(None, ctypes.byref(ctypes.c_void_p()), -1, 0)
+    except pycutensor.CutensorInvalidValueError:
+        pass
+    with open(os.environ["CUTENSOR_LOG_FILE"]) as f:
+        return f.read().count("[Api][cutensorCreatePlanPreference]")
+
+before = traced()
+pycutensor.enable_logging(1)
+pycutensor.disable_logging()
+print(before, traced() - before)
+"""
+
+
+@pytest.mark.parametrize("variable", ["CUTENSOR_LOG_LEVEL", "CUTENSOR_LOG_MASK"])
+def test_disabling_cutensor_forwarding_gives_back_the_level_its_variables_ask_for(
+    variable: str, tmp_path: Path
+) -> None:
+    # enable_logging sets cuTENSOR's level; disable_logging left it there, so the API trace that
+    # CUTENSOR_LOG_LEVEL=5 (or CUTENSOR_LOG_MASK=16) asked for stopped reaching the user's file.
+    log = tmp_path / "cutensor.log"
+    env = {"CUTENSOR_LOG_LEVEL": "", "CUTENSOR_LOG_MASK": "", "CUTENSOR_LOG_FILE": str(log)}
+    env[variable] = "5" if variable == "CUTENSOR_LOG_LEVEL" else "16"
+    done = run_python(_CUTENSOR_TRACE_AROUND_FORWARDING, timeout=60, **env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "1"], done.stdout
