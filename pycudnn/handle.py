@@ -155,7 +155,11 @@ class Handle(CResource):
     @stream.setter
     def stream(self, stream: Any) -> None:
         self._check_open()  # ClosedError, not ctypes.ArgumentError (see the getter)
-        ptr = stream_handle(stream)
+        self._set_stream(stream, stream_handle(stream))
+
+    def _set_stream(self, stream: Any, ptr: int) -> None:
+        # ptr is stream's handle, read once by the caller: a __cuda_stream__ asked again may
+        # answer another stream than the one the caller orders its arrays on.
         check(_SET_STREAM.run(LIB.function("cudnnSetStream"), self, ptr), "cudnnSetStream")
         self._stream_obj = stream  # keep a stream object alive while it is set
         self._stream_ptr = ptr
@@ -176,7 +180,7 @@ class Handle(CResource):
         self._check_open()
         ptr = stream_handle(stream)
         if ptr != self._stream_ptr:
-            self.stream = stream
+            self._set_stream(stream, ptr)
         return ptr
 
     def make_current(self) -> None:
