@@ -322,8 +322,8 @@ class DeviceProperties(Closable):
             raise ValueError(f"{os.fspath(path)}: not UTF-8 text ({exc})") from None
         try:
             return cls.from_json(text)
-        except ValueError as exc:
-            raise ValueError(f"{os.fspath(path)}: {exc}") from None
+        except (ValueError, TypeError) as exc:  # TypeError: JSON that is not an object
+            raise type(exc)(f"{os.fspath(path)}: {exc}") from None
 
     # -- output ------------------------------------------------------------------------------
     def to_json(self, *, indent: int | None = None) -> str:

@@ -81,6 +81,15 @@ def test_load_names_the_file_on_bad_content(tmp_path: Path) -> None:
         DeviceProperties.load(path)
 
 
+@pytest.mark.parametrize("text", ["[]", "null", "42", '"props"'])
+def test_load_names_the_file_when_it_is_not_a_json_object(text: str, tmp_path: Path) -> None:
+    path = tmp_path / "not-an-object.json"
+    path.write_text(text)
+    with pytest.raises(TypeError) as info:
+        DeviceProperties.load(path)
+    assert str(path) in str(info.value) and "must be a JSON object" in str(info.value)
+
+
 def test_from_device_without_gpu_says_how_to_capture() -> None:
     if driver_status().usable:
         pytest.skip("this machine has a GPU")
