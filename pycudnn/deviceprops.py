@@ -224,17 +224,19 @@ class DeviceProperties(Closable):
 
     def __init__(self, data: Mapping[str, Any], *, _descriptor: Any = None) -> None:
         validate_json(data)
-        self._data: dict[str, Any] = dict(data)
-        # What cuDNN is given: its own keys, without the version this library records.
         try:
-            self._text = json.dumps(
-                {k: v for k, v in self._data.items() if k != VERSION_KEY}, separators=(",", ":")
-            )
+            text = json.dumps(dict(data), separators=(",", ":"))
         except (TypeError, ValueError, RecursionError) as exc:
             raise ValueError(f"device properties cannot be written as JSON: {exc}") from None
         # Parsed back and checked again: json.dumps writes the keys 1 and "1" both as "1", and
-        # the text cuDNN is given must not hold a key twice (it would read the first copy).
-        parse_json_for_cudnn(self._text, "the device-properties JSON")
+        # the text cuDNN is given must not hold a key twice (it would read the first copy). The
+        # parse is also the properties' own copy: the caller's lists (``maxGridSize``) are not
+        # shared, so changing them later cannot change what is saved but not what cuDNN was given.
+        self._data: dict[str, Any] = parse_json_for_cudnn(text, "the device-properties JSON")
+        # What cuDNN is given: its own keys, without the version this library records.
+        self._text = json.dumps(
+            {k: v for k, v in self._data.items() if k != VERSION_KEY}, separators=(",", ":")
+        )
         self._descriptor = _descriptor
         self._lock = fork_safe_lock(self, "_lock")
 
@@ -331,8 +333,10 @@ class DeviceProperties(Closable):
         return self._text if indent is None else json.dumps(self._data, indent=indent)
 
     def as_dict(self) -> dict[str, Any]:
-        """A copy of the properties as cuDNN's JSON keys and values."""
-        return dict(self._data)
+        """A copy of the properties as cuDNN's JSON keys and values (a deep one: changing it
+        leaves the properties as they are)."""
+        data: dict[str, Any] = _fresh(self._data)
+        return data
 
     @property
     def cudnn_version(self) -> int | None:
@@ -459,7 +463,7 @@ class DeviceProperties(Closable):
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def __getitem__(self, key: str) -> Any:
-        return self._data[key]
+        return _fresh(self._data[key])  # a list (maxGridSize) is a copy: the data are read-only
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, DeviceProperties):
@@ -483,6 +487,12 @@ class DeviceProperties(Closable):
             f"<pycudnn.DeviceProperties {self.device_name!r} sm_{major}{minor} "
             f"{self.multiprocessor_count} SMs>"
         )
+
+
+def _fresh(value: Any) -> Any:
+    """A deep copy of a JSON value (through JSON: it nests as deeply as the parser allows, where
+    ``copy.deepcopy`` recurses twice as deep)."""
+    return json.loads(json.dumps(value)) if isinstance(value, (list, dict)) else value
 
 
 def _others(path: str | os.PathLike[str], exc: OSError) -> str:

@@ -141,6 +141,25 @@ def test_json_round_trips(tmp_path: Path, complete_json: dict[str, Any]) -> None
     assert props.compute_capability == (9, 0) and props.sm_version == 90  # deviceVer 900
 
 
+def test_the_properties_share_no_list_with_the_caller(
+    tmp_path: Path, complete_json: dict[str, Any]
+) -> None:
+    # The grid and block sizes are lists: the dict given, as_dict() and props[key] were the
+    # properties' own, so changing one changed what save() wrote and what compared equal, but
+    # not what cuDNN was given (nor the fingerprint plans are cached under).
+    given = json.loads(json.dumps(complete_json))
+    props = DeviceProperties.from_json(given)
+    fingerprint, text = props.fingerprint, props.to_json()
+    given["maxGridSize"][0] = 1
+    props.as_dict()["maxBlockSize"][2] = 0
+    props["maxBlockSize"][1] = 0
+    assert props.as_dict() == complete_json and props.to_json() == text
+    props.save(tmp_path / "p.json")
+    again = DeviceProperties.load(tmp_path / "p.json")
+    assert again == props and again.as_dict() == complete_json
+    assert again.fingerprint == fingerprint
+
+
 def test_fingerprint_ignores_the_ordinal_but_not_the_device(
     complete_json: dict[str, Any],
 ) -> None:
