@@ -329,8 +329,12 @@ class DeviceProperties(Closable):
 
     # -- output ------------------------------------------------------------------------------
     def to_json(self, *, indent: int | None = None) -> str:
-        """The JSON text (as cuDNN wrote it, re-serialised)."""
-        return self._text if indent is None else json.dumps(self._data, indent=indent)
+        """The JSON text (as cuDNN wrote it, re-serialised), compact or indented by ``indent``:
+        the same data either way, the version of cuDNN that wrote it included, so that
+        ``from_json(props.to_json())`` equals ``props``."""
+        if indent is None:
+            return json.dumps(self._data, separators=(",", ":"))
+        return json.dumps(self._data, indent=indent)
 
     def as_dict(self) -> dict[str, Any]:
         """A copy of the properties as cuDNN's JSON keys and values (a deep one: changing it

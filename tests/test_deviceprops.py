@@ -202,6 +202,18 @@ def test_the_writing_version_is_recorded_but_not_given_to_cudnn(
     assert DeviceProperties.from_json(complete_json).cudnn_version is None
 
 
+@pytest.mark.parametrize("indent", [None, 2])
+def test_to_json_keeps_the_writing_version(
+    indent: int | None, complete_json: dict[str, Any]
+) -> None:
+    # The compact text left the version out (the indented one kept it): a copy made from it
+    # was not equal to the original and no longer knew which cuDNN wrote the properties.
+    props = DeviceProperties.from_json({**complete_json, VERSION_KEY: 91900})
+    again = DeviceProperties.from_json(props.to_json(indent=indent))
+    assert again == props and again.cudnn_version == 91900
+    assert again.as_dict() == props.as_dict()
+
+
 @pytest.mark.parametrize("bad", ["9.19", 919, True, -1])
 def test_a_bad_writing_version_is_refused(bad: Any, complete_json: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=VERSION_KEY):
