@@ -97,6 +97,18 @@ _INT32_LIMIT = 2**31
 _INT64_LIMIT = 2**63
 
 
+#: Bounds tighter than the C type's, for the keys whose value cuDNN rounds up in a 32-bit int
+#: while planning: near 2**31 the sum wraps negative, and the process dies inside cuDNN instead of
+#: an error (measured, cuDNN 9.28: warpSize from 2**31 - 63 divides by zero planning an RMSNorm
+#: backward graph, SIGFPE; l2CacheSize from 2**31 - 655359 aborts planning a LayerNorm, "Timing
+#: model abort."). The bounds are far beyond any GPU's (every CUDA GPU has 32-thread warps, and
+#: CUDA's blocks at most 1024 threads; the largest L2 cache is about 126 MiB).
+_BOUNDS: dict[str, tuple[int, int, str]] = {
+    "warpSize": (1, 1024, "a warp is at most a block, and a block at most 1024 threads"),
+    "l2CacheSize": (0, 2**30, "1 GiB, far beyond any GPU's L2 cache"),
+}
+
+
 def _is_int(v: Any) -> bool:
     # A JSON true is not an int to cuDNN: it refuses it with an opaque "!json_object.Is<T>()".
     return isinstance(v, int) and not isinstance(v, bool)
@@ -162,6 +174,11 @@ def validate_json(data: Mapping[str, Any]) -> None:
             raise ValueError(f"device-properties key {key!r} must be a non-negative int, got {v!r}")
         else:
             _check_range(key, v)
+            low, high, why = _BOUNDS.get(key, (0, v, ""))
+            if not low <= v <= high:
+                raise ValueError(
+                    f"device-properties key {key!r} must be from {low} to {high} ({why}), got {v}"
+                )
     if data["deviceVer"] < 100 or data["deviceVer"] % 10:
         raise ValueError(
             f"device-properties key 'deviceVer' must be SM major*100 + minor*10 (e.g. 900 for sm_90), "

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from children import run_python
-from versioned import skip_unless_cudnn_has
+from versioned import skip_unless_cudnn, skip_unless_cudnn_has
 
 import pycudnn
 from pycudnn.deviceprops import DeviceProperties
@@ -106,6 +106,43 @@ def test_deviceprops_32_bit_keys_refuse_values_cuDNN_cannot_read(key: str, value
         DeviceProperties.from_json(data)
 
 
+_PLAN_ONE = """
+import json, sys
+sys.path.insert(0, {tests!r})
+import pycudnn, plan_kinds
+data = json.loads({data!r})
+try:
+    props = pycudnn.DeviceProperties.from_json(data)
+except ValueError as exc:
+    print("refused:", exc)
+    raise SystemExit(0)
+g = pycudnn.Graph({kind!r})
+plan_kinds.CATALOGUE[{kind!r}](g)
+g.build(device_properties=props, cache=False).close()
+print("planned")
+"""
+
+
+@pytest.mark.usefixtures("libcuda")
+@pytest.mark.parametrize(
+    ("key", "value", "kind", "rule"),
+    [
+        ("warpSize", 2**31 - 1, "rmsnorm_backward", "from 1 to 1024"),  # SIGFPE in cuDNN 9.28
+        ("warpSize", 0, "rmsnorm_backward", "from 1 to 1024"),
+        ("l2CacheSize", 2**31 - 1, "layernorm", "from 0 to 1073741824"),  # abort in cuDNN 9.28
+    ],
+)
+def test_deviceprops_values_cudnn_dies_planning_with_are_refused(
+    key: str, value: int, kind: str, rule: str
+) -> None:
+    skip_unless_cudnn((9, 10), "execution plans for device properties without a GPU")
+    data = {**_props_data(), key: value}
+    code = _PLAN_ONE.format(tests=str(REPO / "tests"), data=json.dumps(data), kind=kind)
+    proc = run_python(code, timeout=300)  # a child: before the check, cuDNN killed the process
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    assert f"refused: device-properties key '{key}' must be {rule}" in proc.stdout, proc.stdout
+
+
 @pytest.mark.parametrize("key", ["supportCoopLaunch", "isTccDriver", "warpSize", "totalGlobalMem"])
 def test_deviceprops_refuse_bools(key: str) -> None:
     data = _props_data()
@@ -139,7 +176,7 @@ def test_deviceprops_largest_32_bit_value_reaches_cudnn() -> None:
     skip_unless_cudnn_has("CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR")
     # The bound is cuDNN's, not a guess: 2**31 - 1 finalizes.
     data = _props_data()
-    data["l2CacheSize"] = 2**31 - 1
+    data["smClockRateKHz"] = 2**31 - 1
     with DeviceProperties.from_json(data) as p:
         assert not p.descriptor.closed
 
