@@ -106,6 +106,8 @@ _INT64_LIMIT = 2**63
 _BOUNDS: dict[str, tuple[int, int, str]] = {
     "warpSize": (1, 1024, "a warp is at most a block, and a block at most 1024 threads"),
     "l2CacheSize": (0, 2**30, "1 GiB, far beyond any GPU's L2 cache"),
+    # Not a crash: cuDNN 9.28 plans for a GPU of 0 SMs without a word (a hand-edited file).
+    "multiProcessorCount": (1, _INT32_LIMIT - 1, "a GPU has at least one SM"),
 }
 
 

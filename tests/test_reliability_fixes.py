@@ -143,6 +143,18 @@ def test_deviceprops_values_cudnn_dies_planning_with_are_refused(
     assert f"refused: device-properties key '{key}' must be {rule}" in proc.stdout, proc.stdout
 
 
+@pytest.mark.usefixtures("libcuda")
+def test_deviceprops_of_a_gpu_without_sms_are_refused() -> None:
+    # cuDNN 9.28 plans for multiProcessorCount 0 without a word: a plan for no GPU there is.
+    skip_unless_cudnn((9, 10), "execution plans for device properties without a GPU")
+    data = {**_props_data(), "multiProcessorCount": 0}
+    code = _PLAN_ONE.format(tests=str(REPO / "tests"), data=json.dumps(data), kind="conv_bias_relu")
+    proc = run_python(code, timeout=300)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    rule = "'multiProcessorCount' must be from 1 to 2147483647 (a GPU has at least one SM)"
+    assert rule in proc.stdout, proc.stdout
+
+
 @pytest.mark.parametrize("key", ["supportCoopLaunch", "isTccDriver", "warpSize", "totalGlobalMem"])
 def test_deviceprops_refuse_bools(key: str) -> None:
     data = _props_data()
