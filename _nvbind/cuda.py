@@ -138,6 +138,8 @@ def _probe() -> DriverStatus:
         # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75, _MINOR = 76 (cuda.h)
         lib.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)
         lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)
+        sms = ctypes.c_int(0)  # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+        lib.cuDeviceGetAttribute(ctypes.byref(sms), 16, dev)
         mem = ctypes.c_size_t(0)
         lib.cuDeviceTotalMem_v2(ctypes.byref(mem), dev)
         devices.append(
@@ -145,6 +147,7 @@ def _probe() -> DriverStatus:
                 "ordinal": ordinal,
                 "name": name.value.decode(errors="replace"),
                 "compute_capability": (major.value, minor.value),
+                "multiprocessor_count": sms.value,
                 "total_memory": int(mem.value),
             }
         )

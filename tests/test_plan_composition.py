@@ -128,3 +128,36 @@ def test_a_closed_thread_handle_is_replaced_on_every_path(
         run()
         assert plan._handles[threading.get_ident()] is fresh
     assert len(launches) == 2 and len(used) == 1
+
+
+@pytest.mark.parametrize(
+    ("capability", "sms", "refused"),
+    [((9, 0), 132, False), ((8, 0), 108, True), ((9, 0), 114, True), ((10, 0), 148, True)],
+)
+def test_a_plan_made_for_device_properties_runs_only_on_that_gpu(
+    conv_plan: Any, monkeypatch: pytest.MonkeyPatch, capability: Any, sms: int, refused: bool
+) -> None:
+    # A plan built for device properties carries the properties' GPU's kernels and launch
+    # shapes; cuDNN refuses it deserialized for another GPU (ARCH_MISMATCH) but executed it
+    # there without a word. The driver's answer about device 0 stands in for a GPU.
+    from _nvbind.cuda import DriverStatus
+    from pycudnn.plan import targets
+
+    plan, arrays, ws, launches = conv_plan
+    assert plan.device_properties.compute_capability == (9, 0)  # the committed H100's
+    gpu = {"ordinal": 0, "name": "a GPU", "compute_capability": capability,
+           "multiprocessor_count": sms, "total_memory": 1 << 34}  # fmt: skip
+    answer = DriverStatus(True, 12080, 0, 1, (gpu,), "")
+    monkeypatch.setattr(targets, "driver_status", lambda: answer)
+    by_uid = {t.uid: a.ptr for t, a in arrays.items()}
+    pointers = [by_uid[u] for u in plan.uids]
+    if refused:
+        with pytest.raises(ValueError, match=r"made for .* 132 SMs.*on device 0, a GPU"):
+            plan.execute(arrays, workspace=ws)
+        with pytest.raises(ValueError, match="plan for this GPU"):
+            plan.execute_raw(pointers, ws.ptr)
+        assert not launches
+    else:
+        plan.execute(arrays, workspace=ws)
+        plan.execute_raw(pointers, ws.ptr)
+        assert len(launches) == 2

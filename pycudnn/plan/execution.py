@@ -43,6 +43,7 @@ from .slots import (
     restore_defaults,
     scalar_setter,
 )
+from .targets import check_runs_on
 from .variant_pack import VariantPackCache, wrong_device
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -409,7 +410,8 @@ class Plan:
 
     def _new_pack(self, key: Any, handle: Any) -> Any:
         """Check the arrays of ``key`` and build their variant pack; the first one fixes the
-        plan's device."""
+        plan's device, which must be the GPU the plan was made for."""
+        check_runs_on(self.device_properties, handle.device_id)
         entry = self._packs.build(key, handle.device_id)
         if self._device_id is None:
             self._device_id = handle.device_id
@@ -531,6 +533,7 @@ class Plan:
         if stream is not None:
             handle.use_stream(stream)
         if entry is None:
+            check_runs_on(self.device_properties, handle.device_id)
             entry = packs.store(key, ptrs, workspace, handle.device_id)
         self._launch(handle, entry)
 

@@ -131,3 +131,25 @@ def _deserialize_props(
     if LIB.version < DEVICEPROP_SINCE:
         return None, ordinal  # the plan is finalized with the GPU's handle instead
     return DeviceProperties.for_device(ordinal), ordinal
+
+
+def check_runs_on(props: DeviceProperties | None, device_id: int) -> None:
+    """Refuse to run a plan made for the device properties ``props`` on the GPU ``device_id``
+    when the two differ in architecture or SM count (``ValueError``). cuDNN refuses such a
+    plan deserialized for the device (``ARCH_MISMATCH``) but not one built for the properties and
+    then executed there: its kernels and launch shapes are the properties' GPU's. A device the
+    driver does not list (no GPU: stand-in handles) is not checked."""
+    if props is None:
+        return
+    dev = next((d for d in driver_status().devices if d["ordinal"] == device_id), None)
+    if dev is None:
+        return
+    cc, sms = tuple(dev["compute_capability"]), dev.get("multiprocessor_count")
+    if cc != props.compute_capability or (sms and sms != props.multiprocessor_count):
+        want = props.compute_capability
+        raise ValueError(
+            f"this plan was made for {props.device_name} (sm_{want[0]}{want[1]}, "
+            f"{props.multiprocessor_count} SMs), but its arrays are on device {device_id}, "
+            f"{dev['name']} (sm_{cc[0]}{cc[1]}, {sms} SMs): plan for this GPU (build without "
+            "device_properties, or with this GPU's) or run it on a GPU the properties describe"
+        )
