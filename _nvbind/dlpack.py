@@ -317,7 +317,10 @@ def repair_strides(strides: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     A stride whose byte value does not fit int64 addresses no memory. CuPy's exporter before the
     fix computed ``byte_stride // itemsize`` with an unsigned item size, turning ``-k * itemsize``
     into ``(2**64 - k * itemsize) // itemsize``; for a power-of-two item size that product wraps
-    back to the true byte stride modulo 2**64, which is what is returned (in elements).
+    back to the true byte stride modulo 2**64, which is what is returned (in elements). Only such
+    values are repaired: the damage is positive, and its bytes lie between 2**63 and 2**64, so any
+    other stride beyond int64 (one whose bytes reach 2**64, or a negative one) is a BufferError,
+    not wrapped into a small stride that would describe other memory.
     """
     bound = _INT64_MAX // max(itemsize, 1)
     if not strides or (max(strides) <= bound and min(strides) >= -bound):
@@ -328,8 +331,8 @@ def repair_strides(strides: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
         if -_INT64_MAX <= b <= _INT64_MAX:
             out.append(stride)
             continue
-        wrapped = (b + 2**63) % 2**64 - 2**63
-        if wrapped % itemsize or itemsize & (itemsize - 1):
+        wrapped = b - 2**64
+        if not _INT64_MAX < b < 2**64 or wrapped % itemsize or itemsize & (itemsize - 1):
             raise BufferError(f"DLPack strides {strides} address no memory")
         out.append(wrapped // itemsize)
     return tuple(out)
@@ -417,7 +420,10 @@ def _check_tensor(t: _DLTensor, device: tuple[int, int], name: str) -> tuple[Any
     if shape and min(shape) < 0:
         raise BufferError(f"{name}: DLPack shape {shape} has a negative extent")
     if ndim and t.strides:
-        strides = repair_strides(tuple(t.strides[:ndim]), dtype.itemsize)
+        try:
+            strides = repair_strides(tuple(t.strides[:ndim]), dtype.itemsize)
+        except BufferError as exc:
+            raise BufferError(f"{name}: {exc}") from None
     else:  # NULL strides: compact row-major (DLPack)
         strides = c_strides(shape)
     data = int(t.data or 0)

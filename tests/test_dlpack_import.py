@@ -137,6 +137,27 @@ def test_repair_strides_leaves_real_strides_alone() -> None:
     assert dl.repair_strides(((2**64 - 8 * 3) // 8,), 8) == (-3,)
 
 
+@pytest.mark.parametrize(
+    "stride",
+    [
+        2**62,  # 2**64 bytes: wrapped, it was stride 0 (every row read the first one)
+        2**62 + 3,  # wrapped, it was the true stride 3
+        2**63 - 1,  # wrapped, it was -1
+        -(2**62),  # negative: CuPy's damage is never negative; wrapped, it was 0
+        -(2**62) + 3,  # wrapped, it was 3
+    ],
+)
+def test_strides_beyond_int64_that_are_not_cupy_damage_are_refused(stride: int) -> None:
+    # CuPy's unsigned division gives (2**64 - k * 4) // 4 = 2**62 - k (k >= 1) for float32; any
+    # other stride whose bytes overflow int64 addresses no memory and must not be wrapped into one.
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with pytest.raises(BufferError, match=r"x: DLPack strides .* address no memory"):
+        as_array_view(HostProducer(a, strides=(stride, 1)), name="x")
+    with pytest.raises(BufferError, match="address no memory"):
+        dl.repair_strides((stride, 1), 4)
+    assert dl.repair_strides((2**62 - 3, 1), 4) == (-3, 1)  # the damage itself is still undone
+
+
 def test_cuda_array_interface_without_cuda_core_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     # Without cuda.core the device of a CAI pointer cannot be asked; guessing device 0 is wrong on
     # a machine with several GPUs, so the view is refused and the import failure is named.
