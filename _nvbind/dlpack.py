@@ -47,6 +47,9 @@ _FLAG_READ_ONLY = 1
 
 # dlpack.h DLDataTypeCode values, by NumPy kind and by ml_dtypes name.
 _KIND_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
+# Item sizes (bytes) DLPack and NumPy mean the same thing by, per NumPy kind: a 16-byte NumPy
+# float is x87 extended precision padded (longdouble), where DLPack's 128-bit float is IEEE quad.
+_KIND_SIZES = {"i": (1, 2, 4, 8), "u": (1, 2, 4, 8), "f": (2, 4, 8), "c": (8, 16), "b": (1,)}
 _NAMED_CODES = {
     "bfloat16": 4,
     "float8_e3m4": 7,
@@ -210,10 +213,10 @@ def dlpack_dtype(dtype: np.dtype) -> tuple[int, int]:
     code = _NAMED_CODES.get(dt.name)
     if code is None and dt.kind in _KIND_CODES and dt.fields is None:
         code = _KIND_CODES[dt.kind]
-    if code is None or (dt.kind in "iuf" and dt.itemsize not in (1, 2, 4, 8)):
+    if code is None or (
+        code == _KIND_CODES.get(dt.kind) and dt.itemsize not in _KIND_SIZES[dt.kind]
+    ):
         raise BufferError(f"dtype {dtype_name(dt)} has no DLPack type code")
-    if dt.kind == "b" and dt.itemsize != 1:
-        raise BufferError(f"dtype {dt} is not an 8-bit bool")
     return code, dt.itemsize * 8
 
 
@@ -298,12 +301,9 @@ def numpy_dtype(code: int, bits: int, lanes: int) -> np.dtype:
     name = _CODE_NAMES.get(code)
     if name is None:
         kind = _KIND_OF_CODE.get(code)
-        try:
-            dt = np.dtype(f"{kind}{bits // 8}") if kind is not None and bits % 8 == 0 else None
-        except TypeError:  # e.g. a 24-bit float
-            dt = None
-        if dt is None:
+        if kind is None or bits % 8 or bits // 8 not in _KIND_SIZES[kind]:  # e.g. 24, 128 bits
             raise TypeError(f"DLPack type code {code} with {bits} bits has no NumPy type")
+        dt = np.dtype(f"{kind}{bits // 8}")
     else:
         dt = as_numpy_dtype(name)
     if dt.itemsize * 8 != bits:

@@ -240,6 +240,8 @@ class DamagedProducer(HostProducer):
             managed.version.major = 7
         elif self.damage == "extent":
             t.shape[0] = -5
+        elif self.damage == "quad":  # 16-byte elements relabelled as 128-bit floats
+            t.dtype.code = 2
         return capsule
 
 
@@ -272,3 +274,20 @@ def test_a_malformed_dlpack_device_is_refused(device: Any) -> None:
 
     with pytest.raises(BufferError, match="__dlpack_device__"):
         dl.import_dlpack(Odd(np.zeros(3, np.float32)), -1, "x")
+
+
+def test_ieee_quad_dlpack_types_are_not_read_as_longdouble() -> None:
+    # DLPack's 128-bit float is IEEE quad precision (its 256-bit complex a pair of them); NumPy's
+    # 16-byte float is x87 extended precision padded: another number format altogether.
+    with pytest.raises(TypeError, match="code 2 with 128 bits"):
+        dl.numpy_dtype(2, 128, 1)
+    with pytest.raises(TypeError, match="code 5 with 256 bits"):
+        dl.numpy_dtype(5, 256, 1)
+    for dtype in (np.dtype(np.longdouble), np.dtype(np.clongdouble)):
+        if dtype.itemsize > (16 if dtype.kind == "c" else 8):  # not where long double is double
+            with pytest.raises(BufferError, match="has no DLPack type code"):
+                dl.dlpack_dtype(dtype)
+    producer = DamagedProducer(np.zeros(4, np.complex128), "quad")
+    with pytest.raises(TypeError, match="x: DLPack type code 2 with 128 bits has no NumPy type"):
+        as_array_view(producer, name="x")
+    gc.collect()
