@@ -66,7 +66,7 @@ def overlapping(
     ``limit`` is the largest element count enumerated when cheaper tests cannot decide.
     """
     axes = sorted((abs(st), n) for n, st in zip(shape, strides, strict=True) if n > 1)
-    if not axes:
+    if not axes or 0 in shape:  # an empty array reaches no address at all
         return False
     if axes[0][0] == 0:
         return True  # two indices along this dim land on the same address

@@ -19,7 +19,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from standins import fake_device_array
 
+from _nvbind.strides import overlapping
 from pycudnn import layout
 from pycudnn.layout import (
     Format,
@@ -713,6 +715,18 @@ def test_overlap_never_misses_without_enumeration(dims: list[int], data: st.Data
         patch.setattr(layout, "OVERLAP_ENUMERATION_LIMIT", 0)
         if brute_overlapping(tuple(dims), tuple(strides)):
             assert is_overlapping(dims, strides)
+
+
+def test_an_empty_array_reaches_no_address_twice() -> None:
+    # A zero extent anywhere means no index at all, whatever the other strides (a zero stride
+    # included): the shared rule said "overlapping", and an empty broadcast DeviceArray was
+    # refused as a copy's destination although nothing is written.
+    assert not overlapping((0, 2), (0, 0))
+    assert not overlapping((3, 0, 4), (5, 6, -2))
+    assert overlapping((1, 2), (0, 0))  # one index less than an extent 0: still reached twice
+
+    empty = fake_device_array((0, 2), np.float32, strides=(0, 0))  # no memory is touched
+    empty.copy_from_numpy(np.zeros((0, 2), np.float32))  # a no-op, as with C strides
 
 
 # --- helpers ------------------------------------------------------------------------------------
