@@ -308,6 +308,34 @@ def test_a_plan_for_a_rewritten_graph_reloads_for_that_graph(props: Any, tmp_pat
         Plan.load(path, graph=add_graph("NCHW", [2, 8, 5, 6]), device_properties=props)
 
 
+@pytest.mark.parametrize("mode", ["add", "mul", "max", "cmp_eq"])
+@pytest.mark.parametrize("fmt", ["NHWC", "NCHW"])  # as described, and through the rank-3 view
+def test_a_plan_with_a_broadcast_first_operand_reloads_for_its_own_graph(
+    mode: str, fmt: str, props: Any
+) -> None:
+    """cuDNN writes a commutative pointwise node whose X is broadcast with its operands swapped
+    (X the full tensor): such a plan was refused for the very graph it was built for (and a
+    plan-cache directory rebuilt it every time). The operands of a subtraction stay ordered."""
+
+    def graph(op: str, first: str) -> Graph:
+        g = Graph("pw")
+        x = g.tensor([2, 8, 5, 6], fmt=fmt, dtype="float32", name="x")
+        b = g.tensor([1, 8, 1, 1], fmt=fmt, dtype="float32", name="b")
+        g.pointwise(op, b, x) if first == "b" else g.pointwise(op, x, b)
+        return g
+
+    g = graph(mode, "b")
+    plan = g.build(device_properties=props, cache=False)
+    text = plan.to_json()
+    node = json.loads(text)["operationGraph"]["nodes"][0]
+    assert (node["X"], node["B"]) == (str(g["x"].uid), str(g["b"].uid))  # cuDNN's own order
+    again = Plan.from_json(text, graph=graph(mode, "b"), device_properties=props)
+    assert again.rewrite == plan.rewrite and ("rank-3" in plan.rewrite) == (fmt == "NCHW")
+    sub = graph("sub", "b").build(device_properties=props, cache=False).to_json()
+    with pytest.raises(ValueError, match="does not compute graph"):
+        Plan.from_json(sub, graph=graph("sub", "x"), device_properties=props)
+
+
 def test_rank4_matmul_batch_dims_are_folded(props: Any) -> None:
     g = Graph("mm")
     a = g.tensor([3, 2, 40, 24], dtype="float16", name="a")

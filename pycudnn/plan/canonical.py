@@ -215,7 +215,38 @@ def graph_form(graph: Any) -> list[dict[str, Any]]:
 def _desc_form(d: Any) -> dict[str, Any]:
     attrs: dict[str, Any] = {}
     _flatten(d, attrs)
-    return {"type": _short_type(d.type_name), "attrs": attrs}
+    form = {"type": _short_type(d.type_name), "attrs": attrs}
+    commuted = _commuted(d, attrs)
+    if commuted is not None:
+        form["commuted"] = commuted
+    return form
+
+
+#: Pointwise modes whose two operands commute: cuDNN writes such a node with X the tensor of the
+#: output's dims when the graph's X is broadcast (ADD, MUL, MAX, MIN, CMP_EQ, CMP_NEQ measured
+#: on 9.28; SUB, DIV, POW, CMP_GT and the other ordered modes are written as given).
+_COMMUTATIVE = frozenset(
+    int(getattr(_bindings, "CUDNN_POINTWISE_" + m))
+    for m in ("ADD", "MUL", "MAX", "MIN", "CMP_EQ", "CMP_NEQ", "LOGICAL_AND", "LOGICAL_OR")
+)
+
+
+def _commuted(d: Any, attrs: dict[str, Any]) -> dict[str, Any] | None:
+    """The attributes of a commutative pointwise operation with its operands (and their alphas)
+    swapped, as cuDNN writes it when X is broadcast (its dims are not Y's); else None."""
+    if _short_type(d.type_name) != "OPERATION_POINTWISE" or attrs.get("mode") not in _COMMUTATIVE:
+        return None
+    x, b, y = (d.recorded.get(f"OPERATION_POINTWISE_{r}DESC") for r in ("X", "B", "Y"))
+    if not (x and b and y) or x[0].recorded.get("TENSOR_DIMENSIONS") == y[0].recorded.get(
+        "TENSOR_DIMENSIONS"
+    ):
+        return None
+    out = {k: v for k, v in attrs.items() if k not in ("alpha1", "alpha2")}
+    out["x"], out["b"] = attrs["b"], attrs["x"]
+    for mine, theirs in (("alpha1", "alpha2"), ("alpha2", "alpha1")):
+        if theirs in attrs:
+            out[mine] = attrs[theirs]
+    return out
 
 
 def _flatten(d: Any, attrs: dict[str, Any]) -> None:
@@ -397,6 +428,9 @@ def _match(graph_ops: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> str:
         # nodes of the operation's own kind first: the closest is named by its roles
         for j in sorted(left, key=lambda j: nodes[j]["type"] != op["type"]):
             diffs = _node_differences(op, nodes[j])
+            commuted = {**op, "attrs": op.get("commuted")}  # as cuDNN writes it, if it swaps
+            if diffs and "commuted" in op and not _node_differences(commuted, nodes[j]):
+                diffs = []
             if not diffs:
                 best = (j, [])
                 break
