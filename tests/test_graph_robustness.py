@@ -1705,6 +1705,41 @@ def test_a_number_cudnn_would_get_as_inf_zero_or_another_is_refused(
         describe(g, x)
 
 
+@pytest.mark.parametrize(
+    ("describe", "match"),
+    [
+        (lambda g, x: g.add(x, x, alpha1=1e39), "'add0': alpha1: 1e.39 is out of the range"),
+        (lambda g, x: g.add(x, x, alpha2=-1e39), "alpha2: -1e.39 is out of the range"),
+        (lambda g, x: g.relu(x, negative_slope=1e-50), "relu_lower_clip_slope: 1e-50 is out"),
+        (lambda g, x: g.elu(x, alpha=1e-50), "elu_alpha: 1e-50 is out of the range"),
+        (lambda g, x: g.swish(x, beta=1e39), "swish_beta: 1e.39 is out of the range"),
+        (lambda g, x: g.softplus(x, beta=1e-50), "softplus_beta: 1e-50 is out of the range"),
+    ],
+)
+def test_a_pointwise_parameter_cudnn_would_get_as_inf_or_zero_is_refused(
+    describe: Any, match: str
+) -> None:
+    """Pointwise scales and activation parameters go to cuDNN as floats unless the math is
+    double: a leaky ReLU slope of 1e-50 reached it as 0 and alpha1=1e39 as inf, silently, where
+    a convolution's alpha and a by-value scalar were refused. (A clip past float range is the
+    same clip of float data, and passes.)"""
+    g = Graph("pointwise numbers")
+    x = g.tensor([2, 4, 8, 8], dtype="float32", name="x")
+    with pytest.raises(ValueError, match=match):
+        describe(g, x)
+    assert not g.operations  # nothing half-added
+
+
+def test_a_pointwise_parameter_beyond_float_range_goes_as_double_with_double_math() -> None:
+    g = Graph("pointwise double")
+    x = g.tensor([2, 4, 8, 8], dtype="float64", name="x")
+    y = g.relu(x, negative_slope=1e-50, compute_dtype="float64", alpha1=1e39)
+    y.set_output(True)
+    g.finalize(None)  # real cuDNN takes the DOUBLE parameters
+    (op,) = g.operations
+    assert op.attrs["relu_lower_clip_slope"] == 1e-50 and op.attrs["alpha1"] == 1e39
+
+
 def test_a_scalar_of_a_bool_value_is_a_by_value_scalar_holding_it() -> None:
     """scalar(False) was a device tensor, and scalar(True) lost its value: tensor()'s by_value
     reads a bool as its own flag."""

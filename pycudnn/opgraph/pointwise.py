@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
+from _nvbind.dtypes import as_data_type, dtype_name
 from _nvbind.keywords import show_keywords
 
 from .common import (
@@ -12,6 +13,7 @@ from .common import (
     _broadcast,
     _dims_text,
     _enum_member,
+    check_scalar_value,
 )
 from .core import GraphCore
 from .tensors import Tensor
@@ -69,6 +71,10 @@ _BINARY = frozenset(
         "LOGICAL_OR",
     }
 )
+
+
+#: The pointwise attributes not range-checked as floats (see PointwiseOps.pointwise).
+_UNCHECKED = frozenset({"mode", "compute_dtype", "relu_lower_clip", "relu_upper_clip"})
 
 
 def pointwise_arity(mode: Any) -> int:
@@ -218,6 +224,11 @@ class PointwiseOps(GraphCore):
         ):
             if value is not None:
                 attrs[key] = self._real(value, f"{label}: {key}")
+        if dtype_name(attrs["compute_dtype"]) != "float64":
+            # cuDNN gets the scales and parameters as floats then: 1e39 would be inf and 1e-50
+            # zero. A clip past float range saturates to the same clip of float data: it passes.
+            for key in [k for k in attrs if k not in _UNCHECKED]:
+                check_scalar_value(attrs[key], as_data_type("float32"), f"{label}: {key}")
         if axis is not None:
             if isinstance(axis, bool) or not isinstance(axis, int):
                 raise TypeError(f"{label}: axis must be an int, not {axis!r}")
