@@ -143,7 +143,9 @@ def test_resample_backward_takes_resamples_defaults() -> None:
     dy = g.tensor([1, 2, 4, 4], name="dy")
     g.resample_backward(dy, index=index, dx_dims=[1, 2, 8, 8], window=2, name="unpool")
     fwd, bwd = g.operations
-    assert bwd.attrs == fwd.attrs  # maxpool, stride = window, no padding, NaN not propagated
+    assert bwd.attrs == fwd.attrs  # maxpool, stride = window, no padding, NaN propagated
+    # as cudnn-frontend always sets it, and as PyTorch pools: a NaN in a window is not skipped
+    assert fwd.attrs["nan_propagation"] == _bindings.cudnnNanPropagation_t.PROPAGATE_NAN
     with pytest.raises(TypeError, match=r"resample_backward.*'window'"):
         g.resample_backward(dy, index=index, dx_dims=[1, 2, 8, 8])  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="'windw'; did you mean 'window'"):

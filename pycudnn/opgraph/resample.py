@@ -110,7 +110,7 @@ class ResampleOps(GraphCore):
         padding: Any = 0,
         post_padding: Any = None,
         padding_mode: Any = None,
-        propagate_nan: bool = False,
+        propagate_nan: bool = True,
         generate_index: bool = False,
         name: str | None = None,
         out: Tensor | None = None,
@@ -122,7 +122,9 @@ class ResampleOps(GraphCore):
         only; see docs/operations.md); ``stride`` defaults to ``window``; output spatial dims are
         ``(in + padding + post_padding - window) // stride + 1``. ``generate_index=True`` (max
         pooling for training) also returns the int8 argmax index tensor that
-        :meth:`resample_backward` takes. Returns ``y`` or ``(y, index)``.
+        :meth:`resample_backward` takes. ``propagate_nan`` (default True, as cudnn-frontend, which
+        always sets it, and PyTorch's pooling): a NaN in a window makes its output NaN; False
+        (``NOT_PROPAGATE_NAN``) lets max pooling skip it. Returns ``y`` or ``(y, index)``.
         """
         kind = "resample"
         op_name, label = _start(self, kind, name, "OPERATION_RESAMPLE_FWD")
