@@ -312,3 +312,21 @@ def test_execute_orders_the_allocation_stream_before_its_own(
     as_array_view(arrays[x])  # host-side inspection: no stream, nothing to order
     array_view(arrays[x], "x", None)
     assert waits == [(arrays[x].ptr, 1), (arrays[x].ptr, 0x7000)]
+
+
+def test_execute_orders_a_given_workspaces_allocation_stream_before_its_own(
+    conv_plan: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cuDNN writes the workspace on the execute's stream: a DeviceArray workspace allocated on
+    another stream is ordered after its allocation as the tensors are (it was read with no
+    stream, so a pooled workspace could be written before the allocation stream's work was done)."""
+    plan, arrays, ws, launches, _ = conv_plan
+    waits: list[tuple[int, int]] = []
+    monkeypatch.setattr(
+        DeviceArray, "_order_before", lambda self, consumer: waits.append((self.ptr, consumer))
+    )
+    ws._stream = _AllocationStream()
+    plan.execute(arrays, workspace=ws)  # on the legacy stream (0)
+    plan.execute(arrays, workspace=ws)
+    assert waits == [(ws.ptr, 1)]  # once, as for the tensors
+    assert len(launches) == 2

@@ -460,7 +460,7 @@ class Plan:
         sigs = tuple([g(v, sptr) for g, v in zip(getters, values, strict=True)])
         packs = self._packs
         if workspace is not None:
-            ws = packs.user_workspace(workspace)
+            ws = packs.user_workspace(workspace, sptr)
         if handle is None:
             handle = self._handles.get(_get_ident())
             if handle is None or handle._ptr is None:  # none yet, or closed since (a with-block)

@@ -109,9 +109,10 @@ class VariantPackCache:
             raise ValueError(f"execute_raw: the plan needs a workspace of {self.size} bytes")
         return ptrs
 
-    def user_workspace(self, workspace: Any) -> int:
+    def user_workspace(self, workspace: Any, stream_ptr: int = -1) -> int:
         """The address of a caller's ``workspace=`` once its extent is checked against the
-        plan's need (a bare int is refused: its size cannot be checked)."""
+        plan's need (a bare int is refused: its size cannot be checked). ``stream_ptr``: the
+        stream cuDNN writes it on, ordered after the array's own (-1: none, a CUDA graph's)."""
         if isinstance(workspace, int):
             raise TypeError(
                 "workspace must be a buffer or array whose size can be checked (a cuda.core Buffer, "
@@ -128,7 +129,8 @@ class VariantPackCache:
             ptr, nbytes = int(handle), size  # a cuda.core Buffer
             device = getattr(workspace, "device_id", None)
         else:
-            view = array_view(workspace, "workspace", -1)  # never read by the host: no ordering
+            # cuDNN writes it on stream_ptr, ordered after its allocation as the tensors are
+            view = array_view(workspace, "workspace", stream_ptr)
             # The extent is worked out once per layout (the same workspace comes every call).
             sig = view[:6]
             if sig == self._ws_checked:
