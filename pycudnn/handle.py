@@ -178,7 +178,12 @@ class Handle(CResource):
         """
         # A closed handle must raise even when the stream is unchanged (no C call would tell).
         self._check_open()
-        ptr = stream_handle(stream)
+        return self._use_stream(stream, stream_handle(stream))
+
+    def _use_stream(self, stream: Any, ptr: int) -> int:
+        """:meth:`use_stream` with ``stream``'s handle ``ptr`` already read (once) by the caller,
+        which orders its arrays on it."""
+        self._check_open()
         if ptr != self._stream_ptr:
             self._set_stream(stream, ptr)
         return ptr

@@ -467,12 +467,13 @@ class Plan:
                 handle = self._thread_handle(values, order)
         elif not isinstance(handle, Handle):
             raise TypeError(f"handle must be a pycudnn.Handle, not {type(handle).__name__}")
-        # Handle.use_stream sets the stream only on change; comparing here first saves its call.
+        # Set only on change (comparing here first saves a call), as read once above: a stream
+        # asked again may answer another handle than the one the arrays were ordered on.
         if sptr != handle._stream_ptr:
-            handle.use_stream(stream)
+            handle._use_stream(stream, sptr)
         if workspace is None:
             size = packs.size
-            ws = pooled_workspace(size, device=handle.device, stream=stream) if size else 0
+            ws = pooled_workspace(size, device=handle.device, stream=sptr) if size else 0
         last = packs.last
         if last[0] == sigs and last[1] == ws and last[2] is order:
             entry = last[3]
