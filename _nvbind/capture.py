@@ -81,5 +81,6 @@ def refuse_pooled_workspace(stream_ptr: int) -> None:
             "memory of at least the plan's workspace size that outlives the graph): "
             "pycudnn's Plan.execute and pycutensor's plans and operations take it; a legacy "
             "pycudnn.ops call, which takes none, can be captured only when its algorithm needs "
-            "no workspace"
+            "no workspace, and pycutensor.einsum, which takes none either, only when it needs "
+            "neither a workspace nor an intermediate (else capture pycutensor's operations)"
         )

@@ -129,3 +129,18 @@ def test_a_plan_executed_in_a_capture_needs_its_workspace_given(
     ws = fake((plan.workspace_size,), np.uint8, ptr=BASE + 0x40_0000)
     plan.execute(arrays, workspace=ws)  # given: the graph keeps memory the caller owns
     assert len(launches) == 1
+
+
+def test_an_einsum_in_a_capture_is_told_what_it_can_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    """einsum takes its intermediates and workspace from the pool, and has no workspace=: the
+    refusal told it to pass one (einsum(..., workspace=...) is a TypeError)."""
+    from types import SimpleNamespace
+
+    from pycutensor._einsum_build import _Program
+
+    _driver_answering(monkeypatch, 0, 1)
+    program = _Program()  # a two-step einsum's: an intermediate in the pool's block
+    program.block = 4096
+    program.steps = [SimpleNamespace(plan=SimpleNamespace(scalar_dtype=np.dtype(np.float32)))]
+    with pytest.raises(capture.GraphCaptureError, match=r"pycutensor\.einsum"):
+        program.run([BASE], BASE + 0x1000, 1.0, 0.0, 0x5000)
