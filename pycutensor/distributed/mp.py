@@ -422,11 +422,17 @@ def gather(tensor: DistributedTensor, root: int = 0) -> np.ndarray | None:
     """The whole tensor as a NumPy array on ``root`` (None elsewhere): a redistribution to a
     layout that only ``root`` holds. Collective; for tests and small data."""
     whole = _rooted_like(tensor, tensor.extents, tensor.dtype, root)
+    plan: RedistributionPlan | None = None
     try:
-        RedistributionPlan(whole, tensor).execute()
-        _synchronize(tensor.handle)  # the plan ran on the handle's stream; the copy uses another
+        plan = RedistributionPlan(whole, tensor)
+        plan.execute()
+        # the plan ran on the handle's stream; the copy uses another. The plan and its workspace
+        # are released only once it is done with them.
+        _synchronize(tensor.handle)
         return whole.local_to_numpy() if tensor.handle.rank == root else None
     finally:
+        if plan is not None:
+            plan.close()
         whole.close()
 
 
@@ -434,13 +440,17 @@ def scatter(array: np.ndarray | None, like: DistributedTensor, root: int = 0) ->
     """Fill ``like`` from ``array``, a NumPy array given on ``root`` (ignored elsewhere): a
     redistribution from a layout that only ``root`` holds. Collective."""
     whole = _rooted_like(like, like.extents, like.dtype, root)
+    plan: RedistributionPlan | None = None
     try:
         if like.handle.rank == root:
             host = np.asarray(array, dtype=like.dtype)
             if host.shape != like.extents:
                 raise ValueError(f"array has shape {host.shape}, the tensor {like.extents}")
             whole.local_from_numpy(host)
-        RedistributionPlan(like, whole).execute()
-        _synchronize(like.handle)  # ``whole`` is freed below: the plan must be done with it
+        plan = RedistributionPlan(like, whole)
+        plan.execute()
+        _synchronize(like.handle)  # ``whole`` and the plan are freed below: it must be done
     finally:
+        if plan is not None:
+            plan.close()
         whole.close()
