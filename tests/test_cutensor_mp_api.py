@@ -158,3 +158,39 @@ def test_contraction_modes_follow_cutensors_rules() -> None:
         contraction_modes(
             [((4, 3), ["mm", "k"], "modes_a"), ((3, 5), "kn", "modes_b"), ((4, 5), "mn", "c")]
         )
+
+
+def test_mg_contraction_refuses_a_replicated_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cutensorMg.h: "Replicated tensors can be used everywhere except as outputs for
+    contractions". A C over twice prod(device_count) devices reached
+    cutensorMgCreateContractionDescriptor. The handle and tensors are stand-ins (cuTENSORMg needs
+    GPUs for them); the C call is a recorder that says whether the plan got that far."""
+    import numpy as np
+
+    from _nvbind.resource import CResource
+    from pycutensor import raw_mg
+    from pycutensor.distributed import MgContractionPlan, MgTensor
+
+    handle = MgHandle.__new__(MgHandle)
+    CResource.__init__(handle, 0x1000, None, owned=False)  # never reaches C
+    handle.devices = (0, 1, 2, 3)
+
+    def tensor(extents: tuple[int, ...], devices: tuple[int, ...]) -> MgTensor:
+        t = MgTensor.__new__(MgTensor)
+        CResource.__init__(t, 0x2000, None, owned=False)
+        t.handle, t.devices, t.data_type, t.dtype = handle, devices, "R_32F", np.dtype("f4")
+        t.distribution = Distribution.block_cyclic(extents, (2, 1), None, len(devices))
+        return t
+
+    class ReachedC(Exception):
+        pass
+
+    def recorder(*args: object) -> None:
+        raise ReachedC
+
+    monkeypatch.setattr(raw_mg, "cutensorMgCreateContractionDescriptor", recorder, raising=False)
+    a, b = tensor((8, 4), (0, 1, 2, 3)), tensor((4, 6), (0, 1))
+    with pytest.raises(ValueError, match="except as outputs for contractions"):
+        MgContractionPlan(a, "mk", b, "kn", tensor((8, 6), (0, 1, 2, 3)), "mn")
+    with pytest.raises(ReachedC):  # replicated inputs are fine
+        MgContractionPlan(a, "mk", b, "kn", tensor((8, 6), (0, 1)), "mn")

@@ -350,6 +350,12 @@ class MgContractionPlan(CResource):
                 raise ValueError(f"{name} comes from another MgHandle")
             if t.devices[0] < 0:
                 raise ValueError(f"{name} is in host memory; cuTENSORMg contracts device tensors")
+        if c.distribution.replication != 1:
+            raise ValueError(
+                f"c is replicated over {len(c.devices)} devices (a multiple of prod(device_count)"
+                "); cutensorMg.h: replicated tensors can be used everywhere except as outputs "
+                "for contractions"
+            )
         (ma, mb, mc), compute, scalar_dtype = checked_contraction(
             a, modes_a, b, modes_b, c, modes_c, compute_type
         )
