@@ -138,6 +138,15 @@ def test_bad_distributions_are_refused_naming_the_argument(kwargs: dict, match: 
         Distribution(**kwargs)
 
 
+def test_mg_layout_errors_name_the_argument_at_fault() -> None:
+    # Without block sizes the blocks are the extents: a zero extent was reported as a zero block
+    # size, an argument the caller never gave.
+    with pytest.raises(ValueError, match=r"extents\[0\] must be >= 1"):
+        Distribution.block_cyclic((0, 4))
+    with pytest.raises(ValueError, match="block_sizes must be positive for cuTENSORMg"):
+        Distribution.block_cyclic((4, 4), (2, 1), (0, 4))
+
+
 def test_redistribution_rows_to_columns_moves_all_but_the_diagonal_blocks() -> None:
     rows = Distribution((8, 8), (4, 1))
     cols = Distribution((8, 8), (1, 4))

@@ -288,7 +288,7 @@ class Distribution:
         ext = tuple(extents)
         counts = tuple(device_count) if device_count is not None else (1,) * len(ext)
         blocks = tuple(block_sizes) if block_sizes is not None else ext
-        if 0 in blocks:
+        if block_sizes is not None and 0 in blocks:  # else the extents, checked as extents
             raise ValueError(f"block_sizes must be positive for cuTENSORMg, got {list(blocks)}")
         return cls(ext, counts, blocks, num_devices)
 
