@@ -26,6 +26,7 @@ __all__ = [
     "array_count_check",
     "called_after",
     "combine_checks",
+    "integer_value",
     "make_checked",
     "no_such_name",
     "raw_module",
@@ -256,7 +257,10 @@ def storage_bytes(value: Any) -> int | None:
     return None
 
 
-def _count_value(value: Any) -> int | None:
+def integer_value(value: Any) -> int | None:
+    """The integer C receives for an argument passed as a Python int, a NumPy integer
+    (``np.int64(8)``) or a ctypes integer (``ctypes.c_int64(8)``), all of which ctypes accepts
+    for an integer parameter; None for anything else."""
     if isinstance(value, (int, np.integer)):
         return int(value)
     if isinstance(value, ctypes._SimpleCData) and isinstance(value.value, int):
@@ -299,7 +303,7 @@ def array_count_check(spec: FunctionSpec, counts: ArrayCounts, library: str) -> 
             for i in factor_indices:
                 value = args[i]
                 if type(value) is not int:  # the usual case skips the general conversion
-                    value = _count_value(value)
+                    value = integer_value(value)
                     if value is None:
                         break  # ctypes refuses the argument itself
                 count *= value

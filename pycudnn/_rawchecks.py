@@ -24,6 +24,7 @@ from _nvbind.rawlayer import (
     array_count_check,
     combine_checks,
     enum_argument_check,
+    integer_value,
     storage_bytes,
 )
 
@@ -93,8 +94,11 @@ def _check_enum_elements(
 
 
 def _check_set_attribute(args: tuple[Any, ...]) -> None:
+    # The name, type and count are checked in every integer form ctypes passes on (a NumPy or
+    # ctypes integer as well as an int): a count given as np.int64 skipped the capacity check.
     _, attr_name, attr_type, count, array = args
-    if isinstance(count, int) and isinstance(attr_type, int):
+    attr_name, attr_type, count = map(integer_value, (attr_name, attr_type, count))
+    if count is not None and attr_type is not None:
         _check_elements(
             "cudnnBackendSetAttribute",
             attr_type,
@@ -103,13 +107,14 @@ def _check_set_attribute(args: tuple[Any, ...]) -> None:
             count_param="elementCount",
             array_param="arrayOfElements",
         )
-        if isinstance(attr_name, int):
+        if attr_name is not None:
             _check_enum_elements("cudnnBackendSetAttribute", attr_name, attr_type, count, array)
 
 
 def _check_get_attribute(args: tuple[Any, ...]) -> None:
     _, _, attr_type, requested, _, array = args
-    if isinstance(requested, int) and isinstance(attr_type, int):
+    attr_type, requested = integer_value(attr_type), integer_value(requested)
+    if requested is not None and attr_type is not None:
         _check_elements(
             "cudnnBackendGetAttribute",
             attr_type,

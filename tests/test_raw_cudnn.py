@@ -10,6 +10,7 @@ import textwrap
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 from children import run_python
 
@@ -256,3 +257,26 @@ def test_a_null_handle_is_refused_before_cudnn() -> None:
 
     with_handle = [f for f, s in _bindings.FUNCTIONS.items() if "handle" in s.argnames[:1]]
     assert with_handle and all("handle" in _bindings.FUNCTIONS[f].nonnull for f in with_handle)
+
+
+@pytest.mark.parametrize("wrap", [np.int64, ctypes.c_int64], ids=["numpy", "c_int64"])
+def test_backend_attribute_counts_in_every_integer_form_are_checked(wrap: type) -> None:
+    # ctypes passes a NumPy or ctypes integer on as the int64 count; the element-count check
+    # skipped them, so cuDNN read past a 1-element array (with logging on it formatted 10**8
+    # elements from there and the process died with SIGSEGV).
+    desc = ctypes.c_void_p()
+    raw.cudnnBackendCreateDescriptor(raw.CUDNN_BACKEND_TENSOR_DESCRIPTOR, ctypes.byref(desc))
+    try:
+        one = (ctypes.c_int64 * 1)(4)
+        name, kind = raw.CUDNN_ATTR_TENSOR_STRIDES, raw.CUDNN_TYPE_INT64
+        with pytest.raises(ValueError, match=r"elementCount = 5 but arrayOfElements holds 1"):
+            raw.cudnnBackendSetAttribute(desc, name, kind, wrap(5), one)
+        with pytest.raises(ValueError, match=r"arrayOfElements is NULL but elementCount is 5"):
+            raw.cudnnBackendSetAttribute(desc, name, wrap(kind), wrap(5), None)
+        with pytest.raises(ValueError, match=r"elementCount must be >= 0, got -1"):
+            raw.cudnnBackendSetAttribute(desc, wrap(name), kind, wrap(-1), one)
+        count = ctypes.c_int64()
+        with pytest.raises(ValueError, match=r"requestedElementCount = 5 but arrayOfElements"):
+            raw.cudnnBackendGetAttribute(desc, name, wrap(kind), wrap(5), ctypes.byref(count), one)
+    finally:
+        raw.cudnnBackendDestroyDescriptor(desc)
