@@ -348,8 +348,11 @@ def enum_argument_check(
     def check(args: tuple[Any, ...]) -> None:
         for index, enum_cls, context in enums:
             value = args[index]
-            if isinstance(value, int):
-                check_enum(enum_cls, value, context)
+            if type(value) is not int:  # np.int32(v) and ctypes.c_int(v) pass v to C as well
+                value = integer_value(value)
+                if value is None:
+                    continue  # ctypes refuses the argument itself
+            check_enum(enum_cls, value, context)
 
     return check
 

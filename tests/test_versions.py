@@ -14,6 +14,7 @@ import pickle
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from children import run_python
 
@@ -490,3 +491,30 @@ def test_cutensor_enumerators_are_dated_by_the_older_headers(
     with pytest.raises(UnsupportedByLibraryError, match=r"GPU_ARCH \(PlanPreference\) needs"):
         _check_versions(PlanPreference(gpu_arch=90))
     _check_versions(PlanPreference(autotune="incremental", cache_mode="pedantic", kernel_rank=1))
+
+
+@pytest.mark.parametrize("wrap", [np.int32, ctypes.c_int], ids=["numpy", "c_int"])
+def test_newer_enum_arguments_in_every_integer_form_are_refused(
+    cudnn_at,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+    wrap: type,
+) -> None:
+    # ctypes passes np.int32(v) and ctypes.c_int(v) on to C as v; the @since check looked at
+    # Python ints only, so these reached a library that does not know the value.
+    since = _since("CUDNN_BACKEND_OPERATION_ROPE_FWD_DESCRIPTOR")
+    cudnn_at((since[0], since[1] - 1, 0))
+    out = ctypes.c_void_p()
+    with pytest.raises(UnsupportedByLibraryError, match="OPERATION_ROPE_FWD_DESCRIPTOR"):
+        raw.cudnnBackendCreateDescriptor(
+            wrap(raw.CUDNN_BACKEND_OPERATION_ROPE_FWD_DESCRIPTOR), ctypes.byref(out)
+        )
+    assert out.value is None  # cuDNN was never asked
+    from pycutensor._enum_history import ENUMERATOR_SINCE
+
+    arch = ENUMERATOR_SINCE["CUTENSOR_PLAN_PREFERENCE_GPU_ARCH"]
+    CUTENSOR.cdll()
+    monkeypatch.setattr(CUTENSOR, "_version", min((arch[0], arch[1] - 1, 0), CUTENSOR.version))
+    with pytest.raises(UnsupportedByLibraryError, match="CUTENSOR_PLAN_PREFERENCE_GPU_ARCH"):
+        pycutensor.raw.cutensorPlanPreferenceSetAttribute(
+            None, None, wrap(tb.CUTENSOR_PLAN_PREFERENCE_GPU_ARCH), None, 0
+        )
