@@ -82,14 +82,23 @@ def _check_enum_elements(
     function: str, attr_name: int, attr_type: int, count: int, array: Any
 ) -> None:
     enum_cls = ENUM_OF_TYPE.get(attr_type)
-    obj = getattr(array, "_obj", array)
-    if enum_cls is None or not isinstance(obj, ctypes.Array) or count <= 0:
+    element: Any = _bindings.ATTRIBUTE_TYPE_CTYPES.get(attr_type)
+    if enum_cls is None or element is None or count <= 0:
         return
+    capacity = _capacity(array, element)
+    if not capacity:
+        return  # memory that cannot be told (an address, NULL): C's rule
+    # The values are read where cuDNN reads them, whatever the ctypes form that points there: an
+    # array, ctypes.byref(ctypes.c_int(v)) or ctypes.pointer(...) (only arrays were read before).
+    try:
+        address = ctypes.cast(array, ctypes.c_void_p).value
+    except ctypes.ArgumentError:
+        address = ctypes.addressof(array)  # a ctypes scalar or structure passed as is
     try:
         name = f"CUDNN_ATTR_{_ATTR_NAME_T(attr_name).name}"
     except ValueError:
         name = f"attribute {attr_name}"
-    for value in obj[:count]:
+    for value in (element * min(count, capacity)).from_address(address):
         check_enum(enum_cls, int(value), f"{function}: a value of {name}")
 
 

@@ -518,3 +518,31 @@ def test_newer_enum_arguments_in_every_integer_form_are_refused(
         pycutensor.raw.cutensorPlanPreferenceSetAttribute(
             None, None, wrap(tb.CUTENSOR_PLAN_PREFERENCE_GPU_ARCH), None, 0
         )
+
+
+def test_newer_enum_values_behind_any_ctypes_pointer_are_refused(cudnn_at) -> None:  # type: ignore[no-untyped-def]
+    # The values inside an attribute's array were read only from a ctypes array: the usual
+    # ctypes.byref(ctypes.c_int(value)) for a single enum value reached cuDNN unchecked.
+    since = _since("CUDNN_DATA_UINT32")
+    cudnn_at((since[0], since[1] - 1, 0))
+    desc = ctypes.c_void_p()
+    raw.cudnnBackendCreateDescriptor(raw.CUDNN_BACKEND_TENSOR_DESCRIPTOR, ctypes.byref(desc))
+    try:
+        value = int(raw.CUDNN_DATA_UINT32)
+        forms = [
+            ctypes.byref(ctypes.c_int(value)),
+            ctypes.pointer(ctypes.c_int(value)),
+            np.array([value], np.int32).ctypes.data_as(ctypes.POINTER(ctypes.c_int)),
+            ctypes.byref((ctypes.c_int * 2)(int(raw.CUDNN_DATA_FLOAT), value), 4),
+        ]
+        for form in forms:
+            with pytest.raises(UnsupportedByLibraryError, match="CUDNN_DATA_UINT32"):
+                raw.cudnnBackendSetAttribute(
+                    desc, raw.CUDNN_ATTR_TENSOR_DATA_TYPE, raw.CUDNN_TYPE_DATA_TYPE, 1, form
+                )
+        older = ctypes.byref(ctypes.c_int(int(raw.CUDNN_DATA_FLOAT)))
+        raw.cudnnBackendSetAttribute(
+            desc, raw.CUDNN_ATTR_TENSOR_DATA_TYPE, raw.CUDNN_TYPE_DATA_TYPE, 1, older
+        )
+    finally:
+        raw.cudnnBackendDestroyDescriptor(desc)
