@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 from _nvbind.forksafe import fork_safe_lock
+from _nvbind.forwarding import forward_once
 from _nvbind.interrupts import defer, raise_deferred, watch_callbacks
 from _nvbind.shutdown import library_call
 
@@ -114,15 +115,8 @@ def _on_message(severity: int, _udata: Any, dbg: Any, msg: int | None) -> None:
         if sinks:
             for sink in sinks:
                 sink.append(LogRecord(int(severity), status, text))
-        if _registered.get("forward", True) and not getattr(_state, "forwarding", False):
-            # A handler that calls cuDNN itself makes cuDNN log again, on this thread, from inside
-            # this call: forwarding those too would recurse without end (each call logs an entry),
-            # so the handler's own calls are not forwarded. capture() above still sees them.
-            _state.forwarding = True
-            try:
-                logger.log(_LEVELS.get(int(severity), logging.DEBUG), "%s", text)
-            finally:
-                _state.forwarding = False
+        if _registered.get("forward", True):  # a handler's own cuDNN calls are not forwarded
+            forward_once(_state, logger, _LEVELS.get(int(severity), logging.DEBUG), "%s", text)
     except Exception:  # pragma: no cover - never let an exception cross back into C
         pass
     except BaseException as exc:  # Ctrl-C (or sys.exit) in here: ctypes would drop it

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from _nvbind.forwarding import forward_once
 from _nvbind.interrupts import defer, watch_callbacks
 
 from . import _bindings
@@ -66,16 +67,9 @@ def _on_message(level: int, function: bytes | None, message: bytes | None) -> No
         text = message.decode("utf-8", "replace") if message else ""
         if level == 1:
             record_error(fname, text)
-        if state["forward"] and not getattr(_errors, "forwarding", False):
-            # A handler that calls cuTENSOR makes cuTENSOR log again, on this thread, from inside
-            # this call: forwarding those too recursed until Python's limit (an error entry), or
-            # without end in practice (each traced call logs several). They are not forwarded;
-            # an error line is still kept for the exception.
-            _errors.forwarding = True
-            try:
-                logger.log(_TO_LOGGING.get(int(level), logging.DEBUG), "[%s] %s", fname, text)
-            finally:
-                _errors.forwarding = False
+        if state["forward"]:  # a handler's own cuTENSOR calls are not forwarded (error kept)
+            level_ = _TO_LOGGING.get(int(level), logging.DEBUG)
+            forward_once(_errors, logger, level_, "[%s] %s", fname, text)
     except Exception:  # pragma: no cover - never let an exception cross back into C
         pass
     except BaseException as exc:  # Ctrl-C (or sys.exit) in here: ctypes would drop it
