@@ -117,8 +117,8 @@ WHY: dict[str, str] = {
     "sdpa_backward": (
         "OPERATION_SDPA_BWD is declared since 9.17.0, but cuDNN 9.19 refuses every operation graph "
         "holding one (CUDNN_STATUS_BAD_PARAM, outputGraph.buildDAG(), whatever the shapes, "
-        "layout, dtype or optional inputs; measured); 9.28 builds and plans it, 9.20 to 9.27 "
-        "are not measured"
+        "layout, dtype or optional inputs; measured); 9.27 plans it for Blackwell only, 9.28 "
+        "builds and plans it for the others, 9.20 to 9.26 are not measured"
     ),
 }
 
