@@ -113,13 +113,26 @@ def test_sdpa_sliding_window_plan_and_key(props: pycudnn.DeviceProperties) -> No
     assert len({g.key(), causal.key(), plain.key()}) == 3
 
 
-def test_sdpa_dropout_plans(props: pycudnn.DeviceProperties) -> None:
+@pytest.mark.parametrize("implementation", ["auto", "composite"])
+def test_sdpa_dropout_plans(props: pycudnn.DeviceProperties, implementation: str) -> None:
     g = Graph("dropout")
     q, k, v = (qkv_tensor(g, n, (2, 8, 128, 64), "bshd", "float16") for n in "qkv")
     seed = g.tensor([1, 1, 1, 1], dtype="int64", name="seed")
     offset = g.tensor([1, 1, 1, 1], dtype="int64", name="offset")
-    g.sdpa(q, k, v, dropout=0.1, seed=seed, offset=offset)
-    g.build(device_properties=props, cache=False)
+    g.sdpa(q, k, v, dropout=0.1, seed=seed, offset=offset, implementation=implementation)
+    plan = g.build(device_properties=props, cache=False)
+    # The plan JSON is cuDNN's own record of the operation graph it was given: the dropout is in it.
+    nodes = json.loads(plan.to_json())["operationGraph"]["nodes"]
+    uids = (str(seed.uid), str(offset.uid))
+    if g.operations[-1].attrs["lowering"] == "unified":
+        (node,) = (n for n in nodes if n["operation"].endswith("_SDPA_FWD_DESCRIPTOR"))
+        assert node["dropoutProbability"] == pytest.approx(0.1)  # a float32 0.1
+        assert (node["dropoutSeed"], node["dropoutOffset"]) == uids
+    else:  # a Bernoulli mask keeping each probability with 1 - 0.1
+        (node,) = (n for n in nodes if n["operation"].endswith("_RNG_DESCRIPTOR"))
+        assert node["distribution"] == "CUDNN_RNG_DISTRIBUTION_BERNOULLI"
+        assert node["bernoulli_dist_probability"] == pytest.approx(0.9)
+        assert (node["seedTensor"], node["offset"]) == uids
 
 
 def backward_graph(*, hk: int = 8, **options: Any) -> Graph:
