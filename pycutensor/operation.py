@@ -59,6 +59,10 @@ class Operation(CResource):
 
     _kind = "cuTENSOR operation descriptor"
     kind: ClassVar[str] = ""
+    # CUTENSOR_OPERATION_DESCRIPTOR_TAG: the one set through ``tag`` (what plans made without a
+    # tag use) and the one the C descriptor carries now; cuTENSOR's default for both is 0.
+    _own_tag: int = 0
+    _c_tag: int = 0
 
     def _create(
         self,
@@ -238,8 +242,20 @@ class Operation(CResource):
             raise TypeError(f"tag must be an int, not {type(value).__name__}")
         if not -(2**31) <= int(value) < 2**31:
             raise ValueError(f"tag must fit an int32_t, got {value}")
+        self._write_tag(int(value))
+        self._own_tag = int(value)
+
+    def _tag_for_plan(self, tag: int | None) -> None:
+        """Put the tag a plan is made with on the descriptor: ``tag`` (a preference's), or for
+        None the operation's own (:attr:`tag` as last set, else cuTENSOR's default 0), so that a
+        preference's tag never outlives the plan it was given for. No C call when unchanged."""
+        wanted = self._own_tag if tag is None else int(tag)
+        if wanted != self._c_tag:
+            self._write_tag(wanted)
+
+    def _write_tag(self, value: int) -> None:
         self._check_open()
-        buf = ctypes.c_int32(int(value))
+        buf = ctypes.c_int32(value)
         clear_last_error()
         check(
             LIB.function("cutensorOperationDescriptorSetAttribute")(
@@ -248,6 +264,7 @@ class Operation(CResource):
             ),
             "cutensorOperationDescriptorSetAttribute",
         )  # fmt: skip
+        self._c_tag = value
 
     # -- execute-time checks -------------------------------------------------------------------
     def scalar_values(self, *, alpha: Any = None, beta: Any = None, gamma: Any = None) -> list[Any]:

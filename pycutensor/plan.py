@@ -270,8 +270,8 @@ class Plan(CResource):
         pref_obj, own_pref = _preference_object(handle, preference)
         options = pref_obj.preference
         try:
-            if options.tag is not None:
-                operation.tag = int(options.tag)
+            # this plan's tag, or the operation's own: never an earlier plan's (plan-cache key)
+            operation._tag_for_plan(options.tag)
             if not isinstance(workspace, str):
                 limit = int_option(workspace, "workspace", 0, 2**64 - 1)
             elif operation.takes_workspace:

@@ -95,7 +95,9 @@ class PlanPreference:
     heuristic ranks best, 1 for the second best, ... ``gpu_arch``: plan for SM 80, 90 or 100
     instead of the current device. ``tag``: an int32 stored on the operation descriptor
     (``CUTENSOR_OPERATION_DESCRIPTOR_TAG``) before planning, so that otherwise identical problems
-    get separate plan-cache entries. ``None`` leaves cuTENSOR's default.
+    get separate plan-cache entries; it applies to the plan made with this preference only.
+    ``None`` plans with the operation's own tag (``Operation.tag`` as last set, else cuTENSOR's
+    default 0).
 
     The dataclass is pure Python (hashable, usable as a cache key); :meth:`create` makes the C
     object.
