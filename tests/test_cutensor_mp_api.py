@@ -194,3 +194,49 @@ def test_mg_contraction_refuses_a_replicated_output(monkeypatch: pytest.MonkeyPa
         MgContractionPlan(a, "mk", b, "kn", tensor((8, 6), (0, 1, 2, 3)), "mn")
     with pytest.raises(ReachedC):  # replicated inputs are fine
         MgContractionPlan(a, "mk", b, "kn", tensor((8, 6), (0, 1)), "mn")
+
+
+def test_a_created_communicator_is_destroyed_when_wrapping_it_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``Communicator.single()`` (and from_mpi/from_env) create an NCCL communicator with nccl4py,
+    then wrap it, which loads NCCL through cuTENSORMp and asks it for rank, size and device. When
+    that fails (cuTENSORMp missing its CUDA runtime, an NCCL query failing), the communicator just
+    created must be destroyed, not left to the garbage collector (NCCL resources, peers waiting).
+    nccl4py and the GPU guard are stand-ins (creating a communicator needs a GPU)."""
+    import sys
+    import types
+
+    from pycutensor.distributed import comm as comm_module
+
+    events: list[str] = []
+
+    class _Created:  # an nccl4py Communicator
+        ptr = 0x7F00_0000_1000
+
+        @classmethod
+        def init(cls, nranks: int, rank: int, uid: object) -> _Created:
+            events.append("init")
+            return cls()
+
+        def destroy(self) -> None:
+            events.append("destroy")
+
+    nccl = types.ModuleType("nccl")
+    core = types.ModuleType("nccl.core")
+    core.Communicator = _Created  # type: ignore[attr-defined]
+    core.get_unique_id = lambda: b"uid"  # type: ignore[attr-defined]
+    nccl.core = core  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "nccl", nccl)
+    monkeypatch.setitem(sys.modules, "nccl.core", core)
+    monkeypatch.setattr(comm_module, "require_gpu", lambda what: None)
+    monkeypatch.setattr(comm_module, "get_device", lambda device: types.SimpleNamespace(
+        set_current=lambda: None))  # fmt: skip
+
+    def no_nccl() -> None:
+        raise OSError("libnccl.so.2: cannot open shared object file")
+
+    monkeypatch.setattr(comm_module, "_nccl", no_nccl)
+    with pytest.raises(OSError, match="libnccl"):
+        Communicator.single()
+    assert events == ["init", "destroy"]

@@ -105,7 +105,11 @@ class Communicator(Closable):
 
         get_device(device).set_current()  # NCCL binds the communicator to the current device
         created = nccl.Communicator.init(nranks, rank, uid)
-        out = cls(created.ptr, keep=created)
+        try:
+            out = cls(created.ptr, keep=created)
+        except BaseException:
+            created.destroy()  # nothing else holds it: NCCL's resources would wait for the GC
+            raise
         out._owned = created
         return out
 
