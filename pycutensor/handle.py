@@ -58,7 +58,7 @@ from _nvbind.cuda import driver_status, get_device
 from _nvbind.forksafe import fork_safe_lock
 from _nvbind.resource import CResource
 
-from . import _bindings
+from . import _plan_cache_file
 from ._lib import LIB, check, clear_last_error, take_last_error
 from .errors import error_from_status
 
@@ -401,35 +401,17 @@ class Handle(CResource):
         with INVALID_VALUE. When the file holds more entries than the cache can take, cuTENSOR
         answers INSUFFICIENT_WORKSPACE with the count it needs: the cache is then resized to that
         count (resizing empties it, which is why it happens *before* the successful read) and the
-        file is read again.
+        file is read again. That count is checked first (a file of N bytes holds 1 to N entries);
+        when it fails the check, or the second read is refused too (the capacity is then
+        restored), the :class:`~pycutensor.CutensorError` names the file, as every refusal does.
         """
         name = _path_bytes(path, "path")
         # Opened (and checked) first: a missing or special file is refused before the handle's
         # state is, as every other argument is.
-        with _opened_regular(name, "plan-cache file") as name:
+        with _opened_regular(name, "plan-cache file") as opened:
             self._check_open()
-            return self._read_plan_cache(name)
-
-    def _read_plan_cache(self, name: bytes) -> int:
-        """``cutensorHandleReadPlanCacheFromFile`` of ``name`` (already checked), resizing once."""
-        read = LIB.function("cutensorHandleReadPlanCacheFromFile")
-        count = ctypes.c_uint32(0)
-        with self._lock:
-            clear_last_error()
-            status = read(self, name, ctypes.byref(count))
-            if status == int(_bindings.CUTENSOR_STATUS_INSUFFICIENT_WORKSPACE):
-                needed = int(count.value)
-                clear_last_error()
-                check(
-                    LIB.function("cutensorHandleResizePlanCache")(self, needed),
-                    "cutensorHandleResizePlanCache",
-                )
-                self._plan_cache_size = needed
-                count.value = 0
-                clear_last_error()
-                status = read(self, name, ctypes.byref(count))
-            check(status, "cutensorHandleReadPlanCacheFromFile")
-        return int(count.value)
+            with self._lock:  # resizing is not thread-safe in cuTENSOR
+                return _plan_cache_file.read_plan_cache(self, opened, name)
 
     def write_kernel_cache(self, path: str | os.PathLike[str]) -> None:
         """Write the library's just-in-time compiled kernels to ``path``
