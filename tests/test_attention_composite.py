@@ -373,3 +373,44 @@ def test_masks_the_frontend_refuses_are_refused(
     k, v = bshd(g, "k"), bshd(g, "v")
     with pytest.raises(GraphError, match=match):
         g.sdpa(q, k, v, **options)
+
+
+def kv_tail_backward(s_kv: int, padded: bool = False) -> Graph:
+    """An SDPA backward with s_q = 128 and the given s_kv; with ``padded``, seq_len_q/_kv."""
+    g = Graph("kv_tail")
+    q, o, do = bshd(g, "q"), bshd(g, "o"), bshd(g, "do")
+    k, v = bshd(g, "k", s=s_kv), bshd(g, "v", s=s_kv)
+    stats = g.tensor([B, H, S, 1], dtype="float32", name="stats")
+    options = lengths(g) if padded else {}
+    g.sdpa_backward(q, k, v, o, do, stats=stats, name="attn_bwd", **options)
+    return g
+
+
+def test_backward_with_a_kv_tail_is_refused_where_cudnn_gets_it_wrong(
+    props: pycudnn.DeviceProperties,
+) -> None:
+    # cuDNN 9.15.0 and older give wrong (NaN) gradients for the fused backward when s_kv is not a
+    # multiple of 128 and there is no padding mask; NVIDIA's frontend quietly adds a padding mask
+    # of full lengths there. The plain graph plans (9.10.2, 9.12), so it is refused, and the way
+    # around it the refusal names (full-length seq_len tensors) plans.
+    if pycudnn.version_tuple() > (9, 15, 0):
+        pytest.skip("cuDNN 9.15.1 and newer compute this backward without a padding mask")
+    with pytest.raises(GraphError, match=r"s_kv \(200\) is not a multiple of 128.*seq_len_q"):
+        kv_tail_backward(200)
+    kv_tail_backward(200, padded=True).build(device_properties=props, cache=False)
+    kv_tail_backward(256).build(device_properties=props, cache=False)
+
+
+@pytest.mark.parametrize(("loaded", "refused"), [(91200, True), (91500, True), (91501, False)])
+def test_kv_tail_rule_follows_the_frontend_versions(
+    monkeypatch: pytest.MonkeyPatch, loaded: int, refused: bool
+) -> None:
+    # Only the reported version is replaced: the rule under test is which versions are refused.
+    monkeypatch.setattr(attention_module, "_loaded_version", lambda: loaded)
+    if refused:
+        with pytest.raises(GraphError, match=r"cuDNN 9\.15\.1 or newer"):
+            kv_tail_backward(200)
+    else:
+        assert lowering(kv_tail_backward(200)) == "composite"
+    assert lowering(kv_tail_backward(200, padded=True)) == "composite"
+    assert lowering(kv_tail_backward(384)) == "composite"

@@ -56,6 +56,29 @@ class Scores(NamedTuple):
     alibi: bool = False
 
 
+#: The last cuDNN whose fused SDPA backward (bf16/fp16) gives wrong gradients, NaN among them,
+#: when s_kv is not a multiple of 128 and there is no padding mask: NVIDIA's frontend adds a
+#: padding mask of full lengths there (``CompositeSDPABackwardNode``, "Workaround padding mask",
+#: cudnn-frontend issue #160, stopped from 9.15.1 by its pull request #178).
+_KV_TAIL_LAST_BROKEN = 91500
+
+
+def _check_kv_tail(label: str, loaded: int, s_q: int, s_kv: int) -> None:
+    """Refuse the composite bf16/fp16 backward without a padding mask when ``s_kv % 128 != 0``
+    on cuDNN 9.15.0 and older: the frontend fills full-length ``seq_len_q``/``seq_len_kv`` in its
+    own workspace to avoid cuDNN's wrong gradients; here the caller gives them."""
+    if s_kv % 128 == 0 or loaded > _KV_TAIL_LAST_BROKEN:
+        return
+    raise GraphError(
+        f"{label}: cuDNN {rules.version_text(loaded)} computes wrong gradients (NaN among them) "
+        f"for the SDPA backward when s_kv ({s_kv}) is not a multiple of 128 and there is no "
+        f"padding mask (cuDNN {rules.version_text(_KV_TAIL_LAST_BROKEN)} and older; NVIDIA's "
+        "frontend adds a padding mask of full lengths there); give seq_len_q and seq_len_kv "
+        f"(int32 [b, 1, 1, 1]) filled with the full lengths ({s_q} and {s_kv}), or make s_kv a "
+        "multiple of 128, or use cuDNN 9.15.1 or newer"
+    )
+
+
 class Lowering(NamedTuple):
     """What an SDPA method knows of its lowering before the rules run."""
 
@@ -207,6 +230,8 @@ class AttentionCommon(GraphCore):
         else:
             lowering = "unified"
         composite = lowering == "composite"
+        if composite and backward and not padded and "descale_q" not in owned:
+            _check_kv_tail(label, loaded, s_q, s_kv)
         # The unified operation's masks as cuDNN's DIAGONAL_BAND_MASK operations (one per bound),
         # as the frontend builds them from 9.21 (UnifiedDiagonalBandMaskNode), the version the
         # unified operation's score subgraph needs anyway: one operation where the pointwise form
