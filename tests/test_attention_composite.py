@@ -414,3 +414,24 @@ def test_kv_tail_rule_follows_the_frontend_versions(
         assert lowering(kv_tail_backward(200)) == "composite"
     assert lowering(kv_tail_backward(200, padded=True)) == "composite"
     assert lowering(kv_tail_backward(384)) == "composite"
+
+
+@pytest.mark.parametrize(("loaded", "refused"), [(90000, True), (90900, True), (91002, False)])
+def test_padded_backward_before_9_10_is_refused(
+    monkeypatch: pytest.MonkeyPatch, loaded: int, refused: bool
+) -> None:
+    # NVIDIA's frontend masks the padding again after the stats on cuDNN 9.0 to 9.9; the
+    # composite graph here masks once, so those versions are refused with a padding mask.
+    monkeypatch.setattr(attention_module, "_loaded_version", lambda: loaded)
+    if refused:
+        with pytest.raises(GraphError, match=r"applied again after the stats.*9\.10\.2"):
+            kv_tail_backward(256, padded=True)
+    else:
+        assert lowering(kv_tail_backward(256, padded=True)) == "composite"
+
+
+def test_padded_backward_is_refused_on_the_loaded_cudnn_before_9_10() -> None:
+    if pycudnn.version_tuple() >= (9, 10, 0):
+        pytest.skip("cuDNN 9.10 and newer keep the padding mask through the stats")
+    with pytest.raises(GraphError, match=r"applied again after the stats"):
+        kv_tail_backward(256, padded=True)

@@ -170,6 +170,7 @@ def test_ragged_forward_reads_and_writes_at_the_offsets() -> None:
 
 
 def test_padding_backward_is_the_gradient_of_each_entry() -> None:
+    skip_unless_cudnn((9, 10), "the padded SDPA backward")
     s_q, s_kv = 4, 5
     g, t = padded_graph(s_q, s_kv, use_causal_mask=True)
     do = g.tensor([B, H, s_q, D], dtype="float16", name="do")
@@ -203,6 +204,7 @@ def test_padding_backward_is_the_gradient_of_each_entry() -> None:
 def test_ragged_backward_has_consistent_saved_inputs_and_a_reference() -> None:
     """A backward alone (O and stats are inputs): verification draws O and stats as the forward
     would have produced them on each sequence, 0 past its length, and evaluates the gradients."""
+    skip_unless_cudnn((9, 10), "the padded SDPA backward")
     s = 5
     g = Graph("ragged_backward")
 
@@ -239,6 +241,7 @@ def test_ragged_backward_has_consistent_saved_inputs_and_a_reference() -> None:
 
 def test_every_variable_length_graph_has_a_reference() -> None:
     """evaluate on drawn inputs: no 'no reference' for padding, and the valid region finite."""
+    skip_unless_cudnn((9, 10), "the padded SDPA backward")
     g, t = padded_graph(6, 6)
     do = g.tensor([B, H, 6, D], dtype="float16", name="do")
     g.sdpa_backward(

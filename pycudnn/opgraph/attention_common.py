@@ -61,6 +61,10 @@ class Scores(NamedTuple):
 #: padding mask of full lengths there (``CompositeSDPABackwardNode``, "Workaround padding mask",
 #: cudnn-frontend issue #160, stopped from 9.15.1 by its pull request #178).
 _KV_TAIL_LAST_BROKEN = 91500
+#: Before this cuDNN the frontend's composite backward masks the padding a second time after the
+#: stats are subtracted ("Explicitly put the padding value again after the stats have been
+#: loaded", ``CompositeSDPABackwardNode``, 9.0 to 9.9); the composite graph here masks once.
+_SECOND_PADDING_UNTIL = 91000
 
 
 def _check_kv_tail(label: str, loaded: int, s_q: int, s_kv: int) -> None:
@@ -230,8 +234,16 @@ class AttentionCommon(GraphCore):
         else:
             lowering = "unified"
         composite = lowering == "composite"
-        if composite and backward and not padded and "descale_q" not in owned:
-            _check_kv_tail(label, loaded, s_q, s_kv)
+        if composite and backward and "descale_q" not in owned:
+            if padded and loaded < _SECOND_PADDING_UNTIL:
+                raise GraphError(
+                    f"{label}: on cuDNN {rules.version_text(loaded)} the SDPA backward with a "
+                    "padding mask needs the mask applied again after the stats are subtracted "
+                    "(cuDNN 9.0 to 9.9; NVIDIA's frontend adds that second mask there, which "
+                    "this library's composite graph does not); use cuDNN 9.10.2 or newer"
+                )
+            if not padded:
+                _check_kv_tail(label, loaded, s_q, s_kv)
         # The unified operation's masks as cuDNN's DIAGONAL_BAND_MASK operations (one per bound),
         # as the frontend builds them from 9.21 (UnifiedDiagonalBandMaskNode), the version the
         # unified operation's score subgraph needs anyway: one operation where the pointwise form
