@@ -435,3 +435,39 @@ def test_padded_backward_is_refused_on_the_loaded_cudnn_before_9_10() -> None:
         pytest.skip("cuDNN 9.10 and newer keep the padding mask through the stats")
     with pytest.raises(GraphError, match=r"applied again after the stats"):
         kv_tail_backward(256, padded=True)
+
+
+def window_backward(s_kv: int, **masks: Any) -> Graph:
+    """An SDPA backward over ``s_kv`` keys with the given mask keywords."""
+    g = Graph("window")
+    q, o, do = bshd(g, "q"), bshd(g, "o"), bshd(g, "do")
+    k, v = bshd(g, "k", s=s_kv), bshd(g, "v", s=s_kv)
+    stats = g.tensor([B, H, S, 1], dtype="float32", name="stats")
+    g.sdpa_backward(q, k, v, o, do, stats=stats, name="attn_bwd", **masks)
+    return g
+
+
+@pytest.mark.parametrize(
+    ("loaded", "build", "refused"),
+    [
+        (91000, lambda: kv_tail_backward(256), r"9\.10\.0 has known bugs.*9\.10\.2 or newer"),
+        (91001, lambda: kv_tail_backward(256, padded=True), r"9\.10\.1 has known bugs"),
+        (91002, lambda: kv_tail_backward(256), None),
+        (91400, lambda: window_backward(2048, sliding_window_length=64), r"9\.14\.0.*s_kv > 1024"),
+        (91400, lambda: window_backward(1024, sliding_window_length=64), None),
+        (91400, lambda: window_backward(2048, sliding_window=64), None),  # causal: right bound 0
+        (91401, lambda: window_backward(2048, sliding_window_length=64), None),
+    ],
+)  # fmt: skip
+def test_backward_versions_the_frontend_refuses_for_known_bugs(
+    monkeypatch: pytest.MonkeyPatch, loaded: int, build: Any, refused: str | None
+) -> None:
+    # cudnn-frontend's CompositeSDPABackwardNode refuses these fp16/bf16 backwards on these cuDNN
+    # versions ("Bug workarounds for known problematic versions"); only the reported version is
+    # replaced here.
+    monkeypatch.setattr(attention_module, "_loaded_version", lambda: loaded)
+    if refused:
+        with pytest.raises(GraphError, match=refused):
+            build()
+    else:
+        assert lowering(build()) == "composite"

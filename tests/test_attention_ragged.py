@@ -35,9 +35,16 @@ def thd(g: Graph, name: str, s: int = S, h: int = H) -> Any:
 
 
 def ragged_graph(
-    *, s_q: int = S, backward: bool = False, ragged_stats: bool = False, **options: Any
+    *,
+    s_q: int = S,
+    backward: bool = False,
+    ragged_stats: bool = False,
+    sink: bool = False,
+    **options: Any,
 ) -> tuple[Graph, dict[str, Any]]:
     g = Graph("ragged")
+    if sink:  # a learned logit per head in each softmax denominator
+        options["sink_token"] = g.tensor([1, H, 1, 1], dtype="float32", name="sink")
     t: dict[str, Any] = {"q": thd(g, "q", s_q), "k": thd(g, "k", h=2), "v": thd(g, "v", h=2)}
     t["off_q"] = g.tensor([B + 1, 1, 1, 1], dtype="int32", name="off_q")
     t["off_kv"] = g.tensor([B + 1, 1, 1, 1], dtype="int32", name="off_kv")
@@ -166,3 +173,23 @@ def test_verification_offsets_stay_inside_the_tensors() -> None:
     # each batch entry starts where a padded layout would put it: in bounds for every user
     assert list(ins[t["off_q"].uid].ravel()) == [0, 16 * H * D, 2 * 16 * H * D]
     assert list(ins[t["off_kv"].uid].ravel()) == [0, S * 2 * D, 2 * S * 2 * D]
+
+
+@pytest.mark.parametrize(("loaded", "refused"), [(92500, True), (92600, False)])
+def test_ragged_backward_with_a_sink_needs_9_26(
+    monkeypatch: pytest.MonkeyPatch, loaded: int, refused: bool
+) -> None:
+    # Before 9.26 cuDNN's backward pre-pass reads out of bounds with ragged tensors and a sink
+    # token (cudnn-frontend refuses it there); only the reported version is replaced.
+    from pycudnn.opgraph import attention_common
+
+    monkeypatch.setattr(attention_common, "_loaded_version", lambda: loaded)
+
+    def build() -> Any:
+        return ragged_graph(backward=True, implementation="composite", sink=True)
+
+    if refused:
+        with pytest.raises(GraphError, match=r"ragged tensors and a sink token.*9\.26"):
+            build()
+    else:
+        build()

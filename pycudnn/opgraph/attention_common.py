@@ -83,6 +83,41 @@ def _check_kv_tail(label: str, loaded: int, s_q: int, s_kv: int) -> None:
     )
 
 
+def _check_backward_bugs(
+    label: str,
+    loaded: int,
+    *,
+    s_kv: int,
+    left_bound: bool,
+    causal_like: bool,
+    ragged: bool,
+    sink: bool,
+) -> None:
+    """Refuse the composite bf16/fp16 backward on the cuDNN versions NVIDIA's frontend refuses it
+    for known bugs (``CompositeSDPABackwardNode``'s "Bug workarounds for known problematic
+    versions"): every such backward on 9.10.0 and 9.10.1; a sliding window without a causal-like
+    mask over ``s_kv > 1024`` on 9.14.0; ragged tensors with a sink token before 9.26 (an
+    out-of-bounds read in cuDNN's ``compute_dot_do_o`` pre-pass)."""
+    why = ""
+    if loaded in (91000, 91001):
+        why = "has known bugs in every fp16/bf16 SDPA backward; use 9.10.2 or newer"
+    elif loaded == 91400 and s_kv > 1024 and left_bound and not causal_like:
+        why = (
+            "has a known bug with a sliding window (left bound) without a causal-like mask when "
+            f"s_kv > 1024 (here {s_kv}); use 9.14.1 or newer, or add a right bound"
+        )
+    elif ragged and sink and loaded < 92600:
+        why = (
+            "reads out of bounds in the SDPA backward with ragged tensors and a sink token "
+            "(its compute_dot_do_o pre-pass); use 9.26 or newer"
+        )
+    if why:
+        raise GraphError(
+            f"{label}: cuDNN {rules.version_text(loaded)} {why} (NVIDIA's frontend refuses it "
+            "on that version too)"
+        )
+
+
 class Lowering(NamedTuple):
     """What an SDPA method knows of its lowering before the rules run."""
 
@@ -244,6 +279,15 @@ class AttentionCommon(GraphCore):
                 )
             if not padded:
                 _check_kv_tail(label, loaded, s_q, s_kv)
+            _check_backward_bugs(
+                label,
+                loaded,
+                s_kv=s_kv,
+                left_bound=masks.left is not None,
+                causal_like=masks.right is not None,
+                ragged=any(t.ragged_offset is not None for t in owned.values()),
+                sink="sink" in owned,
+            )
         # The unified operation's masks as cuDNN's DIAGONAL_BAND_MASK operations (one per bound),
         # as the frontend builds them from 9.21 (UnifiedDiagonalBandMaskNode), the version the
         # unified operation's score subgraph needs anyway: one operation where the pointwise form
