@@ -7,6 +7,7 @@ rule, and an older cuDNN is refused with the version the lowering needs before a
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -82,6 +83,90 @@ def lowering(g: Graph) -> str:
     return str(next(op for op in g.operations if op.kind == "sdpa").attrs["lowering"])
 
 
+def check_paged_plan(
+    plan: Any,
+    t: dict[str, Any],
+    *,
+    unified: bool,
+    s_q: int = 1,
+    h_k: int = H,
+    block: int = BLOCK,
+    s_kv: int = S_KV,
+    sides: tuple[str, ...] = ("k", "v"),
+    max_seq_len_kv: int | None = S_KV,
+    use_causal_mask: bool = False,
+    diagonal_band_left_bound: int | None = None,
+    generate_stats: bool = False,
+    **_: Any,
+) -> None:
+    """The paged caches as cuDNN's own plan JSON records them, against :func:`paged_graph`'s
+    arguments: the unified operation's ``pageTableK``/``V`` (only for the paged sides), or the
+    composite graph's ``PAGED_CACHE_LOAD`` per paged side (its container, table and lengths, a
+    ``[b, h_k, d, s_kv]`` K^T / ``[b, h_k, s_kv, d]`` V with the logical ``s_kv``, read by the
+    matmuls); the causal and band masks and the stats."""
+    data = json.loads(plan.to_json())
+    nodes = data["operationGraph"]["nodes"]
+    dims = {x["name"]: x["dim"] for x in data["operationGraph"]["tensors"]}
+    scalars = {uid: value[0] for uid, value in data["pycudnnScalarValues"].items()}
+
+    def uid(name: str) -> str:
+        return str(t[name].uid)
+
+    if max_seq_len_kv is None:  # the frontend's rule: the other side's length, else the pages
+        max_seq_len_kv = s_kv if len(sides) < 2 else -(-s_kv // block) * block
+    if unified:
+        (node,) = nodes
+        assert node["operation"] == "CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR"
+        assert (node["K"], node["V"], node["seqLenKV"]) == (uid("k"), uid("v"), uid("seq_len_kv"))
+        for side in ("k", "v"):
+            table = uid(f"{side}_table") if side in sides else None
+            assert node.get(f"pageTable{side.upper()}") == table, side
+        masks = [m for m in node.get("subgraph", {}).get("nodes", [])]
+        assert all(m["operation"].endswith("_DIAGONAL_BAND_MASK_DESCRIPTOR") for m in masks)
+        modes = [m["comparisonMode"] for m in masks]
+        assert ("CUDNN_POINTWISE_CMP_GE" in modes) == use_causal_mask
+        bands = [m for m in masks if m["comparisonMode"] == "CUDNN_POINTWISE_CMP_GT"]
+        assert [scalars[m["leftBoundDesc"]] for m in bands] == (
+            [str(diagonal_band_left_bound)] if diagonal_band_left_bound is not None else []
+        )
+        assert node.get("stats") == (uid("stats") if generate_stats else None)
+        return
+    loads = {
+        n["container"]: n for n in nodes if n["operation"].endswith("_PAGED_CACHE_LOAD_DESCRIPTOR")
+    }
+    assert set(loads) == {uid(side) for side in sides}
+    shapes = {"k": [B, h_k, D, max_seq_len_kv], "v": [B, h_k, max_seq_len_kv, D]}
+    read = {}
+    for side in ("k", "v"):
+        if side in sides:
+            load = loads[uid(side)]
+            assert (load["pageTable"], load["sequence"]) == (
+                uid(f"{side}_table"),
+                uid("seq_len_kv"),
+            )
+            assert dims[load["Y"]] == shapes[side], side
+            read[side] = load["Y"]
+        else:
+            read[side] = uid(side)
+    qk, pv = (n for n in nodes if n["operation"].endswith("_MATMUL_DESCRIPTOR"))
+    assert (qk["matA"], qk["matB"], pv["matB"], pv["matC"]) == (
+        uid("q"),
+        read["k"],
+        read["v"],
+        uid("o"),
+    )
+    modes = [n.get("pointwiseMode") for n in nodes]
+    assert ("CUDNN_POINTWISE_CMP_GE" in modes) == use_causal_mask
+    bands = [n for n in nodes if n.get("pointwiseMode") == "CUDNN_POINTWISE_CMP_GT"]
+    shifted = [next(a for a in nodes if a.get("Y") == n["X"]) for n in bands]
+    assert [scalars.get(a.get("B", "")) for a in shifted] == (
+        [str(diagonal_band_left_bound)] if diagonal_band_left_bound is not None else []
+    )
+    assert (t["stats"] is not None) == generate_stats
+    if generate_stats:
+        assert any(n.get("Y") == uid("stats") for n in nodes)
+
+
 @pytest.mark.parametrize("s_q", [1, 128], ids=["decode", "prefill"])
 @pytest.mark.parametrize("implementation", ["auto", "unified", "composite"])
 def test_paged_caches_plan(props: Any, s_q: int, implementation: str) -> None:
@@ -94,6 +179,7 @@ def test_paged_caches_plan(props: Any, s_q: int, implementation: str) -> None:
     assert t["o"].dims == (B, H, s_q, D)
     plan = g.build(device_properties=props, cache=False)
     assert plan.engine_id is not None
+    check_paged_plan(plan, t, unified=unified, s_q=s_q)
 
 
 @pytest.mark.parametrize(
@@ -118,8 +204,9 @@ def test_paged_variants_plan(props: Any, options: dict[str, Any], implementation
     needs_unified(implementation)
     if implementation == "unified" and "use_causal_mask" in options:
         skip_unless_cudnn((9, 21), "masks in the unified SDPA operation")
-    g, _ = paged_graph(implementation=implementation, **options)
-    g.build(device_properties=props, cache=False)
+    g, t = paged_graph(implementation=implementation, **options)
+    plan = g.build(device_properties=props, cache=False)
+    check_paged_plan(plan, t, unified=implementation == "unified", **options)
 
 
 def test_composite_only_features_lower_paged_caches_to_the_composite_graph(props: Any) -> None:
