@@ -12,6 +12,7 @@ and batch-norm inference fused with dReLU and the batch-norm backward.
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Any
 
 import pytest
@@ -33,6 +34,29 @@ def channels_last(g: Graph, name: str, dims: list[int], dtype: str) -> Any:
     return g.tensor(dims, [h * w * c, 1, w * c, c], dtype=dtype, name=name)
 
 
+def described(plan: pycudnn.Plan) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The operations of cuDNN's own plan JSON, each tensor named as the test named it (a
+    virtual one ``v0``, ``v1``, ... in order of first use), and the by-value scalars' values."""
+    data = json.loads(plan.to_json())
+    names = dict(data["pycudnnTensorNames"])
+    uids = {t["name"] for t in data["operationGraph"]["tensors"]}
+    virtual: dict[str, str] = {}
+    nodes = []
+    for node in data["operationGraph"]["nodes"]:
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in ("alpha1", "alpha2", "upperClip", "lowerClip", "lowerClipSlope"):
+                continue
+            if isinstance(value, str) and value in uids:
+                value = names.get(value) or virtual.setdefault(value, f"v{len(virtual)}")
+            elif isinstance(value, str):
+                value = value.removeprefix("CUDNN_BACKEND_OPERATION_").removesuffix("_DESCRIPTOR")
+            out[key] = value
+        nodes.append(out)
+    scalars = {names[uid]: value[0] for uid, value in data["pycudnnScalarValues"].items()}
+    return nodes, scalars
+
+
 @pytest.mark.parametrize(("e", "dtype"), SPACE)
 def test_layernorm_space(props: pycudnn.DeviceProperties, e: int, dtype: str) -> None:
     g = Graph("layernorm")
@@ -42,7 +66,22 @@ def test_layernorm_space(props: pycudnn.DeviceProperties, e: int, dtype: str) ->
     epsilon = g.scalar(1e-3, dtype="float32", rank=4, name="epsilon")
     _, mean, inv_var, *_ = g.layernorm(x, scale, bias, epsilon=epsilon, training=True)
     assert mean is not None and inv_var is not None and mean.dims == (N, 1, 1, 1)
-    g.build(device_properties=props, cache=False)
+    nodes, scalars = described(g.build(device_properties=props, cache=False))
+    assert nodes == [
+        {
+            "operation": "NORM_FORWARD",
+            "mode": "CUDNN_LAYER_NORM",
+            "fmode": "CUDNN_NORM_FWD_TRAINING",
+            "Y": "layernorm0.y",
+            "X": "X",
+            "Mean": "layernorm0.mean",
+            "InvVariance": "layernorm0.inv_variance",
+            "Scale": "scale",
+            "Bias": "bias",
+            "epsilonDesc": "epsilon",
+        }
+    ]
+    assert scalars == {"epsilon": "0.001"}
     bwd = Graph("layernorm_backward")
     dy = channels_last(bwd, "DY", [N, e, 1, 1], dtype)
     xb = channels_last(bwd, "X", [N, e, 1, 1], dtype)
@@ -50,7 +89,21 @@ def test_layernorm_space(props: pycudnn.DeviceProperties, e: int, dtype: str) ->
     mb = bwd.tensor([N, 1, 1, 1], dtype="float32", name="mean")
     ib = bwd.tensor([N, 1, 1, 1], dtype="float32", name="inv_var")
     bwd.layernorm_backward(dy, xb, sb, mb, ib)
-    bwd.build(device_properties=props, cache=False)
+    nodes, _ = described(bwd.build(device_properties=props, cache=False))
+    assert nodes == [
+        {
+            "operation": "NORM_BACKWARD",
+            "mode": "CUDNN_LAYER_NORM",
+            "DY": "DY",
+            "X": "X",
+            "Mean": "mean",
+            "InvVariance": "inv_var",
+            "Scale": "scale",
+            "DScale": "layernorm_backward0.dscale",
+            "DBias": "layernorm_backward0.dbias",
+            "DX": "layernorm_backward0.dx",
+        }
+    ]
 
 
 @pytest.mark.parametrize("has_bias", [True, False])
@@ -63,7 +116,22 @@ def test_rmsnorm_space(props: pycudnn.DeviceProperties, e: int, dtype: str, has_
     epsilon = g.scalar(1e-3, dtype="float32", rank=4, name="epsilon")
     out = g.rmsnorm(x, scale, bias, epsilon=epsilon, training=True)
     assert out.mean is None and out.inv_variance is not None
-    g.build(device_properties=props, cache=False)
+    nodes, scalars = described(g.build(device_properties=props, cache=False))
+    bias_role = {"Bias": "bias"} if has_bias else {}
+    assert nodes == [
+        {
+            "operation": "NORM_FORWARD",
+            "mode": "CUDNN_RMS_NORM",
+            "fmode": "CUDNN_NORM_FWD_TRAINING",
+            "Y": "rmsnorm0.y",
+            "X": "X",
+            "InvVariance": "rmsnorm0.inv_variance",
+            "Scale": "scale",
+            **bias_role,
+            "epsilonDesc": "epsilon",
+        }
+    ]
+    assert scalars == {"epsilon": "0.001"}
     bwd = Graph("rmsnorm_backward")
     dy = bwd.tensor([N, e, 1, 1], dtype=dtype, name="DY")
     xb = bwd.tensor([N, e, 1, 1], dtype=dtype, name="X")
@@ -71,7 +139,21 @@ def test_rmsnorm_space(props: pycudnn.DeviceProperties, e: int, dtype: str, has_
     ib = bwd.tensor([N, 1, 1, 1], dtype="float32", name="inv_var")
     grads = bwd.rmsnorm_backward(dy, xb, sb, ib, with_dbias=has_bias)
     assert (grads.dbias is not None) == has_bias
-    bwd.build(device_properties=props, cache=False)
+    nodes, _ = described(bwd.build(device_properties=props, cache=False))
+    dbias_role = {"DBias": "rmsnorm_backward0.dbias"} if has_bias else {}
+    assert nodes == [
+        {
+            "operation": "NORM_BACKWARD",
+            "mode": "CUDNN_RMS_NORM",
+            "DY": "DY",
+            "X": "X",
+            "InvVariance": "inv_var",
+            "Scale": "scale",
+            "DScale": "rmsnorm_backward0.dscale",
+            **dbias_role,
+            "DX": "rmsnorm_backward0.dx",
+        }
+    ]
 
 
 BN = [4, 16, 56, 56]
@@ -94,7 +176,42 @@ def test_bn_relu_with_mask(props: pycudnn.DeviceProperties) -> None:
     y.set_output(dtype="float16")
     comparison = channels_last(g, "comparison", BN, "float16")
     g.pointwise("cmp_gt", y, comparison, out_dtype="bool")
-    g.build(device_properties=props, cache=False)
+    nodes, scalars = described(g.build(device_properties=props, cache=False))
+    assert nodes == [
+        {
+            "operation": "NORM_FORWARD",
+            "mode": "CUDNN_BATCH_NORM",
+            "fmode": "CUDNN_NORM_FWD_TRAINING",
+            "Y": "v0",
+            "X": "x",
+            "Mean": "batchnorm0.mean",
+            "InvVariance": "batchnorm0.inv_variance",
+            "Scale": "scale",
+            "Bias": "bias",
+            "InRunningMean": "rm",
+            "InRunningVar": "rv",
+            "OutRunningMean": "batchnorm0.next_running_mean",
+            "OutRunningVar": "batchnorm0.next_running_var",
+            "epsilonDesc": "epsilon",
+            "expavgfactorDesc": "momentum",
+        },
+        {
+            "operation": "POINTWISE",
+            "pointwiseMode": "CUDNN_POINTWISE_RELU_FWD",
+            "mathPrec": "CUDNN_DATA_FLOAT",
+            "X": "v0",
+            "Y": "relu_fwd0.y",
+        },
+        {
+            "operation": "POINTWISE",
+            "pointwiseMode": "CUDNN_POINTWISE_CMP_GT",
+            "mathPrec": "CUDNN_DATA_FLOAT",
+            "X": "relu_fwd0.y",
+            "B": "comparison",
+            "Y": "cmp_gt0.y",
+        },
+    ]
+    assert scalars == {"epsilon": "0.001", "momentum": "0.1"}
 
 
 def test_drelu_dadd_dbn(props: pycudnn.DeviceProperties) -> None:
@@ -107,7 +224,30 @@ def test_drelu_dadd_dbn(props: pycudnn.DeviceProperties) -> None:
     dy = channels_last(g, "dY", BN, "float16")
     drelu = g.scale(dy, mask, out_dtype="float16")
     g.batchnorm_backward(drelu, x, scale, mean, inv_var)
-    g.build(device_properties=props, cache=False)
+    nodes, scalars = described(g.build(device_properties=props, cache=False))
+    assert nodes == [  # the mask scales dY; the batch-norm backward reads the product
+        {
+            "operation": "POINTWISE",
+            "pointwiseMode": "CUDNN_POINTWISE_MUL",
+            "mathPrec": "CUDNN_DATA_FLOAT",
+            "X": "dY",
+            "Y": "v0",
+            "B": "x_mask",
+        },
+        {
+            "operation": "NORM_BACKWARD",
+            "mode": "CUDNN_BATCH_NORM",
+            "DY": "v0",
+            "X": "x",
+            "Mean": "mean",
+            "InvVariance": "inv_var",
+            "Scale": "scale",
+            "DScale": "batchnorm_backward0.dscale",
+            "DBias": "batchnorm_backward0.dbias",
+            "DX": "batchnorm_backward0.dx",
+        },
+    ]
+    assert scalars == {}
 
 
 def test_bn_infer_drelu_dbn(props: pycudnn.DeviceProperties) -> None:
@@ -123,6 +263,40 @@ def test_bn_infer_drelu_dbn(props: pycudnn.DeviceProperties) -> None:
     g.batchnorm_backward(drelu, x, scale, mean, inv_var)
     plan = g.build(device_properties=props, cache=False)
     assert y.is_virtual is not False and y.uid not in plan.uids
+    nodes, _ = described(plan)
+    assert nodes == [
+        {
+            "operation": "NORM_FORWARD",
+            "mode": "CUDNN_BATCH_NORM",
+            "fmode": "CUDNN_NORM_FWD_INFERENCE",
+            "Y": "v0",
+            "X": "x",
+            "Mean": "mean",
+            "InvVariance": "inv",
+            "Scale": "scale",
+            "Bias": "bias",
+        },
+        {
+            "operation": "POINTWISE",
+            "pointwiseMode": "CUDNN_POINTWISE_RELU_BWD",
+            "mathPrec": "CUDNN_DATA_FLOAT",
+            "X": "v0",
+            "dX": "v1",
+            "dY": "dY",
+        },
+        {
+            "operation": "NORM_BACKWARD",
+            "mode": "CUDNN_BATCH_NORM",
+            "DY": "v1",
+            "X": "x",
+            "Mean": "mean",
+            "InvVariance": "inv",
+            "Scale": "scale",
+            "DScale": "batchnorm_backward0.dscale",
+            "DBias": "batchnorm_backward0.dbias",
+            "DX": "batchnorm_backward0.dx",
+        },
+    ]
 
 
 def test_batchnorm_inference_implementation_is_checked() -> None:
