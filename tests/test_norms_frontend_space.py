@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import pycudnn
-from pycudnn.graph import Graph
+from pycudnn.graph import Graph, GraphError
 
 N = 16 * 128
 SPACE = list(itertools.product([768, 1024, 1280, 1600], ["bfloat16", "float16"]))
@@ -303,5 +303,8 @@ def test_batchnorm_inference_implementation_is_checked() -> None:
     g = Graph("bad")
     x = channels_last(g, "x", BN, "float16")
     params = [g.tensor(BN_PARAM, dtype="float32", name=n) for n in ("s", "b", "m", "i")]
-    with pytest.raises(Exception, match="implementation must be 'pointwise' or 'norm'"):
+    with pytest.raises(
+        GraphError,
+        match=r"^batchnorm_inference: implementation must be 'pointwise' or 'norm', not 'fused'$",
+    ):
         g.batchnorm_inference(x, *params, implementation="fused")
