@@ -77,3 +77,30 @@ def recording_conv_plan(deviceprops_json: dict[str, Any], name: str) -> tuple[An
         for i, t in enumerate((x, w, y))
     }
     return plan, arrays, ws, launches, (x, w, y)
+
+
+class ShiftingStream:
+    """A ``__cuda_stream__`` object that answers another handle each time it is asked (0x1000,
+    0x2000, ...): a caller must read it once and use that handle throughout."""
+
+    calls = 0
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        self.calls += 1
+        return (0, 0x1000 * self.calls)
+
+
+def record_set_stream(monkeypatch: Any) -> list[int]:
+    """Replace ``cudnnSetStream`` (it needs a handle, which needs a GPU) with a recorder of the
+    stream handles it is given; returns them."""
+    from pycudnn import handle as handle_module
+
+    set_on: list[int] = []
+
+    class SetStream:
+        def run(self, function: Any, handle: Any, ptr: int) -> int:
+            set_on.append(ptr)
+            return 0
+
+    monkeypatch.setattr(handle_module, "_SET_STREAM", SetStream())
+    return set_on

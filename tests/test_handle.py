@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import pytest
 
@@ -162,25 +161,9 @@ def test_use_stream_sets_the_stream_it_returns(monkeypatch: pytest.MonkeyPatch) 
     # use_stream read the stream's handle, then the setter read it again: a __cuda_stream__ that
     # answered another stream the second time had cuDNN run on a stream other than the one
     # returned (on which the legacy operations order their arrays).
-    from standins import stand_in_handle
+    from standins import ShiftingStream, record_set_stream, stand_in_handle
 
-    from pycudnn import handle as handle_module
-
-    set_on: list[int] = []
-
-    class SetStream:  # cudnnSetStream needs a handle, which needs a GPU: the call is recorded
-        def run(self, function: Any, handle: Any, ptr: int) -> int:
-            set_on.append(ptr)
-            return 0
-
-    class Shifting:
-        calls = 0
-
-        def __cuda_stream__(self) -> tuple[int, int]:
-            self.calls += 1
-            return (0, 0x1000 * self.calls)
-
-    monkeypatch.setattr(handle_module, "_SET_STREAM", SetStream())
+    set_on = record_set_stream(monkeypatch)
     h = stand_in_handle()
-    returned = h.use_stream(Shifting())
+    returned = h.use_stream(ShiftingStream())
     assert set_on == [returned] and h.stream_ptr == returned

@@ -338,27 +338,13 @@ def test_execute_runs_on_the_stream_it_ordered_its_arrays_on(
     """execute read the stream's handle to order the arrays, then Handle.use_stream read it
     again to set it on cuDNN: a __cuda_stream__ answering another stream the second time had
     cuDNN run on a stream the arrays were not ordered on."""
-    from pycudnn import handle as handle_module
+    from standins import ShiftingStream, record_set_stream
 
     plan, arrays, ws, launches, (x, _w, _y) = conv_plan
     waits: list[int] = []
-    set_on: list[int] = []
-
-    class SetStream:  # cudnnSetStream needs a real handle: the call is recorded
-        def run(self, function: Any, handle: Any, ptr: int) -> int:
-            set_on.append(ptr)
-            return 0
-
-    class Shifting:
-        calls = 0
-
-        def __cuda_stream__(self) -> tuple[int, int]:
-            self.calls += 1
-            return (0, 0x1000 * self.calls)
-
-    monkeypatch.setattr(handle_module, "_SET_STREAM", SetStream())
+    set_on = record_set_stream(monkeypatch)
     monkeypatch.setattr(DeviceArray, "_order_before", lambda self, c: waits.append(c))
     arrays[x]._stream = _AllocationStream()
-    plan.execute(arrays, workspace=ws, stream=Shifting())
+    plan.execute(arrays, workspace=ws, stream=ShiftingStream())
     assert len(launches) == 1
     assert set_on == waits == [0x1000]
