@@ -65,57 +65,62 @@ _KV_TAIL_LAST_BROKEN = 91500
 #: stats are subtracted ("Explicitly put the padding value again after the stats have been
 #: loaded", ``CompositeSDPABackwardNode``, 9.0 to 9.9); the composite graph here masks once.
 _SECOND_PADDING_UNTIL = 91000
-
-
-def _check_kv_tail(label: str, loaded: int, s_q: int, s_kv: int) -> None:
-    """Refuse the composite bf16/fp16 backward without a padding mask when ``s_kv % 128 != 0``
-    on cuDNN 9.15.0 and older: the frontend fills full-length ``seq_len_q``/``seq_len_kv`` in its
-    own workspace to avoid cuDNN's wrong gradients; here the caller gives them."""
-    if s_kv % 128 == 0 or loaded > _KV_TAIL_LAST_BROKEN:
-        return
-    raise GraphError(
-        f"{label}: cuDNN {rules.version_text(loaded)} computes wrong gradients (NaN among them) "
-        f"for the SDPA backward when s_kv ({s_kv}) is not a multiple of 128 and there is no "
-        f"padding mask (cuDNN {rules.version_text(_KV_TAIL_LAST_BROKEN)} and older; NVIDIA's "
-        "frontend adds a padding mask of full lengths there); give seq_len_q and seq_len_kv "
-        f"(int32 [b, 1, 1, 1]) filled with the full lengths ({s_q} and {s_kv}), or make s_kv a "
-        "multiple of 128, or use cuDNN 9.15.1 or newer"
-    )
+_FRONTEND_REFUSES = "(NVIDIA's frontend refuses it on that version too)"
 
 
 def _check_backward_bugs(
     label: str,
     loaded: int,
     *,
+    s_q: int,
     s_kv: int,
+    padded: bool,
     left_bound: bool,
     causal_like: bool,
     ragged: bool,
     sink: bool,
 ) -> None:
-    """Refuse the composite bf16/fp16 backward on the cuDNN versions NVIDIA's frontend refuses it
-    for known bugs (``CompositeSDPABackwardNode``'s "Bug workarounds for known problematic
-    versions"): every such backward on 9.10.0 and 9.10.1; a sliding window without a causal-like
-    mask over ``s_kv > 1024`` on 9.14.0; ragged tensors with a sink token before 9.26 (an
-    out-of-bounds read in cuDNN's ``compute_dot_do_o`` pre-pass)."""
+    """Refuse the composite bf16/fp16 backward on the cuDNN versions where NVIDIA's frontend
+    works around or refuses a known bug (``CompositeSDPABackwardNode``): a padding mask on 9.0 to
+    9.9 (masked again after the stats there); ``s_kv % 128 != 0`` without one on 9.15.0 and
+    older (the frontend fills full-length ``seq_len_q``/``seq_len_kv`` in its own workspace; here
+    the caller gives them); every such backward on 9.10.0 and 9.10.1; a sliding window without a
+    causal-like mask over ``s_kv > 1024`` on 9.14.0; ragged tensors with a sink token before
+    9.26 (an out-of-bounds read in cuDNN's ``compute_dot_do_o`` pre-pass)."""
     why = ""
-    if loaded in (91000, 91001):
-        why = "has known bugs in every fp16/bf16 SDPA backward; use 9.10.2 or newer"
+    if padded and loaded < _SECOND_PADDING_UNTIL:
+        why = (
+            "needs the padding mask of the SDPA backward applied again after the stats are "
+            "subtracted (cuDNN 9.0 to 9.9; NVIDIA's frontend adds that second mask there, which "
+            "this library's composite graph does not); use cuDNN 9.10.2 or newer"
+        )
+    elif not padded and s_kv % 128 and loaded <= _KV_TAIL_LAST_BROKEN:
+        why = (
+            f"computes wrong gradients (NaN among them) for the SDPA backward when s_kv ({s_kv}) "
+            "is not a multiple of 128 and there is no padding mask (cuDNN "
+            f"{rules.version_text(_KV_TAIL_LAST_BROKEN)} and older; NVIDIA's frontend adds a "
+            "padding mask of full lengths there); give seq_len_q and seq_len_kv (int32 "
+            f"[b, 1, 1, 1]) filled with the full lengths ({s_q} and {s_kv}), or make s_kv a "
+            "multiple of 128, or use cuDNN 9.15.1 or newer"
+        )
+    elif loaded in (91000, 91001):
+        why = (
+            "has known bugs in every fp16/bf16 SDPA backward; use 9.10.2 or newer "
+            + _FRONTEND_REFUSES
+        )
     elif loaded == 91400 and s_kv > 1024 and left_bound and not causal_like:
         why = (
             "has a known bug with a sliding window (left bound) without a causal-like mask when "
-            f"s_kv > 1024 (here {s_kv}); use 9.14.1 or newer, or add a right bound"
+            f"s_kv > 1024 (here {s_kv}); use 9.14.1 or newer, or add a right bound "
+            + _FRONTEND_REFUSES
         )
     elif ragged and sink and loaded < 92600:
         why = (
             "reads out of bounds in the SDPA backward with ragged tensors and a sink token "
-            "(its compute_dot_do_o pre-pass); use 9.26 or newer"
+            "(its compute_dot_do_o pre-pass); use 9.26 or newer " + _FRONTEND_REFUSES
         )
     if why:
-        raise GraphError(
-            f"{label}: cuDNN {rules.version_text(loaded)} {why} (NVIDIA's frontend refuses it "
-            "on that version too)"
-        )
+        raise GraphError(f"{label}: cuDNN {rules.version_text(loaded)} {why}")
 
 
 class Lowering(NamedTuple):
@@ -270,19 +275,12 @@ class AttentionCommon(GraphCore):
             lowering = "unified"
         composite = lowering == "composite"
         if composite and backward and "descale_q" not in owned:
-            if padded and loaded < _SECOND_PADDING_UNTIL:
-                raise GraphError(
-                    f"{label}: on cuDNN {rules.version_text(loaded)} the SDPA backward with a "
-                    "padding mask needs the mask applied again after the stats are subtracted "
-                    "(cuDNN 9.0 to 9.9; NVIDIA's frontend adds that second mask there, which "
-                    "this library's composite graph does not); use cuDNN 9.10.2 or newer"
-                )
-            if not padded:
-                _check_kv_tail(label, loaded, s_q, s_kv)
             _check_backward_bugs(
                 label,
                 loaded,
+                s_q=s_q,
                 s_kv=s_kv,
+                padded=padded,
                 left_bound=masks.left is not None,
                 causal_like=masks.right is not None,
                 ragged=any(t.ragged_offset is not None for t in owned.values()),
