@@ -134,23 +134,57 @@ class OutputCheck:
     compared: int = -1
 
     @property
-    def passed(self) -> bool:
-        if self.nonfinite or self.special_mismatches:
-            return False
+    def unverifiable(self) -> str:
+        """Why this comparison cannot tell a right output from a wrong one; "" when it can.
+
+        A reference with no finite element leaves nothing to measure. A tolerance of 1 or more
+        cannot fail an all-zero output (its error is exactly ``max |ref|``), nor one of half the
+        reference's size: such a check passes what an engine that never wrote its output
+        leaves, so it verifies nothing (an fp8 e5m2 attention output, whose two mantissa bits
+        give it a tolerance of about 1, is the case that occurs).
+        """
         if self.compared == 0:
-            return False  # a reference non-finite everywhere: nothing was verified
+            return "the reference is NaN/Inf everywhere: nothing to compare"
+        if not self.tolerance.exact and self.tolerance.rtol >= 1.0:
+            return (
+                f"its tolerance {self.tolerance.rtol:.3g} is not below 1, so an all-zero output "
+                "would pass: the comparison cannot tell a right result from a wrong one"
+            )
+        return ""
+
+    @property
+    def wrong(self) -> bool:
+        """Shown to be wrong: non-finite where the reference is finite, a special value
+        (NaN/Inf) not matched, or an error beyond a tolerance that can tell. Nothing is shown
+        against a reference with no finite element (the inputs are made so that it has some)."""
+        if self.compared == 0:
+            return False
+        if self.nonfinite or self.special_mismatches:
+            return True
+        if self.unverifiable:
+            return False
         if self.tolerance.exact:
-            return self.mismatches == 0
-        return self.max_rel_error <= self.tolerance.rtol
+            return self.mismatches != 0
+        return self.max_rel_error > self.tolerance.rtol
+
+    @property
+    def verdict(self) -> str:
+        """``"pass"``, ``"fail"`` (:attr:`wrong`) or ``"unverified"`` (:attr:`unverifiable`)."""
+        if self.wrong:
+            return "fail"
+        return "unverified" if self.unverifiable else "pass"
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
 
     def describe(self) -> str:
-        verdict = "ok" if self.passed else "WRONG"
+        verdict = {"pass": "ok", "fail": "WRONG", "unverified": "NOT VERIFIED"}[self.verdict]
         extra = f", {self.nonfinite} non-finite" if self.nonfinite else ""
         if self.special_mismatches:
             extra += f", {self.special_mismatches} differ where the reference is NaN/Inf"
-        if self.compared == 0:
-            verdict = "NOT VERIFIED"
-            extra += ", the reference is NaN/Inf everywhere: nothing to compare"
+        if self.unverifiable and not self.wrong:
+            extra += f", {self.unverifiable}"
         return (
             f"'{self.name}' ({self.dtype}): {verdict}, max abs {self.max_abs_error:.3g}, "
             f"rel {self.max_rel_error:.3g} (tolerance {self.tolerance.describe()}){extra}"

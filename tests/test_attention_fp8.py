@@ -146,3 +146,25 @@ def test_verification_evaluates_fp8_graphs(monkeypatch: pytest.MonkeyPatch) -> N
     assert np.abs(out[o.uid]).max() == pytest.approx(abs(scale_o) * out[amax_o.uid].item())
     assert 0.0 < out[amax_s.uid].item() <= 1.0  # the largest probability
     assert out[stats.uid].shape == (B, H, S, 1)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "verdict"), [("float8_e4m3fn", "fail"), ("float8_e5m2", "unverified")]
+)
+def test_an_all_zero_o_is_never_verified(
+    monkeypatch: pytest.MonkeyPatch, dtype: str, verdict: str
+) -> None:
+    """An engine that leaves O unwritten (zeros) is caught for e4m3 and reported unverifiable
+    for e5m2, whose O tolerance (two mantissa bits, rounded twice: about 1) it would meet."""
+    from pycudnn.verification import compare
+    from pycudnn.verification.tolerance import tolerance_for
+
+    monkeypatch.setattr(attention_module, "_loaded_version", lambda: 92800)
+    g, (o, *_) = fp8(dtype, generate_stats=True)
+    out = evaluate(g, make_inputs(g, seed=2))
+    tol = tolerance_for(o)
+    assert (tol.rtol >= 1.0) == (verdict == "unverified")
+    assert compare("o", np.zeros_like(out[o.uid]), out[o.uid], tol).verdict == verdict
+    assert compare("o", out[o.uid].copy(), out[o.uid], tol).verdict == verdict.replace(
+        "fail", "pass"
+    )

@@ -83,3 +83,45 @@ def test_tolerance_terms_and_exact_are_checked_too() -> None:
 def test_compare_takes_only_a_tolerance() -> None:
     with pytest.raises(TypeError, match=r"'y': tolerance must be a verification\.Tolerance"):
         compare("y", np.zeros(2), np.zeros(2), 1e-3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("rtol", [1.0, 1.002, 3.0])
+def test_a_tolerance_an_all_zero_output_meets_verifies_nothing(rtol: float) -> None:
+    """max |got - ref| / max |ref| is exactly 1 for an all-zero output: at a tolerance of 1 or
+    more, what an engine that never wrote its output leaves would pass."""
+    ref = np.linspace(-1, 1, 10)
+    tol = Tolerance(rtol, False, (("fp8 e5m2 output", rtol),))
+    for got in (np.zeros(10), ref / 2, ref.copy()):
+        check = compare("o", got, ref, tol)
+        assert not check.passed and not check.wrong and check.verdict == "unverified"
+        assert "NOT VERIFIED" in check.describe() and "all-zero output" in check.describe()
+    # Below 1 the same zeros are wrong, and the reference itself passes.
+    tight = Tolerance(0.99, False, ())
+    assert compare("o", np.zeros(10), ref, tight).verdict == "fail"
+    assert compare("o", ref.copy(), ref, tight).verdict == "pass"
+    # Non-finite output is wrong whatever the tolerance.
+    assert compare("o", np.full(10, np.nan), ref, tol).verdict == "fail"
+
+
+def test_a_plan_with_an_unverifiable_output_is_skipped_not_passed() -> None:
+    """The plan's verdict: one output shown wrong fails it; otherwise one output that cannot be
+    checked makes it "skipped", saying which and why; it never passes."""
+    from pycudnn.verification import VerifyResult
+
+    ref = np.linspace(-1, 1, 10)
+    loose, tight = Tolerance(1.002, False, ()), Tolerance(0.25, False, ())
+
+    def result(*checks: object) -> VerifyResult:
+        r = VerifyResult("fp8", 7, {}, (), "NumPy (float64)", 0)
+        r.outputs.extend(checks)  # type: ignore[arg-type]
+        return r.finish()
+
+    ok = compare("stats", ref.copy(), ref, tight)
+    zeros_o = compare("o", np.zeros(10), ref, loose)
+    skipped = result(ok, zeros_o)
+    assert skipped.status == "skipped" and not skipped.passed
+    assert "output 'o' (float64) not verified" in skipped.error
+    assert "SKIPPED" in skipped.describe()
+    failed = result(compare("stats", -ref, ref, tight), zeros_o)
+    assert failed.status == "fail" and "WRONG" in failed.describe()
+    assert result(ok).status == "pass"

@@ -58,8 +58,10 @@ def _record(report: PlanningReport | None, plan: Plan, result: VerifyResult) -> 
     plan.verification = result
     if report is not None:
         report.verification.append(result)
-    if not result.passed:
+    if result.status == "fail":
         _log.warning("engine %s gives wrong results: %s", plan.engine_id, result.describe())
+    elif not result.passed:
+        _log.warning("engine %s not verified: %s", plan.engine_id, result.describe())
 
 
 def verified(
