@@ -410,3 +410,27 @@ def test_inputs_are_generated_for_every_floating_point_type(dtype: str) -> None:
     g.signature()
     ins = make_inputs(g, seed=1)
     assert ins[x.uid].dtype.name == dtype and np.abs(ins[x.uid].astype(np.float64)).max() > 0
+
+
+def test_evaluate_takes_each_input_in_its_own_shape_never_broadcast() -> None:
+    """A [3] for a [1, 2, 3] tensor, or a [1, 1, 4] for a [1, 4, 1] one, would broadcast to a reference of
+    other data: refused, naming the input; one value for a one-element tensor is taken."""
+    g = Graph("shapes")
+    x = g.tensor([1, 2, 3], dtype="float32", name="x")
+    b = g.tensor([1, 4, 1], dtype="float32", name="b")
+    s = g.tensor([1, 1, 1], dtype="float32", name="s")
+    y = g.mul(x, s)
+    y.set_output(True, dtype="float32")
+    z = g.add(b, b)
+    z.set_output(True, dtype="float32")
+    good = {x.uid: np.ones((1, 2, 3)), b.uid: np.arange(4.0).reshape(1, 4, 1), s.uid: 2.0}
+    out = evaluate(g, good)
+    np.testing.assert_array_equal(out[y.uid], np.full((1, 2, 3), 2.0))
+    np.testing.assert_array_equal(out[z.uid], 2 * np.arange(4.0).reshape(1, 4, 1))
+    for uid, bad, name in [
+        (x.uid, np.ones(3), "x"),
+        (b.uid, np.arange(4.0).reshape(1, 1, 4), "b"),
+        (x.uid, 1.0, "x"),
+    ]:
+        with pytest.raises(ValueError, match=rf"input '{name}' .*evaluate does not broadcast"):
+            evaluate(g, {**good, uid: bad})

@@ -421,6 +421,21 @@ def _as_float(value: Any) -> np.ndarray:
     return arr.astype(np.float64)
 
 
+def _given(value: Any, dims: tuple[int, ...], what: str) -> np.ndarray:
+    """A caller's values for a tensor of ``dims``, as float64: exactly that shape (one value for
+    a one-element tensor in any shape). NumPy's broadcasting would take a ``[3]`` for ``[2, 3]``
+    or a transposed ``[1, n]`` for ``[n, 1]`` and compute a reference for other data."""
+    arr = _as_float(value)
+    if tuple(arr.shape) == tuple(dims):
+        return arr
+    if arr.size == 1 and math.prod(dims) == 1:
+        return arr.reshape(dims)
+    raise ValueError(
+        f"{what}: values of shape {list(arr.shape)} for dims {list(dims)}; give the tensor's "
+        "own shape (evaluate does not broadcast what it is given)"
+    )
+
+
 def evaluate(
     graph: OperationGraph,
     inputs: Mapping[int, Any],
@@ -430,8 +445,9 @@ def evaluate(
 ) -> dict[int, np.ndarray]:
     """Every operation output of ``graph`` (virtual ones too), in float64, by tensor uid.
 
-    ``inputs`` maps the uid of each graph input to its values (any array-like in logical dims
-    order; by-value scalars may be left out when the graph holds their value). ``initial`` maps
+    ``inputs`` maps the uid of each graph input to its values (any array-like of the tensor's
+    dims, in logical dims order, never broadcast: a ``ValueError`` names a wrong shape; one value
+    for a one-element tensor; by-value scalars may be left out when the graph holds their value). ``initial`` maps
     the uid of an output whose operation has ``beta != 0`` to its contents before the operation
     (``y = alpha*op(...) + beta*y``). ``dims`` overrides the dims of some tensors (uid -> dims):
     how a slice of a graph is evaluated (see :mod:`.slicing`).
@@ -441,7 +457,7 @@ def evaluate(
     values: dict[int, np.ndarray] = {}
     for t in graph.inputs:
         if t.uid in inputs:
-            values[t.uid] = np.broadcast_to(_as_float(inputs[t.uid]), shape[t.uid])
+            values[t.uid] = _given(inputs[t.uid], shape[t.uid], f"input '{t.name}' (uid {t.uid})")
         elif t.by_value and t.value is not None:
             values[t.uid] = np.full(shape[t.uid], float(t.value))
         else:
@@ -479,7 +495,8 @@ def evaluate(
                         f"{op.label} has beta={a['beta']}: give the initial contents of "
                         f"'{out_t.name}' in initial="
                     )
-                result = result + a["beta"] * _as_float(initial[out_t.uid])
+                prior = _given(initial[out_t.uid], out_dims, f"initial '{out_t.name}'")
+                result = result + a["beta"] * prior
         if tuple(result.shape) != tuple(out_dims):
             raise AssertionError(  # pragma: no cover - a bug in this module
                 f"{op.label}: reference shape {result.shape} != {out_dims}"
