@@ -103,6 +103,21 @@ def test_scatter_then_gather_round_trips(handle: MpHandle) -> None:
         assert back is None
 
 
+def test_scatter_refused_by_the_root_raises_on_every_rank_and_leaves_them_usable(
+    handle: MpHandle,
+) -> None:
+    """The root's refusal reaches every rank through the flag's collective (none waits in the
+    data's), and the next scatter on the same handle works."""
+    p, rank = handle.size, handle.rank
+    host = _host((13, 8), 5)
+    t = DistributedTensor(handle, host.shape, np.float32, ranks_per_mode=(p, 1))
+    with pytest.raises(ValueError, match="scatter: "):
+        scatter(host.T if rank == 0 else None, t)
+    scatter(host if rank == 0 else None, t)
+    np.testing.assert_array_equal(t.local_to_numpy(), t.distribution.local_shard(host, rank))
+    t.close()
+
+
 def test_einsum_matches_numpy(handle: MpHandle) -> None:
     p, rank = handle.size, handle.rank
     ha, hb, hc = _host((64, 48), 2), _host((48, 40), 3), _host((64, 40), 4)

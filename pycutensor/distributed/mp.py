@@ -436,20 +436,60 @@ def gather(tensor: DistributedTensor, root: int = 0) -> np.ndarray | None:
         whole.close()
 
 
+def _root_agrees(handle: MpHandle, root: int, ok: bool) -> bool:
+    """Whether ``root`` said ``ok``, on every rank: root's flag (a one-element tensor only root
+    holds) redistributed to a tensor every rank holds. Collective: a check only the root can make
+    (its array) then fails on every rank, where a root that raised alone left the others waiting
+    in the next collective for ever."""
+    flag = _rooted_like(handle, (1,), np.float32, root)
+    every: DistributedTensor | None = None
+    plan: RedistributionPlan | None = None
+    try:
+        every = DistributedTensor(handle, (1,), np.float32)  # replicated on every rank
+        if handle.rank == root:
+            flag.local_from_numpy(np.array([1.0 if ok else 0.0], dtype=np.float32))
+        plan = RedistributionPlan(every, flag)
+        plan.execute()
+        _synchronize(handle)  # the flag is read, and the plan freed, once it has arrived
+        return bool(every.local_to_numpy()[0] == 1.0)
+    finally:
+        if plan is not None:
+            plan.close()
+        if every is not None:
+            every.close()
+        flag.close()
+
+
 def scatter(array: np.ndarray | None, like: DistributedTensor, root: int = 0) -> None:
     """Fill ``like`` from ``array``, a NumPy array given on ``root`` (ignored elsewhere): a
-    redistribution from a layout that only ``root`` holds. Collective."""
+    redistribution from a layout that only ``root`` holds. Collective. An array the root refuses
+    (not convertible to ``like``'s dtype, or not of its extents) raises ``ValueError`` on every
+    rank: the root says so to the others first (one one-element collective)."""
+    handle = like.handle
+    refusal = ""
+    host: np.ndarray | None = None
+    if handle.rank == root:
+        try:
+            host = np.asarray(array, dtype=like.dtype)
+        except (TypeError, ValueError) as exc:
+            refusal = f"array cannot be read as {np.dtype(like.dtype).name}: {exc}"
+        else:
+            if host.shape != like.extents:
+                refusal = f"array has shape {host.shape}, the tensor {like.extents}"
+    if not _root_agrees(handle, root, not refusal):
+        raise ValueError(
+            f"scatter: {refusal}"
+            if refusal
+            else f"scatter: the root (rank {root}) refused its array (its error says why)"
+        )
     whole = _rooted_like(like, like.extents, like.dtype, root)
     plan: RedistributionPlan | None = None
     try:
-        if like.handle.rank == root:
-            host = np.asarray(array, dtype=like.dtype)
-            if host.shape != like.extents:
-                raise ValueError(f"array has shape {host.shape}, the tensor {like.extents}")
+        if host is not None:
             whole.local_from_numpy(host)
         plan = RedistributionPlan(like, whole)
         plan.execute()
-        _synchronize(like.handle)  # ``whole`` and the plan are freed below: it must be done
+        _synchronize(handle)  # ``whole`` and the plan are freed below: it must be done
     finally:
         if plan is not None:
             plan.close()
