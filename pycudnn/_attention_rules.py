@@ -142,6 +142,11 @@ def _dims(dims: Sequence[int]) -> str:
     return "[" + ", ".join(str(d) for d in dims) + "]"
 
 
+def _fits(t: TensorSpec, dtypes: tuple[str, ...]) -> bool:
+    """What :func:`_positive_of` checks, without its messages (built only when it fails)."""
+    return t.dtype in dtypes and min(t.dims, default=1) >= 1
+
+
 def _positive_of(t: TensorSpec, prefix: str, dtypes: tuple[str, ...], refusal: str) -> None:
     """Every dim of ``t`` at least 1 and its dtype one of ``dtypes`` (else ``refusal``)."""
     if any(d < 1 for d in t.dims):
@@ -207,13 +212,14 @@ def _attention_tensor(t: TensorSpec, what: str) -> None:
             f"{what} '{t.name}': attention tensors are rank 4 [batch, heads, sequence, head_dim], "
             f"got dims {_dims(t.dims)}"
         )
-    _positive_of(
-        t,
-        f"{what} '{t.name}'",
-        ATTENTION_DTYPES,
-        f"SDPA takes {' or '.join(ATTENTION_DTYPES)}, not {t.dtype} "
-        "(cuDNN has no fp32 attention engine; fp8 attention is sdpa_fp8, with its descale tensors)",
-    )
+    if not _fits(t, ATTENTION_DTYPES):
+        _positive_of(
+            t,
+            f"{what} '{t.name}'",
+            ATTENTION_DTYPES,
+            f"SDPA takes {' or '.join(ATTENTION_DTYPES)}, not {t.dtype} "
+            "(cuDNN has no fp32 attention engine; fp8 attention is sdpa_fp8, with its descale tensors)",
+        )
     attention_layout(t)
 
 
@@ -464,12 +470,13 @@ def _norm_x(mode: str, x: TensorSpec, what: str) -> None:
                 else "give [N, C, H, 1] for a 3-D input"
             )
         )
-    _positive_of(
-        x,
-        f"{mode}norm {what} '{x.name}'",
-        NORM_DTYPES,
-        f"dtype {x.dtype} is not one of {', '.join(NORM_DTYPES)}",
-    )
+    if not _fits(x, NORM_DTYPES):
+        _positive_of(
+            x,
+            f"{mode}norm {what} '{x.name}'",
+            NORM_DTYPES,
+            f"dtype {x.dtype} is not one of {', '.join(NORM_DTYPES)}",
+        )
 
 
 def _param(mode: str, t: TensorSpec | None, dims: tuple[int, ...], what: str) -> None:
