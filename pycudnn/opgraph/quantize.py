@@ -3,13 +3,15 @@ and mixture-of-experts grouped matrix multiplication."""
 
 from __future__ import annotations
 
+import numbers
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from _nvbind.keywords import show_keywords, take_keywords
 
 from .common import GraphError, _dims_text, _enum_member
 from .core import GraphCore
-from .kinds import _int_arg, _need_dims, _need_dtype, _start, require_kind
+from .kinds import _axis_arg, _int_arg, _need_dims, _need_dtype, _start, require_kind
 from .matmul import OUTPUT_DEFAULTS, MatmulOps, OutputKeywords
 from .tensors import Tensor
 
@@ -30,13 +32,21 @@ class QuantizeOps(GraphCore):
         block_size: int,
         out_dtype: Any,
         scale_dtype: Any = "float8_e8m0fnu",
+        axis: int = -1,
+        transpose: bool = False,
         compute_dtype: Any = None,
         name: str | None = None,
         out: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
-        """Quantize ``x`` to ``out_dtype`` with one scale per ``block_size`` elements of its last
-        axis (``OPERATION_BLOCK_SCALE_QUANTIZE``, cuDNN 9.7+). Returns ``(y, scale)``; ``scale``
-        has ``x``'s dims with the last divided by ``block_size``."""
+        """Quantize ``x`` to ``out_dtype`` with one scale per ``block_size`` elements along
+        ``axis`` (``OPERATION_BLOCK_SCALE_QUANTIZE``, cuDNN 9.7+). Returns ``(y, scale)``;
+        ``scale`` has ``x``'s dims with ``axis`` divided by ``block_size``.
+
+        ``axis`` (the frontend's ``set_axis``): the last dim by default; ``-2`` blocks a
+        matmul's ``B [.., K, N]`` along K, as MX formats scale it. cuDNN reads the axis from the
+        scale's dims. ``transpose=True`` (``set_transpose``) lays Y and the scale out with
+        ``axis`` innermost, the other dims in ``x``'s memory order after it, as the frontend
+        does; otherwise Y has ``x``'s strides and the scale ``x``'s memory order."""
         kind = "block_scale_quantize"
         op_name, label = _start(self, kind, name, "OPERATION_BLOCK_SCALE_QUANTIZE")
         x = self._own(x, label, "X")
@@ -49,24 +59,19 @@ class QuantizeOps(GraphCore):
                 "a scale reordered F8_128x4, which graph tensors cannot describe: add a leading 1"
             )
         bs = _int_arg(block_size, f"{label}: block_size", minimum=1)
-        if x.dims[-1] % bs:
-            raise GraphError(
-                f"{label}: X's last dim ({x.dims[-1]}) is not a multiple of block_size {bs}"
-            )
+        ax = _axis_arg(axis, x.ndim, f"{label}: axis")
+        if not isinstance(transpose, bool):
+            raise TypeError(f"{label}: transpose must be a bool, not {transpose!r}")
+        sd = _blocked_dims(x, {ax: bs}, label)
         require_kind("OPERATION_BLOCK_SCALE_QUANTIZE", label)
+        y_st = _axis_innermost(x.dims, x, ax) if transpose else x.strides
         y = self._output(
-            label,
-            op_name,
-            "y",
-            x.dims,
-            x,
-            out=out,
-            out_dtype=out_dtype,
-            strides=x.strides,
-            inputs=(x,),
+            label, op_name, "y", x.dims, x, out=out, out_dtype=out_dtype, strides=y_st, inputs=(x,)
         )
-        sd = (*x.dims[:-1], x.dims[-1] // bs)
-        scale = self._output(label, op_name, "scale", sd, x, out=None, out_dtype=scale_dtype)
+        s_st = _axis_innermost(sd, x, ax) if transpose else None
+        scale = self._output(
+            label, op_name, "scale", sd, x, out=None, out_dtype=scale_dtype, strides=s_st
+        )
         attrs = {"compute_dtype": self._compute(compute_dtype, label), "block_size": bs}
         self._add_op(kind, op_name, {"x": x}, {"y": y, "scale": scale}, attrs)
         return y, scale
@@ -76,25 +81,29 @@ class QuantizeOps(GraphCore):
         x: Tensor,
         scale: Tensor,
         *,
-        block_size: int,
+        block_size: int | Sequence[int],
         neg_scale: bool | None = None,
         **kw: Unpack[OutputKeywords],
     ) -> Tensor:
-        """Multiply each ``block_size`` block of ``x``'s last axis by its ``scale``
-        (``OPERATION_BLOCK_SCALE_DEQUANTIZE``, cuDNN 9.7+); ``neg_scale`` (9.13+) negates it."""
+        """Multiply each block of ``x`` by its ``scale`` (``OPERATION_BLOCK_SCALE_DEQUANTIZE``,
+        cuDNN 9.7+); ``neg_scale`` (9.13+) negates it.
+
+        ``block_size``: an int blocks the last dim; a sequence gives the block over the last
+        dims, as the frontend's ``set_block_size({1, 32})``: ``(32, 1)`` blocks a matmul's
+        ``B [.., K, N]`` along K (an MX matmul's B operand). ``scale`` has ``x``'s dims with each
+        of those divided by its block."""
         kind = "block_scale_dequantize"
         k = take_keywords(kind, kw, OUTPUT_DEFAULTS)
         op_name, label = _start(self, kind, k["name"], "OPERATION_BLOCK_SCALE_DEQUANTIZE")
         x, s = self._own(x, label, "X"), self._own(scale, label, "SCALE")
-        bs = _int_arg(block_size, f"{label}: block_size", minimum=1)
-        if x.dims[-1] % bs:
-            raise GraphError(
-                f"{label}: X's last dim ({x.dims[-1]}) is not a multiple of block_size {bs}"
-            )
-        _need_dims(s, (*x.dims[:-1], x.dims[-1] // bs), label, "SCALE")
+        blocks = _block_sizes(block_size, x.ndim, f"{label}: block_size")
+        first = x.ndim - len(blocks)  # the blocks cover the last dims
+        sd = _blocked_dims(x, {first + i: b for i, b in enumerate(blocks)}, label)
+        _need_dims(s, sd, label, "SCALE")
         attrs: dict[str, Any] = {
             "compute_dtype": self._compute(k["compute_dtype"], label),
-            "block_size": bs,
+            # one int as before for the last dim (plans and JSON of earlier versions alike)
+            "block_size": blocks[0] if len(blocks) == 1 else blocks,
         }
         if neg_scale is not None:
             if not isinstance(neg_scale, bool):
@@ -218,3 +227,37 @@ class QuantizeOps(GraphCore):
 # matmul spells out the keywords (and defaults) that the one-output kinds here take as
 # OutputKeywords.
 show_keywords(vars(QuantizeOps), MatmulOps.matmul, OutputKeywords)
+
+
+def _block_sizes(value: Any, ndim: int, what: str) -> tuple[int, ...]:
+    """``block_size`` of a dequantize: an int (the last dim) or one positive int per last dim."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (numbers.Integral, Sequence)):
+        raise TypeError(f"{what} must be an int or a sequence of ints, not {value!r}")
+    given = (value,) if isinstance(value, numbers.Integral) else tuple(value)
+    if not 1 <= len(given) <= ndim:
+        raise GraphError(f"{what} {list(given)} must give 1 to {ndim} block extents")
+    return tuple(_int_arg(b, f"{what}[{i}]", minimum=1) for i, b in enumerate(given))
+
+
+def _blocked_dims(x: Tensor, blocks: dict[int, int], label: str) -> tuple[int, ...]:
+    """``x``'s dims with each dim of ``blocks`` (dim -> block extent) divided by its block."""
+    for dim, b in blocks.items():
+        if x.dims[dim] % b:
+            raise GraphError(
+                f"{label}: X's dim {dim} ({x.dims[dim]}) is not a multiple of block_size {b}"
+            )
+    return tuple(d // blocks.get(i, 1) for i, d in enumerate(x.dims))
+
+
+def _axis_innermost(dims: tuple[int, ...], x: Tensor, axis: int) -> tuple[int, ...]:
+    """Packed strides for ``dims`` with ``axis`` innermost, then the other dims in ``x``'s
+    memory order (innermost first; a size-1 dim before another of the same stride), as
+    cudnn-frontend lays out a transposed block-scale quantization's Y and scale."""
+    inner_first = sorted(range(x.ndim), key=lambda i: (x.strides[i], x.dims[i] != 1))
+    k = inner_first.index(axis)
+    strides = [0] * len(dims)
+    step = 1
+    for i in inner_first[k:] + inner_first[:k]:
+        strides[i] = step
+        step *= dims[i]
+    return tuple(strides)
