@@ -447,9 +447,9 @@ def evaluate(
 
     ``inputs`` maps the uid of each graph input to its values (any array-like of the tensor's
     dims, in logical dims order, never broadcast: a ``ValueError`` names a wrong shape; one value
-    for a one-element tensor; by-value scalars may be left out when the graph holds their value). ``initial`` maps
-    the uid of an output whose operation has ``beta != 0`` to its contents before the operation
-    (``y = alpha*op(...) + beta*y``). ``dims`` overrides the dims of some tensors (uid -> dims):
+    for a one-element tensor; by-value scalars may be left out when the graph holds their
+    value). ``initial`` maps the uid of an output whose operation has ``beta != 0`` to its
+    contents before the operation (``y = alpha*op(...) + beta*y``), in that output's dims. ``dims`` overrides the dims of some tensors (uid -> dims):
     how a slice of a graph is evaluated (see :mod:`.slicing`).
     """
     shape = {t.uid: t.dims for t in graph.tensors}
