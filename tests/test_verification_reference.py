@@ -184,6 +184,28 @@ def test_relu_clips_and_leaky_slope() -> None:
     np.testing.assert_allclose(got, [-0.2, -0.05, 0.25, 0.9, 1.0])
 
 
+def test_sigmoid_family_keeps_relative_accuracy_in_the_tails() -> None:
+    """sigmoid(-40) is 4.2e-18 (an fp32 number), so log(sigmoid(-40)) is -40: a reference that
+    rounds the tail to 0 gives -inf there and condemns an engine's right answer. The expected
+    values: log-sigmoid as x - log1p(exp(x)) for x < 0, sigmoid' = e^-|x| / (1 + e^-|x|)^2."""
+    g = Graph("logsig")
+    x = g.tensor([1, 1, 4], dtype="float32", name="x")
+    y = g.log(g.sigmoid(x))
+    sw = g.swish(x)
+    dy = g.tensor([1, 1, 4], dtype="float32", name="dy")
+    ds = g.pointwise("SIGMOID_BWD", x, dy)
+    v = [-80.0, -40.0, -30.0, 40.0]
+    out = evaluate(g, {x.uid: np.array(v).reshape(1, 1, 4), dy.uid: np.ones((1, 1, 4))})
+    want_log = [t - math.log1p(math.exp(t)) for t in v[:3]]  # sigmoid(40) is 1.0 in float64
+    np.testing.assert_allclose(out[y.uid].ravel()[:3], want_log, rtol=1e-14)
+    want_swish = [
+        t * math.exp(t) / (1 + math.exp(t)) if t < 0 else t / (1 + math.exp(-t)) for t in v
+    ]
+    np.testing.assert_allclose(out[sw.uid].ravel(), want_swish, rtol=1e-14)
+    want_d = [math.exp(-abs(t)) / (1 + math.exp(-abs(t))) ** 2 for t in v]
+    np.testing.assert_allclose(out[ds.uid].ravel(), want_d, rtol=1e-14)
+
+
 BACKWARD = {"RELU_BWD": "RELU_FWD", "TANH_BWD": "TANH_FWD", "SIGMOID_BWD": "SIGMOID_FWD",
             "ELU_BWD": "ELU_FWD", "GELU_BWD": "GELU_FWD", "SOFTPLUS_BWD": "SOFTPLUS_FWD",
             "SWISH_BWD": "SWISH_FWD", "GELU_APPROX_TANH_BWD": "GELU_APPROX_TANH_FWD"}  # fmt: skip
