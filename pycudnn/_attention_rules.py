@@ -506,14 +506,23 @@ def _stats(mode: str, t: TensorSpec | None, dims: tuple[int, ...], what: str) ->
         )
 
 
+def _as_double(value: int | float) -> float:
+    """``value`` as a float; an int past a double's range (``10**400``) is infinite here, and
+    refused as such, where ``math.isfinite`` raised ``OverflowError``."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
 def _epsilon(mode: str, epsilon: object) -> None:
     if isinstance(epsilon, TensorSpec):
         _scalar_tensor(mode, epsilon, "epsilon")
         return
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
         raise RuleError(f"{mode}norm epsilon must be a number, not {epsilon!r}")
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise RuleError(f"{mode}norm epsilon must be a finite positive number, got {epsilon}")
+    if not (math.isfinite(_as_double(epsilon)) and epsilon > 0):
+        raise RuleError(f"{mode}norm epsilon must be a finite positive number, got {epsilon!r:.60}")
 
 
 def _scalar_tensor(mode: str, t: TensorSpec, what: str) -> None:
@@ -535,8 +544,8 @@ def check_norm_scalar(mode: str, what: str, value: object) -> None:
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise RuleError(f"{mode}norm {what} must be a number, not {value!r}")
-    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-        raise RuleError(f"{mode}norm {what} must be in [0, 1], got {value}")
+    if not (math.isfinite(_as_double(value)) and 0.0 <= value <= 1.0):
+        raise RuleError(f"{mode}norm {what} must be in [0, 1], got {value!r:.60}")
 
 
 def check_norm_forward(

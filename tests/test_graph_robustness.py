@@ -1675,6 +1675,9 @@ def test_plans_cannot_be_copied(target: DeviceProperties) -> None:
         (lambda g, x: g.scalar(1e-50), "out of the range of float32 .*would get 0"),
         (lambda g, x: g.scalar(3.7, dtype="int32"), "int32 scalars take integers, not 3.7"),
         (lambda g, x: g.scalar(2**31, dtype="int32"), "out of the range of int32"),
+        # ints past a double's range: float() raised OverflowError, naming nothing
+        (lambda g, x: g.scalar(10**400), "scalar: 1000.* is out of the range of float32"),
+        (lambda g, x: g.scalar(-(10**400), dtype="int64"), "out of the range of int64"),
         (lambda g, x: g.tensor([1, 1, 1], by_value=1e39, name="s"), "out of the range of float32"),
         (
             lambda g, x: g.layernorm(

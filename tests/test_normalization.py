@@ -122,6 +122,13 @@ def test_refusals_name_the_operation_and_rule() -> None:
         g.layernorm(x, wrong, wrong, name="ln")
     with pytest.raises(GraphError, match="epsilon must be a finite positive number, got -1"):
         g.rmsnorm(x, scale, epsilon=-1)
+    # ints past a double's range are refused by name (they raised OverflowError)
+    with pytest.raises(GraphError, match="epsilon must be a finite positive number, got 1000"):
+        g.layernorm(x, scale, scale, epsilon=10**400)
+    x4 = g.tensor([8, 64, 4, 4], dtype="float16", name="x4")
+    c4 = [g.tensor([1, 64, 1, 1], name=n) for n in ("c4", "rm", "rv")]
+    with pytest.raises(GraphError, match=r"momentum must be in \[0, 1\], got 1000"):
+        g.batchnorm(x4, c4[0], c4[0], running_mean=c4[1], running_var=c4[2], momentum=10**400)
     with pytest.raises(TypeError, match="training must be a bool"):
         g.rmsnorm(x, scale, training=1)  # type: ignore[arg-type]
     x3 = g.tensor([8, 64, 16], dtype="float16", name="x3")

@@ -234,13 +234,16 @@ def scale_arg(label: str, scale: Any, attn_scale: Any) -> Any:
     value = attn_scale if attn_scale is not None else scale
     if value is None or isinstance(value, Tensor):
         return value
-    if (
-        isinstance(value, (bool, *numpy_types("bool_")))
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-    ):
-        raise GraphError(f"{label}: scale must be a finite number or a tensor, not {value!r}")
-    return float(value)
+    refusal = f"{label}: scale must be a finite number or a tensor, not {value!r:.60}"
+    if isinstance(value, (bool, *numpy_types("bool_"))) or not isinstance(value, numbers.Real):
+        raise GraphError(refusal)
+    try:
+        number = float(value)
+    except OverflowError:  # an int past a double's range (10**400): math.isfinite raised it
+        raise GraphError(refusal) from None
+    if not math.isfinite(number):
+        raise GraphError(refusal)
+    return number
 
 
 def dropout_arg(label: str, dropout: Any, seed: Any, offset: Any) -> tuple[float, Any, Any]:

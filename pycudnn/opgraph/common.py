@@ -7,6 +7,7 @@ import enum
 import functools
 import math
 import numbers
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -165,6 +166,10 @@ _INT_RANGE = {
 }
 
 
+#: The largest finite double: an int beyond it has no float.
+_DOUBLE_MAX = int(sys.float_info.max)
+
+
 def check_scalar_value(value: Any, dtype: Any, what: str) -> Any:
     """``value`` for a by-value scalar of ``dtype`` (a DataType), refused where cuDNN would get
     another number: a finite float past the type's range or a non-zero one below it (1e39 and
@@ -174,6 +179,9 @@ def check_scalar_value(value: Any, dtype: Any, what: str) -> Any:
     if isinstance(value, (str, bytes)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{what}: a by-value scalar is a real number, not {value!r}")
     name, number = dtype_name(dtype), cast(Any, value)  # a real number from here on
+    if isinstance(value, numbers.Integral) and abs(int(value)) > _DOUBLE_MAX:
+        # past every type's range; float() below would raise OverflowError, naming nothing
+        raise ValueError(f"{what}: {value!r:.60} is out of the range of {name}")
     if name in _INT_RANGE:
         low, high = _INT_RANGE[name]
         if isinstance(value, (bool, *numpy_types("bool_"))) or not float(number).is_integer():
