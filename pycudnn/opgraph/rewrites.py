@@ -130,6 +130,11 @@ def _pointwise_variant(graph: Graph) -> Variant | None:
     if any(t.ndim != rank for t in tensors):
         return None
     shape = tuple(max(t.dims[i] for t in tensors) for i in range(rank))
+    if any(d not in (1, n) for t in tensors for d, n in zip(t.dims, shape, strict=True)):
+        # Operations of other extents (joined through a broadcast input, or apart): no one
+        # shape to fold, and folding to the largest describes a smaller tensor as a larger one
+        # (reads and writes past its memory).
+        return None
     ref = next((t for t in tensors if not t.is_virtual and t.dims == shape), None)
     if ref is None:
         return None
@@ -156,6 +161,10 @@ def _matmul_variant(graph: Graph) -> Variant | None:
     if rank <= 3 or any(t.ndim != rank for t in tensors):
         return None
     shape = tuple(max(t.dims[i] for t in tensors) for i in range(rank))
+    if any(t.dims[a] not in (1, shape[a]) for t in tensors for a in range(rank - 2)):
+        # Products of other batch extents (two matmuls sharing a broadcast operand): folding to
+        # the largest describes a smaller batch as a larger one (past the tensor's memory).
+        return None
     batch = [a for a in range(rank - 2) if shape[a] != 1]
     groups = _groups(tensors, shape, batch) if batch else []
     if len(groups) > 1:
