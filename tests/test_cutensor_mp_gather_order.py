@@ -5,7 +5,7 @@ workspace) must outlive the work it enqueued.
 scatter's root tells every rank whether it took its array before any data moves (a refusal
 raised on the root alone left the other ranks waiting in the collective).
 
-cuTENSORMp needs GPUs and NCCL, so the rooted and replicated tensors, the plans and the
+cuTENSORMp needs GPUs and NCCL, so the rooted and distributed tensors, the plans and the
 synchronization are recorders here (the GPU tier runs the real ones); what is checked is the
 order of the calls."""
 
@@ -24,13 +24,13 @@ from pycutensor.distributed import mp
 def _record(
     monkeypatch: pytest.MonkeyPatch, rank: int = 0, root_ok: bool = True
 ) -> tuple[list[str], Any]:
-    """Recorders for the rooted tensors, the replicated flag, the plans and the synchronization;
-    ``root_ok`` is what the replicated flag reads back (the root's verdict on its array)."""
+    """Recorders for the rooted tensors, the verdict spread one element a rank, the plans and
+    the synchronization; ``root_ok`` is what each rank's element reads back."""
     events: list[str] = []
 
     class Plan:
         def __init__(self, dst: Any, src: Any) -> None:
-            self.what = "flag" if src.extents == (1,) else "data"
+            self.what = "flag" if len(src.extents) == 1 else "data"
             events.append(f"{self.what} plan")
             weakref.finalize(self, events.append, "plan released")
 
@@ -48,7 +48,8 @@ def _record(
             local_from_numpy=lambda host: events.append(f"root wrote {host.shape}"),
         )
 
-    def replicated(handle: Any, extents: Any, dtype: Any) -> Any:
+    def one_per_rank(handle: Any, extents: Any, dtype: Any, *, ranks_per_mode: Any) -> Any:
+        assert tuple(extents) == ranks_per_mode == (handle.size,)  # one element on each rank
         return SimpleNamespace(
             close=lambda: None,
             local_to_numpy=lambda: np.array([1.0 if root_ok else 0.0], dtype=np.float32),
@@ -56,10 +57,10 @@ def _record(
 
     monkeypatch.setattr(mp, "RedistributionPlan", Plan)
     monkeypatch.setattr(mp, "_rooted_like", rooted)
-    monkeypatch.setattr(mp, "DistributedTensor", replicated)
+    monkeypatch.setattr(mp, "DistributedTensor", one_per_rank)
     monkeypatch.setattr(mp, "_synchronize", lambda handle: events.append("synchronize"))
     tensor = SimpleNamespace(
-        handle=SimpleNamespace(rank=rank), extents=(2, 3), dtype=np.dtype(np.float64)
+        handle=SimpleNamespace(rank=rank, size=2), extents=(2, 3), dtype=np.dtype(np.float64)
     )
     return events, tensor
 
@@ -85,7 +86,7 @@ def test_the_root_says_whether_its_array_is_taken_before_the_data_moves(
     events, tensor = _record(monkeypatch)
     mp.scatter(np.zeros((2, 3)), tensor, 0)  # type: ignore[arg-type]
     assert events.index("flag execute") < events.index("data plan"), events
-    assert "root wrote (1,)" in events and "root wrote (2, 3)" in events
+    assert "root wrote (2,)" in events and "root wrote (2, 3)" in events
 
 
 @pytest.mark.parametrize("bad", [np.zeros((3, 2)), None, "text"], ids=["shape", "none", "text"])
@@ -96,7 +97,7 @@ def test_a_root_refusing_its_array_raises_on_the_root_after_telling_the_others(
     with pytest.raises(ValueError, match=r"scatter: array "):
         mp.scatter(bad, tensor, 0)  # type: ignore[arg-type]
     assert "flag execute" in events and "data plan" not in events, events
-    assert "root wrote (1,)" in events  # its verdict, sent
+    assert "root wrote (2,)" in events  # its verdict, one element per rank, sent
 
 
 def test_the_other_ranks_raise_when_the_root_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -437,21 +437,22 @@ def gather(tensor: DistributedTensor, root: int = 0) -> np.ndarray | None:
 
 
 def _root_agrees(handle: MpHandle, root: int, ok: bool) -> bool:
-    """Whether ``root`` said ``ok``, on every rank: root's flag (a one-element tensor only root
-    holds) redistributed to a tensor every rank holds. Collective: a check only the root can make
-    (its array) then fails on every rank, where a root that raised alone left the others waiting
-    in the next collective for ever."""
-    flag = _rooted_like(handle, (1,), np.float32, root)
+    """Whether ``root`` said ``ok``, on every rank: root's verdict, one element per rank in a
+    tensor only root holds, redistributed to one element on each rank (scatter's own kind of
+    redistribution). Collective: a check only the root can make (its array) then fails on every
+    rank, where a root that raised alone left the others waiting in the next collective."""
+    p = handle.size
+    flag = _rooted_like(handle, (p,), np.float32, root)
     every: DistributedTensor | None = None
     plan: RedistributionPlan | None = None
     try:
-        every = DistributedTensor(handle, (1,), np.float32)  # replicated on every rank
+        every = DistributedTensor(handle, (p,), np.float32, ranks_per_mode=(p,))
         if handle.rank == root:
-            flag.local_from_numpy(np.array([1.0 if ok else 0.0], dtype=np.float32))
+            flag.local_from_numpy(np.full(p, 1.0 if ok else 0.0, dtype=np.float32))
         plan = RedistributionPlan(every, flag)
         plan.execute()
-        _synchronize(handle)  # the flag is read, and the plan freed, once it has arrived
-        return bool(every.local_to_numpy()[0] == 1.0)
+        _synchronize(handle)  # the verdict is read, and the plan freed, once it has arrived
+        return bool(np.all(every.local_to_numpy() == 1.0))
     finally:
         if plan is not None:
             plan.close()
@@ -464,7 +465,7 @@ def scatter(array: np.ndarray | None, like: DistributedTensor, root: int = 0) ->
     """Fill ``like`` from ``array``, a NumPy array given on ``root`` (ignored elsewhere): a
     redistribution from a layout that only ``root`` holds. Collective. An array the root refuses
     (not convertible to ``like``'s dtype, or not of its extents) raises ``ValueError`` on every
-    rank: the root says so to the others first (one one-element collective)."""
+    rank: the root says so to the others first (a one-element-per-rank redistribution)."""
     handle = like.handle
     refusal = ""
     host: np.ndarray | None = None
