@@ -485,3 +485,28 @@ def test_a_tensor_changed_after_the_key_was_taken_is_refused(props: DeviceProper
     with pytest.raises(GraphError, match="tensor 'x' of graph 'conv' was changed after"):
         g.build(device_properties=props, cache=cache)
     assert cache.stats["memory_hits"] == 0
+
+
+def scaled_conv() -> Graph:
+    """conv_only times a by-value scalar 's' (a graph cuDNN plans as described, no rewrite)."""
+    g = conv_only()
+    y = g.scale(g.operations[0].outputs["y"], g.scalar(2.0, name="s"), name="scale")
+    y.set_output(dtype="float16")
+    return g
+
+
+@pytest.mark.usefixtures("libcuda")
+def test_a_by_value_flag_changed_after_the_key_was_taken_is_refused(
+    props: DeviceProperties,
+) -> None:
+    """``by_value`` is a plain attribute too, and in the key: set False after the key was taken,
+    the graph's plan read 's' as a device pointer under the key of graphs that pass it as a host
+    scalar, and their memory hit executed it so (a silent wrong scale)."""
+    cache = PlanCache()
+    g = scaled_conv()
+    g.key()
+    g["s"].by_value = False
+    with pytest.raises(GraphError, match="tensor 's' of graph 'conv' was changed after"):
+        g.build(device_properties=props, cache=cache)
+    scaled_conv().build(device_properties=props, cache=cache)
+    assert cache.stats["memory_hits"] == 0 and cache.stats["stores"] == 1

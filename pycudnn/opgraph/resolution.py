@@ -93,16 +93,25 @@ def resolve(
         t._virtual, t._dtype = virtual, dtype
 
 
-def layout_of(tensors: Sequence[Tensor]) -> tuple[tuple[object, object, int], ...]:
+#: What :func:`layout_of` keeps of one tensor.
+Layout = tuple[object, object, int, bool, int, int, object]
+
+
+def layout_of(tensors: Sequence[Tensor]) -> tuple[Layout, ...]:
     """What a graph's key holds of its tensors that a caller can still reassign (each tensor's
-    dims, strides and alignment are plain attributes): kept with the key, and compared at every
-    later key (:func:`check_layout_unchanged`)."""
-    return tuple((t.dims, t.strides, t.alignment) for t in tensors)
+    dims, strides, alignment, ``by_value``, vector count and unique id are plain attributes; the
+    ragged offset, which the key holds through the operations that read it, too): kept with the
+    key, and compared at every later key (:func:`check_layout_unchanged`). A ``by_value`` flag
+    changed after the key was taken made that graph's plan (a device pointer read where the
+    other graph passes a host scalar, or the reverse) a memory hit for every graph of the old
+    key."""
+    return tuple(
+        (t.dims, t.strides, t.alignment, t.by_value, t.vector_count, t.uid, t.ragged_offset)
+        for t in tensors
+    )
 
 
-def check_layout_unchanged(
-    name: str, tensors: Sequence[Tensor], kept: tuple[tuple[object, object, int], ...]
-) -> None:
+def check_layout_unchanged(name: str, tensors: Sequence[Tensor], kept: tuple[Layout, ...]) -> None:
     """Refuse a graph whose tensors were reassigned after its key was taken: the key, and the
     plans cached under it, describe the tensors as they were (a hit would run the old plan on
     arrays checked against the new layout)."""
