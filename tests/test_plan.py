@@ -510,3 +510,23 @@ def test_a_by_value_flag_changed_after_the_key_was_taken_is_refused(
         g.build(device_properties=props, cache=cache)
     scaled_conv().build(device_properties=props, cache=cache)
     assert cache.stats["memory_hits"] == 0 and cache.stats["stores"] == 1
+
+
+@pytest.mark.usefixtures("libcuda")
+def test_a_tensor_changed_after_finalize_before_the_key_is_refused(props: DeviceProperties) -> None:
+    """The guard compared the tensors with themselves as they were when the key was first taken:
+    changed after finalize() (descriptors built of the old layout) and before any key, the
+    graph was planned from those descriptors under the key of the new layout, and a graph
+    described with that layout got the old layout's plan as a memory hit."""
+    cache = PlanCache()
+    g = scaled_conv()
+    g.finalize(None)  # the unbound descriptors deviceless planning uses
+    g["s"].by_value = False
+    with pytest.raises(GraphError, match="tensor 's' of graph 'conv' was changed after"):
+        g.build(device_properties=props, cache=cache)
+    g = conv_only()
+    g.finalize(None)
+    g["x"].strides = (8192, 1, 512, 32)[::-1]
+    with pytest.raises(GraphError, match="tensor 'x' of graph 'conv' was changed after"):
+        g.key()
+    assert cache.stats["stores"] == 0

@@ -510,6 +510,10 @@ class GraphCore:
             return
         resolve(self.name, self._tensors, self._ops, self._intermediate_dtype, self._io_dtype)
         self._resolved = True
+        # What the key holds of the tensors that a caller can still reassign, as the graph froze:
+        # descriptors are built from here on (finalize, heuristics) before any key is taken, so
+        # the key is checked against this, not against the tensors when it is first taken.
+        self._layout = layout_of(self._tensors)
 
     def signature(self) -> dict[str, Any]:
         """Everything that changes a plan, as plain data (finalizes the graph's structure)."""
@@ -541,12 +545,14 @@ class GraphCore:
     def key(self) -> str:
         """A hash of :meth:`signature` (part of every plan-cache key); ``ClosedError`` once closed."""
         self._check_open()
+        self._resolve()
+        # A tensor reassigned since the graph froze (after a finalize() or heuristics() that built
+        # descriptors of it as it was) is refused: a key of the new values would file the plan of
+        # those descriptors under the key of graphs that describe the new values.
+        check_layout_unchanged(self.name, self._tensors, self._layout)
         if self._signature is None:
             text = json.dumps(self.signature(), sort_keys=True, separators=(",", ":"))
             self._signature = hashlib.sha256(text.encode()).hexdigest()
-            self._layout = layout_of(self._tensors)
-        else:
-            check_layout_unchanged(self.name, self._tensors, self._layout)
         return self._signature
 
     def describe(self) -> str:
