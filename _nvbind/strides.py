@@ -18,6 +18,7 @@ __all__ = [
     "element_extent",
     "overlapping",
     "packed_strides_in_order",
+    "packed_strides_like",
 ]
 
 #: Largest element count :func:`overlapping` enumerates when cheaper tests cannot decide.
@@ -36,6 +37,13 @@ def packed_strides_in_order(shape: Sequence[int], order: Sequence[int]) -> tuple
         strides[axis] = step
         step *= max(int(shape[axis]), 1)
     return tuple(strides)
+
+
+def packed_strides_like(shape: Sequence[int], like: Sequence[int]) -> tuple[int, ...]:
+    """Packed strides of ``shape`` with its dims in the memory order of the strides ``like``
+    (outermost = largest stride; ties keep logical order), as cuDNN's frontend infers the
+    strides of an output from its input's."""
+    return packed_strides_in_order(shape, sorted(range(len(shape)), key=lambda i: (-like[i], i)))
 
 
 def c_strides(shape: Sequence[int]) -> tuple[int, ...]:

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from _nvbind.ffi import UnsupportedByLibraryError
+from _nvbind.strides import packed_strides_like
 
 __all__ = [
     "ATTENTION_DTYPES",
@@ -46,7 +47,6 @@ __all__ = [
     "check_sdpa_backward",
     "check_stats_strides",
     "norm_shapes",
-    "packed_strides_like",
     "require_version",
     "sdpa_features",
     "version_text",
@@ -153,19 +153,6 @@ def _positive_of(t: TensorSpec, prefix: str, dtypes: tuple[str, ...], refusal: s
         raise RuleError(f"{prefix}: dims must be positive, got {_dims(t.dims)}")
     if t.dtype not in dtypes:
         raise RuleError(f"{prefix}: {refusal}")
-
-
-def packed_strides_like(dims: Sequence[int], like: Sequence[int]) -> tuple[int, ...]:
-    """Packed strides for ``dims`` whose axes are ordered in memory as ``like``'s strides order
-    them (outermost = largest stride; ties keep logical order), as cuDNN's frontend infers the
-    strides of an output from its input's."""
-    order = sorted(range(len(dims)), key=lambda i: (-like[i], i))
-    strides = [0] * len(dims)
-    step = 1
-    for i in reversed(order):
-        strides[i] = step
-        step *= max(int(dims[i]), 1)
-    return tuple(strides)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from _nvbind.ffi import UnsupportedByLibraryError
+from _nvbind.strides import packed_strides_like
 from pycudnn._attention_rules import (
     VERSIONS,
     RuleError,
@@ -17,7 +18,6 @@ from pycudnn._attention_rules import (
     check_sdpa,
     check_sdpa_backward,
     norm_shapes,
-    packed_strides_like,
     require_version,
     sdpa_features,
     version_text,

@@ -166,6 +166,24 @@ _INT_RANGE = {
 }
 
 
+def finite_real(value: Any, what: str) -> float:
+    """``value`` (an operation's number setting) as a float; refused unless a finite real number."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{what} must be a real number, not {value!r}")
+    try:
+        result = float(value)
+    except OverflowError:  # an int beyond a double's range: float() names no argument
+        raise ValueError(
+            f"{what} must be a finite real number; this {type(value).__name__} is beyond a "
+            "double's range (about 1.8e308)"
+        ) from None
+    if not math.isfinite(result):
+        # cuDNN takes NaN and inf as scale factors and clips without a word; the result would
+        # be all NaN (or inf) with no hint why. The legacy API refuses them too.
+        raise ValueError(f"{what} must be a finite real number, got {result}")
+    return result
+
+
 #: The largest finite double: an int beyond it has no float.
 _DOUBLE_MAX = int(sys.float_info.max)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import numbers
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -29,6 +28,7 @@ from .common import (
     _dims_text,
     _format_of,
     check_scalar_value,
+    finite_real,
 )
 from .resolution import check_layout_unchanged, decide, layout_of, resolve, written_as
 from .tensor_request import check_alignment, check_dims, check_strides, vector_request
@@ -482,22 +482,7 @@ class GraphCore:
         _cudnn_dtype(dt, f"{op_label}: compute_dtype")
         return dt
 
-    @staticmethod
-    def _real(value: Any, what: str) -> float:
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"{what} must be a real number, not {value!r}")
-        try:
-            result = float(value)
-        except OverflowError:  # an int beyond a double's range: float() names no argument
-            raise ValueError(
-                f"{what} must be a finite real number; this {type(value).__name__} is beyond a "
-                "double's range (about 1.8e308)"
-            ) from None
-        if not math.isfinite(result):
-            # cuDNN takes NaN and inf as scale factors and clips without a word; the result would
-            # be all NaN (or inf) with no hint why. The legacy API refuses them too.
-            raise ValueError(f"{what} must be a finite real number, got {result}")
-        return result
+    _real = staticmethod(finite_real)  # the operation families' number settings
 
     # -- resolution, key, description -----------------------------------------------------------
     def _decide(self, t: Tensor) -> tuple[bool, DataType]:

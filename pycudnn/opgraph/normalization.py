@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from _nvbind.keywords import keyword_defaults, show_keywords, take_keywords
+from _nvbind.strides import packed_strides_like
 
 from .. import _attention_rules as rules
 from .attention import spec
@@ -194,7 +195,7 @@ class NormalizationOps(PointwiseOps):
                     f"{list(x_t.dims)}); fold x to [rows, features, 1] with scale [1, features, 1]"
                 )
             inputs["scale"] = self._gamma_plus_one(owned["scale"], op_name)
-        stats_strides = rules.packed_strides_like(shapes.stats_dims, x_t.strides)
+        stats_strides = packed_strides_like(shapes.stats_dims, x_t.strides)
 
         def stat(role: str) -> Tensor:
             return self._output(

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from _nvbind.keywords import show_keywords, take_keywords
+from _nvbind.strides import packed_strides_in_order
 
 from .common import GraphError, _dims_text, _enum_member
 from .core import GraphCore
@@ -255,9 +256,4 @@ def _axis_innermost(dims: tuple[int, ...], x: Tensor, axis: int) -> tuple[int, .
     cudnn-frontend lays out a transposed block-scale quantization's Y and scale."""
     inner_first = sorted(range(x.ndim), key=lambda i: (x.strides[i], x.dims[i] != 1))
     k = inner_first.index(axis)
-    strides = [0] * len(dims)
-    step = 1
-    for i in inner_first[k:] + inner_first[:k]:
-        strides[i] = step
-        step *= dims[i]
-    return tuple(strides)
+    return packed_strides_in_order(dims, (inner_first[k:] + inner_first[:k])[::-1])
