@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import json
 import logging
@@ -32,7 +33,7 @@ from .heuristics import EngineConfig
 from .loading import load_plan_descriptor, read_plan_text
 from .plan_text import describe_plan, plan_repr
 from .report import PlanningReport
-from .serialization import Kept, add_our_fields
+from .serialization import Kept, add_our_fields, subgraphs_digest
 from .slots import (
     _slots_from_graph,
     _slots_from_json,
@@ -140,6 +141,7 @@ class Plan:
         else:
             raise ValueError("a Plan needs its graph or its JSON to know its tensors")
         self._slots = slots  # (a by-value tensor's host buffer is made on first use)
+        self._subgraphs = kept.subgraphs if kept is not None else None  # see to_json
         self.uids: tuple[int, ...] = tuple(s.uid for s in slots)
         self._slot_by_key: dict[Any, int] = {}
         for i, s in enumerate(slots):
@@ -292,7 +294,9 @@ class Plan:
         self._check_open()
         text = str(self._desc.get("EXECUTION_PLAN_JSON_REPRESENTATION", attr_type="CHAR"))
         data = json.loads(text)
-        add_our_fields(data, kept_of(self._slots))
+        # the record of what cuDNN's JSON leaves out: the graph's, else the one it was loaded with
+        subgraphs = subgraphs_digest(self.graph) if self.graph is not None else self._subgraphs
+        add_our_fields(data, dataclasses.replace(kept_of(self._slots), subgraphs=subgraphs))
         return json.dumps(data)
 
     def save(self, path: str | os.PathLike[str]) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import logging
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -30,10 +32,18 @@ __all__ = []
 #: mask subgraph), which a plan loaded without its graph needs; absent from older plans.
 #: ``pycudnnOutputs``: the unique ids of the tensors the plan writes (cuDNN's JSON names them by
 #: roles that differ from operation to operation); absent from older plans.
+#: ``pycudnnSubgraphs``: a digest of the graph's SDPA score subgraphs (masks, bias) and of the
+#: tensors only they read, as the graph gives them to cuDNN (:func:`subgraphs_digest`): cuDNN's
+#: JSON of an SDPA backward leaves its subgraph out altogether (the mask and the bias live only in
+#: the kernel's parameters, cuDNN 9.28) and lists a subgraph's tensors nowhere its graph's tensors
+#: are compared, so without it a plan for a top-left causal mask loaded for a bottom-right one,
+#: and a plan for a bias of one shape or dtype for another (silent wrong results, reads past the
+#: bias); written for graphs with such subgraphs only.
 GRAPH_KEY_FIELD = "pycudnnGraphKey"
 NAMES_FIELD = "pycudnnTensorNames"
 SCALARS_FIELD = "pycudnnScalarValues"
 OUTPUTS_FIELD = "pycudnnOutputs"
+SUBGRAPHS_FIELD = "pycudnnSubgraphs"
 FORMAT_FIELD = "pycudnnPlanFormat"
 DIGEST_FIELD = "pycudnnDigest"
 #: 1 (no FORMAT_FIELD): the key was the graph's own key, a string nothing checked against the
@@ -61,6 +71,9 @@ class Kept:
     names: dict[int, str] = dataclasses.field(default_factory=dict)
     scalars: dict[int, Scalar] = dataclasses.field(default_factory=dict)
     outputs: frozenset[int] | None = None
+    #: :data:`SUBGRAPHS_FIELD` (None: the graph has no SDPA score subgraph, or the file does not
+    #: say: written before the field was added)
+    subgraphs: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +94,8 @@ def add_our_fields(data: dict[str, Any], kept: Kept) -> None:
         str(uid): [repr(sc.value), sc.data_type, sc.rank] for uid, sc in kept.scalars.items()
     }
     data[OUTPUTS_FIELD] = sorted(kept.outputs or ())
+    if kept.subgraphs is not None:
+        data[SUBGRAPHS_FIELD] = kept.subgraphs
     data[DIGEST_FIELD] = canonical.content_digest(data, DIGEST_FIELD)
 
 
@@ -101,6 +116,7 @@ def take_our_fields(data: dict[str, Any]) -> _Ours:
     names = ours.pop(NAMES_FIELD, None)
     scalars = ours.pop(SCALARS_FIELD, None)  # None (both): saved before the field was added
     outputs = ours.pop(OUTPUTS_FIELD, None)
+    subgraphs = ours.pop(SUBGRAPHS_FIELD, None)
     if fmt is None and digest is None and names is None and not ours:
         return _Ours("older", graph_key=key if isinstance(key, str) else None)
     if isinstance(fmt, bool) or not isinstance(fmt, int):
@@ -121,7 +137,11 @@ def take_our_fields(data: dict[str, Any]) -> _Ours:
             "the file was edited or damaged"
         )
     rest = {**data, FORMAT_FIELD: fmt, GRAPH_KEY_FIELD: key, NAMES_FIELD: names}
-    for field, value in ((SCALARS_FIELD, scalars), (OUTPUTS_FIELD, outputs)):
+    for field, value in (
+        (SCALARS_FIELD, scalars),
+        (OUTPUTS_FIELD, outputs),
+        (SUBGRAPHS_FIELD, subgraphs),
+    ):
         if value is not None:
             rest[field] = value
     try:
@@ -135,7 +155,14 @@ def take_our_fields(data: dict[str, Any]) -> _Ours:
         )
     if not isinstance(key, str):
         raise ValueError(f"the plan JSON's {GRAPH_KEY_FIELD!r} must be a str, got {key!r}")
-    kept = Kept(_names(names), _scalars(scalars), _outputs(outputs))
+    if subgraphs is not None and not (
+        isinstance(subgraphs, str) and len(subgraphs) == 64 and subgraphs.isalnum()
+    ):
+        raise ValueError(
+            f"the plan JSON's {SUBGRAPHS_FIELD!r} must be the digest pycudnn wrote, got "
+            f"{subgraphs!r:.60}"
+        )
+    kept = Kept(_names(names), _scalars(scalars), _outputs(outputs), subgraphs)
     return _Ours("current", graph_key=key, kept=kept)
 
 
@@ -232,6 +259,45 @@ def check_computes(data: Mapping[str, Any], ours: _Ours, graph: OperationGraph) 
     why = canonical.compare(data, graph)
     if why:
         raise ValueError(f"{head}: {why}; build the plan for this graph")
+    # What cuDNN's JSON leaves out (an SDPA backward's mask and bias) is compared through the
+    # digest pycudnn kept of it (SUBGRAPHS_FIELD): the JSON above could not tell.
+    want, kept = subgraphs_digest(graph), ours.kept.subgraphs
+    if want != kept:
+        if kept is None:
+            raise PlanVersionError(
+                f"the plan was saved without pycudnn's record of the SDPA score subgraph (mask, "
+                f"bias) of graph '{graph.name}', which cuDNN's JSON leaves out, so it cannot be "
+                "checked; re-plan: build it again for this graph (a plan cache rebuilds it)"
+            )
+        raise ValueError(
+            f"{head}: its SDPA score subgraph (the mask or bias, or a tensor only they read) "
+            "is not the graph's; build the plan for this graph"
+        )
+
+
+def subgraphs_digest(graph: OperationGraph) -> str | None:
+    """A SHA-256 of ``graph``'s SDPA score subgraphs as lowered for cuDNN (their operations,
+    modes and tensor roles: :func:`canonical.graph_form`) and of the tensors only they read
+    (unique id, dims, strides, data type, alignment, kind; not a by-value scalar's value, which
+    execute passes): :data:`SUBGRAPHS_FIELD`. None for a graph without such a subgraph."""
+    if not any(op.kind in ("sdpa", "sdpa_backward") for op in graph._ops):
+        return None  # no lowering for the rest
+    graph._resolve()
+    forms = [
+        {k: v for k, v in form["attrs"].items() if k.startswith("subgraph")}
+        for form in canonical.graph_form(graph)
+        if "subgraph" in form["attrs"]
+    ]
+    tensors = [
+        [t.uid, list(t.vector_dims), list(t.strides), str(t.element_type), t.alignment,
+         bool(t.by_value), bool(t.is_virtual)]
+        for t in graph.tensors
+        if in_subgraph_only(t)
+    ]  # fmt: skip
+    if not forms and not tensors:
+        return None
+    text = json.dumps([forms, tensors], sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _check_json_matches_graph(data: Mapping[str, Any], graph: OperationGraph) -> str:
