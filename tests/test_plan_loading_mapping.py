@@ -145,6 +145,29 @@ def test_another_mode_of_the_same_arity_is_refused(
         _load(text, _binary(loaded, "a", "b"), h100_props)
 
 
+def _bn_finalize(training: bool) -> Build:
+    def build(g: Graph) -> None:
+        t = [
+            g.tensor([1, 32, 1, 1], dtype="float32", name=n) for n in ("s", "q", "c", "b", "m", "v")
+        ]
+        g.batchnorm_finalize(*t[:4], epsilon=1e-5, accum_count=64, prev_running_mean=t[4],
+                             prev_running_var=t[5], momentum=0.1, training=training)  # fmt: skip
+
+    return build
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["training", "inference"])
+def test_a_batchnorm_finalize_plan_of_the_other_phase_is_refused(
+    training: bool, h100_props: DeviceProperties
+) -> None:
+    """cuDNN writes the phase as the node's "mode"; it was compared with nothing (the graph's is
+    its stats mode), and a training plan loaded for an inference graph and the reverse."""
+    text = _saved(_bn_finalize(training), h100_props)
+    _load(text, _bn_finalize(training), h100_props).close()
+    with pytest.raises(ValueError, match=NOT_THIS_GRAPH):
+        _load(text, _bn_finalize(not training), h100_props)
+
+
 def _select(first: str, second: str) -> Build:
     def build(g: Graph) -> None:
         ts = {n: _t(g, n) for n in "abc"}

@@ -43,7 +43,7 @@ __all__: list[str] = []
 #: normalized attribute names it stands for, tried in order; a key such as "compType" whose
 #: normalized name is the attribute's needs none). Measured on cuDNN 9.28's plans.
 _ALIASES: dict[str, tuple[str, ...]] = {
-    "mode": ("mode", "convmode"),
+    "mode": ("mode", "convmode", "statsmode"),  # statsmode: a BN finalize's phase
     "mathPrec": ("mathprec", "comptype"),
     "pad": ("prepadding", "postpadding"),  # symmetric padding: both, each compared
     "pad_lower": ("prepadding",),  # asymmetric padding (pre != post)

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import functools
-import json
 import logging
 import os
 import threading
@@ -33,7 +31,7 @@ from .heuristics import EngineConfig
 from .loading import load_plan_descriptor, read_plan_text
 from .plan_text import describe_plan, plan_repr
 from .report import PlanningReport
-from .serialization import Kept, add_our_fields, subgraphs_digest
+from .serialization import Kept, with_our_fields
 from .slots import (
     _slots_from_graph,
     _slots_from_json,
@@ -293,11 +291,7 @@ class Plan:
         them). :meth:`from_json` checks both digests, and with a graph compares every operation."""
         self._check_open()
         text = str(self._desc.get("EXECUTION_PLAN_JSON_REPRESENTATION", attr_type="CHAR"))
-        data = json.loads(text)
-        # the record of what cuDNN's JSON leaves out: the graph's, else the one it was loaded with
-        subgraphs = subgraphs_digest(self.graph) if self.graph is not None else self._subgraphs
-        add_our_fields(data, dataclasses.replace(kept_of(self._slots), subgraphs=subgraphs))
-        return json.dumps(data)
+        return with_our_fields(text, kept_of(self._slots), self.graph, self._subgraphs)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write :meth:`to_json` to ``path``, atomically (a temporary file renamed over it); a

@@ -99,6 +99,18 @@ def add_our_fields(data: dict[str, Any], kept: Kept) -> None:
     data[DIGEST_FIELD] = canonical.content_digest(data, DIGEST_FIELD)
 
 
+def with_our_fields(
+    text: str, kept: Kept, graph: OperationGraph | None, loaded_subgraphs: str | None
+) -> str:
+    """cuDNN's plan JSON ``text`` with pycudnn's fields (:func:`add_our_fields`); the record of
+    the SDPA subgraphs cuDNN's JSON leaves out is the graph's, else the one the plan was loaded
+    with (a plan loaded without its graph keeps it for its next save)."""
+    data = json.loads(text)
+    subgraphs = subgraphs_digest(graph) if graph is not None else loaded_subgraphs
+    add_our_fields(data, dataclasses.replace(kept, subgraphs=subgraphs))
+    return json.dumps(data)
+
+
 def take_our_fields(data: dict[str, Any]) -> _Ours:
     """Remove pycudnn's keys from a parsed plan JSON, checking the integrity digest first.
 
