@@ -388,3 +388,31 @@ def test_a_plan_loaded_without_its_graph_binds_by_uid_and_name(sets: Any, props:
         _check(plan, launches[-1], arrays, {s: 2.0})
         plan.execute({t.uid: arrays[t.uid] for t in reversed(ts)} | {"s": 0.5})
         _check(plan, launches[-1], arrays, {s: 0.5})
+
+
+def test_a_scalar_value_reassigned_on_the_graph_is_the_plans_default(sets: Any, props: Any) -> None:
+    """The graph's value was read into the scalar's buffer once: reassigned after a call (and
+    rebuilt, a memory hit handing back the same plan), the plan ran with the old value while
+    to_json saved the new one; after a call that gave a value, with the new one."""
+    cache = PlanCache()
+    g = _bias_add("reassigned")
+    s = g["s"]
+    plan = g.build(device_properties=props, cache=cache)
+    launches = _arm(plan, sets)
+    ts = [t for t in g.tensors if not t.is_virtual and not t.by_value]
+    arrays = {t.uid: _array_for(t) for t in ts}
+    plan.execute({t: arrays[t.uid] for t in ts})
+    _check(plan, launches[-1], arrays, {s.uid: 2.0})
+    s.value = 3.0
+    assert g.build(device_properties=props, cache=cache) is plan
+    plan.execute({t: arrays[t.uid] for t in ts})
+    _check(plan, launches[-1], arrays, {s.uid: 3.0})
+    plan.execute_raw([arrays[u].ptr if u in arrays else None for u in plan.uids])
+    _check(plan, launches[-1], arrays, {s.uid: 3.0})
+    s.value = "6"  # checked as any scalar is, not converted by NumPy
+    with pytest.raises(TypeError):
+        plan.execute({t: arrays[t.uid] for t in ts})
+    plan.set_scalar(s, 4.0)  # set_scalar's default comes before the graph's
+    s.value = 5.0
+    plan.execute({t: arrays[t.uid] for t in ts})
+    _check(plan, launches[-1], arrays, {s.uid: 4.0})

@@ -148,13 +148,22 @@ def scalar_setter(slot: _Slot) -> Callable[..., int]:
 
 
 def restore_defaults(slots: Sequence[_Slot]) -> None:
-    """Put back the default of each by-value slot a call leaves out and an earlier call gave a
-    value to: a value given to execute is that call's only (the docstring's promise)."""
+    """Put the default in the buffer of each by-value slot a call leaves out where an earlier
+    call gave it a value (a value given to execute is that call's only: the docstring's promise)
+    or the default is another object than the one last written. The graph's value is read when
+    the buffer is made, and a tensor's ``value`` reassigned after that (then rebuilt: the plan
+    cache hands back the same plan) ran with the old one, silently, while ``to_json`` saved the
+    new one and verification compared with it."""
     for slot in slots:
-        state = slot.__dict__
-        if state.get("_given"):
-            slot.scalar[0] = default_value(slot)
-            state["_given"] = False
+        state, value = slot.__dict__, slot.value  # default_value(slot), inline: every call
+        if value is None and slot.tensor is not None:
+            value = slot.tensor.value
+        if state.get("_given") or value is not state.get("_default"):
+            if value is None:
+                raise KeyError(f"by-value scalar '{slot.name}' has no value: pass a number")
+            buf = slot.scalar
+            buf[0] = checked_scalar(value, buf.dtype, slot.name)
+            state["_given"], state["_default"] = False, value
 
 
 def check_given(slots: Sequence[_Slot], order: tuple[int, ...]) -> None:
