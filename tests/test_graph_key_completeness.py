@@ -311,10 +311,20 @@ def transpose(permutation: Any = (0, 2, 1, 3)) -> Graph:
     return g
 
 
-def slice_(h: Any = (0, 4, 1), w: Any = (0, 16, 1)) -> Graph:
+def transpose_packed(permutation: Any = (0, 2, 1, 3)) -> Graph:
+    """Into a packed [4, 4, 4, 4] out=: every permutation has the same tensors (a transpose's
+    own output takes strides that follow the permutation), so only the permutation differs."""
+    g = Graph("s")
+    out = g.tensor([4, 4, 4, 4], dtype="float16", name="y")
+    g.transpose(g.tensor([4, 4, 4, 4], dtype="float16", name="x"), list(permutation), out=out)
+    return g
+
+
+def slice_(h: Any = (0, 4, 1), w: Any = (0, 16, 1), out_dims: Any = None) -> Graph:
     g = Graph("s")
     x = g.tensor([2, 4, 8, 16], dtype="float16", name="x")
-    g.slice(x, [slice(None), slice(None), slice(*h), slice(*w)])
+    out = None if out_dims is None else g.tensor(list(out_dims), dtype="float16", name="y")
+    g.slice(x, [slice(None), slice(None), slice(*h), slice(*w)], out=out)
     return g
 
 
@@ -560,6 +570,8 @@ CASES: dict[str, Case] = {
         tensors,
         [
             {"dims": (2, 8, 4, 8)},
+            # batch 1 in the base's strides: only the dims differ (every tensor's strides agree)
+            {"dims": (1, 8, 4, 4), "strides": (128, 16, 4, 1)},
             {"strides": (128, 1, 32, 8)},
             {"dtype": "bfloat16"},
             {"alignment": 32},
@@ -632,6 +644,20 @@ CASES: dict[str, Case] = {
                 {"out_dtype": "float32"},
             ],
             [{"post_padding": 1}, {"compute_dtype": "float32"}],
+        )
+        for kind in ("conv_fprop", "conv_dgrad", "conv_wgrad")
+    },
+    # at stride 4 each variant has the base's dims ((15 + ...) // stride + 1 = 4): only the one
+    # setting differs, so the key must hold it (the variants above also change the tensors)
+    **{
+        f"{kind} stride 4": Case(
+            lambda kind=kind, **kw: conv(kind, **{"stride": 4, **kw}),
+            [
+                {"stride": 5},
+                {"dilation": 2},
+                {"padding": 0, "post_padding": 1},
+                {"padding": 1, "post_padding": 0},
+            ],
         )
         for kind in ("conv_fprop", "conv_dgrad", "conv_wgrad")
     },
@@ -728,7 +754,27 @@ CASES: dict[str, Case] = {
         ],
     ),
     "transpose": Case(transpose, [{"permutation": (0, 1, 3, 2)}, {"permutation": (1, 0, 2, 3)}]),
-    "slice": Case(slice_, [{"h": (4, 8, 1)}, {"h": (0, 8, 2)}, {"w": (0, 8, 1)}]),
+    "transpose packed": Case(
+        transpose_packed, [{"permutation": (0, 1, 3, 2)}, {"permutation": (1, 0, 2, 3)}]
+    ),
+    # (1, 8, 2) and (0, 8, 2), (0, 6, 3) and (0, 6, 4): the same extent, another start or step
+    "slice": Case(
+        slice_,
+        [
+            {"h": (4, 8, 1)},
+            {"h": (0, 8, 2)},
+            {"h": (1, 8, 2)},
+            {"h": (0, 6, 3)},
+            {"h": (0, 6, 4)},
+            {"w": (0, 8, 1)},
+        ],
+    ),
+    # into a packed out=, the slice's own output strides (which follow the step) are not there
+    # to tell the steps apart: (0, 6, 3) and (0, 6, 4) take 2 rows each
+    "slice packed": Case(
+        lambda **kw: slice_(**{"h": (0, 6, 3), "out_dims": (2, 4, 2, 16), **kw}),
+        [{"h": (0, 6, 4)}, {"h": (1, 6, 3)}],
+    ),
     "concatenate": Case(
         concatenate, [{"axis": 2}, {"in_place_index": 0}, {"in_place_index": 1}, {"swap": True}]
     ),
