@@ -203,7 +203,8 @@ def test_sdpa_sliding_window_and_flags() -> None:
     # an int past a double's range: refused by name (it raised OverflowError from math.isfinite)
     with pytest.raises(GraphError, match="scale must be a finite number or a tensor, not 1000"):
         kw.scale_arg("sdpa", 10**400, None)
-    assert kw.scale_arg("sdpa", None, 2**70) == 2.0**70
+    big = kw.scale_arg("sdpa", None, 2**70)
+    assert type(big) is float and big == 2.0**70  # the float cuDNN is given, not the int
     with pytest.raises(GraphError, match="sliding_window must be an int"):
         masks(sliding_window=True)
     with pytest.raises(GraphError, match="causal must be a bool"):

@@ -456,3 +456,15 @@ def test_evaluate_takes_each_input_in_its_own_shape_never_broadcast() -> None:
     ]:
         with pytest.raises(ValueError, match=rf"input '{name}' .*evaluate does not broadcast"):
             evaluate(g, {**good, uid: bad})
+    # initial= (the prior contents of a beta output) is held to its tensor's shape too
+    g = Graph("initial")
+    x = g.tensor([1, 2, 3, 3], dtype="float32", name="x")
+    w = g.tensor([2, 2, 1, 1], dtype="float32", name="w")
+    y = g.conv_fprop(x, w, beta=1.0, name="conv")
+    ins = {x.uid: np.zeros((1, 2, 3, 3)), w.uid: np.zeros((2, 2, 1, 1))}
+    prior = np.arange(18.0).reshape(1, 2, 3, 3)
+    np.testing.assert_array_equal(evaluate(g, ins, {y.uid: prior})[y.uid], prior)
+    with pytest.raises(
+        ValueError, match=r"initial 'conv.y': values of shape \[3\] .*evaluate does not broadcast"
+    ):
+        evaluate(g, ins, {y.uid: np.arange(3.0)})
