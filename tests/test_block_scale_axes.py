@@ -40,6 +40,11 @@ def test_quantize_along_dim_minus_2_divides_that_dim_of_the_scale() -> None:
     assert scale.strides == (1024, 1024, 128, 1)  # X's memory order
     _, last = _quantize([1, 1, 256, 128])  # the default: the last dim
     assert last.dims == (1, 1, 256, 4)
+    # Without transpose, Y keeps X's strides whatever they are (channels-last here), not packed
+    # ones of X's dims: the scale alone follows X's memory order (C innermost, then W, H, N)
+    y, scale = _quantize([2, 64, 4, 32], [8192, 1, 2048, 64], axis=-1)
+    assert y.strides == (8192, 1, 2048, 64)
+    assert scale.dims == (2, 64, 4, 1) and scale.strides == (256, 1, 64, 64)
 
 
 def test_transpose_puts_the_blocked_dim_innermost() -> None:
