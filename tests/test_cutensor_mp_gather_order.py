@@ -27,6 +27,7 @@ def _record(
     """Recorders for the rooted tensors, the verdict spread one element a rank, the plans and
     the synchronization; ``root_ok`` is what each rank's element reads back."""
     events: list[str] = []
+    written: list[np.ndarray] = []  # what the root wrote into its rooted tensors, in order
 
     class Plan:
         def __init__(self, dst: Any, src: Any) -> None:
@@ -45,7 +46,10 @@ def _record(
             extents=tuple(extents),
             close=lambda: events.append("rooted closed"),
             local_to_numpy=lambda: np.zeros((2, 3)),
-            local_from_numpy=lambda host: events.append(f"root wrote {host.shape}"),
+            local_from_numpy=lambda host: (
+                events.append(f"root wrote {host.shape}"),
+                written.append(np.array(host)),
+            ),
         )
 
     def one_per_rank(handle: Any, extents: Any, dtype: Any, *, ranks_per_mode: Any) -> Any:
@@ -60,7 +64,10 @@ def _record(
     monkeypatch.setattr(mp, "DistributedTensor", one_per_rank)
     monkeypatch.setattr(mp, "_synchronize", lambda handle: events.append("synchronize"))
     tensor = SimpleNamespace(
-        handle=SimpleNamespace(rank=rank, size=2), extents=(2, 3), dtype=np.dtype(np.float64)
+        handle=SimpleNamespace(rank=rank, size=2),
+        extents=(2, 3),
+        dtype=np.dtype(np.float64),
+        written=written,
     )
     return events, tensor
 
@@ -87,6 +94,7 @@ def test_the_root_says_whether_its_array_is_taken_before_the_data_moves(
     mp.scatter(np.zeros((2, 3)), tensor, 0)  # type: ignore[arg-type]
     assert events.index("flag execute") < events.index("data plan"), events
     assert "root wrote (2,)" in events and "root wrote (2, 3)" in events
+    assert tensor.written[0].tolist() == [1.0, 1.0]  # "taken", to each of the two ranks
 
 
 @pytest.mark.parametrize("bad", [np.zeros((3, 2)), None, "text"], ids=["shape", "none", "text"])
@@ -98,6 +106,7 @@ def test_a_root_refusing_its_array_raises_on_the_root_after_telling_the_others(
         mp.scatter(bad, tensor, 0)  # type: ignore[arg-type]
     assert "flag execute" in events and "data plan" not in events, events
     assert "root wrote (2,)" in events  # its verdict, one element per rank, sent
+    assert [w.tolist() for w in tensor.written] == [[0.0, 0.0]]  # "refused", to both ranks
 
 
 def test_the_other_ranks_raise_when_the_root_refused(monkeypatch: pytest.MonkeyPatch) -> None:
