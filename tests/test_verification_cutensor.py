@@ -150,3 +150,32 @@ def test_a_verify_where_nothing_was_supported_has_not_passed(
     assert main(["verify", "--quick", "--no-progress"]) == 1
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert "(0 compared)" in last and "NOTHING COMPARED" in last
+
+
+@pytest.mark.parametrize(
+    ("result", "rtol", "status"),
+    [("right", 1e-3, "pass"), ("zeros", 1e-3, "fail"), ("zeros", 1.0, "not verified")],
+)
+def test_a_row_is_not_verified_when_its_tolerance_cannot_tell(
+    monkeypatch: pytest.MonkeyPatch, result: str, rtol: float, status: str
+) -> None:
+    """verify_case's rows: a tolerance of 1 or more passes an all-zero result, so such a row is
+    "not verified" with the reason, never "pass" (the GPU's execution stood in for by NumPy)."""
+    from types import SimpleNamespace
+
+    from _nvbind.comparison import Tolerance
+    from pycutensor import verification
+
+    spec = next(s for s in cases() if s.kind == "permutation")
+    ref = reference(spec, make_operands(spec))
+    got = ref.copy() if result == "right" else np.zeros_like(ref)
+    monkeypatch.setattr(verification, "tolerance", lambda s: Tolerance(rtol, False, ()))
+    monkeypatch.setattr(verification, "_execute", lambda s, operands, preference: got)
+    gpu = SimpleNamespace(compute_capability=(9, 0))
+    monkeypatch.setattr(
+        verification, "require_cuda_core", lambda: SimpleNamespace(Device=lambda: gpu)
+    )
+    rows = verification.verify_case(spec)
+    assert rows and {r["status"] for r in rows} == {status}
+    if status == "not verified":
+        assert all("all-zero output would pass" in r["error"] for r in rows)
