@@ -164,7 +164,8 @@ class Plan:
     # -- scalars -----------------------------------------------------------------------------
     def set_scalar(self, tensor: Any, value: Any) -> None:
         """Set the default of a by-value scalar tensor: the value every following execution
-        that does not give one runs with (and a saved plan keeps)."""
+        that does not give one runs with. A saved plan keeps it for a load without the graph;
+        loaded for a graph, a plan runs with the graph's values."""
         slot = self._slots[self._slot_index(tensor)]
         if not slot.by_value:
             raise ValueError(f"tensor '{slot.name}' is not a by-value scalar")
