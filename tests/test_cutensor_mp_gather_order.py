@@ -97,7 +97,16 @@ def test_the_root_says_whether_its_array_is_taken_before_the_data_moves(
     assert tensor.written[0].tolist() == [1.0, 1.0]  # "taken", to each of the two ranks
 
 
-@pytest.mark.parametrize("bad", [np.zeros((3, 2)), None, "text"], ids=["shape", "none", "text"])
+class _Unreadable:
+    def __array__(self, *args: Any, **kw: Any) -> Any:
+        raise RuntimeError("this object cannot be read")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [np.zeros((3, 2)), None, "text", _Unreadable()],
+    ids=["shape", "none", "text", "raising"],
+)
 def test_a_root_refusing_its_array_raises_on_the_root_after_telling_the_others(
     monkeypatch: pytest.MonkeyPatch, bad: Any
 ) -> None:

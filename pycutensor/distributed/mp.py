@@ -472,8 +472,8 @@ def scatter(array: np.ndarray | None, like: DistributedTensor, root: int = 0) ->
     if handle.rank == root:
         try:
             host = np.asarray(array, dtype=like.dtype)
-        except (TypeError, ValueError) as exc:
-            refusal = f"array cannot be read as {np.dtype(like.dtype).name}: {exc}"
+        except Exception as exc:  # whatever converting raises, the other ranks must hear of it
+            refusal = f"array cannot be read as {np.dtype(like.dtype).name}: {exc!r}"
         else:
             if host.shape != like.extents:
                 refusal = f"array has shape {host.shape}, the tensor {like.extents}"
