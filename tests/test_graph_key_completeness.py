@@ -24,8 +24,9 @@ import numpy as np
 import pytest
 
 import pycudnn
+from _nvbind.ffi import UnsupportedByLibraryError
 from pycudnn.deviceprops import DeviceProperties
-from pycudnn.graph import Graph, Tensor
+from pycudnn.graph import Graph, GraphError, Tensor
 from pycudnn.opgraph.attention_fp8 import SCALE_ROLES
 from pycudnn.opgraph.attention_fp8_backward import BWD_SCALE_ROLES
 from pycudnn.plan import PlanCache
@@ -971,12 +972,45 @@ CASES: dict[str, Case] = {
 }
 
 
+def _key(case: Case, settings: dict[str, Any]) -> str | None:
+    """The key of ``case``'s graph with ``settings``; None where the loaded cuDNN is too old for
+    what they describe (refused before C, naming the version: tests/test_versions.py asserts
+    those refusals, so leaving such a variant out hides no failure)."""
+    try:
+        return case.build(**settings).key()
+    except UnsupportedByLibraryError:
+        return None
+    except GraphError as exc:
+        # a bug of the loaded cuDNN refused by name, with the version that fixes it (the
+        # composite SDPA backward's padding on 9.0-9.9: tests/test_attention_composite.py)
+        loaded = ".".join(map(str, pycudnn.version_tuple()))
+        if f"cuDNN {loaded} " in str(exc) and "or newer" in str(exc):
+            return None
+        raise
+
+
+def _base_key(name: str, case: Case) -> str:
+    key = _key(case, {})
+    if key is None:
+        try:
+            case.build()
+        except UnsupportedByLibraryError as exc:
+            loaded = ".".join(map(str, pycudnn.version_tuple()))
+            pytest.skip(
+                f"cuDNN {loaded} lacks {name} ({exc.symbol or exc}; tests/test_versions.py asserts the refusal)"
+            )
+    assert key is not None
+    return key
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_each_setting_changes_the_key(name: str) -> None:
     case = CASES[name]
-    keys = {case.build().key(): "the base graph"}
+    keys = {_base_key(name, case): "the base graph"}
     for changed in case.differ:
-        key = case.build(**changed).key()
+        key = _key(case, changed)
+        if key is None:
+            continue  # newer than the loaded cuDNN (see _key)
         assert key not in keys, f"{name}: {changed} has the key of {keys[key]}"
         keys[key] = repr(changed)
 
@@ -984,9 +1018,10 @@ def test_each_setting_changes_the_key(name: str) -> None:
 @pytest.mark.parametrize("name", [n for n, c in CASES.items() if c.same])
 def test_a_setting_that_computes_the_same_keeps_the_key(name: str) -> None:
     case = CASES[name]
-    base = case.build().key()
+    base = _base_key(name, case)
     for same in case.same:
-        assert case.build(**same).key() == base, f"{name}: {same}"
+        key = _key(case, same)
+        assert key is None or key == base, f"{name}: {same}"
 
 
 # -- end to end: a shared plan cache, deviceless plans for the H100 ----------------------------
