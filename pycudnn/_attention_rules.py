@@ -24,7 +24,7 @@ Facts measured with cuDNN 9.28 and the H100 device properties (deviceless plans,
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from _nvbind.ffi import UnsupportedByLibraryError
@@ -142,17 +142,16 @@ def _dims(dims: Sequence[int]) -> str:
     return "[" + ", ".join(str(d) for d in dims) + "]"
 
 
-def _fits(t: TensorSpec, dtypes: tuple[str, ...]) -> bool:
-    """What :func:`_positive_of` checks, without its messages (built only when it fails)."""
-    return t.dtype in dtypes and min(t.dims, default=1) >= 1
-
-
-def _positive_of(t: TensorSpec, prefix: str, dtypes: tuple[str, ...], refusal: str) -> None:
-    """Every dim of ``t`` at least 1 and its dtype one of ``dtypes`` (else ``refusal``)."""
-    if any(d < 1 for d in t.dims):
-        raise RuleError(f"{prefix}: dims must be positive, got {_dims(t.dims)}")
+def _positive_of(
+    t: TensorSpec, prefix: Callable[[], str], dtypes: tuple[str, ...], refusal: Callable[[], str]
+) -> None:
+    """Every dim of ``t`` at least 1 and its dtype one of ``dtypes`` (else ``refusal()``); the
+    texts are callables, made only for a refusal (every tensor of every SDPA and norm passes
+    here while its graph is described)."""
+    if min(t.dims, default=1) < 1:
+        raise RuleError(f"{prefix()}: dims must be positive, got {_dims(t.dims)}")
     if t.dtype not in dtypes:
-        raise RuleError(f"{prefix}: {refusal}")
+        raise RuleError(f"{prefix()}: {refusal()}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -199,14 +198,15 @@ def _attention_tensor(t: TensorSpec, what: str) -> None:
             f"{what} '{t.name}': attention tensors are rank 4 [batch, heads, sequence, head_dim], "
             f"got dims {_dims(t.dims)}"
         )
-    if not _fits(t, ATTENTION_DTYPES):
-        _positive_of(
-            t,
-            f"{what} '{t.name}'",
-            ATTENTION_DTYPES,
+    _positive_of(
+        t,
+        lambda: f"{what} '{t.name}'",
+        ATTENTION_DTYPES,
+        lambda: (
             f"SDPA takes {' or '.join(ATTENTION_DTYPES)}, not {t.dtype} "
-            "(cuDNN has no fp32 attention engine; fp8 attention is sdpa_fp8, with its descale tensors)",
-        )
+            "(cuDNN has no fp32 attention engine; fp8 attention is sdpa_fp8, with its descale tensors)"
+        ),
+    )
     attention_layout(t)
 
 
@@ -457,13 +457,12 @@ def _norm_x(mode: str, x: TensorSpec, what: str) -> None:
                 else "give [N, C, H, 1] for a 3-D input"
             )
         )
-    if not _fits(x, NORM_DTYPES):
-        _positive_of(
-            x,
-            f"{mode}norm {what} '{x.name}'",
-            NORM_DTYPES,
-            f"dtype {x.dtype} is not one of {', '.join(NORM_DTYPES)}",
-        )
+    _positive_of(
+        x,
+        lambda: f"{mode}norm {what} '{x.name}'",
+        NORM_DTYPES,
+        lambda: f"dtype {x.dtype} is not one of {', '.join(NORM_DTYPES)}",
+    )
 
 
 def _param(mode: str, t: TensorSpec | None, dims: tuple[int, ...], what: str) -> None:
