@@ -552,9 +552,12 @@ def test_tensor_op_math_on_nchw_warns_with_the_rules_broken() -> None:
             TensorDescriptor((2, 3, 8, 8), dtype=np.float16),
             FilterDescriptor((4, 3, 3, 3), np.float16),
         )
-    text = str(record[0].message)
+    # the legacy descriptors' deprecation notice comes first where this is their first use in
+    # the process (a subset of the suite): the Tensor Core warning is the one checked
+    (tc,) = [r for r in record if issubclass(r.category, TensorCoreWarning)]
+    text = str(tc.message)
     assert "NHWC" in text and "multiple of 8" in text
-    assert record[0].filename == __file__
+    assert tc.filename == __file__
     assert issubclass(TensorCoreWarning, UserWarning)
 
 
