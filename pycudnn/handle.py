@@ -16,6 +16,7 @@ import sys
 import threading
 from typing import Any
 
+from _nvbind import context
 from _nvbind.cuda import driver_status, get_device, stream_handle
 from _nvbind.forksafe import fork_safe_lock
 from _nvbind.resource import CResource
@@ -111,6 +112,7 @@ class Handle(CResource):
         super().__init__(int(out.value or 0), _destroy)
         self.device_id: int = int(dev.device_id)
         self._device = dev
+        self._several_devices = driver_status().device_count > 1  # see activate
         self._stream_obj: Any = None
         self._stream_ptr = 0
         if stream is not None:
@@ -135,6 +137,7 @@ class Handle(CResource):
         CResource.__init__(self, pointer, None, owned=False)
         self.device_id = int(dev.device_id)
         self._device = dev
+        self._several_devices = driver_status().device_count > 1
         self._stream_obj = None
         self._stream_ptr = _get_stream(self)
         return self
@@ -192,6 +195,21 @@ class Handle(CResource):
         """Make this handle's device the current one (cuDNN assumes it stays current)."""
         self._check_open()
         self._device.set_current()
+
+    def activate(self) -> int | None:
+        """Make this handle's device current for one call where another GPU's may be current;
+        return the context to give :meth:`restore` after the call, or None (nothing changed).
+
+        cuDNN launches in the thread's current context, whatever device the handle is bound to.
+        On a machine with one GPU no other device can be current and nothing is asked of the
+        driver; with several, one ``cuCtxGetDevice`` (and a switch where it differs)."""
+        if not self._several_devices:
+            return None
+        self._check_open()
+        return context.activate(self._device, self.device_id)
+
+    #: Make a value :meth:`activate` returned current again (None or 0: nothing to restore).
+    restore = staticmethod(context.restore)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"0x{self.ptr:x}"

@@ -54,6 +54,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from _nvbind import files
+from _nvbind.context import activate, current_context, driver, restore
 from _nvbind.cuda import driver_status, get_device
 from _nvbind.forksafe import fork_safe_lock
 from _nvbind.resource import CResource
@@ -110,44 +111,9 @@ def _destroy(owned: list[tuple[Callable[[int], Any], int]], ptr: int) -> None:
     LIB.function("cutensorDestroy")(ptr)
 
 
-# -- the current device, straight from the driver ----------------------------------------------
-# Executes run on the hot path, so the check "is my device current?" is one call of cuda.bindings'
-# cuCtxGetDevice (cuda-core depends on cuda-bindings), not a round trip through cuda.core. The
-# module is imported on first use so that importing pycutensor stays light.
-_driver_module: Any = None
-
-
-def _driver() -> Any:
-    global _driver_module  # noqa: PLW0603 - a cache filled once
-    drv = _driver_module
-    if drv is None:
-        try:
-            from cuda.bindings import driver
-        except ImportError as exc:
-            raise ImportError(
-                "cuda.bindings (installed with cuda-core: `pip install "
-                f"'cudnn-cutensor-ctypes[cu12]'` or `[cu13]`) is needed to drive CUDA devices: {exc}"
-            ) from exc
-        drv = _driver_module = driver
-    return drv
-
-
-def current_device_ordinal() -> int:
-    """The ordinal of the device whose context is current on this thread, or -1 if none is
-    (``cuCtxGetDevice``)."""
-    status, dev = _driver().cuCtxGetDevice()
-    return -1 if status != 0 or dev is None else int(dev)
-
-
-def _current_context() -> int:
-    """The address of this thread's current context (``cuCtxGetCurrent``), 0 when none is."""
-    status, ctx = _driver().cuCtxGetCurrent()
-    return 0 if status != 0 or ctx is None else int(ctx)
-
-
 def synchronize_stream(stream_ptr: int) -> None:
     """``cuStreamSynchronize`` (0 is the legacy default stream)."""
-    (status,) = _driver().cuStreamSynchronize(stream_ptr or 0)
+    (status,) = driver().cuStreamSynchronize(stream_ptr or 0)
     if status != 0:
         raise RuntimeError(f"cuStreamSynchronize failed with CUresult {int(status)} ({status!r})")
 
@@ -269,7 +235,7 @@ class Handle(CResource):
 
     def __init__(self, device: Any = None) -> None:
         dev = _device(device)
-        previous = _current_context()
+        previous = current_context()
         dev.set_current()  # cutensorCreate binds the handle to the current device
         out = ctypes.c_void_p()
         # cuTENSOR reads the variable during cutensorCreate: what it was then decides for good
@@ -318,19 +284,10 @@ class Handle(CResource):
 
         Pass the returned value to :meth:`restore` once the cuTENSOR call returned.
         """
-        status, dev = _driver().cuCtxGetDevice()
-        if status == 0 and dev is not None and int(dev) == self.device_id:
-            return None
-        previous = _current_context()
-        self._device.set_current()
-        return previous
+        return activate(self._device, self.device_id)
 
-    @staticmethod
-    def restore(previous: int | None) -> None:
-        """Make ``previous`` (a value returned by :meth:`activate`) current again; None or 0 (no
-        context was current) leaves the current context alone."""
-        if previous:
-            _driver().cuCtxSetCurrent(previous)
+    #: Make a value :meth:`activate` returned current again (None or 0: nothing to restore).
+    restore = staticmethod(restore)
 
     def _adopt(self, destroy: Callable[[int], Any], ptr: int) -> None:
         """Own the C object ``ptr``: ``destroy(ptr)`` runs when the handle is closed or collected,

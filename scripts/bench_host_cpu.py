@@ -77,6 +77,7 @@ def _fake_handle() -> Any:
     h._device = None
     h._stream_obj = None
     h._stream_ptr = 0
+    h._several_devices = False  # one GPU: the execute path asks the driver nothing
     return h
 
 

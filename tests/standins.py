@@ -43,12 +43,14 @@ def fake_device_array(
     )
 
 
-def stand_in_handle(device: Any = None) -> Handle:
+def stand_in_handle(device: Any = None, *, several_devices: bool = False) -> Handle:
     """An open Handle on device 0 and the legacy default stream whose pointer (0x1000) never
-    reaches C; ``device`` stands for its CUDA device (``None``: nothing may make it current)."""
+    reaches C; ``device`` stands for its CUDA device (``None``: nothing may make it current),
+    ``several_devices`` says whether the machine has more than one (see Handle.activate)."""
     h = Handle.__new__(Handle)
     CResource.__init__(h, 0x1000, None, owned=False)  # never reaches C
     h.device_id, h._device, h._stream_obj, h._stream_ptr = 0, device, None, 0
+    h._several_devices = several_devices
     return h
 
 

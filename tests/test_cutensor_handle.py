@@ -133,7 +133,7 @@ def test_einsum_is_the_function_whatever_is_imported_first() -> None:
 # -- the driver calls a handle makes (cuda.bindings.driver, no private libcuda binding) ----------
 @pytest.mark.skipif(not NO_GPU, reason="needs a machine without a GPU")
 def test_without_a_gpu_no_device_is_current() -> None:
-    from pycutensor.handle import current_device_ordinal
+    from _nvbind.context import current_device_ordinal
 
     # cuCtxGetDevice answers CUDA_ERROR_NOT_INITIALIZED (or NO_DEVICE): no context, so -1
     assert current_device_ordinal() == -1
@@ -157,7 +157,7 @@ def test_synchronize_stream_raises_the_drivers_error() -> None:
 def test_handles_restore_the_callers_context(gpu_device: int) -> None:
     from cuda.bindings import driver
 
-    from pycutensor.handle import current_device_ordinal
+    from _nvbind.context import current_device_ordinal
 
     handle = pycutensor.Handle(gpu_device)
     assert current_device_ordinal() == gpu_device  # cuda.core's Device.set_current left it current

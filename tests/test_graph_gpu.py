@@ -673,3 +673,27 @@ def test_execute_with_cupy_arrays() -> None:
     plan.execute({x: xc, w: wc, y: yc}, stream=stream.ptr)
     stream.synchronize()
     check_close(cp.asnumpy(yc), conv_ref(xh, wh, [1, 1], [1, 1], [1, 1]), np.float16, "cupy")
+
+
+def test_execute_on_another_gpu_than_the_current_one() -> None:
+    """A plan for device 1 executed while device 0 is current: cuDNN launches in the current
+    context, so execute makes the handle's device current for the call and gives the caller's
+    back (the caller's current device is unchanged)."""
+    from _nvbind.context import current_device_ordinal
+    from _nvbind.cuda import driver_status, get_device
+
+    if driver_status().device_count < 2:
+        pytest.skip("needs two GPUs")
+    DeviceArray = device_array_class()
+    g = Graph()
+    a = g.tensor([2, 8, 6, 6], dtype="float32")
+    b = g.tensor([1, 8, 1, 1], dtype="float32")
+    y = g.add(a, b)
+    plan = g.build(device=1, cache=False)
+    ah, bh = host(a.dims, np.float32), host(b.dims, np.float32)
+    ad, bd = DeviceArray.from_numpy(ah, device=1), DeviceArray.from_numpy(bh, device=1)
+    yd = DeviceArray.empty(y.dims, np.float32, strides=y.strides, device=1)
+    get_device(0).set_current()
+    plan.execute({a: ad, b: bd, y: yd})
+    assert current_device_ordinal() == 0
+    check_close(yd, f64(ah) + f64(bh), np.float32, "add on device 1")

@@ -348,3 +348,48 @@ def test_execute_runs_on_the_stream_it_ordered_its_arrays_on(
     plan.execute(arrays, workspace=ws, stream=ShiftingStream())
     assert len(launches) == 1
     assert set_on == waits == [0x1000]
+
+
+class _RecordedDevice:
+    """Stands for the handle's cuda.core Device: records being made current."""
+
+    device_id = 0
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def set_current(self) -> None:
+        self.events.append("set_current")
+
+
+@pytest.mark.parametrize("several_devices", [False, True])
+def test_execute_makes_the_handles_device_current_where_another_can_be(
+    deviceprops_json: dict[str, Any], several_devices: bool
+) -> None:
+    """cuDNN launches in the thread's current context, not the handle's: on a machine with
+    several GPUs, execute makes the handle's device current around cudnnBackendExecute (the
+    driver's cuCtxGetDevice answers here that no context is current, so the device is made
+    current); with one GPU it asks the driver nothing."""
+    import threading
+
+    from standins import stand_in_handle
+
+    plan, arrays, ws, launches, _ = recording_conv_plan(deviceprops_json, "activate")
+    events: list[str] = []
+    handle = stand_in_handle(_RecordedDevice(events), several_devices=several_devices)
+    plan._handles[threading.get_ident()] = handle
+    launch = plan._exec
+
+    def recorded_launch(*args: Any) -> int:
+        events.append("launch")
+        return launch(*args)
+
+    plan._exec = recorded_launch
+    try:
+        plan.execute(arrays, workspace=ws)
+        plan.execute_raw([int(a.ptr) for a in arrays.values()], int(ws.ptr), handle=handle)
+    finally:
+        plan.close()
+    want = ["set_current", "launch"] if several_devices else ["launch"]
+    assert events == want * 2
+    assert len(launches) == 2

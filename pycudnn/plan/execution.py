@@ -487,12 +487,14 @@ class Plan:
         self._launch(handle, entry)
 
     def _launch(self, handle: Any, entry: Any) -> None:
-        """``cudnnBackendExecute`` of the variant pack ``entry`` on ``handle``, which must be on
-        the device the pack's arrays are on: the last step of :meth:`execute` and
-        :meth:`execute_raw`."""
+        """``cudnnBackendExecute`` of the variant pack ``entry`` on ``handle`` (of the arrays'
+        device): the last step of :meth:`execute` and :meth:`execute_raw`."""
         if entry[1] != handle.device_id:
             wrong_device(handle, entry[1])
+        previous = handle.activate()  # cuDNN launches in the current context (several GPUs)
         status = self._exec(handle._as_parameter_, self._ptr, entry[0])
+        if previous is not None:
+            handle.restore(previous)
         if status:
             check(status, "cudnnBackendExecute")
 
