@@ -231,3 +231,80 @@ def test_report_lists_every_filtered_config_though_the_build_stops_early(
     assert plan.engine_id == first and plan.report is not None
     excluded = (f"engine {engine}", "engine excluded (exclude_engines)")
     assert plan.report.filtered == [excluded] * len(configs)
+
+
+# -- cuDNN's log is read only to explain a failure ---------------------------------------------------
+def _count_log_captures(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the times planning registers pycudnn's cuDNN log callback (log.capture)."""
+    from pycudnn import log
+
+    if log.is_enabled() or log._env_mask():
+        pytest.skip("cuDNN's log is already taken (enable_logging or CUDNN_LOG* variables)")
+    # (Device properties read cuDNN's log once, making their descriptor: made before counting.)
+    calls: list[int] = []
+    real = log.capture
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(log, "capture", counting)
+    return calls
+
+
+def test_a_plan_found_reads_no_cudnn_log(h100_props: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cuDNN formats a log line for each kernel it rejects while a callback takes its log (5 to
+    15 % of a heuristics query); planning that finds its plan never registers one."""
+    assert h100_props.descriptor is not None
+    captures = _count_log_captures(monkeypatch)
+    plan = _conv("no_log").build(device_properties=h100_props, cache=False)
+    result = _conv("no_log_heuristics").heuristics("a", device_properties=h100_props)
+    assert result.configs and result.log == []
+    plan.close()
+    assert captures == []
+
+
+def test_a_query_that_returns_nothing_is_asked_again_with_the_log_read(
+    h100_props: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    g = pycudnn.Graph("nothing")
+    x = g.tensor([4, 32, 16, 16], fmt="NCHW", dtype="float32", name="x")
+    g.reduction(x, op="add", out_dims=[1, 32, 1, 1])  # no engine: measured on 9.19 and 9.28
+    assert h100_props.descriptor is not None
+    captures = _count_log_captures(monkeypatch)
+    result = g.heuristics("a", device_properties=h100_props)
+    if result.configs:
+        pytest.skip(f"cuDNN {pycudnn.version()} has an engine for this reduction")
+    assert captures == [1]
+    assert any("Reason:" in line or "Warning:" in line for line in result.log), result.log
+
+
+def test_failed_finalizes_are_made_again_with_the_log_read_when_planning_fails(
+    h100_props: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deviceless plan finalizes of configs the heuristics returned do not fail, so each is
+    replaced by a real failing one: the ENGINE of a global index the graph does not have.
+    Planning fails, and the error carries cuDNN's log of those finalizes, read after the fact."""
+    from pycudnn.backend import BackendDescriptor
+    from pycudnn.plan import GraphNotSupportedError, building
+
+    graph = _conv("explained")
+    op_graph = graph._descriptors_for(None)["graph"]
+    attempts: list[int] = []
+
+    def failing_finalize(cfg: Any, target: Any, g: Any) -> Any:
+        attempts.append(cfg.engine_id)
+        engine = BackendDescriptor("ENGINE")
+        engine.set("ENGINE_OPERATION_GRAPH", op_graph)
+        engine.set("ENGINE_GLOBAL_INDEX", 1000, attr_type="INT64")
+        engine.set("ENGINE_DEVICEPROP", h100_props.descriptor)
+        engine.finalize()  # raises: no engine 1000
+        raise AssertionError("cuDNN finalized an engine the graph does not have")
+
+    monkeypatch.setattr(building, "_finalize_plan", failing_finalize)
+    with pytest.raises(GraphNotSupportedError) as info:
+        graph.build(heuristics=["a"], device_properties=h100_props, cache=False)
+    report = info.value.report
+    assert len(report.failed) == len(attempts) - min(len(report.failed), building._EXPLAINED)
+    assert "global index 1000" in str(info.value), str(info.value)
+    assert report._unexplained == []

@@ -132,7 +132,7 @@ def _plans_for(
 ) -> list[Plan]:
     plans: list[Plan] = []
     target = query.target
-    with _PLANNING_CALL, _capture() as records:
+    with _PLANNING_CALL:
         for cfg in _collect(graph, query, report, variant):
             try:
                 plan = _finalize_plan(cfg, target, graph)
@@ -140,6 +140,7 @@ def _plans_for(
                 report.failed.append(
                     (f"engine {cfg.engine_id}", f"{exc.status_name}: {exc.message}")
                 )
+                report._unexplained.append(functools.partial(_finalize_plan, cfg, target, graph))
                 continue
             mw = query.filters["max_workspace"]
             if mw is not None and plan.workspace_size > mw:
@@ -155,13 +156,32 @@ def _plans_for(
             plans.append(plan)
             if limit is not None and len(plans) >= limit:
                 break  # before asking for the next config, which would read it from cuDNN
-    for line in _error_lines(records, limit=12):
-        if line not in report.log:
-            report.log.append(line)
     return plans
 
 
+#: How many failed finalizes are finalized again to read cuDNN's log (see _explain).
+_EXPLAINED = 4
+
+
+def _explain(report: PlanningReport) -> None:
+    """cuDNN's log of the first failed plan finalizes, into ``report.log``: they are finalized
+    again with the log captured. cuDNN says why a finalize failed only in its log, and filling
+    it costs every planning call while a callback takes it (a line formatted and read for each
+    kernel rejected), so it is read only once planning has failed."""
+    with _PLANNING_CALL, _capture() as records:
+        for finalize in report._unexplained[:_EXPLAINED]:
+            try:
+                finalize().close()
+            except CudnnError:
+                pass
+    report._unexplained.clear()
+    for line in _error_lines(records, limit=12):
+        if line not in report.log:
+            report.log.append(line)
+
+
 def _not_supported(graph: OperationGraph, report: PlanningReport) -> GraphNotSupportedError:
+    _explain(report)
     for entry in dict.fromkeys(report.known_bad):
         if entry.advice and entry.advice not in report.advice:
             report.advice.append(entry.advice)

@@ -314,31 +314,44 @@ def _run_heuristics(
         and LIB.version < HEURISTICS_WITHOUT_TARGET_SINCE
     ):
         return HeuristicsResult(name, 0, [], _NO_TARGET_BEFORE_9_9)
-    with _HEURISTICS_CALL, _capture() as records:
-        heur = BackendDescriptor("ENGINEHEUR")
-        try:
-            heur.set("ENGINEHEUR_OPERATION_GRAPH", op_graph)
-            heur.set("ENGINEHEUR_MODE", hm)
-            if target.props is not None:
-                heur.set("ENGINEHEUR_DEVICEPROP", target.props.descriptor)
-            if sm_count is not None:
-                heur.set("ENGINEHEUR_SM_COUNT_TARGET", sm_count, attr_type="INT32")
-            heur.finalize()
-            count = heur.element_count("ENGINEHEUR_RESULTS")
-            # count= reads without a second count query; cuDNN fills up to that many configs and
-            # says how many it did (fewer where a config cannot be materialized for the target).
-            descs = heur.get("ENGINEHEUR_RESULTS", count=count) if count > 0 else []
-        except CudnnError as exc:
-            heur.close()
-            return HeuristicsResult(
-                name, 0, [], f"{exc.status_name}: {exc.message}", _error_lines(records)
-            )
-        # Nothing is read from the configs here (EngineConfig reads on demand).
-        configs = [EngineConfig(d, mode=name, rank=i) for i, d in enumerate(descs)]
-    note = ""
-    if not configs and target.props is None and target.device_id is None:
-        note = _NO_TARGET_NOTE
-    return HeuristicsResult(name, count, configs, "", _error_lines(records), note)
+    with _HEURISTICS_CALL:
+        result = _ask(name, op_graph, hm, target, sm_count, records=None)
+    if result.error or not result.configs:
+        # cuDNN says why a query gave nothing only in its log, and filling the log costs every
+        # query while a callback takes it (a line formatted and read for each kernel it rejects:
+        # 5 to 15 % of a query), so the log is captured only when asked again here.
+        with _HEURISTICS_CALL, _capture() as records:
+            result = _ask(name, op_graph, hm, target, sm_count, records=records)
+    if not result.configs and target.props is None and target.device_id is None:
+        result.note = _NO_TARGET_NOTE
+    return result
+
+
+def _ask(
+    name: str, op_graph: Any, hm: Any, target: _Target, sm_count: int | None, *, records: Any
+) -> HeuristicsResult[EngineConfig]:
+    """One ``ENGINEHEUR`` query of mode ``hm``; cuDNN's explanation from the log ``records``
+    captured around it (None: not captured)."""
+    heur = BackendDescriptor("ENGINEHEUR")
+    try:
+        heur.set("ENGINEHEUR_OPERATION_GRAPH", op_graph)
+        heur.set("ENGINEHEUR_MODE", hm)
+        if target.props is not None:
+            heur.set("ENGINEHEUR_DEVICEPROP", target.props.descriptor)
+        if sm_count is not None:
+            heur.set("ENGINEHEUR_SM_COUNT_TARGET", sm_count, attr_type="INT32")
+        heur.finalize()
+        count = heur.element_count("ENGINEHEUR_RESULTS")
+        # count= reads without a second count query; cuDNN fills up to that many configs and
+        # says how many it did (fewer where a config cannot be materialized for the target).
+        descs = heur.get("ENGINEHEUR_RESULTS", count=count) if count > 0 else []
+    except CudnnError as exc:
+        heur.close()
+        error = f"{exc.status_name}: {exc.message}"
+        return HeuristicsResult(name, 0, [], error, _error_lines(records or []))
+    # Nothing is read from the configs here (EngineConfig reads on demand).
+    configs = [EngineConfig(d, mode=name, rank=i) for i, d in enumerate(descs)]
+    return HeuristicsResult(name, count, configs, "", _error_lines(records or []))
 
 
 def _filter_reason(

@@ -111,6 +111,10 @@ class PlanningReport:
     advice: list[str] = dataclasses.field(default_factory=list)
     #: Verdicts of ``verify=True`` (:class:`pycudnn.verification.VerifyResult`), in the order run.
     verification: list[Any] = dataclasses.field(default_factory=list)
+    #: The finalizes that failed, to be made again with cuDNN's log read if planning fails.
+    _unexplained: list[Any] = dataclasses.field(
+        default_factory=list, init=False, repr=False, compare=False
+    )
 
     def describe(self) -> str:
         """Every heuristic mode tried, what was filtered out and why, and cuDNN's own explanation."""
