@@ -167,18 +167,17 @@ def _check_graph_level(
         if not isinstance(og.get(key, []), list):
             raise bad(f"{where}.{key}", "must be an array", og.get(key))
     uids = set(outer)
-    listed: set[int] = set()
     for i, t in enumerate(og.get("tensors", [])):
         at = f"{where}.tensors[{i}]"
         if not isinstance(t, dict):
             raise bad(at, "must be an object", t)
         if not _is_uid_text(t.get("name")):
             raise bad(f"{at}.name", "must be a unique id written as a decimal int64", t.get("name"))
-        # A unique id listed twice: the loader compares one copy with the graph (the last) and
-        # cuDNN may use the other, so a copy of other strides or data type loaded unnoticed.
-        if int(t["name"]) in listed:
+        # A unique id listed twice, in this graph or in one it is nested in: the loader compares
+        # one copy with the graph and cuDNN may use the other, so a copy of other strides or
+        # data type loaded unnoticed. (cuDNN's own subgraphs list only their own tensors.)
+        if int(t["name"]) in uids:
             raise bad(f"{at}.name", "must not name a tensor listed before it", t["name"])
-        listed.add(int(t["name"]))
         uids.add(int(t["name"]))
         for key, low in (("dim", 1), ("stride", -(2**63))):
             values = t.get(key)

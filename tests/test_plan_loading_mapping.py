@@ -459,3 +459,20 @@ def test_a_tensor_listed_twice_is_refused(
     tensors.insert(0 if first else len(tensors), copy)
     with pytest.raises(ValueError, match=r"tensors\[\d\].name must not name a tensor listed"):
         _load(json.dumps(resealed(data)), _sub(), h100_props)
+
+
+def test_a_tensor_of_the_graph_listed_again_in_a_subgraph_is_refused(
+    h100_props: DeviceProperties,
+) -> None:
+    # cuDNN's subgraphs (an SDPA's score graph) list only their own tensors and name the outer
+    # ones; a copy of an outer tensor (other strides) listed inside was loaded unnoticed.
+    data = json.loads(_saved(_attention(False, bias=[1, 1, 128, 128], causal=True), h100_props))
+    og = data["operationGraph"]
+    nested = [v for n in og["nodes"] for v in n.values() if isinstance(v, dict) and "tensors" in v]
+    if not nested:
+        pytest.skip(f"cuDNN {pycudnn.version()} saves this SDPA without a subgraph")
+    copy = {**og["tensors"][0], "stride": [1, 1, 1, 1]}
+    nested[0]["tensors"].append(copy)
+    with pytest.raises(ValueError, match=r"subgraph.tensors\[\d\].name must not name a tensor"):
+        _load(json.dumps(resealed(data)), _attention(False, bias=[1, 1, 128, 128], causal=True),
+              h100_props)  # fmt: skip
