@@ -393,3 +393,14 @@ def test_execute_makes_the_handles_device_current_where_another_can_be(
     want = ["set_current", "launch"] if several_devices else ["launch"]
     assert events == want * 2
     assert len(launches) == 2
+
+
+def test_a_bool_key_is_no_unique_id(conv_plan: Any) -> None:
+    """True == 1 and hashes alike: {True: x} bound x to the tensor of unique id 1."""
+    plan, arrays, ws, launches, (x, w, y) = conv_plan
+    assert x.uid == 1
+    with pytest.raises(KeyError, match="True is not a tensor of this plan"):
+        plan.execute({True: arrays[x], w: arrays[w], y: arrays[y]}, workspace=ws)
+    assert launches == []
+    plan.execute({1: arrays[x], w: arrays[w], y: arrays[y]}, workspace=ws)  # the uid itself
+    assert len(launches) == 1

@@ -359,7 +359,8 @@ class Plan:
             raise ClosedError("this execution plan is closed")
 
     def _slot_index(self, key: Any) -> int:
-        idx = self._slot_by_key.get(key) if isinstance(key, (int, str, Tensor)) else None
+        ok = isinstance(key, (int, str, Tensor)) and not isinstance(key, bool)  # True: not uid 1
+        idx = self._slot_by_key.get(key) if ok else None
         if idx is None:
             if isinstance(key, Tensor):
                 if self.graph is not None and not key._belongs_to(self.graph):
@@ -487,8 +488,7 @@ class Plan:
         self._launch(handle, entry)
 
     def _launch(self, handle: Any, entry: Any) -> None:
-        """``cudnnBackendExecute`` of the variant pack ``entry`` on ``handle`` (of the arrays'
-        device): the last step of :meth:`execute` and :meth:`execute_raw`."""
+        """``cudnnBackendExecute`` of the pack ``entry`` on ``handle``: ends both execute paths."""
         if entry[1] != handle.device_id:
             wrong_device(handle, entry[1])
         previous = handle.activate()  # cuDNN launches in the current context (several GPUs)
