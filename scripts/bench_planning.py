@@ -2,6 +2,7 @@
 """Planning speed: pycudnn beside NVIDIA's cudnn-frontend, deviceless plans for the H100.
 
     python scripts/bench_planning.py [--quick] [--graphs conv_fprop,layernorm_fwd] [--repeats 5]
+        [--rounds 3]
         [--out DIR] [--frontend-python PATH] [--cold-runs 7] [--plot] [--write-docs]
 
 For each graph of the list (the graphs of the project's planning-speed issue: conv fprop + bias +
@@ -11,7 +12,8 @@ slice -> matmul, RoPE -> SDPA, MoE grouped matmul) both libraries plan for the c
 properties without a GPU (``tests/data/deviceprops/h100-sxm-80gb.json``; needs ``libcuda.so.1``):
 
 - **build**: describe the graph and build its plan (heuristics modes A then FALLBACK, the first
-  config that finalizes, no plan cache), the median of ``--repeats`` after one warm-up;
+  config that finalizes, no plan cache), the median of ``--repeats`` after one warm-up, in
+  ``--rounds`` rounds in which the two libraries take turns (the machine's speed drifts);
 - **heuristics**: describe the graph and query heuristic mode A (the configs it returns);
 - the engine each chose, side by side (they must be the same);
 - **cold**: a new process to its first plan, import included (median of ``--cold-runs``, the
@@ -107,10 +109,31 @@ def bench_pycudnn(names: list[str], repeats: int) -> dict[str, Any]:
         entry["knobs"] = dict(plan.knobs)
         entry["report"] = plan.report.describe() if plan.report is not None else ""
         plan.close()
-        entry["build_ms"] = _median_ms(_timed(build, repeats))
+        entry["build_samples_ms"] = [_ms(t) for t in _timed(build, repeats)]
         res = heuristics()
         entry["heuristics_a_configs"] = [c.engine_id for c in res.configs]
-        entry["heuristics_ms"] = _median_ms(_timed(heuristics, repeats))
+        entry["heuristics_samples_ms"] = [_ms(t) for t in _timed(heuristics, repeats)]
+        out[name] = entry
+    return out
+
+
+def _pooled(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One entry a graph from the entries of every round: the first round's, with the medians
+    (``build_ms``, ``heuristics_ms``) of all the rounds' samples; a graph that failed in any
+    round is reported with that round's error."""
+    out: dict[str, Any] = {}
+    for name in rounds[0] if rounds else {}:
+        entries = [r.get(name, {"error": "missing from a round"}) for r in rounds]
+        failed = [e for e in entries if "error" in e or "absent" in e]
+        if failed:
+            out[name] = failed[0]
+            continue
+        entry = dict(entries[0])
+        for key in ("build", "heuristics"):
+            samples = [t for e in entries for t in e.pop(f"{key}_samples_ms")]
+            entry.pop(f"{key}_samples_ms", None)
+            entry[f"{key}_ms"] = round(statistics.median(samples), 3)
+            entry[f"{key}_samples"] = len(samples)
         out[name] = entry
     return out
 
@@ -553,13 +576,13 @@ FRONTEND_CHILD = textwrap.dedent(
         samples = []
         for _ in range(args["repeats"]):
             t = time.perf_counter(); build(name); samples.append(time.perf_counter() - t)
-        entry["build_ms"] = statistics.median(samples) * 1e3
+        entry["build_samples_ms"] = [t * 1e3 for t in samples]
         h = heuristics(name)
         entry["heuristics_a_configs"] = heur_engines(h)
         samples = []
         for _ in range(args["repeats"]):
             t = time.perf_counter(); heuristics(name); samples.append(time.perf_counter() - t)
-        entry["heuristics_ms"] = statistics.median(samples) * 1e3
+        entry["heuristics_samples_ms"] = [t * 1e3 for t in samples]
         out["graphs"][name] = entry
     print(json.dumps(out))
     '''
@@ -758,7 +781,8 @@ def write_docs(result: dict[str, Any], doc: Path = DOC) -> None:
         "--write-docs` (the run's JSON and plot: `docs/benchmarks/bench_planning.{json,png}`): "
         "each graph described and built (heuristics A then FALLBACK, no plan cache) for the "
         "committed H100 properties without a GPU, median of "
-        f"{result['repeats']} after a warm-up; the heuristics column describes the graph and "
+        f"{result['repeats']} after a warm-up, taken in {result.get('rounds', 1)} rounds in "
+        "which the two libraries take turns; the heuristics column describes the graph and "
         "queries mode A. Run "
         f"{m['date']}, {m['cpu']} ({m['cpus']} CPUs, load average {m['load_average'][0]} when "
         "it started; a shared machine), Python "
@@ -782,6 +806,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="two graphs, one run each (CI)")
     ap.add_argument("--graphs", help="comma-separated graph names (default: all)")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="the libraries take turns this many times; --repeats samples are split among them",
+    )
     ap.add_argument("--cold-runs", type=int, default=7)
     ap.add_argument(
         "--warm-only",
@@ -807,18 +837,35 @@ def main(argv: list[str] | None = None) -> int:
     else:
         names = list(QUICK_GRAPHS if args.quick else GRAPHS)
     repeats, runs = (1, 1) if args.quick else (args.repeats, args.cold_runs)
-    if repeats < 1 or runs < 1:
-        ap.error("--repeats and --cold-runs must be at least 1")
+    if repeats < 1 or runs < 1 or args.rounds < 1:
+        ap.error("--repeats, --rounds and --cold-runs must be at least 1")
     cold = [n for n in COLD_GRAPHS if n in names][: 1 if args.quick else None] or names[:1]
-    result: dict[str, Any] = {"machine": machine(), "repeats": repeats, "quick": args.quick}
-    result["pycudnn"] = bench_pycudnn(names, repeats)
+    rounds = 1 if args.quick else args.rounds
+    result: dict[str, Any] = {
+        "machine": machine(), "repeats": repeats, "rounds": rounds, "quick": args.quick
+    }  # fmt: skip
     python = frontend_python(args.frontend_python)
-    if python is None:
-        result["frontend"] = {"absent": "cudnn-frontend is not installed here (--frontend-python)"}
+    ours: list[dict[str, Any]] = []
+    theirs: list[dict[str, Any]] = []
+    # The machine's speed drifts over seconds (the same query's median moves by a third from one
+    # process to the next here): the two libraries take turns, a round each, the first to go
+    # alternating, and each figure is the median of all its rounds' samples.
+    for r in range(rounds):
+        per_round = -(-repeats // rounds)
+        for library in ("pycudnn", "frontend")[:: 1 if r % 2 == 0 else -1]:
+            if library == "pycudnn":
+                ours.append(bench_pycudnn(names, per_round))
+            elif python is not None:
+                theirs.append(bench_frontend(python, names, per_round))
+                if "absent" in theirs[-1]:
+                    python = None  # no more rounds, nor cold figures, from a frontend that fails
+    result["pycudnn"] = _pooled(ours)
+    if theirs and "absent" not in theirs[-1]:
+        result["frontend"] = {**theirs[0], "graphs": _pooled([t["graphs"] for t in theirs])}
+    elif theirs:
+        result["frontend"] = theirs[-1]
     else:
-        result["frontend"] = bench_frontend(python, names, repeats)
-        if "absent" in result["frontend"]:
-            python = None  # no cold figures from a frontend that cannot plan
+        result["frontend"] = {"absent": "cudnn-frontend is not installed here (--frontend-python)"}
     if args.warm_only:  # for comparing two checkouts quickly, run after run
         result["cache_memory"], result["cold"] = {}, {}
     else:

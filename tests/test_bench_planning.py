@@ -72,3 +72,22 @@ def test_docs_section_is_replaced_not_repeated(quick_run: dict, tmp_path: Path) 
     assert text.count(bench_planning.SECTION) == 1
     assert "## Later section\n\nkept" in text and text.startswith("# Performance\n\nintro")
     assert "| layernorm_fwd |" in text
+
+
+def test_rounds_are_pooled_into_one_median() -> None:
+    sys.path.insert(0, str(SCRIPT.parent))
+    import bench_planning
+
+    def entry(build: list[float], heur: list[float]) -> dict:
+        return {"engine": 7, "build_samples_ms": build, "heuristics_samples_ms": heur}
+
+    rounds = [
+        {"g": entry([1.0, 2.0], [10.0, 11.0]), "bad": entry([1.0], [1.0])},
+        {"g": entry([3.0, 9.0], [12.0, 30.0]), "bad": {"error": "RuntimeError: no"}},
+    ]
+    pooled = bench_planning._pooled(rounds)
+    assert pooled["g"] == {
+        "engine": 7, "build_ms": 2.5, "build_samples": 4, "heuristics_ms": 11.5,
+        "heuristics_samples": 4,
+    }  # fmt: skip
+    assert pooled["bad"] == {"error": "RuntimeError: no"}  # a round that failed is reported
