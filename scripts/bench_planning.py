@@ -2,7 +2,7 @@
 """Planning speed: pycudnn beside NVIDIA's cudnn-frontend, deviceless plans for the H100.
 
     python scripts/bench_planning.py [--quick] [--graphs conv_fprop,layernorm_fwd] [--repeats 5]
-        [--rounds 3]
+        [--rounds 5]
         [--out DIR] [--frontend-python PATH] [--cold-runs 7] [--plot] [--write-docs]
 
 For each graph of the list (the graphs of the project's planning-speed issue: conv fprop + bias +
@@ -13,7 +13,8 @@ properties without a GPU (``tests/data/deviceprops/h100-sxm-80gb.json``; needs `
 
 - **build**: describe the graph and build its plan (heuristics modes A then FALLBACK, the first
   config that finalizes, no plan cache), the median of ``--repeats`` after one warm-up, in
-  ``--rounds`` rounds in which the two libraries take turns (the machine's speed drifts);
+  ``--rounds`` rounds in which the two libraries take turns, each in a new process (the
+  machine's speed drifts, and a process's own state moves its figures);
 - **heuristics**: describe the graph and query heuristic mode A (the configs it returns);
 - the engine each chose, side by side (they must be the same);
 - **cold**: a new process to its first plan, import included (median of ``--cold-runs``, the
@@ -114,6 +115,17 @@ def bench_pycudnn(names: list[str], repeats: int) -> dict[str, Any]:
         entry["heuristics_a_configs"] = [c.engine_id for c in res.configs]
         entry["heuristics_samples_ms"] = [_ms(t) for t in _timed(heuristics, repeats)]
         out[name] = entry
+    return out
+
+
+def bench_pycudnn_child(names: list[str], repeats: int) -> dict[str, Any]:
+    """:func:`bench_pycudnn` in a new process: each round samples another process, as the
+    frontend's rounds do (a process's own state moves its figures as much as the machine)."""
+    argv = [sys.executable, str(Path(__file__).resolve()), "--pycudnn-round",
+            json.dumps({"graphs": names, "repeats": repeats})]  # fmt: skip
+    out = _run_child(argv, _child_env())
+    if "error" in out:
+        return {name: {"error": f"the pycudnn round failed: {out['error']}"} for name in names}
     return out
 
 
@@ -809,8 +821,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--rounds",
         type=int,
-        default=3,
-        help="the libraries take turns this many times; --repeats samples are split among them",
+        default=5,
+        help="the libraries take turns this many times, each round a new process of each; "
+        "--repeats samples are split among them",
     )
     ap.add_argument("--cold-runs", type=int, default=7)
     ap.add_argument(
@@ -825,7 +838,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plot", action="store_true")
     ap.add_argument("--write-docs", action="store_true", help=f"write the table into {DOC.name}")
     ap.add_argument("--list", action="store_true", help="list the graphs and exit")
+    ap.add_argument("--pycudnn-round", help=argparse.SUPPRESS)  # a round's child: JSON in, out
     args = ap.parse_args(argv)
+    if args.pycudnn_round:
+        asked = json.loads(args.pycudnn_round)
+        print(json.dumps(bench_pycudnn(asked["graphs"], asked["repeats"])))
+        return 0
     if args.list:
         print("\n".join(GRAPHS))
         return 0
@@ -847,14 +865,15 @@ def main(argv: list[str] | None = None) -> int:
     python = frontend_python(args.frontend_python)
     ours: list[dict[str, Any]] = []
     theirs: list[dict[str, Any]] = []
-    # The machine's speed drifts over seconds (the same query's median moves by a third from one
-    # process to the next here): the two libraries take turns, a round each, the first to go
-    # alternating, and each figure is the median of all its rounds' samples.
+    # The machine's speed drifts over seconds, and a process's own state moves its figures too
+    # (the same query's median moved by a third from one process to the next here): the two
+    # libraries take turns, a new process of each a round, the first to go alternating, and
+    # each figure is the median of all its rounds' samples.
     for r in range(rounds):
         per_round = -(-repeats // rounds)
         for library in ("pycudnn", "frontend")[:: 1 if r % 2 == 0 else -1]:
-            if library == "pycudnn":
-                ours.append(bench_pycudnn(names, per_round))
+            if library == "pycudnn":  # in a process of its own each round, as the frontend
+                ours.append(bench_pycudnn_child(names, per_round))
             elif python is not None:
                 theirs.append(bench_frontend(python, names, per_round))
                 if "absent" in theirs[-1]:
