@@ -308,3 +308,35 @@ def test_failed_finalizes_are_made_again_with_the_log_read_when_planning_fails(
     assert len(report.failed) == len(attempts) - min(len(report.failed), building._EXPLAINED)
     assert "global index 1000" in str(info.value), str(info.value)
     assert report._unexplained == []
+
+
+def test_a_plan_found_after_failed_finalizes_keeps_nothing_to_explain(
+    h100_props: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first config's finalize fails for real (an engine the graph does not have); the
+    next one is finalized: the plan's report lists the failure and holds nothing to make again."""
+    from pycudnn.backend import BackendDescriptor
+    from pycudnn.plan import building
+
+    graph = _conv("explained_then_found")
+    op_graph = graph._descriptors_for(None)["graph"]
+    real = building._finalize_plan
+    calls: list[int] = []
+
+    def first_fails(cfg: Any, target: Any, g: Any) -> Any:
+        calls.append(cfg.engine_id)
+        if len(calls) == 1:
+            engine = BackendDescriptor("ENGINE")
+            engine.set("ENGINE_OPERATION_GRAPH", op_graph)
+            engine.set("ENGINE_GLOBAL_INDEX", 1000, attr_type="INT64")
+            engine.set("ENGINE_DEVICEPROP", h100_props.descriptor)
+            engine.finalize()  # raises: no engine 1000
+        return real(cfg, target, g)
+
+    monkeypatch.setattr(building, "_finalize_plan", first_fails)
+    assert h100_props.descriptor is not None
+    captures = _count_log_captures(monkeypatch)
+    with graph.build(heuristics=["a"], device_properties=h100_props, cache=False) as plan:
+        assert plan.report is not None and len(plan.report.failed) == 1
+        assert plan.report._unexplained == [] and plan.report.log == []
+    assert len(calls) == 2 and captures == []

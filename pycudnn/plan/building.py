@@ -156,6 +156,8 @@ def _plans_for(
             plans.append(plan)
             if limit is not None and len(plans) >= limit:
                 break  # before asking for the next config, which would read it from cuDNN
+    if plans:  # nothing to explain: the plans' report holds no finalize to make again
+        report._unexplained.clear()
     return plans
 
 
