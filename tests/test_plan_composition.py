@@ -93,6 +93,32 @@ def test_cuda_graph_refusal_names_the_missing_note(conv_plan: Any) -> None:
     assert "lacks" not in str(info.value)
 
 
+@pytest.mark.parametrize("several_devices", [False, True])
+def test_cuda_graph_calls_make_the_handles_device_current(
+    conv_plan: Any, several_devices: bool
+) -> None:
+    """As an execute: cuDNN works in the thread's current context, so with several GPUs the
+    handle's device is made current for the call (no context is current here, so it is)."""
+    plan = conv_plan[0]
+    events: list[str] = []
+
+    class Device:  # stands for the handle's cuda.core Device
+        device_id = 0
+
+        def set_current(self) -> None:
+            events.append("set_current")
+
+    handle = stand_in_handle(Device(), several_devices=several_devices)
+    entry: Any = (None, handle.device_id, None)  # no pack: the call is a stand-in
+
+    def populate(*args: Any) -> int:  # cudnnBackendPopulateCudaGraph needs a GPU
+        events.append("populate")
+        return 0
+
+    plan._graphs.call(populate, "cudnnBackendPopulateCudaGraph", handle, entry, 1)
+    assert events == (["set_current", "populate"] if several_devices else ["populate"])
+
+
 def test_a_closed_thread_handle_is_replaced_on_every_path(
     conv_plan: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

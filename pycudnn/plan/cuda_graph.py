@@ -70,7 +70,10 @@ class CudaGraphCalls:
         """``function`` (``fn``) on the variant pack ``entry`` and the CUDA graph."""
         if entry[1] != handle.device_id:
             wrong_device(handle, entry[1])
+        previous = handle.activate()  # as an execute (several GPUs): cuDNN uses the current one
         status = fn(handle._as_parameter_, self._plan, entry[0], ctypes.c_void_p(graph_ptr))
+        if previous is not None:
+            handle.restore(previous)
         if not status:
             return
         try:
