@@ -319,7 +319,7 @@ def _run_heuristics(
     if result.error or not result.configs:
         # cuDNN says why a query gave nothing only in its log, and filling the log costs every
         # query while a callback takes it (a line formatted and read for each kernel it rejects:
-        # 5 to 15 % of a query), so the log is captured only when asked again here.
+        # up to a sixth of a query), so the log is captured only when asked again here.
         with _HEURISTICS_CALL, _capture() as records:
             result = _ask(name, op_graph, hm, target, sm_count, records=records)
     if not result.configs and target.props is None and target.device_id is None:
