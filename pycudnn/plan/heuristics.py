@@ -348,10 +348,17 @@ def _ask(
     except CudnnError as exc:
         heur.close()
         error = f"{exc.status_name}: {exc.message}"
-        return HeuristicsResult(name, 0, [], error, _error_lines(records or []))
+        return HeuristicsResult(name, 0, [], error, _explanation(records))
     # Nothing is read from the configs here (EngineConfig reads on demand).
     configs = [EngineConfig(d, mode=name, rank=i) for i, d in enumerate(descs)]
-    return HeuristicsResult(name, count, configs, "", _error_lines(records or []))
+    return HeuristicsResult(name, count, configs, "", _explanation(records))
+
+
+def _explanation(records: Any) -> list[str]:
+    """The explanatory lines of a query's log, read only when it gave nothing: the first twelve
+    (a query's first lines name the first configs it rejected; the cause that rejected them all,
+    such as no SM grid for the target, can come later)."""
+    return [] if records is None else _error_lines(records, limit=12)
 
 
 def _filter_reason(
