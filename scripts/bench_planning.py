@@ -140,10 +140,9 @@ def _pooled(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         if failed:
             out[name] = failed[0]
             continue
-        entry = dict(entries[0])
+        entry = {k: v for k, v in entries[0].items() if not k.endswith("_samples_ms")}
         for key in ("build", "heuristics"):
-            samples = [t for e in entries for t in e.pop(f"{key}_samples_ms")]
-            entry.pop(f"{key}_samples_ms", None)
+            samples = [t for e in entries for t in e[f"{key}_samples_ms"]]
             entry[f"{key}_ms"] = round(statistics.median(samples), 3)
             entry[f"{key}_samples"] = len(samples)
         out[name] = entry

@@ -54,6 +54,19 @@ def stand_in_handle(device: Any = None, *, several_devices: bool = False) -> Han
     return h
 
 
+class RecordedDevice:
+    """Stands for a handle's cuda.core Device: appends "set_current" to ``events`` each time it is
+    made current (see :func:`stand_in_handle`)."""
+
+    device_id = 0
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def set_current(self) -> None:
+        self.events.append("set_current")
+
+
 def recording_conv_plan(deviceprops_json: dict[str, Any], name: str) -> tuple[Any, ...]:
     """A 3x3 conv plan built by cuDNN for the committed device properties, whose launch
     (``cudnnBackendExecute``, which needs a GPU) is a recorder, on a :func:`stand_in_handle`:

@@ -350,18 +350,6 @@ def test_execute_runs_on_the_stream_it_ordered_its_arrays_on(
     assert set_on == waits == [0x1000]
 
 
-class _RecordedDevice:
-    """Stands for the handle's cuda.core Device: records being made current."""
-
-    device_id = 0
-
-    def __init__(self, events: list[str]) -> None:
-        self.events = events
-
-    def set_current(self) -> None:
-        self.events.append("set_current")
-
-
 @pytest.mark.parametrize("several_devices", [False, True])
 def test_execute_makes_the_handles_device_current_where_another_can_be(
     deviceprops_json: dict[str, Any], several_devices: bool
@@ -372,11 +360,11 @@ def test_execute_makes_the_handles_device_current_where_another_can_be(
     current); with one GPU it asks the driver nothing."""
     import threading
 
-    from standins import stand_in_handle
+    from standins import RecordedDevice, stand_in_handle
 
     plan, arrays, ws, launches, _ = recording_conv_plan(deviceprops_json, "activate")
     events: list[str] = []
-    handle = stand_in_handle(_RecordedDevice(events), several_devices=several_devices)
+    handle = stand_in_handle(RecordedDevice(events), several_devices=several_devices)
     plan._handles[threading.get_ident()] = handle
     launch = plan._exec
 

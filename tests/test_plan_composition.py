@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from standins import BASE, recording_conv_plan, stand_in_handle
+from standins import BASE, RecordedDevice, recording_conv_plan, stand_in_handle
 from standins import fake_device_array as fake
 
 import pycudnn
@@ -101,14 +101,7 @@ def test_cuda_graph_calls_make_the_handles_device_current(
     handle's device is made current for the call (no context is current here, so it is)."""
     plan = conv_plan[0]
     events: list[str] = []
-
-    class Device:  # stands for the handle's cuda.core Device
-        device_id = 0
-
-        def set_current(self) -> None:
-            events.append("set_current")
-
-    handle = stand_in_handle(Device(), several_devices=several_devices)
+    handle = stand_in_handle(RecordedDevice(events), several_devices=several_devices)
     entry: Any = (None, handle.device_id, None)  # no pack: the call is a stand-in
 
     def populate(*args: Any) -> int:  # cudnnBackendPopulateCudaGraph needs a GPU

@@ -234,13 +234,14 @@ def test_report_lists_every_filtered_config_though_the_build_stops_early(
 
 
 # -- cuDNN's log is read only to explain a failure ---------------------------------------------------
-def _count_log_captures(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the times planning registers pycudnn's cuDNN log callback (log.capture)."""
+def _count_log_captures(monkeypatch: pytest.MonkeyPatch, props: Any) -> list[int]:
+    """Counts the times planning registers pycudnn's cuDNN log callback (log.capture) from now
+    on; ``props``' descriptor, whose making reads the log once, is made first."""
     from pycudnn import log
 
     if log.is_enabled() or log._env_mask():
         pytest.skip("cuDNN's log is already taken (enable_logging or CUDNN_LOG* variables)")
-    # (Device properties read cuDNN's log once, making their descriptor: made before counting.)
+    assert props.descriptor is not None
     calls: list[int] = []
     real = log.capture
 
@@ -252,11 +253,23 @@ def _count_log_captures(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
+def _finalize_for_real_and_fail(graph: pycudnn.Graph, props: Any) -> None:
+    """A real failing finalize (deviceless plan finalizes of the configs the heuristics return do
+    not fail): the ENGINE of a global index ``graph`` does not have."""
+    from pycudnn.backend import BackendDescriptor
+
+    engine = BackendDescriptor("ENGINE")
+    engine.set("ENGINE_OPERATION_GRAPH", graph._descriptors_for(None)["graph"])
+    engine.set("ENGINE_GLOBAL_INDEX", 1000, attr_type="INT64")
+    engine.set("ENGINE_DEVICEPROP", props.descriptor)
+    engine.finalize()  # raises: no engine 1000
+    raise AssertionError("cuDNN finalized an engine the graph does not have")
+
+
 def test_a_plan_found_reads_no_cudnn_log(h100_props: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """cuDNN formats a log line for each kernel it rejects while a callback takes its log (5 to
-    15 % of a heuristics query); planning that finds its plan never registers one."""
-    assert h100_props.descriptor is not None
-    captures = _count_log_captures(monkeypatch)
+    """cuDNN formats a log line for each kernel it rejects while a callback takes its log (up to
+    a sixth of a heuristics query); planning that finds its plan never registers one."""
+    captures = _count_log_captures(monkeypatch, h100_props)
     plan = _conv("no_log").build(device_properties=h100_props, cache=False)
     result = _conv("no_log_heuristics").heuristics("a", device_properties=h100_props)
     assert result.configs and result.log == []
@@ -270,8 +283,7 @@ def test_a_query_that_returns_nothing_is_asked_again_with_the_log_read(
     g = pycudnn.Graph("nothing")
     x = g.tensor([4, 32, 16, 16], fmt="NCHW", dtype="float32", name="x")
     g.reduction(x, op="add", out_dims=[1, 32, 1, 1])  # no engine: measured on 9.19 and 9.28
-    assert h100_props.descriptor is not None
-    captures = _count_log_captures(monkeypatch)
+    captures = _count_log_captures(monkeypatch, h100_props)
     result = g.heuristics("a", device_properties=h100_props)
     if result.configs:
         pytest.skip(f"cuDNN {pycudnn.version()} has an engine for this reduction")
@@ -282,24 +294,16 @@ def test_a_query_that_returns_nothing_is_asked_again_with_the_log_read(
 def test_failed_finalizes_are_made_again_with_the_log_read_when_planning_fails(
     h100_props: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Deviceless plan finalizes of configs the heuristics returned do not fail, so each is
-    replaced by a real failing one: the ENGINE of a global index the graph does not have.
-    Planning fails, and the error carries cuDNN's log of those finalizes, read after the fact."""
-    from pycudnn.backend import BackendDescriptor
+    """Every config's finalize is replaced by a real failing one: planning fails, and the error
+    carries cuDNN's log of those finalizes, read after the fact."""
     from pycudnn.plan import GraphNotSupportedError, building
 
     graph = _conv("explained")
-    op_graph = graph._descriptors_for(None)["graph"]
     attempts: list[int] = []
 
     def failing_finalize(cfg: Any, target: Any, g: Any) -> Any:
         attempts.append(cfg.engine_id)
-        engine = BackendDescriptor("ENGINE")
-        engine.set("ENGINE_OPERATION_GRAPH", op_graph)
-        engine.set("ENGINE_GLOBAL_INDEX", 1000, attr_type="INT64")
-        engine.set("ENGINE_DEVICEPROP", h100_props.descriptor)
-        engine.finalize()  # raises: no engine 1000
-        raise AssertionError("cuDNN finalized an engine the graph does not have")
+        _finalize_for_real_and_fail(graph, h100_props)
 
     monkeypatch.setattr(building, "_finalize_plan", failing_finalize)
     with pytest.raises(GraphNotSupportedError) as info:
@@ -313,29 +317,22 @@ def test_failed_finalizes_are_made_again_with_the_log_read_when_planning_fails(
 def test_a_plan_found_after_failed_finalizes_keeps_nothing_to_explain(
     h100_props: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The first config's finalize fails for real (an engine the graph does not have); the
-    next one is finalized: the plan's report lists the failure and holds nothing to make again."""
-    from pycudnn.backend import BackendDescriptor
+    """The first config's finalize fails for real; the next one is finalized: the plan's report
+    lists the failure and holds nothing to make again."""
     from pycudnn.plan import building
 
     graph = _conv("explained_then_found")
-    op_graph = graph._descriptors_for(None)["graph"]
     real = building._finalize_plan
     calls: list[int] = []
 
     def first_fails(cfg: Any, target: Any, g: Any) -> Any:
         calls.append(cfg.engine_id)
         if len(calls) == 1:
-            engine = BackendDescriptor("ENGINE")
-            engine.set("ENGINE_OPERATION_GRAPH", op_graph)
-            engine.set("ENGINE_GLOBAL_INDEX", 1000, attr_type="INT64")
-            engine.set("ENGINE_DEVICEPROP", h100_props.descriptor)
-            engine.finalize()  # raises: no engine 1000
+            _finalize_for_real_and_fail(graph, h100_props)
         return real(cfg, target, g)
 
     monkeypatch.setattr(building, "_finalize_plan", first_fails)
-    assert h100_props.descriptor is not None
-    captures = _count_log_captures(monkeypatch)
+    captures = _count_log_captures(monkeypatch, h100_props)
     with graph.build(heuristics=["a"], device_properties=h100_props, cache=False) as plan:
         assert plan.report is not None and len(plan.report.failed) == 1
         assert plan.report._unexplained == [] and plan.report.log == []
