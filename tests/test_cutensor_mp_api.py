@@ -196,32 +196,32 @@ def test_mg_contraction_refuses_a_replicated_output(monkeypatch: pytest.MonkeyPa
         MgContractionPlan(a, "mk", b, "kn", tensor((8, 6), (0, 1)), "mn")
 
 
-def test_a_created_communicator_is_destroyed_when_wrapping_it_fails(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """``Communicator.single()`` (and from_mpi/from_env) create an NCCL communicator with nccl4py,
-    then wrap it, which loads NCCL through cuTENSORMp and asks it for rank, size and device. When
-    that fails (cuTENSORMp missing its CUDA runtime, an NCCL query failing), the communicator just
-    created must be destroyed, not left to the garbage collector (NCCL resources, peers waiting).
-    nccl4py and the GPU guard are stand-ins (creating a communicator needs a GPU)."""
+class _Created:
+    """An nccl4py Communicator stand-in that records its destruction."""
+
+    ptr = 0x7F00_0000_1000
+    events: list[str]
+
+    @classmethod
+    def init(cls, nranks: int, rank: int, uid: object) -> _Created:
+        cls.events.append("init")
+        return cls()
+
+    def destroy(self) -> None:
+        self.events.append("destroy")
+
+
+@pytest.fixture
+def stand_in_nccl(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """nccl4py, the GPU guard and the device stand in (creating a communicator needs a GPU);
+    returns the list of the created communicators' events."""
     import sys
     import types
 
     from pycutensor.distributed import comm as comm_module
 
     events: list[str] = []
-
-    class _Created:  # an nccl4py Communicator
-        ptr = 0x7F00_0000_1000
-
-        @classmethod
-        def init(cls, nranks: int, rank: int, uid: object) -> _Created:
-            events.append("init")
-            return cls()
-
-        def destroy(self) -> None:
-            events.append("destroy")
-
+    monkeypatch.setattr(_Created, "events", events, raising=False)
     nccl = types.ModuleType("nccl")
     core = types.ModuleType("nccl.core")
     core.Communicator = _Created  # type: ignore[attr-defined]
@@ -232,6 +232,17 @@ def test_a_created_communicator_is_destroyed_when_wrapping_it_fails(
     monkeypatch.setattr(comm_module, "require_gpu", lambda what: None)
     monkeypatch.setattr(comm_module, "get_device", lambda device: types.SimpleNamespace(
         set_current=lambda: None))  # fmt: skip
+    return events
+
+
+def test_a_created_communicator_is_destroyed_when_wrapping_it_fails(
+    monkeypatch: pytest.MonkeyPatch, stand_in_nccl: list[str]
+) -> None:
+    """``Communicator.single()`` (and from_mpi/from_env) create an NCCL communicator with nccl4py,
+    then wrap it, which loads NCCL through cuTENSORMp and asks it for rank, size and device. When
+    that fails (cuTENSORMp missing its CUDA runtime, an NCCL query failing), the communicator just
+    created must be destroyed, not left to the garbage collector (NCCL resources, peers waiting)."""
+    from pycutensor.distributed import comm as comm_module
 
     def no_nccl() -> None:
         raise OSError("libnccl.so.2: cannot open shared object file")
@@ -239,4 +250,42 @@ def test_a_created_communicator_is_destroyed_when_wrapping_it_fails(
     monkeypatch.setattr(comm_module, "_nccl", no_nccl)
     with pytest.raises(OSError, match="libnccl"):
         Communicator.single()
-    assert events == ["init", "destroy"]
+    assert stand_in_nccl == ["init", "destroy"]
+
+
+def test_a_communicator_owns_its_nccl_communicator_as_other_c_objects_do(
+    monkeypatch: pytest.MonkeyPatch, stand_in_nccl: list[str]
+) -> None:
+    """A created communicator is destroyed once, by close() (or leaving ``with``); a wrapped one
+    never; either refuses its address once closed, and neither can be copied (a copy's close
+    would destroy what the original still uses)."""
+    import copy
+    import pickle
+
+    from pycutensor.distributed import comm as comm_module
+    from pycutensor.errors import ClosedError
+
+    monkeypatch.setattr(comm_module, "_nccl", lambda: None)
+    answers = {"ncclCommUserRank": 0, "ncclCommCount": 1, "ncclCommCuDevice": 3}
+    monkeypatch.setattr(comm_module, "_ask", lambda lib, name, comm: answers[name])
+
+    with Communicator.single() as created:
+        assert (created.rank, created.size, created.device_id) == (0, 1, 3)
+        assert created.ptr == _Created.ptr and not created.closed
+        assert repr(created) == "<Communicator rank 0 of 1 on device 3>"
+        with pytest.raises(TypeError, match="cannot be copied or pickled"):
+            copy.copy(created)
+        with pytest.raises(TypeError, match="cannot be copied or pickled"):
+            pickle.dumps(created)
+    assert stand_in_nccl == ["init", "destroy"]
+    created.close()  # idempotent: not destroyed twice
+    assert stand_in_nccl == ["init", "destroy"] and created.closed
+    with pytest.raises(ClosedError, match="NCCL communicator is closed"):
+        created.ptr  # noqa: B018
+    with pytest.raises(ClosedError), created:
+        pass
+
+    wrapped = Communicator(0x2000)
+    wrapped.close()
+    assert wrapped.closed and stand_in_nccl == ["init", "destroy"]  # its owner's to destroy
+    assert repr(wrapped) == "<Communicator closed>"

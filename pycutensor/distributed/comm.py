@@ -16,9 +16,8 @@ import os
 from typing import Any
 
 from _nvbind.cuda import get_device
-from _nvbind.resource import Closable
+from _nvbind.resource import CResource
 
-from ..errors import ClosedError
 from ._common import require_gpu
 
 __all__ = ["Communicator"]
@@ -78,7 +77,7 @@ def _ask(lib: ctypes.CDLL, name: str, comm: int) -> int:
     return int(value.value)
 
 
-class Communicator(Closable):
+class Communicator(CResource):
     """An NCCL communicator that cuTENSORMp plans run over.
 
     ``Communicator(comm)`` wraps an existing one (it is not destroyed here: ``keep`` holds its
@@ -86,16 +85,21 @@ class Communicator(Closable):
     and destroy it on :meth:`close`.
     """
 
+    _kind = "NCCL communicator"
+
     def __init__(self, comm: Any, *, keep: Any = None) -> None:
-        self._ptr: int | None = _comm_address(comm)
-        self._keep = comm if keep is None and not isinstance(comm, int) else keep
+        address = _comm_address(comm)
+        keep = comm if keep is None and not isinstance(comm, int) else keep
         self._owned: Any = None  # an nccl4py Communicator created here
         require_gpu("an NCCL communicator")
         lib = _nccl()
         self._rank, self._size, self._device_id = (
-            _ask(lib, name, self._ptr)
+            _ask(lib, name, address)
             for name in ("ncclCommUserRank", "ncclCommCount", "ncclCommCuDevice")
         )
+        # No finalizer: a wrapped communicator is its owner's to destroy, and one created here is
+        # nccl4py's object (a parent, kept alive), destroyed by close() or left to nccl4py.
+        super().__init__(address, None, parents=() if keep is None else (keep,), owned=False)
 
     # -- creation ---------------------------------------------------------------------------
     @classmethod
@@ -167,13 +171,6 @@ class Communicator(Closable):
 
     # -- state ------------------------------------------------------------------------------
     @property
-    def ptr(self) -> int:
-        """The ``ncclComm_t`` address."""
-        if self._ptr is None:
-            raise ClosedError("this communicator is closed")
-        return self._ptr
-
-    @property
     def rank(self) -> int:
         return self._rank
 
@@ -186,16 +183,10 @@ class Communicator(Closable):
         """The CUDA device NCCL bound this communicator to on this rank."""
         return self._device_id
 
-    @property
-    def closed(self) -> bool:
-        return self._ptr is None
-
     def close(self) -> None:
         """Destroy a communicator created here (a wrapped one is left to its owner)."""
-        if self._ptr is None:
-            return
-        self._ptr = None
-        owned, self._owned, self._keep = self._owned, None, None
+        owned, self._owned = self._owned, None
+        super().close()
         if owned is not None:
             owned.destroy()
 
