@@ -115,13 +115,20 @@ def translate_argument_error(
 ) -> Exception:
     """Turn ctypes' ``ArgumentError`` into an exception that names the C parameter.
 
-    A closed object among the arguments becomes ``ClosedError`` (ctypes reports the error raised by
-    its ``_as_parameter_`` only as text).
+    A closed object among the arguments, or one whose ``_as_parameter_`` refuses because what it
+    depends on is closed (a cuTENSORMp handle's communicator), becomes ``ClosedError`` (ctypes
+    reports the error raised by ``_as_parameter_`` only as text).
     """
     for index, arg in enumerate(args):
-        if isinstance(arg, CResource) and arg.closed:
-            param = spec.argnames[index] if index < len(spec.argnames) else f"argument {index + 1}"
+        if not isinstance(arg, CResource):
+            continue
+        param = spec.argnames[index] if index < len(spec.argnames) else f"argument {index + 1}"
+        if arg.closed:
             return ClosedError(f"{name}: {param} is a closed {arg._kind}")
+        try:
+            arg._as_parameter_  # noqa: B018 - raises what ctypes reported as text
+        except ClosedError as refused:
+            return ClosedError(f"{name}: {param}: {refused}")
     text = str(exc)
     # ctypes says "argument 3: TypeError: wrong type"; name the parameter too.
     index_text = text.split(":", 1)[0].removeprefix("argument ").strip()

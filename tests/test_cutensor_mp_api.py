@@ -289,3 +289,34 @@ def test_a_communicator_owns_its_nccl_communicator_as_other_c_objects_do(
     wrapped.close()
     assert wrapped.closed and stand_in_nccl == ["init", "destroy"]  # its owner's to destroy
     assert repr(wrapped) == "<Communicator closed>"
+
+
+def test_a_handle_refuses_to_reach_cutensormp_once_its_communicator_is_closed(
+    monkeypatch: pytest.MonkeyPatch, stand_in_nccl: list[str]
+) -> None:
+    """Every cuTENSORMp call made with an MpHandle reaches NCCL through the handle's
+    communicator: once that is closed (destroyed, for one created here) the call would use freed
+    memory, so ctypes' read of the handle refuses it. The handle is made without cuTENSORMp (it
+    needs a GPU); a harmless libc function stands for the C call that reads it (the raw layer
+    turns ctypes' report of the refusal back into the ClosedError: tests/test_raw_cudnn.py)."""
+    import ctypes
+
+    from _nvbind.resource import CResource
+    from pycutensor.distributed import comm as comm_module
+    from pycutensor.errors import ClosedError
+
+    monkeypatch.setattr(comm_module, "_nccl", lambda: None)
+    monkeypatch.setattr(comm_module, "_ask", lambda lib, name, comm: 0)
+    comm = Communicator.single()
+    handle = MpHandle.__new__(MpHandle)
+    CResource.__init__(handle, 0x1000, None, parents=(comm,), owned=False)
+    handle.comm = comm
+    labs = ctypes.CDLL(None).labs  # reads its argument as a number: nothing is dereferenced
+    labs.argtypes, labs.restype = [ctypes.c_void_p], ctypes.c_long
+    assert labs(handle) == 0x1000
+    comm.close()
+    with pytest.raises(ctypes.ArgumentError, match="communicator of this cuTENSORMp handle"):
+        labs(handle)
+    with pytest.raises(ClosedError, match="close the handle, and what uses it, before"):
+        handle._as_parameter_  # noqa: B018 - what ctypes reads
+    assert stand_in_nccl == ["init", "destroy"]

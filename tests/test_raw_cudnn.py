@@ -116,6 +116,25 @@ def test_closed_object_never_reaches_c() -> None:
     assert isinstance(pycudnn.ClosedError("x"), ValueError)
 
 
+def test_an_object_refused_for_what_it_depends_on_never_reaches_c() -> None:
+    """An open object whose ``_as_parameter_`` refuses (a cuTENSORMp handle whose communicator
+    was closed) gives the ClosedError it raised, naming the parameter, not ctypes' TypeError."""
+
+    class Dependent(CResource):
+        _kind = "dependent object"
+
+        @property
+        def _as_parameter_(self) -> ctypes.c_void_p:
+            raise pycudnn.ClosedError("what this object depends on is closed")
+
+    obj = Dependent(0x1234, None)
+    with pytest.raises(
+        pycudnn.ClosedError,
+        match=r"cudnnDestroyTensorDescriptor: tensorDesc: what this object depends on is closed",
+    ):
+        raw.cudnnDestroyTensorDescriptor(obj)
+
+
 def test_constants_and_enums_are_exposed() -> None:
     assert raw.CUDNN_STATUS_BAD_PARAM == raw.cudnnStatus_t.BAD_PARAM == 2000
     assert raw.CUDNN_BACKEND_TENSOR_DESCRIPTOR == 17

@@ -16,7 +16,7 @@ import numpy as np
 from _nvbind.arrays import array_view
 from _nvbind.cuda import get_device, stream_handle
 from _nvbind.device_array import DeviceArray
-from _nvbind.resource import CResource
+from _nvbind.resource import ClosedError, CResource
 
 from .. import _bindings_mp as mpb
 from .. import raw_mp
@@ -49,6 +49,19 @@ class MpHandle(CResource):
         handle = mpb.cutensorMpHandle_t()
         raw_mp.cutensorMpCreate(ctypes.byref(handle), comm.ptr, self.device_id, self._stream_ptr)
         super().__init__(int(handle.value or 0), raw_mp.cutensorMpDestroy, parents=(comm,))
+
+    @property
+    def _as_parameter_(self) -> ctypes.c_void_p:
+        # Every cuTENSORMp call given this handle reaches NCCL through it: one made after the
+        # communicator was destroyed would use freed memory, so it is refused here, as a cuTENSOR
+        # plan refuses a closed handle.
+        if self.comm._ptr is None:
+            raise ClosedError(
+                "the communicator of this cuTENSORMp handle is closed: close the handle, and "
+                "what uses it, before its communicator"
+            )
+        parameter: ctypes.c_void_p = super()._as_parameter_
+        return parameter
 
     @property
     def rank(self) -> int:
