@@ -4741,7 +4741,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=True,
         returns_status=True,
         header="cudnn_ops.h",
-        nonnull=("destSizeInBytes",),
+        nonnull=("destSizeInBytes", "srcDesc"),
     ),
     "cudnnCreateTensorTransformDescriptor": FunctionSpec(
         name="cudnnCreateTensorTransformDescriptor",
@@ -5621,6 +5621,7 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         deprecated=False,
         returns_status=True,
         header="cudnn_ops.h",
+        nonnull=("normDesc",),
     ),
     "cudnnGetLRNDescriptor": FunctionSpec(
         name="cudnnGetLRNDescriptor",

@@ -311,6 +311,11 @@ NULL_CRASHES: dict[str, tuple[str, ...]] = {
         "labelLengths",
         "inputLengths",
     ),
+    # These segfaulted with NULL there and valid values elsewhere (cudnnSetLRNDescriptor checks
+    # its numbers first, then writes through the descriptor): found by fuzzing (seed 202612074)
+    # and a sweep of each function whose first parameter is a descriptor, cuDNN 9.28.
+    "cudnnSetLRNDescriptor": ("normDesc",),
+    "cudnnInitTransformDest": ("srcDesc",),
 }
 
 # Array parameters whose element count another argument gives (``ARRAY_COUNTS`` in the output): the

@@ -116,6 +116,33 @@ def test_closed_object_never_reaches_c() -> None:
     assert isinstance(pycudnn.ClosedError("x"), ValueError)
 
 
+def test_null_where_cudnn_writes_or_reads_without_checking_is_refused() -> None:
+    """cudnnSetLRNDescriptor checks its numbers and then writes through the descriptor, and
+    cudnnInitTransformDest reads its source descriptor: NULL there segfaulted with valid values
+    elsewhere (cuDNN 9.28). The raw layer refuses it; run in a child, so that a regression fails
+    this test instead of ending the run."""
+    proc = run_python(
+        """
+        import ctypes
+        from pycudnn import raw
+        for call in (
+            lambda: raw.cudnnSetLRNDescriptor(None, 3, 1.0, 0.75, 1.0),
+            lambda: raw.cudnnInitTransformDest(None, None, None, ctypes.byref(ctypes.c_size_t())),
+        ):
+            try:
+                call()
+            except ValueError as exc:
+                print(exc)
+        """
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    refusals = [line.split(" (the library", 1)[0] for line in proc.stdout.splitlines()]
+    assert refusals == [
+        "cudnnSetLRNDescriptor: argument 1 (normDesc) must not be NULL",
+        "cudnnInitTransformDest: argument 2 (srcDesc) must not be NULL",
+    ]
+
+
 def test_an_object_refused_for_what_it_depends_on_never_reaches_c() -> None:
     """An open object whose ``_as_parameter_`` refuses (a cuTENSORMp handle whose communicator
     was closed) gives the ClosedError it raised, naming the parameter, not ctypes' TypeError."""
