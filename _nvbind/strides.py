@@ -7,6 +7,7 @@ are in elements. Pure Python and NumPy: no shared library is loaded.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -73,6 +74,20 @@ def overlapping(
     views and ``DeviceArray`` call this directly on shapes and strides they have validated.
     ``limit`` is the largest element count enumerated when cheaper tests cannot decide.
     """
+    if type(shape) is tuple and type(strides) is tuple:  # a description's: asked again and again
+        try:
+            return _overlapping_tuples(shape, strides, limit)
+        except TypeError:  # an element that cannot be hashed: decided without the cache
+            pass
+    return _overlapping(shape, strides, limit)
+
+
+@functools.lru_cache(maxsize=512)
+def _overlapping_tuples(shape: tuple[int, ...], strides: tuple[int, ...], limit: int) -> bool:
+    return _overlapping(shape, strides, limit)
+
+
+def _overlapping(shape: Sequence[int], strides: Sequence[int], limit: int) -> bool:
     axes = sorted((abs(st), n) for n, st in zip(shape, strides, strict=True) if n > 1)
     if not axes or 0 in shape:  # an empty array reaches no address at all
         return False

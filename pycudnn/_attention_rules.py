@@ -23,6 +23,7 @@ Facts measured with cuDNN 9.28 and the H100 device properties (deviceless plans,
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
@@ -166,30 +167,39 @@ def attention_layout(t: TensorSpec) -> str:
     included: Q, K and V are strided views of one buffer); strides of extent-1 dims do not
     matter.
     """
-    _, h, s, d = t.dims
+    layout, problem = _layout(tuple(t.dims), tuple(t.strides))
+    if problem:
+        raise RuleError(f"{t.name}: {problem}")
+    return layout
+
+
+@functools.lru_cache(maxsize=256)  # an SDPA asks for each of Q, K, V (and O, dO backward)
+def _layout(dims: tuple[int, ...], strides: tuple[int, ...]) -> tuple[str, str]:
+    """``(layout, "")`` of :func:`attention_layout`, or ``("", what is wrong)``."""
+    _, h, s, d = dims
     names = "bhsd"
-    if d > 1 and t.strides[3] != 1:
-        raise RuleError(
-            f"{t.name}: strides {_dims(t.strides)} for dims [b, h, s, d] = {_dims(t.dims)}: the "
+    if d > 1 and strides[3] != 1:
+        return "", (
+            f"strides {_dims(strides)} for dims [b, h, s, d] = {_dims(dims)}: the "
             "head dim must be contiguous (stride 1), as in bshd "
             f"{_dims((s * h * d, d, h * d, 1))} or bhsd {_dims((h * s * d, s * d, d, 1))}"
         )
-    if any(st < 1 for n, st in zip(t.dims, t.strides, strict=True) if n > 1):
-        raise RuleError(f"{t.name}: strides {_dims(t.strides)} must be positive")
+    if any(st < 1 for n, st in zip(dims, strides, strict=True) if n > 1):
+        return "", f"strides {_dims(strides)} must be positive"
     # innermost first: each axis must step over the whole extent of the ones inside it
-    order = sorted((i for i in range(3) if t.dims[i] > 1), key=lambda i: (t.strides[i], -i))
+    order = sorted((i for i in range(3) if dims[i] > 1), key=lambda i: (strides[i], -i))
     span, inner = d, "d"
     for i in order:
-        if t.strides[i] < span:
-            raise RuleError(
-                f"{t.name}: strides {_dims(t.strides)} for dims [b, h, s, d] = {_dims(t.dims)} "
-                f"overlap: dim {names[i]} (stride {t.strides[i]}) steps inside the {span} "
+        if strides[i] < span:
+            return "", (
+                f"strides {_dims(strides)} for dims [b, h, s, d] = {_dims(dims)} "
+                f"overlap: dim {names[i]} (stride {strides[i]}) steps inside the {span} "
                 f"elements of {inner}"
             )
-        span = t.strides[i] * t.dims[i]
+        span = strides[i] * dims[i]
         inner = names[i] + inner
     outer = [i for i in range(3) if i not in order]
-    return "".join(names[i] for i in outer) + inner
+    return "".join(names[i] for i in outer) + inner, ""
 
 
 def _attention_tensor(t: TensorSpec, what: str) -> None:

@@ -11,6 +11,7 @@ from _nvbind.ffi import UnsupportedByLibraryError, format_version
 from _nvbind.lazy_numpy import numpy_types
 
 from .. import _bindings
+from .._lib import LIB
 from .common import GraphError, _dims_text
 from .tensors import Tensor
 
@@ -36,8 +37,8 @@ def require_kind(
     if need is None:
         return
     if loaded is None:
-        from .._lib import LIB
-
+        if not LIB.lacks(need):  # every operation of a description asks: the quick test first
+            return
         loaded = LIB.version
     if tuple(loaded) < tuple(need):
         raise UnsupportedByLibraryError(
