@@ -176,14 +176,11 @@ def attention_layout(t: TensorSpec) -> str:
 @functools.lru_cache(maxsize=256)  # an SDPA asks for each of Q, K, V (and O, dO backward)
 def _layout(dims: tuple[int, ...], strides: tuple[int, ...]) -> tuple[str, str]:
     """``(layout, "")`` of :func:`attention_layout`, or ``("", what is wrong)``."""
-    _, h, s, d = dims
-    names = "bhsd"
+    (_, h, s, d), names = dims, "bhsd"
+    shown = f"strides {_dims(strides)} for dims [b, h, s, d] = {_dims(dims)}"
     if d > 1 and strides[3] != 1:
-        return "", (
-            f"strides {_dims(strides)} for dims [b, h, s, d] = {_dims(dims)}: the "
-            "head dim must be contiguous (stride 1), as in bshd "
-            f"{_dims((s * h * d, d, h * d, 1))} or bhsd {_dims((h * s * d, s * d, d, 1))}"
-        )
+        packed = f"bshd {_dims((s * h * d, d, h * d, 1))} or bhsd {_dims((h * s * d, s * d, d, 1))}"
+        return "", f"{shown}: the head dim must be contiguous (stride 1), as in {packed}"
     if any(st < 1 for n, st in zip(dims, strides, strict=True) if n > 1):
         return "", f"strides {_dims(strides)} must be positive"
     # innermost first: each axis must step over the whole extent of the ones inside it
@@ -191,15 +188,10 @@ def _layout(dims: tuple[int, ...], strides: tuple[int, ...]) -> tuple[str, str]:
     span, inner = d, "d"
     for i in order:
         if strides[i] < span:
-            return "", (
-                f"strides {_dims(strides)} for dims [b, h, s, d] = {_dims(dims)} "
-                f"overlap: dim {names[i]} (stride {strides[i]}) steps inside the {span} "
-                f"elements of {inner}"
-            )
-        span = strides[i] * dims[i]
-        inner = names[i] + inner
-    outer = [i for i in range(3) if i not in order]
-    return "".join(names[i] for i in outer) + inner, ""
+            step = f"dim {names[i]} (stride {strides[i]}) steps inside the {span} elements"
+            return "", f"{shown} overlap: {step} of {inner}"
+        span, inner = strides[i] * dims[i], names[i] + inner
+    return "".join(names[i] for i in range(3) if i not in order) + inner, ""
 
 
 def _attention_tensor(t: TensorSpec, what: str) -> None:

@@ -56,7 +56,7 @@ def _create(dtype: Any, n: int) -> list[int]:
     """``cudnnBackendCreateDescriptor`` ``n`` times, inside one library call: a heuristics read
     needs one ENGINECFG per config it returns (about 40 for a convolution). On a failure the
     ones made are destroyed and the error is raised."""
-    create = LIB.function("cudnnBackendCreateDescriptor")
+    create = LIB.unconverted_function("cudnnBackendCreateDescriptor")  # takes an int and byref
     out = ctypes.c_void_p()
     kind, address = int(dtype), ctypes.byref(out)  # the same for every call
     ptrs: list[int] = []
@@ -82,7 +82,7 @@ def _create_one(dtype: Any) -> int:
     """``cudnnBackendCreateDescriptor`` once (a lowering's next descriptor): :func:`_create` of
     one, without its loop."""
     out = ctypes.c_void_p()
-    create = LIB.function("cudnnBackendCreateDescriptor")
+    create = LIB.unconverted_function("cudnnBackendCreateDescriptor")  # takes an int and byref
     status = _CREATE_CALL.run(create, int(dtype), ctypes.byref(out))
     if status:
         _raise_for(

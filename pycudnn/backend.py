@@ -27,6 +27,7 @@ import ctypes
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from _nvbind.ffi import int64_arg
 from _nvbind.resource import CResource
 from _nvbind.shutdown import library_call
 
@@ -304,8 +305,9 @@ class BackendDescriptor(CResource):
                 check_json_attribute(name, value)
         else:
             arr, count, keep = encoded
-        fn = LIB.function("cudnnBackendSetAttribute")
-        status = _SET_CALL.run(fn, self._c_ptr, spec.key, atype, count, arr)
+        # Each argument as C takes it (two enums as ints), so ctypes converts none of them.
+        fn = LIB.unconverted_function("cudnnBackendSetAttribute")
+        status = _SET_CALL.run(fn, self._c_ptr, spec.key, atype, int64_arg(count), arr)
         if status:
             _raise_for(
                 status,
@@ -370,9 +372,9 @@ class BackendDescriptor(CResource):
         count = ctypes.c_int64(0)
         if self._ptr is None:
             self._check_open()  # raises
-        fn = LIB.function("cudnnBackendGetAttribute")
+        fn = LIB.unconverted_function("cudnnBackendGetAttribute")  # the arguments as C takes them
         status = _GET_CALL.run(
-            fn, self._c_ptr, int(name), atype, requested, ctypes.byref(count), array
+            fn, self._c_ptr, int(name), atype, int64_arg(requested), ctypes.byref(count), array
         )
         if not status:
             return int(count.value)

@@ -46,12 +46,15 @@ import bench_planning as bench  # the graphs and the child environment
 DEFAULT_GRAPHS = ("conv_fprop_bias_relu", "conv_wgrad", "layernorm_fwd", "batchnorm_train")
 
 
-def _timed_library(acc: dict[str, list[float]]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _timed_library(acc: dict[str, list[float]]) -> tuple[Callable[[], None], Callable[[], None]]:
     """Wrap every bound libcudnn function in a timer adding to ``acc[name] = [calls, seconds]``;
-    returns (the wrapped table, the original one) to install and restore."""
+    returns (install, restore): functions that put the timed ones in place and take them out.
+    Both tables are wrapped: the functions with argument types and those called without
+    (``NativeLibrary.unconverted_function``), counted under one name."""
     from pycudnn._lib import LIB
 
-    original = dict(LIB._bound)
+    tables = (LIB._bound, LIB._unconverted)
+    originals = [dict(table) for table in tables]
 
     def wrap(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def inside_libcudnn(*args: Any) -> Any:
@@ -65,7 +68,17 @@ def _timed_library(acc: dict[str, list[float]]) -> tuple[dict[str, Any], dict[st
 
         return inside_libcudnn
 
-    return {k: wrap(k, f) for k, f in original.items()}, original
+    wrapped = [{k: wrap(k, f) for k, f in original.items()} for original in originals]
+
+    def install() -> None:
+        for table, timed in zip(tables, wrapped, strict=True):
+            table.update(timed)
+
+    def restore() -> None:
+        for table, original in zip(tables, originals, strict=True):
+            table.update(original)
+
+    return install, restore
 
 
 # The phases of a build, by the function that does each: (label, module, function name). The
@@ -116,7 +129,6 @@ def profile_graph(name: str, repeats: int, top: int, *, query: bool = False) -> 
     with ``query``, of describing it and querying heuristic mode A instead of building."""
     import pycudnn
     from pycudnn import DeviceProperties
-    from pycudnn._lib import LIB
 
     props = DeviceProperties.load(bench.PROPS)
     describe_s: list[float] = []
@@ -134,14 +146,14 @@ def profile_graph(name: str, repeats: int, top: int, *, query: bool = False) -> 
     build().close()  # the warm-up: every function bound, every table filled
     acc: dict[str, list[float]] = {}
     phases: dict[str, list[float]] = {}
-    wrapped, original = _timed_library(acc)
+    install, restore_library = _timed_library(acc)
     plain, totals, c_times = [], [], []
     profile_text = ""
     try:
         # Plain and timed builds alternate, so that both meet the same moments of a busy machine.
         for _ in range(repeats):
             plain.extend(bench._timed(build, 1))
-            LIB._bound.update(wrapped)
+            install()
             restore = _phase_timers(acc, phases)
             before = sum(v[1] for v in acc.values())
             t0 = time.perf_counter()
@@ -150,9 +162,9 @@ def profile_graph(name: str, repeats: int, top: int, *, query: bool = False) -> 
             c_times.append(sum(v[1] for v in acc.values()) - before)
             for module, fn_name, real in restore:
                 setattr(module, fn_name, real)
-            LIB._bound.update(original)
+            restore_library()
         if top:
-            LIB._bound.update(wrapped)
+            install()
             prof = cProfile.Profile()
             prof.enable()
             for _ in range(repeats):
@@ -162,7 +174,7 @@ def profile_graph(name: str, repeats: int, top: int, *, query: bool = False) -> 
             pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)  # type: ignore[arg-type]
             profile_text = out.text()
     finally:
-        LIB._bound.update(original)
+        restore_library()
     runs = repeats * (2 if top else 1)
     return {
         "build_ms": bench._median_ms(plain),

@@ -246,13 +246,12 @@ def test_override_to_the_real_library_works() -> None:
     assert out.stdout.strip() == pycudnn.library_path()
 
 
-def test_function_newer_than_loaded_library_names_the_version() -> None:
-    # A loader whose table claims cudnnGetVersion appeared in cuDNN 99.1.0: the real 9.x library
-    # must be refused for that symbol, naming the version needed.
+def _loader_of_a_newer_get_version() -> NativeLibrary:
+    """A loader of the real cuDNN whose table claims cudnnGetVersion appeared in cuDNN 99.1.0."""
     spec = FunctionSpec(
         "cudnnGetVersion", ctypes.c_size_t, (), (), (99, 1, 0), False, False, "cudnn_graph.h"
     )
-    lib = NativeLibrary(
+    return NativeLibrary(
         display_name="cuDNN",
         pathfinder_name="cudnn",
         env_var="PYCUDNN_LIBRARY_UNUSED_IN_THIS_TEST",
@@ -263,11 +262,52 @@ def test_function_newer_than_loaded_library_names_the_version() -> None:
         minimum_version=(9, 0, 0),
         version_symbol="cudnnGetVersion",
     )
+
+
+def test_function_newer_than_loaded_library_names_the_version() -> None:
+    # The real 9.x library must be refused for that symbol, naming the version needed.
+    lib = _loader_of_a_newer_get_version()
     with pytest.raises(UnsupportedByLibraryError, match=r"needs cuDNN >= 99\.1\.0") as e:
         lib.function("cudnnGetVersion")
     assert e.value.symbol == "cudnnGetVersion" and e.value.required == (99, 1, 0)
     assert e.value.loaded == pycudnn.version_tuple()
     assert isinstance(UnsupportedByLibraryError("x"), NotImplementedError)
+
+
+def test_an_unconverted_function_is_refused_alike_and_keeps_the_bound_one_typed() -> None:
+    with pytest.raises(UnsupportedByLibraryError, match=r"needs cuDNN >= 99\.1\.0"):
+        _loader_of_a_newer_get_version().unconverted_function("cudnnGetVersion")
+
+    from pycudnn._lib import LIB
+
+    fast = LIB.unconverted_function("cudnnBackendSetAttribute")
+    bound = LIB.function("cudnnBackendSetAttribute")
+    assert fast is not bound and fast.argtypes is None and fast.restype is bound.restype
+    assert bound.argtypes is not None and len(bound.argtypes) == 5  # still converts its arguments
+    assert LIB.unconverted_function("cudnnBackendSetAttribute") is fast
+
+
+def test_int64_arguments_carry_the_whole_count_through_an_unconverted_call() -> None:
+    from _nvbind.ffi import int64_arg
+    from pycudnn.backend import BackendDescriptor
+
+    assert int64_arg(3) is int64_arg(3) and int64_arg(3).value == 3
+    assert int64_arg(2**40 + 5).value == 2**40 + 5 and int64_arg(-1).value == -1
+    # A count set through the unconverted call is read back whole: 8 dims (a shared count) and
+    # a 717-character JSON text (one made for the call).
+    d = BackendDescriptor("TENSOR")
+    d.set("TENSOR_DIMENSIONS", [2, 3, 4, 5, 6, 7, 8, 9], attr_type="INT64")
+    d.set("TENSOR_STRIDES", [1] * 8, attr_type="INT64")
+    props = pycudnn.DeviceProperties.load(
+        Path(__file__).parent / "data" / "deviceprops" / "h100-sxm-80gb.json"
+    )
+    assert props.descriptor.is_finalized  # its JSON went through the same call
+    d.set("TENSOR_UNIQUE_ID", 7, attr_type="INT64")
+    d.set("TENSOR_DATA_TYPE", "FLOAT", attr_type="DATA_TYPE")
+    d.set("TENSOR_BYTE_ALIGNMENT", 16, attr_type="INT64")
+    d.finalize()
+    assert d.get("TENSOR_DIMENSIONS") == [2, 3, 4, 5, 6, 7, 8, 9]
+    assert d.get("TENSOR_UNIQUE_ID") == 7
 
 
 def test_every_declared_function_resolves_in_the_loaded_library() -> None:

@@ -52,9 +52,9 @@ class _SetRecorder:
         self.real, self.sets = real, sets
 
     def run(self, fn: Any, desc: Any, key: int, *args: Any) -> int:
-        _atype, count, arr = args
+        _atype, count, arr = args  # the count as C takes it, a c_int64
         if key in (_UIDS, _PTRS, _WS):
-            values = [0 if arr[i] is None else int(arr[i]) for i in range(count)]
+            values = [0 if arr[i] is None else int(arr[i]) for i in range(count.value)]
             self.sets.setdefault(int(desc.value), {})[key] = values
         return int(self.real.run(fn, desc, key, *args))
 

@@ -10,11 +10,12 @@ measured against cuDNN 9.28 with deviceless H100 plans:
 * ``OPERATION_SDPA_FWD``: Q, K, V, O, optional STATS, SCALEDESC (a by-value float), SEQ_LEN_Q/KV,
   SUBGRAPH + SUBGRAPH_INPUT_UID/OUTPUT_UID, DROPOUT_PROBABILITY + SEED/OFFSET.
 * ``OPERATION_SDPA_BWD``: the same inputs plus O, dO, STATS and the outputs dQ, dK, dV.
-* The score subgraph is its own ``OPERATIONGRAPH`` of pointwise operations on a virtual float32
-  ``[b, h_q, s_q, s_kv]`` tensor: ADD(bias); GEN_INDEX rows (axis 2) and columns (axis 3);
-  causal keeps ``row >= col`` (CMP_GE) and a sliding window of ``w`` keeps ``col + w > row``
-  (ADD, CMP_GT); each mask is a BINARY_SELECT(scores, -inf, keep), as the frontend's
-  diagonal-band mask does. Its virtual tensors get unique ids above ``2**40``.
+* The score subgraph is its own ``OPERATIONGRAPH`` on a virtual float32 ``[b, h_q, s_q, s_kv]``
+  tensor: a pointwise ADD(bias), then one ``OPERATION_DIAGONAL_BAND_MASK`` per bound, as the
+  frontend's ``UnifiedDiagonalBandMaskNode`` (cuDNN 9.21+): the right bound (causal: 0) keeps
+  ``row + right >= col`` (CMP_GE, SHIFT_RIGHT_BOUND), a sliding window of ``w`` keeps
+  ``col + w > row`` (CMP_GT, LEFT_BOUND), the rest becomes -inf. Its virtual tensors get unique
+  ids above ``2**40``.
 * ``OPERATION_NORM_FORWARD``: MODE, PHASE, X, Y, SCALE, BIAS, EPSILON (by-value), MEAN and
   INV_VARIANCE (training; inference for batch norm), running statistics with EXP_AVG_FACTOR.
 * ``OPERATION_NORM_BACKWARD``: MODE, X, DY, SCALE, MEAN, INV_VARIANCE, DX, DSCALE, DBIAS.
@@ -241,12 +242,10 @@ def _score_subgraph(
 
     ops: list[Any] = []
 
-    def pointwise(mode: str, ins: list[Any], out: Any, math: str, axis: int | None = None) -> None:
+    def pointwise(mode: str, ins: list[Any], out: Any, math: str) -> None:
         pw = new("POINTWISE")
         pw.set("POINTWISE_MODE", mode, attr_type="POINTWISE_MODE")
         pw.set("POINTWISE_MATH_PREC", math, attr_type="DATA_TYPE")
-        if axis is not None:
-            pw.set("POINTWISE_AXIS", axis, attr_type="INT64")
         finalize(pw, f"{op.label} (score subgraph {mode.lower()} settings)")
         o = new("OPERATION_POINTWISE")
         o.set("OPERATION_POINTWISE_PW_DESCRIPTOR", pw, attr_type=_DESC)
@@ -262,61 +261,34 @@ def _score_subgraph(
         nxt, nxt_uid = virtual("FLOAT")
         pointwise("ADD", [cur, tensors[op.inputs["bias"].uid]], nxt, "FLOAT")
         cur, cur_uid = nxt, nxt_uid
-    if a.get("band_op") and (a["right_bound"] is not None or a["left_bound"] is not None):
-        # FP8: the masks as cuDNN's DIAGONAL_BAND_MASK operations, as the frontend builds them
-        # (cuDNN 9.28's FP8 engine fails to compile the pointwise form below; measured)
-        for bound, mode, slot in (
-            ("right_bound", "CMP_GE", "SHIFT_RIGHT_BOUND_DESC"),
-            ("left_bound", "CMP_GT", "LEFT_BOUND_DESC"),
-        ):
-            if a[bound] is None:
-                continue
-            nxt, nxt_uid = virtual("FLOAT")
-            o = new("OPERATION_DIAGONAL_BAND_MASK")
-            o.set("OPERATION_DIAGONAL_BAND_MASK_XDESC", cur, attr_type=_DESC)
+    # The masks as cuDNN's DIAGONAL_BAND_MASK operation, one per bound, as the frontend builds them
+    # from 9.21 (see band_op in attention_common); the composite graph, which unified operations
+    # never reach, has the pointwise form of its own (attention_composite).
+    for bound, mode, slot in (
+        ("right_bound", "CMP_GE", "SHIFT_RIGHT_BOUND_DESC"),
+        ("left_bound", "CMP_GT", "LEFT_BOUND_DESC"),
+    ):
+        if a[bound] is None:
+            continue
+        nxt, nxt_uid = virtual("FLOAT")
+        o = new("OPERATION_DIAGONAL_BAND_MASK")
+        o.set("OPERATION_DIAGONAL_BAND_MASK_XDESC", cur, attr_type=_DESC)
+        o.set(
+            "OPERATION_DIAGONAL_BAND_MASK_BDESC",
+            tensors[op.inputs["neg_inf"].uid],
+            attr_type=_DESC,
+        )
+        if bound in op.inputs:
             o.set(
-                "OPERATION_DIAGONAL_BAND_MASK_BDESC",
-                tensors[op.inputs["neg_inf"].uid],
+                "OPERATION_DIAGONAL_BAND_MASK_" + slot,
+                tensors[op.inputs[bound].uid],
                 attr_type=_DESC,
             )
-            if bound in op.inputs:
-                o.set(
-                    "OPERATION_DIAGONAL_BAND_MASK_" + slot,
-                    tensors[op.inputs[bound].uid],
-                    attr_type=_DESC,
-                )
-            o.set("OPERATION_DIAGONAL_BAND_MASK_YDESC", nxt, attr_type=_DESC)
-            o.set("OPERATION_DIAGONAL_BAND_MASK_COMPARISON_MODE", mode, attr_type="POINTWISE_MODE")
-            finalize(o, f"{op.label} (score subgraph {bound.replace('_', ' ')} mask)")
-            ops.append(o)
-            cur, cur_uid = nxt, nxt_uid
-    elif a["right_bound"] is not None or a["left_bound"] is not None:
-        # the band of the score matrix kept: row + right >= col (right bound; causal is 0) and
-        # col + left > row (left bound), with the bottom-right shift folded into the bounds
-        neg_inf = tensors[op.inputs["neg_inf"].uid]
-        row, _ = virtual("INT32")
-        col, _ = virtual("INT32")
-        pointwise("GEN_INDEX", [cur], row, "INT32", axis=2)
-        pointwise("GEN_INDEX", [cur], col, "INT32", axis=3)
-        if a["right_bound"] is not None:
-            shifted_row = row
-            if a["right_bound"]:
-                shifted_row, _ = virtual("INT32")
-                right = tensors[op.inputs["right_bound"].uid]
-                pointwise("ADD", [row, right], shifted_row, "INT32")
-            keep, _ = virtual("BOOLEAN")
-            pointwise("CMP_GE", [shifted_row, col], keep, "BOOLEAN")
-            nxt, nxt_uid = virtual("FLOAT")
-            pointwise("BINARY_SELECT", [cur, neg_inf, keep], nxt, "FLOAT")
-            cur, cur_uid = nxt, nxt_uid
-        if a["left_bound"] is not None:
-            shifted, _ = virtual("INT32")
-            pointwise("ADD", [col, tensors[op.inputs["left_bound"].uid]], shifted, "INT32")
-            inside, _ = virtual("BOOLEAN")
-            pointwise("CMP_GT", [shifted, row], inside, "BOOLEAN")
-            nxt, nxt_uid = virtual("FLOAT")
-            pointwise("BINARY_SELECT", [cur, neg_inf, inside], nxt, "FLOAT")
-            cur, cur_uid = nxt, nxt_uid
+        o.set("OPERATION_DIAGONAL_BAND_MASK_YDESC", nxt, attr_type=_DESC)
+        o.set("OPERATION_DIAGONAL_BAND_MASK_COMPARISON_MODE", mode, attr_type="POINTWISE_MODE")
+        finalize(o, f"{op.label} (score subgraph {bound.replace('_', ' ')} mask)")
+        ops.append(o)
+        cur, cur_uid = nxt, nxt_uid
     g = new("OPERATIONGRAPH")
     g.set("OPERATIONGRAPH_OPS", ops, attr_type=_DESC)
     finalize(g, f"{op.label} (score subgraph)")

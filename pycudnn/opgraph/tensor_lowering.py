@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from functools import cache, partial
 from typing import TYPE_CHECKING, Any
 
+from _nvbind.ffi import int64_arg
 from _nvbind.interrupts import raise_deferred
 
 from .._attrnames import AttrName, AttrType, DescType
@@ -53,6 +54,7 @@ _INTS = {int}
 _ONE_INT = ctypes.c_int64 * 1
 _ONE_ENUM = ctypes.c_int * 1  # cudnnDataType_t
 _BASIC_KINDS: dict[int, None] = dict.fromkeys((_UID, _DTYPE, _ALIGNMENT, _DIMS, _STRIDES))
+_ONE = int64_arg(1)  # an element count
 _TRUE = (ctypes.c_bool * 1)(True)  # cuDNN copies what it is given: one array serves every call
 
 Views = Mapping[int, tuple[tuple[int, ...], tuple[int, ...]]]
@@ -232,22 +234,24 @@ def _set_direct(  # noqa: PLR0917 - private: the values in the order of the call
     """A tensor's attributes on ``d`` and ``cudnnBackendFinalize``, one ctypes call each
     (spelled out: a loop over tuples of arguments cost as much again as the calls). ``flags``:
     (virtual, by value); ``what``: the tensor and its dims, or text, to name it in an error."""
-    set_attribute = LIB.function("cudnnBackendSetAttribute")
+    # Every argument is what C takes (the enums as ints, the counts as int64_t), so ctypes
+    # converts none of them (see NativeLibrary.unconverted_function).
+    set_attribute = LIB.unconverted_function("cudnnBackendSetAttribute")
     ptr, n = d._c_ptr, len(dims)
-    array = ctypes.c_int64 * n
-    _ok(set_attribute(ptr, _UID, _INT64, 1, _ONE_INT(uid)), _UID, what)
-    _ok(set_attribute(ptr, _DTYPE, _DATA_TYPE, 1, _ONE_ENUM(dtype)), _DTYPE, what)
-    _ok(set_attribute(ptr, _ALIGNMENT, _INT64, 1, _ONE_INT(alignment)), _ALIGNMENT, what)
-    _ok(set_attribute(ptr, _DIMS, _INT64, n, array(*dims)), _DIMS, what)
-    _ok(set_attribute(ptr, _STRIDES, _INT64, n, array(*strides)), _STRIDES, what)
+    array, count = ctypes.c_int64 * n, int64_arg(n)
+    _ok(set_attribute(ptr, _UID, _INT64, _ONE, _ONE_INT(uid)), _UID, what)
+    _ok(set_attribute(ptr, _DTYPE, _DATA_TYPE, _ONE, _ONE_ENUM(dtype)), _DTYPE, what)
+    _ok(set_attribute(ptr, _ALIGNMENT, _INT64, _ONE, _ONE_INT(alignment)), _ALIGNMENT, what)
+    _ok(set_attribute(ptr, _DIMS, _INT64, count, array(*dims)), _DIMS, what)
+    _ok(set_attribute(ptr, _STRIDES, _INT64, count, array(*strides)), _STRIDES, what)
     kinds = d._set_kinds
     kinds.update(_BASIC_KINDS)  # as set() records values that are no descriptors
     virtual, by_value = flags
     if virtual:
-        _ok(set_attribute(ptr, _VIRTUAL, _BOOLEAN, 1, _TRUE), _VIRTUAL, what)
+        _ok(set_attribute(ptr, _VIRTUAL, _BOOLEAN, _ONE, _TRUE), _VIRTUAL, what)
         kinds[_VIRTUAL] = None
     if by_value:
-        _ok(set_attribute(ptr, _BY_VALUE, _BOOLEAN, 1, _TRUE), _BY_VALUE, what)
+        _ok(set_attribute(ptr, _BY_VALUE, _BOOLEAN, _ONE, _TRUE), _BY_VALUE, what)
         kinds[_BY_VALUE] = None
     status = LIB.function("cudnnBackendFinalize")(ptr)
     if status:
