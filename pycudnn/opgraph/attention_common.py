@@ -286,12 +286,13 @@ class AttentionCommon(GraphCore):
                 ragged=any(t.ragged_offset is not None for t in owned.values()),
                 sink="sink" in owned,
             )
-        # The unified operation's masks as cuDNN's DIAGONAL_BAND_MASK operations (one per bound),
+        # The unified operation's masks are cuDNN's DIAGONAL_BAND_MASK operations (one per bound),
         # as the frontend builds them from 9.21 (UnifiedDiagonalBandMaskNode), the version the
         # unified operation's score subgraph needs anyway: one operation where the pointwise form
         # (GEN_INDEX, CMP, BINARY_SELECT) takes four and three more virtual tensors. 9.28's FP8
-        # engine compiles only this form. The composite graph keeps the pointwise form.
-        band_op = fp8 or not composite
+        # engine compiles only this form. The composite graph keeps the pointwise form. (The
+        # FP8 forward is always the unified operation.)
+        band_op = not composite
         # The composite graph shows cuDNN K (and, backward, V) transposed under its own unique
         # id: a tensor that is also another operand of the operation cannot be shown both ways.
         for role in ("k", "v") if backward else ("k",):
@@ -374,7 +375,6 @@ class AttentionCommon(GraphCore):
             "shift_from_lengths": shift_from_lengths,
             "dropout": float(dropout),
             "dropout_mask": "dropout_mask" in owned,
-            "band_op": band_op,
             "scores_dims": shapes.scores_dims,
             "alibi": alibi,
             "paged": paged,
