@@ -172,10 +172,12 @@ class Communicator(CResource):
     # -- state ------------------------------------------------------------------------------
     @property
     def rank(self) -> int:
+        """This process's rank in the communicator (0 to ``size - 1``)."""
         return self._rank
 
     @property
     def size(self) -> int:
+        """How many ranks the communicator has."""
         return self._size
 
     @property

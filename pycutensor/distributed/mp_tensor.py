@@ -65,10 +65,12 @@ class MpHandle(CResource):
 
     @property
     def rank(self) -> int:
+        """This process's rank: the communicator's."""
         return self.comm.rank
 
     @property
     def size(self) -> int:
+        """How many ranks the communicator has."""
         return self.comm.size
 
     def clear_operation_cache(self) -> None:
