@@ -405,10 +405,11 @@ class Plan(CResource):
     ) -> None:
         """Execute with raw device pointers: the hot path, no array inspection.
 
-        ``pointers`` are in :attr:`Operation.operand_names` order (all of them); ``scalars`` in
-        :attr:`Operation.scalar_names` order. Pointers are checked only against the alignment the
-        operation was described for; the caller vouches for everything else (device memory of
-        the plan's device, layouts, a 256-byte aligned workspace of ``workspace_size`` bytes).
+        ``pointers`` are in :attr:`Operation.operand_names` order, ``scalars`` in
+        :attr:`Operation.scalar_names` order (all of each). Pointers are checked only against the
+        alignment the operation was described for; the caller vouches for everything else (device
+        memory of the plan's device, layouts, a 256-byte aligned workspace of ``workspace_size``
+        bytes).
         """
         # Only the types are checked: ctypes would pass a str as a wchar_t* and wrap negative or
         # oversized ints into other addresses.
@@ -421,7 +422,9 @@ class Plan(CResource):
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
                 raise TypeError(f"{what} must hold 64-bit unsigned ints, got {value!r}")
         names = self.operation.scalar_names
-        if len(scalars) > len(names):
+        # all of them: the plan's scalar buffer keeps the previous call's values, so a scalar
+        # left out would run with whatever the last execute or launch put there
+        if len(scalars) != len(names):
             raise TypeError(f"launch takes the scalars {', '.join(names)}, got {len(scalars)}")
         # as execute checks them: NumPy would drop an imaginary part or parse a str silently
         dtype = self.scalar_dtype

@@ -15,6 +15,7 @@ import math
 import string
 import subprocess
 import sys
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -639,6 +640,30 @@ def test_a_plan_refuses_pointers_less_aligned_than_it_was_made_for() -> None:
     CResource.close(plan)
     with pytest.raises(ClosedError):
         plan.launch_unchecked([0x1000, 0x2000, 0x3000, 0x3000], [1.0, 0.0], 0, 0, 0)
+
+
+def test_launch_refuses_fewer_scalars_than_the_operation_takes() -> None:
+    # A plan keeps one host buffer for its scalars across calls: a scalar left out of launch()
+    # would run with the previous call's value (beta 1.0 here: D = alpha A B + C instead of
+    # alpha A B), neither the default nor an error.
+    plan = _launchable()
+    handle = Handle.__new__(Handle)
+    CResource.__init__(handle, 1, None, owned=False)  # open, but never passed to C below
+    handle.activate = lambda: None  # type: ignore[method-assign]
+    handle.restore = lambda previous: None  # type: ignore[method-assign]
+    plan.handle = handle
+    plan.scalar_dtype = np.dtype(np.float32)
+    plan._scalars = np.array([1.0, 1.0], np.float32)  # what an execute(beta=1.0) left there
+    plan._scalar_ptrs = (0, 0)
+    plan._alignments = (1, 1, 1, 1)
+    plan._handle_ptr = plan._plan_ptr = 1
+    plan._call_lock = threading.Lock()
+    plan._args = lambda *args: ()
+    ran: list[list[float]] = []
+    plan._fn = lambda: ran.append(plan._scalars.tolist()) or 0
+    with pytest.raises(TypeError, match="launch takes the scalars alpha, beta"):
+        plan.launch([256, 256, 512, 512], [2.0])
+    assert ran == [], f"executed with alpha, beta = {ran[0]}"
 
 
 # -- the functions on arrays: every check before the device (NumPy arrays here) ---------------
