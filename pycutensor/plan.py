@@ -458,9 +458,10 @@ class Plan(CResource):
         made the plan's device current (:meth:`Handle.activate`). Checked here, because they are
         cheap and a wrong answer would be silent: the plan and its handle are open
         (:class:`~_nvbind.resource.ClosedError` otherwise) and each pointer has the alignment the
-        operation was described for (``ValueError``). Anything else wrong (a host pointer, a
-        short buffer, a str where an int belongs) reaches C unchecked: use :meth:`launch` for raw
-        pointers from elsewhere.
+        operation was described for (``ValueError``), and every scalar is given (``TypeError``:
+        one left out would run with the previous call's value). Anything else wrong (a host
+        pointer, a short buffer, a str where an int belongs) reaches C unchecked: use
+        :meth:`launch` for raw pointers from elsewhere.
         """
         if self._ptr is None:
             raise ClosedError("this cuTENSOR plan is closed")
@@ -473,6 +474,9 @@ class Plan(CResource):
                     f"made for {need}-byte aligned operands; describe the tensors with "
                     f"alignment={alignment_of(ptr)} and plan again"
                 )
+        if len(scalars) != len(self._scalar_ptrs):  # one left out: the last call's value
+            names = ", ".join(self.operation.scalar_names)
+            raise TypeError(f"launch_unchecked takes the scalars {names}, got {len(scalars)}")
         args = self._args(self._handle_ptr, self._plan_ptr, self._scalar_ptrs, pointers,
                           workspace_ptr, workspace_size, stream_ptr)  # fmt: skip
         buf = self._scalars

@@ -208,6 +208,36 @@ def test_guide_contraction(gpu_device: int) -> None:
                  np.einsum("mhkn,ukvh->munv", abs(wide(a2)), abs(wide(b))), tolerance(np.float32))  # fmt: skip
 
 
+def test_launch_takes_every_scalar_after_an_accumulating_execute(gpu_device: int) -> None:
+    # A plan keeps its scalars in one host buffer across calls: after execute(beta=1.0), a launch
+    # that left beta out would compute alpha A B + C. It is refused, and with both it is exact.
+    from cuda.core import Device
+
+    handle = pycutensor.get_handle(gpu_device)
+    rng = np.random.default_rng(3)
+    a, b = random((8, 6), np.float32, rng), random((6, 10), np.float32, rng)
+    c = random((8, 10), np.float32, rng)
+    da, db, dc = device(a), device(b), device(c)
+    op = Contraction(TensorDescriptor.from_array(handle, da), "ik",
+                     TensorDescriptor.from_array(handle, db), "kj",
+                     TensorDescriptor.from_array(handle, dc), "ij")  # fmt: skip
+    stream = Device(gpu_device).create_stream()
+    with op, op.plan(workspace=0) as plan:
+        plan.execute(da, db, dc, alpha=1.0, beta=1.0)
+        out = device(np.full((8, 10), 7.0, np.float32))
+        ptrs = [da.ptr, db.ptr, out.ptr, out.ptr]
+        with pytest.raises(TypeError, match="launch takes the scalars alpha, beta, got 1"):
+            plan.launch(ptrs, [2.0], int(stream.handle))
+        with pytest.raises(TypeError, match="launch_unchecked takes the scalars alpha, beta"):
+            plan.launch_unchecked(ptrs, [2.0], int(stream.handle), 0, 0)
+        plan.launch(ptrs, [2.0, 0.0], int(stream.handle))
+        stream.sync()
+        got = out.to_numpy()
+    stream.close()
+    want = 2.0 * wide(a) @ wide(b)
+    assert_close(got, want, 2.0 * abs(wide(a)) @ abs(wide(b)), tolerance(np.float32))
+
+
 @pytest.mark.parametrize(
     ("dtype", "compute"),
     [

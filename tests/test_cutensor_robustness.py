@@ -15,7 +15,6 @@ import math
 import string
 import subprocess
 import sys
-import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -615,6 +614,9 @@ def test_launch_checks_the_types_of_raw_pointers(args: tuple[Any, ...], match: s
         (["3.5", 0.0], TypeError, "alpha must be a number"),  # NumPy would parse it
         ([1.0, True], TypeError, "beta must be a number"),
         ([1.0, 0.0, 2.0], TypeError, "launch takes the scalars alpha, beta"),
+        # every scalar: the plan's scalar buffer keeps the last call's values, so a beta left
+        # out would run as the previous execute's (D = alpha A B + C instead of alpha A B)
+        ([2.0], TypeError, "launch takes the scalars alpha, beta, got 1"),
     ],
 )
 def test_launch_checks_its_scalars_as_execute_does(scalars: Any, error: Any, match: str) -> None:
@@ -642,28 +644,17 @@ def test_a_plan_refuses_pointers_less_aligned_than_it_was_made_for() -> None:
         plan.launch_unchecked([0x1000, 0x2000, 0x3000, 0x3000], [1.0, 0.0], 0, 0, 0)
 
 
-def test_launch_refuses_fewer_scalars_than_the_operation_takes() -> None:
-    # A plan keeps one host buffer for its scalars across calls: a scalar left out of launch()
-    # would run with the previous call's value (beta 1.0 here: D = alpha A B + C instead of
-    # alpha A B), neither the default nor an error.
+def test_launch_unchecked_refuses_a_missing_scalar() -> None:
+    # As launch: a scalar left out would run with the value the previous call left in the plan's
+    # buffer. One comparison, so the unchecked path makes it too.
     plan = _launchable()
     handle = Handle.__new__(Handle)
     CResource.__init__(handle, 1, None, owned=False)  # open, but never passed to C below
-    handle.activate = lambda: None  # type: ignore[method-assign]
-    handle.restore = lambda previous: None  # type: ignore[method-assign]
     plan.handle = handle
-    plan.scalar_dtype = np.dtype(np.float32)
-    plan._scalars = np.array([1.0, 1.0], np.float32)  # what an execute(beta=1.0) left there
-    plan._scalar_ptrs = (0, 0)
     plan._alignments = (1, 1, 1, 1)
-    plan._handle_ptr = plan._plan_ptr = 1
-    plan._call_lock = threading.Lock()
-    plan._args = lambda *args: ()
-    ran: list[list[float]] = []
-    plan._fn = lambda: ran.append(plan._scalars.tolist()) or 0
-    with pytest.raises(TypeError, match="launch takes the scalars alpha, beta"):
-        plan.launch([256, 256, 512, 512], [2.0])
-    assert ran == [], f"executed with alpha, beta = {ran[0]}"
+    plan._scalar_ptrs = (0x100, 0x104)  # alpha and beta's places in the plan's scalar buffer
+    with pytest.raises(TypeError, match="takes the scalars alpha, beta, got 1"):
+        plan.launch_unchecked([0x1000, 0x2000, 0x3000, 0x3000], [2.0], 0, 0, 0)
 
 
 # -- the functions on arrays: every check before the device (NumPy arrays here) ---------------
