@@ -117,3 +117,26 @@ def test_forward_tensor_core_warning_names_the_caller(recorder: Recorder) -> Non
         ops.convolution_forward(
             x8, w8, conv, y=fake((8, 8, 3, 3), np.float16, "NHWC"), handle=recorder.handle
         )
+
+
+def test_forward_find_with_beta_times_on_scratch_even_with_a_negative_extent_1_stride(
+    recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An exporter may give an extent-1 dim any stride (-1 included); y is valid, and the scratch
+    # copy FindEx times into must take the strides y's descriptor has, not refuse y's.
+    made: list[tuple[int, ...]] = []
+
+    class _Scratch:
+        @staticmethod
+        def empty(shape: Any, dtype: Any, *, device: Any, stream: Any, strides: Any) -> Any:
+            made.append(tuple(strides))
+            return fake(tuple(shape), dtype, strides=strides)
+
+    monkeypatch.setattr(_conv_run, "DeviceArray", _Scratch)
+    x, w = fake((1, 8, 9, 9)), fake((4, 8, 3, 3))
+    y = fake((1, 4, 7, 7), strides=(-1, 49, 7, 1))
+    ops.convolution_forward(x, w, y=y, beta=0.5, algo="find", handle=recorder.handle)
+    assert made == [(1, 49, 7, 1)]
+    f = recorder.last("cudnnFindConvolutionForwardAlgorithmEx")
+    assert f["y"] != y.ptr  # timed on the scratch copy: y's values survive for beta
+    assert recorder.last("cudnnConvolutionForward")["y"] == y.ptr

@@ -27,7 +27,7 @@ from ..handle import Handle
 from ..tensor import ConvolutionDescriptor
 from ..tensor._common import _choice, _enum_names
 from ..tensor._common import call as _call
-from ._common import _Launch, _scalars
+from ._common import _Launch, _own_strides, _scalars
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,8 +203,14 @@ def run(
     scratch = None
     if isinstance(algo, str) and algo.strip().lower() == "find" and float(b.value) != 0.0:
         # FindEx overwrites the output while timing; keep the values beta blends in.
+        # out_desc's strides: an extent-1 dim's made 1 (an exporter may give -1 there, which an
+        # allocation refuses).
         scratch = DeviceArray.empty(
-            outv.shape, outv.dtype, device=h.device_id, stream=sp or None, strides=outv.strides
+            outv.shape,
+            outv.dtype,
+            device=h.device_id,
+            stream=sp or None,
+            strides=_own_strides(outv),
         )
         find_out = scratch.ptr
     try:
