@@ -15,7 +15,7 @@ from test_ops_backward import Recorder
 
 import pycudnn
 from pycudnn import _bindings as _b
-from pycudnn import ops
+from pycudnn import layout, ops
 from pycudnn.ops import _common, _conv_run, convolution_backward
 from pycudnn.tensor import ConvolutionDescriptor, TensorCoreWarning
 from pycudnn.tensor import _common as tensor_common
@@ -140,3 +140,29 @@ def test_forward_find_with_beta_times_on_scratch_even_with_a_negative_extent_1_s
     f = recorder.last("cudnnFindConvolutionForwardAlgorithmEx")
     assert f["y"] != y.ptr  # timed on the scratch copy: y's values survive for beta
     assert recorder.last("cudnnConvolutionForward")["y"] == y.ptr
+
+
+def test_allocated_outputs_follow_a_channels_last_input_with_one_channel(
+    recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # NHWC with C = 1 gives C the stride of W (1): the tie must not put C outside W, or the
+    # output comes out N, H, K, W, neither NHWC nor NCHW.
+    class _Alloc:
+        @staticmethod
+        def empty(shape: Any, dtype: Any, *, device: Any, stream: Any, strides: Any) -> Any:
+            return fake(tuple(shape), dtype, strides=strides)
+
+    monkeypatch.setattr(_common, "DeviceArray", _Alloc)
+    x, w = fake((2, 1, 8, 8), fmt="NHWC"), fake((4, 1, 3, 3), fmt="NHWC")
+    y = ops.convolution_forward(x, w, handle=recorder.handle)
+    assert y.strides == layout.packed_strides((2, 4, 6, 6), "NHWC")
+    y_desc = recorder.last("cudnnConvolutionForward")["yDesc"]
+    assert y_desc.strides == y.strides
+    # The data gradient of a one-channel channels-last dy is channels-last too.
+    dy = fake((2, 1, 6, 6), fmt="NHWC")
+    dx = ops.convolution_backward_data(fake((1, 4, 3, 3), fmt="NHWC"), dy, x_shape=(2, 4, 8, 8),
+                                       handle=recorder.handle)  # fmt: skip
+    assert dx.strides == layout.packed_strides((2, 4, 8, 8), "NHWC")
+    # NCHW with C = 1 gives C the stride of N: it stays NCHW.
+    y = ops.convolution_forward(fake((2, 1, 8, 8)), fake((4, 1, 3, 3)), handle=recorder.handle)
+    assert y.strides == layout.packed_strides((2, 4, 6, 6), "NCHW")

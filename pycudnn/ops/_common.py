@@ -141,10 +141,10 @@ def _scalars(dtype: np.dtype, **values: Any) -> list[Any]:
 
 
 def _memory_order(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
-    """Dims sorted outermost first by stride (ties keep logical order, so NCHW with C = 1 stays
-    NCHW)."""
-    del shape  # extent-1 dims keep the strides their exporter gave them
-    return tuple(sorted(range(len(strides)), key=lambda i: (-strides[i], i)))
+    """Dims sorted outermost first by stride. A packed extent-1 dim has the stride of the dim just
+    outside it, so on a tie a dim of extent above 1 goes outside one of extent 1 (NHWC with C = 1
+    stays NHWC, NCHW with C = 1 stays NCHW); other ties keep logical order."""
+    return tuple(sorted(range(len(strides)), key=lambda i: (-strides[i], shape[i] == 1, i)))
 
 
 def _strides_like(like: ArrayView, shape: tuple[int, ...]) -> tuple[int, ...]:
