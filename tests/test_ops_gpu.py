@@ -335,14 +335,19 @@ ACTIVATIONS: list[tuple[str, dict[str, float], Callable[[np.ndarray], np.ndarray
     ("tanh", {}, np.tanh),
     ("clipped_relu", {"coef": 1.5}, lambda x: np.clip(x, 0.0, 1.5)),
     ("elu", {"coef": 0.7}, lambda x: np.where(x > 0, x, 0.7 * np.expm1(x))),
+    ("elu", {}, lambda x: np.where(x > 0, x, np.expm1(x))),  # alpha 1.0 by default, not a ReLU
     ("swish", {"swish_beta": 1.3}, lambda x: x * sigmoid(1.3 * x)),
     ("identity", {}, lambda x: x),
 ]
 
 
+# the ELU without coef runs as "elu-default"
+_ACTIVATION_IDS = ["elu-default" if (a[0], a[1]) == ("elu", {}) else a[0] for a in ACTIVATIONS]
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", FLOAT_TYPES, ids=str)
-@pytest.mark.parametrize(("mode", "kwargs", "ref"), ACTIVATIONS, ids=[a[0] for a in ACTIVATIONS])
+@pytest.mark.parametrize(("mode", "kwargs", "ref"), ACTIVATIONS, ids=_ACTIVATION_IDS)
 def test_activations_match_numpy(
     gpu_device: int,
     dtype: np.dtype,

@@ -70,7 +70,7 @@ def test_the_two_with_their_own_scalars_keep_them() -> None:
     ("forward", "backward", "typed", "settings"),
     [
         ("activation_forward", "activation_backward", "ActivationKeywords",
-         {"coef": 0.0, "swish_beta": 1.0}),
+         {"coef": None, "swish_beta": 1.0}),
         ("pooling_forward", "pooling_backward", "PoolingKeywords",
          {"mode": "max", "window": (2, 2), "pads": None, "strides": None,
           "nan_propagation": False}),

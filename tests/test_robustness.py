@@ -459,7 +459,7 @@ def test_pooling_junk_is_refused_before_c(kwargs: dict, error: type, word: str) 
         ({"coef": float("-inf")}, ValueError, "coef"),
         ({"coef": np.float64("nan")}, ValueError, "coef"),
         ({"coef": "1"}, TypeError, "coef"),
-        ({"coef": None}, TypeError, "coef"),
+        ({"mode": "clipped_relu"}, ValueError, "coef"),  # no ceiling: no default either
         ({"coef": True}, TypeError, "coef"),
         ({"coef": 1 + 0j}, TypeError, "coef"),
         ({"mode": "clipped_relu", "coef": -0.0}, ValueError, "coef"),

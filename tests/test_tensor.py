@@ -644,6 +644,16 @@ def test_activation_descriptor() -> None:
         ActivationDescriptor("elu", float("nan"))
 
 
+def test_activation_descriptor_default_coef_per_mode() -> None:
+    # Read back from cuDNN: an ELU without coef gets alpha 1.0 (the graph API's ELU_ALPHA
+    # default, PyTorch's), not the 0.0 that makes it a ReLU; a clipped ReLU has no default
+    # ceiling; the other modes ignore coef.
+    assert ActivationDescriptor("elu").coef == 1.0
+    assert ActivationDescriptor("relu").coef == 0.0
+    with pytest.raises(ValueError, match=r"clipped_relu needs coef .* got None"):
+        ActivationDescriptor("clipped_relu")
+
+
 def test_op_tensor_and_reduce_descriptors() -> None:
     op = OpTensorDescriptor("max", np.float64)
     assert op.op == "max" and op.compute_type == np.float64 and not op.is_unary

@@ -33,9 +33,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def _activation(mode: Any, coef: Any, swish_beta: Any) -> ActivationDescriptor:
+    given = None if coef is None else _real(coef, "coef")  # None: the mode's default
     return _cached(
         "activations",
-        (str(mode), _real(coef, "coef"), _real(swish_beta, "swish_beta")),
+        (str(mode), given, _real(swish_beta, "swish_beta")),
         lambda: ActivationDescriptor(mode, coef, swish_beta=swish_beta),
     )
 
@@ -46,14 +47,15 @@ def activation_forward(
     mode: str = "relu",
     *,
     y: Any = None,
-    coef: float = 0.0,
+    coef: float | None = None,
     swish_beta: float = 1.0,
     **kw: Unpack[LaunchKeywords],
 ) -> Any:
     """``y = alpha * act(x) + beta * y`` (``cudnnActivationForward``; deprecated in cuDNN 9).
 
-    ``mode``: ``"relu"``, ``"sigmoid"``, ``"tanh"``, ``"clipped_relu"`` (``coef``: ceiling),
-    ``"elu"`` (``coef``: alpha), ``"swish"`` (``x * sigmoid(swish_beta * x)``), ``"identity"``.
+    ``mode``: ``"relu"``, ``"sigmoid"``, ``"tanh"``, ``"clipped_relu"`` (``coef``: ceiling, to
+    give), ``"elu"`` (``coef``: alpha, default 1.0), ``"swish"`` (``x * sigmoid(swish_beta * x)``),
+    ``"identity"``.
     ``y`` may be ``x`` (in place). cuDNN documents ``CUDNN_ACTIVATION_IDENTITY`` as not working
     with ``cudnnActivationForward``, so ``"identity"`` runs as ``cudnnTransformTensor``
     (``cudnnScaleTensor`` in place). ``alpha``, ``beta``, ``handle``, ``stream``: see
@@ -93,7 +95,7 @@ def activation_forward(
 class _ActivationSettings(TypedDict, total=False):
     """The activation settings of :func:`activation_forward` besides ``mode``."""
 
-    coef: float
+    coef: float | None
     swish_beta: float
 
 

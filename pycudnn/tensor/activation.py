@@ -30,20 +30,27 @@ class ActivationDescriptor(LegacyDescriptor, c_kind="Activation"):
     """A legacy activation descriptor (``cudnnSetActivationDescriptor``), deprecated in cuDNN 9.
 
     ``mode``: ``"relu"``, ``"sigmoid"``, ``"tanh"``, ``"clipped_relu"`` (``coef`` is the ceiling,
-    > 0), ``"elu"`` (``coef`` is alpha), ``"swish"`` (``swish_beta``, set with
-    ``cudnnSetActivationDescriptorSwishBeta``), ``"identity"``.
+    > 0, and must be given), ``"elu"`` (``coef`` is alpha, default 1.0 as the graph API's
+    ``ELU_ALPHA`` and PyTorch's), ``"swish"`` (``swish_beta``, set with
+    ``cudnnSetActivationDescriptorSwishBeta``), ``"identity"``; the other modes ignore ``coef``.
     """
 
     def __init__(
         self,
         mode: str = "relu",
-        coef: float = 0.0,
+        coef: float | None = None,
         *,
         swish_beta: float = 1.0,
         nan_propagation: bool = False,
     ) -> None:
         warn_deprecated_once("pycudnn.ActivationDescriptor", "the graph API (pycudnn.Graph)")
         m = _choice(mode, "mode", _ACTIVATION_MODES)
+        if coef is None:
+            # An ELU with alpha 0 is a ReLU: the C default would compute something else than
+            # "elu" says without a word.
+            coef = 1.0 if m == _ACTIVATION_MODES["elu"] else 0.0
+            if m == _ACTIVATION_MODES["clipped_relu"]:
+                raise ValueError("clipped_relu needs coef (the ceiling) > 0, got None")
         c = _real(coef, "coef")
         if m == _ACTIVATION_MODES["clipped_relu"] and c <= 0:
             raise ValueError(f"clipped_relu needs coef (the ceiling) > 0, got {c}")
