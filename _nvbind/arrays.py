@@ -12,8 +12,9 @@ a DLPack capsule is read by :mod:`_nvbind.dlpack` only (``cuda.core`` 1.2's read
 dereferences a NULL shape array, reads DLPack 2.x capsules as 1.x and names no fp8 type; the
 producer orders its stream before the consumer's given in ``__dlpack__(stream=)``), and a CUDA
 array interface is checked here (types, ranges, version, mask, stream) before ``cuda.core``'s
-``StridedMemoryView`` is handed exactly the checked dict to find the device the memory is on and
-to order the producer's stream before the consumer's. Without cuda.core, a CUDA-array-interface
+``StridedMemoryView`` is handed exactly the checked dict (versions 0 to 2 as the version 3 they
+are without a stream, the only version it reads) to find the device the memory is on and to order
+the producer's stream before the consumer's. Without cuda.core, a CUDA-array-interface
 array is refused: its device cannot be found out, and guessing one is wrong on a machine with
 several GPUs.
 """
@@ -200,7 +201,13 @@ class _CheckedInterface:
     __slots__ = ("__cuda_array_interface__",)
 
     def __init__(self, iface: dict[str, Any]) -> None:
-        self.__cuda_array_interface__ = dict(iface)
+        checked = dict(iface)
+        if checked["version"] < 3:
+            # cuda.core reads version 3 only. An earlier version is version 3 without a stream
+            # (the key came with version 3): nothing to order, whatever the dict holds under it.
+            checked["version"] = 3
+            checked.pop("stream", None)
+        self.__cuda_array_interface__ = checked
 
 
 def _from_cuda_interface(obj: Any, consumer: int, name: str) -> ArrayView:

@@ -238,3 +238,14 @@ def test_big_endian_numpy_arrays_are_refused_with_the_reason() -> None:
     # cuDNN's type lookup used to say "no data type for float32", blaming the type instead.
     with pytest.raises(TypeError, match=r"^array: .*>f4 is big-endian"):
         as_array_view(np.zeros(3, ">f4"), name="array")
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+def test_cuda_array_interface_before_version_3_reaches_the_device_lookup(version: int) -> None:
+    # Versions 0 to 2 are read (RMM's DeviceBuffer and cuDF export version 0, PyTorch version 2),
+    # but cuda.core's reader takes version 3 only: handed the producer's dict as it is, it refused
+    # with a BufferError that was reported as the driver failing to find the device.
+    pytest.importorskip("cuda.core")
+    with pytest.raises(RuntimeError, match=r"^x: reading a CUDA-array-interface") as info:
+        as_array_view(CudaInterface(good_interface(version=version)), name="x", stream_ptr=0)
+    assert not isinstance(info.value.__cause__, BufferError), info.value.__cause__
