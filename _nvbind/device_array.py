@@ -464,7 +464,7 @@ class DeviceArray(ArrayGeometry):
         if any(s < 0 for n, s in zip(self._shape, self._strides, strict=True) if n > 1):
             raise BufferError("arrays with negative strides cannot be exported through DLPack")
         if stream is not None and stream != -1:
-            if isinstance(stream, bool) or not isinstance(stream, int) or stream == 0:
+            if isinstance(stream, bool) or not isinstance(stream, int) or not 0 < stream < 2**64:
                 raise BufferError(
                     f"stream must be None, -1 or a CUDA stream handle > 0, got {stream!r}"
                 )

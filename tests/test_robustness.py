@@ -1017,6 +1017,33 @@ def test_device_array_dlpack_request_junk() -> None:
     assert len(dl._exports) == before
 
 
+@pytest.mark.parametrize("stream", [-2, -(2**63), 2**64, 2**70])
+@pytest.mark.parametrize("allocated_on_a_stream", [False, True])
+def test_device_array_dlpack_stream_that_is_no_handle_is_refused(
+    stream: int, allocated_on_a_stream: bool
+) -> None:
+    # -1 is the only negative value DLPack gives a meaning to, and a handle is below 2**64: others
+    # were ignored for an array with no allocation stream, and reached cuda.core's Stream.from_handle
+    # (an OverflowError naming no argument) for one with.
+    class Allocation:
+        handle = 0x1234
+
+    buf, _ = host_buffer(64)
+    a = pycudnn.DeviceArray.__new__(pycudnn.DeviceArray)._init(
+        buf,
+        int(buf.handle),
+        (4, 4),
+        (4, 1),
+        np.dtype("f4"),
+        0,
+        stream=Allocation() if allocated_on_a_stream else None,
+    )
+    before = len(dl._exports)
+    with pytest.raises(BufferError, match=r"stream must be None, -1 or a CUDA stream handle"):
+        a.__dlpack__(stream=stream, max_version=(1, 1))
+    assert len(dl._exports) == before
+
+
 @FUZZ
 @given(
     hnp.arrays(NUMPY_DTYPES, hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=5)),
