@@ -168,6 +168,19 @@ def test_auto_backward_follows_the_unified_operation_version(
     assert lowering(backward(implementation="composite")) == "composite"
 
 
+def test_auto_backward_with_dropout_is_composite_as_its_forward(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The training forward with dropout is the composite graph; its backward redraws the mask the
+    # same way only as the composite graph (cudnn-frontend's backward always is), so "auto" takes
+    # it even where the unified backward has dropout. Asked for, "unified" is still given.
+    monkeypatch.setattr(attention_module, "_loaded_version", lambda: 92800)
+    op = backward(dropout_=True).operations[-1]
+    assert op.attrs["lowering"] == "composite"
+    assert "pairs with the composite training forward" in op.attrs["lowering_note"]
+    assert lowering(backward(dropout_=True, implementation="unified")) == "unified"
+
+
 def test_unified_refuses_what_only_the_composite_graph_has() -> None:
     g = Graph("unified")
     q = bshd(g, "q")

@@ -195,6 +195,55 @@ def test_dropout_with_stats_matches_its_dumped_mask() -> None:
     check_close(sd, ref_stats, 1e-2, "stats (before dropout)")
 
 
+def test_dropout_backward_draws_the_forward_mask() -> None:
+    # The training forward with dropout is the composite graph; the backward given the same
+    # (p, seed, offset) must apply the very mask the forward drew (dumped here), which "auto"
+    # ensures by lowering it to the composite graph too, as cudnn-frontend does.
+    b, h, s, d, p_drop = 2, 4, 64, 64, 0.25
+    scale = 1 / math.sqrt(d)
+    fwd = Graph("train")
+    q, k, v = (qkv_tensor(fwd, n, (b, h, s, d), "bshd", F16) for n in "qkv")
+    seed = fwd.tensor([1, 1, 1, 1], dtype="int64", name="seed")
+    offset = fwd.tensor([1, 1, 1, 1], dtype="int64", name="offset")
+    dump = fwd.tensor([b, h, s, s], dtype="float32", name="rng_dump")
+    o, stats = fwd.sdpa(q, k, v, generate_stats=True, dropout=(p_drop, seed, offset), rng_dump=dump)
+    assert stats is not None
+    qh, kh, vh, doh = (host(t, F16) for t in (q.dims, k.dims, v.dims, o.dims))
+    one = np.array([[[[11]]]], dtype=np.int64)
+    qd, kd, vd = to_device(qh, q), to_device(kh, k), to_device(vh, v)
+    seed_d, offset_d = to_device(one, seed), to_device(one, offset)
+    od, sd, dd = empty(o), empty(stats), empty(dump)
+    fwd.build().execute(
+        {q: qd, k: kd, v: vd, seed: seed_d, offset: offset_d, o: od, stats: sd, dump: dd}
+    )
+
+    bwd = Graph("train_bwd")
+    tq, tk, tv, to, tdo = (qkv_tensor(bwd, n, (b, h, s, d), "bshd", F16) for n in
+                           ("q", "k", "v", "o", "do"))  # fmt: skip
+    tst = bwd.tensor(list(stats.dims), name="stats")
+    bseed = bwd.tensor([1, 1, 1, 1], dtype="int64", name="seed")
+    boffset = bwd.tensor([1, 1, 1, 1], dtype="int64", name="offset")
+    dq, dk, dv = bwd.sdpa_backward(tq, tk, tv, to, tdo, stats=tst, dropout=(p_drop, bseed, boffset))
+    assert bwd.operations[-1].attrs["lowering"] == "composite"
+    dqd, dkd, dvd = empty(dq), empty(dk), empty(dv)
+    bwd.build().execute(
+        {tq: qd, tk: kd, tv: vd, to: od, tdo: to_device(doh, tdo), tst: sd, bseed: seed_d,
+         boffset: offset_d, dq: dqd, dk: dkd, dv: dvd}
+    )  # fmt: skip
+
+    # float64 gradients of O = (P * D) V with D = mask / (1 - p), the mask the forward drew
+    drop = f64(dd) / (1 - p_drop)
+    _, _, p = band_ref(qh, kh, vh, scale=scale)
+    qf, kf, vf, dof = f64(qh), f64(kh), f64(vh), f64(doh)
+    pd = p * drop
+    dv_ref = pd.transpose(0, 1, 3, 2) @ dof
+    dp = (dof @ vf.transpose(0, 1, 3, 2)) * drop
+    ds = p * (dp - (dof * (pd @ vf)).sum(axis=-1, keepdims=True))
+    check_close(dvd, dv_ref, GRAD_TOL[F16], "dV against the forward's mask")
+    check_close(dqd, scale * ds @ kf, GRAD_TOL[F16], "dQ against the forward's mask")
+    check_close(dkd, scale * ds.transpose(0, 1, 3, 2) @ qf, GRAD_TOL[F16], "dK against it")
+
+
 @pytest.mark.parametrize(
     ("hk", "options", "band"),
     [

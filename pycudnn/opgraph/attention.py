@@ -282,7 +282,10 @@ class AttentionOps(AttentionCommon):
 
         ``implementation`` as for :meth:`sdpa`: the unified backward needs cuDNN 9.28 (9.19
         cannot finalize one, and before 9.28 cuDNN plans it for Blackwell only), so ``"auto"``
-        lowers to the composite graph on older cuDNN, which plans on Hopper from cuDNN 9.10.
+        lowers to the composite graph on older cuDNN, which plans on Hopper from cuDNN 9.10, and
+        with dropout: the training forward with dropout is the composite graph, and the
+        composite backward redraws its mask the same way (as cudnn-frontend's backward, always
+        composite, does); whether the unified backward's draw matches is not verified on a GPU.
         ``sink_token`` is the forward's sink; ``dSink_token`` (float32 ``[1, h_q, 1, 1]``)
         receives its gradient (:mod:`pycudnn.opgraph.attention_extras`).
         """

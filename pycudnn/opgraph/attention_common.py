@@ -242,6 +242,16 @@ class AttentionCommon(GraphCore):
         unified_features += ["sdpa fp8"] * fp8
         unified_features += features
         why_not = needs_composite
+        if not why_not and backward and dropout and impl == "auto":
+            # The forward that saved the stats is the composite graph (dropout with stats has no
+            # unified forward), whose mask an RNG operation draws; the composite backward draws
+            # it again the same way, as cudnn-frontend's (always composite) does. The unified
+            # backward's own draw is not known to match: "unified" must be asked for.
+            why_not = (
+                "dropout in a backward pairs with the composite training forward, whose mask the "
+                "composite backward draws again the same way (the unified backward's own draw is "
+                "not verified to match it on a GPU)"
+            )
         if not why_not and shift_from_lengths:
             why_not = "a bottom-right aligned mask with padding is composite-only"
         if not why_not:
