@@ -156,9 +156,12 @@ def _random_calls(
     for _ in range(calls):
         given: dict[Any, Any] = {}
         arrays: dict[int, Any] = {}
+        read, written = set(), set()  # the addresses this call's inputs and outputs took
         for t in arrays_of:
             layout = (tuple(t.array_shape), tuple(t.array_strides), str(t.dtype))
-            same = pool.setdefault(layout, [])
+            # an output may not share memory with another array of the call (refused)
+            taken = read | written if t.is_output else written
+            same = [a for a in pool.setdefault(layout, []) if a.ptr not in taken]
             pick = rng.random()
             if same and pick < 0.6:  # one seen before, maybe bound to another tensor then
                 a = rng.choice(same)
@@ -167,7 +170,8 @@ def _random_calls(
                 a = _array_for(t, ptr=old.ptr)
             else:
                 a = _array_for(t)
-                same.append(a)
+                pool[layout].append(a)
+            (written if t.is_output else read).add(a.ptr)
             arrays[t.uid] = a
             given[rng.choice([t, t.name, t.uid])] = a
         if rng.random() < 0.15 and scalars_of:
@@ -416,3 +420,57 @@ def test_a_scalar_value_reassigned_on_the_graph_is_the_plans_default(sets: Any, 
     s.value = 5.0
     plan.execute({t: arrays[t.uid] for t in ts})
     _check(plan, launches[-1], arrays, {s.uid: 4.0})
+
+
+# --------------------------------------------------------------------------------------------------
+# Outputs that meet another array's memory
+# --------------------------------------------------------------------------------------------------
+
+
+def _two_outputs(name: str) -> Any:
+    """``y = x + b`` and ``z = x * b`` (NCHW float32 [2, 8, 5, 6]): two inputs, two outputs."""
+    g = pycudnn.Graph(name)
+    x = g.tensor([2, 8, 5, 6], name="x")
+    b = g.tensor([2, 8, 5, 6], name="b")
+    g.add(x, b, name="y").set_output(True)
+    g.mul(x, b, name="z").set_output(True)
+    return g
+
+
+def test_an_output_meeting_an_input_or_another_output_is_refused(sets: Any, props: Any) -> None:
+    """cuDNN reads the inputs while it writes the outputs: an output whose memory meets an
+    input's (or another output's) computes from values already overwritten, silently."""
+    g = _two_outputs("overlap")
+    x, b, y, z = g["x"], g["b"], g["y.y"], g["z.y"]
+    with g.build(device_properties=props, cache=False) as plan:
+        launches = _arm(plan, sets)
+        ax, ab, ay, az = (_array_for(t) for t in (x, b, y, z))
+        plan.execute({x: ax, b: ab, y: ay, z: az})
+        arrays = {x.uid: ax, b.uid: ab, y.uid: ay, z.uid: az}
+        _check(plan, launches[-1], arrays, {})
+        n = len(launches)
+        for given in (
+            {x: ax, b: ab, y: _array_for(y, ptr=ax.ptr + 64), z: az},  # y inside x
+            {x: ax, b: ab, y: _array_for(y, ptr=ax.ptr), z: az},  # y exactly x
+            {x: ax, b: _array_for(b, ptr=az.ptr), y: ay, z: az},  # b exactly z
+            {x: ax, b: ab, y: ay, z: _array_for(z, ptr=ay.ptr + 16)},  # the outputs meet
+        ):
+            with pytest.raises(ValueError, match="overlaps"):
+                plan.execute(given)
+        assert len(launches) == n
+        # two inputs may share memory; outputs interleaved with an input without meeting it
+        # (even and odd elements of one buffer) are apart
+        plan.execute({x: ax, b: _array_for(b, ptr=ax.ptr), y: ay, z: az})
+        base = fake((2, 8, 5, 6, 2), np.float32)
+        even = fake((2, 8, 5, 6), np.float32, ptr=base.ptr, strides=(480, 60, 12, 2))
+        odd = fake((2, 8, 5, 6), np.float32, ptr=base.ptr + 4, strides=(480, 60, 12, 2))
+        g2 = pycudnn.Graph("interleaved")
+        x2 = g2.tensor([2, 8, 5, 6], strides=[480, 60, 12, 2], name="x", alignment=4)
+        y2 = g2.tensor([2, 8, 5, 6], strides=[480, 60, 12, 2], name="y", alignment=4)
+        g2.add(x2, x2, name="sum", out=y2)
+        with g2.build(device_properties=props, cache=False) as plan2:
+            launches2 = _arm(plan2, sets)
+            plan2.execute({"x": even, "y": odd})
+            assert launches2[-1]["binding"][y2.uid] == odd.ptr
+            with pytest.raises(ValueError, match="overlaps"):
+                plan2.execute({"x": even, "y": even})

@@ -9,6 +9,7 @@ from typing import Any
 
 from _nvbind.arrays import array_view
 from _nvbind.dtypes import dtype_name
+from _nvbind.lazy_numpy import np
 from _nvbind.strides import element_extent
 
 from ..backend import BackendDescriptor
@@ -29,6 +30,64 @@ def wrong_device(handle: Any, device_id: int) -> None:
         f"the handle is on device {handle.device_id} but these arrays are on device {device_id}; "
         "a handle never changes device: pass handle=None or a handle of the arrays' device"
     )
+
+
+def _memory(sig: tuple[Any, ...]) -> Any:
+    """A NumPy view of the memory an array description reaches, for :func:`np.shares_memory`,
+    which compares addresses only: nothing is read, so device addresses are fine."""
+    ptr, shape, strides, dtype = sig[:4]
+    item = np.dtype(dtype).itemsize
+
+    class Memory:
+        def __init__(self) -> None:
+            self.__array_interface__ = {
+                "shape": tuple(shape),
+                "typestr": f"|V{item}",
+                "data": (int(ptr), True),
+                "strides": tuple(st * item for st in strides),
+                "version": 3,
+            }
+
+    return np.asarray(Memory())
+
+
+def _meet(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Whether two array descriptions (pointer, shape, strides, dtype, ...) reach a common byte:
+    their byte ranges first, then exactly (two views interleaved in one buffer are apart)."""
+    ranges = []
+    for ptr, shape, strides, dtype in (a[:4], b[:4]):
+        lo, span = element_extent(shape, strides)
+        if not span:
+            return False  # an empty array reaches no memory
+        item = np.dtype(dtype).itemsize
+        ranges.append((ptr + lo * item, ptr + (lo + span) * item))
+    (a_lo, a_hi), (b_lo, b_hi) = ranges
+    if a_hi <= b_lo or b_hi <= a_lo:
+        return False
+    try:
+        return bool(np.shares_memory(_memory(a), _memory(b), max_work=10**6))
+    except np.exceptions.TooHardError:
+        return True  # undecided: the conservative answer
+
+
+def check_apart(arrays: Sequence[tuple[_Slot, tuple[Any, ...]]]) -> None:
+    """Refuse an output whose memory meets another array's of the same call (an input's or
+    another output's): cuDNN reads the inputs while it writes the outputs, so an overlap
+    computes from values already overwritten, and two outputs written over each other leave
+    one of them wrong. Inputs may share memory with each other."""
+    for i, (slot, sig) in enumerate(arrays):
+        if not slot.is_output:
+            continue
+        for j, (other, other_sig) in enumerate(arrays):
+            if j == i or (other.is_output and j < i):
+                continue  # each pair of outputs once
+            if _meet(sig, other_sig):
+                role = "output" if other.is_output else "input"
+                raise ValueError(
+                    f"tensor '{slot.name}': the output array overlaps the {role} array of "
+                    f"tensor '{other.name}' in memory (cuDNN reads its inputs while it writes "
+                    "its outputs); give each output memory of its own"
+                )
 
 
 class VariantPackCache:
@@ -172,12 +231,15 @@ class VariantPackCache:
                 f"{device_id}"
             )
         ptrs = [0] * len(self._slots)
+        arrays = []
         for s_index, sig in zip(key[0], key[1], strict=True):
             slot = self._slots[s_index]
             if slot.by_value:
                 ptrs[s_index] = int(slot.scalar.ctypes.data)
                 continue
             ptrs[s_index] = self.validate(slot, sig, device_id)
+            arrays.append((slot, sig))
+        check_apart(arrays)
         for i, slot in enumerate(self._slots):
             if slot.by_value and not ptrs[i]:
                 ptrs[i] = int(slot.scalar.ctypes.data)
