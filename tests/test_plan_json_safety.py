@@ -329,3 +329,20 @@ def test_the_graph_key_must_be_a_string(h100: DeviceProperties) -> None:
     data["pycudnnDigest"] = canonical.content_digest(data, "pycudnnDigest")
     with pytest.raises(ValueError, match="must be a str"):
         Plan.from_json(data, graph=_dilated_conv(1), device_properties=h100)
+
+
+def test_a_by_value_tensor_of_several_elements_is_refused_without_the_graph(
+    h100: DeviceProperties,
+) -> None:
+    """A plan loaded without its graph takes its tensors from the JSON. pycudnn gives a by-value
+    tensor a host buffer of one element (a graph refuses any other dims), but cuDNN finalizes a
+    by-value 1-D vector: one of 64 elements had execute hand cuDNN that buffer to read 64 from."""
+    g = Graph("pw")
+    g.add(g.tensor([1, 1, 64], name="a"), g.tensor([1, 1, 64], name="b"))
+    data = json.loads(g.build(device_properties=h100, cache=False).to_json())
+    changed = copy.deepcopy(data)
+    changed["operationGraph"]["tensors"][0]["isByValue"] = True
+    _resealed(changed)
+    with pytest.raises(ValueError, match=r"tensor 1 .*by-value.*dims \[1, 1, 64\]"):
+        Plan.from_json(changed, device_properties=h100)
+    Plan.from_json(data, device_properties=h100).close()

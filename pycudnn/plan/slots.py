@@ -266,6 +266,13 @@ def _slots_from_json(data: Mapping[str, Any], kept: Kept) -> list[_Slot]:
         shape, strides = vector_array(
             tuple(t.get("dim", ())), tuple(t.get("stride", ())), int(t.get("vectCount", 1))
         )
+        if t.get("isByValue") and any(n != 1 for n in shape):
+            # cuDNN takes a by-value 1-D vector, read from host memory; execute passes a buffer
+            # of one element (a graph's by-value tensors have all dims 1)
+            raise ValueError(
+                f"the plan JSON's tensor {uid} is by-value with dims {list(shape)}: a by-value "
+                "tensor pycudnn can pass holds one element (all dims 1)"
+            )
         out.append(
             _Slot(
                 uid,
