@@ -119,6 +119,11 @@ def parse_json_for_cudnn(text: Any, what: str) -> Any:
         ) from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{what} does not parse as JSON: {exc}") from None
+    except ValueError as exc:
+        if str(exc).startswith(what):
+            raise  # a repeated key, named above
+        # an integer past Python's digit limit (4300), which JSONDecodeError does not cover
+        raise ValueError(f"{what} does not parse as JSON: {exc}") from None
 
 
 def _is_uid_text(value: Any) -> bool:

@@ -346,3 +346,19 @@ def test_a_by_value_tensor_of_several_elements_is_refused_without_the_graph(
     with pytest.raises(ValueError, match=r"tensor 1 .*by-value.*dims \[1, 1, 64\]"):
         Plan.from_json(changed, device_properties=h100)
     Plan.from_json(data, device_properties=h100).close()
+
+
+def test_an_integer_past_pythons_digit_limit_names_the_json(
+    h100: DeviceProperties, tmp_path: Path
+) -> None:
+    """Python's parser refuses an integer of more than 4300 digits with a ValueError of its own,
+    which named neither the plan JSON nor the device properties."""
+    big = "{" + '"cudnnVersion": ' + "9" * 5000 + "}"
+    with pytest.raises(ValueError, match="the plan JSON does not parse as JSON"):
+        Plan.from_json(big, device_properties=h100)
+    path = tmp_path / "big.json"
+    path.write_text(big)
+    with pytest.raises(ValueError, match="the plan JSON does not parse as JSON"):
+        Plan.load(path, device_properties=h100)
+    with pytest.raises(ValueError, match="device-properties JSON does not parse as JSON"):
+        DeviceProperties.from_json(big)
