@@ -474,3 +474,28 @@ def test_an_output_meeting_an_input_or_another_output_is_refused(sets: Any, prop
             assert launches2[-1]["binding"][y2.uid] == odd.ptr
             with pytest.raises(ValueError, match="overlaps"):
                 plan2.execute({"x": even, "y": even})
+
+
+def test_a_workspace_meeting_an_array_is_refused(sets: Any, props: Any) -> None:
+    """cuDNN writes the workspace while it reads the inputs and writes the outputs: a
+    ``workspace=`` whose memory meets an array's corrupts it, silently."""
+    from pycudnn.plan import build_engine
+
+    g = pycudnn.Graph("ws_meets")
+    x = g.tensor([1, 32, 16, 16], fmt="NHWC", dtype="float16", name="x")
+    w = g.tensor([32, 32, 3, 3], fmt="NHWC", dtype="float16", name="w")
+    y = g.conv_fprop(x, w, padding=1, name="conv")
+    with build_engine(g, 1, device_properties=props) as plan:  # engine 1 needs a workspace
+        assert plan.workspace_size > 0
+        launches = _arm(plan, sets)
+        arrays = {t: _array_for(t) for t in (x, w, y)}
+        ws = fake((plan.workspace_size,), np.uint8)
+        plan.execute(arrays, workspace=ws)
+        n = len(launches)
+        for t in (x, w, y):
+            inside = fake((plan.workspace_size,), np.uint8, ptr=arrays[t].ptr + 256)
+            with pytest.raises(
+                ValueError, match=f"workspace overlaps the array of tensor '{t.name}'"
+            ):
+                plan.execute(arrays, workspace=inside)
+        assert len(launches) == n

@@ -240,6 +240,14 @@ class VariantPackCache:
             ptrs[s_index] = self.validate(slot, sig, device_id)
             arrays.append((slot, sig))
         check_apart(arrays)
+        if key[2] and self.size:  # cuDNN writes [workspace, workspace + size) as it runs
+            space = (key[2], (self.size,), (1,), np.dtype(np.uint8))
+            for slot, sig in arrays:
+                if _meet(space, sig):
+                    raise ValueError(
+                        f"workspace overlaps the array of tensor '{slot.name}' in memory (cuDNN "
+                        "writes the workspace while it runs); give it memory of its own"
+                    )
         for i, slot in enumerate(self._slots):
             if slot.by_value and not ptrs[i]:
                 ptrs[i] = int(slot.scalar.ctypes.data)
