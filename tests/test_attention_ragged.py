@@ -7,6 +7,7 @@ composite backward; misuse is refused naming the tensor and the rule."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -114,6 +115,23 @@ def test_ragged_backward_lowering_follows_the_stats(props: Any) -> None:
     g.build(device_properties=props, cache=False)
     with pytest.raises(GraphError, match="stats that are not ragged have no unified backward"):
         ragged_graph(backward=True, implementation="unified")
+
+
+def test_composite_backward_reads_k_for_dq_at_its_ragged_offsets(props: Any) -> None:
+    # dQ = dS @ K reads K through a reshape of the K^T cuDNN is shown; NVIDIA's frontend
+    # (CompositeSDPABackwardNode, "reshape_k") gives that view K's ragged offset, so that the
+    # product reads each sequence's keys where they are, not at padded positions.
+    g, t = ragged_graph(backward=True, implementation="composite")
+    plan = g.build(device_properties=props, cache=False)
+    graph = json.loads(plan.to_json())["operationGraph"]
+    tensors = {x["name"]: x for x in graph["tensors"]}
+    k_uid = str(t["k"].uid)
+    (view,) = [
+        tensors[n["Y"]]
+        for n in graph["nodes"]
+        if n["operation"].endswith("RESHAPE_DESCRIPTOR") and n["X"] == k_uid
+    ]
+    assert [o["name"] for o in view.get("isRagged", [])] == [str(t["off_kv"].uid)]
 
 
 @pytest.mark.parametrize(

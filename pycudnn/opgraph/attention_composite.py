@@ -117,14 +117,29 @@ class _Builder:
         return y
 
     def virtual(
-        self, dims: tuple[int, ...], dtype: str, strides: tuple[int, ...] | None = None
+        self,
+        dims: tuple[int, ...],
+        dtype: str,
+        strides: tuple[int, ...] | None = None,
+        *,
+        ragged_like: Any = None,
     ) -> Any:
+        """A virtual tensor; ``ragged_like`` (a graph tensor) gives it that tensor's ragged
+        offsets, for a view of a ragged tensor."""
         t = self.new("TENSOR")
         uid = self.next_uid
         self.next_uid += 1
         what = f"{self.op.label} (composite tensor {dims})"
+        offsets = getattr(ragged_like, "ragged_offset", None)
         set_virtual(
-            t, uid, dtype, dims, strides or c_strides(dims), finalize=self.finalize, what=what
+            t,
+            uid,
+            dtype,
+            dims,
+            strides or c_strides(dims),
+            finalize=self.finalize,
+            what=what,
+            ragged=None if offsets is None else self.tensors[offsets.uid],
         )
         return t
 
@@ -454,8 +469,9 @@ def _backward(bld: _Builder) -> None:
     ds = bld.pw("MUL", ds, bld.arg("scale"), dims=scores)
     ds_t = bld.reshape(ds, bld.virtual(transposed, io, t_strides))
     _grad(bld, ds_t, bld.arg("q"), role="dk", full=(b, hq, skv, d_qk), io=io, m=m_kv, k=k_q)
-    # dQ = dS @ K: K back from the K^T cuDNN is shown
-    k_back = bld.reshape(bld.arg("k"), bld.virtual(k_t.dims, io, k_t.strides))
+    # dQ = dS @ K: K back from the K^T cuDNN is shown, with K's ragged offsets (THD), as the
+    # frontend's reshape_k has them: the product reads each sequence's keys where they lie
+    k_back = bld.reshape(bld.arg("k"), bld.virtual(k_t.dims, io, k_t.strides, ragged_like=k_t))
     bld.matmul(ds, k_back, bld.arg("dq"), m=bld.arg("seq_len_q"), k=bld.arg("seq_len_kv"))
 
 

@@ -195,22 +195,27 @@ def set_virtual(
     *,
     finalize: Callable[[BackendDescriptor, str], None],
     what: str,
+    ragged: BackendDescriptor | None = None,
 ) -> None:
     """A virtual tensor of the lowering's own (an SDPA's score subgraph, its softmax, a
     composite attention graph) on ``d``, finalized: ``uid``, the data type ``dtype`` (a
-    ``cudnnDataType_t`` name), 16-byte alignment, ``dims`` and ``strides``; ``what`` names it
-    in cuDNN's error. Set one ctypes call an attribute, as a plain tensor is, where ``d`` is a
-    BackendDescriptor itself and the values are in range; otherwise through ``set``, which
+    ``cudnnDataType_t`` name), 16-byte alignment, ``dims`` and ``strides``, and ``ragged`` (the
+    descriptor of a graph tensor's ragged offsets) for a view of a ragged tensor; ``what`` names
+    it in cuDNN's error. Set one ctypes call an attribute, as a plain tensor is, where ``d`` is
+    a BackendDescriptor itself and the values are in range; otherwise through ``set``, which
     refuses what is wrong and which a subclass (the plan loader's recording descriptor) sees."""
     number = _VIRTUAL_TYPES.get(dtype)
     if (
-        number is not None
+        ragged is None
+        and number is not None
         and type(d) is BackendDescriptor
         and _as_described(uid, 16, dims, strides)
     ):
         _set_direct(d, uid, number, 16, dims, strides, (True, False), what)
         return
     _set_each(d, (uid, dtype, 16), dims, strides, (True, False))
+    if ragged is not None:
+        d.set("TENSOR_RAGGED_OFFSET_DESC", ragged, attr_type="BACKEND_DESCRIPTOR")
     finalize(d, what)
 
 
