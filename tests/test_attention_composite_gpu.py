@@ -161,78 +161,68 @@ def test_composite_and_unified_agree() -> None:
     check_close(s_c, s_u, 1e-2, "composite stats against unified stats")
 
 
-def test_dropout_with_stats_matches_its_dumped_mask() -> None:
-    b, h, s, d, p_drop = 2, 4, 64, 64, 0.25
+DROPOUT_DIMS, P_DROP = (2, 4, 64, 64), 0.25
+
+
+def _dropout_forward() -> dict[str, Any]:
+    """The training forward with dropout (composite), executed with its mask dumped: the host
+    inputs, the device arrays of every tensor, and the tensors, by name."""
+    b, h, s, d = DROPOUT_DIMS
     g = Graph("train")
     q, k, v = (qkv_tensor(g, n, (b, h, s, d), "bshd", F16) for n in "qkv")
     seed = g.tensor([1, 1, 1, 1], dtype="int64", name="seed")
     offset = g.tensor([1, 1, 1, 1], dtype="int64", name="offset")
     dump = g.tensor([b, h, s, s], dtype="float32", name="rng_dump")
-    o, stats = g.sdpa(q, k, v, generate_stats=True, dropout=(p_drop, seed, offset), rng_dump=dump)
+    o, stats = g.sdpa(q, k, v, generate_stats=True, dropout=(P_DROP, seed, offset), rng_dump=dump)
     assert stats is not None and g.operations[-1].attrs["lowering"] == "composite"
-    qh, kh, vh = host(q.dims, F16), host(k.dims, F16), host(v.dims, F16)
+    host_in = {"q": host(q.dims, F16), "k": host(k.dims, F16), "v": host(v.dims, F16)}
     one = np.array([[[[11]]]], dtype=np.int64)
-    od, sd, dd = empty(o), empty(stats), empty(dump)
-    g.build().execute(
-        {
-            q: to_device(qh, q),
-            k: to_device(kh, k),
-            v: to_device(vh, v),
-            seed: to_device(one, seed),
-            offset: to_device(one, offset),
-            o: od,
-            stats: sd,
-            dump: dd,
-        }
-    )
-    mask = f64(dd)
+    tensors = {"q": q, "k": k, "v": v, "seed": seed, "offset": offset, "o": o, "stats": stats,
+               "dump": dump}  # fmt: skip
+    dev = {n: to_device(host_in[n], tensors[n]) for n in "qkv"}
+    dev.update(seed=to_device(one, seed), offset=to_device(one, offset))
+    dev.update((n, empty(tensors[n])) for n in ("o", "stats", "dump"))
+    g.build().execute({tensors[n]: a for n, a in dev.items()})
+    return {"host": host_in, "dev": dev, "tensors": tensors}
+
+
+def test_dropout_with_stats_matches_its_dumped_mask() -> None:
+    run = _dropout_forward()
+    (qh, kh, vh), dev = run["host"].values(), run["dev"]
+    mask = f64(dev["dump"])
     assert set(np.unique(mask)) <= {0.0, 1.0}
     kept = float(mask.mean())
-    assert abs(kept - (1 - p_drop)) < 0.02, f"kept {kept:.3f} of the weights, not {1 - p_drop}"
-    _, ref_stats, p = band_ref(qh, kh, vh, scale=1 / math.sqrt(d))
-    ref_o = (p * mask / (1 - p_drop)) @ f64(vh)
-    check_close(od, ref_o, TOL[F16], "dropout O against its dumped mask")
-    check_close(sd, ref_stats, 1e-2, "stats (before dropout)")
+    assert abs(kept - (1 - P_DROP)) < 0.02, f"kept {kept:.3f} of the weights, not {1 - P_DROP}"
+    _, ref_stats, p = band_ref(qh, kh, vh, scale=1 / math.sqrt(DROPOUT_DIMS[3]))
+    ref_o = (p * mask / (1 - P_DROP)) @ f64(vh)
+    check_close(dev["o"], ref_o, TOL[F16], "dropout O against its dumped mask")
+    check_close(dev["stats"], ref_stats, 1e-2, "stats (before dropout)")
 
 
 def test_dropout_backward_draws_the_forward_mask() -> None:
     # The training forward with dropout is the composite graph; the backward given the same
     # (p, seed, offset) must apply the very mask the forward drew (dumped here), which "auto"
     # ensures by lowering it to the composite graph too, as cudnn-frontend does.
-    b, h, s, d, p_drop = 2, 4, 64, 64, 0.25
-    scale = 1 / math.sqrt(d)
-    fwd = Graph("train")
-    q, k, v = (qkv_tensor(fwd, n, (b, h, s, d), "bshd", F16) for n in "qkv")
-    seed = fwd.tensor([1, 1, 1, 1], dtype="int64", name="seed")
-    offset = fwd.tensor([1, 1, 1, 1], dtype="int64", name="offset")
-    dump = fwd.tensor([b, h, s, s], dtype="float32", name="rng_dump")
-    o, stats = fwd.sdpa(q, k, v, generate_stats=True, dropout=(p_drop, seed, offset), rng_dump=dump)
-    assert stats is not None
-    qh, kh, vh, doh = (host(t, F16) for t in (q.dims, k.dims, v.dims, o.dims))
-    one = np.array([[[[11]]]], dtype=np.int64)
-    qd, kd, vd = to_device(qh, q), to_device(kh, k), to_device(vh, v)
-    seed_d, offset_d = to_device(one, seed), to_device(one, offset)
-    od, sd, dd = empty(o), empty(stats), empty(dump)
-    fwd.build().execute(
-        {q: qd, k: kd, v: vd, seed: seed_d, offset: offset_d, o: od, stats: sd, dump: dd}
-    )
-
+    run = _dropout_forward()
+    (qh, kh, vh), dev, fwd = run["host"].values(), run["dev"], run["tensors"]
+    scale = 1 / math.sqrt(DROPOUT_DIMS[3])
     bwd = Graph("train_bwd")
-    tq, tk, tv, to, tdo = (qkv_tensor(bwd, n, (b, h, s, d), "bshd", F16) for n in
+    tq, tk, tv, to, tdo = (qkv_tensor(bwd, n, fwd["q"].dims, "bshd", F16) for n in
                            ("q", "k", "v", "o", "do"))  # fmt: skip
-    tst = bwd.tensor(list(stats.dims), name="stats")
+    tst = bwd.tensor(list(fwd["stats"].dims), name="stats")
     bseed = bwd.tensor([1, 1, 1, 1], dtype="int64", name="seed")
     boffset = bwd.tensor([1, 1, 1, 1], dtype="int64", name="offset")
-    dq, dk, dv = bwd.sdpa_backward(tq, tk, tv, to, tdo, stats=tst, dropout=(p_drop, bseed, boffset))
+    dq, dk, dv = bwd.sdpa_backward(tq, tk, tv, to, tdo, stats=tst, dropout=(P_DROP, bseed, boffset))
     assert bwd.operations[-1].attrs["lowering"] == "composite"
+    doh = host(to.dims, F16)
     dqd, dkd, dvd = empty(dq), empty(dk), empty(dv)
     bwd.build().execute(
-        {tq: qd, tk: kd, tv: vd, to: od, tdo: to_device(doh, tdo), tst: sd, bseed: seed_d,
-         boffset: offset_d, dq: dqd, dk: dkd, dv: dvd}
+        {tq: dev["q"], tk: dev["k"], tv: dev["v"], to: dev["o"], tdo: to_device(doh, tdo),
+         tst: dev["stats"], bseed: dev["seed"], boffset: dev["offset"], dq: dqd, dk: dkd, dv: dvd}
     )  # fmt: skip
 
     # float64 gradients of O = (P * D) V with D = mask / (1 - p), the mask the forward drew
-    drop = f64(dd) / (1 - p_drop)
+    drop = f64(dev["dump"]) / (1 - P_DROP)
     _, _, p = band_ref(qh, kh, vh, scale=scale)
     qf, kf, vf, dof = f64(qh), f64(kh), f64(vh), f64(doh)
     pd = p * drop
