@@ -46,6 +46,7 @@ __all__ = [
     "cached_spec",
     "check_integer_values",
     "descriptor_needs",
+    "integer_maximum",
     "integer_rule",
     "keep_descriptor_type",
     "keep_spec",
@@ -71,6 +72,21 @@ _NON_NEGATIVE_ATTR = re.compile(
 )
 
 
+#: Integer attributes cuDNN keeps in 32 bits although they are set as INT64: at most 2**31 - 1.
+#: A TENSOR_VECTOR_COUNT of 2**61 or 2**62 finalizes its tensor, then crashes the finalize of an
+#: operation reading it (SIGFPE, cuDNN 9.28; found by fuzzing); no value below 2**31 did, over
+#: random extents. cuDNN's vectorized layouts use 4 and 32.
+_INT32_ATTR = re.compile(r"(?:_VECTOR_COUNT)$")
+_INT32_MAX = 2**31 - 1
+
+
+def integer_maximum(attr_name: str) -> tuple[int, str] | None:
+    """``(maximum, why)`` for an integer attribute cuDNN narrows unchecked, else None."""
+    if _INT32_ATTR.search(attr_name):
+        return _INT32_MAX, "cuDNN keeps it in 32 bits (a larger one crashes the process, SIGFPE)"
+    return None
+
+
 def integer_rule(attr_name: str) -> tuple[int, str] | None:
     """``(minimum, why)`` for an integer attribute whose values cuDNN uses unchecked, else None."""
     if _NON_NEGATIVE_ATTR.search(attr_name):
@@ -86,15 +102,16 @@ def check_integer_values(name: Any, values: Sequence[int]) -> None:
     Run on the encoded elements before ``cudnnBackendSetAttribute``, so it holds for every way a
     value reaches the typed layer (ints, NumPy scalars and arrays, any ``attr_type=``).
     """
-    rule = integer_rule(name.name)
-    if rule is None:
-        return
-    minimum, why = rule
+    rule, cap = integer_rule(name.name), integer_maximum(name.name)
     for i, v in enumerate(values):
-        if v < minimum:
-            where = "" if len(values) == 1 else f" (element {i} of {list(values)})"
+        where = "" if len(values) == 1 else f" (element {i} of {list(values)})"
+        if rule is not None and v < rule[0]:
             raise ValueError(
-                f"{_attr_text(name)} must be at least {minimum}, got {v}{where}: {why}"
+                f"{_attr_text(name)} must be at least {rule[0]}, got {v}{where}: {rule[1]}"
+            )
+        if cap is not None and v > cap[0]:
+            raise ValueError(
+                f"{_attr_text(name)} must be at most {cap[0]}, got {v}{where}: {cap[1]}"
             )
 
 
@@ -180,6 +197,9 @@ class AttrSpec:
         self.single = documented_count == 1 and name.name not in _MANY_DESPITE_DOCS
         rule = integer_rule(name.name) if self.kind == "int" else None
         lo, hi = _INT_RANGES.get(atype, _INT64_RANGE)
+        cap = integer_maximum(name.name) if self.kind == "int" else None
+        if cap is not None:
+            hi = min(hi, cap[0])  # the fast path leaves a larger value to the refusal
         #: the smallest value the fast path accepts: the integer rule's minimum, else the range's
         self.minimum = max(lo, rule[0]) if rule is not None else lo
         self.range = (lo, hi)

@@ -1,5 +1,6 @@
 """The typed backend layer refuses integer attribute values cuDNN would divide by or use as
-extents unchecked (zero extents, zero block sizes and vector counts: SIGFPE at finalize)."""
+extents unchecked (zero extents, zero block sizes and vector counts, vector counts past 32 bits:
+SIGFPE at finalize)."""
 
 from __future__ import annotations
 
@@ -66,6 +67,16 @@ def test_offsets_paddings_and_strides_below_zero_are_refused(
         BackendDescriptor(kind).set(attr, _with(good, -1))
 
 
+@pytest.mark.parametrize("bad", [2**31, 2**61, 2**63 - 1])
+def test_a_vector_count_past_32_bits_is_refused(bad: int) -> None:
+    # cuDNN keeps it in 32 bits: 2**61 finalized its tensor, then crashed an operation (SIGFPE)
+    BackendDescriptor("TENSOR").set("TENSOR_VECTOR_COUNT", 2**31 - 1)
+    with pytest.raises(ValueError, match=rf"TENSOR_VECTOR_COUNT must be at most {2**31 - 1}"):
+        BackendDescriptor("TENSOR").set("TENSOR_VECTOR_COUNT", bad)
+    with pytest.raises(ValueError, match="TENSOR_VECTOR_COUNT must be at most"):
+        BackendDescriptor("TENSOR").set("TENSOR_VECTOR_COUNT", [bad], attr_type="INT64")
+
+
 def test_the_rule_holds_for_numpy_values_and_an_explicit_attr_type() -> None:
     np = pytest.importorskip("numpy")
     skip_unless_cudnn_has("CUDNN_BACKEND_OPERATION_SLICE_DESCRIPTOR")
@@ -84,7 +95,7 @@ _CHILD = """
 import sys
 from pycudnn.backend import BackendDescriptor as B
 
-def tensor(uid, dims, dtype="FLOAT"):
+def tensor(uid, dims, dtype="FLOAT", vector=None):
     t = B("TENSOR")
     t.set("TENSOR_UNIQUE_ID", uid)
     t.set("TENSOR_DIMENSIONS", dims)
@@ -95,6 +106,9 @@ def tensor(uid, dims, dtype="FLOAT"):
     t.set("TENSOR_STRIDES", strides)
     t.set("TENSOR_BYTE_ALIGNMENT", 16)
     t.set("TENSOR_DATA_TYPE", dtype)
+    if vector is not None:
+        t.set("TENSOR_VECTOR_COUNT", vector)
+        t.set("TENSOR_VECTORIZED_DIMENSION", 1)
     t.finalize()
     return t
 
@@ -106,8 +120,8 @@ def matmul(batch):
         op.set("OPERATION_MATMUL_" + k, v)
     op.finalize()
 
-def reduction(extent):
-    x, y = tensor(1, [2, 4, 8]), tensor(2, [2, extent, 1])
+def reduction(extent, vector=None):
+    x, y = tensor(1, [2, 4, 8]), tensor(2, [2, extent, 1], vector=vector)
     r = B("REDUCTION"); r.set("REDUCTION_OPERATOR", "ADD"); r.set("REDUCTION_COMP_TYPE", "FLOAT")
     r.finalize()
     op = B("OPERATION_REDUCTION")
@@ -128,6 +142,7 @@ def quantize(block):
 
 for label, call in [("matmul batch 0", lambda: matmul(0)),
                     ("reduction extent 0", lambda: reduction(0)),
+                    ("vector count 2**61", lambda: reduction(1000, 2**61)),
                     ("block size 0", lambda: quantize(0)),
                     ("block size unset", lambda: quantize(None))]:
     try:
@@ -150,6 +165,7 @@ def test_the_sigfpe_reproductions_are_refused_before_finalize() -> None:
     assert "ACCEPTED" not in out, out
     assert "matmul batch 0 refused: CUDNN_ATTR_TENSOR_DIMENSIONS must be at least 1" in out
     assert "reduction extent 0 refused: CUDNN_ATTR_TENSOR_DIMENSIONS must be at least 1" in out
+    assert "vector count 2**61 refused: CUDNN_ATTR_TENSOR_VECTOR_COUNT must be at most" in out
     assert "block size 0 refused: CUDNN_ATTR_OPERATION_BLOCK_SCALE_QUANTIZE_BLOCK_SIZE" in out
     assert "block size unset refused: cannot finalize" in out
     assert "BLOCK_SIZE is not set" in out

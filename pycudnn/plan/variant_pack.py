@@ -64,8 +64,11 @@ def _meet(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     (a_lo, a_hi), (b_lo, b_hi) = ranges
     if a_hi <= b_lo or b_hi <= a_lo:
         return False
+    # A bounded search (NumPy's stubs name only its two special values, -1 and 0, for max_work;
+    # any positive bound is documented and taken): past it, TooHardError.
+    work: Any = 10**6
     try:
-        return bool(np.shares_memory(_memory(a), _memory(b), max_work=10**6))
+        return bool(np.shares_memory(_memory(a), _memory(b), max_work=work))
     except np.exceptions.TooHardError:
         return True  # undecided: the conservative answer
 
