@@ -187,3 +187,20 @@ def test_docs_table_is_the_models_output() -> None:
         "regenerate the table with `python -m pycutensor.distributed.cost`"
     )
     assert "model" in text[: m.start()].rsplit("##", 1)[-1].lower()
+
+
+def test_a_replaced_distribution_has_its_own_owners_and_ranks() -> None:
+    # dataclasses.replace handed the caches of the original to the copy: the copy answered with
+    # the original's owner arrays, and its rank mapping was merged into the original's.
+    import dataclasses
+
+    d = Distribution((8,), (2,), nranks=2, ranks=(0, 1))
+    assert d.owner_coordinates(0).tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    cyclic = dataclasses.replace(d, block_sizes=(1,))
+    assert cyclic.owner_coordinates(0).tolist() == [0, 1, 0, 1, 0, 1, 0, 1]
+    swapped = dataclasses.replace(d, ranks=(1, 0))
+    assert swapped.coordinate(0) == (1,) and swapped.coordinate(1) == (0,)
+    assert d.coordinate(0) == (0,) and d.coordinate(1) == (1,)  # the original is unchanged
+    elsewhere = dataclasses.replace(d, ranks_per_mode=(1,), nranks=1, ranks=(3,))
+    assert elsewhere.coordinate(0) is None and elsewhere.local_extents(0) == (0,)
+    assert elsewhere.local_extents(3) == (8,)

@@ -119,8 +119,12 @@ class Distribution:
     block_sizes: Sequence[int] | None = None
     nranks: int | None = None
     ranks: Sequence[int] | None = None
-    _owners: dict[int, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
-    _index: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
+    # Caches of this instance's own layout: not init fields, so that dataclasses.replace gives
+    # the new instance fresh ones instead of sharing (and rewriting) this one's.
+    _owners: dict[int, np.ndarray] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
+    _index: dict[int, int] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         ext = int_tuple(self.extents, "extents", minimum=1)
