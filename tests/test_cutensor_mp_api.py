@@ -320,3 +320,44 @@ def test_a_handle_refuses_to_reach_cutensormp_once_its_communicator_is_closed(
     with pytest.raises(ClosedError, match="close the handle, and what uses it, before"):
         handle._as_parameter_  # noqa: B018 - what ctypes reads
     assert stand_in_nccl == ["init", "destroy"]
+
+
+def test_mg_tensor_refuses_arrays_not_laid_out_as_its_descriptor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The descriptor tells cuTENSORMg that each device's data is a packed column-major array of
+    local_shape from the array's pointer: a C-ordered array, one with gaps between elements, or
+    one with negative strides (the memory below its pointer) was accepted on its byte span, and
+    cuTENSORMg read and wrote other elements than the array's (or past its memory). The handle is a
+    stand-in and the descriptor is not created (cuTENSORMg needs GPUs)."""
+    import numpy as np
+
+    from _nvbind.resource import CResource
+    from _nvbind.view import ArrayView
+    from pycutensor.distributed import MgTensor
+
+    handle = MgHandle.__new__(MgHandle)
+    CResource.__init__(handle, 0x1000, None, owned=False)  # never reaches C
+    handle.devices = (0, 1)
+    monkeypatch.setattr(
+        MgTensor, "_create", lambda self, *args: CResource.__init__(self, 0x2000, None, owned=False)
+    )
+    f4 = np.dtype("f4")
+
+    def arrays(shape: tuple[int, ...], strides: tuple[int, ...], ptr: int = 0x10000) -> list:
+        return [ArrayView(ptr, shape, strides, f4, dev, False, None) for dev in (0, 1)]
+
+    def tensor(given: list) -> MgTensor:  # 8x3 in blocks of 2 rows over 2 devices: 4x3 each
+        return MgTensor(handle, (8, 3), np.float32, block_sizes=(2, 3), device_count=(2, 1),
+                        arrays=given)  # fmt: skip
+
+    assert tensor(arrays((4, 3), (1, 4))).local_shape == (4, 3)  # column-major
+    tensor(arrays((12,), (1,)))  # one dense run of elements
+    tensor(arrays((16,), (1,)))  # longer than needed
+    for shape, strides, ptr in [
+        ((4, 3), (3, 1), 0x10000),  # C order
+        ((12,), (2,), 0x10000),  # gaps between elements
+        ((12,), (-1,), 0x10000 + 44),  # memory below the pointer
+    ]:
+        with pytest.raises(ValueError, match=r"arrays\[0\] must be .*column-major"):
+            tensor(arrays(shape, strides, ptr))

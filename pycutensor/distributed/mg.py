@@ -54,6 +54,16 @@ _COMPUTE = {
 }  # fmt: skip
 
 
+def _packed_column_major(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether the elements are one dense run from the pointer up, mode 0 fastest."""
+    step = 1
+    for n, s in zip(shape, strides, strict=True):
+        if n != 1 and s != step:
+            return False
+        step *= n
+    return True
+
+
 def _devices(devices: Sequence[int], name: str) -> tuple[int, ...]:
     out = tuple(int(d) for d in devices)
     if not out:
@@ -98,8 +108,9 @@ class MgTensor(Distributed, CResource):
     ``device_count[i]`` devices share mode ``i`` (default 1), in blocks of ``block_sizes[i]``
     (default: the extent, one block); ``devices`` lists ``prod(device_count)`` of the handle's
     devices, mode 0 first (a multiple of it replicates the tensor), default the first ones of
-    the handle. ``arrays``: one device array per entry of ``devices`` (each at least the
-    :attr:`local_shape`, column-major), or None to allocate them.
+    the handle. ``arrays``: one device array per entry of ``devices`` (each packed column-major,
+    or 1-D contiguous, with at least the elements of :attr:`local_shape`), or None to allocate
+    them.
     """
 
     _kind = "cuTENSORMg tensor descriptor"
@@ -182,10 +193,17 @@ class MgTensor(Distributed, CResource):
             v = array_view(a, f"arrays[{i}]")
             if v.device_id != dev:
                 raise ValueError(f"arrays[{i}] is on device {v.device_id}, not {dev}")
-            if v.dtype != self.dtype or v.span_bytes() < need:
+            if v.dtype != self.dtype or v.nbytes < need:
                 raise ValueError(
                     f"arrays[{i}] must hold {need} bytes of {self.dtype}; it holds "
-                    f"{v.span_bytes()} of {v.dtype}"
+                    f"{v.nbytes} of {v.dtype}"
+                )
+            if not _packed_column_major(v.shape, v.strides):
+                # The descriptor says: local_shape, column-major, from the array's pointer.
+                raise ValueError(
+                    f"arrays[{i}] must be packed column-major (or 1-D contiguous) from its "
+                    f"pointer, as the descriptor lays out local_shape {self.local_shape}; it has "
+                    f"shape {v.shape} and strides {v.strides}"
                 )
         return list(arrays)
 
