@@ -107,3 +107,19 @@ def test_data_types_and_the_gpu() -> None:
         pytest.skip("a GPU is usable here")
     with pytest.raises(DeviceRequiredError, match="block-sparse tensor descriptor"):
         BlockSparseTensor(HEADER, np.float32)
+
+
+def test_an_output_block_that_reaches_an_element_twice_is_refused() -> None:
+    # cuTENSOR writes every element of every output block: a block whose strides reach one
+    # address from two indices (here all four of a 2x2 block's land on three addresses) took
+    # two results in one place. Blocks overlapping one another were refused; one overlapping
+    # itself was handed on. Views stand in for device arrays (nothing reaches C).
+    from _nvbind.view import ArrayView
+    from pycutensor.distributed.blocksparse import check_output_blocks
+
+    f4 = np.dtype("f4")
+    packed = ArrayView(0x1000, (2, 2), (1, 2), f4, 0, False, None)
+    check_output_blocks([packed], [])
+    folded = ArrayView(0x2000, (2, 2), (1, 1), f4, 0, False, None)
+    with pytest.raises(ValueError, match=r"c\.blocks\[1\] .*reach some elements twice"):
+        check_output_blocks([packed, folded], [])

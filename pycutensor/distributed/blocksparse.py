@@ -29,6 +29,7 @@ from _nvbind.cuda import stream_handle
 from _nvbind.device_array import DeviceArray
 from _nvbind.memory import workspace
 from _nvbind.resource import CResource
+from _nvbind.strides import overlapping
 
 from .. import _bindings as cb
 from .. import raw
@@ -276,14 +277,20 @@ class BlockSparseTensor(CResource):
 
 
 def check_output_blocks(c: Sequence[Any], inputs: Sequence[tuple[str, Sequence[Any]]]) -> None:
-    """Refuse output blocks that are read-only, that share memory with one another, or that an
-    input block overlaps: cuTENSOR writes every block of C, and requires its inputs not to
-    overlap its output (a block array given twice would take two blocks' results)."""
+    """Refuse output blocks that are read-only, that reach an element twice, that share memory
+    with one another, or that an input block overlaps: cuTENSOR writes every element of every
+    block of C, and requires its inputs not to overlap its output (a block array given twice
+    would take two blocks' results)."""
     spans: list[tuple[int, int, int]] = []  # (lowest byte, one past the highest, block index)
     for i, block in enumerate(c):
         v = array_view(block, f"c.blocks[{i}]")
         if v.readonly:
             raise ValueError(f"c.blocks[{i}] is read-only, but the plan writes it")
+        if overlapping(v.shape, v.strides):
+            raise ValueError(
+                f"c.blocks[{i}] has strides {v.strides} for shape {v.shape}, which reach some "
+                "elements twice: each element of an output block needs its own address"
+            )
         spans.append((*v.byte_range(), i))
     spans.sort()
     for (_, hi, i), (lo, _, j) in itertools.pairwise(spans):
