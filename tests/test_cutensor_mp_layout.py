@@ -204,3 +204,15 @@ def test_a_replaced_distribution_has_its_own_owners_and_ranks() -> None:
     elsewhere = dataclasses.replace(d, ranks_per_mode=(1,), nranks=1, ranks=(3,))
     assert elsewhere.coordinate(0) is None and elsewhere.local_extents(0) == (0,)
     assert elsewhere.local_extents(3) == (8,)
+
+
+def test_mg_device_counts_are_named_as_cutensormg_names_them() -> None:
+    # block_cyclic is cuTENSORMg's layout (MgTensor's): a wrong device_count or device list was
+    # reported as cuTENSORMp's ranks_per_mode or nranks, arguments the caller never gave.
+    with pytest.raises(ValueError, match="device_count has 1 entries but the tensor has 2 modes"):
+        Distribution.block_cyclic((4, 4), (2,))
+    with pytest.raises(ValueError, match=r"device_count\[0\] must be >= 1"):
+        Distribution.block_cyclic((4, 4), (0, 1))
+    with pytest.raises(ValueError, match="num_devices = 2 is smaller than prod"):
+        Distribution.block_cyclic((4, 4), (2, 2), None, 2)
+    assert Distribution.block_cyclic((4, 4), (2, 2), None, 8).replication == 2

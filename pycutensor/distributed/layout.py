@@ -290,7 +290,27 @@ class Distribution:
         (the whole extent when None) dealt round-robin over ``device_count`` devices per mode (1
         when None); positions in the device list play the part of ranks."""
         ext = tuple(extents)
-        counts = tuple(device_count) if device_count is not None else (1,) * len(ext)
+        counts = (
+            (1,) * len(ext)
+            if device_count is None
+            else int_tuple(device_count, "device_count", minimum=1)
+        )
+        if len(counts) != len(ext):  # named here: the checks of cls name cuTENSORMp's arguments
+            raise ValueError(
+                f"device_count has {len(counts)} entries but the tensor has {len(ext)} modes"
+            )
+        grid = math.prod(counts)
+        if num_devices is not None and (
+            isinstance(num_devices, bool)
+            or not isinstance(num_devices, (int, np.integer))
+            or num_devices < 1
+        ):
+            raise ValueError(f"num_devices must be a positive int, got {num_devices!r}")
+        if num_devices is not None and num_devices < grid:
+            raise ValueError(
+                f"num_devices = {num_devices} is smaller than prod(device_count) = {grid}; "
+                "every block needs a device"
+            )
         blocks = tuple(block_sizes) if block_sizes is not None else ext
         if block_sizes is not None and 0 in blocks:  # else the extents, checked as extents
             raise ValueError(f"block_sizes must be positive for cuTENSORMg, got {list(blocks)}")
