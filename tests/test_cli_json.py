@@ -142,3 +142,40 @@ def test_demo_script_reports_a_bad_argument_once_and_as_one_document() -> None:
         ["bash", script, "--json", "--bogus"], capture_output=True, text=True, check=False
     )
     assert doc.returncode == _one_document(doc.stdout)["exit_code"] == 2
+
+
+@pytest.mark.parametrize(
+    ("codes", "want"),
+    [((1, 3), 1), ((3, 1), 1), ((1, 0), 1), ((0, 3), 3), ((0, 0), 0), ((139, 3), 139)],
+)
+def test_demo_script_exits_with_the_worst_code_of_the_two_smoke_commands(
+    tmp_path: Path, codes: tuple[int, int], want: int
+) -> None:
+    """Without --json the script exited with the last failing command's code: a pycudnn failure
+    (1) followed by a pycutensor that could not run (3) exited 3, "could not run here", where
+    the header promises the worst of the two, a failure counting above could-not-run."""
+    import hashlib
+
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    python = venv / "bin" / "python"  # env.sh puts the environment's bin first on PATH
+    python.write_text(
+        "#!/bin/sh\n"
+        f'case "$2" in pycudnn) exit {codes[0]};; pycutensor) exit {codes[1]};; esac\n'
+        "exit 99\n"
+    )
+    python.chmod(0o755)
+    stamp = hashlib.sha256(
+        (ROOT / "pyproject.toml").read_bytes()
+        + (ROOT / "requirements" / "constraints-cu12.txt").read_bytes()
+    ).hexdigest()
+    (venv / ".installed-stamp").write_text(stamp + "\n")
+    import os
+
+    env = {**os.environ, "PYCUDNN_VENV": str(venv)}
+    env.pop("PYCUDNN_MATRIX", None)
+    proc = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "demo.sh")],
+        capture_output=True, text=True, env=env, timeout=60, check=False,
+    )  # fmt: skip
+    assert proc.returncode == want, (codes, proc.stdout, proc.stderr)
