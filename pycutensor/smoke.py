@@ -153,7 +153,7 @@ def _measured(
     """Time ``run`` (which writes ``out``) and compare ``out`` with NumPy's ``want``."""
     seconds = _timed(run, lambda: synchronize_stream(0))
     err = _max_relative_error(out.to_numpy(), want)
-    if err > _tolerance(out.dtype):
+    if not err <= _tolerance(out.dtype):  # NaN (a NaN in the result) is no pass
         raise AssertionError(f"max relative error {err:.2e} against NumPy")
     rate = f" ({flops / seconds / 1e9:.1f} GFLOP/s)" if flops else ""
     return {

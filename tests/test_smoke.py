@@ -47,3 +47,25 @@ def test_without_the_variable_the_smoke_plans_for_the_committed_properties(
         assert first in heuristics["target"]
     for graph in ("conv_bias_relu", "matmul"):
         assert any(returned > 0 for _, returned in heuristics[graph]["heuristics"].values())
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_cutensor_smoke_result_with_nan_or_inf_is_no_pass(
+    monkeypatch: pytest.MonkeyPatch, bad: float
+) -> None:
+    """The cuTENSOR smoke checks compared ``err > tolerance``: a NaN in the GPU's result made the
+    error NaN, the comparison false, and the check "ok" with "max relative error nan"."""
+    import numpy as np
+
+    from pycutensor import smoke
+
+    class Output:
+        dtype = np.dtype(np.float32)
+
+        def to_numpy(self) -> np.ndarray:
+            return np.array([[1.0, bad], [3.0, 4.0]], dtype=np.float32)
+
+    monkeypatch.setattr(smoke, "synchronize_stream", lambda stream: None)
+    want = np.array([[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(AssertionError, match="max relative error"):
+        smoke._measured("check", lambda: None, Output(), want)  # type: ignore[arg-type]
