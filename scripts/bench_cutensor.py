@@ -363,6 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         "results": results,
         "overhead": overhead(args.calls),
     }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2, default=str))
     print(f"wrote {args.out}")
     if plot(results, args.plot):

@@ -98,7 +98,16 @@ def steps(out: Path) -> list[Step]:
             300,
             [
                 [PY, "scripts/bench_cudnn.py", "--out", str(bench)],
-                [PY, "scripts/bench_cutensor.py", "--quick", "--out", str(bench)],
+                # bench_cutensor.py's --out and --plot name files (bench_cudnn.py's, a folder)
+                [
+                    PY,
+                    "scripts/bench_cutensor.py",
+                    "--quick",
+                    "--out",
+                    str(bench / "bench_cutensor.json"),
+                    "--plot",
+                    str(bench / "bench_cutensor.png"),
+                ],
                 [PY, "scripts/bench_first_plan.py", "--repeats", "5", "--out", str(bench)],
             ],
         ),

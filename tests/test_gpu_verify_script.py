@@ -3,10 +3,15 @@ which steps need a GPU, keep every log and exit 3; with a GPU only its cheap ste
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
 
 from _nvbind.cuda import driver_status
 
@@ -62,3 +67,37 @@ def test_a_run_that_would_check_nothing_or_write_nowhere_is_refused(tmp_path: Pa
             capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
         assert proc.returncode == 2 and said in proc.stderr, (args, proc.stderr)
+
+
+def _script_module(name: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    spec = importlib.util.spec_from_file_location(f"_script_{name}", SCRIPT.parent / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_bench_step_gives_bench_cutensor_files_not_the_shared_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bench step passed its directory as bench_cutensor.py's --out, which names the JSON
+    file: after the whole suite had run on the GPU, writing the report raised IsADirectoryError
+    (bench_cudnn.py had made the directory), and its plot went to the checkout's root."""
+    monkeypatch.setenv("CUPY_ACCELERATORS", "cutensor")  # the script sets it when unset
+    gpu_verify = _script_module("gpu_verify", monkeypatch)
+    bench = next(s for s in gpu_verify.steps(tmp_path) if s.name == "bench")
+    argv = next(c for c in bench.commands if c[1].endswith("bench_cutensor.py"))
+    (tmp_path / "bench").mkdir()  # as bench_cudnn.py, run first, leaves it
+    module = _script_module("bench_cutensor", monkeypatch)
+    monkeypatch.setattr(module, "driver_status", lambda: SimpleNamespace(usable=True, reason=""))
+    monkeypatch.setattr(module, "_optional", lambda name: None)
+    monkeypatch.setattr(module, "suite", lambda quick: [])
+    monkeypatch.setattr(module, "overhead", lambda calls: {})
+    monkeypatch.setattr(module, "machine", lambda: {"gpu": ["stand-in"]})
+    plots: list[Path] = []
+    monkeypatch.setattr(module, "plot", lambda results, path: plots.append(path) or False)
+    assert module.main(argv[2:]) == 0
+    written = [p for p in (tmp_path / "bench").iterdir() if p.suffix == ".json"]
+    assert len(written) == 1 and json.loads(written[0].read_text())["machine"]["gpu"]
+    assert plots and plots[0].parent == tmp_path / "bench", plots
