@@ -338,6 +338,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smaller problems")
     parser.add_argument("--backend", choices=("torch", "cupy", "devicearray"), default=None)
     args = parser.parse_args(argv)
+    for option, value in (("--repeat", args.repeat), ("--calls", args.calls)):
+        if value < 1:  # no timed call: a division by zero, or negative seconds
+            print(f"bench_cutensor: {option} must be at least 1, got {value}", file=sys.stderr)
+            return 2
 
     st = driver_status()
     if not st.usable:

@@ -80,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="bench-results/first-plan")
     parser.add_argument("--deviceprops", default=str(PROPS), help="device properties (no GPU)")
     args = parser.parse_args(argv)
+    if args.repeats < 1:  # no run: no figure (statistics.median of nothing)
+        parser.error(f"--repeats must be at least 1, got {args.repeats}")
     sys.path.insert(0, str(ROOT))
     from _nvbind.cuda import driver_status
 

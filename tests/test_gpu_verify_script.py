@@ -101,3 +101,29 @@ def test_the_bench_step_gives_bench_cutensor_files_not_the_shared_directory(
     written = [p for p in (tmp_path / "bench").iterdir() if p.suffix == ".json"]
     assert len(written) == 1 and json.loads(written[0].read_text())["machine"]["gpu"]
     assert plots and plots[0].parent == tmp_path / "bench", plots
+
+
+def test_bench_first_plan_refuses_a_count_of_no_runs() -> None:
+    """`--repeats 0` (or negative) built the cached plan, ran no child and ended in a traceback
+    (statistics.median of nothing), exit status 1."""
+    for value in ("0", "-3"):
+        proc = subprocess.run(
+            [sys.executable, str(SCRIPT.parent / "bench_first_plan.py"), "--repeats", value],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert proc.returncode == 2, proc.stderr
+        assert "Traceback" not in proc.stderr and "--repeats" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("option", ["--repeat", "--calls"])
+def test_bench_cutensor_refuses_a_count_of_no_calls(
+    option: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a GPU `--repeat -5` timed no call and divided by -5 (negative seconds in the report),
+    `--repeat 0` divided by zero (each case reported as an error, exit 0) and `--calls 0` ended in
+    a ZeroDivisionError traceback after the suite; without a GPU the count was never looked at."""
+    monkeypatch.setenv("CUPY_ACCELERATORS", "cutensor")
+    module = _script_module("bench_cutensor", monkeypatch)
+    for value in ("0", "-5"):
+        assert module.main([option, value]) == 2
+        assert f"{option} must be" in capsys.readouterr().err
