@@ -17,8 +17,9 @@ most important first, so that a short lease of a GPU still gives the results tha
 
 Each step gets a timeout (its own, capped by what is left of ``--budget``); a step that needs a
 GPU where none is usable is recorded as skipped with the driver's reason. Writes ``DIR/<step>.log``
-for every command, ``DIR/summary.json`` (machine, versions, each step's status, time and the last
-lines of its output) and ``DIR/summary.md`` (a table to paste into docs/gpu-verification.md).
+for every command, ``DIR/summary.json`` (machine; Python, cuDNN and cuTENSOR versions; each step's
+status, time and the last lines of its output) and ``DIR/summary.md`` (a table to paste into
+docs/gpu-verification.md, headed by the GPU and the library versions).
 Exit status 0 when every step ran and passed, 1 when one failed, 3 when none failed but some
 could not run (no GPU, no compute-sanitizer): the exit codes of ``python -m pycudnn``.
 """
@@ -129,6 +130,26 @@ def gpu_reason() -> str | None:
     return None if st.usable else st.reason
 
 
+def library_versions(env: dict[str, str]) -> dict[str, str]:
+    """The cuDNN and cuTENSOR versions the steps load (each package's ``info --json``, run as the
+    steps run), or why there is none."""
+    versions = {}
+    for package, library in (("pycudnn", "cudnn"), ("pycutensor", "cutensor")):
+        try:
+            proc = subprocess.run(
+                [PY, "-m", package, "info", "--json"], cwd=ROOT, env=env, capture_output=True,
+                text=True, timeout=60, check=False,
+            )  # fmt: skip
+            report = json.loads(proc.stdout)
+            versions[library] = str(
+                report.get(f"{library}_version")
+                or f"not loadable: {report.get(f'{library}_error', proc.stderr.strip())}"
+            )
+        except (subprocess.TimeoutExpired, OSError, ValueError, AttributeError) as exc:
+            versions[library] = f"unknown ({type(exc).__name__}: {exc})"
+    return versions
+
+
 def run_step(step: Step, out: Path, deadline: float, env: dict[str, str]) -> dict[str, object]:
     started = time.monotonic()
     record: dict[str, object] = {"step": step.name, "commands": []}
@@ -171,7 +192,8 @@ def _text(data: object) -> str:
 
 def markdown(summary: dict[str, object]) -> str:
     lines = [
-        f"gpu_verify.py, {summary['date']}, {summary['gpu']}",
+        f"gpu_verify.py, {summary['date']}, {summary['gpu']}, cuDNN {summary['cudnn']}, "
+        f"cuTENSOR {summary['cutensor']}",
         "",
         "| step | status | seconds | last line |",
         "|---|---|---|---|",
@@ -213,6 +235,7 @@ def main() -> int:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "gpu": "no GPU usable: " + reason if reason else _gpu_name(),
         "python": sys.version.split()[0],
+        **library_versions(env),
         "steps": [],
     }
     for step in all_steps:

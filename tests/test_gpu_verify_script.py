@@ -127,3 +127,21 @@ def test_bench_cutensor_refuses_a_count_of_no_calls(
     for value in ("0", "-5"):
         assert module.main([option, value]) == 2
         assert f"{option} must be" in capsys.readouterr().err
+
+
+def test_the_summary_names_the_library_versions_it_was_run_with(tmp_path: Path) -> None:
+    """summary.json promised "machine, versions" but held only Python's version: the table for
+    docs/gpu-verification.md named no cuDNN or cuTENSOR, so its results had no versions."""
+    import pycudnn
+    import pycutensor
+
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--out", str(tmp_path), "--only", "info", "--budget", "120"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    cudnn = ".".join(map(str, pycudnn.version_tuple()))
+    cutensor = ".".join(map(str, pycutensor.version_tuple()))
+    assert summary.get("cudnn") == cudnn and summary.get("cutensor") == cutensor, proc.stdout
+    first = (tmp_path / "summary.md").read_text().splitlines()[0]
+    assert f"cuDNN {cudnn}" in first and f"cuTENSOR {cutensor}" in first, first
