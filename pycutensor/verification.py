@@ -41,9 +41,10 @@ from _nvbind.comparison import (
 from _nvbind.cuda import require_cuda_core
 from _nvbind.device_array import DeviceArray
 from _nvbind.dtypes import as_numpy_dtype
-from _nvbind.report import print_json, select_verify_cases
+from _nvbind.report import devices_report, print_json, select_verify_cases
 
 from . import operations
+from ._info import version_tuple
 from .errors import CutensorError, CutensorNotSupportedError
 from .plan import PlanPreference
 
@@ -445,8 +446,10 @@ def run(args: argparse.Namespace) -> int:
     # "not supported" runs compared nothing: counted apart, and a run that compared nothing at
     # all has not passed (a CI job must not go green on it)
     compared = sum(1 for r in rows if r["status"] in ("pass", "fail"))
-    report = {"rows": rows, "runs": len(rows), "compared": compared, "wrong": len(wrong),
-              "passed": not wrong and compared > 0,
+    # what the numbers were measured on (the cases run on the current device, 0)
+    machine = {"cutensor": ".".join(map(str, version_tuple())), **devices_report()}
+    report = {**machine, "rows": rows, "runs": len(rows), "compared": compared,
+              "wrong": len(wrong), "passed": not wrong and compared > 0,
               "seconds": round(time.perf_counter() - start, 2)}  # fmt: skip
     code = 0 if report["passed"] else 1
     if args.json:
@@ -463,5 +466,7 @@ def run(args: argparse.Namespace) -> int:
             f"{len(wrong)} WRONG" if wrong
             else "all right" if compared else "NOTHING COMPARED (every run was not supported)"
         )  # fmt: skip
-        print(f"\n{len(rows)} runs ({compared} compared), {verdict} ({report['seconds']} s)")
+        devices = machine["devices"]
+        on = f"cuTENSOR {machine['cutensor']} on {devices[0]['name'] if devices else 'no GPU'}"
+        print(f"\n{on}: {len(rows)} runs ({compared} compared), {verdict} ({report['seconds']} s)")
     return code

@@ -476,3 +476,19 @@ def test_a_wrong_engine_with_no_operation_to_blame_is_noted_not_a_crash(
     said = verify_cli._write_known_bad(str(tmp_path / "kb.json"), report)
     assert said == f"added 0 known-bad entries to {tmp_path / 'kb.json'}"
     assert f"not entered: engine 7 of {sdpa.name}" in capsys.readouterr().err
+
+
+def test_the_verify_report_names_the_device_it_ran_on(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The report gave errors and seconds per engine with the cuDNN version but no GPU or driver:
+    a saved report could not say what it was measured on."""
+    from _nvbind.report import devices_report
+    from pycudnn.cli import main
+    from pycudnn.verification import cli as verify_cli
+
+    monkeypatch.setattr(verify_cli, "select_verify_cases", lambda args, *a, **k: cases(True)[:1])
+    main(["verify", "--quick", "--no-progress", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    expected = devices_report()
+    assert {k: report.get(k) for k in expected} == expected

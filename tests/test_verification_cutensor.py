@@ -179,3 +179,29 @@ def test_a_row_is_not_verified_when_its_tolerance_cannot_tell(
     assert rows and {r["status"] for r in rows} == {status}
     if status == "not verified":
         assert all("all-zero output would pass" in r["error"] for r in rows)
+
+
+def test_the_verify_report_names_the_library_and_device_it_ran_on(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The report gave errors and seconds per algorithm with neither the cuTENSOR version nor the
+    GPU and driver: a saved report could not say what it was measured on."""
+    import json
+
+    import pycutensor
+    from _nvbind.report import devices_report
+    from pycutensor import verification
+    from pycutensor.cli import main
+
+    monkeypatch.setattr(
+        verification, "select_verify_cases", lambda args, all_cases, *a, **k: list(all_cases)[:1]
+    )
+    row = {"algorithm": "default", "status": "pass", "max_rel_error": 0.0, "tolerance": 1e-3}
+    monkeypatch.setattr(
+        verification, "verify_case", lambda spec, seed=0: [{"case": spec.name, **row}]
+    )
+    assert main(["verify", "--quick", "--no-progress", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report.get("cutensor") == ".".join(map(str, pycutensor.version_tuple()))
+    expected = devices_report()
+    assert {k: report.get(k) for k in expected} == expected

@@ -20,7 +20,13 @@ from typing import Any
 from _nvbind.cli import add_verify_arguments, progress_bar
 from _nvbind.cuda import require_cuda_core
 from _nvbind.files import check_write_target
-from _nvbind.report import EXIT_USAGE, print_json, report_error, select_verify_cases
+from _nvbind.report import (
+    EXIT_USAGE,
+    devices_report,
+    print_json,
+    report_error,
+    select_verify_cases,
+)
 
 from .. import known_bad
 from .._info import version
@@ -114,6 +120,7 @@ def run_suite(
     checked = runs - skipped
     return {
         "cudnn": version(),
+        **devices_report(),  # what the numbers were measured on (the cases run on device 0)
         "quick": quick,
         "known_bad_table": not allow_known_bad,
         "seed": seed,
@@ -190,6 +197,12 @@ def _verdict(report: dict[str, Any]) -> str:
     return "all right" if report["passed"] else "ERRORS (see above)"
 
 
+def _on(report: dict[str, Any]) -> str:
+    """The device the report's cases ran on (device 0), for its last line."""
+    devices = report.get("devices") or []
+    return str(devices[0]["name"]) if devices else "no GPU"
+
+
 def _device_name() -> str:
 
     try:
@@ -241,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
         for case in report["cases"]:
             print(_line(case))
         print(
-            f"\ncuDNN {report['cudnn']}: {report['plan_runs']} plan runs in "
+            f"\ncuDNN {report['cudnn']} on {_on(report)}: {report['plan_runs']} plan runs in "
             f"{len(report['cases'])} graphs ({report['checked']} compared, {report['skipped']} "
             f"without a reference; {report['graphs_without_plan']} graphs without a plan), "
             f"{_verdict(report)} ({report['seconds']} s; known-bad table "
