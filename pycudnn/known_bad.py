@@ -216,14 +216,30 @@ class KnownBadEngine:
 
     def applies_to(self, graph: OperationGraph) -> bool:
         """Does ``graph`` have an operation of this kind with an operand in one of the layouts
-        and one of the data types of this entry?"""
+        and one of the data types of this entry? The layouts are matched as the graph is
+        described and as each equivalent description planning may show cuDNN instead
+        (:func:`pycudnn.opgraph.rewrites.variants`: a rank-3 reduction planned as a channels-last
+        rank-4 one runs the engine on that layout)."""
 
-        for op in graph._ops:
-            if op.kind != self.operation:
-                continue
+        ops = [op for op in graph._ops if op.kind == self.operation]
+        if not ops:
+            return False
+        if self._applies_to(ops, {}):
+            return True
+        if not self.layouts:
+            return False
+        from .opgraph.rewrites import variants  # planning imports it; loading this module not
+
+        return any(self._applies_to(ops, v.views) for v in variants(graph))
+
+    def _applies_to(self, ops: list[Any], views: Mapping[int, Any]) -> bool:
+        """:meth:`applies_to` for operations ``ops`` with tensors shown as ``views`` (uid ->
+        (dims, strides); the others as described)."""
+
+        for op in ops:
             operands = [t for t in op.inputs.values() if not t.by_value]
             layout_ok = not self.layouts or any(
-                t.ndim >= 4 and t.format in self.layouts for t in operands
+                _layout_of(t, views) in self.layouts for t in operands
             )
             dtype_ok = not self.input_dtypes or any(
                 t.element_type is not None and dtype_name(t.element_type) in self.input_dtypes
@@ -251,6 +267,19 @@ class KnownBadEngine:
             f"{_version_text(self.cudnn_min)} {upto}; table: {self.source})"
         )
         return text + (f"; instead: {self.advice}" if self.advice else "")
+
+
+def _layout_of(t: Any, views: Mapping[int, Any]) -> str | None:
+    """The layout of operand ``t`` as cuDNN is shown it (its view in ``views``, else as
+    described); None below rank 4, where no entry's layout applies."""
+    if t.uid not in views or t.is_vectorized:
+        return t.format if t.ndim >= 4 else None
+    dims, strides = views[t.uid]
+    if len(dims) < 4:
+        return None
+    from .opgraph.common import _format_of
+
+    return _format_of(tuple(dims), tuple(strides))
 
 
 def load_table(

@@ -305,6 +305,36 @@ def test_a_wrong_engine_becomes_a_table_entry_that_planning_applies(
         entry_for(VerifyResult("g", 1, {}, (), "", 0), g, cudnn_version=91900)
 
 
+def test_a_known_bad_entry_covers_the_rewrite_cudnn_is_shown(
+    props: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reduction ``[4, 6, 32] -> [1, 1, 32]`` has no engine as described and is planned as the
+    channels-last ``[24, 32, 1, 1] -> [1, 32, 1, 1]``: an entry for that engine on NHWC
+    reductions (what cuDNN runs) must keep it out, through planning, by hand and from a file."""
+    from pycudnn.plan import build_engine
+
+    def graph() -> Graph:
+        g = Graph("rank3-reduction")
+        g.reduction(g.tensor([4, 6, 32], dtype="float32", name="x"), op="add", out_dims=[1, 1, 32])
+        return g
+
+    plan = graph().build(device_properties=props, cache=False)
+    assert "channels-last" in plan.rewrite
+    saved = plan.to_json()
+    entry = {"engine_id": plan.engine_id, "operation": "reduction", "layouts": ["NHWC"],
+             "input_dtypes": ["float32"], "found": "a test"}  # fmt: skip
+    table = tmp_path / "bad.json"
+    table.write_text(json.dumps({"schema": 1, "entries": [entry]}))
+    monkeypatch.setenv("PYCUDNN_KNOWN_BAD_ENGINES", str(table))
+    with pytest.raises(GraphNotSupportedError) as info:
+        graph().build(device_properties=props, cache=False)
+    assert {e.engine_id for e in info.value.report.known_bad} == {plan.engine_id}
+    with pytest.raises(ValueError, match="known to give wrong results"):
+        build_engine(graph(), plan.engine_id, device_properties=props)
+    with pytest.raises(ValueError, match="known to give wrong results"):
+        Plan.from_json(saved, graph=graph(), device_properties=props)
+
+
 def test_verify_needs_a_gpu_and_a_graph(props: Any) -> None:
     from _nvbind.cuda import driver_status
 
