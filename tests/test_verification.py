@@ -458,6 +458,46 @@ def test_a_verify_that_compared_nothing_has_not_passed(
     assert report["graphs_without_plan"] == len(report["cases"])
 
 
+@pytest.mark.parametrize("fault", ["unwritten", "element 0 everywhere", "last element"])
+def test_a_batch_sliced_reference_catches_faults_past_batch_element_0(
+    fault: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A graph too costly for the host reference is checked on some of its batch elements: an
+    engine that writes only element 0, or computes every element from element 0's inputs, or
+    gets the last element wrong must still fail."""
+    import types
+
+    from pycudnn.verification import run
+
+    g = Graph("conv")
+    x = g.tensor([4, 8, 6, 6], fmt="NHWC", dtype="float32", name="x")
+    w = g.tensor([8, 8, 3, 3], fmt="NHWC", dtype="float32", name="w")
+    g.conv_fprop(x, w, padding=1)
+    g.signature()
+    (y,) = g.outputs
+    ref = evaluate(g, make_inputs(g))[y.uid]
+    got = ref.astype(np.float32)
+    if fault == "unwritten":
+        got[1:] = np.nan  # left as the plan found it
+    elif fault == "element 0 everywhere":
+        got[1:] = got[:1]
+    else:
+        got[-1] *= -1
+    plan = types.SimpleNamespace(graph=g, engine_id=1, knobs={}, numerical_notes=(),
+                                 behavior_notes=(), device_id=0, close=lambda: None)  # fmt: skip
+    monkeypatch.setattr(run, "driver_status", lambda: types.SimpleNamespace(usable=True))
+    monkeypatch.setattr(run, "_execute", lambda *a: {y.uid: got})
+    cost = reference_cost(g)
+    two = verify_plan(plan, max_reference_cost=cost // 2)  # two batch elements of 4 fit
+    assert two.status == "fail", two.describe()
+    assert two.reference == "NumPy (float64) on batch elements 0 and 3 of 4"
+    one = verify_plan(plan, max_reference_cost=cost // 4)  # one element fits
+    assert one.status == "fail", one.describe()
+    assert one.reference == "NumPy (float64) on batch element 3 of 4"
+    monkeypatch.setattr(run, "_execute", lambda *a: {y.uid: ref.astype(np.float32)})
+    assert verify_plan(plan, max_reference_cost=cost // 4).passed
+
+
 def test_a_reference_that_fails_is_not_a_skip() -> None:
     """Only the reference's documented gaps skip a run; a KeyError from a bug in it used to be
     caught as "skipped" and counted with the rest."""

@@ -357,6 +357,14 @@ def test_batch_element_0_of_a_separable_graph_is_its_own_reference(name: str) ->
     part = evaluate(g, slice_arrays(ins, dims), dims=dims)
     for uid, v in part.items():
         np.testing.assert_allclose(v, full[uid][:1] if uid in dims else full[uid], rtol=1e-12)
+    # the first and last elements, as verification compares them
+    dims2 = batch_slice(g, 2)
+    assert dims2 is not None and all(d[0] == 2 for d in dims2.values())
+    last = g.outputs[0].dims[0] - 1
+    two = evaluate(g, slice_arrays(ins, dims2, (0, last)), dims=dims2)
+    for uid, v in two.items():
+        np.testing.assert_allclose(v, full[uid][[0, last]] if uid in dims2 else full[uid],
+                                   rtol=1e-12)  # fmt: skip
 
 
 def test_graphs_that_sum_over_the_batch_are_not_sliced() -> None:
@@ -372,7 +380,10 @@ def test_graphs_that_sum_over_the_batch_are_not_sliced() -> None:
     one = Graph("one")
     ox = one.tensor([1, 3, 5], dtype="float32", name="x")
     one.relu(ox)
-    for graph in (g, r, one):
+    index = Graph("index along the batch")  # element n's output is n: not element 0's
+    ix = index.tensor([4, 3, 5], dtype="float32", name="x")
+    index.add(ix, index.pointwise("GEN_INDEX", ix, axis=0, out_dtype="float32"))
+    for graph in (g, r, one, index):
         graph.signature()
         assert batch_slice(graph) is None, graph.name
 

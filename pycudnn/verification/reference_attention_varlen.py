@@ -180,7 +180,7 @@ def sdpa_varlen(op: Any, vals: Mapping[str, np.ndarray], dense: Dense) -> dict[s
     if "dbias" in op.outputs:
         raise NoReferenceError(f"{op.label}: no NumPy reference for dBias with sequence lengths")
     _, _, s_q, s_kv = op.attrs["scores_dims"]
-    b = vals["q"].shape[0]  # batch element 0 alone when verification slices the graph
+    b = vals["q"].shape[0]  # the batch elements checked when verification slices the graph
     lens_q = _ints(vals["seq_len_q"]) if "seq_len_q" in vals else np.full(b, s_q)
     lens_kv = _ints(vals["seq_len_kv"]) if "seq_len_kv" in vals else np.full(b, s_kv)
     if lens_q.size < b or lens_kv.size < b:

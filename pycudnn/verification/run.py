@@ -4,14 +4,16 @@
 the GPU with the strides the graph describes, fills every output with NaN (so an element the
 engine never writes shows up), executes the plan, and compares each output with the reference
 under the tolerance of :mod:`.tolerance`. The reference is NumPy in float64 (:mod:`.reference`)
-when the graph is small enough (``max_reference_cost`` multiply-adds); else NumPy on batch element
-0 when the graph is separable by batch element and that slice is small enough (:mod:`.slicing`);
-else the same graph run by another engine, preferring one without tensor cores, reduced precision
-or runtime compilation.
+when the graph is small enough (``max_reference_cost`` multiply-adds); else NumPy on the first and
+last batch elements (the last alone where two cost too much) when the graph is separable by batch
+element and that slice is small enough (:mod:`.slicing`), every other element of a floating-point
+output still required to be written (finite); else the same graph run by another engine,
+preferring one without tensor cores, reduced precision or runtime compilation.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -29,8 +31,8 @@ from .common import is_float
 from .inputs import make_inputs, strided_array
 from .reference import NoReferenceError, evaluate, reference_cost
 from .reference_attention_varlen import undefined_where_nan, valid_only
-from .result import VerifyResult, compare
-from .slicing import batch_slice, slice_arrays
+from .result import OutputCheck, VerifyResult, compare
+from .slicing import batch_elements, batch_slice, slice_arrays
 from .tolerance import SAFETY, Tolerance, tolerance_for
 
 
@@ -153,11 +155,33 @@ def uses_numpy(graph: OperationGraph, max_reference_cost: int = DEFAULT_MAX_REFE
     return reference_cost(graph) <= max_reference_cost
 
 
-def _fits_sliced(graph: OperationGraph, max_reference_cost: int) -> bool:
+def _sliced_elements(graph: OperationGraph, max_reference_cost: int) -> tuple[int, ...]:
+    """The batch elements the NumPy reference computes for a graph too costly whole: the first
+    and the last where two fit in ``max_reference_cost``, else the last; none (``()``) when the
+    graph is not separable by batch element or one element costs too much."""
+    if batch_slice(graph) is None:
+        return ()
+    batch = graph.outputs[0].dims[0]
     # One batch element of a separable graph costs 1/N of the whole.
-    sliced = batch_slice(graph)
-    return sliced is not None and reference_cost(graph) // graph.outputs[0].dims[0] <= (
-        max_reference_cost
+    for count in (2, 1):
+        if count < batch and reference_cost(graph) * count // batch <= max_reference_cost:
+            return batch_elements(batch, count)
+    return ()
+
+
+def _unwritten(check: OutputCheck, got: np.ndarray, elements: tuple[int, ...]) -> OutputCheck:
+    """``check`` of the compared batch ``elements`` of ``got``, failed where the elements the
+    reference does not cover hold NaN or Inf (left as the plan found them, or overflowed)."""
+    rest = np.delete(np.asarray(got), list(elements), axis=0).astype(np.float64)
+    bad = int(np.count_nonzero(~np.isfinite(rest)))
+    if not bad:
+        return check
+    return dataclasses.replace(
+        check,
+        nonfinite=check.nonfinite + bad,
+        mismatches=check.mismatches + bad,
+        max_abs_error=float("inf"),
+        max_rel_error=float("inf"),
     )
 
 
@@ -199,9 +223,11 @@ def verify_plan(
     """Execute ``plan`` on seeded inputs and compare every output with a reference.
 
     The reference is NumPy (float64) unless the graph costs more than ``max_reference_cost``
-    multiply-adds: then NumPy on batch element 0 where the graph allows (the outputs of that
-    element are compared), else another engine's plan for the graph (or ``reference_plan``, when
-    given) run on the same inputs, with the sum of both engines' tolerances.
+    multiply-adds: then NumPy on the first and last batch elements (or the last alone) where the
+    graph allows (the outputs of those elements are compared, and every other element of a
+    floating-point output must be finite), else another engine's plan for the graph (or
+    ``reference_plan``, when given) run on the same inputs, with the sum of both engines'
+    tolerances.
     ``reference_values`` (uid -> float64 array, from :func:`~.reference.evaluate` on the same
     seed's inputs) skips recomputing the NumPy reference when several plans of one graph are
     verified.
@@ -246,6 +272,7 @@ def verify_plan(
     initial = initial_outputs(graph, seed)
     extra: dict[int, float] = {}
     sliced: dict[int, tuple[int, ...]] = {}
+    elements: tuple[int, ...] = ()
     try:
         if reference_values is not None:
             refs = dict(reference_values)
@@ -253,12 +280,19 @@ def verify_plan(
         elif reference_plan is None and uses_numpy(graph, max_reference_cost):
             refs = evaluate(graph, inputs, initial)
             result.reference = "NumPy (float64)"
-        elif reference_plan is None and _fits_sliced(graph, max_reference_cost):
-            sliced = batch_slice(graph) or {}
+        elif reference_plan is None and (elements := _sliced_elements(graph, max_reference_cost)):
+            sliced = batch_slice(graph, len(elements)) or {}
             refs = evaluate(
-                graph, slice_arrays(inputs, sliced), slice_arrays(initial, sliced), dims=sliced
+                graph,
+                slice_arrays(inputs, sliced, elements),
+                slice_arrays(initial, sliced, elements),
+                dims=sliced,
             )
-            result.reference = f"NumPy (float64) on batch element 0 of {graph.outputs[0].dims[0]}"
+            which = " and ".join(map(str, elements))
+            result.reference = (
+                f"NumPy (float64) on batch element{'s' if len(elements) > 1 else ''} {which} of "
+                f"{graph.outputs[0].dims[0]}"
+            )
         else:
             ref_plan = (
                 reference_plan if reference_plan is not None else _reference_plan(plan, graph)
@@ -292,10 +326,13 @@ def verify_plan(
         if t.uid in extra:
             ref_term = ("reference engine's tolerance / SAFETY", extra[t.uid] / SAFETY)
             tol = Tolerance(tol.rtol + extra[t.uid], tol.exact, (*tol.terms, ref_term))
-        out = got[t.uid][:1] if t.uid in sliced else got[t.uid]
+        out = got[t.uid][list(elements)] if t.uid in sliced else got[t.uid]
         if t.uid in undefined:  # past a sequence's length: not compared
             out = valid_only(out, refs[t.uid])
-        result.outputs.append(compare(t.name, out, refs[t.uid], tol))
+        check = compare(t.name, out, refs[t.uid], tol)
+        if t.uid in sliced and t.uid not in undefined:
+            check = _unwritten(check, got[t.uid], elements)
+        result.outputs.append(check)
     result.seconds = time.perf_counter() - start
     return result.finish()
 
