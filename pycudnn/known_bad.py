@@ -28,6 +28,8 @@ from _nvbind.files import read_text
 from _nvbind.suggest import did_you_mean
 
 from ._plan_json import loads_unique_keys
+from .opgraph.common import _format_of
+from .opgraph.rewrites import variants
 
 if TYPE_CHECKING:  # pragma: no cover
     from .opgraph import OperationGraph
@@ -228,8 +230,6 @@ class KnownBadEngine:
             return True
         if not self.layouts:
             return False
-        from .opgraph.rewrites import variants  # planning imports it; loading this module not
-
         return any(self._applies_to(ops, v.views) for v in variants(graph))
 
     def _applies_to(self, ops: list[Any], views: Mapping[int, Any]) -> bool:
@@ -277,8 +277,6 @@ def _layout_of(t: Any, views: Mapping[int, Any]) -> str | None:
     dims, strides = views[t.uid]
     if len(dims) < 4:
         return None
-    from .opgraph.common import _format_of
-
     return _format_of(tuple(dims), tuple(strides))
 
 

@@ -498,6 +498,24 @@ def test_a_batch_sliced_reference_catches_faults_past_batch_element_0(
     assert verify_plan(plan, max_reference_cost=cost // 4).passed
 
 
+def test_unwritten_elements_are_judged_only_where_the_reference_is_finite() -> None:
+    """The elements a sliced reference leaves out must be finite when the compared ones are;
+    an output that may legitimately be Inf (its compared reference has one) is judged by the
+    compared elements alone, never failed for an Inf elsewhere."""
+    from _nvbind.comparison import Tolerance, compare
+    from pycudnn.verification.run import _unwritten
+
+    tol = Tolerance(1e-6, False, ())
+    finite = np.array([[1.0, 2.0], [5.0, 6.0]])
+    got = np.array([[1.0, 2.0], [np.nan, 4.0], [5.0, 6.0]])  # element 1 left unwritten
+    check = _unwritten(compare("y", got[[0, 2]], finite, tol), got, finite, (0, 2))
+    assert not check.passed and check.nonfinite == 1
+    with_inf = np.array([[np.inf, 2.0], [5.0, 6.0]])
+    got = np.array([[np.inf, 2.0], [np.inf, 4.0], [5.0, 6.0]])
+    check = _unwritten(compare("y", got[[0, 2]], with_inf, tol), got, with_inf, (0, 2))
+    assert check.passed, check
+
+
 def test_a_reference_that_fails_is_not_a_skip() -> None:
     """Only the reference's documented gaps skip a run; a KeyError from a bug in it used to be
     caught as "skipped" and counted with the rest."""
