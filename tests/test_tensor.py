@@ -756,3 +756,18 @@ def test_check_operand_against_a_filter_and_a_vectorised_descriptor() -> None:
     check(view(shape=(1, 2, 2, 2, 32), dtype=np.int8), v)
     with pytest.raises(ValueError, match="shape"):
         check(view(shape=(1, 64, 2, 2), dtype=np.int8), v)
+
+
+def test_check_operand_against_a_vectorised_filter() -> None:
+    # A vectorised filter is the packed [K, C/x, R, S, x] array, not a KCRS one: a KCRS int8
+    # array would be read by cuDNN in NC/4HW4 order, scrambling the weights.
+    w = FilterDescriptor((2, 8, 3, 3), dtype=np.int8, fmt="NC/4HW4")
+    assert w.array_shape == (2, 2, 3, 3, 4)
+    check(view(shape=(2, 2, 3, 3, 4), dtype=np.int8), w)
+    one = FilterDescriptor((1, 8, 3, 3), dtype=np.int8, fmt="NC/4HW4")
+    with pytest.raises(ValueError, match="shape"):
+        check(view(shape=(1, 8, 3, 3), dtype=np.int8), one)
+    w32 = FilterDescriptor((1, 64, 1, 1, 1), dtype="int8x32")
+    check(view(shape=(1, 2, 1, 1, 1, 32), dtype=np.int8), w32)
+    with pytest.raises(ValueError, match="shape"):
+        check(view(shape=(1, 64, 1, 1, 1), dtype=np.int8), w32)

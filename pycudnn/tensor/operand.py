@@ -58,7 +58,9 @@ def check_operand(
             want_shape, want_strides, want_dtype = desc.array_shape, desc.array_strides, desc._dtype
         elif isinstance(desc, FilterDescriptor):
             desc._check_open()
-            want_shape, want_strides, want_dtype = desc._dims, desc.strides, desc._dtype
+            # array_shape / array_strides: a vectorised filter is the packed [K, C/x, R, S, x]
+            # array, as a vectorised tensor is (its dims and strides count whole vectors).
+            want_shape, want_strides, want_dtype = desc.array_shape, desc.array_strides, desc._dtype
         else:
             raise TypeError(
                 f"desc must be a TensorDescriptor or FilterDescriptor, not {type(desc).__name__}"
