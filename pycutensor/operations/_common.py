@@ -313,6 +313,11 @@ def run(  # noqa: PLR0917 - called from the public functions only
     compute_type, preference, stream = k["compute_type"], k.get("preference"), k["stream"]
     handle: Handle | None = k["handle"]
     check_handle_argument(handle)
+    if preference is not None and not isinstance(preference, PlanPreference):
+        # planning reads its fields (autotune, ...); a C PlanPreferenceObject belongs to a handle
+        raise TypeError(
+            f"preference must be a PlanPreference or None, not {type(preference).__name__}"
+        )
     kind = cls.kind
     names = _ARRAY_NAMES[kind]  # built once, not per call
     stream_ptr = stream_handle(stream)
