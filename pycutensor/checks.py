@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from _nvbind.arrays import array_view
 from _nvbind.strides import overlapping
 from _nvbind.suggest import did_you_mean
 
@@ -51,6 +52,7 @@ __all__ = [
     "lower_layouts",
     "span",
     "table_scalar_dtype",
+    "workspace_extent",
 ]
 
 
@@ -347,3 +349,25 @@ def check_laid_out_like(  # noqa: PLR0917 - the array, then what it must match
             f"{name} must be laid out like {like} ({why}): {like} has shape {shape} and "
             f"strides {strides}, {name} has {view.shape} and {view.strides}"
         )
+
+
+def workspace_extent(buffer: Any, stream_ptr: int, device_id: int) -> tuple[int, int]:
+    """``(pointer, bytes)`` of a workspace the caller gives (a ``cuda.core`` Buffer or a device
+    array), which must be device memory of ``device_id``, the plan's device: the plan's kernels
+    run there, and memory of another device is an illegal address for them (or, with peer
+    access, slow remote memory)."""
+    handle = getattr(buffer, "handle", None)
+    size = getattr(buffer, "size", None)
+    if handle is not None and isinstance(size, int) and not hasattr(buffer, "shape"):
+        # a cuda.core Buffer
+        if getattr(buffer, "is_device_accessible", True) is False:
+            raise ValueError("workspace must be device memory, not a host buffer")
+        where = getattr(buffer, "device_id", None)
+        if isinstance(where, int) and where >= 0 and where != device_id:
+            raise ValueError(f"workspace is on device {where}, the plan runs on device {device_id}")
+        return int(handle), int(size)
+    view = array_view(buffer, "workspace", stream_ptr)
+    if not view.is_device:
+        raise ValueError("workspace must be device memory, not a host array")
+    check_device_view(view, "workspace", device_id)
+    return view.ptr, view.span_bytes()

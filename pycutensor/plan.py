@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from _nvbind.arrays import alignment_of, array_view
+from _nvbind.arrays import alignment_of
 from _nvbind.cuda import require_cuda_core, stream_handle
 from _nvbind.forksafe import fork_safe_lock
 from _nvbind.memory import stream_object
@@ -44,7 +44,7 @@ from _nvbind.suggest import did_you_mean
 from . import _bindings
 from ._capture import capture_state, jit_planning_refusal, tuning_refusal
 from ._lib import LIB, check, clear_last_error
-from .checks import coerce_scalar
+from .checks import coerce_scalar, workspace_extent
 from .errors import GraphCaptureError
 from .handle import Handle
 from .operation import Operation
@@ -383,7 +383,7 @@ class Plan(CResource):
                     f"the memory pool returned a workspace at 0x{ptr:x}, not 256-byte aligned"
                 )
             return ptr, need
-        ptr, size = _buffer_extent(workspace, stream_ptr)
+        ptr, size = workspace_extent(workspace, stream_ptr, self.handle.device_id)
         if ptr % _WORKSPACE_ALIGNMENT:
             raise ValueError(
                 f"workspace at 0x{ptr:x} is not 256-byte aligned (cuTENSOR requires it)"
@@ -495,17 +495,6 @@ class Plan(CResource):
         return (
             f"<pycutensor.Plan {state} {kind} workspace={getattr(self, 'required_workspace', '?')}>"
         )
-
-
-def _buffer_extent(buffer: Any, stream_ptr: int) -> tuple[int, int]:
-    handle = getattr(buffer, "handle", None)
-    size = getattr(buffer, "size", None)
-    if handle is not None and isinstance(size, int) and not hasattr(buffer, "shape"):
-        return int(handle), int(size)  # a cuda.core Buffer
-    view = array_view(buffer, "workspace", stream_ptr)
-    if not view.is_device:
-        raise ValueError("workspace must be device memory, not a host array")
-    return view.ptr, view.span_bytes()
 
 
 def autotune(

@@ -12,8 +12,11 @@ import numpy as np
 import pytest
 
 import pycutensor
+from _nvbind.device_array import DeviceArray
 from pycutensor import _lib
+from pycutensor.operations import Contraction
 from pycutensor.plan import PlanPreference
+from pycutensor.tensor import TensorDescriptor
 from tests.cutensor_interpreter import (
     COMPUTE_PTR,
     Interpreter,
@@ -57,3 +60,39 @@ def test_array_functions_refuse_a_preference_of_another_type(
         pycutensor.contract(da, "ik", db, "kj", dc, "ij", preference=preference,
                             handle=cu.handle)  # fmt: skip
     assert not cu.executes
+
+
+def _on_device(device: int, arr: np.ndarray) -> DeviceArray:
+    strides = tuple(s // arr.itemsize for s in arr.strides)
+    return DeviceArray.__new__(DeviceArray)._init(None, arr.ctypes.data, arr.shape, strides,
+                                                  arr.dtype, device)  # fmt: skip
+
+
+class _Buffer:
+    """What a cuda.core Buffer shows of itself (handle, size, device_id)."""
+
+    def __init__(self, ptr: int, size: int, device_id: int) -> None:
+        self.handle, self.size, self.device_id = ptr, size, device_id
+        self.is_device_accessible = True
+
+
+def test_a_workspace_on_another_device_is_refused(cu: Interpreter) -> None:
+    # The plan's kernels run on the handle's device (0): another device's memory is an illegal
+    # address for them, which no check caught.
+    _, _, _, da, db, dc = _contraction(cu)
+    raw = cu.buffer(1024)
+    plan = Contraction(TensorDescriptor.from_array(cu.handle, da), "ik",
+                       TensorDescriptor.from_array(cu.handle, db), "kj",
+                       TensorDescriptor.from_array(cu.handle, dc), "ij").plan()  # fmt: skip
+    for workspace in (_on_device(1, raw), _Buffer(raw.ctypes.data, raw.nbytes, 1)):
+        with pytest.raises(ValueError, match="workspace is on device 1"):
+            pycutensor.contract(da, "ik", db, "kj", dc, "ij", workspace=workspace,
+                                handle=cu.handle)  # fmt: skip
+        with pytest.raises(ValueError, match="workspace is on device 1"):
+            plan.execute(da, db, dc, workspace=workspace)
+    assert not cu.executes
+    # the handle's own device is taken, in both forms
+    pycutensor.contract(da, "ik", db, "kj", dc, "ij", workspace=_on_device(0, raw),
+                        handle=cu.handle)  # fmt: skip
+    plan.execute(da, db, dc, workspace=_Buffer(raw.ctypes.data, raw.nbytes, 0))
+    assert len(cu.executes) == 2
