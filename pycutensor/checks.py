@@ -47,9 +47,11 @@ __all__ = [
     "check_device_view",
     "check_laid_out_like",
     "check_operation",
+    "check_workspace_apart",
     "coerce_scalar",
     "label_tuple",
     "lower_layouts",
+    "operand_spans",
     "span",
     "table_scalar_dtype",
     "workspace_extent",
@@ -371,3 +373,30 @@ def workspace_extent(buffer: Any, stream_ptr: int, device_id: int) -> tuple[int,
         raise ValueError("workspace must be device memory, not a host array")
     check_device_view(view, "workspace", device_id)
     return view.ptr, view.span_bytes()
+
+
+def operand_spans(
+    arrays: Sequence[Any], names: Sequence[str], stream_ptr: int
+) -> list[tuple[str, int, int]]:
+    """``(name, lowest, one past highest address)`` of each operand given as an array; raw
+    pointers (ints) have no known extent and are left out."""
+    out = []
+    for array, name in zip(arrays, names, strict=False):
+        if isinstance(array, (int, np.integer)) and not isinstance(array, bool):
+            continue
+        view = array_view(array, name, stream_ptr)
+        lo, hi = span(view.ptr, view.shape, view.strides, view.itemsize)
+        out.append((name, lo, hi))
+    return out
+
+
+def check_workspace_apart(ptr: int, size: int, spans: Sequence[tuple[str, int, int]]) -> None:
+    """Refuse a workspace of ``size`` bytes at ``ptr`` that overlaps an operand's address range
+    (``spans``: :func:`operand_spans`): cuTENSOR may write all of the workspace it is given
+    during the execute, over that operand's elements."""
+    for name, lo, hi in spans:
+        if ptr < hi and lo < ptr + size:
+            raise ValueError(
+                f"workspace overlaps {name} in memory: cuTENSOR writes its workspace during the "
+                f"execute, which would overwrite {name}"
+            )

@@ -44,7 +44,7 @@ from _nvbind.suggest import did_you_mean
 from . import _bindings
 from ._capture import capture_state, jit_planning_refusal, tuning_refusal
 from ._lib import LIB, check, clear_last_error
-from .checks import coerce_scalar, workspace_extent
+from .checks import check_workspace_apart, coerce_scalar, operand_spans, workspace_extent
 from .errors import GraphCaptureError
 from .handle import Handle
 from .operation import Operation
@@ -361,15 +361,20 @@ class Plan(CResource):
         stream_ptr = stream_handle(stream)
         pointers = op.check_arrays(arrays, stream_ptr)
         scalars = op.scalar_values(alpha=alpha, beta=beta, gamma=gamma)
+        # a workspace of the caller's must lie apart from the operands (the pool's does)
+        spans = () if workspace is None else operand_spans(arrays, names, stream_ptr)
         previous = self.handle.activate()  # the workspace is allocated on the plan's device
         try:
-            ws_ptr, ws_size = self._workspace(workspace, stream_ptr, stream)
+            ws_ptr, ws_size = self._workspace(workspace, stream_ptr, stream, spans)
             self.launch_unchecked(pointers, scalars, stream_ptr, ws_ptr, ws_size)
         finally:
             self.handle.restore(previous)
         return arrays[-1]
 
-    def _workspace(self, workspace: Any, stream_ptr: int, stream: Any) -> tuple[int, int]:
+    def _workspace(
+        self, workspace: Any, stream_ptr: int, stream: Any, spans: Sequence[Any] = ()
+    ) -> tuple[int, int]:
+        # spans: (name, lowest, one past highest address) of the operands (operand_spans)
         need = self.required_workspace
         if not self.operation.takes_workspace:
             return 0, 0
@@ -384,6 +389,7 @@ class Plan(CResource):
                 )
             return ptr, need
         ptr, size = workspace_extent(workspace, stream_ptr, self.handle.device_id)
+        check_workspace_apart(ptr, size, spans)
         if ptr % _WORKSPACE_ALIGNMENT:
             raise ValueError(
                 f"workspace at 0x{ptr:x} is not 256-byte aligned (cuTENSOR requires it)"

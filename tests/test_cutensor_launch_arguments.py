@@ -96,3 +96,33 @@ def test_a_workspace_on_another_device_is_refused(cu: Interpreter) -> None:
                         handle=cu.handle)  # fmt: skip
     plan.execute(da, db, dc, workspace=_Buffer(raw.ctypes.data, raw.nbytes, 0))
     assert len(cu.executes) == 2
+
+
+def test_a_workspace_overlapping_an_operand_is_refused(cu: Interpreter) -> None:
+    # cuTENSOR may write all the workspace it is given: over an operand, that is a wrong result
+    # (an input read after its scratch use, or an output overwritten), and nothing said so.
+    rng = np.random.default_rng(0)
+    _, da = make(cu, rng, (2, 3), np.float32)
+    _, db = make(cu, rng, (3, 4), np.float32)
+    big, _ = make(cu, rng, (64, 64), np.float32)  # 16 KiB: C and, past it, an input
+    dc = _on_device(0, big[:2, :4])
+    past_c = _on_device(0, big[8:])
+    whole = _on_device(0, big)
+    plan = Contraction(TensorDescriptor.from_array(cu.handle, da), "ik",
+                       TensorDescriptor.from_array(cu.handle, db), "kj",
+                       TensorDescriptor.from_array(cu.handle, dc), "ij").plan()  # fmt: skip
+    with pytest.raises(ValueError, match="workspace overlaps c in memory"):
+        pycutensor.contract(da, "ik", db, "kj", dc, "ij", workspace=whole, handle=cu.handle)
+    with pytest.raises(ValueError, match="workspace overlaps C in memory"):
+        plan.execute(da, db, dc, workspace=whole)
+    a_inside = _on_device(0, big.reshape(-1)[1024:1030].reshape(2, 3))  # within past_c
+    with pytest.raises(ValueError, match="workspace overlaps A in memory"):
+        plan.execute(a_inside, db, dc, workspace=past_c)
+    with pytest.raises(ValueError, match="workspace overlaps a in memory"):
+        pycutensor.contract(a_inside, "ik", db, "kj", dc, "ij", workspace=past_c,
+                            handle=cu.handle)  # fmt: skip
+    assert not cu.executes
+    # apart from every operand: taken
+    pycutensor.contract(da, "ik", db, "kj", dc, "ij", workspace=past_c, handle=cu.handle)
+    plan.execute(da, db, dc, workspace=past_c)
+    assert len(cu.executes) == 2

@@ -384,9 +384,15 @@ def run(  # noqa: PLR0917 - called from the public functions only
                 "overlap the output"
             )
     values = ready.operation.scalar_values(**scalars)
+    workspace = k.get("workspace")
+    spans: tuple[tuple[str, int, int], ...] = ()
+    if workspace is not None:  # a workspace of the caller's must lie apart from the operands
+        operand_names = (*names, "out" if out_view is not None else names[-1])
+        spans = tuple((n, p + lo, p + hi) for n, p, (lo, hi) in
+                      zip(operand_names, pointers, ready.offsets, strict=False))  # fmt: skip
     previous = handle.activate()  # the workspace is allocated on the handle's device
     try:
-        ws_ptr, ws_size = plan._workspace(k.get("workspace"), stream_ptr, stream)
+        ws_ptr, ws_size = plan._workspace(workspace, stream_ptr, stream, spans)
         plan.launch_unchecked(pointers, values, stream_ptr, ws_ptr, ws_size)
     finally:
         handle.restore(previous)
