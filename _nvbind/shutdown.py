@@ -80,7 +80,9 @@ class library_call:  # a function once; its callers are unchanged
     the backend layer (about 250 per convolution plan), and the generator's machinery cost
     0.8 us of the 2.8 us each entry took. An instance holds nothing else, so one can be made
     once and entered again and again, by any thread. Entered on a thread already inside one, it
-    only counts the nesting: the outermost call is the one exit and fork wait for."""
+    only counts the nesting: the outermost call is the one exit and fork wait for. The library
+    makes its calls with :meth:`run`: ``with`` leaves a window where a Ctrl-C skips ``__exit__``
+    (Python runs signal handlers as a function starts)."""
 
     __slots__ = ("what",)
 
@@ -94,35 +96,59 @@ class library_call:  # a function once; its callers are unchanged
             local.depth = depth + 1
             return
         state = _State
-        with state.lock:
-            while state.forking:
-                state.idle.wait()
-            if state.exiting and exiting_elsewhere():
-                raise InterpreterExitingError(
-                    f"{self.what}: the interpreter is exiting, and the library must not be "
-                    "entered while it unloads (a daemon thread outlived the main thread); join "
-                    "worker threads before the program ends"
-                )
-            if not state.registered:
-                # Exit hooks run last-registered first: weakref.finalize's own hook (which
-                # destroys this library's objects) is made to exist first, so that this one
-                # runs before it.
-                weakref.finalize(_State, _nothing)
-                atexit.register(_wait_for_calls)
-                state.registered = True
-            state.in_progress += 1
-            local.depth = 1
+        try:
+            with state.lock:
+                while state.forking:
+                    state.idle.wait()
+                if state.exiting and exiting_elsewhere():
+                    raise InterpreterExitingError(
+                        f"{self.what}: the interpreter is exiting, and the library must not be "
+                        "entered while it unloads (a daemon thread outlived the main thread); "
+                        "join worker threads before the program ends"
+                    )
+                if not state.registered:
+                    # Exit hooks run last-registered first: weakref.finalize's own hook (which
+                    # destroys this library's objects) is made to exist first, so that this one
+                    # runs before it.
+                    weakref.finalize(_State, _nothing)
+                    atexit.register(_wait_for_calls)
+                    state.registered = True
+                state.in_progress += 1
+                local.depth = 1
+        except BaseException:
+            # Python runs signal handlers at calls, the lock's release among them: a Ctrl-C
+            # handled there, once this call was counted, left __enter__ failing and __exit__
+            # never run. The count stayed raised for good (every later fork from another thread
+            # waited EXIT_WAIT_S) and this thread's calls counted as nested in a call never ended.
+            if local.depth:
+                local.depth = 0
+                _end_outer_call()
+            raise
 
     def run(self, function: Callable[..., Any], *args: Any) -> Any:
         """``function(*args)`` as this call. On a thread already inside one (a graph's lowering,
         say), only the C call and the deferred Ctrl-C check: no context manager to enter, about
         0.3 us less for each of the lowering's C calls."""
-        if _thread.depth:
+        local = _thread
+        if local.depth:
             result = function(*args)
             raise_deferred()
             return result
-        with self:
+        self.__enter__()
+        try:
             return function(*args)
+        finally:
+            # __exit__'s work, inline: Python runs signal handlers as a function starts, and a
+            # Ctrl-C handled as __exit__ started skipped it, leaving the call counted for good
+            # (see __enter__). Code that needs several C calls as one passes a function here
+            # rather than using ``with``, whose __exit__ has that window.
+            local.depth = 0
+            state = _State
+            with state.lock:
+                state.in_progress -= 1
+                if state.waiters and state.in_progress <= 1:  # the waiter's own call may remain
+                    state.idle.notify_all()
+            raise_deferred()  # a Ctrl-C that landed in a log callback during the call
 
     def __exit__(self, *exc: object) -> None:
         local = _thread
@@ -135,6 +161,15 @@ class library_call:  # a function once; its callers are unchanged
                 if state.waiters and state.in_progress <= 1:  # the waiter's own call may remain
                     state.idle.notify_all()
         raise_deferred()  # a Ctrl-C that landed in a log callback during the call
+
+
+def _end_outer_call() -> None:
+    # __exit__'s count of an outermost call ending, for a call whose __enter__ failed once counted.
+    state = _State
+    with state.lock:
+        state.in_progress -= 1
+        if state.waiters and state.in_progress <= 1:
+            state.idle.notify_all()
 
 
 def _nothing() -> None:

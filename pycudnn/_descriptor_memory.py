@@ -58,16 +58,9 @@ def _create(dtype: Any, n: int) -> list[int]:
     ones made are destroyed and the error is raised."""
     create = LIB.unconverted_function("cudnnBackendCreateDescriptor")  # takes an int and byref
     out = ctypes.c_void_p()
-    kind, address = int(dtype), ctypes.byref(out)  # the same for every call
     ptrs: list[int] = []
-    status = 0
     try:
-        with _CREATE_CALL:
-            for _ in range(n):
-                status = create(kind, address)
-                if status:
-                    break
-                ptrs.append(out.value or 0)
+        status = _CREATE_CALL.run(_create_into, ptrs, create, int(dtype), out, n)
         if status:
             _raise_for(
                 status, "cudnnBackendCreateDescriptor", f"creating a {descriptor_type_name(dtype)}"
@@ -76,6 +69,18 @@ def _create(dtype: Any, n: int) -> list[int]:
         destroy_descriptors(ptrs)
         raise
     return ptrs
+
+
+def _create_into(ptrs: list[int], create: Any, kind: int, out: ctypes.c_void_p, n: int) -> int:
+    # _create's loop, as one library call: appends each descriptor made to ``ptrs``; the status
+    # that stopped it (0: all ``n`` made).
+    address = ctypes.byref(out)  # the same for every call
+    for _ in range(n):
+        status = int(create(kind, address))
+        if status:
+            return status
+        ptrs.append(out.value or 0)
+    return 0
 
 
 def _create_one(dtype: Any) -> int:
@@ -99,12 +104,14 @@ def destroy_descriptors(ptrs: list[int]) -> None:
     if not ptrs:
         return
     try:
-        with _DESTROY_CALL:
-            destroy = LIB.function("cudnnBackendDestroyDescriptor")
-            for ptr in ptrs:
-                destroy(ptr)
+        _DESTROY_CALL.run(_destroy_each, LIB.function("cudnnBackendDestroyDescriptor"), ptrs)
     except InterpreterExitingError:
         pass
+
+
+def _destroy_each(destroy: Any, ptrs: list[int]) -> None:
+    for ptr in ptrs:
+        destroy(ptr)
 
 
 def destroy_descriptor(ptr: int) -> None:

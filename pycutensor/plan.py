@@ -171,10 +171,15 @@ def _create_plan(
             if refusal is not None:
                 raise GraphCaptureError(refusal)
         clear_last_error()
-        with library_call("cutensorCreatePlan"):  # JIT compiles kernels: exit waits for it
-            status = LIB.function("cutensorCreatePlan")(
-                handle, ctypes.byref(out), operation, preference, limit
-            )
+        # JIT compiles kernels: exit waits for it
+        status = library_call("cutensorCreatePlan").run(
+            LIB.function("cutensorCreatePlan"),
+            handle,
+            ctypes.byref(out),
+            operation,
+            preference,
+            limit,
+        )
     finally:
         handle.restore(previous)
     check_planning(status, "cutensorCreatePlan", preference.preference)

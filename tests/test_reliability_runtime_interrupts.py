@@ -12,6 +12,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -243,3 +244,113 @@ def test_a_ctrl_c_landing_in_a_finalizers_machinery_is_deferred_not_dropped() ->
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["DROPPED-BY-THE-FINALIZER", "RAISED"], (r.stdout, r.stderr)
     assert "Exception ignored" not in r.stderr
+
+
+_INTERRUPTED_OFTEN = """
+import os, signal, sys, threading, time
+import pycudnn
+from pycudnn.backend import BackendDescriptor
+from _nvbind import shutdown
+
+shutdown.EXIT_WAIT_S = 5.0  # what a fork waits for a call that never ends: 30 s by default
+props = pycudnn.DeviceProperties.load("tests/data/deviceprops/h100-sxm-80gb.json")
+armed = False
+
+
+def ctrl_c(signum, frame):
+    # Python's own handler, but only inside the try below: one landing in this loop's own
+    # statements would end the child.
+    if armed:
+        raise KeyboardInterrupt
+
+
+def build():
+    g = pycudnn.Graph("g")
+    x = g.tensor([1, 8, 8, 8], fmt="NHWC", dtype="float16", name="x")
+    w = g.tensor([8, 8, 3, 3], fmt="NHWC", dtype="float16", name="w")
+    g.conv_fprop(x, w, padding=1, name="conv")
+    g.build(device_properties=props, cache=False).close()
+
+
+build()
+signal.signal(signal.SIGINT, ctrl_c)
+print("READY", flush=True)
+interrupts, deadline = 0, time.monotonic() + 5
+while time.monotonic() < deadline:
+    try:
+        armed = True
+        BackendDescriptor("TENSOR").close()
+        build()
+        armed = False
+    except KeyboardInterrupt:
+        armed = False
+        interrupts += 1
+    if shutdown._State.in_progress or shutdown._thread.depth:
+        break  # counted as still inside a call: it never ends
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+print("COUNTS", shutdown._State.in_progress, shutdown._thread.depth, flush=True)
+
+
+def fork():
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
+start = time.monotonic()
+worker = threading.Thread(target=fork)
+worker.start()
+worker.join()
+print("FORK", round(time.monotonic() - start, 1), "INTERRUPTS", interrupts, flush=True)
+"""
+
+
+def test_ctrl_c_landing_as_a_library_call_begins_or_ends_leaves_no_call_counted() -> None:
+    # Python runs a signal handler at a call, a function's start among them: a Ctrl-C handled as
+    # the runtime lock was released in library_call.__enter__, or as __exit__ began, left the
+    # call counted for good. Every later fork from another thread then waited EXIT_WAIT_S for
+    # it, and the main thread's calls counted as nested in it (a fork no longer waited for them).
+    # Many SIGINTs from outside land anywhere; each was seen to leak within a second or two.
+    child = subprocess.Popen(
+        [sys.executable, "-c", _INTERRUPTED_OFTEN],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=child_env(),
+        start_new_session=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "READY"
+        done = threading.Event()
+
+        def interrupt() -> None:
+            while not done.is_set() and child.poll() is None:
+                child.send_signal(signal.SIGINT)
+                time.sleep(0.002)
+
+        sender = threading.Thread(target=interrupt)
+        sender.start()
+        try:
+            # Printed once the child stops taking interrupts (it ignores SIGINT from then on).
+            line = child.stdout.readline()
+        finally:
+            done.set()
+            sender.join()
+        try:
+            out, err = child.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            out, err = stop_hung(child)
+            pytest.fail(f"the child hung; its stacks:\n{err[-6000:]}")
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    out = line + out
+    assert child.returncode == 0, err[-3000:]
+    words = out.split()
+    assert words[:3] == ["COUNTS", "0", "0"], (out, err[-2000:])
+    assert float(words[words.index("FORK") + 1]) < 3, (out, err[-2000:])
+    assert int(words[words.index("INTERRUPTS") + 1]) > 0, out

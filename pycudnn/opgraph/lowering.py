@@ -9,6 +9,7 @@ deviceless planning.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -88,8 +89,11 @@ def build_descriptors(
             raise renamed(exc, what() if callable(what) else what) from None
 
     try:
-        with _LOWERING_CALL:
-            return _lower(graph, handle, views, new=new, finalize=finalize, made=made, batch=batch)
+        lower = functools.partial(
+            _lower, graph, handle, views, new=new, finalize=finalize, made=made, batch=batch
+        )
+        lowered: dict[str, Any] = _LOWERING_CALL.run(lower)
+        return lowered
     except BaseException:
         for d in reversed(made):
             d.close()

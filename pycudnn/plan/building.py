@@ -131,34 +131,48 @@ def _plans_for(
     variant: _Variant | None,
 ) -> list[Plan]:
     plans: list[Plan] = []
-    target = query.target
-    with _PLANNING_CALL:
-        for cfg in _collect(graph, query, report, variant):
-            try:
-                plan = _finalize_plan(cfg, target, graph)
-            except CudnnError as exc:
-                report.failed.append(
-                    (f"engine {cfg.engine_id}", f"{exc.status_name}: {exc.message}")
-                )
-                report._unexplained.append(functools.partial(_finalize_plan, cfg, target, graph))
-                continue
-            mw = query.filters["max_workspace"]
-            if mw is not None and plan.workspace_size > mw:
-                report.filtered.append(
-                    (
-                        f"engine {cfg.engine_id}",
-                        f"workspace {plan.workspace_size} B > max_workspace {mw} B",
-                    )
-                )
-                plan.close()
-                continue
-            plan.report = report
-            plans.append(plan)
-            if limit is not None and len(plans) >= limit:
-                break  # before asking for the next config, which would read it from cuDNN
+    _PLANNING_CALL.run(
+        functools.partial(
+            _finalize_plans, graph, query, report, plans, limit=limit, variant=variant
+        )
+    )
     if plans:  # nothing to explain: the plans' report holds no finalize to make again
         report._unexplained.clear()
     return plans
+
+
+def _finalize_plans(
+    graph: OperationGraph,
+    query: _Query,
+    report: PlanningReport,
+    plans: list[Plan],
+    *,
+    limit: int | None,
+    variant: _Variant | None,
+) -> None:
+    # _plans_for's loop, as one library call: appends the plans made to ``plans``.
+    target = query.target
+    for cfg in _collect(graph, query, report, variant):
+        try:
+            plan = _finalize_plan(cfg, target, graph)
+        except CudnnError as exc:
+            report.failed.append((f"engine {cfg.engine_id}", f"{exc.status_name}: {exc.message}"))
+            report._unexplained.append(functools.partial(_finalize_plan, cfg, target, graph))
+            continue
+        mw = query.filters["max_workspace"]
+        if mw is not None and plan.workspace_size > mw:
+            report.filtered.append(
+                (
+                    f"engine {cfg.engine_id}",
+                    f"workspace {plan.workspace_size} B > max_workspace {mw} B",
+                )
+            )
+            plan.close()
+            continue
+        plan.report = report
+        plans.append(plan)
+        if limit is not None and len(plans) >= limit:
+            break  # before asking for the next config, which would read it from cuDNN
 
 
 #: How many failed finalizes are finalized again to read cuDNN's log (see _explain).
@@ -170,16 +184,22 @@ def _explain(report: PlanningReport) -> None:
     again with the log captured. cuDNN says why a finalize failed only in its log, and filling
     it costs every planning call while a callback takes it (a line formatted and read for each
     kernel rejected), so it is read only once planning has failed."""
-    with _PLANNING_CALL, _capture() as records:
-        for finalize in report._unexplained[:_EXPLAINED]:
-            try:
-                finalize().close()
-            except CudnnError:
-                pass
+    records: list[Any] = _PLANNING_CALL.run(_finalize_again, report._unexplained[:_EXPLAINED])
     report._unexplained.clear()
     for line in _error_lines(records, limit=12):
         if line not in report.log:
             report.log.append(line)
+
+
+def _finalize_again(finalizes: list[Any]) -> list[Any]:
+    # _explain's finalizes, as one library call with cuDNN's log captured: the records.
+    with _capture() as records:
+        for finalize in finalizes:
+            try:
+                finalize().close()
+            except CudnnError:
+                pass
+    return list(records)
 
 
 def _not_supported(graph: OperationGraph, report: PlanningReport) -> GraphNotSupportedError:

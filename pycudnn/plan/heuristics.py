@@ -314,17 +314,31 @@ def _run_heuristics(
         and LIB.version < HEURISTICS_WITHOUT_TARGET_SINCE
     ):
         return HeuristicsResult(name, 0, [], _NO_TARGET_BEFORE_9_9)
-    with _HEURISTICS_CALL:
-        result = _ask(name, op_graph, hm, target, sm_count, records=None)
+    result: HeuristicsResult[EngineConfig]
+    result = _HEURISTICS_CALL.run(_ask_logged, name, op_graph, hm, target, sm_count)
     if result.error or not result.configs:
         # cuDNN says why a query gave nothing only in its log, and filling the log costs every
         # query while a callback takes it (a line formatted and read for each kernel it rejects:
         # up to a sixth of a query), so the log is captured only when asked again here.
-        with _HEURISTICS_CALL, _capture() as records:
-            result = _ask(name, op_graph, hm, target, sm_count, records=records)
+        result = _HEURISTICS_CALL.run(_ask_captured, name, op_graph, hm, target, sm_count)
     if not result.configs and target.props is None and target.device_id is None:
         result.note = _NO_TARGET_NOTE
     return result
+
+
+def _ask_logged(
+    name: str, op_graph: Any, hm: Any, target: _Target, sm_count: int | None
+) -> HeuristicsResult[EngineConfig]:
+    """:func:`_ask` without its log, positionally (for _HEURISTICS_CALL.run)."""
+    return _ask(name, op_graph, hm, target, sm_count, records=None)
+
+
+def _ask_captured(
+    name: str, op_graph: Any, hm: Any, target: _Target, sm_count: int | None
+) -> HeuristicsResult[EngineConfig]:
+    """:func:`_ask` with cuDNN's log captured around it."""
+    with _capture() as records:
+        return _ask(name, op_graph, hm, target, sm_count, records=records)
 
 
 def _ask(
