@@ -155,20 +155,17 @@ class library_call:  # a function once; its callers are unchanged
         depth = local.depth - 1
         local.depth = depth
         if not depth:
-            state = _State
-            with state.lock:
-                state.in_progress -= 1
-                if state.waiters and state.in_progress <= 1:  # the waiter's own call may remain
-                    state.idle.notify_all()
+            _end_outer_call()
         raise_deferred()  # a Ctrl-C that landed in a log callback during the call
 
 
 def _end_outer_call() -> None:
-    # __exit__'s count of an outermost call ending, for a call whose __enter__ failed once counted.
+    # An outermost call ended (__exit__), or its __enter__ failed once it was counted. run() does
+    # the same inline: a Python function's start is where a Ctrl-C is handled.
     state = _State
     with state.lock:
         state.in_progress -= 1
-        if state.waiters and state.in_progress <= 1:
+        if state.waiters and state.in_progress <= 1:  # the waiter's own call may remain
             state.idle.notify_all()
 
 
