@@ -2,10 +2,11 @@
 
 Without a GPU it builds the three graphs, plans them ahead of time for an H100 from the committed
 device properties (the NVIDIA driver library libcuda.so.1 is needed for that, not a GPU), prints the
-plans, says what needs a GPU and exits 3. SDPA needs cuDNN 9.13.1 or later, its backward 9.28 (9.19
-cannot build a graph holding it): with an older cuDNN the example says what it leaves out. With a GPU it runs the
-attention forward and the layer norm on ``pycudnn.DeviceArray`` operands and compares them with
-NumPy (exit status 1 on a mismatch).
+plans, says what needs a GPU and exits 3. It needs cuDNN 9.13.1 or later (older: it says so and
+exits 3); the backward is cuDNN's unified SDPA operation from 9.28 and the composite graph NVIDIA's
+frontend builds before (``implementation="auto"``). With a GPU it runs the attention forward
+and the layer norm on ``pycudnn.DeviceArray`` operands and compares them with NumPy (exit status
+1 on a mismatch).
 
     python examples/attention_normalization.py
 """
@@ -65,7 +66,7 @@ def bshd(heads: int) -> list[int]:  # [b, s, h, d] in memory, [b, h, s, d] as di
 q = g.tensor([b, h, s, d], bshd(h), dtype="bfloat16", name="q")
 k = g.tensor([b, h_kv, s, d], bshd(h_kv), dtype="bfloat16", name="k")  # grouped-query attention
 v = g.tensor([b, h_kv, s, d], bshd(h_kv), dtype="bfloat16", name="v")
-o, stats = g.sdpa(q, k, v, return_stats=True)  # scale defaults to 1/sqrt(d); causal=True on 9.21+
+o, stats = g.sdpa(q, k, v, return_stats=True)  # scale defaults to 1/sqrt(d); causal=True masks
 
 # the backward pass (its own graph) takes the forward's output and stats
 bwd = pycudnn.Graph("attention_backward")
@@ -76,7 +77,7 @@ def like(t: pycudnn.graph.Tensor, name: str) -> pycudnn.graph.Tensor:
 
 
 graphs = [g, bwd]
-try:  # cuDNN 9.28 or later: the refusal says why
+try:  # unified from 9.28, the composite graph before (implementation="auto")
     dq, dk, dv = bwd.sdpa_backward(
         like(q, "q"),
         like(k, "k"),

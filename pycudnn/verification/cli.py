@@ -61,7 +61,7 @@ def _run_case(case: Case, *, allow_known_bad: bool, seed: int) -> dict[str, Any]
     entry: dict[str, Any] = {"name": case.name, "family": case.family, "plans": [], "excluded": []}
     try:
         graph = case.build()
-    except (NotImplementedError, ValueError) as exc:  # e.g. SDPA on a cuDNN older than 9.13.1
+    except (NotImplementedError, ValueError) as exc:  # e.g. the SDPA backward on cuDNN 9.10.0
         entry["status"], entry["error"] = "unsupported", str(exc).splitlines()[0]
         return entry
     try:
