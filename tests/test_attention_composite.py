@@ -460,6 +460,29 @@ def window_backward(s_kv: int, **masks: Any) -> Graph:
     return g
 
 
+def single_row_backward(b: int, h: int, s_q: int, s_kv: int, **options: Any) -> Graph:
+    g = Graph("one_row")
+
+    def t(name: str, s: int) -> Tensor:
+        return g.tensor([b, h, s, 64], [s * h * 64, 64, h * 64, 1], dtype="float16", name=name)
+
+    q, o, do, k, v = t("q", s_q), t("o", s_q), t("do", s_q), t("k", s_kv), t("v", s_kv)
+    stats = g.tensor([b, h, s_q, 1], dtype="float32", name="stats")
+    g.sdpa_backward(q, k, v, o, do, stats=stats, **options)
+    return g
+
+
+def test_a_composite_backward_of_one_score_row_is_refused() -> None:
+    # b * h_q * s_q == 1: cuDNN 9.28's heuristics crashed the process (SIGSEGV) on the composite
+    # backward (found by fuzzing); the refusal names the unified operation instead.
+    with pytest.raises(GraphError, match=r"single score row.*implementation='unified'"):
+        single_row_backward(1, 1, 1, 16, implementation="composite")
+    for dims in ((2, 1, 1, 16), (1, 2, 1, 16), (1, 1, 2, 16)):  # more rows: planned as before
+        assert lowering(single_row_backward(*dims, implementation="composite")) == "composite"
+    if pycudnn.version_tuple() >= (9, 28, 0):
+        assert lowering(single_row_backward(1, 1, 1, 16)) == "unified"  # "auto"
+
+
 @pytest.mark.parametrize(
     ("loaded", "build", "refused"),
     [

@@ -72,6 +72,7 @@ def _check_backward_bugs(
     label: str,
     loaded: int,
     *,
+    rows: int,
     s_q: int,
     s_kv: int,
     padded: bool,
@@ -80,7 +81,9 @@ def _check_backward_bugs(
     ragged: bool,
     sink: bool,
 ) -> None:
-    """Refuse the composite bf16/fp16 backward on the cuDNN versions where NVIDIA's frontend
+    """Refuse the composite bf16/fp16 backward where cuDNN crashes planning it: a single score
+    row (``b * h_q * s_q == 1``: cuDNN 9.28's heuristics segfault, found by fuzzing; older
+    versions unchecked, refused alike). And on the cuDNN versions where NVIDIA's frontend
     works around or refuses a known bug (``CompositeSDPABackwardNode``): a padding mask on 9.0 to
     9.9 (masked again after the stats there); ``s_kv % 128 != 0`` without one on 9.15.0 and
     older (the frontend fills full-length ``seq_len_q``/``seq_len_kv`` in its own workspace; here
@@ -88,7 +91,13 @@ def _check_backward_bugs(
     causal-like mask over ``s_kv > 1024`` on 9.14.0; ragged tensors with a sink token before
     9.26 (an out-of-bounds read in cuDNN's ``compute_dot_do_o`` pre-pass)."""
     why = ""
-    if padded and loaded < _SECOND_PADDING_UNTIL:
+    if rows == 1:
+        why = (
+            "is not given the composite SDPA backward of a single score row (b * h_q * s_q == 1): "
+            "cuDNN 9.28's heuristics crash on it (SIGSEGV), older versions are unchecked; use "
+            "implementation='unified' (cuDNN 9.28 and newer), or batch more rows"
+        )
+    elif padded and loaded < _SECOND_PADDING_UNTIL:
         why = (
             "needs the padding mask of the SDPA backward applied again after the stats are "
             "subtracted (cuDNN 9.0 to 9.9; NVIDIA's frontend adds that second mask there, which "
@@ -288,6 +297,7 @@ class AttentionCommon(GraphCore):
             _check_backward_bugs(
                 label,
                 loaded,
+                rows=b * h_q * s_q,
                 s_q=s_q,
                 s_kv=s_kv,
                 padded=padded,
