@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 import pycudnn
 from pycudnn import Graph, plan
 from pycudnn.deviceprops import DeviceProperties
-from pycudnn.plan import PlanOptions
+from pycudnn.plan import GraphNotSupportedError, PlanOptions
 from pycudnn.plan.building import _cache_key
 from pycudnn.plan.options import PLAN_FILTERS
 from pycudnn.plan.targets import _target
@@ -167,3 +168,39 @@ def test_autotuning_a_few_candidates_has_its_own_cache_key(props: DeviceProperti
     few = {n: _cache_key(g, target, values, autotuned=True, candidates=n) for n in (1, 8)}
     assert len({full, *few.values()}) == 3
     assert _cache_key(g, target, values, autotuned=True, candidates=None) == full
+
+
+def wgrad_graph() -> Graph:
+    """A weight gradient whose H100 engines include engine 20, noted NONDETERMINISTIC."""
+    g = Graph("wgrad_options")
+    x = g.tensor([8, 64, 32, 32], fmt="NCHW", dtype="float32", name="x")
+    dy = g.tensor([8, 64, 32, 32], fmt="NCHW", dtype="float32", name="dy")
+    g.conv_wgrad(x, dy, padding=1, name="wgrad")
+    return g
+
+
+@pytest.mark.usefixtures("libcuda")
+def test_autotune_applies_the_filters_to_a_list_of_candidates(
+    props: DeviceProperties, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caller's list of plans used to be timed whatever the filters said (and the filters went
+    unchecked): a NONDETERMINISTIC plan could win autotune(deterministic=True). The filters run
+    before any timing: a GPU's presence and the target are stood in for, the plans are real."""
+    from pycudnn.plan import autotuning
+
+    g = wgrad_graph()
+    target = _target(props, None)
+    monkeypatch.setattr(autotuning, "driver_status", lambda: types.SimpleNamespace(usable=True))
+    monkeypatch.setattr(autotuning, "_target", lambda _props, _device: target)
+    nondeterministic = plan.build_engine(g, 20, device_properties=props)
+    assert "NONDETERMINISTIC" in nondeterministic.numerical_notes
+    with pytest.raises(GraphNotSupportedError, match="nondeterministic") as info:
+        autotuning.autotune(g, {}, candidates=[nondeterministic], deterministic=True, cache=False)
+    assert info.value.report.filtered == [("engine 20", "nondeterministic")]
+    with pytest.raises(GraphNotSupportedError, match=r"exclude_engines"):
+        autotuning.autotune(g, {}, candidates=[nondeterministic], exclude_engines=[20], cache=False)
+    with pytest.raises(ValueError, match="unknown note 'TENSOR_CORES'"):
+        autotuning.autotune(
+            g, {}, candidates=[nondeterministic], exclude_notes=["TENSOR_CORES"], cache=False
+        )
+    assert not nondeterministic.closed  # the caller's plan, left to the caller

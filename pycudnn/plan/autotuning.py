@@ -19,8 +19,9 @@ from .autotune_results import AutotuneResult, AutotuneResults
 from .building import _cache_key, _not_supported, _plans
 from .cache import PlanCache, _resolve_cache
 from .execution import Plan
+from .heuristics import _NOT_NOTE_FILTERS, _query, _why_filtered
 from .options import PlanFilters, PlanOptions, plan_values, takes_plan_options
-from .report import PlanningReport, _check_graph
+from .report import GraphNotSupportedError, PlanningReport, _check_graph
 from .targets import _target
 from .verifying import check_verify, verify_row
 
@@ -50,6 +51,40 @@ def _progress(total: int, progress: Any) -> Any:
     return tqdm(total=total, desc="autotune", unit="plan", leave=False)
 
 
+def _row(plan: Plan) -> AutotuneResult:
+    notes = plan.numerical_notes + plan.behavior_notes
+    return AutotuneResult(plan.engine_id, dict(plan.knobs), notes, plan.workspace_size, None)
+
+
+def _allowed(
+    graph: OperationGraph, listed: list[Plan], filters: dict[str, Any], report: PlanningReport
+) -> tuple[list[Plan], list[tuple[AutotuneResult, Plan]]]:
+    """The caller's candidate plans that pass the filters, and a row for each one that does not
+    (it is not timed and cannot win; it is listed in ``report.filtered``). The known-bad table is
+    not applied again: a plan of a known-bad engine exists only where its builder allowed it."""
+    note_filters = {k: v for k, v in filters.items() if k not in _NOT_NOTE_FILTERS}
+    kept: list[Plan] = []
+    dropped: list[tuple[AutotuneResult, Plan]] = []
+    for plan in listed:
+        why, _ = _why_filtered(plan, note_filters, filters["exclude"], [])  # type: ignore[arg-type]
+        if not why:
+            kept.append(plan)
+            continue
+        report.filtered.append((f"engine {plan.engine_id}", why))
+        row = _row(plan)
+        row.error = f"filtered out: {why}"
+        dropped.append((row, plan))
+    if not kept:
+        raise GraphNotSupportedError(
+            3000,
+            "",
+            f"no candidate plan of graph '{graph.name}' passes the filters: "
+            + "; ".join(f"{c}: {why}" for c, why in report.filtered),
+            report,
+        )
+    return kept, dropped
+
+
 @takes_plan_options
 def autotune(
     graph: OperationGraph,
@@ -71,7 +106,8 @@ def autotune(
     """Time every candidate plan on the GPU with CUDA events and return the fastest.
 
     ``candidates``: None (every plan the heuristics give), an int (the first N), or a list of
-    plans. Each runs ``warmup`` times, then ``repeats`` times between timing events; the median
+    plans (the filters apply to them as well: one a filter drops is not timed, and its row in
+    the table says why). Each runs ``warmup`` times, then ``repeats`` times between timing events; the median
     decides. The outputs in ``tensors`` are overwritten. The winner carries ``autotune_results``
     (an :class:`AutotuneResults` table; not a winner read back from a cache directory, whose
     timings were not saved); with a list of plans the winner is the caller's plan, marked in
@@ -121,10 +157,11 @@ def autotune(
                 cached.source = "autotune"  # (its timings were not saved: no table)
             return cached
     report = PlanningReport()
+    results: list[tuple[AutotuneResult, Plan]] = []
     if listed is not None:
-        plans = listed
-        if not plans or not all(isinstance(p, Plan) for p in plans):
+        if not listed or not all(isinstance(p, Plan) for p in listed):
             raise TypeError("candidates must be a non-empty list of Plan objects")
+        plans, results = _allowed(graph, listed, _query(dict(values), target).filters, report)
     else:
         plans = _plans(graph, target, dict(values), report, limit=count)
         if not plans:
@@ -135,17 +172,10 @@ def autotune(
         handle = get_handle(target.device_id)
     s = stream_object(stream, handle.device)
     event_options = core.EventOptions(timing_enabled=True)
-    results: list[tuple[AutotuneResult, Plan]] = []
     bar = None
     start = time.perf_counter()
     for i, plan in enumerate(plans):
-        row = AutotuneResult(
-            plan.engine_id,
-            dict(plan.knobs),
-            plan.numerical_notes + plan.behavior_notes,
-            plan.workspace_size,
-            None,
-        )
+        row = _row(plan)
         try:
             # A wrong engine is not timed: it must not win, and its row says how wrong it was.
             row.error = verify_row(plan, report) if verify else ""
