@@ -155,6 +155,23 @@ def test_exclusion_arguments_are_checked() -> None:
         engine_configs(g, exclude_engines=["3"])
 
 
+def test_a_misspelt_note_or_mode_gets_the_nearest_name() -> None:
+    g = conv_graph()
+    with pytest.raises(ValueError, match="unknown note 'TENSOR_CORES'; did you mean 'TENSOR_CORE'"):
+        engine_configs(g, exclude_notes=["TENSOR_CORES"])
+    with pytest.raises(ValueError, match="did you mean 'RUNTIME_COMPILATION'"):
+        engine_configs(g, exclude_notes=["runtime_compile"])
+    with pytest.raises(
+        ValueError, match="unknown heuristic mode 'fallbak'; did you mean 'fallback'"
+    ):
+        engine_configs(g, heuristics=["a", "fallbak"])
+    # one name, not a list of them: not read letter by letter ("unknown note 'T'")
+    with pytest.raises(
+        TypeError, match=r"exclude_notes takes a list of note names.*\['TENSOR_CORE'\]"
+    ):
+        engine_configs(g, exclude_notes="TENSOR_CORE")  # type: ignore[arg-type]
+
+
 @pytest.mark.usefixtures("libcuda")
 def test_exclusions_are_part_of_the_cache_key(props: DeviceProperties) -> None:
     pc = pycudnn.plan.PlanCache()

@@ -9,6 +9,8 @@ import numbers
 from collections.abc import Iterable
 from typing import Protocol
 
+from _nvbind.suggest import did_you_mean
+
 from .. import _bindings
 
 __all__ = ["exclusion_reason", "normalize_exclusions"]
@@ -45,6 +47,10 @@ def normalize_exclusions(
         if isinstance(e, bool) or not isinstance(e, numbers.Integral) or e < 0:
             raise TypeError(f"exclude_engines holds engine ids (non-negative ints), not {e!r}")
         engines.add(int(e))
+    if isinstance(exclude_notes, str):  # read letter by letter, it would name note 'T'
+        raise TypeError(
+            f"exclude_notes takes a list of note names, not one str: [{exclude_notes!r}]"
+        )
     notes: set[str] = set()
     for n in exclude_notes or ():
         if not isinstance(n, str):
@@ -58,7 +64,10 @@ def normalize_exclusions(
         # names such as WINOGRAD_TILE_4x4 are mixed-case: match without case
         key = _BY_UPPER.get(key, key)
         if key not in _NOTES:
-            raise ValueError(f"unknown note {n!r}; choose from {', '.join(sorted(_NOTES))}")
+            raise ValueError(
+                f"unknown note {n!r}{did_you_mean(key, _NOTES)} (the notes: "
+                f"{', '.join(sorted(_NOTES))})"
+            )
         notes.add(key)
     return frozenset(engines), frozenset(notes)
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from _nvbind.lazy import cached_attribute
 from _nvbind.shutdown import library_call
+from _nvbind.suggest import did_you_mean
 
 from .. import _bindings, known_bad
 from .._lib import LIB
@@ -67,7 +68,10 @@ def _heur_mode(mode: Any) -> Any:
         else:
             if m in _MODE_NAMES:
                 return m
-    raise ValueError(f"unknown heuristic mode {mode!r}; choose from {', '.join(HEURISTIC_MODES)}")
+    hint = did_you_mean(mode, HEURISTIC_MODES) if isinstance(mode, str) else ""
+    raise ValueError(
+        f"unknown heuristic mode {mode!r}{hint} (the modes: {', '.join(HEURISTIC_MODES)})"
+    )
 
 
 def _heur_modes(modes: Any) -> list[Any]:
