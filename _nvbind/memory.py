@@ -79,7 +79,10 @@ def workspace(nbytes: int, *, device: Any = None, stream: Any = None) -> int:
     if ws.size < nbytes:
         s = stream_object(stream, dev)
         if ws.buffer is not None:
-            ws.buffer.close(s)
+            # forgotten before the new allocation, which may fail: a later smaller request must
+            # not be handed the freed address
+            buffer, ws.buffer, ws.ptr, ws.size = ws.buffer, None, 0, 0
+            buffer.close(s)
         dev.set_current()
         ws.buffer = dev.allocate(nbytes, stream=s)
         ws.ptr, ws.size = int(ws.buffer.handle), nbytes
