@@ -45,6 +45,7 @@ class DeviceArray(Protocol):
     def _stream(self) -> Any: ...
     @property
     def _buffer(self) -> Any: ...
+    def _view_on(self, stream_ptr: int) -> Any: ...
 
 
 def _span(arr: DeviceArray) -> tuple[int, int]:
@@ -55,9 +56,13 @@ def _span(arr: DeviceArray) -> tuple[int, int]:
 
 def _copy_stream(arr: DeviceArray, stream: Any) -> tuple[Any, Any]:
     dev = _device_or_raise(arr.device_id, "DeviceArray host transfer")
-    return dev, (
-        stream_object(stream, dev) if stream is not None else arr._stream or dev.default_stream
-    )
+    if stream is None:
+        return dev, arr._stream or dev.default_stream
+    s = stream_object(stream, dev)
+    # another stream than the allocation's waits for it first, as every other use of the array
+    # does: the pool may have handed it memory that work queued there still uses
+    arr._view_on(int(s.handle))
+    return dev, s
 
 
 def _staged_view(arr: DeviceArray, staging: np.ndarray, base: int) -> np.ndarray:

@@ -8,9 +8,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import numpy as np
 import pytest
 
-from _nvbind import memory
+from _nvbind import host_copy, memory
+from pycudnn import DeviceArray
 
 # -- the per-thread workspace pool ----------------------------------------------------------
 
@@ -63,3 +65,46 @@ def test_a_failed_growth_never_hands_out_the_freed_workspace(
     again = memory.workspace(512, stream=0x5000)
     live = [b.handle for b in dev.buffers if not b.closed]
     assert again in live, f"0x{again:x} was freed (the first workspace was 0x{first:x})"
+
+
+# -- host copies on another stream ----------------------------------------------------------
+
+
+class _AllocationStream:
+    """The cuda.core Stream an array was allocated on (read only by the recorder)."""
+
+    handle = 0x5000
+
+
+class _CopyStream:
+    handle = 0x7000
+
+    def sync(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("direction", ["to_numpy", "copy_from_numpy"])
+def test_a_host_copy_on_another_stream_waits_for_the_allocation_stream(
+    monkeypatch: pytest.MonkeyPatch, direction: str
+) -> None:
+    """Every other use of a DeviceArray on a stream other than its allocation stream first makes
+    that stream wait for it (the pool may have handed it memory that work queued there still
+    uses); ``to_numpy(stream=)`` and ``copy_from_numpy(stream=)`` copied without waiting, so
+    the write could land while a kernel on the allocation stream still read the memory's
+    previous array."""
+    waits: list[int] = []
+    copies: list[Any] = []
+    monkeypatch.setattr(DeviceArray, "_order_before", lambda self, c: waits.append(c))
+    monkeypatch.setattr(host_copy, "_device_or_raise", lambda device, what: _Device())
+    monkeypatch.setattr(host_copy, "stream_object", lambda stream, device: _CopyStream())
+    monkeypatch.setattr(host_copy, "_copy", lambda dev, s, *, dst, src: copies.append(s))
+    backing = np.zeros(16, np.float32)
+    a = DeviceArray.__new__(DeviceArray)._init(
+        None, backing.ctypes.data, (16,), (1,), np.dtype(np.float32), 0, stream=_AllocationStream()
+    )
+    if direction == "to_numpy":
+        a.to_numpy(stream=0x7000)
+    else:
+        a.copy_from_numpy(np.ones(16, np.float32), stream=0x7000)
+    assert copies and all(isinstance(s, _CopyStream) for s in copies)
+    assert waits == [0x7000]
