@@ -93,6 +93,9 @@ class Handle(CResource):
     """
 
     _kind = "cuDNN handle"
+    #: True for a handle wrapped by :meth:`from_handle`: its owner may set another stream on it
+    #: at any time, so the stream last set here is never trusted (-1 in ``_stream_ptr``).
+    _shared = False
 
     def __init__(self, device: Any = None, stream: Any = None) -> None:
         try:
@@ -124,7 +127,9 @@ class Handle(CResource):
 
         ``device`` must be the device that was current when that handle was created (None: the
         current device); cuDNN cannot be asked. The address is trusted as in C: one that is not a
-        live ``cudnnHandle_t`` is undefined behaviour (``cudnnGetStream`` is called on it here).
+        live ``cudnnHandle_t`` is undefined behaviour. ``cudnnSetStream`` applies to the handle for
+        every later call, its owner's too, so a call given a stream sets it every time on a
+        wrapped handle, and :attr:`stream_ptr` asks cuDNN (``cudnnGetStream``).
         """
         if isinstance(pointer, bool) or not isinstance(pointer, int):
             raise TypeError(
@@ -139,7 +144,8 @@ class Handle(CResource):
         self._device = dev
         self._several_devices = driver_status().device_count > 1
         self._stream_obj = None
-        self._stream_ptr = _get_stream(self)
+        self._shared = True
+        self._stream_ptr = -1  # never the stream asked for: execute paths set theirs each call
         return self
 
     @property
@@ -165,13 +171,14 @@ class Handle(CResource):
         # answer another stream than the one the caller orders its arrays on.
         check(_SET_STREAM.run(LIB.function("cudnnSetStream"), self, ptr), "cudnnSetStream")
         self._stream_obj = stream  # keep a stream object alive while it is set
-        self._stream_ptr = ptr
+        self._stream_ptr = -1 if self._shared else ptr
 
     @property
     def stream_ptr(self) -> int:
-        """The stream last set through this object, without asking cuDNN (the fast path)."""
+        """The stream last set through this object, without asking cuDNN (the fast path); for a
+        handle wrapped by :meth:`from_handle`, whose owner may have set another since, cuDNN's."""
         self._check_open()
-        return self._stream_ptr
+        return _get_stream(self) if self._shared else self._stream_ptr
 
     def use_stream(self, stream: Any) -> int:
         """Set ``stream`` only when it differs from the last one set here; returns its handle.

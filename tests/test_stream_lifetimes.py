@@ -10,9 +10,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from standins import recording_conv_plan
 
 from _nvbind import host_copy, memory
-from pycudnn import DeviceArray
+from pycudnn import DeviceArray, Handle
+from pycudnn import handle as handle_module
 
 # -- the per-thread workspace pool ----------------------------------------------------------
 
@@ -108,3 +110,53 @@ def test_a_host_copy_on_another_stream_waits_for_the_allocation_stream(
         a.copy_from_numpy(np.ones(16, np.float32), stream=0x7000)
     assert copies and all(isinstance(s, _CopyStream) for s in copies)
     assert waits == [0x7000]
+
+
+# -- a cuDNN handle wrapped from elsewhere --------------------------------------------------
+
+
+class _CudnnStreams:
+    """cuDNN's stream of each handle: ``cudnnSetStream`` and ``cudnnGetStream`` stood in for."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.of: dict[int, int] = {}
+        streams = self
+
+        class Set:
+            def run(self, function: Any, handle: Any, ptr: int) -> int:
+                streams.of[int(handle._as_parameter_.value)] = ptr
+                return 0
+
+        class Get:
+            def run(self, function: Any, handle: Any, out: Any) -> int:
+                out._obj.value = streams.of.get(int(handle._as_parameter_.value), 0) or None
+                return 0
+
+        monkeypatch.setattr(handle_module, "_SET_STREAM", Set())
+        monkeypatch.setattr(handle_module, "_GET_STREAM", Get())
+        monkeypatch.setattr(handle_module, "get_device", lambda device: _Device())
+
+
+def test_a_wrapped_handle_runs_on_the_stream_asked_for_after_its_owner_set_another(
+    monkeypatch: pytest.MonkeyPatch, deviceprops_json: dict[str, Any]
+) -> None:
+    """``Handle.from_handle`` wraps a handle that other code also uses, and cudnnSetStream
+    applies to the handle for every later call, whoever made it. The wrapper remembered the stream
+    it had seen last and skipped cudnnSetStream when asked for that one again: after the owner had
+    set another stream, execute ran there, on a stream its arrays were not ordered on and whose
+    work shares no order with the pooled workspace's."""
+    cudnn = _CudnnStreams(monkeypatch)
+    plan, arrays, ws, _, _ = recording_conv_plan(deviceprops_json, "wrapped_handle")
+    try:
+        h = Handle.from_handle(0x1000)
+        seen: list[int] = []
+        plan._exec = lambda handle, plan_ptr, vpack: seen.append(cudnn.of.get(0x1000, 0)) or 0
+        plan.execute(arrays, workspace=ws, stream=0x5000, handle=h)
+        cudnn.of[0x1000] = 0x9000  # the owner's own call on its own stream
+        assert h.stream_ptr == 0x9000  # the handle's stream, as cuDNN has it
+        plan.execute(arrays, workspace=ws, stream=0x5000, handle=h)
+        h.use_stream(0x5000)
+        assert cudnn.of[0x1000] == 0x5000
+        assert seen == [0x5000, 0x5000]
+    finally:
+        plan.close()
