@@ -104,7 +104,15 @@ def _read_message(address: int | None) -> str:
 
 _state = threading.local()
 _lock = fork_safe_lock(sys.modules[__name__], "_lock")
+#: The registration's inputs and what cuDNN was last given: "level", enable_logging's (absent
+#: while it is off); "now", the (mask, this library's callback or cuDNN's own) that
+#: cudnnSetCallback last took, absent while unknown (a call in progress, interrupted or failed);
+#: "touched", set once this library first registered anything (before that cuDNN is left as is).
 _registered: dict[str, Any] = {}
+#: The captures in progress, on every thread: ``id(sink)`` -> the severities it collects. What
+#: is registered is derived from this and from "level" (see :func:`_sync`), never counted apart:
+#: a capture begins or ends with one store or one removal here, which a Ctrl-C cannot split.
+_live: dict[int, int] = {}
 
 
 def _on_message(severity: int, _udata: Any, dbg: Any, msg: int | None) -> None:
@@ -113,9 +121,10 @@ def _on_message(severity: int, _udata: Any, dbg: Any, msg: int | None) -> None:
         status = int(dbg.contents.cudnnStatus) if dbg else 0
         sinks = getattr(_state, "sinks", None)
         if sinks:
-            for sink in sinks:
-                sink.append(LogRecord(int(severity), status, text))
-        if _registered.get("forward", True):  # a handler's own cuDNN calls are not forwarded
+            record = LogRecord(int(severity), status, text)
+            for sink in sinks.values():
+                sink.append(record)
+        if "level" in _registered:  # a handler's own cuDNN calls are not forwarded
             forward_once(_state, logger, _LEVELS.get(int(severity), logging.DEBUG), "%s", text)
     except Exception:  # pragma: no cover - never let an exception cross back into C
         pass
@@ -157,31 +166,6 @@ def _set_callback(mask: int, callback: Any) -> None:
     check(status, "cudnnSetCallback")
 
 
-@contextlib.contextmanager
-def _configuring() -> Iterator[None]:
-    """Hold the lock that guards the registration, with nothing forwarded to ``logging`` from
-    this thread meanwhile.
-
-    ``cudnnSetCallback`` logs an entry of its own (at DEBUG), on this thread, while the lock is
-    held: a logging handler that enabled, disabled or captured cuDNN's log (or built a plan, which
-    captures) waited for the lock its own thread held, forever. The library is loaded first, out
-    of the lock, for the same reason: its load is logged. :func:`capture` still collects."""
-    LIB.function("cudnnSetCallback")
-    forwarding = getattr(_state, "forwarding", False)
-    with _lock:
-        _state.forwarding = True
-        try:
-            yield
-        finally:
-            _state.forwarding = forwarding
-
-
-def _register(mask: int) -> None:
-    watch_callbacks(_on_message)  # a Ctrl-C at its first instruction (see _nvbind.interrupts)
-    _set_callback(mask, _CALLBACK)
-    _registered["mask"] = mask
-
-
 # cuDNN's own logging switches (the legacy three still work in cuDNN 9).
 _ENV = (
     "CUDNN_LOGLEVEL_DBG",
@@ -215,20 +199,69 @@ def _env_mask() -> int:
     return mask
 
 
-def _release() -> None:
-    """Stop forwarding and collecting; called with the lock held when nobody needs the callback."""
-    _registered["forward"] = False
+def _wanted() -> tuple[int, bool] | None:
+    """What cuDNN should have registered now: ``(mask, True)`` for this library's callback,
+    ``(mask, False)`` for cuDNN's built-in one; ``None`` while this library registered nothing."""
+    captures = 0
+    for mask in tuple(_live.values()):
+        captures |= mask
+    level = _registered.get("level")
+    if level is not None:
+        return _mask_for(level) | captures, True
+    if captures:
+        return captures | _mask_for(logging.ERROR), True
+    if "now" not in _registered and not _registered.get("touched"):
+        return None
     env_mask = _env_mask()
     if env_mask:
         # The user configured cuDNN's own logging: its built-in callback (a NULL function) writes
         # to CUDNN_LOGDEST_DBG again, for the severities the variables ask for. A mask of 0 would
         # leave it registered and silent: the user's log stayed empty.
-        _set_callback(env_mask, None)
-        _registered.pop("mask", None)
-    else:
-        # Unregistering would make cuDNN print every error record to stderr from then on (its
-        # default destination); a silent callback keeps the library quiet, as it was at start.
-        _register(_mask_for(logging.ERROR))
+        return env_mask, False
+    # Unregistering would make cuDNN print every error record to stderr from then on (its
+    # default destination); a silent callback keeps the library quiet, as it was at start.
+    return _mask_for(logging.ERROR), True
+
+
+def _sync() -> None:
+    """Give cuDNN the registration that :func:`_wanted` asks for, when it has another.
+
+    Run again after it was interrupted, it finishes the work: "now" is unknown from before the
+    call until cuDNN has answered, so the next run makes the call again.
+
+    ``cudnnSetCallback`` logs an entry of its own (at DEBUG), on this thread, while the lock is
+    held: a logging handler that enabled, disabled or captured cuDNN's log (or built a plan, which
+    captures) waited for the lock its own thread held, forever. So nothing is forwarded to
+    ``logging`` from this thread meanwhile (:func:`capture` still collects), and the library is
+    loaded first, out of the lock: its load is logged."""
+    want = _wanted()
+    if want is None or want == _registered.get("now"):
+        # Nothing to do. A sync in progress on another thread takes "now" out before it reads
+        # what is wanted: a change made before this check is either read by it or already done.
+        return
+    LIB.function("cudnnSetCallback")
+    forwarding = getattr(_state, "forwarding", False)
+    with _lock:
+        _state.forwarding = True
+        try:
+            known = _registered.pop("now", None)
+            want = _wanted()
+            if want is not None:
+                if want != known:
+                    _registered["touched"] = True
+                    if want[1]:  # a Ctrl-C at its first instruction (see _nvbind.interrupts)
+                        watch_callbacks(_on_message)
+                    _set_callback(want[0], _CALLBACK if want[1] else None)
+                _registered["now"] = want
+        finally:
+            _state.forwarding = forwarding
+
+
+def _end(sinks: dict[int, list[LogRecord]], key: int) -> None:
+    """End the capture ``key`` on this thread (``sinks``): whatever of it was begun, once or again."""
+    sinks.pop(key, None)
+    _live.pop(key, None)
+    _sync()
 
 
 def enable_logging(level: int = logging.WARNING) -> None:
@@ -236,22 +269,26 @@ def enable_logging(level: int = logging.WARNING) -> None:
 
     Wraps ``cudnnSetCallback``. ``logging.DEBUG`` includes cuDNN's per-call INFO entries.
     """
-    mask = _mask_for(_check_level(level))
-    with _configuring():
-        _register(mask | _registered.get("capture_mask", 0))
-        _registered["forward"] = True
+    _check_level(level)
+    LIB.function("cudnnSetCallback")  # a missing library: raised before anything changes
+    try:
         _registered["level"] = level
+        _registered.pop("now", None)  # made again: a raw cudnnSetCallback may have replaced it
+        _sync()
+    except BaseException:  # a Ctrl-C in the middle: the registration is finished, then it raises
+        _sync()
+        raise
 
 
 def disable_logging() -> None:
     """Stop forwarding cuDNN's log (see the module docstring for what happens to the callback)."""
-    with _configuring():
+    try:
         _registered.pop("level", None)
-        if _registered.get("capture_mask"):
-            _registered["forward"] = False
-            _register(_registered["capture_mask"])
-        else:
-            _release()
+        _registered.pop("now", None)  # as in enable_logging
+        _sync()
+    except BaseException:  # as in enable_logging
+        _sync()
+        raise
 
 
 def is_enabled() -> bool:
@@ -277,35 +314,27 @@ def capture(level: int = logging.WARNING) -> Iterator[list[LogRecord]]:
         return
     sinks = getattr(_state, "sinks", None)
     if sinks is None:
-        sinks = _state.sinks = []
-    with _configuring():
-        before = dict(_registered)
-        _registered["captures"] = _registered.get("captures", 0) + 1
-        _registered["capture_mask"] = _registered.get("capture_mask", 0) | mask
-        if "level" not in _registered:
-            _registered["forward"] = False
-        try:
-            _register(
-                _registered["capture_mask"] | _mask_for(_registered.get("level", logging.ERROR))
-            )
-        except BaseException:  # e.g. cuDNN missing: leave no capture counted
-            _registered.clear()
-            _registered.update(before)
-            raise
-    sinks.append(sink)
+        sinks = _state.sinks = {}
+    # Keyed by identity: an enclosing capture's sink can be equal to this one (two empty lists).
+    key = id(sink)
     try:
+        # Python handles a signal at a call (after it, or as a function starts), never inside
+        # a store: a Ctrl-C lands before these two stores, between them or after, and the
+        # finally undoes whichever were made. They used to be counted before the try, and
+        # uncounted in several steps: a Ctrl-C between two left a capture counted for good
+        # (cuDNN kept its severities, disable_logging() no longer handed the log back).
+        sinks[key] = sink
+        _live[key] = mask
+        _sync()  # e.g. cuDNN missing: the finally leaves no capture behind
         yield sink
     finally:
-        # By identity: list.remove compares with ==, and an enclosing capture's sink can be equal
-        # (two empty lists), which would remove the wrong one when captures nest.
-        sinks[:] = [s for s in sinks if s is not sink]
-        with _configuring():
-            _registered["captures"] -= 1
-            if _registered["captures"] == 0:
-                _registered.pop("capture_mask", None)
-                if "level" in _registered:
-                    _registered["forward"] = True
-                    _register(_mask_for(_registered["level"]))
-                else:
-                    _release()
+        # Nothing here before the try is entered; a Ctrl-C that lands in _end (at a call inside
+        # it) is raised once _end, run again, has finished. A Ctrl-C that skips the context
+        # manager's __exit__ (as it starts) leaves the generator suspended: closing it, when
+        # it is collected, runs this.
+        try:
+            _end(sinks, key)
+        except BaseException:
+            _end(sinks, key)
+            raise
         raise_deferred()  # a Ctrl-C in the callback during a call no status check followed

@@ -142,7 +142,7 @@ def test_a_fork_holds_back_the_log_callback_and_error_reads() -> None:
         shutdown._before_fork()  # what os.fork() runs first: new calls are held back
         held = time.monotonic()
         threads = [
-            threading.Thread(target=call, args=("callback", lambda: log._register(log._mask_for(40)))),
+            threading.Thread(target=call, args=("callback", lambda: log._set_callback(2, log._CALLBACK))),
             threading.Thread(target=call, args=("error", _lib.last_error_string)),
             threading.Thread(target=call, args=("handle", lambda: handle._create(ctypes.c_void_p()))),
             threading.Thread(target=call, args=("legacy", legacy.close)),
