@@ -38,17 +38,44 @@ def _preference_parameters() -> dict[str, int]:
     return out
 
 
-def _c_function_called(call: ast.Call) -> str | None:
-    """The C function a call reaches: ``LIB.function("name")(...)``, ``raw.name(...)`` or ``name(...)``."""
-    func = call.func
+def _library_function(node: ast.AST) -> str | None:
+    """``name`` for the expression ``LIB.function("name")``, else None."""
     if (
-        isinstance(func, ast.Call)
-        and isinstance(func.func, ast.Attribute)
-        and func.func.attr == "function"
-        and func.args
-        and isinstance(func.args[0], ast.Constant)
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "function"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
     ):
-        return str(func.args[0].value)
+        return str(node.args[0].value)
+    return None
+
+
+def _through_run(call: ast.Call) -> bool:
+    """Whether ``call`` is ``<library_call>.run(LIB.function("name"), *C arguments)``."""
+    func = call.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "run"
+        and bool(call.args)
+        and _library_function(call.args[0]) is not None
+    )
+
+
+def _c_arguments(call: ast.Call) -> list[ast.expr]:
+    """The arguments the C function of :func:`_c_function_called` receives."""
+    return call.args[1:] if _through_run(call) else call.args
+
+
+def _c_function_called(call: ast.Call) -> str | None:
+    """The C function a call reaches: ``LIB.function("name")(...)``, ``<call>.run(
+    LIB.function("name"), ...)``, ``raw.name(...)`` or ``name(...)``."""
+    func = call.func
+    name = _library_function(func)
+    if name is not None:
+        return name
+    if _through_run(call):
+        return _library_function(call.args[0])
     if isinstance(func, ast.Attribute):
         return func.attr
     if isinstance(func, ast.Name):
@@ -141,7 +168,7 @@ def test_no_planning_call_can_pass_a_null_preference() -> None:
     }
     assert where == own | block_sparse
     for path, fn, call in sites:
-        arg = call.args[planning[str(_c_function_called(call))]]
+        arg = _c_arguments(call)[planning[str(_c_function_called(call))]]
         assert not (isinstance(arg, ast.Constant) and arg.value is None)
         assert isinstance(arg, ast.Name), ast.dump(arg)
         assert not _assigned_none(fn, arg.id), f"{fn.name} may pass {arg.id}=None as the preference"

@@ -185,7 +185,9 @@ class _RecordingPlan:
     def __init__(self) -> None:
         self.launches: list[list[int]] = []
 
-    def _workspace(self, workspace: Any, stream_ptr: int, stream: Any) -> tuple[int, int]:
+    def _workspace(
+        self, workspace: Any, stream_ptr: int, stream: Any, spans: Any = ()
+    ) -> tuple[int, int]:
         return 0, 0
 
     def launch_unchecked(self, pointers: Any, values: Any, *_: Any) -> None:
