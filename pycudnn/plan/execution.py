@@ -444,8 +444,8 @@ class Plan:
         thread's handle for the arrays' device) or a :class:`~pycudnn.Handle` on that device.
 
         The first time a set of data pointers is seen, the arrays are checked against the graph
-        (device, dtype, dims, strides, alignment) and a variant pack is built; afterwards the same
-        pointers reuse it with no descriptor work.
+        (device, dtype, dims, strides, alignment; an output may not meet another array or the
+        workspace) and a variant pack is built; the same arrays then reuse it, no descriptor work.
         """
         if self._closed or self._desc._ptr is None:  # the descriptor may be shared (cache views)
             raise ClosedError("this execution plan is closed")
