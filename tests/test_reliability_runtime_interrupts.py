@@ -306,14 +306,12 @@ print("FORK", round(time.monotonic() - start, 1), "INTERRUPTS", interrupts, flus
 """
 
 
-def test_ctrl_c_landing_as_a_library_call_begins_or_ends_leaves_no_call_counted() -> None:
-    # Python runs a signal handler at a call, a function's start among them: a Ctrl-C handled as
-    # the runtime lock was released in library_call.__enter__, or as __exit__ began, left the
-    # call counted for good. Every later fork from another thread then waited EXIT_WAIT_S for
-    # it, and the main thread's calls counted as nested in it (a fork no longer waited for them).
-    # Many SIGINTs from outside land anywhere; each was seen to leak within a second or two.
+def _interrupted_often(code: str) -> tuple[str, str]:
+    """Run ``code`` in a child that prints READY, then takes a SIGINT every 2 ms from here until it
+    prints its next line (it ignores SIGINT from then on); its stdout and stderr, once it exited
+    with status 0."""
     child = subprocess.Popen(
-        [sys.executable, "-c", _INTERRUPTED_OFTEN],
+        [sys.executable, "-c", code],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -334,8 +332,7 @@ def test_ctrl_c_landing_as_a_library_call_begins_or_ends_leaves_no_call_counted(
         sender = threading.Thread(target=interrupt)
         sender.start()
         try:
-            # Printed once the child stops taking interrupts (it ignores SIGINT from then on).
-            line = child.stdout.readline()
+            line = child.stdout.readline()  # once the child stops taking interrupts
         finally:
             done.set()
             sender.join()
@@ -348,8 +345,17 @@ def test_ctrl_c_landing_as_a_library_call_begins_or_ends_leaves_no_call_counted(
         if child.poll() is None:
             child.kill()
             child.communicate()
-    out = line + out
     assert child.returncode == 0, err[-3000:]
+    return line + out, err
+
+
+def test_ctrl_c_landing_as_a_library_call_begins_or_ends_leaves_no_call_counted() -> None:
+    # Python runs a signal handler at a call, a function's start among them: a Ctrl-C handled as
+    # the runtime lock was released in library_call.__enter__, or as __exit__ began, left the
+    # call counted for good. Every later fork from another thread then waited EXIT_WAIT_S for
+    # it, and the main thread's calls counted as nested in it (a fork no longer waited for them).
+    # Many SIGINTs from outside land anywhere; each was seen to leak within a second or two.
+    out, err = _interrupted_often(_INTERRUPTED_OFTEN)
     words = out.split()
     assert words[:3] == ["COUNTS", "0", "0"], (out, err[-2000:])
     assert float(words[words.index("FORK") + 1]) < 3, (out, err[-2000:])
@@ -420,43 +426,7 @@ def test_ctrl_c_landing_as_a_log_capture_begins_or_ends_leaves_no_capture_counte
     # start among them), before the try that undoes them or inside it, left a capture counted
     # for good: cuDNN kept the capture's severities, disable_logging() no longer handed its log
     # back, and a dead sink stayed in the thread's list. Seen within a second or two.
-    child = subprocess.Popen(
-        [sys.executable, "-c", _CAPTURES_INTERRUPTED_OFTEN],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-        env=child_env(),
-        start_new_session=True,
-    )
-    try:
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "READY"
-        done = threading.Event()
-
-        def interrupt() -> None:
-            while not done.is_set() and child.poll() is None:
-                child.send_signal(signal.SIGINT)
-                time.sleep(0.002)
-
-        sender = threading.Thread(target=interrupt)
-        sender.start()
-        try:
-            line = child.stdout.readline()  # once the child stops taking interrupts
-        finally:
-            done.set()
-            sender.join()
-        try:
-            out, err = child.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            out, err = stop_hung(child)
-            pytest.fail(f"the child hung; its stacks:\n{err[-6000:]}")
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.communicate()
-    out = line + out
-    assert child.returncode == 0, err[-3000:]
+    out, err = _interrupted_often(_CAPTURES_INTERRUPTED_OFTEN)
     words = out.split()
     assert words[:8] == ["IDLE", "True", "True", "True", "SINKS", "0", "RECORDED", "True"], (
         out,
