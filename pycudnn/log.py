@@ -258,7 +258,8 @@ def _sync() -> None:
 
 
 def _end(sinks: dict[int, list[LogRecord]], key: int) -> None:
-    """End the capture ``key`` on this thread (``sinks``): whatever of it was begun, once or again."""
+    """End the capture ``key`` on this thread (``sinks``): whatever of it was begun; safe to run
+    again."""
     sinks.pop(key, None)
     _live.pop(key, None)
     _sync()

@@ -108,11 +108,11 @@ def autotune(
     ``candidates``: None (every plan the heuristics give), an int (the first N), or a list of
     plans (the filters apply to them as well: one a filter drops is not timed, and its row in
     the table says why). Each runs ``warmup`` times, then ``repeats`` times between timing
-    events; the median decides. The outputs in ``tensors`` are overwritten. The winner carries ``autotune_results``
-    (an :class:`AutotuneResults` table; not a winner read back from a cache directory, whose
-    timings were not saved); with a list of plans the winner is the caller's plan, marked in
-    place. A progress bar (tqdm, if installed) appears when the
-    run takes more than a second, unless ``progress=False``. The result is cached like ``build``.
+    events; the median decides. The outputs in ``tensors`` are overwritten. The winner carries
+    ``autotune_results`` (an :class:`AutotuneResults` table; not a winner read back from a cache
+    directory, whose timings were not saved); with a list of plans the winner is the caller's
+    plan, marked in place. A progress bar (tqdm, if installed) appears when the run takes more
+    than a second, unless ``progress=False``. The result is cached like ``build``.
     ``verify=True`` first checks each candidate against a reference (:mod:`pycudnn.verification`):
     a wrong engine is not timed, cannot win, and its row in the table says how wrong it was.
     The filters (``deterministic`` ... ``exclude_notes``) are :func:`build`'s. Raises

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -319,7 +320,8 @@ def _run_heuristics(
     ):
         return HeuristicsResult(name, 0, [], _NO_TARGET_BEFORE_9_9)
     result: HeuristicsResult[EngineConfig]
-    result = _HEURISTICS_CALL.run(_ask_logged, name, op_graph, hm, target, sm_count)
+    ask = functools.partial(_ask, name, op_graph, hm, target, sm_count, records=None)
+    result = _HEURISTICS_CALL.run(ask)
     if result.error or not result.configs:
         # cuDNN says why a query gave nothing only in its log, and filling the log costs every
         # query while a callback takes it (a line formatted and read for each kernel it rejects:
@@ -328,13 +330,6 @@ def _run_heuristics(
     if not result.configs and target.props is None and target.device_id is None:
         result.note = _NO_TARGET_NOTE
     return result
-
-
-def _ask_logged(
-    name: str, op_graph: Any, hm: Any, target: _Target, sm_count: int | None
-) -> HeuristicsResult[EngineConfig]:
-    """:func:`_ask` without its log, positionally (for _HEURISTICS_CALL.run)."""
-    return _ask(name, op_graph, hm, target, sm_count, records=None)
 
 
 def _ask_captured(
