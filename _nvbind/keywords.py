@@ -56,13 +56,16 @@ def show_keywords(
     namespace: Mapping[str, Any],
     primary: Callable[..., Any] | Sequence[Callable[..., Any]] | None,
     *keywords: type,
+    defaults: Mapping[str, Any] | None = None,
 ) -> None:
     """Spell out the shared keywords in the ``__signature__`` of every function in
     ``namespace`` (``vars(SomeClass)``, a module's ``globals()``) that takes ``**kw: Unpack[K]``
     for one of the TypedDicts ``keywords``: each key of ``K`` as ``primary`` declares it
     (annotation and default; with several primaries, the first that declares it); a key no
     primary declares (or every key, without a primary) is keyword-only with the TypedDict's
-    annotation and default None."""
+    annotation and its default in ``defaults`` (None when not there): a list whose every peer
+    takes ``**kw`` declares its types once, in the TypedDict, and its defaults once, there."""
+    defaults = defaults or {}
     primaries = [] if primary is None else [primary] if callable(primary) else list(primary)
     declared: dict[str, inspect.Parameter] = {}
     for declaring in reversed(primaries):
@@ -81,7 +84,7 @@ def show_keywords(
             else inspect.Parameter(
                 key,
                 inspect.Parameter.KEYWORD_ONLY,
-                default=None,
+                default=defaults.get(key),
                 annotation=getattr(hint, "__forward_arg__", hint),
             )
             for key, hint in typed.__annotations__.items()

@@ -18,9 +18,11 @@ from pycudnn.opgraph.convolution import (
     WgradKeywords,
 )
 from pycudnn.opgraph.lowering_extra import EXTRA_KINDS
-from pycudnn.opgraph.normalization import NormBackwardKeywords, NormKeywords
+from pycudnn.opgraph.normalization import NormBackwardKeywords, NormBackwardNames, NormKeywords
 from pycudnn.opgraph.resample import ResampleKeywords
 from pycudnn.opgraph.sequence import BandKeywords, RopeKeywords
+from pycudnn.plan import Plan
+from pycudnn.plan.loading import PlanLoadKeywords
 
 
 def test_convolution_keywords_are_conv_fprops_own() -> None:
@@ -113,6 +115,8 @@ def test_pooling_windows_are_bounded_as_convolutions_are(
             NormBackwardKeywords,
             {"with_dbias", "has_dbias"},
         ),
+        ("layernorm_backward", "batchnorm_backward", NormBackwardNames, {"peer_stats"}),
+        ("layernorm_backward", "instancenorm_backward", NormBackwardNames, set()),
         ("expand_band_matrix", "contract_band_matrix", BandKeywords, {"max_token"}),
         ("resample", "resample_backward", ResampleKeywords, {"x", "y", "index", "dx_dims"}),
     ],
@@ -132,6 +136,39 @@ def test_peer_keywords_are_the_primarys_own(
     peer_params = inspect.signature(getattr(Graph, peer)).parameters
     for key in typed.__annotations__:
         assert peer_params[key].default == primary_params[key].default, key
+
+
+@pytest.mark.parametrize("method", ["batchnorm_backward", "instancenorm_backward"])
+def test_norm_backwards_take_the_shared_names(method: str) -> None:
+    g = Graph("norm_backward_names")
+    t = {n: g.tensor([2, 4, 3, 3], name=n) for n in ("dy", "x")}
+    stats = [g.tensor([1, 4, 1, 1], dtype="float32", name=n) for n in ("s", "m", "iv")]
+    if method == "instancenorm_backward":
+        stats[1:] = [g.tensor([2, 4, 1, 1], dtype="float32", name=n) for n in ("im", "iiv")]
+    dx, *_ = getattr(g, method)(
+        grad=t["dy"], input=t["x"], scale=stats[0], mean=stats[1], inv_variance=stats[2],
+        name="bwd", compute_data_type="float32",
+    )  # fmt: skip
+    (op,) = g.operations
+    assert op.name == "bwd" and op.inputs["dy"] is t["dy"] and op.inputs["x"] is t["x"]
+    assert dx.dims == (2, 4, 3, 3)
+    with pytest.raises(TypeError, match=f"{method}.*'grd'; did you mean 'grad'"):
+        getattr(g, method)(t["dy"], t["x"], *stats, grd=t["dy"])
+    with pytest.raises(ValueError, match="compute_data_type must be float32"):
+        getattr(g, method)(t["dy"], t["x"], *stats, compute_data_type="float16")
+    assert len(g.operations) == 1
+
+
+def test_load_plan_takes_plan_from_jsons_keywords() -> None:
+    def keyword_only(function: Any) -> dict[str, Any]:
+        params = inspect.signature(function).parameters.values()
+        return {p.name: p.default for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+    shown = keyword_only(Graph.load_plan)
+    assert set(shown) == set(PlanLoadKeywords.__annotations__)
+    assert shown == {k: v for k, v in keyword_only(Plan.from_json).items() if k in shown}
+    with pytest.raises(TypeError, match=r"load_plan.*'allow_knwon_bad'; did you mean"):
+        Graph("load").load_plan("{}", allow_knwon_bad=True)  # type: ignore[call-arg]
 
 
 def test_resample_backward_takes_resamples_defaults() -> None:

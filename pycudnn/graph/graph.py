@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from _nvbind.keywords import keyword_defaults, show_keywords, take_keywords
+
 from .. import plan
 from ..opgraph.operation_graph import OperationGraph
 from ..plan import Plan, build, build_all, engine_configs, run_heuristics
+from ..plan.loading import PlanLoadKeywords
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..deviceprops import DeviceProperties
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
+
     from ..plan.autotuning import autotune as _autotune
 
 __all__ = ["Graph"]
@@ -59,18 +63,15 @@ class Graph(OperationGraph):
     else:
         autotune = _OnFirstUse("autotune")
 
-    def load_plan(
-        self,
-        source: Any,
-        *,
-        device_properties: DeviceProperties | None = None,
-        device: Any = None,
-        allow_known_bad: bool = False,
-    ) -> Plan:
+    def load_plan(self, source: Any, **kw: Unpack[PlanLoadKeywords]) -> Plan:
         """A plan for this graph from its JSON (text or path; ``cudnnBackendFinalize`` of an
         ``EXECUTION_PLAN`` with ``CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION``): see
-        :meth:`pycudnn.plan.Plan.from_json` (``PlanVersionError`` for another cuDNN's plan; a
-        known-bad engine's plan refused unless ``allow_known_bad``)."""
+        :meth:`pycudnn.plan.Plan.from_json`, whose keywords (``device_properties``, ``device``,
+        ``allow_known_bad``) and defaults it takes (``PlanVersionError`` for another cuDNN's
+        plan; a known-bad engine's plan refused unless ``allow_known_bad``)."""
+        return Plan.load(source, graph=self, **take_keywords("load_plan", kw, _LOAD_KEYWORDS))
 
-        return Plan.load(source, graph=self, device_properties=device_properties, device=device,
-                         allow_known_bad=allow_known_bad)  # fmt: skip
+
+# load_plan takes Plan.from_json's keywords (help() shows them as from_json declares them)
+_LOAD_KEYWORDS = keyword_defaults(Plan.from_json, PlanLoadKeywords.__annotations__)
+show_keywords(vars(Graph), Plan.from_json, PlanLoadKeywords)

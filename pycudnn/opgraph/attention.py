@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from _nvbind.keywords import keyword_defaults, place_keywords, show_keywords, take_keywords
+from _nvbind.keywords import place_keywords, show_keywords, take_keywords
 
 from .. import _attention_rules as rules
 from . import attention_args as args
@@ -40,37 +40,20 @@ from .tensors import Tensor
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
 
-__all__ = ["AttentionOps", "sdpa_defaults", "spec"]
+__all__ = ["SDPA_DEFAULTS", "AttentionOps", "spec"]
 
 
-def sdpa_defaults(
-    *,
-    scale: float | None = None,
-    causal: bool = False,
-    sliding_window: int | None = None,
-    bias: Tensor | None = None,
-    seq_len_q: Tensor | None = None,
-    seq_len_kv: Tensor | None = None,
-    dropout: Any = 0.0,
-    seed: Tensor | None = None,
-    offset: Tensor | None = None,
-    use_causal_mask: bool = False,
-    use_causal_mask_bottom_right: bool = False,
-    diagonal_alignment: Any = "top_left",
-    diagonal_band_left_bound: int | None = None,
-    diagonal_band_right_bound: int | None = None,
-    sliding_window_length: int | None = None,
-    use_padding_mask: bool | None = None,
-    use_alibi_mask: bool = False,
-    max_total_seq_len_q: int | None = None,
-    max_total_seq_len_kv: int | None = None,
-) -> None:
-    """The one declaration of :class:`SdpaKeywords`' annotations and defaults, which
-    :func:`_nvbind.keywords.show_keywords` reads for the signatures of both SDPA methods."""
-
-
-# Every SdpaKeywords key with its default, for take_keywords.
-SDPA_DEFAULTS = keyword_defaults(sdpa_defaults)
+# Every SdpaKeywords key with its default, None unless given here: the TypedDicts declare the
+# types, this the defaults; take_keywords completes a call with them, the signatures show them.
+SDPA_DEFAULTS: dict[str, Any] = {
+    **dict.fromkeys(SdpaKeywords.__annotations__),
+    "causal": False,
+    "dropout": 0.0,
+    "use_causal_mask": False,
+    "use_causal_mask_bottom_right": False,
+    "diagonal_alignment": "top_left",
+    "use_alibi_mask": False,
+}
 
 
 class AttentionOps(AttentionCommon):
@@ -378,9 +361,9 @@ class AttentionOps(AttentionCommon):
         return outputs["dq"], outputs["dk"], outputs["dv"]
 
 
-# Both methods take the score and mask keywords as SdpaKeywords, declared once with their
-# defaults (sdpa_defaults); each signature shows them where it always did.
-show_keywords(vars(AttentionOps), sdpa_defaults, SdpaKeywords)
+# Both methods take the score and mask keywords as SdpaKeywords, declared once (types in the
+# TypedDicts, defaults in SDPA_DEFAULTS); each signature shows them where it always did.
+show_keywords(vars(AttentionOps), None, SdpaKeywords, defaults=SDPA_DEFAULTS)
 place_keywords(AttentionOps.sdpa, ScoreKeywords, before="return_stats")
 place_keywords(AttentionOps.sdpa_backward, ScoreKeywords, before="implementation")
 place_keywords(AttentionOps.sdpa, RaggedKeywords, before="sink_token")

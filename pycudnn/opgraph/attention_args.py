@@ -55,7 +55,7 @@ def optional_int(value: Any, what: str, low: int) -> int | None:
 
 class ScoreKeywords(TypedDict, total=False):
     """The score keywords :meth:`Graph.sdpa` and :meth:`Graph.sdpa_backward` share (scale,
-    pycudnn's masks, bias, sequence lengths, dropout), as :func:`~pycudnn.opgraph.attention.sdpa_defaults` declares them."""
+    pycudnn's masks, bias, sequence lengths, dropout), as with the defaults in :data:`~pycudnn.opgraph.attention.SDPA_DEFAULTS`."""
 
     scale: float | None
     causal: bool
@@ -70,7 +70,7 @@ class ScoreKeywords(TypedDict, total=False):
 
 class MaskKeywords(TypedDict, total=False):
     """The frontend's mask keywords :meth:`Graph.sdpa` and :meth:`Graph.sdpa_backward` share, as
-    :func:`~pycudnn.opgraph.attention.sdpa_defaults` declares them."""
+    with the defaults in :data:`~pycudnn.opgraph.attention.SDPA_DEFAULTS`."""
 
     use_causal_mask: bool
     use_causal_mask_bottom_right: bool
@@ -85,7 +85,7 @@ class MaskKeywords(TypedDict, total=False):
 class RaggedKeywords(TypedDict, total=False):
     """The bounds on the tokens of ragged (THD) tensors :meth:`Graph.sdpa` and
     :meth:`Graph.sdpa_backward` share (:mod:`~pycudnn.opgraph.attention_ragged`), as
-    :func:`~pycudnn.opgraph.attention.sdpa_defaults` declares them."""
+    with the defaults in :data:`~pycudnn.opgraph.attention.SDPA_DEFAULTS`."""
 
     max_total_seq_len_q: int | None
     max_total_seq_len_kv: int | None

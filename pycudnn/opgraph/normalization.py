@@ -37,9 +37,17 @@ from .pointwise import PointwiseOps
 from .tensors import Tensor
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Mapping
+
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
 
-__all__ = ["NormBackwardKeywords", "NormKeywords", "NormOutputs", "NormalizationOps"]
+__all__ = [
+    "NormBackwardKeywords",
+    "NormBackwardNames",
+    "NormKeywords",
+    "NormOutputs",
+    "NormalizationOps",
+]
 
 
 def _norm_axes(stats_dims: tuple[int, ...], x_dims: tuple[int, ...]) -> tuple[int, ...]:
@@ -60,16 +68,23 @@ class NormKeywords(TypedDict, total=False):
     compute_data_type: Any
 
 
-class NormBackwardKeywords(TypedDict, total=False):
+class NormBackwardNames(TypedDict, total=False):
+    """The keywords every norm backward takes, as :meth:`NormalizationOps.layernorm_backward`
+    declares them (``batchnorm_backward`` and ``instancenorm_backward`` take
+    ``**kw: Unpack[NormBackwardNames]``): the operation's name and cudnn-frontend's names."""
+
+    name: str | None
+    grad: Tensor | None
+    input: Tensor | None
+    compute_data_type: Any
+
+
+class NormBackwardKeywords(NormBackwardNames, total=False):
     """The keywords of :meth:`NormalizationOps.layernorm_backward` that ``rmsnorm_backward``
     takes too, with the same defaults: its fixed keyword list, for
     ``**kw: Unpack[NormBackwardKeywords]``."""
 
     zero_centered_gamma: bool
-    name: str | None
-    grad: Tensor | None
-    input: Tensor | None
-    compute_data_type: Any
 
 
 class NormOutputs(NamedTuple):
@@ -555,15 +570,13 @@ class NormalizationOps(PointwiseOps):
         inv_variance: Tensor | None = None,
         *,
         peer_stats: list[Tensor] | None = None,
-        name: str | None = None,
-        grad: Tensor | None = None,
-        input: Tensor | None = None,
-        compute_data_type: Any = None,
+        **kw: Unpack[NormBackwardNames],
     ) -> NormGradients:
         """``(dx, dscale, dbias)`` of :meth:`batchnorm` from the batch statistics it saved;
         ``peer_stats`` (``NORM_BWD_PEER_STAT_DESCS``) as for :meth:`batchnorm`, 2 or more;
-        ``grad`` and ``input`` as for :meth:`layernorm_backward`."""
-        dy, x = backward_names("batchnorm_backward", dy, grad, x, input, compute=compute_data_type)
+        ``name``, ``grad``, ``input`` and ``compute_data_type`` as for
+        :meth:`layernorm_backward`."""
+        dy, x, name = self._backward_names("batchnorm_backward", dy, x, kw)
         stats = (mean, inv_variance)
         return self._norm_backward("batch", dy, x, scale, *stats, name=name, peer_stats=peer_stats)
 
@@ -574,25 +587,39 @@ class NormalizationOps(PointwiseOps):
         scale: Tensor | None = None,
         mean: Tensor | None = None,
         inv_variance: Tensor | None = None,
-        *,
-        name: str | None = None,
-        grad: Tensor | None = None,
-        input: Tensor | None = None,
-        compute_data_type: Any = None,
+        **kw: Unpack[NormBackwardNames],
     ) -> NormGradients:
-        """``(dx, dscale, dbias)`` of :meth:`instancenorm` from its saved statistics; ``grad``
-        and ``input`` as for :meth:`layernorm_backward`."""
-        dy, x = backward_names(
-            "instancenorm_backward", dy, grad, x, input, compute=compute_data_type
-        )
+        """``(dx, dscale, dbias)`` of :meth:`instancenorm` from its saved statistics; ``name``,
+        ``grad``, ``input`` and ``compute_data_type`` as for :meth:`layernorm_backward`."""
+        dy, x, name = self._backward_names("instancenorm_backward", dy, x, kw)
         return self._norm_backward("instance", dy, x, scale, mean, inv_variance, name=name)
+
+    @staticmethod
+    def _backward_names(
+        function: str, dy: Tensor | None, x: Tensor | None, kw: Mapping[str, Any]
+    ) -> tuple[Tensor | None, Tensor | None, str | None]:
+        """``dy``, ``x`` (or cudnn-frontend's ``grad``, ``input``) and the name of a norm
+        backward that takes :class:`NormBackwardNames`."""
+        k = take_keywords(function, kw, _BACKWARD_NAMES)
+        compute = k["compute_data_type"]
+        dy, x = backward_names(function, dy, k["grad"], x, k["input"], compute=compute)
+        return dy, x, k["name"]
 
 
 # layernorm spells out the keywords (and defaults) that rmsnorm takes as NormKeywords, and
-# layernorm_backward those that rmsnorm_backward takes as NormBackwardKeywords.
+# layernorm_backward those that rmsnorm_backward takes as NormBackwardKeywords (and the other
+# norm backwards as NormBackwardNames).
 _LAYER = keyword_defaults(NormalizationOps.layernorm)
 _LAYER_BACKWARD = keyword_defaults(
     NormalizationOps.layernorm_backward, NormBackwardKeywords.__annotations__
 )
+_BACKWARD_NAMES = keyword_defaults(
+    NormalizationOps.layernorm_backward, NormBackwardNames.__annotations__
+)
 show_keywords(vars(NormalizationOps), NormalizationOps.layernorm, NormKeywords)
-show_keywords(vars(NormalizationOps), NormalizationOps.layernorm_backward, NormBackwardKeywords)
+show_keywords(
+    vars(NormalizationOps),
+    NormalizationOps.layernorm_backward,
+    NormBackwardKeywords,
+    NormBackwardNames,
+)

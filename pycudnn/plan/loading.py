@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 from _nvbind.files import read_text
 
@@ -32,7 +32,17 @@ from .serialization import (
 )
 from .targets import _deserialize_props
 
-__all__ = ["LoadedPlan", "load_plan_descriptor", "read_plan_text"]
+__all__ = ["LoadedPlan", "PlanLoadKeywords", "load_plan_descriptor", "read_plan_text"]
+
+
+class PlanLoadKeywords(TypedDict, total=False):
+    """The keywords of :meth:`Plan.from_json <pycudnn.plan.Plan.from_json>` that
+    ``Graph.load_plan`` takes too, with the same defaults: its fixed keyword list, for
+    ``**kw: Unpack[PlanLoadKeywords]``."""
+
+    device_properties: DeviceProperties | None
+    device: Any
+    allow_known_bad: bool
 
 
 class LoadedPlan(NamedTuple):
