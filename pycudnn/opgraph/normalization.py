@@ -23,7 +23,7 @@ pointwise operation in a graph of its own.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from _nvbind.keywords import keyword_defaults, show_keywords, take_keywords
 from _nvbind.strides import packed_strides_like
@@ -33,12 +33,18 @@ from .attention import spec
 from .common import GraphError
 from .norm_frontend_names import backward_names, forward_names, pick
 from .norm_peer import peer_stats_inputs
+from .norm_types import (
+    NormBackwardKeywords,
+    NormBackwardNames,
+    NormGradients,
+    NormKeywords,
+    NormOutputs,
+    backward_keywords,
+)
 from .pointwise import PointwiseOps
 from .tensors import Tensor
 
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Mapping
-
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+
 
 __all__ = [
@@ -53,58 +59,6 @@ __all__ = [
 def _norm_axes(stats_dims: tuple[int, ...], x_dims: tuple[int, ...]) -> tuple[int, ...]:
     """The axes a norm reduces over: where the statistics are 1 and X is not."""
     return tuple(i for i, (s, x) in enumerate(zip(stats_dims, x_dims, strict=True)) if s == 1 != x)
-
-
-class NormKeywords(TypedDict, total=False):
-    """The keywords of :meth:`NormalizationOps.layernorm` that ``rmsnorm`` takes too, with the
-    same defaults: its fixed keyword list, for ``**kw: Unpack[NormKeywords]``."""
-
-    epsilon: float | Tensor
-    training: bool
-    zero_centered_gamma: bool
-    name: str | None
-    input: Tensor | None
-    norm_forward_phase: Any
-    compute_data_type: Any
-
-
-class NormBackwardNames(TypedDict, total=False):
-    """The keywords every norm backward takes, as :meth:`NormalizationOps.layernorm_backward`
-    declares them (``batchnorm_backward`` and ``instancenorm_backward`` take
-    ``**kw: Unpack[NormBackwardNames]``): the operation's name and cudnn-frontend's names."""
-
-    name: str | None
-    grad: Tensor | None
-    input: Tensor | None
-    compute_data_type: Any
-
-
-class NormBackwardKeywords(NormBackwardNames, total=False):
-    """The keywords of :meth:`NormalizationOps.layernorm_backward` that ``rmsnorm_backward``
-    takes too, with the same defaults: its fixed keyword list, for
-    ``**kw: Unpack[NormBackwardKeywords]``."""
-
-    zero_centered_gamma: bool
-
-
-class NormOutputs(NamedTuple):
-    """What a normalisation forward returns; fields that do not apply are None. RMS norm keeps
-    the ``mean`` place (None): ``y, _, inv_var, *_ = g.rmsnorm(...)`` where cudnn-frontend's
-    returns ``[Y, inv_var]``; read ``out.inv_variance`` to translate either way."""
-
-    y: Tensor
-    mean: Tensor | None
-    inv_variance: Tensor | None
-    running_mean: Tensor | None = None  # batch norm with running statistics: the updated ones
-    running_var: Tensor | None = None
-
-
-class NormGradients(NamedTuple):
-    """What a normalisation backward returns."""
-
-    dx: Tensor
-    dscale: Tensor
-    dbias: Tensor | None
 
 
 class NormalizationOps(PointwiseOps):
@@ -576,7 +530,7 @@ class NormalizationOps(PointwiseOps):
         ``peer_stats`` (``NORM_BWD_PEER_STAT_DESCS``) as for :meth:`batchnorm`, 2 or more;
         ``name``, ``grad``, ``input`` and ``compute_data_type`` as for
         :meth:`layernorm_backward`."""
-        dy, x, name = self._backward_names("batchnorm_backward", dy, x, kw)
+        dy, x, name = backward_keywords("batchnorm_backward", dy, x, kw, _BACKWARD_NAMES)
         stats = (mean, inv_variance)
         return self._norm_backward("batch", dy, x, scale, *stats, name=name, peer_stats=peer_stats)
 
@@ -591,19 +545,8 @@ class NormalizationOps(PointwiseOps):
     ) -> NormGradients:
         """``(dx, dscale, dbias)`` of :meth:`instancenorm` from its saved statistics; ``name``,
         ``grad``, ``input`` and ``compute_data_type`` as for :meth:`layernorm_backward`."""
-        dy, x, name = self._backward_names("instancenorm_backward", dy, x, kw)
+        dy, x, name = backward_keywords("instancenorm_backward", dy, x, kw, _BACKWARD_NAMES)
         return self._norm_backward("instance", dy, x, scale, mean, inv_variance, name=name)
-
-    @staticmethod
-    def _backward_names(
-        function: str, dy: Tensor | None, x: Tensor | None, kw: Mapping[str, Any]
-    ) -> tuple[Tensor | None, Tensor | None, str | None]:
-        """``dy``, ``x`` (or cudnn-frontend's ``grad``, ``input``) and the name of a norm
-        backward that takes :class:`NormBackwardNames`."""
-        k = take_keywords(function, kw, _BACKWARD_NAMES)
-        compute = k["compute_data_type"]
-        dy, x = backward_names(function, dy, k["grad"], x, k["input"], compute=compute)
-        return dy, x, k["name"]
 
 
 # layernorm spells out the keywords (and defaults) that rmsnorm takes as NormKeywords, and
