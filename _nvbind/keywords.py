@@ -63,8 +63,8 @@ def show_keywords(
     for one of the TypedDicts ``keywords``: each key of ``K`` as ``primary`` declares it
     (annotation and default; with several primaries, the first that declares it); a key no
     primary declares (or every key, without a primary) is keyword-only with the TypedDict's
-    annotation and its default in ``defaults`` (None when not there): a list whose every peer
-    takes ``**kw`` declares its types once, in the TypedDict, and its defaults once, there."""
+    annotation and its default in ``defaults`` (None when not there): a list that no signature
+    spells out declares its types once (the TypedDict) and its defaults once (``defaults``)."""
     defaults = defaults or {}
     primaries = [] if primary is None else [primary] if callable(primary) else list(primary)
     declared: dict[str, inspect.Parameter] = {}
