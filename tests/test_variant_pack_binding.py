@@ -476,6 +476,41 @@ def test_an_output_meeting_an_input_or_another_output_is_refused(sets: Any, prop
                 plan2.execute({"x": even, "y": even})
 
 
+def _in_place_concat() -> Any:
+    """A convolution's output joined with ``o`` along C (NHWC half [2, 64, 8, 8]), ``o`` named the
+    in-place input: its memory already is the channel slice [32, 64) of the output."""
+    g = pycudnn.Graph("in_place_concat")
+    x = g.tensor([2, 32, 8, 8], fmt="NHWC", dtype="float16", name="x")
+    w = g.tensor([32, 32, 3, 3], fmt="NHWC", dtype="float16", name="w")
+    y = g.conv_fprop(x, w, padding=1, name="conv")
+    o = g.tensor([2, 32, 8, 8], strides=[4096, 1, 512, 64], dtype="float16", name="o")
+    g.concatenate([y, o], axis=1, in_place_index=1, name="cat").set_output(True)
+    return g
+
+
+def test_the_in_place_input_of_a_concatenation_may_lie_in_its_output(sets: Any, props: Any) -> None:
+    """``concatenate(in_place_index=k)`` tells cuDNN that input ``k`` already is its slice of the
+    output: that input inside the output is the arrangement it describes, not an overlap to
+    refuse. Any other input meeting the output still is, with or without the graph."""
+    g = _in_place_concat()
+    x, w, o, out = g["x"], g["w"], g["o"], g["cat.y"]
+    with g.build(device_properties=props, cache=False) as plan:
+        text = plan.to_json()
+        plans = [plan, pycudnn.Plan.from_json(text, device_properties=props)]
+        for p in plans:
+            launches = _arm(p, sets)
+            ax, aw, aout = (_array_for(t) for t in (x, w, out))
+            slice_ = fake(tuple(o.array_shape), o.dtype, strides=o.array_strides, ptr=aout.ptr + 64)
+            p.execute({"x": ax, "w": aw, "o": slice_, "cat.y": aout})
+            assert launches[-1]["binding"][o.uid] == slice_.ptr
+            n = len(launches)
+            inside = fake(tuple(x.array_shape), x.dtype, strides=x.array_strides, ptr=aout.ptr)
+            with pytest.raises(ValueError, match="overlaps the input array of tensor 'x'"):
+                p.execute({"x": inside, "w": aw, "o": slice_, "cat.y": aout})
+            assert len(launches) == n
+        plans[1].close()
+
+
 def test_a_workspace_meeting_an_array_is_refused(sets: Any, props: Any) -> None:
     """cuDNN writes the workspace while it reads the inputs and writes the outputs: a
     ``workspace=`` whose memory meets an array's corrupts it, silently."""

@@ -56,6 +56,8 @@ class _Slot:
     tensor: Tensor | None
     #: A by-value scalar's value where no graph tensor holds it (a plan loaded without its graph).
     value: float | int | None = None
+    #: The uid of the output this input's memory may lie in (a concatenation's in-place input).
+    in_place_of: int | None = None
 
     @property
     def scalar(self) -> Any:
@@ -209,6 +211,7 @@ def arrays_device(slots: Iterable[_Slot], values: Iterable[Any]) -> int:
 
 def _slots_from_graph(graph: OperationGraph) -> list[_Slot]:
     graph._resolve()
+    into = _in_place_inputs(graph)
     # The arrays are described as the caller holds them: a vectorized tensor is its packed
     # [N, C/x, H, W, x] array of elements (Tensor.array_shape), not cuDNN's vector-counted view.
     return [
@@ -222,10 +225,38 @@ def _slots_from_graph(graph: OperationGraph) -> list[_Slot]:
             t.by_value,
             t.is_output,
             t,
+            in_place_of=into.get(t.uid),
         )
         for t in graph.tensors
         if not t.is_virtual
     ]
+
+
+def _in_place_inputs(graph: OperationGraph) -> dict[int, int]:
+    """Input uid -> output uid of each concatenation given ``in_place_index``: that input already
+    is its slice of the output, so its memory lies in the output's by design
+    (``CUDNN_ATTR_OPERATION_CONCAT_INPLACE_INDEX``)."""
+    into: dict[int, int] = {}
+    for op in graph.operations:
+        index = op.attrs.get("in_place_index") if op.kind == "concatenate" else None
+        if index is not None and f"x{index}" in op.inputs:
+            into[op.inputs[f"x{index}"].uid] = op.outputs["y"].uid
+    return into
+
+
+def _json_in_place_inputs(nodes: Any) -> dict[int, int]:
+    """:func:`_in_place_inputs` from a plan JSON's nodes (a concatenation's ``inplaceIndex``)."""
+    into: dict[int, int] = {}
+    for node in nodes if isinstance(nodes, list) else ():
+        if not isinstance(node, Mapping) or "CONCAT" not in str(node.get("operation", "")):
+            continue
+        index, inputs = node.get("inplaceIndex"), node.get("inputDescs")
+        if isinstance(index, int) and isinstance(inputs, list) and 0 <= index < len(inputs):
+            try:
+                into[int(inputs[index])] = int(node["outputDesc"])
+            except (KeyError, TypeError, ValueError):
+                continue  # named in a way the tensors' own reading refuses
+    return into
 
 
 def _json_tensors(graph: Mapping[str, Any]) -> list[Any]:
@@ -244,6 +275,7 @@ def _slots_from_json(data: Mapping[str, Any], kept: Kept) -> list[_Slot]:
     cuDNN's output roles), by-value scalars with their values, and the scalars cuDNN's own JSON
     leaves out (an SDPA backward's mask scalars) added."""
     names, scalars = kept.names, kept.scalars
+    into = _json_in_place_inputs(data.get("operationGraph", {}).get("nodes", []))
     out = []
     produced: set[str] = set()
     for node in data.get("operationGraph", {}).get("nodes", []):
@@ -285,6 +317,7 @@ def _slots_from_json(data: Mapping[str, Any], kept: Kept) -> list[_Slot]:
                 t["name"] in produced if kept.outputs is None else uid in kept.outputs,
                 None,
                 scalars[uid].value if uid in scalars and t.get("isByValue") else None,
+                into.get(uid),
             )
         )
     listed = {s.uid for s in out}

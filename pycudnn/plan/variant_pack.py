@@ -77,13 +77,17 @@ def check_apart(arrays: Sequence[tuple[_Slot, tuple[Any, ...]]]) -> None:
     """Refuse an output whose memory meets another array's of the same call (an input's or
     another output's): cuDNN reads the inputs while it writes the outputs, so an overlap
     computes from values already overwritten, and two outputs written over each other leave
-    one of them wrong. Inputs may share memory with each other."""
+    one of them wrong. Inputs may share memory with each other, and an input may lie in the
+    output its slot's ``in_place_of`` names (a concatenation's in-place input, which already is
+    its slice of the output)."""
     for i, (slot, sig) in enumerate(arrays):
         if not slot.is_output:
             continue
         for j, (other, other_sig) in enumerate(arrays):
             if j == i or (other.is_output and j < i):
                 continue  # each pair of outputs once
+            if other.in_place_of == slot.uid:
+                continue
             if _meet(sig, other_sig):
                 role = "output" if other.is_output else "input"
                 raise ValueError(
