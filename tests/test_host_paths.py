@@ -11,6 +11,7 @@ same checks with real launches, CuPy and PyTorch are in ``test_host_paths_gpu.py
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -257,6 +258,25 @@ def test_a_caller_workspace_is_checked_for_what_cudnn_writes(conv_plan: Any) -> 
     with pytest.raises(ValueError, match="workspace: the memory is on device 1"):
         plan.execute(arrays, workspace=elsewhere)
     assert not launches
+
+
+def test_a_workspace_on_another_device_is_refused_when_given_again(conv_plan: Any) -> None:
+    """The workspace's layout is checked once per layout (the same workspace comes every call),
+    its device whenever a variant pack is built: a workspace on another device given again after
+    a cuda.core Buffer came in between was taken for the Buffer's device, and ran."""
+    plan, arrays, _, launches, _ = conv_plan
+    n = max(plan.workspace_size, 16)
+    elsewhere = DeviceArray.__new__(DeviceArray)._init(
+        None, BASE + 0x60_0000, (n,), (1,), np.dtype(np.uint8), 1
+    )  # on device 1, the handle on device 0
+    buffer = SimpleNamespace(handle=BASE + 0x70_0000, size=n, device_id=0)  # a cuda.core Buffer
+    with pytest.raises(ValueError, match="workspace: the memory is on device 1"):
+        plan.execute(arrays, workspace=elsewhere)
+    plan.execute(arrays, workspace=buffer)
+    assert len(launches) == 1
+    with pytest.raises(ValueError, match="workspace: the memory is on device 1"):
+        plan.execute(arrays, workspace=elsewhere)
+    assert len(launches) == 1
 
 
 def test_a_plan_cache_shared_by_threads_gives_each_thread_its_own_plan(

@@ -200,6 +200,8 @@ class VariantPackCache:
             # The extent is worked out once per layout (the same workspace comes every call).
             sig = view[:6]
             if sig == self._ws_checked:
+                # its device is compared when a pack is built: the last workspace's, this one
+                self.ws_device = (view.ptr, view.device_id)
                 return int(view.ptr)
             if view.device_id < 0:
                 raise ValueError("workspace is in host memory; it must be device memory")
