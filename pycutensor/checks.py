@@ -372,6 +372,11 @@ def workspace_extent(buffer: Any, stream_ptr: int, device_id: int) -> tuple[int,
     if not view.is_device:
         raise ValueError("workspace must be device memory, not a host array")
     check_device_view(view, "workspace", device_id)
+    # cuTENSOR writes [pointer, pointer + size): the array's memory must be that range
+    if view.readonly:
+        raise ValueError("workspace is read-only; cuTENSOR writes it")
+    if span(0, view.shape, view.strides, view.itemsize)[0] < 0:
+        raise ValueError("workspace has negative strides: its memory does not start at it")
     return view.ptr, view.span_bytes()
 
 

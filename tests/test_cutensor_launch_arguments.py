@@ -126,3 +126,24 @@ def test_a_workspace_overlapping_an_operand_is_refused(cu: Interpreter) -> None:
     pycutensor.contract(da, "ik", db, "kj", dc, "ij", workspace=past_c, handle=cu.handle)
     plan.execute(da, db, dc, workspace=past_c)
     assert len(cu.executes) == 2
+
+
+def test_a_workspace_cutensor_cannot_write_as_given_is_refused(cu: Interpreter) -> None:
+    # cuTENSOR writes [pointer, pointer + size): a reversed array's pointer is its highest
+    # element, so that range ran past its memory into whatever lay above; and a read-only array
+    # was written all the same.
+    _, _, _, da, db, dc = _contraction(cu)
+    raw = cu.buffer(4096)
+    plan = Contraction(TensorDescriptor.from_array(cu.handle, da), "ik",
+                       TensorDescriptor.from_array(cu.handle, db), "kj",
+                       TensorDescriptor.from_array(cu.handle, dc), "ij").plan()  # fmt: skip
+    reversed_ = _on_device(0, raw[:2049][::-1])  # its pointer 256-byte aligned, 2048 bytes in
+    read_only = DeviceArray.__new__(DeviceArray)._init(None, raw.ctypes.data, raw.shape, (1,),
+                                                       raw.dtype, 0, readonly=True)  # fmt: skip
+    for workspace, match in ((reversed_, "negative strides"), (read_only, "read-only")):
+        with pytest.raises(ValueError, match=f"workspace .*{match}"):
+            pycutensor.contract(da, "ik", db, "kj", dc, "ij", workspace=workspace,
+                                handle=cu.handle)  # fmt: skip
+        with pytest.raises(ValueError, match=f"workspace .*{match}"):
+            plan.execute(da, db, dc, workspace=workspace)
+    assert not cu.executes
