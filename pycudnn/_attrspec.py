@@ -103,16 +103,24 @@ def check_integer_values(name: Any, values: Sequence[int]) -> None:
     value reaches the typed layer (ints, NumPy scalars and arrays, any ``attr_type=``).
     """
     rule, cap = integer_rule(name.name), integer_maximum(name.name)
+    if rule is None and cap is None:
+        return
     for i, v in enumerate(values):
-        where = "" if len(values) == 1 else f" (element {i} of {list(values)})"
         if rule is not None and v < rule[0]:
             raise ValueError(
-                f"{_attr_text(name)} must be at least {rule[0]}, got {v}{where}: {rule[1]}"
+                f"{_attr_text(name)} must be at least {rule[0]}, got {v}"
+                f"{_element(i, values)}: {rule[1]}"
             )
         if cap is not None and v > cap[0]:
             raise ValueError(
-                f"{_attr_text(name)} must be at most {cap[0]}, got {v}{where}: {cap[1]}"
+                f"{_attr_text(name)} must be at most {cap[0]}, got {v}"
+                f"{_element(i, values)}: {cap[1]}"
             )
+
+
+def _element(i: int, values: Sequence[int]) -> str:
+    # Which element an error names, for several (formatted only for the error).
+    return "" if len(values) == 1 else f" (element {i} of {list(values)})"
 
 
 def _needs(*members: Any) -> tuple[int, int, int] | None:

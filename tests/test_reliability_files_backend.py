@@ -4,6 +4,8 @@ SIGFPE at finalize)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from children import run_python
 from versioned import skip_unless_cudnn_has
@@ -75,6 +77,27 @@ def test_a_vector_count_past_32_bits_is_refused(bad: int) -> None:
         BackendDescriptor("TENSOR").set("TENSOR_VECTOR_COUNT", bad)
     with pytest.raises(ValueError, match="TENSOR_VECTOR_COUNT must be at most"):
         BackendDescriptor("TENSOR").set("TENSOR_VECTOR_COUNT", [bad], attr_type="INT64")
+
+
+def test_valid_values_are_read_once() -> None:
+    # The check runs on integer values set through the typed layer; the element list that only
+    # an error names was formatted for every element, valid or not: quadratic in their count.
+    from pycudnn._attrspec import check_integer_values
+    from pycudnn.backend import attribute_name
+
+    class Counted(list):  # type: ignore[type-arg]
+        reads = 0
+
+        def __iter__(self) -> Any:
+            self.reads += 1
+            return super().__iter__()
+
+    for attr in ("TENSOR_DIMENSIONS", "TENSOR_VECTOR_COUNT", "VARIANT_PACK_UNIQUE_IDS"):
+        values = Counted(range(1, 65))
+        check_integer_values(attribute_name(attr), values)
+        assert values.reads <= 1, attr
+    with pytest.raises(ValueError, match=r"got 0 \(element 2 of \[4, 1, 0\]\)"):
+        check_integer_values(attribute_name("TENSOR_DIMENSIONS"), [4, 1, 0])
 
 
 def test_the_rule_holds_for_numpy_values_and_an_explicit_attr_type() -> None:
