@@ -272,10 +272,17 @@ def enable_logging(level: int = logging.WARNING) -> None:
     """
     _check_level(level)
     LIB.function("cudnnSetCallback")  # a missing library: raised before anything changes
+    previous = _registered.get("level")
     try:
         _registered["level"] = level
         _registered.pop("now", None)  # made again: a raw cudnnSetCallback may have replaced it
         _sync()
+    except Exception:  # cuDNN refused the registration: the level stays as it was
+        if previous is None:
+            _registered.pop("level", None)
+        else:
+            _registered["level"] = previous
+        raise
     except BaseException:  # a Ctrl-C in the middle: the registration is finished, then it raises
         _sync()
         raise

@@ -1429,6 +1429,32 @@ def test_regression_bad_log_levels_leave_no_state_behind() -> None:
     assert not getattr(log._state, "sinks", [])
 
 
+def test_a_refused_registration_leaves_the_logging_level_as_it_was(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # enable_logging stored its level before registering the callback; when cudnnSetCallback
+    # failed, the level stayed: is_enabled() said True though cuDNN was given no callback.
+    def refused(mask: int, callback: Any) -> None:
+        raise RuntimeError("cudnnSetCallback: refused")
+
+    assert not log.is_enabled()
+    monkeypatch.setattr(log, "_set_callback", refused)
+    with pytest.raises(RuntimeError, match="refused"):
+        log.enable_logging(logging.INFO)
+    assert not log.is_enabled()
+    monkeypatch.undo()
+    log.enable_logging(logging.ERROR)
+    try:
+        monkeypatch.setattr(log, "_set_callback", refused)
+        with pytest.raises(RuntimeError, match="refused"):
+            log.enable_logging(logging.DEBUG)
+        assert log._registered.get("level") == logging.ERROR
+    finally:
+        monkeypatch.undo()
+        log.disable_logging()
+    assert not log.is_enabled()
+
+
 # -- legacy operations: argument checks reachable without a GPU ------------------------------------
 
 
