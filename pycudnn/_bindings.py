@@ -11,9 +11,8 @@ loader in ``_nvbind.ffi``; ``ATTRIBUTES`` is the backend attribute table that
 """
 
 import ctypes
-from enum import IntEnum
 
-from _nvbind.ffi import AttributeSpec, FunctionSpec
+from _nvbind.ffi import AttributeSpec, FunctionSpec, IntEnumBody, int_enum
 
 # (CUDNN_MAJOR, CUDNN_MINOR, CUDNN_PATCHLEVEL) of the headers this module came from.
 HEADER_VERSION: tuple[int, int, int] = (9, 28, 0)
@@ -93,7 +92,8 @@ cudaGraph_t = ctypes.c_void_p
 # ------------------------------------------------------------------------------------------------
 
 
-class cudnnStatus_t(IntEnum):
+@int_enum
+class cudnnStatus_t(IntEnumBody):
     """``cudnnStatus_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     SUCCESS = 0
@@ -152,7 +152,8 @@ class cudnnStatus_t(IntEnum):
     VERSION_MISMATCH = 1002
 
 
-class cudnnErrQueryMode_t(IntEnum):
+@int_enum
+class cudnnErrQueryMode_t(IntEnumBody):
     """``cudnnErrQueryMode_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     RAWCODE = 0
@@ -160,7 +161,8 @@ class cudnnErrQueryMode_t(IntEnum):
     BLOCKING = 2
 
 
-class cudnnDataType_t(IntEnum):
+@int_enum
+class cudnnDataType_t(IntEnumBody):
     """``cudnnDataType_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     FLOAT = 0
@@ -189,7 +191,8 @@ class cudnnDataType_t(IntEnum):
     FP8_E5M3 = 23
 
 
-class cudnnMathType_t(IntEnum):
+@int_enum
+class cudnnMathType_t(IntEnumBody):
     """``cudnnMathType_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     DEFAULT_MATH = 0
@@ -198,21 +201,24 @@ class cudnnMathType_t(IntEnum):
     FMA_MATH = 3
 
 
-class cudnnNanPropagation_t(IntEnum):
+@int_enum
+class cudnnNanPropagation_t(IntEnumBody):
     """``cudnnNanPropagation_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     NOT_PROPAGATE_NAN = 0
     PROPAGATE_NAN = 1
 
 
-class cudnnCTCGradMode_t(IntEnum):
+@int_enum
+class cudnnCTCGradMode_t(IntEnumBody):
     """``cudnnCTCGradMode_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     ZERO_OOB_GRADIENTS = 0
     SKIP_OOB_GRADIENTS = 1
 
 
-class cudnnTensorFormat_t(IntEnum):
+@int_enum
+class cudnnTensorFormat_t(IntEnumBody):
     """``cudnnTensorFormat_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     NCHW = 0
@@ -220,7 +226,8 @@ class cudnnTensorFormat_t(IntEnum):
     NCHW_VECT_C = 2
 
 
-class cudnnReduceTensorOp_t(IntEnum):
+@int_enum
+class cudnnReduceTensorOp_t(IntEnumBody):
     """``cudnnReduceTensorOp_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     ADD = 0
@@ -234,7 +241,8 @@ class cudnnReduceTensorOp_t(IntEnum):
     MUL_NO_ZEROS = 8
 
 
-class cudnnActivationMode_t(IntEnum):
+@int_enum
+class cudnnActivationMode_t(IntEnumBody):
     """``cudnnActivationMode_t`` (cudnn_graph.h), since cuDNN 9.0.0, deprecated."""
 
     SIGMOID = 0
@@ -246,7 +254,8 @@ class cudnnActivationMode_t(IntEnum):
     SWISH = 6
 
 
-class cudnnSeverity_t(IntEnum):
+@int_enum
+class cudnnSeverity_t(IntEnumBody):
     """``cudnnSeverity_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     FATAL = 0
@@ -255,21 +264,24 @@ class cudnnSeverity_t(IntEnum):
     INFO = 3
 
 
-class cudnnConvolutionMode_t(IntEnum):
+@int_enum
+class cudnnConvolutionMode_t(IntEnumBody):
     """``cudnnConvolutionMode_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     CONVOLUTION = 0
     CROSS_CORRELATION = 1
 
 
-class cudnnReorderType_t(IntEnum):
+@int_enum
+class cudnnReorderType_t(IntEnumBody):
     """``cudnnReorderType_t`` (cudnn_graph.h), since cuDNN 9.0.0, deprecated."""
 
     DEFAULT_REORDER = 0
     NO_REORDER = 1
 
 
-class cudnnPointwiseMode_t(IntEnum):
+@int_enum
+class cudnnPointwiseMode_t(IntEnumBody):
     """``cudnnPointwiseMode_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     ADD = 0
@@ -326,7 +338,8 @@ class cudnnPointwiseMode_t(IntEnum):
     BINARY_SELECT = 601
 
 
-class cudnnResampleMode_t(IntEnum):
+@int_enum
+class cudnnResampleMode_t(IntEnumBody):
     """``cudnnResampleMode_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     NEAREST = 0
@@ -337,27 +350,31 @@ class cudnnResampleMode_t(IntEnum):
     MAXPOOL = 3
 
 
-class cudnnSignalMode_t(IntEnum):
+@int_enum
+class cudnnSignalMode_t(IntEnumBody):
     """``cudnnSignalMode_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     SET = 0
     WAIT = 1
 
 
-class cudnnGenStatsMode_t(IntEnum):
+@int_enum
+class cudnnGenStatsMode_t(IntEnumBody):
     """``cudnnGenStatsMode_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     GENSTATS_SUM_SQSUM = 0
 
 
-class cudnnBnFinalizeStatsMode_t(IntEnum):
+@int_enum
+class cudnnBnFinalizeStatsMode_t(IntEnumBody):
     """``cudnnBnFinalizeStatsMode_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     TRAINING = 0
     INFERENCE = 1
 
 
-class cudnnRngDistribution_t(IntEnum):
+@int_enum
+class cudnnRngDistribution_t(IntEnumBody):
     """``cudnnRngDistribution_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     BERNOULLI = 0
@@ -365,7 +382,8 @@ class cudnnRngDistribution_t(IntEnum):
     NORMAL = 2
 
 
-class cudnnMoeGroupedMatmulMode_t(IntEnum):
+@int_enum
+class cudnnMoeGroupedMatmulMode_t(IntEnumBody):
     """``cudnnMoeGroupedMatmulMode_t`` (cudnn_graph.h), since cuDNN 9.15.0."""
 
     NONE = 0
@@ -373,7 +391,8 @@ class cudnnMoeGroupedMatmulMode_t(IntEnum):
     SCATTER = 2
 
 
-class cudnnBackendAttributeName_t(IntEnum):
+@int_enum
+class cudnnBackendAttributeName_t(IntEnumBody):
     """``cudnnBackendAttributeName_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     POINTWISE_MODE = 0
@@ -761,7 +780,8 @@ class cudnnBackendAttributeName_t(IntEnum):
     OPERATION_SOFTMAX_STATS_LOG2 = 3106
 
 
-class cudnnBackendAttributeType_t(IntEnum):
+@int_enum
+class cudnnBackendAttributeType_t(IntEnumBody):
     """``cudnnBackendAttributeType_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     HANDLE = 0
@@ -800,7 +820,8 @@ class cudnnBackendAttributeType_t(IntEnum):
     CUDA_GRAPH_RETENTION = 33
 
 
-class cudnnBackendDescriptorType_t(IntEnum):
+@int_enum
+class cudnnBackendDescriptorType_t(IntEnumBody):
     """``cudnnBackendDescriptorType_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     POINTWISE_DESCRIPTOR = 0
@@ -856,7 +877,8 @@ class cudnnBackendDescriptorType_t(IntEnum):
     OPERATION_ROPE_BWD_DESCRIPTOR = 50
 
 
-class cudnnBackendNumericalNote_t(IntEnum):
+@int_enum
+class cudnnBackendNumericalNote_t(IntEnumBody):
     """``cudnnBackendNumericalNote_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     TENSOR_CORE = 0
@@ -872,7 +894,8 @@ class cudnnBackendNumericalNote_t(IntEnum):
     TYPE_COUNT = 10
 
 
-class cudnnBackendBehaviorNote_t(IntEnum):
+@int_enum
+class cudnnBackendBehaviorNote_t(IntEnumBody):
     """``cudnnBackendBehaviorNote_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     RUNTIME_COMPILATION = 0
@@ -883,7 +906,8 @@ class cudnnBackendBehaviorNote_t(IntEnum):
     TYPE_COUNT = 5
 
 
-class cudnnBackendKnobType_t(IntEnum):
+@int_enum
+class cudnnBackendKnobType_t(IntEnumBody):
     """``cudnnBackendKnobType_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     SPLIT_K = 0
@@ -935,7 +959,8 @@ class cudnnBackendKnobType_t(IntEnum):
     COUNTS = 46
 
 
-class cudnnBackendLayoutType_t(IntEnum):
+@int_enum
+class cudnnBackendLayoutType_t(IntEnumBody):
     """``cudnnBackendLayoutType_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     PREFERRED_NCHW = 0
@@ -945,7 +970,8 @@ class cudnnBackendLayoutType_t(IntEnum):
     COUNT = 4
 
 
-class cudnnBackendHeurMode_t(IntEnum):
+@int_enum
+class cudnnBackendHeurMode_t(IntEnumBody):
     """``cudnnBackendHeurMode_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     MODE_INSTANT = 0
@@ -955,7 +981,8 @@ class cudnnBackendHeurMode_t(IntEnum):
     MODES_COUNT = 4
 
 
-class cudnnBackendTensorReordering_t(IntEnum):
+@int_enum
+class cudnnBackendTensorReordering_t(IntEnumBody):
     """``cudnnBackendTensorReordering_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     NONE = 0
@@ -964,7 +991,8 @@ class cudnnBackendTensorReordering_t(IntEnum):
     F8_128x4 = 3
 
 
-class cudnnPaddingMode_t(IntEnum):
+@int_enum
+class cudnnPaddingMode_t(IntEnumBody):
     """``cudnnPaddingMode_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     ZERO_PAD = 0
@@ -972,7 +1000,8 @@ class cudnnPaddingMode_t(IntEnum):
     EDGE_VAL_PAD = 2
 
 
-class cudnnBackendNormMode_t(IntEnum):
+@int_enum
+class cudnnBackendNormMode_t(IntEnumBody):
     """``cudnnBackendNormMode_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     LAYER_NORM = 0
@@ -983,21 +1012,24 @@ class cudnnBackendNormMode_t(IntEnum):
     ADA_LAYER_NORM = 5
 
 
-class cudnnBackendNormFwdPhase_t(IntEnum):
+@int_enum
+class cudnnBackendNormFwdPhase_t(IntEnumBody):
     """``cudnnBackendNormFwdPhase_t`` (cudnn_graph.h), since cuDNN 9.0.0."""
 
     INFERENCE = 0
     TRAINING = 1
 
 
-class cudnnBackendReshapeMode_t(IntEnum):
+@int_enum
+class cudnnBackendReshapeMode_t(IntEnumBody):
     """``cudnnBackendReshapeMode_t`` (cudnn_graph.h), since cuDNN 9.22.0."""
 
     VIEW_ONLY = 0
     LOGICAL = 1
 
 
-class cudnnBackendOperationGraphMode_t(IntEnum):
+@int_enum
+class cudnnBackendOperationGraphMode_t(IntEnumBody):
     """``cudnnBackendOperationGraphMode_t`` (cudnn_graph.h), since cuDNN 9.23.0."""
 
     AUTO = -1
@@ -1019,28 +1051,32 @@ class cudnnBackendOperationGraphMode_t(IntEnum):
     UNIFIED_SDPA_BWD = 31
 
 
-class cudnnCudaGraphRetention_t(IntEnum):
+@int_enum
+class cudnnCudaGraphRetention_t(IntEnumBody):
     """``cudnnCudaGraphRetention_t`` (cudnn_graph.h), since cuDNN 9.28.0."""
 
     PER_GRAPH = 0
     NONE = 1
 
 
-class cudnnDeterminism_t(IntEnum):
+@int_enum
+class cudnnDeterminism_t(IntEnumBody):
     """``cudnnDeterminism_t`` (cudnn_ops.h), since cuDNN 9.0.0."""
 
     NON_DETERMINISTIC = 0
     DETERMINISTIC = 1
 
 
-class cudnnFoldingDirection_t(IntEnum):
+@int_enum
+class cudnnFoldingDirection_t(IntEnumBody):
     """``cudnnFoldingDirection_t`` (cudnn_ops.h), since cuDNN 9.0.0."""
 
     FOLD = 0
     UNFOLD = 1
 
 
-class cudnnOpTensorOp_t(IntEnum):
+@int_enum
+class cudnnOpTensorOp_t(IntEnumBody):
     """``cudnnOpTensorOp_t`` (cudnn_ops.h), since cuDNN 9.0.0."""
 
     ADD = 0
@@ -1051,14 +1087,16 @@ class cudnnOpTensorOp_t(IntEnum):
     NOT = 5
 
 
-class cudnnReduceTensorIndices_t(IntEnum):
+@int_enum
+class cudnnReduceTensorIndices_t(IntEnumBody):
     """``cudnnReduceTensorIndices_t`` (cudnn_ops.h), since cuDNN 9.0.0, deprecated."""
 
     NO_INDICES = 0
     FLATTENED_INDICES = 1
 
 
-class cudnnIndicesType_t(IntEnum):
+@int_enum
+class cudnnIndicesType_t(IntEnumBody):
     """``cudnnIndicesType_t`` (cudnn_ops.h), since cuDNN 9.0.0, deprecated."""
 
     CUDNN_32BIT_INDICES = 0
@@ -1067,7 +1105,8 @@ class cudnnIndicesType_t(IntEnum):
     CUDNN_8BIT_INDICES = 3
 
 
-class cudnnSoftmaxAlgorithm_t(IntEnum):
+@int_enum
+class cudnnSoftmaxAlgorithm_t(IntEnumBody):
     """``cudnnSoftmaxAlgorithm_t`` (cudnn_ops.h), since cuDNN 9.0.0."""
 
     FAST = 0
@@ -1075,14 +1114,16 @@ class cudnnSoftmaxAlgorithm_t(IntEnum):
     LOG = 2
 
 
-class cudnnSoftmaxMode_t(IntEnum):
+@int_enum
+class cudnnSoftmaxMode_t(IntEnumBody):
     """``cudnnSoftmaxMode_t`` (cudnn_ops.h), since cuDNN 9.0.0."""
 
     INSTANCE = 0
     CHANNEL = 1
 
 
-class cudnnPoolingMode_t(IntEnum):
+@int_enum
+class cudnnPoolingMode_t(IntEnumBody):
     """``cudnnPoolingMode_t`` (cudnn_ops.h), since cuDNN 9.0.0, deprecated."""
 
     MAX = 0
@@ -1091,19 +1132,22 @@ class cudnnPoolingMode_t(IntEnum):
     MAX_DETERMINISTIC = 3
 
 
-class cudnnLRNMode_t(IntEnum):
+@int_enum
+class cudnnLRNMode_t(IntEnumBody):
     """``cudnnLRNMode_t`` (cudnn_ops.h), since cuDNN 9.0.0."""
 
     LRN_CROSS_CHANNEL_DIM1 = 0
 
 
-class cudnnDivNormMode_t(IntEnum):
+@int_enum
+class cudnnDivNormMode_t(IntEnumBody):
     """``cudnnDivNormMode_t`` (cudnn_ops.h), since cuDNN 9.0.0."""
 
     DIVNORM_PRECOMPUTED_MEANS = 0
 
 
-class cudnnBatchNormMode_t(IntEnum):
+@int_enum
+class cudnnBatchNormMode_t(IntEnumBody):
     """``cudnnBatchNormMode_t`` (cudnn_ops.h), since cuDNN 9.0.0, deprecated."""
 
     PER_ACTIVATION = 0
@@ -1111,7 +1155,8 @@ class cudnnBatchNormMode_t(IntEnum):
     SPATIAL_PERSISTENT = 2
 
 
-class cudnnBatchNormOps_t(IntEnum):
+@int_enum
+class cudnnBatchNormOps_t(IntEnumBody):
     """``cudnnBatchNormOps_t`` (cudnn_ops.h), since cuDNN 9.0.0, deprecated."""
 
     BN = 0
@@ -1119,21 +1164,24 @@ class cudnnBatchNormOps_t(IntEnum):
     BN_ADD_ACTIVATION = 2
 
 
-class cudnnNormMode_t(IntEnum):
+@int_enum
+class cudnnNormMode_t(IntEnumBody):
     """``cudnnNormMode_t`` (cudnn_ops.h), since cuDNN 9.0.0, deprecated."""
 
     ACTIVATION = 0
     CHANNEL = 1
 
 
-class cudnnNormAlgo_t(IntEnum):
+@int_enum
+class cudnnNormAlgo_t(IntEnumBody):
     """``cudnnNormAlgo_t`` (cudnn_ops.h), since cuDNN 9.0.0, deprecated."""
 
     STANDARD = 0
     PERSIST = 1
 
 
-class cudnnNormOps_t(IntEnum):
+@int_enum
+class cudnnNormOps_t(IntEnumBody):
     """``cudnnNormOps_t`` (cudnn_ops.h), since cuDNN 9.0.0, deprecated."""
 
     NORM = 0
@@ -1141,13 +1189,15 @@ class cudnnNormOps_t(IntEnum):
     NORM_ADD_ACTIVATION = 2
 
 
-class cudnnSamplerType_t(IntEnum):
+@int_enum
+class cudnnSamplerType_t(IntEnumBody):
     """``cudnnSamplerType_t`` (cudnn_ops.h), since cuDNN 9.0.0."""
 
     SAMPLER_BILINEAR = 0
 
 
-class cudnnConvolutionFwdAlgo_t(IntEnum):
+@int_enum
+class cudnnConvolutionFwdAlgo_t(IntEnumBody):
     """``cudnnConvolutionFwdAlgo_t`` (cudnn_ops.h), since cuDNN 9.0.0."""
 
     IMPLICIT_GEMM = 0
@@ -1161,7 +1211,8 @@ class cudnnConvolutionFwdAlgo_t(IntEnum):
     COUNT = 8
 
 
-class cudnnConvolutionBwdFilterAlgo_t(IntEnum):
+@int_enum
+class cudnnConvolutionBwdFilterAlgo_t(IntEnumBody):
     """``cudnnConvolutionBwdFilterAlgo_t`` (cudnn_ops.h), since cuDNN 9.0.0."""
 
     ALGO_0 = 0
@@ -1174,7 +1225,8 @@ class cudnnConvolutionBwdFilterAlgo_t(IntEnum):
     COUNT = 7
 
 
-class cudnnConvolutionBwdDataAlgo_t(IntEnum):
+@int_enum
+class cudnnConvolutionBwdDataAlgo_t(IntEnumBody):
     """``cudnnConvolutionBwdDataAlgo_t`` (cudnn_ops.h), since cuDNN 9.0.0."""
 
     ALGO_0 = 0
@@ -1186,14 +1238,16 @@ class cudnnConvolutionBwdDataAlgo_t(IntEnum):
     COUNT = 6
 
 
-class cudnnCTCLossAlgo_t(IntEnum):
+@int_enum
+class cudnnCTCLossAlgo_t(IntEnumBody):
     """``cudnnCTCLossAlgo_t`` (cudnn_ops.h), since cuDNN 9.0.0."""
 
     DETERMINISTIC = 0
     NON_DETERMINISTIC = 1
 
 
-class cudnnRNNAlgo_t(IntEnum):
+@int_enum
+class cudnnRNNAlgo_t(IntEnumBody):
     """``cudnnRNNAlgo_t`` (cudnn_adv.h), since cuDNN 9.0.0."""
 
     STANDARD = 0
@@ -1203,14 +1257,16 @@ class cudnnRNNAlgo_t(IntEnum):
     COUNT = 4
 
 
-class cudnnForwardMode_t(IntEnum):
+@int_enum
+class cudnnForwardMode_t(IntEnumBody):
     """``cudnnForwardMode_t`` (cudnn_adv.h), since cuDNN 9.0.0."""
 
     INFERENCE = 0
     TRAINING = 1
 
 
-class cudnnRNNMode_t(IntEnum):
+@int_enum
+class cudnnRNNMode_t(IntEnumBody):
     """``cudnnRNNMode_t`` (cudnn_adv.h), since cuDNN 9.0.0."""
 
     RNN_RELU = 0
@@ -1219,7 +1275,8 @@ class cudnnRNNMode_t(IntEnum):
     GRU = 3
 
 
-class cudnnRNNBiasMode_t(IntEnum):
+@int_enum
+class cudnnRNNBiasMode_t(IntEnumBody):
     """``cudnnRNNBiasMode_t`` (cudnn_adv.h), since cuDNN 9.0.0."""
 
     NO_BIAS = 0
@@ -1228,28 +1285,32 @@ class cudnnRNNBiasMode_t(IntEnum):
     SINGLE_REC_BIAS = 3
 
 
-class cudnnDirectionMode_t(IntEnum):
+@int_enum
+class cudnnDirectionMode_t(IntEnumBody):
     """``cudnnDirectionMode_t`` (cudnn_adv.h), since cuDNN 9.0.0."""
 
     UNIDIRECTIONAL = 0
     BIDIRECTIONAL = 1
 
 
-class cudnnRNNInputMode_t(IntEnum):
+@int_enum
+class cudnnRNNInputMode_t(IntEnumBody):
     """``cudnnRNNInputMode_t`` (cudnn_adv.h), since cuDNN 9.0.0."""
 
     LINEAR_INPUT = 0
     SKIP_INPUT = 1
 
 
-class cudnnRNNClipMode_t(IntEnum):
+@int_enum
+class cudnnRNNClipMode_t(IntEnumBody):
     """``cudnnRNNClipMode_t`` (cudnn_adv.h), since cuDNN 9.0.0."""
 
     NONE = 0
     MINMAX = 1
 
 
-class cudnnRNNDataLayout_t(IntEnum):
+@int_enum
+class cudnnRNNDataLayout_t(IntEnumBody):
     """``cudnnRNNDataLayout_t`` (cudnn_adv.h), since cuDNN 9.0.0."""
 
     SEQ_MAJOR_UNPACKED = 0
@@ -1257,7 +1318,8 @@ class cudnnRNNDataLayout_t(IntEnum):
     BATCH_MAJOR_UNPACKED = 2
 
 
-class cudnnSeqDataAxis_t(IntEnum):
+@int_enum
+class cudnnSeqDataAxis_t(IntEnumBody):
     """``cudnnSeqDataAxis_t`` (cudnn_adv.h), since cuDNN 9.0.0."""
 
     TIME_DIM = 0
@@ -1266,7 +1328,8 @@ class cudnnSeqDataAxis_t(IntEnum):
     VECT_DIM = 3
 
 
-class cudnnMultiHeadAttnWeightKind_t(IntEnum):
+@int_enum
+class cudnnMultiHeadAttnWeightKind_t(IntEnumBody):
     """``cudnnMultiHeadAttnWeightKind_t`` (cudnn_adv.h), since cuDNN 9.0.0."""
 
     Q_WEIGHTS = 0
@@ -1279,21 +1342,24 @@ class cudnnMultiHeadAttnWeightKind_t(IntEnum):
     O_BIASES = 7
 
 
-class cudnnWgradMode_t(IntEnum):
+@int_enum
+class cudnnWgradMode_t(IntEnumBody):
     """``cudnnWgradMode_t`` (cudnn_adv.h), since cuDNN 9.0.0."""
 
     ADD = 0
     SET = 1
 
 
-class cudnnLossNormalizationMode_t(IntEnum):
+@int_enum
+class cudnnLossNormalizationMode_t(IntEnumBody):
     """``cudnnLossNormalizationMode_t`` (cudnn_adv.h), since cuDNN 9.0.0."""
 
     NONE = 0
     SOFTMAX = 1
 
 
-class cudnnFusedOps_t(IntEnum):
+@int_enum
+class cudnnFusedOps_t(IntEnumBody):
     """``cudnnFusedOps_t`` (cudnn_cnn.h), since cuDNN 9.0.0, deprecated."""
 
     SCALE_BIAS_ACTIVATION_CONV_BNSTATS = 0
@@ -1305,7 +1371,8 @@ class cudnnFusedOps_t(IntEnum):
     DACTIVATION_FORK_DBATCHNORM = 6
 
 
-class cudnnFusedOpsConstParamLabel_t(IntEnum):
+@int_enum
+class cudnnFusedOpsConstParamLabel_t(IntEnumBody):
     """``cudnnFusedOpsConstParamLabel_t`` (cudnn_cnn.h), since cuDNN 9.0.0, deprecated."""
 
     XDESC = 0
@@ -1349,7 +1416,8 @@ class cudnnFusedOpsConstParamLabel_t(IntEnum):
     BN_DBIAS_PLACEHOLDER = 38
 
 
-class cudnnFusedOpsPointerPlaceHolder_t(IntEnum):
+@int_enum
+class cudnnFusedOpsPointerPlaceHolder_t(IntEnumBody):
     """``cudnnFusedOpsPointerPlaceHolder_t`` (cudnn_cnn.h), since cuDNN 9.0.0, deprecated."""
 
     NULL = 0
@@ -1357,7 +1425,8 @@ class cudnnFusedOpsPointerPlaceHolder_t(IntEnum):
     PTR_16B_ALIGNED = 2
 
 
-class cudnnFusedOpsVariantParamLabel_t(IntEnum):
+@int_enum
+class cudnnFusedOpsVariantParamLabel_t(IntEnumBody):
     """``cudnnFusedOpsVariantParamLabel_t`` (cudnn_cnn.h), since cuDNN 9.0.0, deprecated."""
 
     PTR_XDATA = 0
@@ -1390,14 +1459,16 @@ class cudnnFusedOpsVariantParamLabel_t(IntEnum):
     SCALAR_DOUBLE_BN_EPSILON = 103
 
 
-class cudnnCausalConv1dActivation_t(IntEnum):
+@int_enum
+class cudnnCausalConv1dActivation_t(IntEnumBody):
     """``cudnnCausalConv1dActivation_t`` (cudnn_subquadratic_ops.h), since cuDNN 9.22.0."""
 
     IDENTITY = 0
     SILU = 1
 
 
-class cudnnGnnAggOp_t(IntEnum):
+@int_enum
+class cudnnGnnAggOp_t(IntEnumBody):
     """``cudnnGnnAggOp_t`` (cudnn_gnn_ops.h)."""
 
     SUM = 0
@@ -1406,7 +1477,8 @@ class cudnnGnnAggOp_t(IntEnum):
     MIN = 3
 
 
-class cudnnGnnActivationOp_t(IntEnum):
+@int_enum
+class cudnnGnnActivationOp_t(IntEnumBody):
     """``cudnnGnnActivationOp_t`` (cudnn_gnn_ops.h)."""
 
     LINEAR = 0
@@ -1418,7 +1490,8 @@ class cudnnGnnActivationOp_t(IntEnum):
     LEAKY_RELU = 6
 
 
-class libraryPropertyType(IntEnum):
+@int_enum
+class libraryPropertyType(IntEnumBody):
     """``libraryPropertyType`` (<library_types.h>)."""
 
     MAJOR_VERSION = 0

@@ -11,9 +11,8 @@ in ``_bindings_mp`` and ``_bindings_mg``.
 """
 
 import ctypes
-from enum import IntEnum
 
-from _nvbind.ffi import FunctionSpec
+from _nvbind.ffi import FunctionSpec, IntEnumBody, int_enum
 
 # (CUTENSOR_MAJOR, CUTENSOR_MINOR, CUTENSOR_PATCH) of the headers this came from.
 HEADER_VERSION: tuple[int, int, int] = (2, 8, 0)
@@ -46,7 +45,8 @@ cudaStream_t = ctypes.c_void_p
 # ------------------------------------------------------------------------------------------------
 
 
-class cutensorOperator_t(IntEnum):
+@int_enum
+class cutensorOperator_t(IntEnumBody):
     """``cutensorOperator_t`` (cutensor/types.h)."""
 
     IDENTITY = 1
@@ -84,7 +84,8 @@ class cutensorOperator_t(IntEnum):
     UNKNOWN = 126
 
 
-class cutensorStatus_t(IntEnum):
+@int_enum
+class cutensorStatus_t(IntEnumBody):
     """``cutensorStatus_t`` (cutensor/types.h)."""
 
     SUCCESS = 0
@@ -104,7 +105,8 @@ class cutensorStatus_t(IntEnum):
     IO_ERROR = 21
 
 
-class cutensorAlgo_t(IntEnum):
+@int_enum
+class cutensorAlgo_t(IntEnumBody):
     """``cutensorAlgo_t`` (cutensor/types.h)."""
 
     DEFAULT_PATIENT = -6
@@ -114,7 +116,8 @@ class cutensorAlgo_t(IntEnum):
     DEFAULT = -1
 
 
-class cutensorWorksizePreference_t(IntEnum):
+@int_enum
+class cutensorWorksizePreference_t(IntEnumBody):
     """``cutensorWorksizePreference_t`` (cutensor/types.h)."""
 
     MIN = 1
@@ -122,7 +125,8 @@ class cutensorWorksizePreference_t(IntEnum):
     MAX = 3
 
 
-class cutensorOperationDescriptorAttribute_t(IntEnum):
+@int_enum
+class cutensorOperationDescriptorAttribute_t(IntEnumBody):
     """``cutensorOperationDescriptorAttribute_t`` (cutensor/types.h)."""
 
     TAG = 0
@@ -135,7 +139,8 @@ class cutensorOperationDescriptorAttribute_t(IntEnum):
     BLOCKSPARSE_REPRODUCIBLE = 14
 
 
-class cutensorPlanPreferenceAttribute_t(IntEnum):
+@int_enum
+class cutensorPlanPreferenceAttribute_t(IntEnumBody):
     """``cutensorPlanPreferenceAttribute_t`` (cutensor/types.h)."""
 
     AUTOTUNE_MODE = 0
@@ -147,34 +152,39 @@ class cutensorPlanPreferenceAttribute_t(IntEnum):
     GPU_ARCH = 6
 
 
-class cutensorAutotuneMode_t(IntEnum):
+@int_enum
+class cutensorAutotuneMode_t(IntEnumBody):
     """``cutensorAutotuneMode_t`` (cutensor/types.h)."""
 
     NONE = 0
     INCREMENTAL = 1
 
 
-class cutensorJitMode_t(IntEnum):
+@int_enum
+class cutensorJitMode_t(IntEnumBody):
     """``cutensorJitMode_t`` (cutensor/types.h)."""
 
     NONE = 0
     DEFAULT = 1
 
 
-class cutensorCacheMode_t(IntEnum):
+@int_enum
+class cutensorCacheMode_t(IntEnumBody):
     """``cutensorCacheMode_t`` (cutensor/types.h)."""
 
     NONE = 0
     PEDANTIC = 1
 
 
-class cutensorPlanAttribute_t(IntEnum):
+@int_enum
+class cutensorPlanAttribute_t(IntEnumBody):
     """``cutensorPlanAttribute_t`` (cutensor/types.h)."""
 
     PLAN_REQUIRED_WORKSPACE = 0
 
 
-class cutensorDataType_t(IntEnum):
+@int_enum
+class cutensorDataType_t(IntEnumBody):
     """``cutensorDataType_t`` (``cudaDataType_t``): the CUTENSOR_R_*/C_* constants."""
 
     R_32F = 0

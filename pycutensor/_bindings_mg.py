@@ -9,9 +9,8 @@ types of ``cutensor.h`` that these prototypes use are in ``pycutensor._bindings`
 """
 
 import ctypes
-from enum import IntEnum
 
-from _nvbind.ffi import FunctionSpec
+from _nvbind.ffi import FunctionSpec, IntEnumBody, int_enum
 
 # (CUTENSOR_MAJOR, CUTENSOR_MINOR, CUTENSOR_PATCH) of the headers this came from.
 HEADER_VERSION: tuple[int, int, int] = (2, 8, 0)
@@ -35,7 +34,8 @@ cudaStream_t = ctypes.c_void_p
 # ------------------------------------------------------------------------------------------------
 
 
-class cutensorComputeType_t(IntEnum):
+@int_enum
+class cutensorComputeType_t(IntEnumBody):
     """``cutensorComputeType_t`` (cutensorMg.h)."""
 
     COMPUTE_16F = 1
@@ -50,19 +50,22 @@ class cutensorComputeType_t(IntEnum):
     COMPUTE_32I = 512
 
 
-class cutensorMgAlgo_t(IntEnum):
+@int_enum
+class cutensorMgAlgo_t(IntEnumBody):
     """``cutensorMgAlgo_t`` (cutensorMg.h)."""
 
     ALGO_DEFAULT = -1
 
 
-class cutensorMgContractionFindAttribute_t(IntEnum):
+@int_enum
+class cutensorMgContractionFindAttribute_t(IntEnumBody):
     """``cutensorMgContractionFindAttribute_t`` (cutensorMg.h)."""
 
     CONTRACTION_FIND_ATTRIBUTE_MAX = 65535
 
 
-class cutensorMgHostDevice_t(IntEnum):
+@int_enum
+class cutensorMgHostDevice_t(IntEnumBody):
     """``cutensorMgHostDevice_t`` (cutensorMg.h)."""
 
     HOST = -1

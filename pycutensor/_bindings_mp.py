@@ -10,9 +10,8 @@ prototypes use (operators, compute descriptors) are in ``pycutensor._bindings``.
 """
 
 import ctypes
-from enum import IntEnum
 
-from _nvbind.ffi import FunctionSpec
+from _nvbind.ffi import FunctionSpec, IntEnumBody, int_enum
 
 # (CUTENSOR_MAJOR, CUTENSOR_MINOR, CUTENSOR_PATCH) of the headers this came from.
 HEADER_VERSION: tuple[int, int, int] = (2, 8, 0)
@@ -38,20 +37,23 @@ ncclComm_t = ctypes.c_void_p
 # ------------------------------------------------------------------------------------------------
 
 
-class cutensorMpAlgo_t(IntEnum):
+@int_enum
+class cutensorMpAlgo_t(IntEnumBody):
     """``cutensorMpAlgo_t`` (cutensorMp/types.h)."""
 
     ALGO_DEFAULT = 0
 
 
-class cutensorMpPlanAttribute_t(IntEnum):
+@int_enum
+class cutensorMpPlanAttribute_t(IntEnumBody):
     """``cutensorMpPlanAttribute_t`` (cutensorMp/types.h)."""
 
     DEVICE = 0
     HOST = 1
 
 
-class cutensorMpTensorDescriptorAttribute_t(IntEnum):
+@int_enum
+class cutensorMpTensorDescriptorAttribute_t(IntEnumBody):
     """``cutensorMpTensorDescriptorAttribute_t`` (cutensorMp/types.h)."""
 
     NUM_MODES = 0
