@@ -13,8 +13,8 @@ import ctypes
 import enum
 import functools
 import numbers
+import sys
 from collections.abc import Iterable, Sequence
-from fractions import Fraction
 from typing import Any
 
 from _nvbind.suggest import did_you_mean
@@ -312,7 +312,7 @@ def _encode(
         arr = (ctypes.c_void_p * len(descs))(*[d.ptr for d in descs])
         return arr, len(descs), list(descs)
     if kind == "fraction":
-        pairs = [value] if isinstance(value, (Fraction, tuple)) else None
+        pairs = [value] if isinstance(value, tuple) or is_fraction(value) else None
         if pairs is None:
             try:
                 pairs = _as_sequence(value)
@@ -320,7 +320,7 @@ def _encode(
                 raise _type_error(attr, attr_type, value) from None
         arr = (ctype * len(pairs))()
         for i, f in enumerate(pairs):
-            if isinstance(f, Fraction):
+            if is_fraction(f):
                 num, den = f.numerator, f.denominator
             elif (
                 isinstance(f, tuple)
@@ -416,6 +416,14 @@ def _encode_handles(attr: Any, attr_type: int, value: Any) -> tuple[Any, int, li
     return arr, len(ptrs), list(items)
 
 
+def is_fraction(value: Any) -> bool:
+    """Whether ``value`` is a ``fractions.Fraction``. The module (and ``decimal`` with it, about
+    2 ms) is imported where a FRACTION value is made, not with this one: a value can be a
+    Fraction only once something has imported it."""
+    module = sys.modules.get("fractions")
+    return module is not None and isinstance(value, module.Fraction)
+
+
 def _decode(attr_type: int, arr: Any, n: int) -> list[Any]:
     kind = _kind_of(attr_type)
     if kind == "bool":
@@ -425,6 +433,8 @@ def _decode(attr_type: int, arr: Any, n: int) -> list[Any]:
     if kind == "ptr":
         return [int(arr[i] or 0) for i in range(n)]
     if kind == "fraction":
+        from fractions import Fraction
+
         return [Fraction(arr[i].numerator, arr[i].denominator or 1) for i in range(n)]
     if kind == "enum":
         enum_cls = ENUM_OF_TYPE[attr_type]

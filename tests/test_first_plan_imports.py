@@ -1,7 +1,7 @@
 """A process that only describes a graph and plans it imports neither NumPy nor ml_dtypes (most
 of a new process's Python time before its first plan) nor the reports' argparse and package
-metadata; the graph keeps its element types as ``DataType`` and the public properties still give
-``numpy.dtype``."""
+metadata, nor ``fractions`` (only FRACTION values need it); the graph keeps its element types as
+``DataType`` and the public properties still give ``numpy.dtype``."""
 
 from __future__ import annotations
 
@@ -54,7 +54,8 @@ z.set_output(True)
 scaled = s.build(device_properties=props, cache=False)  # a by-value scalar: a host buffer
 out = {{"engines": [conv.engine_id, matmul.engine_id, scaled.engine_id], "described": g.describe().count("float16"),
         "imported": [n for n in ("numpy", "ml_dtypes") if n in sys.modules],
-       "cli": [n for n in ("argparse", "importlib.metadata") if n in sys.modules]}}
+       "cli": [n for n in ("argparse", "importlib.metadata") if n in sys.modules],
+       "fractions": [n for n in ("fractions", "decimal") if n in sys.modules]}}
 if sys.argv[1:] == ["touch"]:
     import numpy as np
     out["dtypes"] = [repr(t.dtype) for t in (x, y, a)]
@@ -81,6 +82,7 @@ def test_describing_and_planning_imports_no_numpy() -> None:
     result = _child()
     assert result["imported"] == []
     assert result["cli"] == []  # the reports' and CLIs' modules are not planning's either
+    assert result["fractions"] == []  # imported for FRACTION values (pooling, resampling) only
     assert all(isinstance(e, int) for e in result["engines"])
     assert result["described"] == 4  # x, w, b and the output (the virtuals are float32)
 

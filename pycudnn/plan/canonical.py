@@ -27,12 +27,11 @@ import json
 import math
 import sys
 from collections.abc import Mapping
-from fractions import Fraction
 from typing import Any
 
 from .. import _bindings
 from .._attrnames import _documented_type, attribute_type
-from .._attrs import _encode
+from .._attrs import _encode, is_fraction
 from .._plan_json import _ENUM_KEYS
 from ..backend import BackendDescriptor, attribute_name
 from ..opgraph.lowering import build_descriptors
@@ -196,6 +195,8 @@ def recording_descriptor() -> Any:
 def _ctype_value(v: Any) -> Any:
     # FRACTION elements are structs (cudnnFraction_t); every other element is a plain number.
     if isinstance(v, ctypes.Structure) and hasattr(v, "numerator"):
+        from fractions import Fraction
+
         return Fraction(int(v.numerator), int(v.denominator) or 1)
     return v
 
@@ -287,6 +288,8 @@ def _json_value(key: str, value: Any) -> Any:
             isinstance(v, list) and len(v) == 2 and all(type(x) is int for x in v) and v[1] != 0
             for v in value
         ):  # FRACTION values: [numerator, denominator] pairs
+            from fractions import Fraction
+
             return [Fraction(v[0], v[1]) for v in value]
         vals = [_json_value(key, v) for v in value]
         return vals[0] if len(vals) == 1 and key not in _LIST_KEYS else vals
@@ -352,7 +355,9 @@ def _same(a: Any, b: Any) -> bool:
         return bool(a == b)
     if isinstance(a, bool) or isinstance(b, bool):
         return bool(a) == bool(b) and type(a) is type(b)
-    if isinstance(a, (int, float, Fraction)) and isinstance(b, (int, float, Fraction)):
+    if (isinstance(a, (int, float)) or is_fraction(a)) and (
+        isinstance(b, (int, float)) or is_fraction(b)
+    ):
         fa, fb = float(a), float(b)
         if math.isnan(fa) or math.isnan(fb):
             return math.isnan(fa) and math.isnan(fb)
