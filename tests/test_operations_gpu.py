@@ -193,6 +193,51 @@ def test_conv_genstats(shape: tuple[int, ...], dtype: str) -> None:
     check_close(outs[q], (yq**2).sum(axis=(0, 2, 3)).reshape(1, c, 1, 1), np.float32, "sq_sum")
 
 
+class _Window:
+    """A CUDA-array-interface view of ``base``'s memory from element ``offset`` on, with its own
+    shape and strides (in elements): an input that already lies in an output."""
+
+    def __init__(self, base: Any, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]):
+        size = base.dtype.itemsize
+        self.base = base  # keeps the memory alive
+        self.__cuda_array_interface__ = {
+            "shape": shape,
+            "typestr": base.dtype.str,
+            "data": (base.ptr + offset * size, False),
+            "strides": tuple(st * size for st in strides),
+            "version": 3,
+        }
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize(("n", "c", "hw"), [(2, 32, 8), (1, 64, 5)])
+def test_in_place_concatenation_keeps_its_input_and_writes_the_rest(
+    n: int, c: int, hw: int, dtype: str
+) -> None:
+    """``concatenate(in_place_index=1)``: the second input already is the channel slice
+    [c, 2c) of the output (cuDNN 9.28 plans it fused after a convolution on the H100, engine 1).
+    The convolution's channels must be written and the in-place slice left as it was."""
+    g = Graph("in_place_concat")
+    x = g.tensor([n, c, hw, hw], fmt="NHWC", dtype=dtype, name="x")
+    wt = g.tensor([c, c, 1, 1], fmt="NHWC", dtype=dtype, name="w")
+    y = g.conv_fprop(x, wt, name="conv")
+    o_strides = [2 * c * hw * hw, 1, hw * 2 * c, 2 * c]  # the output's own (NHWC, 2c channels)
+    o = g.tensor([n, c, hw, hw], strides=o_strides, dtype=dtype, name="o")
+    out = g.concatenate([y, o], axis=1, in_place_index=1, name="cat")
+    out.set_output(True)
+    assert list(out.strides) == o_strides
+    xh, wh, oh = host(x.dims, dtype), host(wt.dims, dtype), host(o.dims, dtype)
+    start = np.full(out.dims, np.nan, dtype=np.dtype(xh.dtype))  # NaN where the conv writes
+    start[:, c:] = oh
+    buf = device(start, out)
+    window = _device_array().from_array(_Window(buf, c, tuple(o.dims), tuple(o_strides)))
+    g.build(cache=False).execute({x: device(xh, x), wt: device(wh, wt), o: window, out: buf})
+    got = f64(buf)
+    yref = np.einsum("nchw,kc->nkhw", f64(xh), f64(wh)[:, :, 0, 0])
+    check_close(got[:, :c], yref, dtype, "convolution channels")
+    np.testing.assert_array_equal(got[:, c:], f64(oh), err_msg="the in-place input changed")
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize(("tokens", "experts", "k", "n"), [(256, 8, 128, 64), (96, 3, 64, 32)])
 def test_moe_grouped_matmul(tokens: int, experts: int, k: int, n: int, dtype: str) -> None:
