@@ -12,7 +12,29 @@ from typing import Any
 
 from _nvbind.lazy_numpy import numpy_types
 
-__all__ = ["as_int", "as_ints", "check_dims", "check_strides", "checked_dims"]
+__all__ = [
+    "INT64_MAX",
+    "as_int",
+    "as_ints",
+    "check_dims",
+    "check_strides",
+    "checked_dims",
+    "vectorized_extent",
+]
+
+INT64_MAX = 2**63 - 1
+
+
+def vectorized_extent(dims: Sequence[int], count: int, vdim: int) -> int:
+    """The elements a vectorized tensor holds along its vectorized dimension, ``dims[vdim]``
+    vectors of ``count`` elements; 0 when ``vdim`` names none of ``dims`` (cuDNN's default -1).
+
+    cuDNN multiplies the two in 64 bits without a check and divides by the product (a reduction's
+    input extent by its output's): a product that wraps to 0 (``[2**62, ...]`` by 4 along dim 0)
+    kills the process with SIGFPE (cuDNN 9.28, through the backend layer and through a plan's
+    JSON alike). Callers refuse a product above :data:`INT64_MAX`, which no tensor can have.
+    """
+    return dims[vdim] * count if 0 <= vdim < len(dims) else 0
 
 
 def as_int(value: object, name: str, index: int) -> int:

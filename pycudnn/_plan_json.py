@@ -6,6 +6,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ._dims import INT64_MAX, vectorized_extent
+
 __all__ = [
     "check_json_attribute",
     "check_plan_json",
@@ -193,6 +195,17 @@ def _check_graph_level(
             ):
                 rule = "must be an array of positive int64s" if low == 1 else "must be int64s"
                 raise bad(f"{at}.{key}", rule, values)
+        count, vdim = t.get("vectCount"), t.get("vectDim")
+        if type(count) is int and type(vdim) is int and isinstance(t.get("dim"), list):
+            # cuDNN multiplies these unchecked and divides by the product (see vectorized_extent)
+            extent = vectorized_extent(t["dim"], count, vdim)
+            if extent > INT64_MAX:
+                raise bad(
+                    f"{at}.vectCount",
+                    f"times dim[{vdim}] must be at most {INT64_MAX} (cuDNN divides by the "
+                    "product, and one that wraps to 0 crashes the process)",
+                    extent,
+                )
     for i, node in enumerate(og.get("nodes", [])):
         at = f"{where}.nodes[{i}]"
         if not isinstance(node, dict):

@@ -483,3 +483,115 @@ def test_a_cudnn_8_library_is_named_by_its_own_version(tmp_path: Path) -> None:
     out = _load_with_override(lib)
     assert out.returncode == 0, out.stderr[-1000:]
     assert "is cuDNN 8.9.6" in out.stdout and "major version 9" in out.stdout, out.stdout
+
+
+# -- vectorized tensors -----------------------------------------------------------------------------
+
+_VECTORIZED_REDUCTION = """
+import json, sys
+from pycudnn.backend import BackendDescriptor as B
+
+def tensor(uid, dims, vector=None, order=("dims", "count", "dim")):
+    t = B("TENSOR")
+    t.set("TENSOR_UNIQUE_ID", uid)
+    strides, s = [], 1
+    for d in reversed(dims):
+        strides.insert(0, s)
+        s = s * d % 2**62
+    for what in order:
+        if what == "dims":
+            t.set("TENSOR_DIMENSIONS", dims)
+        elif vector is not None and what == "count":
+            t.set("TENSOR_VECTOR_COUNT", vector[0])
+        elif vector is not None:
+            t.set("TENSOR_VECTORIZED_DIMENSION", vector[1])
+    t.set("TENSOR_STRIDES", strides)
+    t.set("TENSOR_BYTE_ALIGNMENT", 16)
+    t.set("TENSOR_DATA_TYPE", "FLOAT")
+    t.finalize()
+    return t
+
+def reduction(x_dims, y_dims, vector, order):
+    x, y = tensor(1, x_dims), tensor(2, y_dims, vector, order)
+    r = B("REDUCTION"); r.set("REDUCTION_OPERATOR", "AMAX"); r.set("REDUCTION_COMP_TYPE", "FLOAT")
+    r.finalize()
+    op = B("OPERATION_REDUCTION")
+    for k, v in (("XDESC", x), ("YDESC", y), ("DESC", r)):
+        op.set("OPERATION_REDUCTION_" + k, v)
+    op.finalize()
+
+for x_dims, y_dims, vector, order in json.loads(sys.argv[1]):
+    try:
+        reduction(x_dims, y_dims, vector, order)
+    except ValueError as exc:
+        print("REFUSED", exc)
+    except Exception as exc:
+        print("ERROR", type(exc).__name__)
+    else:
+        print("FINALIZED")
+"""
+
+
+@pytest.mark.parametrize(
+    ("order", "named"),
+    [
+        (["dims", "count", "dim"], "TENSOR_VECTORIZED_DIMENSION"),
+        (["count", "dim", "dims"], "TENSOR_DIMENSIONS"),
+        (["dim", "dims", "count"], "TENSOR_VECTOR_COUNT"),
+    ],
+)
+def test_a_vectorized_extent_past_int64_is_refused_before_cudnn_divides_by_it(
+    order: list[str], named: str
+) -> None:
+    # A [2**62, 1, 1] output vectorized along dim 0 by 4 (or [2**60, ...] by 16, 32): cuDNN 9.28
+    # multiplies the extent by the count in 64 bits, gets 0, and the reduction's finalize divides
+    # by it (SIGFPE; found by fuzzing, `backend_typed` input 168717 of seed 202612082).
+    cases = [
+        ([2**62, 4, 8], [2**62, 1, 1], [4, 0], order),
+        ([2, 2**60, 8], [2, 2**60, 1], [16, 1], order),
+        ([2, 4, 8], [2, 1, 1], [4, 1], order),  # 4 elements along dim 1: finalizes
+        ([2**62, 4, 8], [2**62, 1, 1], [1, 0], order),  # a count of 1 multiplies nothing
+    ]
+    proc = run_python(_VECTORIZED_REDUCTION, json.dumps(cases))
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 4, proc.stdout
+    for line in lines[:2]:
+        assert line.startswith(f"REFUSED CUDNN_ATTR_{named}: "), line
+        assert "must be at most 9223372036854775807" in line, line
+    assert lines[2:] == ["FINALIZED", "FINALIZED"], proc.stdout
+
+
+_VECTORIZED_PLAN = """
+import json, sys
+sys.path.insert(0, {tests!r})
+import pycudnn, plan_kinds
+props = pycudnn.DeviceProperties.load({props!r})
+g = pycudnn.Graph("reduction")
+plan_kinds.CATALOGUE["reduction"](g)
+with g.build(device_properties=props, cache=False) as plan:
+    data = json.loads(plan.to_json())
+data = {{k: v for k, v in data.items() if not k.startswith("pycudnn")}}
+x, y = data["operationGraph"]["tensors"]
+x["dim"][0] = y["dim"][0] = 2**62
+y["vectCount"], y["vectDim"] = 4, 0
+try:
+    pycudnn.Plan.from_json(json.dumps(data), device_properties=props).close()
+except ValueError as exc:
+    print("REFUSED", exc)
+else:
+    print("LOADED")
+"""
+
+
+@pytest.mark.usefixtures("libcuda")
+def test_a_plan_json_vectorized_extent_past_int64_is_refused() -> None:
+    # The same product, read from a plan's JSON: SIGFPE in Plan.from_json before the check.
+    skip_unless_cudnn((9, 10), "execution plans for device properties without a GPU")
+    code = _VECTORIZED_PLAN.format(tests=str(REPO / "tests"), props=str(PROPS_FILE))
+    proc = run_python(code, timeout=300)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    assert "REFUSED not a valid cuDNN execution-plan JSON: operationGraph.tensors[1]" in (
+        proc.stdout
+    ), proc.stdout
+    assert "must be at most 9223372036854775807" in proc.stdout, proc.stdout
