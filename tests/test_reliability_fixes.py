@@ -595,3 +595,43 @@ def test_a_plan_json_vectorized_extent_past_int64_is_refused() -> None:
         proc.stdout
     ), proc.stdout
     assert "must be at most 9223372036854775807" in proc.stdout, proc.stdout
+
+
+# -- distributed layouts ----------------------------------------------------------------------------
+
+_GLOBAL_INDICES = """
+import resource
+from pycutensor.distributed.layout import Distribution
+# Before the check, these listed a billion indices a mode (8 GiB each, a minute of page faults):
+# with the address space capped that is a MemoryError instead of a ValueError.
+resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, resource.RLIM_INFINITY))
+for extents, grid, blocks in [
+    ([2**31 - 1, 2**31 - 1], [2, 4], None),  # contiguous slices of 2**30 indices
+    ([2**31 - 1], [2], [2**20]),  # 1,024 blocks of 2**20: few blocks, many indices
+    ([2**28 + 2], [2], None),  # one past the cap on rank 0
+]:
+    try:
+        Distribution(extents, grid, blocks).global_indices(0)
+    except ValueError as exc:
+        print("REFUSED", exc)
+    except Exception as exc:
+        print("ERROR", type(exc).__name__, exc)
+    else:
+        print("LISTED")
+import pycutensor.distributed.layout as layout
+layout.MAX_LISTED = 8  # the boundary, without listing 2**27 indices
+print("AT CAP", [len(i) for i in Distribution([16, 3], [2, 1]).global_indices(1)] == [8, 3])
+"""
+
+
+def test_global_indices_past_the_host_listing_cap_are_refused() -> None:
+    # Found by fuzzing (seed 202612083, `distribution` input 94753): a hang of the campaign's 60 s.
+    proc = run_python(_GLOBAL_INDICES)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 4, proc.stdout
+    for line in lines[:3]:
+        assert line.startswith("REFUSED rank 0 holds "), line
+        assert "the host lists at most 134217728 (use local_extents" in line, line
+    assert "indices of mode 0" in lines[0] and "indices of mode 0" in lines[1], proc.stdout
+    assert lines[3] == "AT CAP True", proc.stdout

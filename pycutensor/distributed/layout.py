@@ -240,7 +240,16 @@ class Distribution:
 
     def global_indices(self, rank: int) -> list[np.ndarray]:
         """Per mode, the global indices ``rank`` holds in local order: ``global_array[np.ix_(*
-        idx)]`` is its shard (stored compact with mode 0 fastest: ``np.asfortranarray``)."""
+        idx)]`` is its shard (stored compact with mode 0 fastest: ``np.asfortranarray``).
+
+        A mode with more than :data:`MAX_LISTED` of them is refused, as owner arrays are: one
+        contiguous slice of a mode of 2**31 - 1 split 2 ways is a billion indices (8 GiB)."""
+        for mode, count in enumerate(self.local_extents(rank)):
+            if count > MAX_LISTED:
+                raise ValueError(
+                    f"rank {rank} holds {count} indices of mode {mode}; the host lists at most "
+                    f"{MAX_LISTED} (use local_extents, which counts them without listing)"
+                )
         return [
             np.concatenate([np.arange(a, b) for a, b in m]) if m else np.empty(0, np.int64)
             for m in self.owned_ranges(rank)
