@@ -635,3 +635,46 @@ def test_global_indices_past_the_host_listing_cap_are_refused() -> None:
         assert "the host lists at most 134217728 (use local_extents" in line, line
     assert "indices of mode 0" in lines[0] and "indices of mode 0" in lines[1], proc.stdout
     assert lines[3] == "AT CAP True", proc.stdout
+
+
+# -- plans for their graph --------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("libcuda")
+def test_an_sdpa_plan_with_another_subgraph_output_is_refused_for_its_graph(
+    props: DeviceProperties,
+) -> None:
+    # The band mask's output one uid earlier is its first comparison: the window's left bound is
+    # gone. Integer attributes were compared with float32's tolerance, so a uid of 2**40 edited
+    # by 1 (resealed, as a deliberate editor would) loaded for the sliding-window graph (found by
+    # fuzzing, seed 202612084, `plan_json_kinds` input 1872).
+    skip_unless_cudnn_has("CUDNN_ATTR_OPERATION_SDPA_FWD_SUBGRAPH_OUTPUT_UID")
+    import plan_kinds
+
+    def graph() -> Graph:
+        g = Graph("sdpa_window")
+        plan_kinds.sdpa_window(g)
+        return g
+
+    with graph().build(device_properties=props, cache=False) as plan:
+        data = json.loads(plan.to_json())
+    (node,) = data["operationGraph"]["nodes"]
+    key, change = "subgraphOutputUid", -1  # (another input uid cuDNN refuses itself)
+    assert node[key] > 2**24  # past float32's precision, where the tolerance swallowed 1
+    node[key] += change
+    text = json.dumps(plan_kinds.resealed(data))
+    with pytest.raises(ValueError, match=f"does not compute graph.*'{key}' is"):
+        Plan.from_json(text, graph=graph(), device_properties=props)
+    node[key] -= change
+    Plan.from_json(json.dumps(plan_kinds.resealed(data)), graph=graph(), device_properties=props)
+
+
+def test_integer_attributes_compare_exactly_and_float_scalars_with_float32s_precision() -> None:
+    from pycudnn.plan.canonical import _same
+
+    assert not _same(2**40 + 1, 2**40)
+    assert not _same([5, 2**40 + 1], [5, 2**40])
+    assert not _same(2**62 + 1, 2**62)
+    assert _same(2**40, 2**40) and _same([3], 3)
+    assert _same(0.1, float(__import__("numpy").float32(0.1)))  # cuDNN keeps it as a float32
+    assert _same(2, 2.0000001)  # a float scalar given as an int
