@@ -196,6 +196,11 @@ def _check_graph_level(
                 rule = "must be an array of positive int64s" if low == 1 else "must be int64s"
                 raise bad(f"{at}.{key}", rule, values)
         count, vdim = t.get("vectCount"), t.get("vectDim")
+        if type(vdim) is int and isinstance(t.get("dim"), list) and not -1 <= vdim < len(t["dim"]):
+            # cuDNN 9.28 loads one past the last dim without a word and reads a dim the tensor
+            # does not have
+            rule = f"must be -1 or the index of one of the tensor's {len(t['dim'])} dims"
+            raise bad(f"{at}.vectDim", rule, vdim)
         if type(count) is int and type(vdim) is int and isinstance(t.get("dim"), list):
             # cuDNN multiplies these unchecked and divides by the product (see vectorized_extent)
             extent = vectorized_extent(t["dim"], count, vdim)

@@ -597,6 +597,30 @@ def test_a_plan_json_vectorized_extent_past_int64_is_refused() -> None:
     assert "must be at most 9223372036854775807" in proc.stdout, proc.stdout
 
 
+@pytest.mark.usefixtures("libcuda")
+@pytest.mark.parametrize("where", ["rank", -2])
+def test_a_plan_json_vectorized_dimension_naming_no_dim_is_refused(where: Any) -> None:
+    # cuDNN 9.28 loads a tensor whose vectDim is its rank (one past its last dim) without a word,
+    # reading a dim the tensor does not have (found by fuzzing, `plan_json_kinds` after seed
+    # 202612084): -1 (none) or the index of one of its dims.
+    skip_unless_cudnn((9, 10), "execution plans for device properties without a GPU")
+    sys.path.insert(0, str(REPO / "tests"))
+    import plan_kinds
+
+    props = DeviceProperties.load(PROPS_FILE)
+    g = Graph("reduction")
+    plan_kinds.CATALOGUE["reduction"](g)
+    with g.build(device_properties=props, cache=False) as plan:
+        data = json.loads(plan.to_json())
+    data = {k: v for k, v in data.items() if not k.startswith("pycudnn")}  # cuDNN's own JSON
+    y = data["operationGraph"]["tensors"][1]
+    y["vectDim"] = len(y["dim"]) if where == "rank" else where
+    with pytest.raises(ValueError, match=r"tensors\[1\]\.vectDim must be -1 or the index of one"):
+        Plan.from_json(json.dumps(data), device_properties=props)
+    y["vectDim"] = -1
+    Plan.from_json(json.dumps(data), device_properties=props).close()
+
+
 # -- distributed layouts ----------------------------------------------------------------------------
 
 _GLOBAL_INDICES = """
