@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _bindings
-from ._attrnames import _DESCRIPTOR, ENUM_OF_TYPE, AttrType, DescType, _attr_text
+from ._attrnames import _DESCRIPTOR, ENUM_OF_TYPE, AttrName, AttrType, DescType, _attr_text
 from ._attrs import (
     _DIM_MAX,
     _INT64_RANGE,
@@ -38,6 +38,7 @@ from ._attrs import (
     _kind_of,
     _value_kinds,
 )
+from ._dims import INT64_MAX, vectorized_extent
 from ._lib import LIB, MINIMUM_VERSION
 from ._versions import enum_since
 
@@ -50,6 +51,7 @@ __all__ = [
     "integer_rule",
     "keep_descriptor_type",
     "keep_spec",
+    "vectorized_tensor_attrs",
 ]
 
 #: Integer attributes cuDNN uses as extents or divides by: every element must be at least 1.
@@ -355,3 +357,43 @@ def keep_descriptor_type(kind: Any, dtype: Any) -> None:
         _store(_KINDS, (type(kind), kind), (dtype, _needs(DescType(int(dtype)))))
     except TypeError:
         pass
+
+
+#: A TENSOR's attributes whose product cuDNN divides by (see vectorized_tensor_attrs): their
+#: keys, and the attribute names its error reports.
+_TENSOR = int(DescType["TENSOR_DESCRIPTOR"])
+_VECTOR_ATTRS = {
+    int(AttrName[k]): k
+    for k in ("TENSOR_DIMENSIONS", "TENSOR_VECTOR_COUNT", "TENSOR_VECTORIZED_DIMENSION")
+    if k in AttrName.__members__
+}
+
+
+def vectorized_tensor_attrs(
+    dtype: Any, key: int, arr: Any, count: int, before: dict[int, tuple[int, ...]] | None
+) -> dict[int, tuple[int, ...]] | None:
+    """A TENSOR's dims, vector count and vectorized dimension as they will be once ``key`` is set
+    to ``arr[:count]`` (``before``: as set so far), or None for another attribute or descriptor.
+
+    Refuses a TENSOR whose vectorized extent, its dims' extent along the vectorized dimension
+    times its vector count, exceeds int64 (naming whichever of the three is set last): cuDNN
+    multiplies them unchecked and divides by the product, and one that wraps to 0 crashes the
+    process (SIGFPE, cuDNN 9.28: a reduction's output ``[2**62, 1, 1]`` by 4 along dim 0)."""
+    if dtype != _TENSOR or key not in _VECTOR_ATTRS:
+        return None
+    attrs = dict(before or {})
+    attrs[key] = tuple([int(arr[i]) for i in range(count)])
+    dims = attrs.get(int(AttrName.TENSOR_DIMENSIONS), ())
+    vector = attrs.get(int(AttrName.TENSOR_VECTOR_COUNT), (1,))
+    vdim = attrs.get(int(AttrName.TENSOR_VECTORIZED_DIMENSION), (-1,))
+    if len(vector) == 1 and len(vdim) == 1:
+        extent = vectorized_extent(dims, vector[0], vdim[0])
+        if extent > INT64_MAX:
+            raise ValueError(
+                f"CUDNN_ATTR_{_VECTOR_ATTRS[key]}: a TENSOR's extent along its vectorized "
+                f"dimension {vdim[0]} ({dims[vdim[0]]}) times its vector count "
+                f"({vector[0]}) must be at most {INT64_MAX}, got {extent}: cuDNN multiplies "
+                "them in 64 bits unchecked and divides by the product (one that wraps to 0 "
+                "crashes the process, SIGFPE)"
+            )
+    return attrs

@@ -63,10 +63,10 @@ from ._attrspec import (
     cached_spec,
     check_integer_values,
     keep_spec,
+    vectorized_tensor_attrs,
 )
 from ._descriptor_memory import DescriptorBatch, _checked_type, _create, _create_one, _raise_for
 from ._descriptor_memory import destroy_descriptor as _destroy
-from ._dims import INT64_MAX, vectorized_extent
 from ._lib import LIB, last_error_string
 from ._plan_json import check_json_attribute, check_plan_json
 from .errors import CudnnError
@@ -111,15 +111,6 @@ _FINALIZE_CHECKED = frozenset(
     )
     if k in DescType.__members__
 )
-
-#: A TENSOR's attributes whose product cuDNN divides by (see _check_vectorized_extent): their keys,
-#: and the attribute names as set() reports them.
-_TENSOR = int(DescType["TENSOR_DESCRIPTOR"])
-_VECTOR_ATTRS = {
-    int(AttrName[k]): k
-    for k in ("TENSOR_DIMENSIONS", "TENSOR_VECTOR_COUNT", "TENSOR_VECTORIZED_DIMENSION")
-    if k in AttrName.__members__
-}
 
 
 class BackendDescriptor(CResource):
@@ -188,7 +179,7 @@ class BackendDescriptor(CResource):
         # crashing (see _check_finalizable and _descriptor_kind_to_read).
         self._set_kinds: dict[int, tuple[int, ...] | None] = {}
         # A TENSOR's dims, vector count and vectorized dimension as set (by attribute key), for
-        # _check_vectorized_extent; None until one of them is set.
+        # vectorized_tensor_attrs; None until one of them is set.
         self._vector_attrs: dict[int, tuple[int, ...]] | None = None
 
     # -- state -----------------------------------------------------------------------------
@@ -318,9 +309,9 @@ class BackendDescriptor(CResource):
                 check_json_attribute(name, value)
         else:
             arr, count, keep = encoded
-        vector_attrs = None
-        if self._dtype == _TENSOR and spec.key in _VECTOR_ATTRS:
-            vector_attrs = self._check_vectorized_extent(spec.key, arr, count)
+        vector_attrs = vectorized_tensor_attrs(
+            self._dtype, spec.key, arr, count, self._vector_attrs
+        )
         # Each argument as C takes it (two enums as ints), so ctypes converts none of them.
         fn = LIB.unconverted_function("cudnnBackendSetAttribute")
         status = _SET_CALL.run(fn, self._c_ptr, spec.key, atype, int64_arg(count), arr)
@@ -341,31 +332,6 @@ class BackendDescriptor(CResource):
         if vector_attrs is not None:
             self._vector_attrs = vector_attrs
         self._set_kinds[spec.key] = None
-
-    def _check_vectorized_extent(
-        self, key: int, arr: Any, count: int
-    ) -> dict[int, tuple[int, ...]]:
-        """Refuse a TENSOR whose vectorized extent, its dims' extent along the vectorized
-        dimension times its vector count, exceeds int64 (whichever of the three is set last): cuDNN
-        multiplies them unchecked and divides by the product, and one that wraps to 0 crashes the
-        process (SIGFPE, cuDNN 9.28: a reduction's output ``[2**62, 1, 1]`` by 4 along dim 0).
-        The three as they will be once this one is set (kept by set() after cuDNN takes it)."""
-        attrs = dict(self._vector_attrs or {})
-        attrs[key] = tuple([int(arr[i]) for i in range(count)])
-        dims = attrs.get(int(AttrName.TENSOR_DIMENSIONS), ())
-        vector = attrs.get(int(AttrName.TENSOR_VECTOR_COUNT), (1,))
-        vdim = attrs.get(int(AttrName.TENSOR_VECTORIZED_DIMENSION), (-1,))
-        if len(vector) == 1 and len(vdim) == 1:
-            extent = vectorized_extent(dims, vector[0], vdim[0])
-            if extent > INT64_MAX:
-                raise ValueError(
-                    f"CUDNN_ATTR_{_VECTOR_ATTRS[key]}: a TENSOR's extent along its vectorized "
-                    f"dimension {vdim[0]} ({dims[vdim[0]]}) times its vector count "
-                    f"({vector[0]}) must be at most {INT64_MAX}, got {extent}: cuDNN multiplies "
-                    "them in 64 bits unchecked and divides by the product (one that wraps to 0 "
-                    "crashes the process, SIGFPE)"
-                )
-        return attrs
 
     def _spec(self, attr: Any, attr_type: Any, *, reading: bool) -> AttrSpec:
         """The :class:`~pycudnn._attrspec.AttrSpec` of ``attr`` (with ``attr_type``) on this
