@@ -38,7 +38,7 @@ from ._attrs import (
     _kind_of,
     _value_kinds,
 )
-from ._dims import INT64_MAX, vectorized_extent
+from ._dims import INT64_MAX, vectorized_dim_rule, vectorized_extent
 from ._lib import LIB, MINIMUM_VERSION
 from ._versions import enum_since
 
@@ -375,10 +375,11 @@ def vectorized_tensor_attrs(
     """A TENSOR's dims, vector count and vectorized dimension as they will be once ``key`` is set
     to ``arr[:count]`` (``before``: as set so far), or None for another attribute or descriptor.
 
-    Refuses a TENSOR whose vectorized extent, its dims' extent along the vectorized dimension
-    times its vector count, exceeds int64 (naming whichever of the three is set last): cuDNN
-    multiplies them unchecked and divides by the product, and one that wraps to 0 crashes the
-    process (SIGFPE, cuDNN 9.28: a reduction's output ``[2**62, 1, 1]`` by 4 along dim 0)."""
+    Refuses (naming whichever of the three is set last) a TENSOR vectorized along a dimension it
+    does not have, which cuDNN 9.28 finalizes, and one whose vectorized extent, its dims' extent
+    along the vectorized dimension times its vector count, exceeds int64: cuDNN multiplies them
+    unchecked and divides by the product, and one that wraps to 0 crashes the process (SIGFPE,
+    cuDNN 9.28: a reduction's output ``[2**62, 1, 1]`` by 4 along dim 0)."""
     if dtype != _TENSOR or key not in _VECTOR_ATTRS:
         return None
     attrs = dict(before or {})
@@ -386,6 +387,11 @@ def vectorized_tensor_attrs(
     dims = attrs.get(int(AttrName.TENSOR_DIMENSIONS), ())
     vector = attrs.get(int(AttrName.TENSOR_VECTOR_COUNT), (1,))
     vdim = attrs.get(int(AttrName.TENSOR_VECTORIZED_DIMENSION), (-1,))
+    if len(vdim) == 1 and dims and (rule := vectorized_dim_rule(vdim[0], len(dims))):
+        raise ValueError(
+            f"CUDNN_ATTR_{_VECTOR_ATTRS[key]}: a TENSOR's vectorized dimension {rule}, got "
+            f"{vdim[0]} (cuDNN 9.28 finalizes one the tensor does not have)"
+        )
     if len(vector) == 1 and len(vdim) == 1:
         extent = vectorized_extent(dims, vector[0], vdim[0])
         if extent > INT64_MAX:

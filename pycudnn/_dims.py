@@ -19,6 +19,7 @@ __all__ = [
     "check_dims",
     "check_strides",
     "checked_dims",
+    "vectorized_dim_rule",
     "vectorized_extent",
 ]
 
@@ -35,6 +36,15 @@ def vectorized_extent(dims: Sequence[int], count: int, vdim: int) -> int:
     JSON alike). Callers refuse a product above :data:`INT64_MAX`, which no tensor can have.
     """
     return dims[vdim] * count if 0 <= vdim < len(dims) else 0
+
+
+def vectorized_dim_rule(vdim: int, rank: int) -> str | None:
+    """The rule a tensor's vectorized dimension breaks, or None: -1 (none) or the index of one of
+    its ``rank`` dims. cuDNN 9.28 finalizes a TENSOR (and loads a plan's) naming one past the
+    last dim or below -1, a dimension the tensor does not have."""
+    if -1 <= vdim < rank:
+        return None
+    return f"must be -1 or the index of one of the tensor's {rank} dims"
 
 
 def as_int(value: object, name: str, index: int) -> int:

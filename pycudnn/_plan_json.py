@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._dims import INT64_MAX, vectorized_extent
+from ._dims import INT64_MAX, vectorized_dim_rule, vectorized_extent
 
 __all__ = [
     "check_json_attribute",
@@ -195,15 +195,15 @@ def _check_graph_level(
             ):
                 rule = "must be an array of positive int64s" if low == 1 else "must be int64s"
                 raise bad(f"{at}.{key}", rule, values)
-        count, vdim = t.get("vectCount"), t.get("vectDim")
-        if type(vdim) is int and isinstance(t.get("dim"), list) and not -1 <= vdim < len(t["dim"]):
-            # cuDNN 9.28 loads one past the last dim without a word and reads a dim the tensor
-            # does not have
-            rule = f"must be -1 or the index of one of the tensor's {len(t['dim'])} dims"
-            raise bad(f"{at}.vectDim", rule, vdim)
-        if type(count) is int and type(vdim) is int and isinstance(t.get("dim"), list):
+        count, vdim, dims = t.get("vectCount"), t.get("vectDim"), t.get("dim")
+        if type(vdim) is not int or not isinstance(dims, list):
+            continue
+        vdim_rule = vectorized_dim_rule(vdim, len(dims))
+        if vdim_rule is not None:
+            raise bad(f"{at}.vectDim", vdim_rule, vdim)
+        if type(count) is int:
             # cuDNN multiplies these unchecked and divides by the product (see vectorized_extent)
-            extent = vectorized_extent(t["dim"], count, vdim)
+            extent = vectorized_extent(dims, count, vdim)
             if extent > INT64_MAX:
                 raise bad(
                     f"{at}.vectCount",

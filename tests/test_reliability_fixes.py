@@ -621,6 +621,26 @@ def test_a_plan_json_vectorized_dimension_naming_no_dim_is_refused(where: Any) -
     Plan.from_json(json.dumps(data), device_properties=props).close()
 
 
+@pytest.mark.parametrize("vdim", [4, -2])
+@pytest.mark.parametrize("last", ["TENSOR_VECTORIZED_DIMENSION", "TENSOR_DIMENSIONS"])
+def test_a_backend_tensor_vectorized_along_no_dim_is_refused(vdim: int, last: str) -> None:
+    # The typed backend layer, as the plan JSON above: cuDNN 9.28 finalizes a TENSOR whose
+    # TENSOR_VECTORIZED_DIMENSION is its rank or below -1, a dimension it does not have.
+    from pycudnn.backend import BackendDescriptor
+
+    t = BackendDescriptor("TENSOR_DESCRIPTOR")
+    t.set("TENSOR_DATA_TYPE", "FLOAT")
+    t.set("TENSOR_STRIDES", [128, 16, 4, 1])
+    first, then = ("TENSOR_DIMENSIONS", "TENSOR_VECTORIZED_DIMENSION")
+    if last == "TENSOR_DIMENSIONS":
+        first, then = then, first
+    values = {"TENSOR_DIMENSIONS": [2, 8, 4, 4], "TENSOR_VECTORIZED_DIMENSION": vdim}
+    t.set(first, values[first])
+    with pytest.raises(ValueError, match=f"CUDNN_ATTR_{last}: .*must be -1 or the index of one"):
+        t.set(then, values[then])
+    t.close()
+
+
 # -- distributed layouts ----------------------------------------------------------------------------
 
 _GLOBAL_INDICES = """
